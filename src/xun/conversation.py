@@ -1,0 +1,709 @@
+"""The conversation: typed messages, length estimates, the two compaction tiers, persistence.
+
+Tier 1 (`compact_toolcall`) swaps old tool results for placeholders and keeps the originals;
+tier 2 (`plan_compaction` + `apply_compaction`, or `compact`/`acompact`) replaces older turns with a
+summary, after appending their originals to the offload log. Nothing is ever dropped: every text is
+in the messages, the reclaimed originals, the offload log or (when the log cannot be written) the
+session's kept originals.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gc
+import io
+import json
+import mimetypes
+import os
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xun.atomic import write_text_atomic
+from xun.compact import CompactionCounter, SummaryCompactResult, ToolCallCompactResult
+from xun.conversation_message import (
+    Message,
+    MessageFormatError,
+    RawOpenAIMessage,
+    SystemPrompt,
+    UserMessage,
+    content_text,
+    message_from_json,
+)
+from xun.message_list import MessageList
+from xun.offload import append_offload
+from xun.reclaimed import ARGUMENTS_PREVIEW, ArchiveFormatError, ReclaimedArchive, ReclaimedToolResult
+
+FORMAT_VERSION = 1
+_DECODER = json.JSONDecoder()
+TRUNCATE_AT = 1000
+PLACEHOLDER = (
+    "[Compacted, ID: {id}. If this content is still needed, call extract_compacted_tool_result "
+    "with this ID or re-run the tool.]"
+)
+_PLACEHOLDER_HEAD = "[Compacted, ID: "
+
+
+class SessionFormatError(ValueError):
+    """A session file (or text) that cannot be loaded: corrupt, truncated, foreign or too new.
+
+    The message names the file and what is wrong. Loading never modifies the file.
+    """
+
+    def __init__(self, source: str | os.PathLike[str] | None, reason: str) -> None:
+        self.source = str(source) if source is not None else "<session text>"
+        self.reason = reason
+        super().__init__(f"{self.source}: {reason}")
+
+
+class StalePlanError(RuntimeError):
+    """The conversation changed (other than by appending) after the compaction plan was made."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """What a summary would do now: messages[1:cut_index] condensed, `kept` the new tail.
+
+    `condensed` is what the summarizer is shown (the system message first, when there is one);
+    `carried_user` is the last user message when it lies before the cut and is carried to the head
+    of the tail. Lengths are estimated characters; `estimated_length_after` leaves the summary out.
+    """
+
+    cut_index: int
+    condensed: list[Message]
+    kept: list[Message]
+    carried_user: UserMessage | None
+    estimated_length_before: int
+    estimated_length_after: int
+    message_count: int
+    edits: int
+
+    @property
+    def nothing_to_condense(self) -> bool:
+        return not any(m.role != "system" for m in self.condensed)
+
+    @property
+    def condensed_count(self) -> int:
+        """Messages that leave the conversation (the system message stays, so it is not counted)."""
+        return sum(1 for m in self.condensed if m.role != "system")
+
+
+@dataclass(slots=True)
+class SummarizationEvent:
+    """One applied summary: where the cut was, the summary text, and where the originals went."""
+
+    cutoff_index: int
+    summary_message: str
+    file_path: str | None
+    time: float
+    condensed_count: int
+    kept_count: int
+    warning: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cutoff_index": self.cutoff_index,
+            "summary_message": self.summary_message,
+            "file_path": self.file_path,
+            "time": self.time,
+            "condensed_count": self.condensed_count,
+            "kept_count": self.kept_count,
+            "warning": self.warning,
+        }
+
+
+def image_to_url(image: Any) -> str:
+    """Normalise an image to a URL: data: and http(s) URLs pass, files and PIL images become data URLs."""
+    if isinstance(image, str) and image.startswith(("data:", "http://", "https://")):
+        return image
+    if isinstance(image, (str, os.PathLike)):
+        path = Path(image)
+        if not path.is_file():
+            raise ValueError(f"image {str(image)!r} is neither a URL nor a readable file")
+        mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        if not mime.startswith("image/"):
+            raise ValueError(f"{path} does not look like an image (type {mime})")
+        return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+    if hasattr(image, "save"):  # a PIL image, without importing PIL
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        return f"data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
+    raise ValueError(f"unsupported image of type {type(image).__name__}")
+
+
+def tool_result_text(content: Any) -> str:
+    """The text stored for a tool result: `value_str()` when it has one, strings as they are, else JSON."""
+    try:
+        if isinstance(content, str):
+            return content
+        value_str = getattr(content, "value_str", None)
+        if callable(value_str):
+            text = value_str()
+            if not isinstance(text, str):
+                raise TypeError(f"value_str() returned {type(text).__name__}, not str")
+            return text
+        return json.dumps(content, ensure_ascii=False)
+    except Exception as exc:  # any failure to turn the result into text is stored, not raised
+        return f"[Error] Failed to serialize tool result: {exc}"
+
+
+class Conversation:
+    """The messages sent to the model, and everything compaction took out of them."""
+
+    def __init__(self, conversation_id: str | None = None, offload_dir: str | os.PathLike[str] | None = None) -> None:
+        self._messages = MessageList()
+        self.conversation_id: str = conversation_id or uuid.uuid4().hex
+        self.total_tokens: int | None = None
+        """`usage.total_tokens` of the last model response: the only trigger of auto-compaction."""
+        self.compaction_counter = CompactionCounter()
+        self.offload_dir: Path | None = Path(offload_dir) if offload_dir is not None else None
+        """Where summaries append the originals (`<id>.md`); None keeps them in the session instead."""
+        self.created_at: float = time.time()
+        self.summarizations: list[SummarizationEvent] = []
+        self.compaction_log: list[dict[str, Any]] = []
+        """Compaction events as JSON records, written by the agent and shown by front ends."""
+        self.kept_originals: list[dict[str, Any]] = []
+        """Summarised originals not offloaded to a log: {"time", "reason", "messages": [Message...]}."""
+        self._reclaimed = ReclaimedArchive()
+        self._pinned: set[str] = set()
+        self._reclaim_frontier = 0
+
+    # ----------------------------------------------------------------- messages
+
+    @property
+    def messages(self) -> MessageList:
+        """A mutable list of message objects; append to it freely, every figure stays right."""
+        return self._messages
+
+    @messages.setter
+    def messages(self, value: Sequence[Message]) -> None:
+        self._messages = value if isinstance(value, MessageList) else MessageList(value)
+        self._reclaim_frontier = 0
+
+    def completion_params(self) -> list[dict[str, Any]]:
+        """The whole conversation as the list of message params sent to the model."""
+        return [m.completion_param() for m in self._messages]
+
+    def _system(self) -> SystemPrompt | None:
+        first = self._messages[0] if self._messages else None
+        return first if isinstance(first, SystemPrompt) else None
+
+    def set_system_message_content(self, content: str, is_compressed: bool = False) -> None:
+        """Replace or insert message 0, keeping its persistent sections.
+
+        A role prompt (`is_compressed=False`) set after a summary replaces the role prompt and keeps
+        the summary; a summary (`is_compressed=True`) keeps the role prompt in `base_prompt`.
+        """
+        current = self._system()
+        sections = dict(current.persist_sections) if current else {}
+        if current is None:
+            prompt = SystemPrompt(content=content, is_compressed=is_compressed)
+            self._messages.insert(0, prompt)
+            return
+        if is_compressed:
+            base = current.base_prompt if current.is_compressed else current.content
+            prompt = SystemPrompt(content=content, is_compressed=True, persist_sections=sections, base_prompt=base)
+        elif current.is_compressed:
+            prompt = SystemPrompt(content=current.content, is_compressed=True, persist_sections=sections, base_prompt=content)
+        else:
+            prompt = SystemPrompt(content=content, persist_sections=sections)
+        self._messages[0] = prompt
+
+    def set_persistent_section(self, name: str, content: str) -> None:
+        """Write a section kept across compaction (AGENTS.md lives here); empty content deletes it."""
+        current = self._system()
+        if current is None:
+            if not content:
+                return
+            self._messages.insert(0, SystemPrompt(content="", persist_sections={name: content}))
+            return
+        sections = dict(current.persist_sections)
+        if content:
+            sections[name] = content
+        elif sections.pop(name, None) is None:
+            return
+        self._messages[0] = SystemPrompt(
+            content=current.content, is_compressed=current.is_compressed, persist_sections=sections, base_prompt=current.base_prompt
+        )
+
+    def add_user_message(self, content: str, images: Sequence[Any] | None = None) -> None:
+        urls = [image_to_url(image) for image in images] if images else []
+        self._messages.append(UserMessage(text=content, images=urls))
+
+    def set_response_schema(self, schema: Any) -> None:
+        """Ask for the last user message to be answered as JSON matching a pydantic model (or a schema dict)."""
+        last = self._messages[-1] if self._messages else None
+        if not isinstance(last, UserMessage):
+            raise ValueError("set_response_schema needs the last message to be a user message")
+        schema_dict = schema if isinstance(schema, dict) else schema.model_json_schema()
+        self._messages[-1] = UserMessage(text=last.text, images=list(last.images), response_schema=json.dumps(schema_dict))
+
+    def add_agent_message(self, message: Any) -> None:
+        """Append an assistant reply (an openai `ChatCompletionMessage` or a dict), minus an empty `tool_calls`."""
+        if isinstance(message, dict):
+            raw = dict(message)
+        else:
+            raw = message.model_dump(exclude_none=True)
+        raw.setdefault("role", "assistant")
+        raw.setdefault("content", None)
+        if raw.get("tool_calls") == []:
+            del raw["tool_calls"]
+        self._messages.append(RawOpenAIMessage(raw=raw))
+
+    def add_tool_result(self, tool_call_id: str, content: Any) -> None:
+        """Append a `role="tool"` message linked to its call by `tool_call_id`."""
+        text = content if type(content) is str else tool_result_text(content)
+        self._messages.append(RawOpenAIMessage(raw={"role": "tool", "tool_call_id": tool_call_id, "content": text}))
+
+    def pop_last_message_if_user(self) -> UserMessage | None:
+        """On cancel: take back the unanswered user message, if it is the last one."""
+        if self._messages and isinstance(self._messages[-1], UserMessage):
+            return self._messages.pop()  # type: ignore[return-value]
+        return None
+
+    def _last_user_index(self) -> int:
+        for i in range(len(self._messages) - 1, -1, -1):
+            if isinstance(self._messages[i], UserMessage):
+                return i
+        return -1
+
+    def pop_from_last_user_message(self, inclusive: bool = True) -> list[Message]:
+        """Pop what follows the last user message (`/retry`), and the message too when `inclusive` (`/revise`)."""
+        index = self._last_user_index()
+        if index < 0:
+            return []
+        start = index if inclusive else index + 1
+        popped = list(self._messages[start:])
+        del self._messages[start:]
+        return popped
+
+    def clear(self) -> None:
+        """Empty all but the system message; reset tokens, counters and reclaimed originals.
+
+        The offload log, the compaction log and any kept originals stay: they are history, not context.
+        """
+        system = self._system()
+        if system is not None and system.is_compressed:  # a fresh start keeps the role and the rules, not the summary
+            system = SystemPrompt(content=system.base_prompt, persist_sections=dict(system.persist_sections))
+        self.messages = [system] if system else []
+        self.total_tokens = None
+        self.compaction_counter = CompactionCounter()
+        self._reclaimed.clear()
+        self._pinned.clear()
+
+    # --------------------------------------------------------------- measures
+
+    def estimated_message_length(self) -> int:
+        """Characters of content, text, reasoning and tool-call arguments, kept incrementally."""
+        return self._messages.estimated_length()
+
+    @staticmethod
+    def content_to_text(content: Any, truncate: bool = False) -> str:
+        text = content_text(content)
+        if truncate and len(text) > TRUNCATE_AT:
+            return text[:TRUNCATE_AT] + "…(truncated)"
+        return text
+
+    def to_history(self, truncate: bool = False) -> list[dict[str, str]]:
+        """`{role, content}` records of what the model sees, for the UI."""
+        return [
+            {"role": m.role, "content": self.content_to_text(m.completion_param().get("content"), truncate)}
+            for m in self._messages
+        ]
+
+    # ------------------------------------------------------------------ tier 1
+
+    @property
+    def compacted_toolcalls(self) -> ReclaimedArchive:
+        """Reclaimed tool results by tool call id, oldest first: a read-only mapping of their metadata."""
+        return self._reclaimed
+
+    def compacted_toolcall_result(self, toolcall_id: str) -> str | None:
+        """The original of a reclaimed tool result, or None if that id was never reclaimed."""
+        return self._reclaimed.original(toolcall_id)
+
+    def _tool_call_of(self, index: int, call_id: str) -> tuple[str, str]:
+        """Name and arguments of the call that produced the tool result at `index`."""
+        for j in range(index - 1, -1, -1):
+            message = self._messages[j]
+            if not isinstance(message, RawOpenAIMessage) or message.raw.get("role") == "tool":
+                continue
+            for call in message.raw.get("tool_calls") or ():
+                if call.get("id") == call_id:
+                    function = call.get("function") or {}
+                    return str(function.get("name", "")), str(function.get("arguments", ""))
+            break
+        return "", ""
+
+    def compact_toolcall(self, keep_max: int = 12) -> ToolCallCompactResult:
+        """Tier 1: replace all but the newest `keep_max` tool results with recoverable placeholders.
+
+        A result is replaced only when the placeholder is shorter. Results restored with
+        `restore_toolcall` stay until they leave the conversation. Repeat calls reclaim nothing new
+        but still count a tool round, and cost in proportion to what changed since the last call.
+        """
+        if keep_max < 0:
+            raise ValueError("keep_max must be >= 0")
+        self.compaction_counter.tool_rounds += 1
+        messages = self._messages
+        before = messages.estimated_length()
+        start = min(self._reclaim_frontier, messages.low_water, len(messages))
+        cutoff = len(messages)  # the oldest kept tool result; everything before it may be reclaimed
+        seen = 0
+        for i in range(len(messages) - 1, start - 1, -1):
+            message = messages[i]
+            if type(message) is RawOpenAIMessage and message.raw.get("role") == "tool":
+                if seen == keep_max:
+                    break
+                seen += 1
+                cutoff = i
+        reclaimed: list[str] = []
+        now = time.time()
+        if seen == keep_max:
+            for i in range(start, cutoff):
+                message = messages[i]
+                if type(message) is not RawOpenAIMessage:
+                    continue
+                raw = message.raw
+                if raw.get("role") != "tool":
+                    continue
+                call_id = str(raw.get("tool_call_id", ""))
+                if call_id in self._pinned:
+                    continue
+                text = content_text(raw.get("content"))
+                if text.startswith(_PLACEHOLDER_HEAD):
+                    continue
+                placeholder = PLACEHOLDER.format(id=call_id)
+                if len(placeholder) >= len(text):
+                    continue
+                name, arguments = self._tool_call_of(i, call_id)
+                self._reclaimed.add(ReclaimedToolResult(call_id, name, arguments[:ARGUMENTS_PREVIEW], len(text), now), text)
+                messages[i] = RawOpenAIMessage(raw={**raw, "content": placeholder})
+                reclaimed.append(call_id)
+            self._reclaim_frontier = cutoff
+        else:
+            self._reclaim_frontier = start
+        messages.low_water = sys.maxsize
+        after = messages.estimated_length()
+        return ToolCallCompactResult(
+            reclaimed_count=len(reclaimed),
+            reclaimed_fraction=(before - after) / before if before else 0.0,
+            reclaimed_ids=tuple(reclaimed),
+            length_before=before,
+            length_after=after,
+        )
+
+    def restore_toolcall(self, toolcall_id: str) -> None:
+        """Put a reclaimed original back in place of its placeholder, and keep it there.
+
+        Raises KeyError for an id that was never reclaimed, ValueError when its message has since
+        left the conversation in a summary (the original stays readable by id).
+        """
+        if toolcall_id not in self._reclaimed:
+            raise KeyError(f"no reclaimed tool result has the id {toolcall_id!r}")
+        for i in range(len(self._messages) - 1, -1, -1):
+            message = self._messages[i]
+            if type(message) is RawOpenAIMessage and message.raw.get("role") == "tool" and message.raw.get("tool_call_id") == toolcall_id:
+                original = self._reclaimed.pop(toolcall_id)
+                self._messages[i] = RawOpenAIMessage(raw={**message.raw, "content": original})
+                self._pinned.add(toolcall_id)
+                return
+        raise ValueError(
+            f"tool result {toolcall_id!r} was summarised away; its original is still available by id but "
+            "there is no place left in the conversation to restore it to"
+        )
+
+    # ------------------------------------------------------------------ tier 2
+
+    def plan_compaction(self, keep_recent: int) -> CompactionPlan:
+        """Choose the cut for a summary keeping about `keep_recent` recent messages, changing nothing.
+
+        1. If the tail from the last user message has at most `keep_recent` messages, cut there.
+        2. Otherwise cut at `len - keep_recent` and move forward past tool results, so the tail never
+           opens on a tool result whose call was condensed (parallel results stay together).
+        3. A last user message before the cut is carried verbatim to the head of the tail.
+        """
+        if keep_recent < 0:
+            raise ValueError("keep_recent must be >= 0")
+        messages = self._messages
+        n = len(messages)
+        has_system = self._system() is not None
+        first = 1 if has_system else 0
+        last_user = self._last_user_index()
+        if last_user >= 0 and n - last_user <= keep_recent:
+            cut = last_user
+        else:
+            cut = n - keep_recent
+            while cut < n and messages[cut].role == "tool":
+                cut += 1
+        cut = max(cut, first)
+        carried = messages[last_user] if first <= last_user < cut else None
+        condensed = list(messages[:cut])
+        kept = ([carried] if carried is not None else []) + list(messages[cut:])
+        before = messages.estimated_length()
+        after = before - messages.counted_length(first, cut)
+        if carried is not None:
+            after += messages.counted_length(last_user, last_user + 1)
+        return CompactionPlan(
+            cut_index=cut,
+            condensed=condensed,
+            kept=kept,  # type: ignore[arg-type]
+            carried_user=carried,  # type: ignore[arg-type]
+            estimated_length_before=before,
+            estimated_length_after=after,
+            message_count=n,
+            edits=messages.edits,
+        )
+
+    def apply_compaction(self, plan: CompactionPlan, summary: str | None) -> SummaryCompactResult:
+        """Apply a plan with the summary written for `plan.condensed`.
+
+        No summary or an empty one: SUMMARIZE_FAILED and nothing changes (judging a summary's
+        quality, e.g. that it is shorter than what it replaces, is the policy's job). On success the originals are appended to the offload log (fsynced) before
+        they leave the conversation; if the log cannot be written they are kept in the session and
+        the result carries a warning. Messages appended after planning stay, after the kept tail.
+        """
+        Status = SummaryCompactResult.Status
+        if plan.nothing_to_condense:
+            return SummaryCompactResult(Status.NOTHING_TO_CONDENSE, "Nothing to condense: the history is already short.")
+        if plan.edits != self._messages.edits or len(self._messages) < plan.message_count:
+            raise StalePlanError("the conversation changed after the compaction was planned; plan again")
+        if summary is None or not summary.strip():
+            return SummaryCompactResult(Status.SUMMARIZE_FAILED, "The summarizer returned no summary; nothing changed.")
+        summary = summary.strip()
+        leaving = [m for m in plan.condensed if m.role != "system"]
+        offload_path, warning = None, None
+        if self.offload_dir is None:
+            self.kept_originals.append({"time": time.time(), "reason": "no offload log configured", "messages": leaving})
+        else:
+            target = self.offload_dir / f"{self.conversation_id}.md"
+            reclaimed = self._reclaimed.originals() if self._reclaimed else {}
+            try:
+                offload_path = str(append_offload(target, leaving, conversation_id=self.conversation_id, reclaimed=reclaimed))
+            except OSError as exc:
+                warning = f"could not write the offload log {target} ({exc}); the originals are kept in the session file instead"
+                self.kept_originals.append({"time": time.time(), "reason": warning, "messages": leaving})
+        new_tail = plan.kept + list(self._messages[plan.message_count:])
+        self.set_system_message_content(summary, is_compressed=True)
+        system = self._messages[0]
+        self.messages = [system, *new_tail]
+        self.total_tokens = None
+        self.compaction_counter = CompactionCounter(tool_rounds=0, summary_rounds=self.compaction_counter.summary_rounds + 1)
+        self._pinned.intersection_update(
+            str(m.raw.get("tool_call_id")) for m in new_tail if isinstance(m, RawOpenAIMessage) and m.raw.get("role") == "tool"
+        )
+        after = self.estimated_message_length()
+        before = plan.estimated_length_before
+        self.summarizations.append(
+            SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning)
+        )
+        return SummaryCompactResult(
+            Status.COMPACTED,
+            f"Summarised {len(leaving)} messages, kept {len(new_tail)}.",
+            reclaimed_fraction=1 - after / before if before else 0.0,
+            condensed_count=len(leaving),
+            kept_count=len(new_tail),
+            length_before=before,
+            length_after=after,
+            offload_path=offload_path,
+            warning=warning,
+        )
+
+    def compact(self, summarize: Callable[[list[Message]], str | None], keep_recent: int) -> SummaryCompactResult:
+        """Tier 2: summarise all but a recent tail; `summarize(messages)` returning None gives up."""
+        plan = self.plan_compaction(keep_recent)
+        if plan.nothing_to_condense:
+            return self.apply_compaction(plan, None)
+        return self.apply_compaction(plan, summarize(plan.condensed))
+
+    async def acompact(self, summarize: Callable[[list[Message]], Awaitable[str | None]], keep_recent: int) -> SummaryCompactResult:
+        """`compact` with an async summarizer (the agent's helper model)."""
+        plan = self.plan_compaction(keep_recent)
+        if plan.nothing_to_condense:
+            return self.apply_compaction(plan, None)
+        return self.apply_compaction(plan, await summarize(plan.condensed))
+
+    # ------------------------------------------------------------ persistence
+
+    def _head(self) -> dict[str, Any]:
+        return {
+            "format_version": FORMAT_VERSION,
+            "conversation_id": self.conversation_id,
+            "created_at": self.created_at,
+            "updated_at": time.time(),
+            "tokens_used": self.total_tokens,
+            "messages": [m.to_json() for m in self._messages],
+            "compacted_toolcalls": {"archived_lines": len(self._reclaimed)},
+            "pinned_toolcalls": sorted(self._pinned),
+            "compaction": self.compaction_counter.to_json(),
+            "summarizations": [e.to_json() for e in self.summarizations],
+            "compaction_log": self.compaction_log,
+            "kept_originals": [{**e, "messages": [m.to_json() for m in e["messages"]]} for e in self.kept_originals],
+        }
+
+    def dumps(self) -> str:
+        """The session as text: one line of JSON (the session), then one JSON line per reclaimed original.
+
+        Compact JSON has no raw newline, so the first line is always the whole head; the archive lines
+        follow in the order the results were reclaimed (see `xun.reclaimed`).
+        """
+        with _gc_paused():
+            head = json.dumps(self._head(), ensure_ascii=False, separators=(",", ":"))
+        return f"{head}\n{self._reclaimed.lines()}"
+
+    def dump(self, path: str | os.PathLike[str]) -> None:
+        """Save atomically (temporary file, fsync, rename), readable by the owner only."""
+        write_text_atomic(path, self.dumps())
+
+    def loads(self, text: str | bytes, source: str | os.PathLike[str] | None = None) -> Conversation:
+        """Load session text (this format or a legacy one); on any problem raise SessionFormatError, change nothing."""
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SessionFormatError(source, f"not UTF-8 text ({exc})") from None
+        with _gc_paused():
+            try:  # the head is the first line; the archive lines after it are not parsed now
+                data, end = _DECODER.raw_decode(text)
+                archive_at = end + 1 if text.startswith("\n", end) else len(text)
+            except ValueError:
+                data = None
+            if not isinstance(data, dict) or "format_version" not in data:
+                try:  # legacy files are one (often indented) JSON document
+                    data, archive_at = json.loads(text), len(text)
+                except ValueError as exc:
+                    raise SessionFormatError(source, f"not valid JSON ({exc}); the file may be truncated or corrupt") from None
+            state = _parse_session(data, text, archive_at, source)
+        for name, value in state.items():
+            setattr(self, name, value)
+        return self
+
+    def load(self, path: str | os.PathLike[str]) -> Conversation:
+        try:
+            text = Path(path).read_bytes()
+        except OSError as exc:
+            raise SessionFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
+        return self.loads(text, source=path)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Building or parsing a large session makes no reference cycles; pausing the collector saves it
+    from re-walking every live object many times over."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError]) -> list[Message]:
+    """Typed messages from their stored forms; assistant and tool messages (most of them) inline."""
+    raw_class = RawOpenAIMessage
+    try:
+        return [
+            raw_class(m["raw"])
+            if m.__class__ is dict and m.get("kind") == "raw" and m["raw"].__class__ is dict and "role" in m["raw"]
+            else message_from_json(m)
+            for m in items
+        ]
+    except (MessageFormatError, KeyError) as exc:
+        for index, item in enumerate(items):
+            try:
+                message_from_json(item)
+            except MessageFormatError as error:
+                raise fail(f"message {index}: {error}") from None
+        raise fail(f"a message is malformed ({exc!r})") from None
+
+
+def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[str, Any]:
+    """Validate a parsed session (current or legacy) into Conversation attributes."""
+
+    def fail(reason: str) -> SessionFormatError:
+        return SessionFormatError(source, reason)
+
+    if isinstance(data, list):  # the oldest form: a bare list of OpenAI messages
+        data = {"messages": data}
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        raise fail("not a xun session (expected an object with a 'messages' list)")
+    version = data.get("format_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise fail(f"format_version should be a whole number, got {version!r}")
+    if version > FORMAT_VERSION:
+        raise fail(f"written by a newer xun (format {version}; this one reads up to {FORMAT_VERSION})")
+    messages = _parse_messages(data["messages"], fail)
+    for i, message in enumerate(messages):
+        if isinstance(message, SystemPrompt) and i != 0:
+            raise fail(f"message {i}: a system prompt may only be message 0")
+    tokens = data.get("tokens_used")
+    if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
+        raise fail(f"tokens_used should be a whole number or null, got {tokens!r}")
+    conversation_id = data.get("conversation_id") or uuid.uuid4().hex
+    if not isinstance(conversation_id, str):
+        raise fail("conversation_id should be a string")
+    reclaimed_head = data.get("compacted_toolcalls") or {}
+    if not isinstance(reclaimed_head, dict):
+        raise fail("compacted_toolcalls should be an object")
+    try:
+        if version == 0:
+            reclaimed = ReclaimedArchive.from_legacy(reclaimed_head)
+        else:
+            count = reclaimed_head.get("archived_lines", 0)
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise ArchiveFormatError(f"compacted_toolcalls.archived_lines should be a whole number, got {count!r}")
+            reclaimed = ReclaimedArchive.from_lines(text, archive_at, count)
+    except ArchiveFormatError as exc:
+        raise fail(str(exc)) from None
+    try:
+        counter = CompactionCounter.from_json(data.get("compaction") or {})
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    events: list[SummarizationEvent] = []
+    for i, event in enumerate(data.get("summarizations") or []):
+        try:
+            events.append(
+                SummarizationEvent(
+                    cutoff_index=int(event["cutoff_index"]),
+                    summary_message=str(event["summary_message"]),
+                    file_path=event.get("file_path"),
+                    time=float(event.get("time") or 0.0),
+                    condensed_count=int(event.get("condensed_count") or 0),
+                    kept_count=int(event.get("kept_count") or 0),
+                    warning=event.get("warning"),
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise fail(f"summarization event {i} is malformed ({exc!r})") from None
+    log = data.get("compaction_log") or []
+    kept = data.get("kept_originals") or []
+    pinned = data.get("pinned_toolcalls") or []
+    if not isinstance(log, list) or not all(isinstance(e, dict) for e in log):
+        raise fail("compaction_log should be a list of objects")
+    if not isinstance(kept, list) or not all(isinstance(e, dict) and isinstance(e.get("messages"), list) for e in kept):
+        raise fail("kept_originals should be a list of objects with a 'messages' list")
+    if not isinstance(pinned, list) or not all(isinstance(p, str) for p in pinned):
+        raise fail("pinned_toolcalls should be a list of ids")
+    try:
+        kept = [{**e, "messages": [message_from_json(m) for m in e["messages"]]} for e in kept]
+    except MessageFormatError as exc:
+        raise fail(f"kept_originals: {exc}") from None
+    created = data.get("created_at")
+    return {
+        "messages": MessageList(messages),
+        "conversation_id": conversation_id,
+        "total_tokens": tokens,
+        "compaction_counter": counter,
+        "_reclaimed": reclaimed,
+        "_pinned": set(pinned),
+        "summarizations": events,
+        "compaction_log": log,
+        "kept_originals": kept,
+        "created_at": float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else time.time(),
+    }

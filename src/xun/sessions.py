@@ -1,0 +1,118 @@
+"""The session store: one file per conversation under `.xun/sessions/` (`XUN_HOME` replaces `.xun`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from xun import paths
+from xun.conversation import Conversation, SessionFormatError
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One row of `xun sessions`: read from the session's head line only."""
+
+    conversation_id: str
+    path: Path
+    updated_at: float
+    messages: int
+    tokens: int | None
+    summaries: int
+    reclaimed: int
+
+
+def check_session_id(conversation_id: str) -> str:
+    """Refuse ids that could name a path outside the store (`../x`, `a/b`, empty)."""
+    if not _ID.match(conversation_id) or ".." in conversation_id:
+        raise ValueError(f"{conversation_id!r} is not a valid session id (letters, digits, '_', '-', '.')")
+    return conversation_id
+
+
+class SessionStore:
+    """Saves, lists and loads conversations for one working directory."""
+
+    def __init__(self, workdir: str | os.PathLike[str] | None = None) -> None:
+        self.workdir = Path(workdir) if workdir is not None else Path.cwd()
+        self.root = paths.sessions_dir(self.workdir)
+        self.offload_dir = paths.offload_dir(self.workdir)
+
+    def path_for(self, conversation_id: str) -> Path:
+        return self.root / f"{check_session_id(conversation_id)}.json"
+
+    def new(self) -> Conversation:
+        """A fresh conversation whose summaries offload into this store's history folder."""
+        return Conversation(offload_dir=self.offload_dir)
+
+    def save(self, conversation: Conversation) -> Path:
+        path = self.path_for(conversation.conversation_id)
+        conversation.dump(path)
+        return path
+
+    def load(self, conversation_id: str) -> Conversation:
+        path = self.path_for(conversation_id)
+        if not path.exists():
+            raise FileNotFoundError(f"no session {conversation_id!r} in {self.root}")
+        conversation = Conversation(offload_dir=self.offload_dir).load(path)
+        conversation.offload_dir = self.offload_dir
+        return conversation
+
+    def list(self) -> list[SessionInfo]:
+        """Sessions newest first. Files that cannot be read are skipped here; `load` names their problem."""
+        infos = []
+        for path in self.root.glob("*.json"):
+            try:
+                infos.append(_read_info(path))
+            except (OSError, SessionFormatError):
+                continue
+        infos.sort(key=lambda info: info.updated_at, reverse=True)
+        return infos
+
+    def unreadable(self) -> list[tuple[Path, str]]:
+        """Session files that cannot be read, with the reason, so front ends can say so."""
+        bad = []
+        for path in self.root.glob("*.json"):
+            try:
+                _read_info(path)
+            except SessionFormatError as exc:
+                bad.append((path, exc.reason))
+            except OSError as exc:
+                bad.append((path, str(exc)))
+        return bad
+
+    def latest(self) -> Conversation | None:
+        infos = self.list()
+        return self.load(infos[0].conversation_id) if infos else None
+
+
+def _read_info(path: Path) -> SessionInfo:
+    with open(path, "rb") as handle:
+        head = handle.readline()
+    try:
+        data = json.loads(head)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        try:  # a legacy, indented file: parse it whole
+            data = json.loads(path.read_bytes())
+        except ValueError as exc:
+            raise SessionFormatError(path, f"not valid JSON ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+            raise SessionFormatError(path, "not a xun session")
+    counter = data.get("compaction") if isinstance(data.get("compaction"), dict) else {}
+    reclaimed = data.get("compacted_toolcalls") if isinstance(data.get("compacted_toolcalls"), dict) else {}
+    updated = data.get("updated_at")
+    return SessionInfo(
+        conversation_id=str(data.get("conversation_id") or path.stem),
+        path=path,
+        updated_at=float(updated) if isinstance(updated, (int, float)) else path.stat().st_mtime,
+        messages=len(data["messages"]),
+        tokens=data.get("tokens_used") if isinstance(data.get("tokens_used"), int) else None,
+        summaries=int(counter.get("summary_rounds", 0) or 0),
+        reclaimed=int(reclaimed.get("archived_lines", len(reclaimed)) or 0),
+    )
