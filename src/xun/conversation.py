@@ -36,8 +36,9 @@ from xun.conversation_message import (
     message_from_json,
 )
 from xun.message_list import MessageList
+from xun.errors import SessionFormatError
 from xun.offload import append_offload
-from xun.reclaimed import ARGUMENTS_PREVIEW, ArchiveFormatError, ReclaimedArchive, ReclaimedToolResult
+from xun.reclaimed import ARGUMENTS_PREVIEW, ReclaimedArchive, ReclaimedToolResult
 
 FORMAT_VERSION = 1
 _DECODER = json.JSONDecoder()
@@ -47,18 +48,6 @@ PLACEHOLDER = (
     "with this ID or re-run the tool.]"
 )
 _PLACEHOLDER_HEAD = "[Compacted, ID: "
-
-
-class SessionFormatError(ValueError):
-    """A session file (or text) that cannot be loaded: corrupt, truncated, foreign or too new.
-
-    The message names the file and what is wrong. Loading never modifies the file.
-    """
-
-    def __init__(self, source: str | os.PathLike[str] | None, reason: str) -> None:
-        self.source = str(source) if source is not None else "<session text>"
-        self.reason = reason
-        super().__init__(f"{self.source}: {reason}")
 
 
 class StalePlanError(RuntimeError):
@@ -438,7 +427,7 @@ class Conversation:
         if last_user >= 0 and n - last_user <= keep_recent:
             cut = last_user
         else:
-            cut = n - keep_recent
+            cut = max(n - keep_recent, first)
             while cut < n and messages[cut].role == "tool":
                 cut += 1
         cut = max(cut, first)
@@ -538,7 +527,7 @@ class Conversation:
             "updated_at": time.time(),
             "tokens_used": self.total_tokens,
             "messages": [m.to_json() for m in self._messages],
-            "compacted_toolcalls": {"archived_lines": len(self._reclaimed)},
+            "compacted_toolcalls": self._reclaimed.summary(),
             "pinned_toolcalls": sorted(self._pinned),
             "compaction": self.compaction_counter.to_json(),
             "summarizations": [e.to_json() for e in self.summarizations],
@@ -651,16 +640,10 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
     reclaimed_head = data.get("compacted_toolcalls") or {}
     if not isinstance(reclaimed_head, dict):
         raise fail("compacted_toolcalls should be an object")
-    try:
-        if version == 0:
-            reclaimed = ReclaimedArchive.from_legacy(reclaimed_head)
-        else:
-            count = reclaimed_head.get("archived_lines", 0)
-            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-                raise ArchiveFormatError(f"compacted_toolcalls.archived_lines should be a whole number, got {count!r}")
-            reclaimed = ReclaimedArchive.from_lines(text, archive_at, count)
-    except ArchiveFormatError as exc:
-        raise fail(str(exc)) from None
+    if version == 0:
+        reclaimed = ReclaimedArchive.from_legacy(reclaimed_head, source)
+    else:
+        reclaimed = ReclaimedArchive.from_lines(text, archive_at, reclaimed_head, source)
     try:
         counter = CompactionCounter.from_json(data.get("compaction") or {})
     except ValueError as exc:

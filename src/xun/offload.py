@@ -139,7 +139,9 @@ def read_offload_log(path: str | os.PathLike[str]) -> list[OffloadSection]:
     """Parse a log back into sections and entries (exact texts); tolerant of a torn last section."""
     sections: list[OffloadSection] = []
     current: OffloadEntry | None = None
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").split("\n"):
+    with open(path, encoding="utf-8", errors="replace", newline="") as handle:  # keep "\r" as written
+        text = handle.read()
+    for line in text.split("\n"):
         if line.startswith(HEADING):
             sections.append(OffloadSection(when=line[len(HEADING):].strip()))
             current = None

@@ -13,11 +13,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from xun.errors import SessionFormatError
+
 ARGUMENTS_PREVIEW = 200
-
-
-class ArchiveFormatError(ValueError):
-    """An archive line or record that cannot be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,19 +32,15 @@ class ReclaimedToolResult:
         return {"tool": self.tool_name, "arguments": self.arguments, "chars": self.chars, "reclaimed_at": self.reclaimed_at}
 
     @classmethod
-    def from_json(cls, tool_call_id: str, data: Any) -> ReclaimedToolResult:
-        if not isinstance(data, dict):
-            raise ArchiveFormatError(f"record {tool_call_id!r} should be an object")
-        try:
-            return cls(
-                tool_call_id,
-                str(data.get("tool", "")),
-                str(data.get("arguments", "")),
-                int(data.get("chars", 0)),
-                float(data.get("reclaimed_at") or 0.0),
-            )
-        except (TypeError, ValueError) as exc:
-            raise ArchiveFormatError(f"record {tool_call_id!r} is malformed ({exc})") from None
+    def from_json(cls, tool_call_id: str, data: dict[str, Any]) -> ReclaimedToolResult:
+        """Raises TypeError or ValueError on a malformed record."""
+        return cls(
+            tool_call_id,
+            str(data.get("tool", "")),
+            str(data.get("arguments", "")),
+            int(data.get("chars", 0)),
+            float(data.get("reclaimed_at") or 0.0),
+        )
 
 
 def _line(record: ReclaimedToolResult, original: str) -> str:
@@ -56,7 +50,9 @@ def _line(record: ReclaimedToolResult, original: str) -> str:
 class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
     """Reclaimed results by tool call id, in the order they were reclaimed.
 
-    Lines loaded from a session stay one unparsed block until the archive is first read.
+    Lines loaded from a session stay one unparsed block until the archive is first read; the load
+    checks their exact length, and a line that turns out unreadable then raises
+    SessionFormatError naming the session file.
     """
 
     def __init__(self) -> None:
@@ -65,6 +61,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         self._text = ""  # a loaded session's text; its archive lines start at `_start`
         self._start = 0
         self._block_count = 0
+        self._source: Any = None
 
     def __getitem__(self, tool_call_id: str) -> ReclaimedToolResult:
         self._parse_block()
@@ -115,7 +112,12 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         records: dict[str, ReclaimedToolResult] = {}
         lines: dict[str, str] = {}
         # split on "\n" only: JSON written with ensure_ascii=False may hold U+2028 and friends raw
-        chunks = self._text[self._start:].split("\n")[: self._block_count]
+        chunks = self._text[self._start:].split("\n")
+        if chunks[-1] or len(chunks) - 1 != self._block_count:
+            raise SessionFormatError(
+                self._source, f"the reclaimed-result archive has {len(chunks) - 1} lines instead of {self._block_count}"
+            )
+        del chunks[-1]
         for number, line in enumerate((chunk + "\n" for chunk in chunks), 1):
             try:
                 data = json.loads(line)
@@ -123,8 +125,8 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
                 if not isinstance(tool_call_id, str) or not isinstance(data["original"], str):
                     raise TypeError("the id and the original should be strings")
                 records[tool_call_id] = ReclaimedToolResult.from_json(tool_call_id, data)
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ArchiveFormatError(f"archive line {number} is unreadable ({exc})") from None
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise SessionFormatError(self._source, f"reclaimed-result archive line {number} is unreadable ({exc})") from None
             lines[tool_call_id] = line
         records.update(self._records)
         lines.update(self._lines)
@@ -137,26 +139,39 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         loaded = self._text[self._start:] if self._block_count else ""
         return loaded + "".join(self._lines.values())
 
+    def summary(self) -> dict[str, int]:
+        """What the session's head records about the archive lines that follow it."""
+        loaded = len(self._text) - self._start if self._block_count else 0
+        return {"archived_lines": len(self), "archive_chars": loaded + sum(map(len, self._lines.values()))}
+
     @classmethod
-    def from_lines(cls, text: str, start: int, count: int) -> ReclaimedArchive:
-        """An archive over the unparsed lines of `text` from `start` on (not copied), checked against
-        the count the session's head recorded."""
-        lines = text.count("\n", start)
-        if lines != count or (count and not text.endswith("\n")) or (not count and text[start:].strip()):
-            raise ArchiveFormatError(
-                f"the archive of reclaimed tool results holds {lines} lines where the session recorded "
-                f"{count}; the file is truncated or was edited"
+    def from_lines(cls, text: str, start: int, summary: Any, source: Any = None) -> ReclaimedArchive:
+        """An archive over the unparsed lines of `text` from `start` on (not copied), checked in O(1)
+        against the exact length the session's head recorded; the lines are parsed on first read."""
+
+        def whole_number(key: str) -> int:
+            value = summary.get(key, 0)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise SessionFormatError(source, f"compacted_toolcalls.{key} should be a whole number, got {value!r}")
+            return value
+
+        count, chars = whole_number("archived_lines"), whole_number("archive_chars")
+        if len(text) - start != chars or (count and not text.endswith("\n")):
+            raise SessionFormatError(
+                source,
+                f"the archive of {count} reclaimed tool results after the session's first line is "
+                f"{len(text) - start} characters instead of {chars}; the file is truncated or was edited",
             )
         archive = cls()
-        archive._text, archive._start, archive._block_count = text, start, count
+        archive._text, archive._start, archive._block_count, archive._source = text, start, count, source
         return archive
 
     @classmethod
-    def from_legacy(cls, originals: Mapping[str, Any]) -> ReclaimedArchive:
+    def from_legacy(cls, originals: Mapping[str, Any], source: Any = None) -> ReclaimedArchive:
         """The old form, id -> original text, as xun-agent 1.4 saved it."""
         archive = cls()
         for tool_call_id, original in originals.items():
             if not isinstance(original, str):
-                raise ArchiveFormatError(f"compacted tool result {tool_call_id!r} should be text")
+                raise SessionFormatError(source, f"compacted tool result {tool_call_id!r} should be text")
             archive.add(ReclaimedToolResult(tool_call_id, chars=len(original)), original)
         return archive
