@@ -70,7 +70,7 @@ def main() -> None:
             emit("reclaim_repeat", timed(lambda: c.compact_toolcall(keep_max=12))[0])
             path = folder / "session.json"
             emit("dump_to_disk", timed(lambda: c.dump(path))[0], bytes=path.stat().st_size)
-            emit("load_from_disk", *[timed(lambda: Conversation().load(path))[0]])
+            emit("load_from_disk", timed(lambda: Conversation().load(path))[0])
             loaded = Conversation().load(path)
             emit("first_original_after_load", timed(lambda: loaded.compacted_toolcall_result("call_0"))[0])
             emit("plan_compaction", timed(lambda: c.plan_compaction(16))[0])
