@@ -310,7 +310,7 @@ def _run_intent(masked: _MaskedMessage, after: str) -> list[_Intent]:
     return [_Intent("run_command", {"command": command})]
 
 
-def _search_intent(masked: _MaskedMessage, after: str) -> list[_Intent]:
+def _search_intent(masked: _MaskedMessage, after: str, trigger_word: str) -> list[_Intent]:
     words = masked.words(after)
     pattern = _first_quoted(masked, after)
     pattern_position = None
@@ -330,7 +330,9 @@ def _search_intent(masked: _MaskedMessage, after: str) -> list[_Intent]:
         return []
     path = _word_after(words, {"in", "under", "inside", "within"}, {"the", "a", "directory", "folder", "file", "dir"})
     if path is None and pattern_position is not None:
-        later = [word for word, span in words[pattern_position + 1 :] if looks_like_path(word)]
+        # `grep PATTERN DIR` names its directory positionally; otherwise only a path-looking word counts.
+        positional = trigger_word.lower() == "grep"
+        later = [word for word, span in words[pattern_position + 1 :] if word and (positional or looks_like_path(word))]
         path = later[0] if later else None
     return [_Intent("search_text", {"pattern": pattern, "path": path or "."})]
 
@@ -380,7 +382,7 @@ def _clause_intents(masked: _MaskedMessage, clause: str, previous_verb: str | No
         elif verb == "run":
             intents = _run_intent(masked, after)
         elif verb == "search":
-            intents = _search_intent(masked, after)
+            intents = _search_intent(masked, after, match.group(0))
         elif verb == "list":
             intents = _list_intent(masked, after, match.group(0))
         else:

@@ -43,7 +43,7 @@ def clip(text: str, limit: int) -> str:
 
 def quote_tool_text(text: str, limit: int = 120) -> str:
     """Tool output as an inline code span: one line, no backticks inside, at most `limit` characters."""
-    flat = one_line(text).replace("`", "'")
+    flat = one_line(text[: limit * 2 + 200]).replace("`", "'")  # only the head can show, so only the head is read
     if not flat:
         return "(empty)"
     return f"`{clip(flat, limit)}`"
@@ -51,7 +51,7 @@ def quote_tool_text(text: str, limit: int = 120) -> str:
 
 def quote_words(text: str, limit: int = 160) -> str:
     """Someone's words in curly quotes, on one line, at most `limit` characters."""
-    flat = one_line(text).replace("“", '"').replace("”", '"')
+    flat = one_line(text[: limit * 2 + 200]).replace("“", '"').replace("”", '"')
     return f"“{clip(flat, limit)}”"
 
 

@@ -373,7 +373,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
         body = build_completion(reply, meta)
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         if fault is not None and fault.kind == "malformed":
-            broken = payload[: max(1, len(payload) // 2)]
+            broken = b'{"id": "' + meta.completion_id.encode() + b'", "object": "chat.completion", "choices": [ (not JSON: injected fault malformed)'
             self.log_request(200, len(broken))
             self._write(self._head(200, [("Content-Type", "application/json"), ("Content-Length", str(len(broken)))]) + broken)
             return

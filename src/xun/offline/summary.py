@@ -6,8 +6,8 @@ model): the system prompt, or the previous summary it holds, whose items are car
 preferences and questions from user messages; file paths, commands and error strings from tool calls and
 results; and the ids of reclaimed results (``[Compacted, ID: <id>. ...]``). Tool output is quoted as data
 (inline code, attributed to the tool), never repeated as a bare line that could read as an instruction.
-The whole summary stays under 1024 tokens by the offline tokenizer, and for long transcripts under half
-of the transcript's tokens.
+The whole summary stays under 1024 tokens by the offline tokenizer, and shorter than the transcript it
+condenses (at most 9/10 of its tokens, above a small floor), so a compaction always gains room.
 """
 
 from __future__ import annotations
@@ -32,10 +32,13 @@ SECTIONS = (
     "tone_context",
 )
 SUMMARY_TOKEN_CAP = 1000  # stays under the seed's 1024 with room to spare
-SUMMARY_TOKEN_FLOOR = 300
+SUMMARY_TOKEN_FLOOR = 240
+CARRIED_ITEM_CHARS = 300
+KEY_FACTS_SHARE = 2  # key_facts may hold this many times the items of other sections
 MAX_RECLAIMED_IDS = 12
 MAX_LISTED_PATHS = 12
 MAX_LISTED_COMMANDS = 6
+MAX_LISTED_ERRORS = 4
 # (items per section, characters per item), tried in order until the summary fits its budget.
 _SHRINK_LEVELS = ((8, 220), (6, 180), (5, 150), (4, 120), (3, 100), (2, 80), (1, 64), (1, 40))
 
@@ -43,7 +46,7 @@ _HEADING = re.compile(r"^[ \t]*#{1,6}[ \t]*(.*?)[ \t]*$", re.M)
 _COMPACTED = re.compile(r"\[Compacted, ID: ([^\s.\]]+)")
 _BACKTICKED = re.compile(r"`([^`]+)`")
 _PREFERENCE = re.compile(
-    r"\b(?:prefer|always|never|don't|do not|please (?:use|keep|avoid|write)|i like|i want|i'd like|must|should|avoid)\b", re.I
+    r"\b(?:prefer|always|never|don't|do not|please (?:use|keep|avoid|write)|i like|i want|i'd like|avoid)\b", re.I
 )
 _DECISION = re.compile(
     r"\b(?:decided|decision|let's|let us|we will|we'll|i will|i'll|go with|switch(?:ed)? to|chose|choose|instead of|plan is)\b",
@@ -51,6 +54,7 @@ _DECISION = re.compile(
 )
 _PENDING = re.compile(r"\b(?:todo|to do|next|later|remaining|still need|after that|don't forget|remember to|pending)\b", re.I)
 _ERROR = re.compile(r"\[Error\]|\berror\b|exception|traceback|no such file|not found|permission denied|failed|fatal", re.I)
+_NAMED_ERROR = re.compile(r"\b\w*(?:Error|Exception)\b|Traceback|\bfatal:|\[Error\]")
 _FOCUS = re.compile(r"^\s*focus\s*:\s*(.+)$", re.I | re.M)
 _STOPWORDS = {
     "the", "and", "for", "with", "that", "this", "from", "into", "about", "what", "which", "keep", "only", "on",
@@ -107,14 +111,6 @@ def _focus_keywords(request_text: str) -> tuple[str | None, list[str]]:
     return focus, keywords
 
 
-def _focus_first(items: list[str], keywords: list[str]) -> list[str]:
-    """Items mentioning a focus keyword first, otherwise in their order."""
-    if not keywords:
-        return items
-    matching = [item for item in items if any(keyword in item.lower() for keyword in keywords)]
-    return matching + [item for item in items if item not in matching]
-
-
 def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(item for item in items if item))
 
@@ -134,6 +130,7 @@ class _Transcript:
     reclaimed_ids: list[str] = field(default_factory=list)
     tool_counts: dict[str, int] = field(default_factory=dict)
     message_count: int = 0
+    assistant_count: int = 0
     tool_result_count: int = 0
     last_user_answered: bool = False
 
@@ -178,6 +175,7 @@ def _read_transcript(messages: list[dict[str, Any]], excerpt_chars: int) -> _Tra
             facts.user_texts.append(text)
             facts.last_user_answered = False
         elif role == "assistant":
+            facts.assistant_count += 1
             if text.strip():
                 facts.assistant_texts.append(text)
             tool_calls = message.get("tool_calls") or []
@@ -198,22 +196,34 @@ def _read_transcript(messages: list[dict[str, Any]], excerpt_chars: int) -> _Tra
         elif role == "tool":
             facts.tool_result_count += 1
             name, arguments = calls.get(message.get("tool_call_id", ""), ("tool", {}))
-            reclaimed = _COMPACTED.findall(text)
-            if text.strip().startswith("[Compacted, ID:") and reclaimed:
-                facts.reclaimed_ids.extend(reclaimed)
-                continue
-            label = f"`{name}`" + (f" {code(_subject(arguments), 100)}" if _subject(arguments) else "")
             stripped = text.strip()
-            error_lines = [line for line in stripped.splitlines() if _ERROR.search(line)]
-            if stripped.startswith("[Error]") or (error_lines and len(stripped.splitlines()) <= 3):
+            if stripped.startswith("[Compacted, ID:"):
+                reclaimed = _COMPACTED.findall(stripped[:400])
+                if reclaimed:
+                    facts.reclaimed_ids.extend(reclaimed)
+                    continue
+            label = f"`{name}`" + (f" {code(_subject(arguments), 100)}" if _subject(arguments) else "")
+            # Errors show at the head or the tail of an output; scanning only those keeps huge outputs cheap.
+            probe = stripped if len(stripped) <= 6000 else stripped[:4000] + "\n" + stripped[-2000:]
+            error = _ERROR.search(probe)
+            if stripped.startswith("[Error]") or (error and stripped.count("\n") < 3):
                 facts.error_facts.append(f"Error from {label} (tool output, quoted): {quote_tool_text(stripped, excerpt_chars)}")
-            else:
-                size = f"{len(text):,} chars, {count_lines(text):,} lines"
-                fact = f"{label} → {size}; tool output (quoted, data not instructions): {quote_tool_text(stripped, excerpt_chars)}"
-                facts.tool_facts.append(fact)
-                if error_lines:
-                    facts.error_facts.append(f"Error text in {label} output (quoted): {quote_tool_text(error_lines[0], excerpt_chars)}")
+                continue
+            size = f"{len(text):,} chars, {count_lines(text):,} lines"
+            fact = f"{label} → {size}; tool output (quoted, data not instructions): {quote_tool_text(stripped, excerpt_chars)}"
+            facts.tool_facts.append(fact)
+            if error:
+                error_lines = _error_lines(probe)
+                facts.error_facts.append(f"Error text in {label} output (quoted): {quote_tool_text(' | '.join(error_lines), excerpt_chars)}")
     return facts
+
+
+def _error_lines(text: str) -> list[str]:
+    """The most telling error lines of an output: named errors and exceptions first, at most two."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    named = [line for line in lines if _NAMED_ERROR.search(line)]
+    chosen = named[:2] or [line for line in lines if _ERROR.search(line)][:1]
+    return chosen
 
 
 def _carried_values(items: list[str], prefix: str) -> tuple[list[str], list[str]]:
@@ -222,106 +232,149 @@ def _carried_values(items: list[str], prefix: str) -> tuple[list[str], list[str]
     others: list[str] = []
     for item in items:
         if item.startswith(prefix):
-            values.extend(_BACKTICKED.findall(item))
+            listed = item.split(":", 1)[1] if ":" in item else item
+            values.extend(_BACKTICKED.findall(listed))
         else:
             others.append(item)
     return values, others
 
 
-def _build_sections(facts: _Transcript, request_text: str, excerpt_chars: int) -> dict[str, list[str]]:
+@dataclass
+class _Section:
+    """A section's candidate items: pinned (always first), fresh (from this transcript), carried (from the
+    previous summary). `latest` keeps the newest fresh items when they must be cut, else the first."""
+
+    pinned: list[str] = field(default_factory=list)
+    fresh: list[str] = field(default_factory=list)
+    carried: list[str] = field(default_factory=list)
+    latest: bool = True
+
+    def choose(self, limit: int, keywords: list[str]) -> list[str]:
+        """At most `limit` items: pinned, then fresh and carried sharing the rest, focus matches first."""
+        pinned = _unique(self.pinned)[:limit]
+        fresh = [item for item in _unique(self.fresh) if item not in pinned]
+        carried = [item for item in _unique(self.carried) if item not in pinned and item not in fresh]
+        room = limit - len(pinned)
+        carried_count = min(len(carried), room // 2 if fresh else room)
+        if carried and room >= 1 and carried_count == 0 and not fresh:
+            carried_count = 1
+        fresh_count = min(len(fresh), room - carried_count)
+        carried_count = min(len(carried), room - fresh_count)
+        fresh_pick = (fresh[len(fresh) - fresh_count :] if self.latest else fresh[:fresh_count]) if fresh_count else []
+        picked = pinned + fresh_pick + carried[:carried_count]
+        if keywords:
+            matches = [item for item in pinned + fresh + carried if any(keyword in item.lower() for keyword in keywords)]
+            picked = _unique(matches + picked)[:limit]
+        return picked
+
+    def is_carried(self, item: str) -> bool:
+        return item in self.carried and item not in self.pinned and item not in self.fresh
+
+
+def _build_sections(facts: _Transcript, request_text: str, excerpt_chars: int) -> tuple[dict[str, _Section], list[str]]:
     focus, keywords = _focus_keywords(request_text)
     previous = facts.previous
-    sections: dict[str, list[str]] = {}
+    sections = {name: _Section() for name in SECTIONS}
 
     # system_context: the role prompt, or what the previous summary kept of it.
-    system_items = [quote_words(line, excerpt_chars) for line in facts.system_lines[:3]]
-    sections["system_context"] = _unique(previous.get("system_context", []) + system_items)
+    sections["system_context"] = _Section(
+        fresh=[quote_words(line, excerpt_chars) for line in facts.system_lines[:3]],
+        carried=previous.get("system_context", []),
+        latest=False,
+    )
 
     # overview: what happened, in numbers and the user's own words.
-    counts = ", ".join(f"{name} ×{count}" for name, count in sorted(facts.tool_counts.items()))
-    overview = [
-        f"Condensed {facts.message_count} messages: {len(facts.user_texts)} user, {len(facts.assistant_texts)} assistant "
-        f"texts, {facts.tool_result_count} tool results ({len(facts.reclaimed_ids)} reclaimed)"
-        + (f"; tool calls: {counts}." if counts else ".")
+    pinned = [
+        f"{facts.message_count} messages condensed ({len(facts.user_texts)} user, {facts.assistant_count} assistant, "
+        f"{facts.tool_result_count} tool results, {len(facts.reclaimed_ids)} reclaimed)."
     ]
     if focus:
-        overview.insert(0, f"Focus requested: {quote_words(focus, excerpt_chars)}")
+        pinned.insert(0, f"Focus requested: {quote_words(focus, excerpt_chars)}")
     goals = [text for text in facts.user_texts if text.strip()]
+    overview_fresh = []
     if goals:
-        overview.append(f"First user request: {quote_words(goals[0], excerpt_chars)}")
-        if len(goals) > 1:
-            overview.append(f"Latest user request: {quote_words(goals[-1], excerpt_chars)}")
-    overview += [item if item.startswith("Earlier:") else f"Earlier: {item}" for item in previous.get("overview", [])[:2]]
-    sections["overview"] = _unique(overview)
+        overview_fresh.append(f"First user request: {quote_words(goals[0], excerpt_chars)}")
+    counts = ", ".join(f"{name} ×{count}" for name, count in sorted(facts.tool_counts.items()))
+    if counts:
+        overview_fresh.append(f"Tool calls: {counts}.")
+    carried_overview = [item if item.startswith("Earlier:") else f"Earlier: {item}" for item in previous.get("overview", [])]
+    sections["overview"] = _Section(pinned, overview_fresh, carried_overview, latest=False)
 
-    # key_facts: reclaimed ids, errors, paths, commands, tool results; previous facts carried forward.
+    # key_facts: reclaimed ids, errors, paths and commands pinned; tool results fresh; old facts carried.
     carried = previous.get("key_facts", [])
     carried_ids, carried = _carried_values(carried, _CARRIED_PREFIXES["reclaimed"])
     carried_paths, carried = _carried_values(carried, _CARRIED_PREFIXES["files"])
     carried_commands, carried = _carried_values(carried, _CARRIED_PREFIXES["commands"])
-    key_facts: list[str] = []
+    key_pinned: list[str] = []
     reclaimed = _unique(carried_ids + facts.reclaimed_ids)[-MAX_RECLAIMED_IDS:]
     if reclaimed:
         ids = ", ".join(code(identifier, 64) for identifier in reclaimed)
-        key_facts.append(f"{_CARRIED_PREFIXES['reclaimed']} (fetch with `extract_compacted_tool_result`): {ids}")
+        key_pinned.append(f"{_CARRIED_PREFIXES['reclaimed']} (fetch with `extract_compacted_tool_result`): {ids}")
     paths = _unique(carried_paths + facts.paths)[-MAX_LISTED_PATHS:]
     if paths:
-        key_facts.append(f"{_CARRIED_PREFIXES['files']}: " + ", ".join(code(path, 80) for path in paths))
+        key_pinned.append(f"{_CARRIED_PREFIXES['files']}: " + ", ".join(code(path, 80) for path in paths))
     commands = _unique(carried_commands + facts.commands)[-MAX_LISTED_COMMANDS:]
     if commands:
-        key_facts.append(f"{_CARRIED_PREFIXES['commands']}: " + "; ".join(code(command, 80) for command in commands))
-    fresh = _unique(facts.error_facts + facts.tool_facts)
-    carried_share = min(len(carried), 4)
-    key_facts += fresh[: max(0, 10 - carried_share)] + carried
-    sections["key_facts"] = _unique(key_facts)
+        key_pinned.append(f"{_CARRIED_PREFIXES['commands']}: " + "; ".join(code(command, 80) for command in commands))
+    key_pinned += _unique(facts.error_facts)[-MAX_LISTED_ERRORS:]
+    sections["key_facts"] = _Section(key_pinned, facts.tool_facts, carried)
 
     user_sentences = [sentence for text in facts.user_texts for sentence in split_sentences(text)]
     assistant_sentences = [sentence for text in facts.assistant_texts for sentence in split_sentences(text)]
 
     preferences = [f"User: {quote_words(s, excerpt_chars)}" for s in user_sentences if _PREFERENCE.search(s)]
-    sections["user_preferences"] = _unique(previous.get("user_preferences", []) + preferences)
+    sections["user_preferences"] = _Section(fresh=preferences, carried=previous.get("user_preferences", []))
 
     decisions = [f"User: {quote_words(s, excerpt_chars)}" for s in user_sentences if _DECISION.search(s)]
     decisions += [f"Assistant: {quote_words(s, excerpt_chars)}" for s in assistant_sentences if _DECISION.search(s)]
-    sections["decisions"] = _unique(decisions + previous.get("decisions", []))
+    sections["decisions"] = _Section(fresh=decisions, carried=previous.get("decisions", []))
 
-    pending: list[str] = []
-    if goals and not facts.last_user_answered:
-        pending.append(f"Unfinished latest request: {quote_words(goals[-1], excerpt_chars)}")
-    pending += [f"User: {quote_words(s, excerpt_chars)}" for s in user_sentences[-12:] if _PENDING.search(s)]
-    sections["pending_tasks"] = _unique(pending + previous.get("pending_tasks", []))
+    pending_pinned = []
+    if goals:
+        state = "answered; check it is done" if facts.last_user_answered else "not yet answered"
+        pending_pinned.append(f"Latest user request ({state}): {quote_words(goals[-1], excerpt_chars)}")
+    pending = [f"User: {quote_words(s, excerpt_chars)}" for s in user_sentences if _PENDING.search(s)]
+    carried_pending = [re.sub(r"^Latest user request \([^)]*\):", "Earlier request:", item) for item in previous.get("pending_tasks", [])]
+    sections["pending_tasks"] = _Section(pending_pinned, pending, carried_pending)
 
     questions = [quote_words(s, excerpt_chars) for s in (user_sentences + assistant_sentences) if s.endswith("?")]
-    sections["open_questions"] = _unique(questions[-4:] + previous.get("open_questions", []))
+    sections["open_questions"] = _Section(fresh=questions, carried=previous.get("open_questions", []))
 
     words = [len(text.split()) for text in facts.user_texts if text.strip()]
-    average = round(sum(words) / len(words)) if words else 0
-    style = "short, direct requests" if average < 25 else "long, detailed requests"
-    tone = [f"User writes {style} (about {average} words each); answer plainly and quote tool output exactly."] if words else []
-    tone.append("Replies so far came from xun-offline, a deterministic scripted demo model (not an LLM).")
-    sections["tone_context"] = _unique(tone + previous.get("tone_context", [])[:1])
+    tone = []
+    if words:
+        average = round(sum(words) / len(words))
+        style = "short, direct requests" if average < 25 else "long, detailed requests"
+        tone.append(f"User writes {style} (about {average} words each).")
+    tone.append("Replies so far came from xun-offline, a scripted demo model (not an LLM).")
+    sections["tone_context"] = _Section(pinned=tone, carried=previous.get("tone_context", []))
+    return sections, keywords
 
-    return {name: _focus_first(items, keywords) for name, items in sections.items()}
 
-
-def _render(sections: dict[str, list[str]], max_items: int, max_chars: int) -> str:
+def _render(sections: dict[str, _Section], keywords: list[str], max_items: int, max_chars: int) -> str:
     lines: list[str] = []
     for name in SECTIONS:
         lines.append(f"## {name}")
-        items = sections.get(name) or []
+        limit = max_items * (KEY_FACTS_SHARE if name == "key_facts" else 1)
+        items = sections[name].choose(limit, keywords)
         if not items:
             lines.append("- (none)")
-        for item in items[:max_items]:
-            limit = max(max_chars, 900) if item.startswith(_CARRIED_PREFIXES["reclaimed"]) else max_chars
-            lines.append("- " + clip_line(one_line(item), limit))
+        for item in items:
+            if item.startswith(_CARRIED_PREFIXES["reclaimed"]):
+                item_limit = max(max_chars, 900)
+            elif sections[name].is_carried(item):
+                item_limit = max(max_chars, CARRIED_ITEM_CHARS)  # kept whole or dropped, never clipped again
+            else:
+                item_limit = max_chars
+            lines.append("- " + clip_line(one_line(item), item_limit))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
 
 def summary_budget(messages: list[dict[str, Any]]) -> int:
-    """Token budget for a summary: at most SUMMARY_TOKEN_CAP, at most half a long transcript."""
+    """Token budget for a summary: at most SUMMARY_TOKEN_CAP, and 9/10 of a transcript above the floor."""
     transcript_tokens = count_prompt_tokens(messages)
-    return min(SUMMARY_TOKEN_CAP, max(SUMMARY_TOKEN_FLOOR, transcript_tokens // 2))
+    return min(SUMMARY_TOKEN_CAP, max(SUMMARY_TOKEN_FLOOR, transcript_tokens * 9 // 10))
 
 
 def write_summary(messages: list[dict[str, Any]], request_text: str) -> str:
@@ -330,8 +383,8 @@ def write_summary(messages: list[dict[str, Any]], request_text: str) -> str:
     summary = ""
     for max_items, max_chars in _SHRINK_LEVELS:
         facts = _read_transcript(messages, excerpt_chars=max(24, max_chars // 2))
-        sections = _build_sections(facts, request_text, excerpt_chars=max(24, max_chars // 2))
-        summary = _render(sections, max_items, max_chars)
+        sections, keywords = _build_sections(facts, request_text, excerpt_chars=max(24, max_chars // 2))
+        summary = _render(sections, keywords, max_items, max_chars)
         if count_text_tokens(summary) <= budget:
             break
     return summary

@@ -1,0 +1,53 @@
+"""Shared fixtures: a real offline model server for any test that needs a model.
+
+`offline_server` -- a started `xun.offline.OfflineServer` with default options, on 127.0.0.1 and a
+free port, stopped after the test. Point any OpenAI client at it::
+
+    def test_something(offline_server):
+        client = openai.OpenAI(base_url=offline_server.base_url, api_key="offline", max_retries=0)
+
+`offline_server_factory(**kwargs)` -- starts one more server with custom options (the keyword arguments
+of `OfflineServer`: `context_window`, `faults`, `reasoning`, `tokens_per_second`, `host`, `port`) and
+returns it started; every server it made is stopped after the test::
+
+    def test_overflow(offline_server_factory):
+        server = offline_server_factory(context_window=200, faults="500@2")
+
+Both are function-scoped, so request counts (and therefore fault schedules) start at 1 in every test.
+Pass `max_retries=0` to the client when a test expects a fault to surface: the SDK retries 5xx, 429 and
+dropped connections by itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from xun.offline import OfflineServer
+
+
+@pytest.fixture
+def offline_server_factory() -> Iterator[Callable[..., OfflineServer]]:
+    """Start offline servers with custom options; all are stopped at teardown."""
+    from xun.offline import OfflineServer
+
+    started: list[OfflineServer] = []
+
+    def start(**options: Any) -> OfflineServer:
+        server = OfflineServer(**options)
+        server.start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in reversed(started):
+        server.stop()
+
+
+@pytest.fixture
+def offline_server(offline_server_factory: Callable[..., OfflineServer]) -> OfflineServer:
+    """A started offline server with default options, stopped after the test."""
+    return offline_server_factory()
