@@ -41,6 +41,8 @@ from xun.offload import append_offload
 from xun.reclaimed import ARGUMENTS_PREVIEW, ReclaimedArchive, ReclaimedToolResult
 
 FORMAT_VERSION = 1
+DEFAULT_TOKENS_PER_CHAR = 0.25
+TOKENS_PER_CHAR_RANGE = (0.05, 1.0)
 _DECODER = json.JSONDecoder()
 TRUNCATE_AT = 1000
 PLACEHOLDER = (
@@ -149,6 +151,10 @@ class Conversation:
         self.conversation_id: str = conversation_id or uuid.uuid4().hex
         self.total_tokens: int | None = None
         """`usage.total_tokens` of the last model response: the only trigger of auto-compaction."""
+        self.usage_chars: int | None = None
+        """The estimated length when `total_tokens` was reported, to estimate what was added since."""
+        self.tokens_per_char = DEFAULT_TOKENS_PER_CHAR
+        """Reported tokens per estimated character, from the last report (calibrates estimates)."""
         self.compaction_counter = CompactionCounter()
         self.offload_dir: Path | None = Path(offload_dir) if offload_dir is not None else None
         """Where summaries append the originals (`<id>.md`); None keeps them in the session instead."""
@@ -290,6 +296,23 @@ class Conversation:
     def estimated_message_length(self) -> int:
         """Characters of content, text, reasoning and tool-call arguments, kept incrementally."""
         return self._messages.estimated_length()
+
+    def record_usage(self, total_tokens: int) -> None:
+        """Take the server's `usage.total_tokens` for the conversation as it stands now."""
+        self.total_tokens = total_tokens
+        chars = self.estimated_message_length()
+        self.usage_chars = chars
+        if chars > 0:
+            low, high = TOKENS_PER_CHAR_RANGE
+            self.tokens_per_char = min(max(total_tokens / chars, low), high)
+
+    def estimated_tokens(self) -> int:
+        """Tokens now: the last reported total plus what was added (or removed) since, calibrated;
+        with no report since the last summary, the estimated length times the last ratio."""
+        chars = self.estimated_message_length()
+        if self.total_tokens is not None and self.usage_chars is not None:
+            return max(0, round(self.total_tokens + (chars - self.usage_chars) * self.tokens_per_char))
+        return round(chars * self.tokens_per_char)
 
     @staticmethod
     def content_to_text(content: Any, truncate: bool = False) -> str:
@@ -526,6 +549,7 @@ class Conversation:
             "created_at": self.created_at,
             "updated_at": time.time(),
             "tokens_used": self.total_tokens,
+            "usage": {"chars": self.usage_chars, "tokens_per_char": self.tokens_per_char},
             "messages": [m.to_json() for m in self._messages],
             "compacted_toolcalls": self._reclaimed.summary(),
             "pinned_toolcalls": sorted(self._pinned),
@@ -677,11 +701,20 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
         kept = [{**e, "messages": [message_from_json(m) for m in e["messages"]]} for e in kept]
     except MessageFormatError as exc:
         raise fail(f"kept_originals: {exc}") from None
+    usage = data.get("usage") or {}
+    usage_chars = usage.get("chars") if isinstance(usage, dict) else None
+    ratio = usage.get("tokens_per_char") if isinstance(usage, dict) else None
+    if usage_chars is not None and (not isinstance(usage_chars, int) or usage_chars < 0):
+        raise fail(f"usage.chars should be a whole number or null, got {usage_chars!r}")
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0 < ratio <= 10:
+        ratio = DEFAULT_TOKENS_PER_CHAR
     created = data.get("created_at")
     return {
         "messages": MessageList(messages),
         "conversation_id": conversation_id,
         "total_tokens": tokens,
+        "usage_chars": usage_chars if tokens is not None else None,
+        "tokens_per_char": float(ratio),
         "compaction_counter": counter,
         "_reclaimed": reclaimed,
         "_pinned": set(pinned),

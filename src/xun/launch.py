@@ -1,0 +1,122 @@
+"""Opening a session, the same way for every front end: settings, the model server, the store, the agent.
+
+With no API key and no base URL configured (or with `offline=True`) the offline demo server is started
+in-process on a free loopback port and the agent talks to it over real HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xun.agent import Agent, ConsentCallback, EventCallback
+from xun.config import XunConfig, load_config, uses_offline_demo
+from xun.conversation import Conversation
+from xun.sessions import SessionStore
+from xun.tools import ConfirmCallback
+
+if TYPE_CHECKING:
+    from xun.offline import OfflineServer
+
+OFFLINE_MODEL = "xun-offline"
+LATEST = ""
+"""Pass as `resume` to continue the newest session."""
+
+
+class NoSessionToResume(LookupError):
+    """`--resume` with no saved session in this working directory."""
+
+
+@dataclass
+class Session:
+    """A running session: close it (or use it as a context manager) to stop the offline server."""
+
+    config: XunConfig
+    agent: Agent
+    store: SessionStore
+    offline_server: OfflineServer | None = None
+    resumed: bool = False
+
+    @property
+    def offline(self) -> bool:
+        return self.offline_server is not None
+
+    @property
+    def conversation(self) -> Conversation:
+        return self.agent.conversation
+
+    def describe_provider(self) -> str:
+        if self.offline_server is not None:
+            return f"offline demo model (scripted, not an LLM) at {self.offline_server.base_url}"
+        return self.config.provider.base_url or "the OpenAI API"
+
+    def save(self) -> Path:
+        return self.store.save(self.agent.conversation)
+
+    def close(self) -> None:
+        if self.offline_server is not None:
+            self.offline_server.stop()
+            self.offline_server = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def open_session(
+    workdir: str | os.PathLike[str] | None = None,
+    *,
+    overrides: Iterable[str] = (),
+    base_url: str | None = None,
+    model: str | None = None,
+    offline: bool = False,
+    resume: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    on_event: EventCallback | None = None,
+    confirm: ConfirmCallback | None = None,
+    consent: ConsentCallback | None = None,
+) -> Session:
+    """Load settings (raises ConfigError), pick the model server, and load or start the conversation.
+
+    `resume`: None starts a new session, `LATEST` ("") continues the newest, an id continues that one
+    (raises NoSessionToResume, FileNotFoundError or SessionFormatError).
+    """
+    folder = Path(workdir) if workdir is not None else Path.cwd()
+    overrides = list(overrides)
+    if base_url:
+        overrides.append(f"provider.base_url={base_url}")
+    if model:
+        overrides.append(f"model.name={model}")
+    config = load_config(folder, overrides, environ)
+    store = SessionStore(folder)
+    conversation = _conversation(store, resume)
+    if not config.offload.enabled:
+        conversation.offload_dir = None
+    server = None
+    if offline or uses_offline_demo(config, environ):
+        from xun.offline import OfflineServer
+
+        server = OfflineServer(context_window=config.model.context_window)
+        server.start()
+        config.provider.base_url = server.base_url
+        if config.source_of("model.name") == "default":
+            config.model.name = OFFLINE_MODEL
+    agent = Agent(config, conversation=conversation, workdir=folder, on_event=on_event, confirm=confirm,
+                  consent=consent, environ=dict(environ) if environ is not None else None)
+    return Session(config=config, agent=agent, store=store, offline_server=server, resumed=resume is not None)
+
+
+def _conversation(store: SessionStore, resume: str | None) -> Conversation:
+    if resume is None:
+        return store.new()
+    if resume == LATEST:
+        latest = store.latest()
+        if latest is None:
+            raise NoSessionToResume(f"there is no saved session to resume in {store.root}")
+        return latest
+    return store.load(resume)
