@@ -632,7 +632,13 @@ _TABLES = st.recursive(
     lambda children: st.dictionaries(_NAMES, st.one_of(children, st.lists(_SCALARS, max_size=3)), max_size=4),
     max_leaves=12,
 )
-_FUZZ = settings(max_examples=int(os.environ.get("XUN_FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# XUN_FUZZ_EXAMPLES=5000 for a longer hunt; the default keeps the suite fast.
+_FUZZ = settings(
+    max_examples=int(os.environ.get("XUN_FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+_OVERRIDE_KEYS = st.sampled_from(_KNOWN + ["ui.keymap.x", "a.b", ""])
 
 
 @_FUZZ
@@ -667,7 +673,7 @@ def test_fuzz_toml_ish_text_gives_a_config_or_a_config_error(homes, text):
     overrides=st.lists(
         st.one_of(
             st.text(max_size=40),
-            st.builds(lambda k, v: f"{k}={v}", st.sampled_from(_KNOWN + ["ui.keymap.x", "a.b", ""]), st.text(max_size=30)),
+            st.builds(lambda k, v: f"{k}={v}", _OVERRIDE_KEYS, st.text(max_size=30)),
         ),
         max_size=4,
     )

@@ -338,19 +338,29 @@ class UiSettings(_Section):
 class XunConfig(_Section):
     """All of xun's settings. Cheap to deep-copy: `Agent.inherit` gives each child its own."""
 
-    provider: ProviderSettings = Field(default_factory=ProviderSettings, description="The OpenAI-compatible server and how to reach it.")
-    model: ModelSettings = Field(default_factory=ModelSettings, description="Which model answers, and what is known about it.")
+    provider: ProviderSettings = Field(
+        default_factory=ProviderSettings, description="The OpenAI-compatible server and how to reach it."
+    )
+    model: ModelSettings = Field(
+        default_factory=ModelSettings, description="Which model answers, and what is known about it."
+    )
     auto_confirm: bool = Field(
         default=False,
-        description="Run write_file and run_command without asking. Only the user file, the environment or "
-        "the command line can turn this on, never a project file.",
+        description="Run write_file and run_command without asking. Only the user file or the command line "
+        "can turn this on, never a project file.",
     )
     auto_compact: AutoCompactSettings = Field(
         default_factory=AutoCompactSettings, description="When and how the context is compacted automatically."
     )
-    compression: CompressionSettings = Field(default_factory=CompressionSettings, description="How summaries of old messages are written.")
-    offload: OffloadSettings = Field(default_factory=OffloadSettings, description="The Markdown log of summarised originals.")
-    retry: RetrySettings = Field(default_factory=RetrySettings, description="Retrying model calls after transient server errors.")
+    compression: CompressionSettings = Field(
+        default_factory=CompressionSettings, description="How summaries of old messages are written."
+    )
+    offload: OffloadSettings = Field(
+        default_factory=OffloadSettings, description="The Markdown log of summarised originals."
+    )
+    retry: RetrySettings = Field(
+        default_factory=RetrySettings, description="Retrying model calls after transient server errors."
+    )
     tools: ToolSettings = Field(default_factory=ToolSettings, description="Limits of the built-in tools.")
     ui: UiSettings = Field(default_factory=UiSettings, description="Front-end preferences such as key bindings.")
 
@@ -736,8 +746,8 @@ def _check_trust(data: Mapping[str, Any], source: str) -> None:
             raise _problem(
                 source,
                 key,
-                "can only be turned on in the user config, the environment or the command line, not in a "
-                "project file (a checkout from someone else must not switch confirmations off)",
+                "can only be turned on in the user config or on the command line, not in a project file "
+                "(a checkout from someone else must not switch confirmations off)",
             )
 
 
