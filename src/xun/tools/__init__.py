@@ -1,0 +1,44 @@
+"""Tools the model can call: typed functions, confirmed when they change things, confined to the workspace.
+
+The agent needs only: `default_toolbox()`, `Toolbox.schemas()` for the request, and
+`await toolbox.call(name, arguments_json, context)` returning a `ToolOutcome` (never raising, except
+for cancellation). Front ends answer `ConfirmationRequest`s with a `Decision`.
+"""
+
+from __future__ import annotations
+
+from xun.tools.builtin import BUILTIN_TOOLS, default_toolbox
+from xun.tools.confinement import PathOutsideWorkspace, resolve_in_workspace
+from xun.tools.toolbox import (
+    CompactedResults,
+    ConfirmationRequest,
+    ConfirmCallback,
+    Decision,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolOutcome,
+    ToolResult,
+    Toolbox,
+    cap_text,
+    tool,
+)
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "CompactedResults",
+    "ConfirmCallback",
+    "ConfirmationRequest",
+    "Decision",
+    "PathOutsideWorkspace",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolOutcome",
+    "ToolResult",
+    "Toolbox",
+    "cap_text",
+    "default_toolbox",
+    "resolve_in_workspace",
+    "tool",
+]
