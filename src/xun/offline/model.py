@@ -432,7 +432,7 @@ def complete_arguments(arguments: dict[str, Any], schema: Mapping[str, Any]) -> 
     properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
     required = schema.get("required") if isinstance(schema.get("required"), list) else []
     for name in required:
-        if name in completed:
+        if not isinstance(name, str) or name in completed:
             continue
         spec = properties.get(name, {}) if isinstance(properties, Mapping) else {}
         if isinstance(spec, Mapping) and "default" in spec:
@@ -449,7 +449,9 @@ def complete_arguments(arguments: dict[str, Any], schema: Mapping[str, Any]) -> 
 # Long replies
 
 _LONG_TOKENS = re.compile(
-    r"\b(?:write|generate|produce|stream|emit|give me|say|output|reply with|respond with|send)\b[^\n]*?\b(\d[\d,_]*)\s*tokens?\b",
+    r"\b(?:write|generate|produce|stream|emit|give|say|output|reply|respond|send)"
+    r"(?:\s+(?:me|us|a|an|the|reply|response|answer|text|of|about|exactly|with|back|out|some|at|least|long|story))*"
+    r"\s+(\d[\d,_]*)\s*tokens?\b",
     re.I,
 )
 _COUNT_TO = re.compile(r"\bcount(?:\s+from\s+1)?\s+to\s+(\d[\d,_]*)\b", re.I)

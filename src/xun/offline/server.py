@@ -143,7 +143,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     def _send_json(self, status: int, body: Any, extra_headers: list[tuple[str, str]] | None = None) -> None:
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
         headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
         headers += extra_headers or []
         self.log_request(status, len(payload))
@@ -371,7 +371,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "slow":
             self._pause((fault.seconds or 0.5) * SLOW_NON_STREAM_FACTOR)
         body = build_completion(reply, meta)
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
         if fault is not None and fault.kind == "malformed":
             broken = b'{"id": "' + meta.completion_id.encode() + b'", "object": "chat.completion", "choices": [ (not JSON: injected fault malformed)'
             self.log_request(200, len(broken))
@@ -437,7 +437,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
 
 def _sse(chunk: StreamChunk) -> bytes:
-    return b"data: " + json.dumps(chunk.payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n\n"
+    return b"data: " + json.dumps(chunk.payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n\n"
 
 
 def _completion_id(request: ChatRequest) -> str:
