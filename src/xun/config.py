@@ -711,7 +711,7 @@ def parse_override(text: str, source: str = CLI_SOURCE) -> tuple[str, Any]:
 
 
 def _parse_value(raw: str, parts: list[str]) -> Any:
-    raw_stripped = raw.strip()
+    raw_stripped = str(raw).strip()
     value: Any = raw_stripped
     try:
         parsed = tomllib.loads(f"v = {raw_stripped}")

@@ -71,6 +71,14 @@ async def test_read_file_errors(toolbox, make_context, workspace):
     assert bad.is_error and "argument 'limit'" in bad.text
 
 
+async def test_read_file_refuses_a_fifo_instead_of_hanging(toolbox, make_context, workspace):
+    os.mkfifo(workspace / "pipe")
+    outcome = await call(toolbox, make_context(), "read_file", path="pipe")
+    assert outcome.is_error and "is not a regular file" in outcome.text
+    found = await call(toolbox, make_context(), "search_text", pattern="x")
+    assert not found.is_error
+
+
 async def test_read_file_invalid_utf8_is_replaced_not_fatal(toolbox, make_context, workspace):
     (workspace / "latin.txt").write_bytes(b"caf\xe9\n")
     outcome = await call(toolbox, make_context(), "read_file", path="latin.txt")

@@ -198,6 +198,17 @@ async def test_sync_and_async_tools_run(box, make_context):
     assert json.loads(described.text) == {"sum": 3, "unit": "cm"}
 
 
+async def test_a_sync_function_returning_an_awaitable_is_awaited(make_context):
+    async def later() -> str:
+        return "awaited"
+
+    def deferred() -> str:
+        """Returns a coroutine."""
+        return later()  # type: ignore[return-value]
+
+    assert (await Toolbox([deferred]).call("deferred", "{}", make_context())).text == "awaited"
+
+
 async def test_sync_tools_do_not_block_the_event_loop(make_context):
     release = threading.Event()
 

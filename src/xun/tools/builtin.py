@@ -91,6 +91,8 @@ def read_file(
         raise ToolError(f"{_shown(path)}: no such file in the workspace")
     if target.is_dir():
         raise ToolError(f"{shown} is a directory; use list_directory to see what it holds")
+    if not target.is_file():  # a FIFO or device would block the read forever
+        raise ToolError(f"{shown} is not a regular file")
     try:
         handle = open(target, "rb")
     except OSError as exc:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from xun.tools.toolbox import cap_text, cut_note
 
-__all__ = ["CommandResult", "OutputBuffer", "kill_process_group", "run_shell"]
+__all__ = ["CommandResult", "OutputBuffer", "kill_process_group", "run_shell", "strip_ansi"]
 
 # How long leftover background processes may keep the pipe open after the shell itself exits.
 _DRAIN_GRACE = 0.2

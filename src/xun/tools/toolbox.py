@@ -107,7 +107,8 @@ class ToolContext:
         if self.command_timeout <= 0:
             raise ValueError(f"command_timeout must be > 0, got {self.command_timeout}")
         self.hidden_env = frozenset(self.hidden_env)
-        self.redact = tuple(v for v in self.redact if v)
+        # Very short values would blank out ordinary text; real keys are long.
+        self.redact = tuple(v for v in self.redact if isinstance(v, str) and len(v) >= 8)
 
     @classmethod
     def from_config(
@@ -532,6 +533,8 @@ class Toolbox:
                 value = await found.func(**kwargs)
             else:
                 value = await asyncio.to_thread(found.func, **kwargs)
+                if inspect.isawaitable(value):  # e.g. a callable object whose __call__ is async
+                    value = await value
         except ToolError as exc:
             return fail(str(exc))
         except Exception as exc:  # the model's loop must go on: report, don't raise
