@@ -21,6 +21,9 @@ from .conftest import BUILTIN_TOOLS, StreamResult, calls_of, only_tools, user
         ('grep "def main" tests', [("search_text", {"pattern": "def main", "path": "tests"})]),
         ("run `pytest -q tests/offline`", [("run_command", {"command": "pytest -q tests/offline"})]),
         ("run git status", [("run_command", {"command": "git status"})]),
+        ("Please run: ls -la", [("run_command", {"command": "ls -la"})]),
+        ("grep -n foo src", [("search_text", {"pattern": "foo", "path": "src"})]),
+        ("Can you list what's in the src directory?", [("list_directory", {"path": "src"})]),
         ('write "hello there" to notes/hello.txt', [("write_file", {"path": "notes/hello.txt", "content": "hello there"})]),
         ("recover the result with ID call_abc123", [("extract_compacted_tool_result", {"toolcall_id": "call_abc123"})]),
         (

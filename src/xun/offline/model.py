@@ -191,6 +191,8 @@ def looks_like_path(word: str) -> bool:
         return word in (".", "..", "./", "../")
     if "/" in word:
         return True
+    if re.fullmatch(r"(?:[A-Z]\.)+[A-Z]?", word):  # abbreviations such as U.S or E.U.
+        return False
     return bool(_EXTENSION.match(word)) or word.lower() in _EXTENSIONLESS_FILES
 
 
@@ -304,7 +306,7 @@ def _run_intent(masked: _MaskedMessage, after: str) -> list[_Intent]:
     if command is None:
         command = masked.unmask(after)
         command = re.sub(r"^(?:the\s+)?(?:command|shell command)\s*:?\s*", "", command, flags=re.I)
-        command = command.strip().rstrip(".!?").strip()
+        command = command.strip().lstrip(":").rstrip(".!?").strip()
     if not command:
         return []
     return [_Intent("run_command", {"command": command})]
@@ -316,8 +318,8 @@ def _search_intent(masked: _MaskedMessage, after: str, trigger_word: str) -> lis
     pattern_position = None
     if pattern is None:
         for position, (word, span) in enumerate(words):
-            if span is None and word.lower() in _SEARCH_FILLER:
-                continue
+            if span is None and (word.lower() in _SEARCH_FILLER or word.startswith("-")):
+                continue  # filler words and grep options are not the pattern
             if word:
                 pattern, pattern_position = word, position
                 break
