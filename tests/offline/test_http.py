@@ -193,3 +193,15 @@ async def test_start_inside_a_running_event_loop():
         replies = await asyncio.gather(*(client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"say {n}"}]) for n in range(8)))
         assert len({reply.choices[0].message.content for reply in replies}) == 8
         assert server.request_count == 8
+
+
+def test_an_http_1_0_client_gets_the_stream_unchunked_then_close(offline_server):
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "stream": True}).encode()
+    with socket.create_connection(("127.0.0.1", offline_server.port), timeout=5) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.0\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, events = data.partition(b"\r\n\r\n")
+    assert b"Transfer-Encoding" not in head and b"Connection: close" in head
+    assert events.startswith(b"data: {") and events.endswith(b"data: [DONE]\n\n")

@@ -94,6 +94,14 @@ class _LoopbackHTTPServer(ThreadingHTTPServer):
         logger.debug("connection from %s ended with an error", client_address, exc_info=True)
 
 
+def _phrase(status: int) -> str:
+    """The reason phrase of an HTTP status ("" for codes the standard library does not name)."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
 class _ClientGone(Exception):
     """The client closed the connection, or the server is stopping."""
 
@@ -104,6 +112,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "xun-offline/1"
     sys_version = ""
+    _chunked = True  # decided per streamed response (HTTP/1.0 clients get raw events)
     server: _LoopbackHTTPServer
 
     # -- connection bookkeeping -------------------------------------------------------------------
@@ -135,8 +144,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             raise _ClientGone() from exc
 
     def _head(self, status: int, headers: list[tuple[str, str]]) -> bytes:
-        phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
-        lines = [f"HTTP/1.1 {status} {phrase}", f"Server: {self.server_version}"]
+        lines = [f"HTTP/1.1 {status} {_phrase(status)}", f"Server: {self.server_version}"]
         lines += [f"{name}: {value}" for name, value in headers]
         if self.close_connection:
             lines.append("Connection: close")
@@ -155,7 +163,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Errors from the HTTP layer itself (bad request line, huge headers) as OpenAI-shaped JSON."""
         self.close_connection = True
-        text = message or (HTTPStatus(code).phrase if code in HTTPStatus._value2member_map_ else "error")
+        text = message or _phrase(code) or "error"
         if explain:
             text = f"{text}: {explain}"
         try:
@@ -387,7 +395,14 @@ class _ChatHandler(BaseHTTPRequestHandler):
         self._write(self._head(200, [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]) + payload)
 
     def _write_chunk(self, data: bytes) -> None:
-        self._write(b"%x\r\n%s\r\n" % (len(data), data))
+        if self._chunked:
+            self._write(b"%x\r\n%s\r\n" % (len(data), data))
+        else:
+            self._write(data)
+
+    def _end_chunks(self) -> None:
+        if self._chunked:
+            self._write(b"0\r\n\r\n")
 
     def _stream(self, reply: Reply, meta: ReplyMeta, request: ChatRequest, fault: Fault | None) -> None:
         app = self.server.app
@@ -395,17 +410,15 @@ class _ChatHandler(BaseHTTPRequestHandler):
         piece_chars = PACED_PIECE_CHARS if tokens_per_second else STREAM_PIECE_CHARS
         kind = fault.kind if fault is not None else None
         slow_delay = (fault.seconds or 0.5) if kind == "slow" else 0.0
+        # HTTP/1.0 clients cannot read chunked bodies: they get the events raw and the connection closes.
+        self._chunked = self.request_version != "HTTP/1.0"
+        if not self._chunked:
+            self.close_connection = True
+        headers = [("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache")]
+        if self._chunked:
+            headers.append(("Transfer-Encoding", "chunked"))
         self.log_request(200, "-")
-        self._write(
-            self._head(
-                200,
-                [
-                    ("Content-Type", "text/event-stream; charset=utf-8"),
-                    ("Cache-Control", "no-cache"),
-                    ("Transfer-Encoding", "chunked"),
-                ],
-            )
-        )
+        self._write(self._head(200, headers))
         paced_until = time.monotonic()
         sent = 0
         for chunk in iter_stream_chunks(reply, meta, request.include_usage, piece_chars):
@@ -417,7 +430,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
                 return
             if kind == "truncate" and (sent == FAULT_CHUNKS_BEFORE or chunk.is_final):
                 self._write_chunk(b": the stream ends here without finish_reason (injected fault truncate)\n\n")
-                self._write(b"0\r\n\r\n")
+                self._end_chunks()
                 return
             if kind == "stall" and sent == STALL_CHUNKS_BEFORE:
                 self._hang(fault.seconds or 30.0)
@@ -433,7 +446,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             self._write_chunk(_sse(chunk))
             sent += 1
         self._write_chunk(b"data: [DONE]\n\n")
-        self._write(b"0\r\n\r\n")
+        self._end_chunks()
 
 
 def _sse(chunk: StreamChunk) -> bytes:
