@@ -142,6 +142,7 @@ class Agent:
         self.environ = environ
         self._client = client
         self.last_error: str | None = None
+        self.reads_project_instructions = True
 
     # ----------------------------------------------------------------- setup
 
@@ -155,6 +156,8 @@ class Agent:
 
     def sync_project_instructions(self) -> None:
         """Read AGENTS.md (or Agents.md, agents.md) into a persistent section; drop it when gone or empty."""
+        if not self.reads_project_instructions:
+            return
         text = ""
         for name in PROJECT_INSTRUCTION_FILES:
             path = self.workdir / name
@@ -186,16 +189,13 @@ class Agent:
             on_event=agent.on_event if share_display else None,
             confirm=agent.confirm if copy_command else None,
             environ=agent.environ,
-            client=agent._client,
+            client=agent.client(),
         )
-        child._client_owner = agent
+        child.reads_project_instructions = False  # the summarizer must not see AGENTS.md
         return child
 
     def client(self) -> Any:
         """The `openai.AsyncOpenAI` client, built on first use (the SDK is imported lazily)."""
-        owner = getattr(self, "_client_owner", None)
-        if owner is not None:
-            return owner.client()
         if self._client is None:
             import openai
 

@@ -1,0 +1,215 @@
+"""Automatic and manual compaction through the agent, against the offline server."""
+
+import json
+
+from xun.agent import Agent
+from xun.compact import ESCALATION_RATIO, AutoCompactor, compact_conversation
+from xun.conversation import Conversation
+from xun.offload import HEADING, read_offload_log
+
+from .helpers import make_agent, write_files
+
+
+class RecordingAgent(Agent):
+    """Keeps the helper agents it makes, so tests can look at what the summarizer was given."""
+
+    children: list[Agent] = []
+
+    @classmethod
+    def inherit(cls, agent, **kwargs):
+        child = super().inherit(agent, **kwargs)
+        cls.children.append(child)
+        return child
+
+
+async def read_many(agent, start, stop):
+    for i in range(start, stop):
+        await agent.run(f"please read f{i}.py")
+
+
+async def test_reclaim_then_escalation_then_summary(offline_server, tmp_path):
+    write_files(tmp_path, 40)
+    agent, rec = make_agent(offline_server, tmp_path, auto_compact__token_threshold=6000,
+                            auto_compact__toolcall_keep_max=2, auto_compact__summary_keep_max=6)
+    await read_many(agent, 1, 40)
+    kinds = [e.type for e in rec.events if e.type in ("tool_results_reclaimed", "summary_started", "summary_finished")]
+    assert kinds[0] == "tool_results_reclaimed"
+    first_reclaim = rec.of("tool_results_reclaimed")[0]
+    assert first_reclaim.count > 0 and first_reclaim.tokens_after < first_reclaim.tokens_before
+    assert "summary_finished" in kinds
+    # escalation: a summary comes after at most escalation_rounds (2) cheap rounds since the last summary
+    rounds = 0
+    for kind in kinds:
+        if kind == "tool_results_reclaimed":
+            rounds += 1
+        elif kind == "summary_started":
+            assert rounds <= 2
+            rounds = 0
+    finished = rec.of("summary_finished")[0]
+    assert finished.status == "compacted" and finished.trigger == "auto"
+    assert finished.tokens_after < finished.tokens_before and finished.offload_path
+    assert agent.conversation.compaction_counter.summary_rounds >= 1
+    # the log of the session holds every compaction, and survives a save and load
+    path = tmp_path / "s.json"
+    agent.conversation.dump(path)
+    log = Conversation().load(path).compaction_log
+    assert [r["type"] for r in log] == [e.type for e in rec.events
+                                          if e.type in ("tool_results_reclaimed", "summary_finished", "compaction_failed", "compaction_skipped")]
+
+
+async def test_below_the_threshold_nothing_happens(offline_server, tmp_path):
+    write_files(tmp_path, 3)
+    agent, rec = make_agent(offline_server, tmp_path)
+    await read_many(agent, 1, 4)
+    assert not agent.conversation.compaction_log
+
+
+async def test_reclaim_alone_when_it_is_enough(offline_server, tmp_path):
+    write_files(tmp_path, 12, lines=200)
+    agent, rec = make_agent(offline_server, tmp_path, auto_compact__toolcall_keep_max=1)
+    await read_many(agent, 1, 4)
+    tokens = agent.conversation.total_tokens
+    agent.config.auto_compact.token_threshold = int(tokens * 0.9)
+    await agent.run("please read f5.py")
+    reclaim = rec.of("tool_results_reclaimed")[0]
+    assert reclaim.tokens_after <= agent.config.auto_compact.token_threshold * ESCALATION_RATIO
+    assert not rec.of("summary_started")
+
+
+async def test_summarizer_gets_no_tools_and_no_persistent_sections(offline_server, tmp_path):
+    write_files(tmp_path, 20)
+    (tmp_path / "AGENTS.md").write_text("Never delete files.")
+    RecordingAgent.children = []
+    agent, rec = make_agent(offline_server, tmp_path, agent_class=RecordingAgent)
+    await read_many(agent, 1, 10)
+    result = await compact_conversation(agent, keep_recent=4, instructions="keep file names")
+    assert result.compacted
+    helper = RecordingAgent.children[-1]
+    assert helper.toolbox.schemas() == []
+    assert helper.config.auto_compact.enabled is False and helper.config.auto_confirm is True
+    system = helper.conversation.messages[0]
+    assert system.persist_sections == {} and "Never delete files." not in json.dumps(helper.conversation.completion_params())
+    request = helper.conversation.messages[-2].text
+    assert "system_context" in request and "pending_tasks" in request and "Focus: keep file names" in request
+    assert agent.on_event is not helper.on_event
+
+
+async def test_role_prompt_and_agents_md_survive_summaries(offline_server, tmp_path):
+    write_files(tmp_path, 30)
+    (tmp_path / "AGENTS.md").write_text("Never delete files.")
+    agent, rec = make_agent(offline_server, tmp_path)
+    for block in range(3):
+        await read_many(agent, 1 + block * 8, 9 + block * 8)
+        assert (await compact_conversation(agent, keep_recent=3)).compacted
+        system = agent.conversation.completion_params()[0]["content"]
+        assert system.startswith("You are the test agent.\n\n")
+        assert "Never delete files." in system and "## pending_tasks" in system
+    assert agent.conversation.compaction_counter.summary_rounds == 3
+    sections = read_offload_log(tmp_path / ".xun" / "conversation_history" / f"{agent.conversation.conversation_id}.md")
+    assert len(sections) == 3
+    humans = [e.text for s in sections for e in s.entries if e.speaker == "Human"]
+    assert "please read f1.py" in humans and "please read f17.py" in humans
+
+
+async def test_the_summary_carries_earlier_summaries_forward(offline_server, tmp_path):
+    write_files(tmp_path, 20)
+    agent, rec = make_agent(offline_server, tmp_path)
+    await read_many(agent, 1, 8)
+    await compact_conversation(agent, keep_recent=2)
+    await read_many(agent, 8, 16)
+    await compact_conversation(agent, keep_recent=2)
+    summary = agent.conversation.messages[0].content
+    assert "f1.py" in summary and "f12.py" in summary
+
+
+async def test_context_overflow_summarises_and_retries_once(offline_server_factory, tmp_path):
+    write_files(tmp_path, 20)
+    server = offline_server_factory(context_window=4000)
+    agent, rec = make_agent(server, tmp_path, auto_compact__summary_keep_max=4)
+    await read_many(agent, 1, 20)
+    emergency = [e for e in rec.of("summary_finished") if e.trigger == "emergency"]
+    assert emergency, rec.types()
+    assert any("too long" in w.message for w in rec.of("warning"))
+    assert rec.of("turn_finished")[-1].status == "ok"
+
+
+class UnreachableSummarizerAgent(Agent):
+    """Its summaries go to a server that refuses connections: every automatic summary fails."""
+
+    @classmethod
+    def inherit(cls, agent, **kwargs):
+        child = super().inherit(agent, **kwargs)
+        child.config.provider.base_url = "http://127.0.0.1:9/v1"
+        child._client = None
+        return child
+
+
+async def test_three_failed_automatic_summaries_stop_automatic_compaction(offline_server, tmp_path):
+    write_files(tmp_path, 20)
+    agent, rec = make_agent(offline_server, tmp_path, agent_class=UnreachableSummarizerAgent,
+                            auto_compact__token_threshold=2000, auto_compact__escalation_rounds=0, retry__attempts=1)
+    await read_many(agent, 1, 12)
+    failed = rec.of("compaction_failed")
+    assert len(failed) == 3 and all("Summary failed" in f.reason for f in failed)
+    assert any("off for this session" in w.message for w in rec.of("warning"))
+    assert isinstance(agent.compactor, AutoCompactor) and agent.compactor.suspended
+    later = rec.events[rec.events.index(failed[-1]) + 1:]
+    assert not [e for e in later if e.type in ("summary_started", "tool_results_reclaimed")]
+    assert rec.of("turn_finished")[-1].status == "ok"  # the agent went on all along
+
+
+async def test_a_summary_longer_than_what_it_replaces_is_rejected(offline_server, tmp_path):
+    agent, rec = make_agent(offline_server, tmp_path)
+    await agent.run("hi")
+    before = agent.conversation.completion_params()
+    result = await compact_conversation(agent, keep_recent=0)
+    assert result.status.value == "summarize_failed" and "not shorter" in result.message
+    assert agent.conversation.completion_params() == before
+
+
+async def test_manual_reclaim_and_restore_are_events(offline_server, tmp_path):
+    write_files(tmp_path, 5)
+    agent, rec = make_agent(offline_server, tmp_path)
+    await read_many(agent, 1, 6)
+    result = await agent.reclaim_tool_results(keep_max=1)
+    assert result.reclaimed_count == 4
+    event = rec.of("tool_results_reclaimed")[-1]
+    assert event.trigger == "manual" and event.count == 4 and set(event.ids) == set(result.reclaimed_ids)
+    await agent.restore_tool_result(result.reclaimed_ids[0])
+    restored = rec.of("tool_result_restored")[-1]
+    assert restored.tokens_after > restored.tokens_before
+    assert [r["type"] for r in agent.conversation.compaction_log] == ["tool_results_reclaimed", "tool_result_restored"]
+
+
+async def test_model_recovers_a_reclaimed_result_with_the_tool(offline_server, tmp_path):
+    write_files(tmp_path, 3)
+    agent, rec = make_agent(offline_server, tmp_path)
+    await read_many(agent, 1, 4)
+    result = await agent.reclaim_tool_results(keep_max=0)
+    target = result.reclaimed_ids[0]
+    await agent.run(f"recover the compacted result {target}")
+    call = rec.of("tool_call_finished")[-1]
+    assert call.name == "extract_compacted_tool_result" and not call.is_error
+    assert "line 0 of file 1" in agent.conversation.messages[-2].raw["content"]
+
+
+async def test_ask_mode_without_anyone_to_ask_proceeds_and_says_so(offline_server, tmp_path):
+    write_files(tmp_path, 20)
+    agent, rec = make_agent(offline_server, tmp_path, auto_compact__token_threshold=3000)
+    agent.config.auto_compact.mode = "ask"
+    await read_many(agent, 1, 12)
+    assert rec.of("summary_finished")
+    assert any("'ask'" in i.message for i in rec.of("info"))
+
+
+async def test_ask_mode_declined_skips_the_summary(offline_server, tmp_path):
+    write_files(tmp_path, 20)
+    agent, rec = make_agent(offline_server, tmp_path, auto_compact__token_threshold=3000)
+    agent.config.auto_compact.mode = "ask"
+
+    async def decline(agent):
+        return False
+
+    agent.consent = decline
+    await read_many(agent, 1, 12)
+    assert not rec.of("summary_started") and rec.of("compaction_skipped")
