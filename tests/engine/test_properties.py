@@ -148,7 +148,7 @@ def test_corrupted_session_text_raises_the_clear_error_or_loads(steps, data):
                 for k in loaded.compacted_toolcalls:
                     loaded.compacted_toolcall_result(k)
             except SessionFormatError as exc:
-                assert str(path) in str(exc) and "archive line" in str(exc)
+                assert str(path) in str(exc) and "archive" in str(exc)
         assert path.read_text(encoding="utf-8") == bad
 
 
