@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xun.offline.protocol import ChatRequest
-from xun.offline.quoting import code, count_lines, message_text, one_line, quote_tool_text, quote_words
+from xun.offline.quoting import code, count_lines, message_text, one_line, parse_arguments, quote_tool_text, quote_words
 from xun.offline.summary import is_summary_request, write_summary
 
 MAX_LONG_REPLY_TOKENS = 1_000_000
@@ -62,19 +62,9 @@ class FillerTokens(TextSource):
     count: int
 
     def pieces(self, piece_chars: int) -> Iterator[str]:
-        buffer: list[str] = []
-        buffered = 0
         last = self.count - 1
-        for position in range(self.count):
-            word = _FILLER_WORDS[position % len(_FILLER_WORDS)]
-            unit = word if position == last else word + " "
-            buffer.append(unit)
-            buffered += len(unit)
-            if buffered >= piece_chars:
-                yield "".join(buffer)
-                buffer, buffered = [], 0
-        if buffer:
-            yield "".join(buffer)
+        words = (_FILLER_WORDS[p % len(_FILLER_WORDS)] + ("" if p == last else " ") for p in range(self.count))
+        return _gathered(words, piece_chars)
 
 
 @dataclass
@@ -84,17 +74,21 @@ class CountingText(TextSource):
     last: int
 
     def pieces(self, piece_chars: int) -> Iterator[str]:
-        buffer: list[str] = []
-        buffered = 0
-        for number in range(1, self.last + 1):
-            unit = str(number) if number == self.last else f"{number} "
-            buffer.append(unit)
-            buffered += len(unit)
-            if buffered >= piece_chars:
-                yield "".join(buffer)
-                buffer, buffered = [], 0
-        if buffer:
+        return _gathered((str(n) if n == self.last else f"{n} " for n in range(1, self.last + 1)), piece_chars)
+
+
+def _gathered(units: Iterator[str], piece_chars: int) -> Iterator[str]:
+    """Join generated units into pieces of about `piece_chars`, never holding more than one piece."""
+    buffer: list[str] = []
+    buffered = 0
+    for unit in units:
+        buffer.append(unit)
+        buffered += len(unit)
+        if buffered >= piece_chars:
             yield "".join(buffer)
+            buffer, buffered = [], 0
+    if buffer:
+        yield "".join(buffer)
 
 
 @dataclass
@@ -485,17 +479,6 @@ def _call_subject(arguments: Mapping[str, Any]) -> str:
         if isinstance(value, str) and value:
             return value
     return ""
-
-
-def parse_arguments(raw: Any) -> dict[str, Any]:
-    """Tool-call arguments as a dict ({} when they are not a JSON object)."""
-    if not isinstance(raw, str):
-        return {}
-    try:
-        value = json.loads(raw)
-    except (json.JSONDecodeError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def describe_tool_result(name: str, arguments: Mapping[str, Any], text: str, excerpt_chars: int = 160) -> str:

@@ -8,6 +8,7 @@ repeated.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -83,3 +84,14 @@ def split_sentences(text: str) -> list[str]:
     """Sentences and lines of a text, stripped, empty ones dropped."""
     parts = re.split(r"(?<=[.!?])\s+|\n+", text)
     return [part.strip() for part in parts if part and part.strip()]
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """Tool-call arguments as a dict ({} when they are not a JSON object)."""
+    if not isinstance(raw, str):
+        return {}
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -12,13 +12,22 @@ condenses (at most 9/10 of its tokens, above a small floor), so a compaction alw
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from xun.offline.quoting import clip_line, code, count_lines, message_text, one_line, quote_tool_text, quote_words, split_sentences
+from xun.offline.quoting import (
+    clip_line,
+    code,
+    count_lines,
+    message_text,
+    one_line,
+    parse_arguments,
+    quote_tool_text,
+    quote_words,
+    split_sentences,
+)
 from xun.offline.tokenizer import count_prompt_tokens, count_text_tokens
 
 SECTIONS = (
@@ -135,16 +144,6 @@ class _Transcript:
     last_user_answered: bool = False
 
 
-def _arguments(raw: Any) -> dict[str, Any]:
-    if not isinstance(raw, str):
-        return {}
-    try:
-        value = json.loads(raw)
-    except (json.JSONDecodeError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _subject(arguments: Mapping[str, Any]) -> str:
     for key in ("path", "command", "pattern", "toolcall_id"):
         value = arguments.get(key)
@@ -184,7 +183,7 @@ def _read_transcript(messages: list[dict[str, Any]], excerpt_chars: int) -> _Tra
             for call in tool_calls:
                 function = call.get("function") or {}
                 name = function.get("name") or "tool"
-                arguments = _arguments(function.get("arguments"))
+                arguments = parse_arguments(function.get("arguments"))
                 calls[call.get("id", "")] = (name, arguments)
                 facts.tool_counts[name] = facts.tool_counts.get(name, 0) + 1
                 path = arguments.get("path")
