@@ -26,6 +26,9 @@ FAULT_KINDS: dict[str, tuple[str, float | None]] = {
     "empty": ("a reply with empty content and no tool calls", None),
 }
 
+FAULTS_ENV = "XUN_OFFLINE_FAULTS"
+"""Environment variable with a fault spec, used when a server is created without `faults`."""
+
 MAX_FAULT_SECONDS = 600.0
 _ENTRY = re.compile(r"^(?P<kind>[A-Za-z0-9_]+)(?::(?P<seconds>[0-9]*\.?[0-9]+))?@(?P<start>[0-9]+)(?:-(?P<end>[0-9]+))?$")
 

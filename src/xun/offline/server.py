@@ -12,6 +12,7 @@ import hashlib
 import ipaddress
 import json
 import logging
+import os
 import select
 import socket
 import threading
@@ -20,7 +21,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from xun.offline.faults import Fault, FaultSchedule
+from xun.offline.faults import FAULTS_ENV, Fault, FaultSchedule
 from xun.offline.model import FixedText, Reply, decide_reply
 from xun.offline.protocol import MODEL_ID, ChatRequest, RequestError, error_body, parse_chat_request
 from xun.offline.responses import ReplyMeta, StreamChunk, build_completion, iter_stream_chunks
@@ -500,6 +501,12 @@ class OfflineServer:
         self.host = host.strip()
         self._requested_port = port
         self.context_window = context_window
+        if faults is None:  # an in-process server (e.g. the one `xun run` starts) takes faults from the environment
+            spec = os.environ.get(FAULTS_ENV) or None
+            try:
+                faults = FaultSchedule.parse(spec)
+            except ValueError as exc:
+                raise ValueError(f"${FAULTS_ENV}: {exc}") from None
         self.faults = faults if isinstance(faults, FaultSchedule) else FaultSchedule.parse(faults)
         self.reasoning = reasoning
         self.tokens_per_second = float(tokens_per_second) if tokens_per_second is not None else None
