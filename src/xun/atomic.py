@@ -8,18 +8,18 @@ import tempfile
 from pathlib import Path
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o600) -> None:
+def write_text_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o600, folder_mode: int = 0o700) -> None:
     """Write `text` to `path` through a temporary file in the same folder, fsynced, then renamed.
 
-    The file is created with `mode` (owner-only by default). On any failure the old file is left as
-    it was and the temporary file is removed.
+    The file gets `mode` (owner-only by default); missing folders are made with `folder_mode`. On any
+    failure the old file is left as it was and the temporary file is removed.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True, mode=folder_mode)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

@@ -18,7 +18,6 @@ import math
 import os
 import random
 import re
-import tempfile
 import tomllib
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -40,6 +39,7 @@ from pydantic import (
 )
 
 from xun import paths
+from xun.atomic import write_text_atomic
 
 __all__ = [
     "AutoCompactSettings",
@@ -950,31 +950,6 @@ def unset_config_value(path: str | os.PathLike[str], dotted_key: str) -> bool:
 
 
 def _atomic_write_toml(path: Path, data: Mapping[str, Any]) -> None:
-    """Temp file in the same folder, fsync, rename: a crash leaves the old file or the new, never half."""
-    payload = tomli_w.dumps(dict(data)).encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), 0o600)
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+    """A crash leaves the old file or the new, never half; owner-only, like every file xun writes."""
+    write_text_atomic(path, tomli_w.dumps(dict(data)))
 

@@ -12,13 +12,13 @@ import io
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field
 
 from xun import paths
+from xun.atomic import write_text_atomic
 from xun.tools.confinement import display_path, is_inside, resolve_in_workspace, workspace_root
 from xun.tools.process import run_shell
 from xun.tools.toolbox import (
@@ -349,36 +349,14 @@ def write_file(path: str, content: str, *, context: ToolContext) -> str:
     root, target = _write_target(path, context)
     existed = target.exists()
     try:
-        mode = stat.S_IMODE(target.stat().st_mode) if existed else None
+        mode = stat.S_IMODE(target.stat().st_mode) if existed else 0o666 & ~_current_umask()
         target.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write_text(target, content, mode)
+        write_text_atomic(target, content, mode)
     except OSError as exc:
         raise ToolError(f"{display_path(target, root)}: cannot write the file ({exc.strerror or exc})") from None
     lines = len(content.splitlines())
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {display_path(target, root)}: {_count(lines, 'line')}, {_count(len(content), 'character')}."
-
-
-def _atomic_write_text(target: Path, content: str, mode: int | None) -> None:
-    """Temp file beside the target, fsync, rename: the old file or the new one, never half of either."""
-    data = content.encode("utf-8")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".xun-tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is None:
-            umask = _current_umask()
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def _current_umask() -> int:
