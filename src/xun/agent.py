@@ -476,7 +476,7 @@ class Agent:
         for call in calls:
             await self.emit(ToolCallStarted(id=call.id, name=call.name, arguments=call.arguments))
         outcomes = await asyncio.gather(*(self.toolbox.call(call.name, call.arguments, context) for call in calls))
-        for call, outcome in zip(calls, outcomes):
+        for call, outcome in zip(calls, outcomes, strict=True):
             self.conversation.add_tool_result(call.id, outcome.text)
             await self.emit(ToolCallFinished(
                 id=call.id, name=call.name, arguments=call.arguments, result_chars=len(outcome.text),

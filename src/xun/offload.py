@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from xun.atomic import fsync_dir
-from xun.conversation_message import Message, RawOpenAIMessage, SystemPrompt, UserMessage, content_text
+from xun.conversation_message import Message, SystemPrompt, UserMessage, content_text
 
 HEADING = "## Offloaded at "
 INDENT = "    "

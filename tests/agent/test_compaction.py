@@ -5,7 +5,7 @@ import json
 from xun.agent import Agent
 from xun.compact import ESCALATION_RATIO, AutoCompactor, compact_conversation
 from xun.conversation import Conversation
-from xun.offload import HEADING, read_offload_log
+from xun.offload import read_offload_log
 
 from .helpers import make_agent, write_files
 
