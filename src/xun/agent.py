@@ -389,7 +389,7 @@ class Agent:
                 raise
             except Exception as raw_exc:
                 exc = _classify(raw_exc)
-                if isinstance(exc, ContextOverflowError) and not compacted_for_overflow:
+                if isinstance(exc, ContextOverflowError) and not compacted_for_overflow and self.config.auto_compact.enabled:
                     compacted_for_overflow = True
                     await self.emit(Warning(f"the server says the context is too long ({exc}); summarising and retrying once"))
                     from xun.compact import compact_conversation
@@ -401,7 +401,8 @@ class Agent:
                     attempt -= 1
                     continue
                 if isinstance(exc, ContextOverflowError):
-                    raise RuntimeError(f"the context is still too long for the model after an emergency summary: {exc}") from None
+                    done = "after an emergency summary" if compacted_for_overflow else "and automatic compaction is off"
+                    raise RuntimeError(f"the context is too long for the model {done}: {exc}") from None
                 if isinstance(exc, TransientServerError) and attempt < attempts:
                     delay = self.config.retry.delay(attempt)
                     await self.emit(Retry(attempt=attempt, attempts=attempts, delay=round(delay, 3), reason=str(exc)))
