@@ -9,7 +9,8 @@ in order:
 2. a request for a long reply ("write 10000 tokens", "count to 500") gets that reply, generated lazily;
 3. once tool results have come back after the last user message, a text answer quoting them (and no
    more tool calls for that message, so an agent loop ends);
-4. otherwise tool calls picked from the last user message's words, only among the tools offered;
+4. otherwise tool calls picked from the last user message's words, only among the tools offered
+   ("search the history for X" and "read history entry N" call the history tools);
 5. otherwise a short text answer that says what this model is.
 """
 
@@ -136,6 +137,11 @@ def tool_call_id(fingerprint: str, index: int) -> str:
 # Picking tools from words
 
 _TRIGGERS = (
+    ("history", re.compile(
+        r"\b(?:search|grep|look\s+up)\s+(?:in\s+|through\s+)?(?:the\s+|our\s+|my\s+)?(?:conversation\s+|chat\s+)?history\b"
+        r"|\b(?:read|show|open)\s+(?:the\s+)?(?:full\s+)?history\s+entry\b",
+        re.I,
+    )),
     ("extract", re.compile(r"\b(?:recover|extract|restore|retrieve|fetch|uncompact|un-compact)\w*", re.I)),
     ("run", re.compile(r"\b(?:run|execute|exec)\b", re.I)),
     ("search", re.compile(r"\b(?:search|grep)\b", re.I)),
@@ -295,6 +301,17 @@ def _extract_intents(masked: _MaskedMessage, clause: str, after: str, messages: 
     return [_Intent("extract_compacted_tool_result", {"toolcall_id": toolcall_id}) for toolcall_id in ids]
 
 
+def _history_intent(masked: _MaskedMessage, trigger: str, after: str) -> list[_Intent]:
+    """search_history for "search the history for X", read_history_entry for "read history entry N"."""
+    if not trigger.lower().startswith(("search", "grep", "look")):
+        number = re.search(r"\d+", masked.unmask(after))
+        return [_Intent("read_history_entry", {"id": int(number.group())})] if number else []
+    query = _first_quoted(masked, after)
+    if query is None:
+        query = re.sub(r"^\s*(?:for|about|on)\b", "", masked.unmask(after), flags=re.I).strip().rstrip(".!?").strip()
+    return [_Intent("search_history", {"query": query})] if query else []
+
+
 def _run_intent(masked: _MaskedMessage, after: str) -> list[_Intent]:
     command = _first_quoted(masked, after)
     if command is None:
@@ -373,7 +390,9 @@ def _clause_intents(masked: _MaskedMessage, clause: str, previous_verb: str | No
     found.sort(key=lambda item: item[0])
     for _, verb, match in found:
         after = clause[match.end() :]
-        if verb == "extract":
+        if verb == "history":
+            intents = _history_intent(masked, match.group(0), after)
+        elif verb == "extract":
             intents = _extract_intents(masked, clause, after, messages)
         elif verb == "run":
             intents = _run_intent(masked, after)
@@ -474,7 +493,7 @@ _ERROR_LINE = re.compile(r"\[Error\]|\berror\b|exception|traceback|no such file|
 
 
 def _call_subject(arguments: Mapping[str, Any]) -> str:
-    for key in ("path", "command", "pattern", "toolcall_id"):
+    for key in ("path", "command", "pattern", "toolcall_id", "query"):
         value = arguments.get(key)
         if isinstance(value, str) and value:
             return value
