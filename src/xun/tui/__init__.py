@@ -1,0 +1,44 @@
+"""The full-screen app. `run(session)` is what plain `xun` calls.
+
+Importing this package is cheap: Textual is imported only when the app is built.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xun.launch import Session
+    from xun.tui.app import XunApp
+
+__all__ = ["XunApp", "run"]
+
+
+def run(session: Session, *, headless: bool = False, size: tuple[int, int] | None = None) -> int:
+    """Run the app on `session` until the user quits; the session is saved on the way out.
+
+    Returns the exit code (0 after a normal quit). Closing the session (and its offline server) is left
+    to the caller, who opened it."""
+    from xun.tui.app import XunApp
+
+    app = XunApp(session)
+    try:
+        result = app.run(headless=headless, size=size)
+    finally:
+        try:  # the app saves on quit; this also covers a crash, and costs one write when it did
+            app.save_now()
+        except OSError as exc:
+            import sys
+
+            print(f"xun: could not save the session: {exc}", file=sys.stderr)
+    if app.return_code not in (None, 0):
+        return int(app.return_code)
+    return int(result) if isinstance(result, int) else 0
+
+
+def __getattr__(name: str) -> object:
+    if name == "XunApp":
+        from xun.tui.app import XunApp
+
+        return XunApp
+    raise AttributeError(name)

@@ -1,0 +1,784 @@
+"""XunApp: the full-screen app around one session.
+
+The agent runs in workers (a turn in the "agent" group, manual compaction in "compaction", saving in a
+thread worker); the agent's `on_event` is an `EventBridge` that posts messages, and the handlers here
+update the panes. Nothing a worker runs touches a widget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
+
+from xun import events
+from xun.compact import compact_conversation
+from xun.config import describe_config
+from xun.conversation import Conversation
+from xun.conversation_message import RawOpenAIMessage, UserMessage
+from xun.launch import Session
+from xun.paths import styles_dir
+from xun.tools import Decision
+from xun.tui import messages as m
+from xun.tui.bridge import EventBridge
+from xun.tui.commands import SLASH_COMMANDS, UnknownCommand, parse
+from xun.tui.export import ExportError, render_transcript
+from xun.tui.format import Presentation, percent, shown_path, tokens
+from xun.tui.screens.config import ConfigScreen
+from xun.tui.screens.confirm import ConfirmScreen
+from xun.tui.screens.consent import ConsentScreen
+from xun.tui.screens.help import HelpScreen
+from xun.tui.screens.history import HistoryScreen
+from xun.tui.screens.inspector import InspectorScreen
+from xun.tui.screens.sessions import SessionsScreen
+from xun.tui.transcript import PLACEHOLDER_HEAD, transcript
+from xun.tui.widgets.chat_view import ChatView
+from xun.tui.widgets.command_menu import CommandMenu
+from xun.tui.widgets.compaction_log import CompactionLog
+from xun.tui.widgets.context_gauge import ContextGauge
+from xun.tui.widgets.header import XunHeader
+from xun.tui.widgets.prompt_input import PromptInput
+from xun.tui.widgets.recoverable_list import RecoverableList
+from xun.tui.widgets.summary_divider import SummaryDivider
+
+QUIT_AGAIN_WITHIN = 2.0
+"""Seconds within which a second Ctrl+C quits."""
+
+AGENT_ACTIONS = frozenset({"compact", "reclaim", "focus_recoverable", "cancel_turn"})
+"""Actions that belong to the main screen (disabled while a modal is open)."""
+
+
+def key_display(keys: str) -> str:
+    """`f5` -> `F5`, `ctrl+q` -> `Ctrl+Q`, `escape` -> `Esc`; several keys joined by " / "."""
+    names = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "up": "Up", "down": "Down", "home": "Home"}
+    shown = []
+    for key in keys.split(","):
+        parts = [names.get(part, part.upper() if len(part) <= 3 else part.capitalize()) for part in key.strip().split("+")]
+        shown.append("+".join(parts))
+    return " / ".join(shown)
+
+
+class XunApp(App[int], inherit_bindings=False):
+    """`XunApp(session)`; `presentation=Presentation.fixed()` makes screenshots repeatable."""
+
+    TITLE = "xun"
+    CSS_PATH = [styles_dir() / "xun.tcss"]
+    AUTO_FOCUS = "#prompt"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "help", "Help", id="help"),
+        Binding("f5", "compact", "Summarise", id="compact", priority=True,
+                tooltip="Summarise older turns now (/compact)"),
+        Binding("f6", "reclaim", "Reclaim", id="reclaim", priority=True,
+                tooltip="Reclaim old tool results now (/compact toolcall)"),
+        Binding("f8", "focus_recoverable", "Results", id="recoverable", priority=True,
+                tooltip="Focus the recoverable tool results; Enter opens one"),
+        Binding("escape", "cancel_turn", "Cancel", id="cancel", tooltip="Cancel the running turn"),
+        Binding("ctrl+q", "quit_saving", "Quit", id="quit", priority=True, tooltip="Save the session and quit"),
+        Binding("ctrl+c", "quit_twice", "Quit", id="quit_twice", show=False),
+    ]
+
+    def __init__(self, session: Session, *, presentation: Presentation | None = None) -> None:
+        super().__init__()
+        self.session = session
+        self.presentation = presentation or Presentation()
+        self.bridge = EventBridge(self.post_message)
+        agent = session.agent
+        agent.on_event = self.bridge
+        agent.confirm = self.bridge.confirm
+        agent.consent = self.bridge.consent
+        self.busy: str | None = None
+        """What runs now: "turn", "compact", "reclaim", "restore" (None when idle)."""
+        self._last_ctrl_c = 0.0
+        self._pending_divider: SummaryDivider | None = None
+        self._open_asks: list[ModalScreen[Any]] = []
+        self.saved = False
+        self.last_saved_path: Path | None = None
+        self.finished_work = 0
+        """How many turns, compactions and restores have finished (a worker posted AgentWorkDone)."""
+
+    # ------------------------------------------------------------------------------ properties
+
+    @property
+    def agent(self):  # noqa: ANN201 - xun.agent.Agent
+        return self.session.agent
+
+    @property
+    def conversation(self) -> Conversation:
+        return self.session.agent.conversation
+
+    @property
+    def workdir(self) -> Path:
+        return Path(self.session.agent.workdir)
+
+    def shown_path(self, path: str | None) -> str:
+        return shown_path(path, self.workdir)
+
+    @property
+    def chat(self) -> ChatView:
+        return self.query_one(ChatView)
+
+    @property
+    def gauge(self) -> ContextGauge:
+        return self.query_one(ContextGauge)
+
+    @property
+    def log_pane(self) -> CompactionLog:
+        return self.query_one(CompactionLog)
+
+    @property
+    def recoverable(self) -> RecoverableList:
+        return self.query_one(RecoverableList)
+
+    @property
+    def prompt(self) -> PromptInput:
+        return self.query_one(PromptInput)
+
+    @property
+    def header(self) -> XunHeader:
+        return self.query_one(XunHeader)
+
+    # ---------------------------------------------------------------------------------- layout
+
+    def compose(self) -> ComposeResult:
+        session = self.session
+        yield XunHeader(model=session.config.model.name, provider=session.describe_provider(),
+                        offline=session.offline, session_id=self.conversation.conversation_id)
+        with Horizontal(id="main"):
+            with Vertical(id="chat-column"):
+                yield ChatView(shown_path=self.shown_path)
+                menu = CommandMenu()
+                yield menu
+                yield PromptInput(menu, cursor_blink=self.presentation.cursor_blink)
+            with Vertical(id="side"):
+                yield ContextGauge()
+                yield CompactionLog(clock=self.presentation.clock, shown_path=self.shown_path)
+                yield RecoverableList(clock=self.presentation.clock, cursor_blink=self.presentation.cursor_blink)
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        keymap = dict(self.session.config.ui.keymap)
+        if keymap:
+            self.set_keymap(keymap)
+        await self.show_conversation()
+
+    async def show_conversation(self) -> None:
+        """Fill every pane from the conversation (start, resume, session switch)."""
+        conversation = self.conversation
+        self.header.set_session(conversation.conversation_id)
+        await self.chat.show_transcript(transcript(conversation).items)
+        self._refresh_gauge()
+        self.gauge.set_history(self._history_points(conversation))
+        self.log_pane.load(list(conversation.compaction_log))
+        self.recoverable.load([])
+        self.call_after_refresh(self._load_recoverable)
+
+    def _load_recoverable(self) -> None:
+        """After the first frame: a resumed session parses its archive of originals only now."""
+        try:
+            records = list(self.conversation.compacted_toolcalls.values())
+        except Exception as exc:  # a damaged archive line: say so, keep the rest of the app working
+            self.notify(f"the reclaimed results could not be read: {exc}", severity="error")
+            records = []
+        self.recoverable.load(records)
+
+    @staticmethod
+    def _history_points(conversation: Conversation) -> list[int]:
+        points: list[int] = []
+        for record in conversation.compaction_log:
+            before, after = record.get("tokens_before"), record.get("tokens_after")
+            if record.get("type") in ("tool_results_reclaimed", "summary_finished") and isinstance(before, int) \
+                    and isinstance(after, int):
+                points += [before, after]
+        if conversation.total_tokens is not None:
+            points.append(conversation.total_tokens)
+        return points
+
+    def _refresh_gauge(self) -> None:
+        conversation = self.conversation
+        self.gauge.set_figures(
+            reported=conversation.total_tokens,
+            estimate=conversation.estimated_tokens(),
+            threshold=self.agent.threshold,
+            window=self.session.config.model.context_window,
+        )
+
+    def _set_busy(self, busy: str | None, status: str | None = None) -> None:
+        self.busy = busy
+        self.header.status = status or ("ready" if busy is None else busy)
+        self.refresh_bindings()
+
+    # ------------------------------------------------------------------------------- bindings
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in AGENT_ACTIONS and isinstance(self.screen, ModalScreen):
+            return False
+        if action == "cancel_turn" and self.busy is None:
+            return False
+        return True
+
+    def binding_rows(self) -> list[tuple[str, str]]:
+        keymap = getattr(self, "_keymap", {}) or {}
+        rows = []
+        for binding in self.BINDINGS:
+            assert isinstance(binding, Binding)
+            keys = keymap.get(binding.id or "", binding.key)
+            label = {"quit_twice": "Quit (press twice)"}.get(binding.id or "", binding.tooltip or binding.description)
+            rows.append((key_display(keys), label))
+        rows.append(("Ctrl+P", "Command palette: every action"))
+        return rows
+
+    def help_sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        return [
+            ("Keys", self.binding_rows()),
+            ("The prompt", [
+                ("Enter", "send the prompt (or take the highlighted completion)"),
+                ("Shift+Enter / Ctrl+J", "new line"),
+                ("Up / Down", "earlier and later prompts (from the first or last line)"),
+                ("Tab", "complete the slash command"),
+                ("//text", "send a prompt that starts with a slash"),
+            ]),
+            ("Recoverable results (F8)", [
+                ("typing", "filter the list (Backspace, Esc clears)"),
+                ("Enter", "open the inspector: c copy · s save to a file · r restore into the context"),
+            ]),
+            ("Confirmations", [("a / s / d", "allow once · allow for this session · deny")]),
+            ("Slash commands", [(c.usage, c.help) for c in SLASH_COMMANDS]),
+        ]
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Summarise now", "Summary compaction of older turns (F5, /compact)", self.action_compact)
+        yield SystemCommand("Reclaim tool results", "Replace old tool results with placeholders (F6)", self.action_reclaim)
+        yield SystemCommand("Recoverable results", "Focus the reclaimed tool results (F8)", self.action_focus_recoverable)
+        yield SystemCommand("Cancel the turn", "Stop the running turn (Esc)", self.action_cancel_turn)
+        yield SystemCommand("History", "The conversation as the model sees it (/history)", self.action_history)
+        yield SystemCommand("Sessions", "Switch to another saved session (/sessions)", self.action_sessions)
+        yield SystemCommand("Settings", "Every setting and where it came from (/config)", self.action_config)
+        yield SystemCommand("Tokens", "Reported and estimated tokens, threshold, window (/tokens)", self.action_tokens)
+        yield SystemCommand("Retry", "Send the last prompt again (/retry)", self.action_retry)
+        yield SystemCommand("Revise", "Take the last prompt back to edit it (/revise)", self.action_revise)
+        yield SystemCommand("Clear", "Start over in this session (/clear)", self.action_clear)
+        yield SystemCommand("Render transcript", "Export as HTML or Markdown (/render FILE)",
+                            lambda: self.prompt.set_prompt("/render transcript.html"))
+        yield SystemCommand("Help", "Keys and commands (F1)", self.action_help)
+        yield SystemCommand("Save and quit", "Save the session and quit (Ctrl+Q)", self.action_quit_saving)
+
+    # --------------------------------------------------------------------------------- actions
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_sections()))
+
+    def action_compact(self, focus: str | None = None) -> None:
+        if not self._may_start("a summary"):
+            return
+        self._set_busy("compact", "summarising…")
+        self.compact_now(focus or None)
+
+    def action_reclaim(self) -> None:
+        if not self._may_start("a reclaim"):
+            return
+        self._set_busy("reclaim", "reclaiming…")
+        self.reclaim_now()
+
+    def action_focus_recoverable(self) -> None:
+        self.recoverable.focus_table()
+
+    def action_cancel_turn(self) -> None:
+        if self.busy is None:
+            return
+        self.workers.cancel_group(self, "agent")
+        self.workers.cancel_group(self, "compaction")
+
+    async def action_quit_twice(self) -> None:
+        now = time.monotonic()
+        if now - self._last_ctrl_c <= QUIT_AGAIN_WITHIN:
+            await self.action_quit_saving()
+            return
+        self._last_ctrl_c = now
+        self.notify("Press Ctrl+C again to quit (the session is saved).", title="Quit?", timeout=QUIT_AGAIN_WITHIN)
+
+    async def action_quit_saving(self) -> None:
+        self.workers.cancel_group(self, "agent")
+        self.workers.cancel_group(self, "compaction")
+        await self._settle_save()
+        try:
+            await asyncio.to_thread(self.save_now)
+        except OSError as exc:
+            self.notify(f"could not save the session: {exc}", severity="error")
+        self.exit(0)
+
+    def action_history(self) -> None:
+        conversation = self.conversation
+        records = conversation.to_history(truncate=True)
+        subtitle = f"~{tokens(conversation.estimated_tokens())} tokens · esc close"
+        self.push_screen(HistoryScreen(records, subtitle))
+
+    def action_sessions(self) -> None:
+        def chosen(conversation_id: str | None) -> None:
+            if conversation_id and conversation_id != self.conversation.conversation_id:
+                self.post_message(m.SwitchSession(conversation_id))
+
+        self.push_screen(SessionsScreen(self.session.store.list(), self.conversation.conversation_id,
+                                        self.presentation.clock), chosen)
+
+    def action_config(self) -> None:
+        self.push_screen(ConfigScreen(describe_config(self.session.config)))
+
+    async def action_tokens(self) -> None:
+        c = self.conversation
+        config = self.session.config
+        threshold = self.agent.threshold
+        window = config.model.context_window
+        source = "auto_compact.token_threshold"
+        if window is not None and threshold < config.auto_compact.token_threshold:
+            source = f"{config.auto_compact.threshold_ratio:g} of the window"
+        archive = c.compacted_toolcalls
+        lines = [
+            f"reported {tokens(c.total_tokens)} (last model call) · estimate {tokens(c.estimated_tokens())} now",
+            f"threshold {tokens(threshold)} ({source}) · window {tokens(window) if window else 'unknown'}"
+            f" · {percent(c.estimated_tokens(), threshold)}% of the threshold",
+            f"{len(c.messages):,} messages · {len(archive)} reclaimed results · {len(c.summarizations)} summaries"
+            f" · {c.tokens_per_char:.3f} tokens per char",
+        ]
+        await self.chat.add_notice("info", "\n  ".join(lines))
+
+    async def action_retry(self) -> None:
+        if not self._may_start("/retry"):
+            return
+        if not any(isinstance(msg, UserMessage) for msg in self.conversation.messages):
+            await self.chat.add_notice("warning", "/retry: there is no prompt to send again")
+            return
+        await self._settle_save()
+        self.conversation.pop_from_last_user_message(inclusive=False)
+        await self.chat.remove_from_last_user(inclusive=False)
+        self._refresh_gauge()
+        self._start_turn(None)
+
+    async def action_revise(self, text: str = "") -> None:
+        if not self._may_start("/revise"):
+            return
+        await self._settle_save()
+        popped = self.conversation.pop_from_last_user_message(inclusive=True)
+        if not popped:
+            await self.chat.add_notice("warning", "/revise: there is no prompt to revise")
+            return
+        await self.chat.remove_from_last_user(inclusive=True)
+        self._refresh_gauge()
+        old = getattr(popped[0], "text", "")
+        if text.strip():
+            await self.send_prompt(text.strip())
+        else:
+            self.prompt.set_prompt(old)
+            self.prompt.focus()
+
+    async def action_clear(self) -> None:
+        if not self._may_start("/clear"):
+            return
+        await self._settle_save()
+        self.conversation.clear()
+        await self.chat.clear()
+        self.recoverable.load([])
+        self._refresh_gauge()
+        self.gauge.set_history([])
+        await self.chat.add_notice("info", "cleared: a fresh start in this session (the compaction log stays)")
+        self.save_session()
+
+    def _may_start(self, what: str) -> bool:
+        if self.busy is None:
+            return True
+        doing = {"turn": "a turn is running", "compact": "a summary is running", "reclaim": "a reclaim is running",
+                 "restore": "a restore is running"}.get(self.busy, "something is running")
+        self.notify(f"{what} has to wait: {doing} (Esc cancels it).", severity="warning")
+        return False
+
+    # ---------------------------------------------------------------------------------- prompts
+
+    @on(m.PromptSubmitted)
+    async def _prompt_submitted(self, message: m.PromptSubmitted) -> None:
+        text = message.text
+        try:
+            command = parse(text)
+        except UnknownCommand as exc:
+            self.notify(str(exc), severity="warning")
+            self.prompt.set_prompt(text)
+            return
+        if command is None:
+            await self.send_prompt(text[1:] if text.startswith("//") else text)
+            return
+        await self.run_command(command.name, command.argument)
+
+    async def run_command(self, name: str, argument: str) -> None:
+        if name in ("/compact", "/offload"):
+            if name == "/compact" and argument.lower() == "toolcall":
+                self.action_reclaim()
+            else:
+                self.action_compact(argument or None)
+        elif name == "/history":
+            self.action_history()
+        elif name == "/render":
+            try:
+                path = render_transcript(self.conversation, argument, self.workdir)
+            except ExportError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            await self.chat.add_notice("info", f"transcript written to {self.shown_path(str(path))}")
+        elif name == "/retry":
+            await self.action_retry()
+        elif name == "/revise":
+            await self.action_revise(argument)
+        elif name == "/clear":
+            await self.action_clear()
+        elif name == "/tokens":
+            await self.action_tokens()
+        elif name == "/sessions":
+            self.action_sessions()
+        elif name == "/config":
+            self.action_config()
+        elif name == "/help":
+            self.action_help()
+        elif name == "/quit":
+            await self.action_quit_saving()
+
+    async def send_prompt(self, text: str) -> None:
+        if self.busy is not None:
+            self._may_start("the prompt")
+            if not self.prompt.text.strip():
+                self.prompt.set_prompt(text)
+            return
+        await self.chat.add_user(text)
+        self._start_turn(text)
+
+    def _start_turn(self, prompt: str | None) -> None:
+        self._set_busy("turn", "thinking…")
+        self.run_turn(prompt)
+
+    # ---------------------------------------------------------------------------------- workers
+
+    @work(exclusive=True, group="agent", exit_on_error=False)
+    async def run_turn(self, prompt: str | None) -> None:
+        try:
+            await self._settle_save()
+            if prompt is None:
+                await self.agent.execute()
+            else:
+                await self.agent.run(prompt)
+        finally:
+            self.post_message(m.AgentWorkDone("turn"))
+
+    @work(group="compaction", exit_on_error=False)
+    async def compact_now(self, focus: str | None) -> None:
+        try:
+            await self._settle_save()
+            await compact_conversation(self.agent, keep_recent=self.session.config.auto_compact.summary_keep_max,
+                                       instructions=focus, trigger="manual")
+        finally:
+            self.post_message(m.AgentWorkDone("compact"))
+
+    @work(group="compaction", exit_on_error=False)
+    async def reclaim_now(self) -> None:
+        try:
+            await self._settle_save()
+            await self.agent.reclaim_tool_results(trigger="manual")
+        finally:
+            self.post_message(m.AgentWorkDone("reclaim"))
+
+    @work(group="compaction", exit_on_error=False)
+    async def restore_now(self, tool_call_id: str) -> None:
+        try:
+            await self._settle_save()
+            try:
+                await self.agent.restore_tool_result(tool_call_id)
+            except (KeyError, ValueError) as exc:
+                self.post_message(m.Notice("error", f"could not restore {tool_call_id}: {exc.args[0] if exc.args else exc}"))
+        finally:
+            self.post_message(m.AgentWorkDone("restore"))
+
+    def save_session(self) -> None:
+        """Save in a thread worker (after each turn and each manual compaction)."""
+        if self._nothing_to_save():
+            return
+        self._save_worker()
+
+    @work(thread=True, group="save", exit_on_error=False)
+    def _save_worker(self) -> None:
+        try:
+            path = self.save_now()
+        except OSError as exc:
+            self.post_message(m.SessionSaved(None, str(exc)))
+        else:
+            self.post_message(m.SessionSaved(str(path) if path else None))
+
+    def _nothing_to_save(self) -> bool:
+        """A session that never got a message is not written (each launch would leave an empty file)."""
+        conversation = self.conversation
+        if conversation.messages and any(msg.role != "system" for msg in conversation.messages):
+            return False
+        if conversation.compaction_log:
+            return False
+        try:
+            return not self.session.store.path_for(conversation.conversation_id).exists()
+        except ValueError:
+            return True
+
+    def save_now(self) -> Path | None:
+        if self._nothing_to_save():
+            return None
+        path = self.session.save()
+        self.saved = True
+        self.last_saved_path = path
+        return path
+
+    async def _settle_save(self) -> None:
+        """Wait for a save in progress: nothing may change the conversation while it is written."""
+        for worker in list(self.workers):
+            if worker.group == "save" and worker.is_running:
+                try:
+                    await worker.wait()
+                except Exception:  # the failure was reported by the worker itself
+                    pass
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.notify(f"{event.worker.name} failed: {type(error).__name__}: {error}", severity="error")
+
+    # --------------------------------------------------------------------------- engine messages
+
+    def on_turn_began(self, message: m.TurnBegan) -> None:
+        self.gauge.reset_stream()
+        self.header.status = "thinking…"
+
+    async def on_reply_text(self, message: m.ReplyText) -> None:
+        text = message.stream.take(message.upto)
+        if not text:
+            return
+        block = await self.chat.current_reply()
+        await block.write(text)
+        self.gauge.streamed(len(text))
+        self.header.status = "streaming…"
+
+    async def on_reasoning_text(self, message: m.ReasoningText) -> None:
+        text = message.stream.take(message.upto)
+        if not text:
+            return
+        block = await self.chat.current_reply()
+        await block.write_reasoning(text)
+        self.gauge.streamed(len(text))
+        self.header.status = "reasoning…"
+
+    async def on_reply_complete(self, message: m.ReplyComplete) -> None:
+        await self.chat.end_reply(message.content, message.reasoning)
+        self.gauge.reset_stream()
+
+    async def on_reply_retrying(self, message: m.ReplyRetrying) -> None:
+        await self.chat.discard_reply()
+        self.gauge.reset_stream()
+        await self.chat.add_notice(
+            "retry", f"retrying ({message.attempt}/{message.attempts - 1}) in {message.delay:g} s: {message.reason}")
+
+    async def on_tool_call_began(self, message: m.ToolCallBegan) -> None:
+        self.chat.reply = None
+        await self.chat.add_tool(message.id, message.name, message.arguments)
+        self.header.status = f"running {message.name}…"
+
+    def on_tool_call_ended(self, message: m.ToolCallEnded) -> None:
+        event = message.event
+        block = self.chat.tool_block(event.id)
+        if block is not None:
+            block.finished(result_chars=event.result_chars, duration_text=self.presentation.duration(event.duration),
+                           result=self._tool_result_text(event.id), is_error=event.is_error, denied=event.denied)
+        self.gauge.set_estimate(self.conversation.estimated_tokens(), self.conversation.total_tokens)
+
+    def _tool_result_text(self, call_id: str) -> str | None:
+        for msg in reversed(self.conversation.messages):
+            if type(msg) is RawOpenAIMessage and msg.raw.get("role") == "tool" and msg.raw.get("tool_call_id") == call_id:
+                content = msg.raw.get("content")
+                return content if isinstance(content, str) else str(content)
+        return None
+
+    def on_context_usage(self, message: m.ContextUsage) -> None:
+        usage = message.event
+        self.gauge.set_figures(reported=usage.total_tokens, estimate=usage.estimated_tokens, threshold=usage.threshold,
+                               window=usage.context_window)
+        if message.after_model_call and usage.total_tokens is not None:
+            self.gauge.add_point(usage.total_tokens)
+
+    async def on_notice(self, message: m.Notice) -> None:
+        await self.chat.add_notice(message.level, message.text)
+        if message.level == "error":
+            self.notify(message.text, severity="error", title="error")
+
+    async def on_summary_began(self, message: m.SummaryBegan) -> None:
+        event = message.event
+        focus = f" (focus: {event.focus})" if event.focus else ""
+        self._pending_divider = await self.chat.add_divider(
+            f"summarising {event.condensed} messages, keeping {event.kept}{focus}…", "running")
+        self.header.status = "summarising…"
+
+    async def on_compaction_recorded(self, message: m.CompactionRecorded) -> None:
+        event = message.event
+        self.log_pane.add_record(event.to_json())
+        conversation = self.conversation
+        if isinstance(event, events.ToolResultsReclaimed):
+            for block in self.chat.tool_blocks(event.ids):
+                block.mark_reclaimed()
+            archive = conversation.compacted_toolcalls
+            self.recoverable.add(archive[i] for i in event.ids if i in archive)
+            self._refresh_gauge()
+            if event.count:
+                self.gauge.add_point(conversation.estimated_tokens())
+        elif isinstance(event, events.SummaryFinished):
+            text = SummaryDivider.describe(event.condensed, event.kept, self.shown_path(event.offload_path))
+            divider, self._pending_divider = self._pending_divider, None
+            if divider is not None and divider.is_attached:
+                divider.set_text(text, "done")
+            else:
+                await self.chat.add_divider(text, "done")
+            self._refresh_gauge()
+            self.gauge.add_point(conversation.estimated_tokens())
+        elif isinstance(event, events.ToolResultRestored):
+            block = self.chat.tool_block(event.id)
+            if block is not None:
+                block.mark_restored()
+            self.recoverable.discard(event.id)
+            self._refresh_gauge()
+            self.gauge.add_point(conversation.estimated_tokens())
+        elif isinstance(event, (events.CompactionFailed, events.CompactionSkipped)):
+            divider, self._pending_divider = self._pending_divider, None
+            verb = "failed" if isinstance(event, events.CompactionFailed) else "skipped"
+            if divider is not None and divider.is_attached:
+                divider.set_text(f"summary {verb}: {event.reason}", verb)
+            if event.trigger == "manual":
+                self.notify(f"compaction {verb}: {event.reason}", severity="warning")
+
+    async def on_turn_ended(self, message: m.TurnEnded) -> None:
+        if message.status == "cancelled":
+            if message.restored_prompt is not None:
+                await self.chat.remove_from_last_user(inclusive=True)
+                if not self.prompt.text.strip():
+                    self.prompt.set_prompt(message.restored_prompt)
+                await self.chat.add_notice("cancelled", "cancelled; the prompt is back in the input")
+            else:
+                await self.chat.add_notice("cancelled", "cancelled")
+        elif message.status == "max_iterations":
+            await self.chat.add_notice("warning", "stopped at the limit of model calls for one turn")
+
+    async def on_agent_work_done(self, message: m.AgentWorkDone) -> None:
+        if self.chat.reply is not None:
+            await self.chat.end_reply(self.chat.reply.text, "")
+        for screen in list(self._open_asks):
+            self._close_ask(screen)
+        divider, self._pending_divider = self._pending_divider, None
+        if divider is not None and divider.is_attached and divider.state == "running":
+            divider.set_text("summary cancelled; nothing changed", "cancelled")
+        self.gauge.reset_stream()
+        self._refresh_gauge()
+        self._set_busy(None)
+        self.finished_work += 1
+        self.save_session()
+
+    def on_session_saved(self, message: m.SessionSaved) -> None:
+        if message.error:
+            self.notify(f"could not save the session: {message.error}", severity="error")
+
+    # ------------------------------------------------------------------------------ asking the user
+
+    def _close_ask(self, screen: ModalScreen[Any]) -> None:
+        if screen in self._open_asks:
+            self._open_asks.remove(screen)
+        if screen.is_attached and self.screen is screen:
+            screen.dismiss(None)
+
+    def on_confirmation_asked(self, message: m.ConfirmationAsked) -> None:
+        answer = message.answer
+        screen = ConfirmScreen(message.request)
+
+        def answered(decision: Decision | None) -> None:
+            if screen in self._open_asks:
+                self._open_asks.remove(screen)
+            if not answer.done():
+                answer.set_result(decision if isinstance(decision, Decision) else Decision.DENY)
+
+        self._open_asks.append(screen)
+        answer.add_done_callback(lambda _f: self._close_ask(screen))
+        self.header.status = "waiting for you"
+        self.push_screen(screen, answered)
+
+    def on_consent_asked(self, message: m.ConsentAsked) -> None:
+        answer = message.answer
+        c = self.conversation
+        screen = ConsentScreen(f"{tokens(c.total_tokens)} / {tokens(self.agent.threshold)}",
+                               self.session.config.auto_compact.ask_timeout)
+
+        def answered(yes: bool | None) -> None:
+            if screen in self._open_asks:
+                self._open_asks.remove(screen)
+            if not answer.done():
+                answer.set_result(bool(yes))
+
+        self._open_asks.append(screen)
+        answer.add_done_callback(lambda _f: self._close_ask(screen))
+        self.push_screen(screen, answered)
+
+    # -------------------------------------------------------------------------- inspector, sessions
+
+    def on_open_inspector(self, message: m.OpenInspector) -> None:
+        call_id = message.tool_call_id
+        archive = self.conversation.compacted_toolcalls
+        original = self.conversation.compacted_toolcall_result(call_id)
+        if call_id not in archive or original is None:
+            self.notify(f"{call_id} is no longer reclaimed", severity="warning")
+            self.recoverable.discard(call_id)
+            return
+        record = archive[call_id]
+
+        def closed(result: str | None) -> None:
+            if result == "restore":
+                self.post_message(m.RestoreRequested(call_id))
+
+        self.push_screen(InspectorScreen(
+            record, original, workdir=self.workdir,
+            when=self.presentation.clock(record.reclaimed_at) if record.reclaimed_at else "earlier",
+            restorable=self._restorable(call_id)), closed)
+
+    def _restorable(self, call_id: str) -> bool:
+        for msg in self.conversation.messages:
+            if type(msg) is RawOpenAIMessage and msg.raw.get("role") == "tool" and msg.raw.get("tool_call_id") == call_id:
+                content = msg.raw.get("content")
+                return isinstance(content, str) and content.startswith(PLACEHOLDER_HEAD)
+        return False
+
+    def on_restore_requested(self, message: m.RestoreRequested) -> None:
+        if not self._may_start("a restore"):
+            return
+        self._set_busy("restore", "restoring…")
+        self.restore_now(message.tool_call_id)
+
+    async def on_switch_session(self, message: m.SwitchSession) -> None:
+        if not self._may_start("switching sessions"):
+            return
+        await self._settle_save()
+        try:
+            await asyncio.to_thread(self.save_now)
+            conversation = self.session.store.load(message.conversation_id)
+        except Exception as exc:  # unreadable file, bad id: say so and stay
+            self.notify(f"could not open session {message.conversation_id}: {exc}", severity="error")
+            return
+        self.agent.conversation = conversation
+        await self.show_conversation()
+        await self.chat.add_notice("info", f"switched to session {conversation.conversation_id}")
+
+    async def on_older_blocks_wanted(self, message: m.OlderBlocksWanted) -> None:
+        await self.chat.load_older()

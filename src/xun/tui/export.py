@@ -1,0 +1,102 @@
+"""`/render FILE`: the transcript as Markdown, or as a standalone HTML page (chosen by the extension)."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from xun.atomic import write_text_atomic
+from xun.conversation import Conversation
+from xun.tui.transcript import AssistantItem, SummaryItem, ToolItem, UserItem, transcript
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+HTML_SUFFIXES = (".html", ".htm")
+
+
+class ExportError(ValueError):
+    pass
+
+
+def _fence(text: str, info: str = "") -> str:
+    longest = max((len(run) for run in re.findall(r"`{3,}", text)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line if line else ">" for line in text.splitlines() or [""])
+
+
+def transcript_markdown(conversation: Conversation, title: str) -> str:
+    parts = [f"# {title}", ""]
+    record = transcript(conversation)
+    for item in record.items:
+        if isinstance(item, SummaryItem):
+            where = f", originals offloaded to `{item.offload_path}`" if item.offload_path else ""
+            parts += ["---", f"*{item.condensed} messages summarised{where}; {item.kept} kept.*", "---", ""]
+        elif isinstance(item, UserItem):
+            parts += ["## You", "", _quote(item.text), ""]
+        elif isinstance(item, AssistantItem):
+            parts += ["## Assistant", ""]
+            if item.reasoning:
+                parts += ["*Reasoning:*", "", _fence(item.reasoning), ""]
+            if item.content:
+                parts += [item.content, ""]
+        elif isinstance(item, ToolItem):
+            state = " (reclaimed)" if item.reclaimed else ""
+            parts += [f"### Tool `{item.name}`{state}", "", _fence(item.arguments or "{}", "json"), ""]
+            if item.result is not None:
+                parts += [_fence(item.result), ""]
+    if record.summary:
+        parts += ["## The current summary", "", record.summary, ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+HTML_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 52rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.5; }}
+pre {{ background: #f4f4f4; padding: .75rem; overflow-x: auto; white-space: pre-wrap; }}
+blockquote {{ border-left: 4px solid #4a9; margin: 0; padding-left: 1rem; }}
+h2 {{ border-bottom: 1px solid #ddd; }}
+</style>
+</head>
+<body>
+{body}
+</body>
+</html>
+"""
+
+
+def transcript_html(conversation: Conversation, title: str) -> str:
+    from markdown_it import MarkdownIt
+
+    renderer = MarkdownIt("commonmark", {"html": False})
+    body = renderer.render(transcript_markdown(conversation, title))
+    return HTML_PAGE.format(title=html.escape(title), body=body)
+
+
+def render_transcript(conversation: Conversation, target: str, workdir: Path) -> Path:
+    """Write the transcript to `target` (relative to the working directory); the suffix picks the format."""
+    if not target.strip():
+        raise ExportError("give a file name: /render notes.md or /render chat.html")
+    path = Path(target.strip()).expanduser()
+    if not path.is_absolute():
+        path = workdir / path
+    suffix = path.suffix.lower()
+    title = f"xun session {conversation.conversation_id}"
+    if suffix in MARKDOWN_SUFFIXES:
+        text = transcript_markdown(conversation, title)
+    elif suffix in HTML_SUFFIXES:
+        text = transcript_html(conversation, title)
+    else:
+        raise ExportError(f"{path.name}: the name should end in .html or .md (or .markdown)")
+    try:
+        write_text_atomic(path, text, mode=0o644, folder_mode=0o755)
+    except OSError as exc:
+        raise ExportError(f"could not write {path}: {exc.strerror or exc}") from None
+    return path

@@ -1,0 +1,84 @@
+"""How numbers, times and sizes read on screen, and the knobs that make a screenshot repeatable."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def tokens(count: int | float | None) -> str:
+    """`886`, `12.4k`, `192k`, `1.2M`; an em dash for an unknown count."""
+    if count is None:
+        return "—"
+    value = round(float(count))
+    if abs(value) < 1000:
+        return str(value)
+    if abs(value) < 1_000_000:
+        text = f"{value / 1000:.1f}"
+        suffix = "k"
+    else:
+        text = f"{value / 1_000_000:.1f}"
+        suffix = "M"
+    if text.endswith(".0") and value % 1000 == 0:
+        text = text[:-2]
+    return text + suffix
+
+
+TOKENS_PER_CHAR = 0.25
+"""The usual rule of thumb (four characters a token) for the size of one text, such as a tool result.
+The conversation's calibrated ratio includes fixed overheads (tool schemas) and is far off for one text."""
+
+
+def percent(part: float, whole: float) -> int:
+    return round(100 * part / whole) if whole > 0 else 0
+
+
+def local_clock(timestamp: float) -> str:
+    """Wall-clock time of day (local), to the second."""
+    return time.strftime("%H:%M:%S", time.localtime(timestamp))
+
+
+def short_duration(seconds: float) -> str:
+    """`3 ms`, `1.4 s`, `2 m 05 s`."""
+    if seconds < 1:
+        return f"{max(seconds * 1000, 0):.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} m {rest:02d} s"
+
+
+def chars(count: int) -> str:
+    return f"{count:,} chars"
+
+
+def shown_path(path: str | None, workdir: Path) -> str:
+    """A path relative to the working directory when it is inside it."""
+    if not path:
+        return ""
+    try:
+        return str(Path(path).resolve().relative_to(workdir.resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def one_line(text: str, limit: int = 80) -> str:
+    """Whitespace collapsed, cut with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """Everything on screen that depends on the moment: how times and durations are written, and
+    whether cursors blink. `Presentation.fixed()` makes screenshots the same on every run."""
+
+    clock: Callable[[float], str] = local_clock
+    duration: Callable[[float], str] = short_duration
+    cursor_blink: bool = True
+
+    @classmethod
+    def fixed(cls) -> Presentation:
+        return cls(clock=lambda _t: "12:00:00", duration=lambda _s: "5 ms", cursor_blink=False)

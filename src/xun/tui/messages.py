@@ -1,0 +1,201 @@
+"""Every message the app passes around, in one place.
+
+Engine events become these messages (see `xun.tui.bridge`); workers only ever post them, and the
+app's handlers update the panes. Two kinds arrive at a high rate while a reply streams:
+
+- `ReplyText` / `ReasoningText` carry a shared, append-only list of the reply's chunks and how many
+  of them exist at posting time. A newer one replaces a queued older one of the same stream
+  (`can_replace`), and the handler writes every chunk it has not written yet, so text is batched,
+  never dropped.
+- `ContextUsage` replaces a queued older `ContextUsage`: only the newest figures matter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from textual.message import Message
+
+from xun import events
+from xun.tools import ConfirmationRequest, Decision
+
+
+# ------------------------------------------------------------------------------------------ a turn
+
+
+@dataclass
+class TurnBegan(Message):
+    prompt: str | None
+
+
+@dataclass
+class TurnEnded(Message):
+    """The agent's own end of a turn (ok, error, cancelled, max_iterations)."""
+
+    status: str
+    restored_prompt: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class AgentWorkDone(Message):
+    """Posted from a worker's `finally:`, so the UI settles even when the worker was cancelled."""
+
+    kind: str
+    """"turn", "compact", "reclaim" or "restore"."""
+
+
+@dataclass
+class StreamChunks:
+    """The chunks of one streamed text, appended by the bridge, read by the handler."""
+
+    chunks: list[str] = field(default_factory=list)
+    written: int = 0
+
+    def take(self, upto: int) -> str:
+        """The text of chunks not yet written, up to `upto`, marked written."""
+        if upto <= self.written:
+            return ""
+        text = "".join(self.chunks[self.written:upto])
+        self.written = upto
+        return text
+
+
+@dataclass
+class ReplyText(Message):
+    stream: StreamChunks
+    upto: int
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ReplyText) and message.stream is self.stream
+
+
+@dataclass
+class ReasoningText(Message):
+    stream: StreamChunks
+    upto: int
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ReasoningText) and message.stream is self.stream
+
+
+@dataclass
+class ReplyComplete(Message):
+    content: str
+    reasoning: str
+    tool_calls: int
+
+
+@dataclass
+class ReplyRetrying(Message):
+    """The model call failed and is retried: the partial reply on screen is discarded."""
+
+    attempt: int
+    attempts: int
+    delay: float
+    reason: str
+
+
+@dataclass
+class ToolCallBegan(Message):
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class ToolCallEnded(Message):
+    event: events.ToolCallFinished
+
+
+@dataclass
+class ContextUsage(Message):
+    event: events.Usage
+    after_model_call: bool
+
+    def can_replace(self, message: Message) -> bool:
+        # A point after a model call goes into the sparkline, so it is never replaced away.
+        return isinstance(message, ContextUsage) and not self.after_model_call
+
+
+@dataclass
+class Notice(Message):
+    """Info, warnings and errors from the engine."""
+
+    level: str
+    """"info", "warning" or "error"."""
+    text: str
+
+
+# ------------------------------------------------------------------------------------- compaction
+
+
+@dataclass
+class CompactionRecorded(Message):
+    """A compaction event the session's log keeps (reclaim, summary, restore, skipped, failed)."""
+
+    event: events.CompactionEvent
+
+
+@dataclass
+class SummaryBegan(Message):
+    event: events.SummaryStarted
+
+
+# ------------------------------------------------------------------------------------ asking the user
+
+
+@dataclass
+class ConfirmationAsked(Message):
+    """A tool wants to run; the answer goes into `answer`."""
+
+    request: ConfirmationRequest
+    answer: asyncio.Future[Decision]
+
+
+@dataclass
+class ConsentAsked(Message):
+    """auto_compact.mode is "ask": may an automatic summary run now?"""
+
+    answer: asyncio.Future[bool]
+
+
+# ------------------------------------------------------------------------------------------ the UI
+
+
+@dataclass
+class PromptSubmitted(Message):
+    text: str
+
+
+@dataclass
+class OpenInspector(Message):
+    tool_call_id: str
+
+
+@dataclass
+class RestoreRequested(Message):
+    tool_call_id: str
+
+
+@dataclass
+class SessionSaved(Message):
+    path: str | None
+    error: str | None = None
+
+
+@dataclass
+class SwitchSession(Message):
+    conversation_id: str
+
+
+@dataclass
+class OlderBlocksWanted(Message):
+    """The chat was scrolled to its top while older messages are still unmounted."""
+
+
+def event_payload(event: Any) -> dict[str, Any]:
+    """An engine event as its JSON record (for compaction messages built from a saved log)."""
+    return event.to_json() if hasattr(event, "to_json") else dict(event)

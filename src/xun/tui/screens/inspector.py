@@ -1,0 +1,178 @@
+"""The inspector: a reclaimed tool result in full (highlighted when it is code or JSON), with actions to
+copy it, save it to a file, and restore it into the context."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from xun.atomic import write_text_atomic
+from xun.reclaimed import ReclaimedToolResult
+from xun.tui.format import TOKENS_PER_CHAR, one_line, tokens
+
+HIGHLIGHT_LIMIT = 200_000
+"""Longer originals are shown as plain text: highlighting them would stall the screen."""
+
+
+def detect_language(tool_name: str, arguments: str, text: str) -> str | None:
+    """"json" for JSON, the file's language for read_file of a code file, else None (plain text)."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            json.loads(stripped)
+            return "json"
+        except ValueError:
+            pass
+    if tool_name == "read_file":
+        try:
+            path = json.loads(arguments).get("path", "")
+        except (ValueError, AttributeError):
+            path = ""
+        if path:
+            from pygments.lexers import get_lexer_for_filename
+            from pygments.util import ClassNotFound
+
+            try:
+                lexer = get_lexer_for_filename(path)
+            except ClassNotFound:
+                return None
+            return lexer.aliases[0] if lexer.aliases else None
+    return None
+
+
+def suggested_name(record: ReclaimedToolResult, language: str | None) -> str:
+    extension = {"json": ".json", None: ".txt"}.get(language)
+    if extension is None:
+        try:
+            path = json.loads(record.arguments).get("path", "")
+        except (ValueError, AttributeError):
+            path = ""
+        extension = Path(path).suffix or ".txt"
+    return f"{record.tool_name or 'result'}-{record.tool_call_id[-8:]}{extension}"
+
+
+class InspectorScreen(ModalScreen[str | None]):
+    """Dismisses with "restore" when the user asks to restore the result, else None."""
+
+    BINDINGS = [
+        Binding("escape", "close", "Close", id="inspector.close"),
+        Binding("c", "copy", "Copy", id="inspector.copy"),
+        Binding("s", "save", "Save to file", id="inspector.save"),
+        Binding("r", "restore", "Restore into context", id="inspector.restore"),
+    ]
+
+    def __init__(self, record: ReclaimedToolResult, original: str, *, workdir: Path, when: str,
+                 restorable: bool = True) -> None:
+        super().__init__(id="inspector")
+        self.record = record
+        self.original = original
+        self.workdir = workdir
+        self.when = when
+        self.restorable = restorable
+        self.language = detect_language(record.tool_name, record.arguments, original)
+        self.saved_to: Path | None = None
+
+    def compose(self) -> ComposeResult:
+        record = self.record
+        with Vertical(id="inspector-box") as box:
+            box.border_title = f"{record.tool_name or 'tool result'} · {record.tool_call_id}"
+            box.border_subtitle = "c copy · s save · r restore · esc close"
+            yield Label(Text(self.summary_line()), id="inspector-summary")
+            with VerticalScroll(id="inspector-body"):
+                yield Static(self._renderable(), id="inspector-text")
+            with Horizontal(id="inspector-save-row"):
+                yield Label("save to ", id="inspector-save-label")
+                yield Input(value=str(Path(".xun") / "exports" / suggested_name(record, self.language)),
+                            id="inspector-save-path", compact=True)
+            with Horizontal(id="inspector-buttons"):
+                yield Button("Copy", id="copy", variant="primary", compact=True)
+                yield Button("Save…", id="save", compact=True)
+                yield Button("Restore into context", id="restore", variant="warning", compact=True,
+                             disabled=not self.restorable)
+                yield Button("Close", id="close", compact=True)
+            yield Label("", id="inspector-status")
+
+    def summary_line(self) -> str:
+        record = self.record
+        size = f"{len(self.original):,} chars (~{tokens(len(self.original) * TOKENS_PER_CHAR)} tokens)"
+        kind = self.language or "text"
+        return f"{one_line(record.arguments, 90)} · {size} · {kind} · reclaimed {self.when}"
+
+    def _renderable(self) -> Syntax | Text:
+        if self.language and len(self.original) <= HIGHLIGHT_LIMIT:
+            return Syntax(self.original, self.language, theme="ansi_dark", word_wrap=True, background_color="default")
+        return Text(self.original)
+
+    def on_mount(self) -> None:
+        self.query_one("#inspector-save-row").display = False
+        self.query_one("#inspector-body").focus()
+
+    def _status(self, text: str) -> None:
+        self.query_one("#inspector-status", Label).update(Text(text))
+
+    # ----------------------------------------------------------------------------------- actions
+
+    def action_close(self) -> None:
+        row = self.query_one("#inspector-save-row")
+        if row.display:
+            row.display = False
+            self.query_one("#inspector-body").focus()
+            return
+        self.dismiss(None)
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.original)
+        self._status(f"copied {len(self.original):,} characters to the clipboard")
+
+    def action_save(self) -> None:
+        row = self.query_one("#inspector-save-row")
+        row.display = True
+        path_input = self.query_one("#inspector-save-path", Input)
+        path_input.focus()
+        path_input.cursor_position = len(path_input.value)
+
+    def save_to(self, name: str) -> Path | None:
+        text = name.strip()
+        if not text:
+            self._status("give a file name to save to")
+            return None
+        path = Path(text).expanduser()
+        if not path.is_absolute():
+            path = self.workdir / path
+        try:
+            write_text_atomic(path, self.original, mode=0o644, folder_mode=0o755)
+        except OSError as exc:
+            self._status(f"could not save to {path}: {exc.strerror or exc}")
+            self.app.notify(f"could not save to {path}: {exc.strerror or exc}", severity="error")
+            return None
+        self.saved_to = path
+        self.query_one("#inspector-save-row").display = False
+        self.query_one("#inspector-body").focus()
+        self._status(f"saved {len(self.original):,} characters to {path}")
+        return path
+
+    def action_restore(self) -> None:
+        if self.restorable:
+            self.dismiss("restore")
+
+    @on(Input.Submitted, "#inspector-save-path")
+    def _save_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.save_to(event.value)
+
+    @on(Button.Pressed)
+    def _button(self, event: Button.Pressed) -> None:
+        event.stop()
+        action = {"copy": self.action_copy, "save": self.action_save, "restore": self.action_restore,
+                  "close": lambda: self.dismiss(None)}.get(event.button.id or "")
+        if action is not None:
+            action()

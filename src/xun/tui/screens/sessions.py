@@ -1,0 +1,57 @@
+"""/sessions: the saved sessions of this working directory; Enter switches to one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Label
+
+from xun.sessions import SessionInfo
+from xun.tui.format import tokens
+
+
+class SessionsScreen(ModalScreen[str | None]):
+    """Dismisses with the chosen conversation id (None to stay)."""
+
+    BINDINGS = [Binding("escape,q", "dismiss(None)", "Close", id="sessions.close")]
+
+    def __init__(self, sessions: list[SessionInfo], current: str, clock: Callable[[float], str]) -> None:
+        super().__init__(id="sessions")
+        self.sessions = sessions
+        self.current = current
+        self.clock = clock
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="sessions-box") as box:
+            box.border_title = f"sessions · {len(self.sessions)} saved here"
+            box.border_subtitle = "enter switch · esc close"
+            table: DataTable[Text] = DataTable(id="sessions-table", cursor_type="row")
+            table.add_columns("", "session", "updated", "messages", "tokens", "summaries", "reclaimed")
+            for info in self.sessions:
+                table.add_row(
+                    Text("●" if info.conversation_id == self.current else ""),
+                    Text(info.conversation_id),
+                    Text(self.clock(info.updated_at)),
+                    Text(f"{info.messages:,}", justify="right"),
+                    Text(tokens(info.tokens), justify="right"),
+                    Text(str(info.summaries), justify="right"),
+                    Text(str(info.reclaimed), justify="right"),
+                    key=info.conversation_id,
+                )
+            yield table
+            if not self.sessions:
+                yield Label("No saved session yet: a session is saved after each turn.")
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).focus()
+
+    @on(DataTable.RowSelected)
+    def _chosen(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.dismiss(event.row_key.value)

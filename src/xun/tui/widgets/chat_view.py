@@ -1,0 +1,208 @@
+"""The chat pane: an anchored scroll of blocks (user, assistant, tool, notices, summary dividers).
+
+A long history is mounted newest first: `show_transcript` mounts the last `PAGE` blocks, and the rest
+come in pages when the view reaches its top (the app is told with `OlderBlocksWanted`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Static
+
+from xun.tui.messages import OlderBlocksWanted
+from xun.tui.transcript import AssistantItem, Item, SummaryItem, ToolItem, UserItem
+from xun.tui.widgets.assistant_block import AssistantBlock
+from xun.tui.widgets.notice_block import NoticeBlock
+from xun.tui.widgets.summary_divider import SummaryDivider
+from xun.tui.widgets.tool_block import ToolBlock
+from xun.tui.widgets.user_block import UserBlock
+
+PAGE = 40
+"""Blocks mounted at once from a history: enough to fill a tall terminal several times."""
+
+
+class EarlierMarker(Static):
+    """The top line while older blocks are not mounted yet."""
+
+
+class ChatView(VerticalScroll):
+    can_focus = True
+
+    def __init__(self, *, shown_path: Callable[[str | None], str]) -> None:
+        super().__init__(id="chat")
+        self.border_title = "chat"
+        self._shown_path = shown_path
+        self._older: list[Item] = []
+        self._marker: EarlierMarker | None = None
+        self.reply: AssistantBlock | None = None
+        """The assistant block being streamed into, if any."""
+        self._loading_older = False
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    # ------------------------------------------------------------------------------ history
+
+    def _widget_for(self, item: Item) -> Widget:
+        if isinstance(item, UserItem):
+            return UserBlock(item.text)
+        if isinstance(item, AssistantItem):
+            return AssistantBlock(item.content, item.reasoning)
+        if isinstance(item, ToolItem):
+            block = ToolBlock(item.call_id, item.name, item.arguments)
+            if item.result is not None:
+                block.finished(result_chars=item.result_chars or 0, duration_text="", result=item.result)
+                if item.result_chars is None:
+                    block.result_chars = None
+                    block.title = block._heading()
+            if item.reclaimed:
+                block.mark_reclaimed()
+            return block
+        assert isinstance(item, SummaryItem)
+        return SummaryDivider(SummaryDivider.describe(item.condensed, item.kept, self._shown_path(item.offload_path)))
+
+    async def show_transcript(self, items: list[Item]) -> None:
+        """Replace everything with a history: the newest page now, older pages on scroll-up."""
+        await self.remove_children()
+        self.reply = None
+        self._marker = None
+        self._older = list(items[:-PAGE]) if len(items) > PAGE else []
+        newest = items[-PAGE:]
+        widgets = [self._widget_for(item) for item in newest]
+        if self._older:
+            self._marker = EarlierMarker(self._marker_text(), id="earlier")
+            widgets.insert(0, self._marker)
+        if widgets:
+            await self.mount_all(widgets)
+        self.anchor()
+
+    @property
+    def older_count(self) -> int:
+        return len(self._older)
+
+    def _marker_text(self) -> str:
+        first_index = next((getattr(item, "index", 0) for item in self._older[:1]), 0)
+        last_index = getattr(self._older[-1], "index", 0) if self._older else 0
+        messages = max(last_index - first_index + 1, len(self._older))
+        return f"⋯ {messages:,} earlier messages · scroll up (or press Home) to load them"
+
+    async def load_older(self) -> int:
+        """Mount the next page of older blocks above the current ones, keeping the view still."""
+        if not self._older or self._loading_older:
+            return 0
+        self._loading_older = True
+        try:
+            page, self._older = self._older[-PAGE:], self._older[:-PAGE]
+            widgets = [self._widget_for(item) for item in page]
+            height_before = self.virtual_size.height
+            if self._marker is not None:
+                await self.mount_all(widgets, after=self._marker)
+            else:
+                await self.mount_all(widgets, before=0)
+            if not self._older and self._marker is not None:
+                await self._marker.remove()
+                self._marker = None
+            elif self._marker is not None:
+                self._marker.update(self._marker_text())
+
+            def keep_place() -> None:
+                grown = self.virtual_size.height - height_before
+                if grown > 0:
+                    self.scroll_to(y=self.scroll_y + grown, animate=False, immediate=True)
+
+            self.call_after_refresh(keep_place)
+            return len(widgets)
+        finally:
+            self._loading_older = False
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if new_value <= 0 < old_value and self._older:
+            self.post_message(OlderBlocksWanted())
+
+    def on_mouse_scroll_up(self) -> None:
+        if self.scroll_y <= 0 and self._older:
+            self.post_message(OlderBlocksWanted())
+
+    def action_scroll_home(self) -> None:
+        if self._older:
+            self.post_message(OlderBlocksWanted())
+        super().action_scroll_home()
+
+    # ---------------------------------------------------------------------------------- live
+
+    async def add(self, widget: Widget) -> Widget:
+        await self.mount(widget)
+        return widget
+
+    async def add_user(self, text: str) -> UserBlock:
+        self.reply = None
+        block = UserBlock(text)
+        await self.mount(block)
+        self.anchor()
+        return block
+
+    async def current_reply(self) -> AssistantBlock:
+        if self.reply is None:
+            self.reply = AssistantBlock(streaming=True)
+            await self.mount(self.reply)
+        return self.reply
+
+    async def end_reply(self, content: str, reasoning: str) -> None:
+        block = self.reply
+        self.reply = None
+        if block is not None:
+            await block.finish(content, reasoning)
+            if not content and block.reasoning is None:
+                await block.remove()
+        elif content or reasoning:
+            await self.mount(AssistantBlock(content, reasoning))
+
+    async def discard_reply(self) -> None:
+        if self.reply is not None:
+            await self.reply.discard()
+
+    async def add_tool(self, call_id: str, name: str, arguments: str) -> ToolBlock:
+        block = ToolBlock(call_id, name, arguments)
+        await self.mount(block)
+        return block
+
+    def tool_blocks(self, ids: Iterable[str] | None = None) -> list[ToolBlock]:
+        wanted = set(ids) if ids is not None else None
+        return [block for block in self.query(ToolBlock) if wanted is None or block.call_id in wanted]
+
+    def tool_block(self, call_id: str) -> ToolBlock | None:
+        for block in self.query(ToolBlock):
+            if block.call_id == call_id:
+                return block
+        return None
+
+    async def add_notice(self, level: str, text: str) -> NoticeBlock:
+        block = NoticeBlock(level, text)
+        await self.mount(block)
+        return block
+
+    async def add_divider(self, text: str, state: str) -> SummaryDivider:
+        divider = SummaryDivider(text, state=state)
+        await self.mount(divider)
+        return divider
+
+    async def remove_from_last_user(self, inclusive: bool) -> None:
+        """What /retry (not inclusive) and /revise (inclusive) take back from the screen."""
+        children = list(self.children)
+        last = max((i for i, child in enumerate(children) if isinstance(child, UserBlock)), default=None)
+        if last is None:
+            return
+        doomed = children[last if inclusive else last + 1:]
+        self.reply = None
+        if doomed:
+            await self.remove_children(doomed)
+
+    async def clear(self) -> None:
+        self._older = []
+        self._marker = None
+        self.reply = None
+        await self.remove_children()

@@ -1,0 +1,116 @@
+"""The context gauge: tokens now against the threshold (and the window), a bar with the threshold
+marked, the reported count and the live estimate side by side, and a sparkline of the tokens at every
+model call in which each compaction shows as a drop.
+
+Zones: calm below 80% of the threshold, warning up to it, alarm above (classes -calm/-warning/-alarm).
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+from xun.tui.format import TOKENS_PER_CHAR, percent, tokens
+from xun.tui.widgets.context_bar import ContextBar
+
+WARNING_FROM = 0.8
+HISTORY_POINTS = 120
+
+
+def zone_of(now: float, threshold: int) -> str:
+    if threshold <= 0:
+        return "calm"
+    if now > threshold:
+        return "alarm"
+    if now >= WARNING_FROM * threshold:
+        return "warning"
+    return "calm"
+
+
+class ContextGauge(Vertical):
+    def __init__(self) -> None:
+        super().__init__(id="gauge", classes="pane -calm")
+        self.border_title = "context"
+        self.reported: int | None = None
+        self.estimate = 0
+        self.threshold = 1
+        self.window: int | None = None
+        self.streaming_chars = 0
+        """Characters streamed into the reply being written, not yet in any estimate."""
+        self.history: list[int] = []
+        self.zone = "calm"
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="gauge-figures", markup=False)
+        yield ContextBar()
+        yield Static("", id="gauge-detail", markup=False)
+        yield Sparkline([], id="gauge-history")
+
+    def on_mount(self) -> None:
+        self._show()
+
+    def on_resize(self) -> None:
+        self._show()
+
+    @property
+    def now(self) -> int:
+        """Tokens now: the estimate plus what the reply has streamed since (four characters a token)."""
+        return round(self.estimate + self.streaming_chars * TOKENS_PER_CHAR)
+
+    def figures_text(self) -> str:
+        now, threshold = self.now, self.threshold
+        text = f"{tokens(now)} / {tokens(threshold)} ({percent(now, threshold)}%)"
+        if self.window:
+            text += f" · window {tokens(self.window)}"
+        return text
+
+    def detail_text(self) -> str:
+        reported = tokens(self.reported) if self.reported is not None else "— (none since the last summary)"
+        return f"reported {reported} · estimate {tokens(self.now)}"
+
+    def set_figures(self, *, reported: int | None, estimate: int, threshold: int, window: int | None) -> None:
+        self.reported = reported
+        self.estimate = estimate
+        self.threshold = max(threshold, 1)
+        self.window = window
+        self._show()
+
+    def set_estimate(self, estimate: int, reported: int | None) -> None:
+        self.estimate, self.reported = estimate, reported
+        self._show()
+
+    def streamed(self, chars: int) -> None:
+        self.streaming_chars += chars
+        self._show()
+
+    def reset_stream(self) -> None:
+        self.streaming_chars = 0
+        self._show()
+
+    def add_point(self, value: int) -> None:
+        self.history.append(max(int(value), 0))
+        del self.history[:-HISTORY_POINTS]
+        self._show()
+
+    def set_history(self, values: list[int]) -> None:
+        self.history = [max(int(v), 0) for v in values][-HISTORY_POINTS:]
+        self._show()
+
+    def _show(self) -> None:
+        if not self.is_mounted:
+            return
+        now = self.now
+        zone = zone_of(now, self.threshold)
+        if zone != self.zone:
+            self.remove_class(f"-{self.zone}")
+            self.zone = zone
+        self.add_class(f"-{zone}")
+        self.query_one("#gauge-figures", Static).update(self.figures_text())
+        self.query_one("#gauge-detail", Static).update(self.detail_text())
+        self.query_one(ContextBar).set_figures(self.reported or 0, now, self.threshold, self.window)
+        sparkline = self.query_one("#gauge-history", Sparkline)
+        width = max(sparkline.content_size.width, 1)
+        sparkline.data = self.history[-width:] if self.history else []
+        label = {"calm": "calm", "warning": "nearing the threshold", "alarm": "over the threshold"}[zone]
+        self.border_subtitle = f"{label} · {percent(now, self.threshold)}%"

@@ -1,0 +1,123 @@
+"""The prompt: multi-line, Enter sends, Shift+Enter or Ctrl+J starts a new line, Up/Down walk the
+history (from the first or last line), and slash commands complete as they are typed."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import events
+from textual.binding import BindingType
+from textual.widgets import TextArea
+
+from xun.tui.commands import COMMAND_NAMES, completions
+from xun.tui.messages import PromptSubmitted
+from xun.tui.widgets.command_menu import CommandMenu
+
+NEWLINE_KEYS = ("shift+enter", "ctrl+j")
+PLACEHOLDER = "Ask the agent…  (/ for commands · F1 help)"
+
+
+class PromptInput(TextArea, inherit_bindings=False):
+    # TextArea's F6 (select line) and F7 (select all) would shadow the app's F6; the rest stay.
+    BINDINGS: ClassVar[list[BindingType]] = [binding for binding in TextArea.BINDINGS if getattr(binding, "key", "") not in ("f6", "f7")]
+
+    def __init__(self, menu: CommandMenu, *, cursor_blink: bool = True) -> None:
+        super().__init__(id="prompt", soft_wrap=True, show_line_numbers=False, tab_behavior="focus",
+                         highlight_cursor_line=False, placeholder=PLACEHOLDER)
+        self.cursor_blink = cursor_blink
+        self.menu = menu
+        self.prompt_history: list[str] = []
+        self._history_at: int | None = None
+        """Index into `history` while walking it; None when editing a new prompt."""
+        self._draft = ""
+        self.border_title = "prompt"
+
+    # ------------------------------------------------------------------------------------ text
+
+    def set_prompt(self, text: str) -> None:
+        """Put text in the prompt with the cursor at its end."""
+        self.load_text(text)
+        self.move_cursor(self.document.end)
+        self._history_at = None
+
+    def remember(self, text: str) -> None:
+        if text and (not self.prompt_history or self.prompt_history[-1] != text):
+            self.prompt_history.append(text)
+        self._history_at = None
+
+    def _submit(self) -> None:
+        text = self.text.strip()
+        self.menu.hide()
+        if not text:
+            return
+        self.remember(self.text.rstrip())
+        self.load_text("")
+        self.post_message(PromptSubmitted(text))
+
+    def _accept_completion(self) -> bool:
+        chosen = self.menu.chosen
+        if chosen is None:
+            return False
+        self.set_prompt(chosen.inserts)
+        self._update_menu()
+        return True
+
+    def _update_menu(self) -> None:
+        self.menu.show(completions(self.text))
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if event.text_area is self:
+            self._update_menu()
+
+    # ---------------------------------------------------------------------------------- history
+
+    def _walk_history(self, step: int) -> None:
+        if not self.prompt_history:
+            return
+        if self._history_at is None:
+            if step > 0:
+                return
+            self._draft = self.text
+            index = len(self.prompt_history) - 1
+        else:
+            index = self._history_at + step
+        if index >= len(self.prompt_history):
+            self.load_text(self._draft)
+            self.move_cursor(self.document.end)
+            self._history_at = None
+            return
+        index = max(index, 0)
+        self.load_text(self.prompt_history[index])
+        self.move_cursor(self.document.end if step < 0 else (0, len(self.document.get_line(0))))
+        self._history_at = index
+
+    # -------------------------------------------------------------------------------------- keys
+
+    async def _on_key(self, event: events.Key) -> None:
+        key = event.key
+        handled = True
+        if key == "enter":
+            typed = self.text.strip()
+            if self.menu.is_open and typed not in COMMAND_NAMES:
+                self._accept_completion()
+            else:
+                self._submit()
+        elif key in NEWLINE_KEYS:
+            self.insert("\n")
+        elif key == "tab" and self.menu.is_open:
+            self._accept_completion()
+        elif key == "escape" and self.menu.is_open:
+            self.menu.hide()
+        elif key == "up" and self.menu.is_open:
+            self.menu.move(-1)
+        elif key == "down" and self.menu.is_open:
+            self.menu.move(1)
+        elif key == "up" and self.cursor_location[0] == 0:
+            self._walk_history(-1)
+        elif key == "down" and self.cursor_location[0] == self.document.line_count - 1 and self._history_at is not None:
+            self._walk_history(1)
+        else:
+            handled = False
+        if handled:
+            event.stop()
+            event.prevent_default()

@@ -1,0 +1,150 @@
+"""The recoverable tool results: one row per reclaimed result (short id, tool, arguments, original
+size in tokens, when reclaimed), filtered by typing; Enter opens the inspector."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from rich.text import Text
+from textual import events, on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Input
+
+from xun.reclaimed import ReclaimedToolResult
+from xun.tui.format import TOKENS_PER_CHAR, one_line, tokens
+from xun.tui.messages import OpenInspector
+
+
+def short_id(call_id: str) -> str:
+    return call_id[-8:] if len(call_id) > 8 else call_id
+
+
+class RecoverableList(Vertical):
+    def __init__(self, *, clock: Callable[[float], str], cursor_blink: bool = True) -> None:
+        super().__init__(id="recoverable", classes="pane")
+        self.border_title = "recoverable results"
+        self._clock = clock
+        self._cursor_blink = cursor_blink
+        self.records: dict[str, ReclaimedToolResult] = {}
+        self.shown: list[str] = []
+        """Ids of the rows on screen, in order."""
+
+    def compose(self) -> ComposeResult:
+        filter_input = Input(placeholder="type to filter", id="recoverable-filter", compact=True)
+        filter_input.cursor_blink = self._cursor_blink
+        yield filter_input
+        table: DataTable[str] = DataTable(id="recoverable-table", cursor_type="row", zebra_stripes=True)
+        table.add_column("id", key="id")
+        table.add_column("tool", key="tool")
+        table.add_column("arguments", key="arguments")
+        table.add_column("tokens", key="tokens")
+        table.add_column("reclaimed", key="when")
+        yield table
+
+    @property
+    def table(self) -> DataTable[str]:
+        return self.query_one("#recoverable-table", DataTable)
+
+    @property
+    def filter_text(self) -> str:
+        return self.query_one("#recoverable-filter", Input).value
+
+    def set_filter(self, text: str) -> None:
+        self.query_one("#recoverable-filter", Input).value = text
+
+    def on_mount(self) -> None:
+        self._refill()
+
+    # -------------------------------------------------------------------------------------- rows
+
+    def load(self, records: Iterable[ReclaimedToolResult]) -> None:
+        self.records = {record.tool_call_id: record for record in records}
+        self._refill()
+
+    def add(self, records: Iterable[ReclaimedToolResult]) -> None:
+        for record in records:
+            self.records[record.tool_call_id] = record
+        self._refill()
+
+    def discard(self, call_id: str) -> None:
+        if self.records.pop(call_id, None) is not None:
+            self._refill()
+
+    def matches(self, record: ReclaimedToolResult, needle: str) -> bool:
+        if not needle:
+            return True
+        haystack = f"{record.tool_call_id} {record.tool_name} {record.arguments}".lower()
+        return all(word in haystack for word in needle.lower().split())
+
+    def _refill(self) -> None:
+        if not self.is_mounted:
+            return
+        table = self.table
+        selected = self.selected_id
+        table.clear()
+        needle = self.filter_text.strip()
+        ratio = TOKENS_PER_CHAR
+        self.shown = []
+        for record in reversed(list(self.records.values())):
+            if not self.matches(record, needle):
+                continue
+            table.add_row(
+                Text(short_id(record.tool_call_id)),
+                Text(record.tool_name or "?"),
+                Text(one_line(record.arguments, 48)),
+                Text(tokens(record.chars * ratio), justify="right"),
+                Text(self._clock(record.reclaimed_at) if record.reclaimed_at else "—"),
+                key=record.tool_call_id,
+            )
+            self.shown.append(record.tool_call_id)
+        if selected in self.shown:
+            table.move_cursor(row=self.shown.index(selected), animate=False)
+        total = sum(record.chars for record in self.records.values())
+        count = len(self.records)
+        subtitle = f"{count} item{'s' if count != 1 else ''} · {tokens(total * ratio)} tokens"
+        if needle:
+            subtitle = f"{len(self.shown)} of " + subtitle
+        self.border_subtitle = subtitle
+
+    @property
+    def selected_id(self) -> str | None:
+        if not self.is_mounted or not self.shown:
+            return None
+        row = self.table.cursor_row
+        return self.shown[row] if 0 <= row < len(self.shown) else None
+
+    # ------------------------------------------------------------------------------------ events
+
+    @on(Input.Changed, "#recoverable-filter")
+    def _filter_changed(self) -> None:
+        self._refill()
+
+    @on(Input.Submitted, "#recoverable-filter")
+    def _filter_submitted(self) -> None:
+        self.table.focus()
+
+    @on(DataTable.RowSelected, "#recoverable-table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(OpenInspector(event.row_key.value))
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing while the table has the keyboard filters it."""
+        if not self.table.has_focus:
+            return
+        text = self.filter_text
+        if event.is_printable and event.character:
+            self.set_filter(text + event.character)
+        elif event.key == "backspace" and text:
+            self.set_filter(text[:-1])
+        elif event.key == "escape" and text:
+            self.set_filter("")
+        else:
+            return
+        event.stop()
+        event.prevent_default()
+
+    def focus_table(self) -> None:
+        self.table.focus()

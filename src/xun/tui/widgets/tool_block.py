@@ -1,0 +1,103 @@
+"""One tool call: name and arguments in the title, then its size and duration once it finished; the
+body holds the arguments and the start of the result. Marked when its result is reclaimed later."""
+
+from __future__ import annotations
+
+import json
+
+from textual.widgets import Collapsible, Static
+
+from xun.tui.format import TOKENS_PER_CHAR, one_line, tokens
+
+RESULT_PREVIEW_LINES = 12
+RESULT_PREVIEW_CHARS = 2_000
+
+
+def call_subject(arguments: str) -> str:
+    """The argument that says what a call is about (path, command, pattern, id), else the JSON."""
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return one_line(arguments, 60)
+    if isinstance(parsed, dict):
+        for key in ("path", "command", "pattern", "toolcall_id"):
+            value = parsed.get(key)
+            if isinstance(value, str) and value:
+                return one_line(value, 60)
+        return one_line(json.dumps(parsed, ensure_ascii=False), 60) if parsed else ""
+    return one_line(arguments, 60)
+
+
+def pretty_arguments(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except ValueError:
+        return arguments
+
+
+def result_preview(text: str) -> str:
+    lines = text[:RESULT_PREVIEW_CHARS].splitlines()
+    shown = "\n".join(lines[:RESULT_PREVIEW_LINES])
+    if len(lines) > RESULT_PREVIEW_LINES or len(text) > RESULT_PREVIEW_CHARS:
+        shown += f"\n… ({len(text):,} chars in all)"
+    return shown
+
+
+class ToolBlock(Collapsible):
+    def __init__(self, call_id: str, name: str, arguments: str) -> None:
+        self.call_id = call_id
+        self.tool_name = name
+        self.arguments = arguments
+        self.state = "running"
+        self.result_chars: int | None = None
+        self.duration_text = ""
+        self.reclaimed = False
+        self.restored = False
+        self._arguments_view = Static(pretty_arguments(arguments), markup=False, classes="tool-arguments")
+        self._result_view = Static("", markup=False, classes="tool-result")
+        super().__init__(self._arguments_view, self._result_view, title=self._heading(), collapsed=True,
+                         classes="block tool -running")
+
+    def _heading(self) -> str:
+        subject = call_subject(self.arguments)
+        parts = [f"⚙ {self.tool_name}" + (f" {subject}" if subject else "")]
+        if self.state == "running":
+            parts.append("running…")
+        else:
+            if self.result_chars is not None:
+                size = f"{self.result_chars:,} chars (~{tokens(self.result_chars * TOKENS_PER_CHAR)} tok)"
+                parts.append(size)
+            if self.duration_text:
+                parts.append(self.duration_text)
+            if self.state in ("error", "denied", "cancelled"):
+                parts.append(self.state)
+        if self.reclaimed:
+            parts.append("reclaimed")
+        elif self.restored:
+            parts.append("restored")
+        return " · ".join(parts)
+
+    def _set_state(self, state: str) -> None:
+        self.remove_class(f"-{self.state}")
+        self.state = state
+        self.add_class(f"-{state}")
+
+    def finished(self, *, result_chars: int, duration_text: str, result: str | None, is_error: bool = False,
+                 denied: bool = False) -> None:
+        cancelled = bool(result and result.startswith("[Cancelled]"))
+        self._set_state("denied" if denied else "cancelled" if cancelled else "error" if is_error else "done")
+        self.result_chars = result_chars
+        self.duration_text = duration_text
+        if result is not None:
+            self._result_view.update(result_preview(result))
+        self.title = self._heading()
+
+    def mark_reclaimed(self) -> None:
+        self.reclaimed, self.restored = True, False
+        self.add_class("-reclaimed")
+        self.title = self._heading()
+
+    def mark_restored(self) -> None:
+        self.reclaimed, self.restored = False, True
+        self.remove_class("-reclaimed")
+        self.title = self._heading()

@@ -1,0 +1,67 @@
+"""Driving the app in Pilot tests: wait for a condition instead of sleeping, type, read the panes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from textual.pilot import Pilot
+
+from xun.tui.app import XunApp
+
+TIMEOUT = 15.0
+
+
+async def wait_until(pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = TIMEOUT, what: str = "") -> None:
+    """Poll `predicate` between pauses until it is true; fail after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        await pilot.pause()
+        if predicate():
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what or predicate}")
+        await pilot.pause(0.01)
+
+
+def idle(app: XunApp) -> bool:
+    busy_groups = {"agent", "compaction", "save"}
+    return app.busy is None and not any(w.is_running for w in app.workers if w.group in busy_groups)
+
+
+async def wait_idle(pilot: Pilot[Any], timeout: float = TIMEOUT) -> None:
+    app = pilot.app
+    assert isinstance(app, XunApp)
+    await wait_until(pilot, lambda: idle(app), timeout, "the app to be idle")
+
+
+async def submit(pilot: Pilot[Any], text: str) -> None:
+    """Type a prompt (or slash command) into the prompt and press Enter."""
+    app = pilot.app
+    assert isinstance(app, XunApp)
+    app.prompt.focus()
+    app.prompt.load_text(text)
+    app.prompt.move_cursor(app.prompt.document.end)
+    await pilot.press("enter")
+
+
+async def finish(pilot: Pilot[Any], action: Callable[[], Any], timeout: float = TIMEOUT) -> None:
+    """Do something that starts agent work (a prompt, a key, a command) and wait until it is over."""
+    app = pilot.app
+    assert isinstance(app, XunApp)
+    before = app.finished_work
+    result = action()
+    if asyncio.iscoroutine(result):
+        await result
+    await wait_until(pilot, lambda: app.finished_work > before and idle(app), timeout, "the work to finish")
+
+
+async def turn(pilot: Pilot[Any], text: str, timeout: float = TIMEOUT) -> None:
+    """Send a prompt and wait until the turn is over and the app idle."""
+    await finish(pilot, lambda: submit(pilot, text), timeout)
+
+
+def of_type(messages: list[Any], kind: type) -> list[Any]:
+    return [message for message in messages if isinstance(message, kind)]

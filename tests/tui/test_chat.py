@@ -1,0 +1,175 @@
+"""A prompt against the offline server over real HTTP: the streamed reply, reasoning, tool blocks, retries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xun.tui import messages as m
+from xun.tui.app import XunApp
+from xun.tui.widgets.assistant_block import AssistantBlock
+from xun.tui.widgets.notice_block import NoticeBlock
+from xun.tui.widgets.reasoning_block import ReasoningBlock
+from xun.tui.widgets.tool_block import ToolBlock
+from xun.tui.widgets.user_block import UserBlock
+
+from .helpers import of_type, submit, turn, wait_until
+
+
+def last_assistant_content(app: XunApp) -> str:
+    for message in reversed(app.conversation.messages):
+        raw = getattr(message, "raw", None)
+        if raw and raw.get("role") == "assistant" and raw.get("content"):
+            return raw["content"]
+    raise AssertionError("no assistant reply in the conversation")
+
+
+async def test_prompt_streams_the_reply_and_shows_tool_blocks(offline_server, session_factory, tmp_path: Path):
+    (tmp_path / "notes.py").write_text("import os\n\nprint(os.getcwd())\n")
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await turn(pilot, "read notes.py and list .")
+
+        blocks = list(app.chat.children)
+        assert [type(b) for b in blocks] == [UserBlock, ToolBlock, ToolBlock, AssistantBlock]
+        assert blocks[0].text == "read notes.py and list ."
+        read, listing = blocks[1], blocks[2]
+        assert (read.tool_name, listing.tool_name) == ("read_file", "list_directory")
+        assert read.state == listing.state == "done"
+        ended = {e.event.id: e.event for e in of_type(seen, m.ToolCallEnded)}
+        assert read.result_chars == ended[read.call_id].result_chars > 0
+        assert "read_file notes.py" in read.title and "chars" in read.title
+        assert "print(os.getcwd())" in str(read.query_one(".tool-result").render())
+
+        reply = blocks[3]
+        assert reply.text == last_assistant_content(app)
+        assert reply.markdown.source == last_assistant_content(app)
+        assert "read_file" in reply.markdown.source
+        assert of_type(seen, m.ReplyText), "the reply was streamed as text deltas"
+        assert [type(x) for x in of_type(seen, m.TurnBegan)] == [m.TurnBegan]
+        assert of_type(seen, m.TurnEnded)[-1].status == "ok"
+        # the gauge shows what the server reported after the last model call
+        assert app.gauge.reported == app.conversation.total_tokens
+        assert len(app.gauge.history) == 2  # one point per model call
+
+
+async def test_a_long_streamed_reply_arrives_whole(offline_server_factory, session_factory):
+    """Hundreds of deltas, batched by the bridge: the reply on screen is exactly the reply."""
+    server = offline_server_factory(tokens_per_second=2000)
+    app = XunApp(session_factory(server))
+    seen: list = []
+    async with app.run_test(size=(100, 30), message_hook=seen.append) as pilot:
+        await turn(pilot, "write 600 tokens")
+        content = last_assistant_content(app)
+        assert len(content.split()) == 600
+        reply = app.chat.query_one(AssistantBlock)
+        assert reply.text == content
+        assert reply.markdown.source == content
+        texts = of_type(seen, m.ReplyText)
+        assert texts and texts[-1].stream.written == len(texts[-1].stream.chunks) >= 600
+
+
+async def test_reasoning_is_dimmed_and_folds_when_the_reply_is_in(offline_server_factory, session_factory):
+    server = offline_server_factory(reasoning="reasoning_content")
+    app = XunApp(session_factory(server))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await turn(pilot, "hello there")
+        block = app.chat.query_one(AssistantBlock)
+        reasoning = block.query_one(ReasoningBlock)
+        assert reasoning.text
+        assert reasoning.collapsed
+        assert "reasoning" in reasoning.title
+        assert reasoning.has_class("reasoning")
+
+
+async def test_a_retry_discards_the_partial_reply(offline_server_factory, session_factory):
+    """The stream drops mid-reply, the engine retries: only the complete second reply stays on screen."""
+    server = offline_server_factory(faults="disconnect@1")
+    app = XunApp(session_factory(server, "retry.backoff_base=0.01", "retry.backoff_max=0.02"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await turn(pilot, "write 200 tokens")
+        notices = [n for n in app.chat.query(NoticeBlock) if n.level == "retry"]
+        assert len(notices) == 1 and "retrying (1/2)" in notices[0].text
+        replies = list(app.chat.query(AssistantBlock))
+        assert len(replies) == 1
+        assert replies[0].text == last_assistant_content(app)
+        assert len(replies[0].text.split()) == 200
+
+
+async def test_an_error_turn_is_reported(offline_server_factory, session_factory):
+    server = offline_server_factory(faults="500@1-9")
+    app = XunApp(session_factory(server, "retry.attempts=1"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await turn(pilot, "hello")
+        errors = [n for n in app.chat.query(NoticeBlock) if n.level == "error"]
+        assert errors and "500" in errors[0].text
+        assert app.busy is None
+
+
+async def test_enter_sends_and_new_line_keys_do_not(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    async with app.run_test(size=(100, 30), message_hook=seen.append) as pilot:
+        await pilot.press("f", "i", "r", "s", "t", "ctrl+j", "s", "e", "c", "o", "n", "d", "shift+enter", "x")
+        assert app.prompt.text == "first\nsecond\nx"
+        assert not of_type(seen, m.PromptSubmitted)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.finished_work == 1, what="the turn")
+        assert of_type(seen, m.PromptSubmitted)[0].text == "first\nsecond\nx"
+        assert app.chat.query_one(UserBlock).text == "first\nsecond\nx"
+        assert app.prompt.text == ""
+
+
+async def test_up_and_down_walk_the_prompt_history(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await turn(pilot, "one")
+        await turn(pilot, "two")
+        await pilot.press("d", "r", "a", "f", "t")
+        await pilot.press("up")
+        assert app.prompt.text == "two"
+        await pilot.press("up")
+        assert app.prompt.text == "one"
+        await pilot.press("up")
+        assert app.prompt.text == "one"
+        await pilot.press("down")
+        assert app.prompt.text == "two"
+        await pilot.press("down")
+        assert app.prompt.text == "draft"
+
+
+async def test_slash_commands_complete_as_they_are_typed(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(100, 30)) as pilot:
+        menu = app.query_one("#command-menu")
+        await pilot.press("/", "c", "o")
+        assert menu.display
+        assert [c.usage for c in menu.commands] == ["/compact [focus]", "/compact toolcall", "/config"]
+        await pilot.press("down", "tab")
+        assert app.prompt.text == "/compact toolcall"
+        assert not menu.display
+        app.prompt.load_text("")
+        await pilot.press("/", "h", "i")
+        assert [c.usage for c in menu.commands] == ["/history"]
+        await pilot.press("enter")  # an unfinished command word: Enter completes it
+        assert app.prompt.text == "/history"
+        await pilot.press("escape")
+        assert not menu.display
+        assert app.busy is None
+
+
+async def test_an_unknown_command_stays_in_the_prompt(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await submit(pilot, "/nope at all")
+        await pilot.pause()
+        assert app.prompt.text == "/nope at all"
+        assert any("unknown command /nope" in n.message for n in app._notifications)
+        assert not app.conversation.messages
+
+
+async def test_a_double_slash_sends_a_prompt_that_starts_with_a_slash(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await turn(pilot, "//etc is a folder")
+        assert app.chat.query_one(UserBlock).text == "/etc is a folder"
