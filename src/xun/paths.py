@@ -27,6 +27,11 @@ def offload_dir(workdir: str | os.PathLike[str] | None = None) -> Path:
     return xun_home(workdir) / "conversation_history"
 
 
+def history_db_path(workdir: str | os.PathLike[str] | None = None) -> Path:
+    """The full-text index of everything compaction took out of the context (`xun.recall`)."""
+    return xun_home(workdir) / "history.db"
+
+
 def project_config_path(workdir: str | os.PathLike[str] | None = None) -> Path:
     return xun_home(workdir) / "config.toml"
 
