@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xun.atomic import write_text_atomic
 from xun.compact import CompactionCounter, SummaryCompactResult, ToolCallCompactResult
@@ -37,8 +37,11 @@ from xun.conversation_message import (
 )
 from xun.message_list import MessageList
 from xun.errors import SessionFormatError
-from xun.offload import append_offload
+from xun.offload import append_offload, utc_now_iso
 from xun.reclaimed import ARGUMENTS_PREVIEW, ReclaimedArchive, ReclaimedToolResult
+
+if TYPE_CHECKING:
+    from xun.recall import HistoryIndex
 
 FORMAT_VERSION = 1
 DEFAULT_TOKENS_PER_CHAR = 0.25
@@ -146,7 +149,12 @@ def tool_result_text(content: Any) -> str:
 class Conversation:
     """The messages sent to the model, and everything compaction took out of them."""
 
-    def __init__(self, conversation_id: str | None = None, offload_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        conversation_id: str | None = None,
+        offload_dir: str | os.PathLike[str] | None = None,
+        history_index: HistoryIndex | None = None,
+    ) -> None:
         self._messages = MessageList()
         self.conversation_id: str = conversation_id or uuid.uuid4().hex
         self.total_tokens: int | None = None
@@ -158,6 +166,12 @@ class Conversation:
         self.compaction_counter = CompactionCounter()
         self.offload_dir: Path | None = Path(offload_dir) if offload_dir is not None else None
         """Where summaries append the originals (`<id>.md`); None keeps them in the session instead."""
+        self.history_index: HistoryIndex | None = history_index
+        """The search index (`xun.recall`) that offloads and reclaims are also written to; None (a bare
+        conversation) touches no disk for it. `SessionStore.new()`/`load()` attach the store's index."""
+        self.history_warnings: list[str] = []
+        """Index problems met by reclaims, restores and clears, for the front end (`take_history_warnings`);
+        a summary's own index problem is its result's `warning`."""
         self.created_at: float = time.time()
         self.summarizations: list[SummarizationEvent] = []
         self.compaction_log: list[dict[str, Any]] = []
@@ -288,6 +302,8 @@ class Conversation:
         self.messages = [system] if system else []
         self.total_tokens = None
         self.compaction_counter = CompactionCounter()
+        if self.history_index is not None and len(self._reclaimed):
+            self._history_warning(self.history_index.forget_reclaimed(self.conversation_id))
         self._reclaimed.clear()
         self._pinned.clear()
 
@@ -375,6 +391,8 @@ class Conversation:
                 seen += 1
                 cutoff = i
         reclaimed: list[str] = []
+        index = self.history_index
+        indexed: list[tuple[ReclaimedToolResult, str]] = []
         now = time.time()
         if seen == keep_max:
             for i in range(start, cutoff):
@@ -394,13 +412,18 @@ class Conversation:
                 if len(placeholder) >= len(text):
                     continue
                 name, arguments = self._tool_call_of(i, call_id)
-                self._reclaimed.add(ReclaimedToolResult(call_id, name, arguments[:ARGUMENTS_PREVIEW], len(text), now), text)
+                record = ReclaimedToolResult(call_id, name, arguments[:ARGUMENTS_PREVIEW], len(text), now)
+                self._reclaimed.add(record, text)
                 messages[i] = RawOpenAIMessage(raw={**raw, "content": placeholder})
                 reclaimed.append(call_id)
+                if index is not None:
+                    indexed.append((record, text))
             self._reclaim_frontier = cutoff
         else:
             self._reclaim_frontier = start
         messages.low_water = sys.maxsize
+        if indexed and index is not None:  # a failure is a warning: the originals stay in the archive
+            self._history_warning(index.index_reclaimed(self.conversation_id, indexed))
         after = messages.estimated_length()
         return ToolCallCompactResult(
             reclaimed_count=len(reclaimed),
@@ -409,6 +432,15 @@ class Conversation:
             length_before=before,
             length_after=after,
         )
+
+    def _history_warning(self, warning: str | None) -> None:
+        if warning:
+            self.history_warnings.append(warning)
+
+    def take_history_warnings(self) -> list[str]:
+        """The index warnings not shown yet (and forget them)."""
+        taken, self.history_warnings = self.history_warnings, []
+        return taken
 
     def restore_toolcall(self, toolcall_id: str) -> None:
         """Put a reclaimed original back in place of its placeholder, and keep it there.
@@ -424,6 +456,8 @@ class Conversation:
                 original = self._reclaimed.pop(toolcall_id)
                 self._messages[i] = RawOpenAIMessage(raw={**message.raw, "content": original})
                 self._pinned.add(toolcall_id)
+                if self.history_index is not None:
+                    self._history_warning(self.history_index.forget_reclaimed(self.conversation_id, [toolcall_id]))
                 return
         raise ValueError(
             f"tool result {toolcall_id!r} was summarised away; its original is still available by id but "
@@ -495,11 +529,15 @@ class Conversation:
         else:
             target = self.offload_dir / f"{self.conversation_id}.md"
             reclaimed = self._reclaimed.originals() if self._reclaimed else {}
+            when = utc_now_iso()
             try:
-                offload_path = str(append_offload(target, leaving, conversation_id=self.conversation_id, reclaimed=reclaimed))
+                offload_path = str(append_offload(target, leaving, conversation_id=self.conversation_id, reclaimed=reclaimed, when=when))
             except OSError as exc:
                 warning = f"could not write the offload log {target} ({exc}); the originals are kept in the session file instead"
                 self.kept_originals.append({"time": time.time(), "reason": warning, "messages": leaving})
+            else:  # the same step indexes them, so the log and the index never disagree (a failure is a warning)
+                if self.history_index is not None:
+                    warning = self.history_index.index_offload(self.conversation_id, leaving, reclaimed=reclaimed, when=when)
         new_tail = plan.kept + list(self._messages[plan.message_count:])
         self.set_system_message_content(summary, is_compressed=True)
         system = self._messages[0]

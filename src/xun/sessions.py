@@ -10,6 +10,7 @@ from pathlib import Path
 
 from xun import paths
 from xun.conversation import Conversation, SessionFormatError
+from xun.recall import HistoryIndex
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
@@ -41,13 +42,16 @@ class SessionStore:
         self.workdir = Path(workdir) if workdir is not None else Path.cwd()
         self.root = paths.sessions_dir(self.workdir)
         self.offload_dir = paths.offload_dir(self.workdir)
+        self.history = HistoryIndex(self.workdir)
+        """The searchable history of this folder (`.xun/history.db`), attached to every conversation the
+        store makes or loads, so their summaries and reclaims are indexed as they happen."""
 
     def path_for(self, conversation_id: str) -> Path:
         return self.root / f"{check_session_id(conversation_id)}.json"
 
     def new(self) -> Conversation:
-        """A fresh conversation whose summaries offload into this store's history folder."""
-        return Conversation(offload_dir=self.offload_dir)
+        """A fresh conversation whose summaries offload into this store's history folder (and its index)."""
+        return Conversation(offload_dir=self.offload_dir, history_index=self.history)
 
     def save(self, conversation: Conversation) -> Path:
         path = self.path_for(conversation.conversation_id)
@@ -60,6 +64,7 @@ class SessionStore:
             raise FileNotFoundError(f"no session {conversation_id!r} in {self.root}")
         conversation = Conversation(offload_dir=self.offload_dir).load(path)
         conversation.offload_dir = self.offload_dir
+        conversation.history_index = self.history
         return conversation
 
     def list(self) -> list[SessionInfo]:

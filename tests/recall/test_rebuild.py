@@ -1,0 +1,227 @@
+"""Rebuilding from the logs and sessions, damaged databases, and schema migration."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import pytest
+
+from xun import recall
+from xun.recall import HistoryIndex, rebuild, reindex
+
+from .conftest import all_rows, busy_session, without_ids
+
+QUERIES = ["question", "markera3", "payload line", "reason", "foo-bar", "café", "東京", "threshold", "src", "read_file",
+           "answer 2", '"quotes"', "AND(", "windows endings"]
+
+
+def two_sessions(store):
+    a = busy_session(store.new(), "a", rounds=10)
+    a.compact_toolcall(keep_max=2)
+    a.compact(lambda messages: "SUMMARY A", keep_recent=6)
+    busy_session(a, "a2", rounds=4)
+    a.compact_toolcall(keep_max=1)
+    a.restore_toolcall("call_a2_1")
+    b = busy_session(store.new(), "b", rounds=6)
+    b.compact(lambda messages: "SUMMARY B", keep_recent=3)
+    b.compact(lambda messages: "SUMMARY B2", keep_recent=2)
+    b.compact_toolcall(keep_max=0)
+    store.save(a)
+    store.save(b)
+    return a, b
+
+
+def results(index, **options):
+    return {q: without_ids(index.search(q, limit=50, **options)) for q in QUERIES}
+
+
+def test_rebuild_gives_what_the_incremental_index_gave(store):
+    a, _ = two_sessions(store)
+    incremental_rows = all_rows(store.history)
+    incremental = results(store.history)
+    per_session = results(store.history, session=a.conversation_id)
+    assert sum(map(len, incremental.values())) > 100
+    report = store.history.rebuild()
+    assert report.problems == [] and report.logs == 2 and report.sessions == 2
+    assert report.entries == len(incremental_rows)
+    assert all_rows(store.history) == incremental_rows
+    assert results(store.history) == incremental
+    assert results(store.history, session=a.conversation_id) == per_session
+
+
+def test_module_level_rebuild_and_reindex(store, workdir):
+    two_sessions(store)
+    before = all_rows(store.history)
+    store.history.path.unlink()
+    assert rebuild(workdir).entries == len(before)
+    assert reindex is rebuild
+    assert all_rows(HistoryIndex(workdir)) == before
+
+
+def test_a_missing_index_is_built_from_the_logs_and_sessions_on_first_use(store, workdir):
+    two_sessions(store)
+    before = all_rows(store.history)
+    for path in store.history._files():
+        if path.exists():
+            path.unlink()
+    index = HistoryIndex(workdir)
+    assert index.search("markera3")
+    assert all_rows(index) == before and index.take_warnings() == []
+
+
+def test_rebuild_skips_unreadable_files_and_names_them(store, workdir):
+    two_sessions(store)
+    (store.root / "broken.json").write_text('{"format_version": 1, "messages": [', encoding="utf-8")
+    report = store.history.rebuild()
+    assert report.sessions == 2 and len(report.problems) == 1 and "broken.json" in report.problems[0]
+
+
+def test_rebuild_prefers_live_conversations_to_their_files(store):
+    c = busy_session(store.new(), "live", rounds=5)
+    store.save(c)
+    c.compact_toolcall(keep_max=0)  # not saved yet
+    assert store.history.rebuild().entries == 0
+    assert store.history.rebuild([c]).entries == 5
+
+
+DAMAGE = {
+    "garbage": lambda path: path.write_bytes(os.urandom(8192)),
+    "text": lambda path: path.write_text("this is not a database\n" * 100),
+    "truncated": lambda path: path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 3]),
+    "header_only": lambda path: path.write_bytes(path.read_bytes()[:100]),
+    "foreign_schema": lambda path: _foreign(path),
+    "wrong_columns": lambda path: _wrong_columns(path),
+    "newer_version": lambda path: _set_version(path, recall.SCHEMA_VERSION + 5),
+    "missing_fts": lambda path: _drop(path, "DROP TABLE entries_fts"),
+}
+
+
+def _checkpointed(path):
+    """Everything in the main file (the write-ahead log emptied), so damaging the file damages it all."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+
+
+def _foreign(path):
+    path.unlink()
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE notes (x TEXT)")
+    db.commit()
+    db.close()
+
+
+def _wrong_columns(path):
+    path.unlink()
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE entries (id INTEGER PRIMARY KEY, text TEXT)")
+    db.execute("CREATE VIRTUAL TABLE entries_fts USING fts5(text)")
+    db.execute("CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN SELECT 1; END")
+    db.execute("CREATE TRIGGER entries_ad AFTER DELETE ON entries BEGIN SELECT 1; END")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+
+
+def _set_version(path, version):
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {version}")
+    db.commit()
+    db.close()
+
+
+def _drop(path, statement):
+    db = sqlite3.connect(path)
+    db.execute(statement)
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_database_is_kept_aside_and_rebuilt_with_a_warning(store, damage):
+    two_sessions(store)
+    expected_rows = all_rows(store.history)
+    expected = results(store.history)
+    path = store.history.path
+    _checkpointed(path)
+    DAMAGE[damage](path)
+    damaged_bytes = path.read_bytes()
+
+    index = HistoryIndex(store.workdir)
+    assert results(index) == expected  # the first search rebuilt it, and finds the same
+    warnings = index.take_warnings()
+    assert len(warnings) == 1 and "could not be used" in warnings[0] and "was kept as history.db.corrupt-" in warnings[0]
+    assert f"({len(expected_rows)} entries)" in warnings[0]
+    kept = sorted(path.parent.glob("history.db.corrupt-*"))
+    assert [p.name for p in kept if not p.name.endswith(("-wal", "-shm"))] == [kept[0].name]
+    assert kept[0].read_bytes() == damaged_bytes  # nothing deleted: the damaged file is kept as it was
+    assert all_rows(index) == expected_rows
+    assert index.take_warnings() == []  # said once
+
+
+def test_damage_found_by_an_engine_write_is_the_summary_warning(store):
+    c = busy_session(store.new(), "w", rounds=6)
+    c.compact_toolcall(keep_max=3)
+    store.save(c)
+    _checkpointed(store.history.path)
+    store.history.path.write_bytes(b"\x00garbage" * 1000)
+    result = c.compact(lambda messages: "S", keep_recent=2)
+    assert result.compacted and "was kept as history.db.corrupt-" in result.warning
+    assert store.history.stats().offloaded > 0 and store.history.stats().reclaimed == 3
+    assert store.history.search("markerw1")
+
+
+def test_a_damaged_database_that_cannot_be_moved_is_a_history_error(store, monkeypatch):
+    two_sessions(store)
+    _checkpointed(store.history.path)
+    store.history.path.write_bytes(b"garbage" * 1000)
+
+    def refuse(*args):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(recall.os, "replace", refuse)
+    with pytest.raises(recall.HistoryError, match="could not be moved aside"):
+        store.history.search("question")
+    assert store.history.path.read_bytes() == b"garbage" * 1000
+
+
+def test_an_empty_file_is_migrated_from_version_0(store):
+    two_sessions(store)
+    expected = all_rows(store.history)
+    for path in store.history._files():
+        if path.exists():
+            path.unlink()
+    store.history.path.write_bytes(b"")
+    assert store.history.stats().schema_version == 1
+    assert all_rows(store.history) == expected  # and filled from the logs and sessions
+    assert list(store.history.path.parent.glob("*.corrupt-*")) == []
+
+
+def test_an_empty_version_0_database_is_migrated(workdir):
+    index = HistoryIndex(workdir)
+    index.path.parent.mkdir(parents=True)
+    db = sqlite3.connect(index.path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 0
+    db.close()
+    assert index.search("anything") == []
+    assert index.stats().schema_version == recall.SCHEMA_VERSION == 1
+
+
+def test_a_future_migration_slots_in(store, monkeypatch):
+    two_sessions(store)
+    rows = all_rows(store.history)
+    calls = []
+
+    def to_v2(db):
+        calls.append(db.execute("PRAGMA user_version").fetchone()[0])
+        db.execute("CREATE TABLE notes (entry_id INTEGER, note TEXT)")
+
+    monkeypatch.setattr(recall, "SCHEMA_VERSION", 2)
+    monkeypatch.setitem(recall.MIGRATIONS, 2, to_v2)
+    index = HistoryIndex(store.workdir)
+    assert index.stats().schema_version == 2 and calls == [1]  # 1 -> 2 ran once, on the version-1 file
+    assert all_rows(index) == rows  # and kept every row
+    assert index.take_warnings() == []
+    assert index.search("markera3") and calls == [1]
+    assert index.rebuild().entries == len(rows) and calls == [1, 1]  # a rebuild runs 1 then 2 from nothing
