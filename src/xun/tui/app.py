@@ -101,6 +101,7 @@ class XunApp(App[int], inherit_bindings=False):
         """What runs now: "turn", "compact", "reclaim", "restore" (None when idle)."""
         self._last_ctrl_c = 0.0
         self._pending_divider: SummaryDivider | None = None
+        self._pending_focus: str | None = None
         self._open_asks: list[ModalScreen[Any]] = []
         self.saved = False
         self.last_saved_path: Path | None = None
@@ -549,6 +550,17 @@ class XunApp(App[int], inherit_bindings=False):
                 except Exception:  # the failure was reported by the worker itself
                     pass
 
+    async def on_unmount(self) -> None:
+        """The HTTP client belongs to this app's event loop: close it, so a later app on the same session
+        (or the session's next user) builds its own instead of one tied to a closed loop."""
+        client = getattr(self.agent, "_client", None)
+        if client is not None:
+            self.agent._client = None
+            try:
+                await client.close()
+            except Exception:  # noqa: BLE001 - closing a client that already failed must not stop the exit
+                pass
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
             error = event.worker.error
@@ -623,6 +635,7 @@ class XunApp(App[int], inherit_bindings=False):
     async def on_summary_began(self, message: m.SummaryBegan) -> None:
         event = message.event
         focus = f" (focus: {event.focus})" if event.focus else ""
+        self._pending_focus = event.focus
         self._pending_divider = await self.chat.add_divider(
             f"summarising {event.condensed} messages, keeping {event.kept}{focus}…", "running")
         self.header.status = "summarising…"
@@ -640,7 +653,9 @@ class XunApp(App[int], inherit_bindings=False):
             if event.count:
                 self.gauge.add_point(conversation.estimated_tokens())
         elif isinstance(event, events.SummaryFinished):
-            text = SummaryDivider.describe(event.condensed, event.kept, self.shown_path(event.offload_path))
+            text = SummaryDivider.describe(event.condensed, event.kept, self.shown_path(event.offload_path),
+                                           self._pending_focus)
+            self._pending_focus = None
             divider, self._pending_divider = self._pending_divider, None
             if divider is not None and divider.is_attached:
                 divider.set_text(text, "done")

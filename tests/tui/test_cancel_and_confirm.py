@@ -1,0 +1,115 @@
+"""Esc cancels a turn mid-stream and the prompt comes back; tool confirmations in a modal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xun.tools import Decision
+from xun.tui import messages as m
+from xun.tui.app import XunApp
+from xun.tui.screens.confirm import ConfirmScreen
+from xun.tui.widgets.assistant_block import AssistantBlock
+from xun.tui.widgets.notice_block import NoticeBlock
+from xun.tui.widgets.tool_block import ToolBlock
+from xun.tui.widgets.user_block import UserBlock
+
+from .helpers import finish, of_type, submit, turn, wait_until
+
+
+async def test_escape_cancels_mid_stream_and_the_prompt_comes_back(offline_server_factory, session_factory):
+    server = offline_server_factory(tokens_per_second=200)
+    app = XunApp(session_factory(server))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "write 5000 tokens")
+        await wait_until(pilot, lambda: app.chat.reply is not None and len(app.chat.reply.text) > 40, what="streaming")
+        assert app.busy == "turn"
+        await finish(pilot, lambda: pilot.press("escape"))
+
+        ended = of_type(seen, m.TurnEnded)[-1]
+        assert ended.status == "cancelled" and ended.restored_prompt == "write 5000 tokens"
+        assert app.prompt.text == "write 5000 tokens"
+        assert not app.chat.query(UserBlock) and not app.chat.query(AssistantBlock)
+        notices = list(app.chat.query(NoticeBlock))
+        assert notices and notices[-1].level == "cancelled" and "prompt is back" in notices[-1].text
+        assert not any(getattr(msg, "role", "") == "user" for msg in app.conversation.messages)
+        assert app.gauge.streaming_chars == 0
+        assert app.header.status == "ready"
+
+        # the returned prompt can be sent again as it is
+        app.prompt.load_text("hello again")
+        await turn(pilot, "hello again")
+        assert of_type(seen, m.TurnEnded)[-1].status == "ok"
+
+
+async def test_escape_does_nothing_when_idle(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(100, 30)) as pilot:
+        assert app.check_action("cancel_turn", ()) is False
+        await pilot.press("escape")
+        assert app.busy is None and app.finished_work == 0
+
+
+async def test_a_denied_command_is_not_run(offline_server, session_factory, tmp_path: Path):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, "run `touch made-by-command`")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        screen = app.screen
+        assert isinstance(screen, ConfirmScreen)
+        assert screen.request.tool == "run_command"
+        assert "touch made-by-command" in screen.request.title
+        assert app.header.status == "waiting for you"
+        assert app.check_action("compact", ()) is False, "main-screen keys are off under a modal"
+        await finish(pilot, lambda: pilot.press("d"))
+
+        assert not (tmp_path / "made-by-command").exists()
+        block = app.chat.query_one(ToolBlock)
+        assert block.state == "denied" and "denied" in block.title
+        assert app.chat.query(AssistantBlock), "the model answered after the refusal"
+
+
+async def test_allow_once_and_allow_for_the_session(offline_server, session_factory, tmp_path: Path):
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "write hello to first.txt")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        assert app.screen.request.kind == "new_file"
+        await finish(pilot, lambda: pilot.press("a"))
+        assert (tmp_path / "first.txt").read_text() == "hello"
+
+        await submit(pilot, "write again to second.txt")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the second confirmation")
+        await finish(pilot, lambda: pilot.press("s"))
+        assert (tmp_path / "second.txt").read_text() == "again"
+        assert len(of_type(seen, m.ConfirmationAsked)) == 2
+
+        await turn(pilot, "write more to third.txt")
+        assert (tmp_path / "third.txt").read_text() == "more"
+        assert len(of_type(seen, m.ConfirmationAsked)) == 2, "allowed for the session: not asked again"
+
+
+async def test_cancelling_while_asked_closes_the_modal(offline_server, session_factory, tmp_path: Path):
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "run `touch never`")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        asked = of_type(seen, m.ConfirmationAsked)[-1]
+        await finish(pilot, lambda: app.action_cancel_turn())
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert asked.answer.cancelled()
+        assert of_type(seen, m.TurnEnded)[-1].status == "cancelled"
+        assert not (tmp_path / "never").exists()
+
+
+async def test_the_buttons_answer_too(offline_server, session_factory, tmp_path: Path):
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "run `touch by-button`")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await finish(pilot, lambda: pilot.click("#allow_once"))
+        assert of_type(seen, m.ConfirmationAsked)[-1].answer.result() is Decision.ALLOW_ONCE
+        assert (tmp_path / "by-button").exists()

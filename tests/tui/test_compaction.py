@@ -1,0 +1,135 @@
+"""Compaction from the keyboard and from the engine: F6 reclaims, F5 summarises, the log, the list and
+the gauge follow; automatic compaction inside a turn shows the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xun.tui import messages as m
+from xun.tui.app import XunApp
+from xun.tui.widgets.summary_divider import SummaryDivider
+from xun.tui.widgets.tool_block import ToolBlock
+
+from .helpers import finish, of_type, submit, turn
+
+BIG = "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(40))
+
+
+def write_files(folder: Path, count: int = 3) -> list[str]:
+    names = []
+    for i in range(count):
+        name = f"part{i}.txt"
+        (folder / name).write_text(f"file {i}\n" + BIG)
+        names.append(name)
+    return names
+
+
+async def read_all(pilot, names: list[str]) -> None:
+    for name in names:
+        await turn(pilot, f"read {name}")
+
+
+async def test_f6_reclaims_and_the_log_list_and_blocks_follow(offline_server, session_factory, tmp_path: Path):
+    names = write_files(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    seen: list = []
+    async with app.run_test(size=(140, 44), message_hook=seen.append) as pilot:
+        await read_all(pilot, names)
+        before = app.gauge.now
+        assert not app.log_pane.entries and not app.recoverable.shown
+
+        await finish(pilot, lambda: pilot.press("f6"))
+
+        reclaimed = of_type(seen, m.CompactionRecorded)[-1].event
+        assert reclaimed.count == 2 and reclaimed.trigger == "manual"
+        entry = app.log_pane.entries[-1]
+        assert entry.kind == "reclaim" and entry.count == "2 results" and entry.trigger == "manual"
+        assert set(app.recoverable.shown) == set(reclaimed.ids)
+        assert app.recoverable.border_subtitle.startswith("2 items")
+        blocks = {b.call_id: b for b in app.chat.query(ToolBlock)}
+        assert all(blocks[i].reclaimed and "reclaimed" in blocks[i].title for i in reclaimed.ids)
+        kept = [b for b in blocks.values() if b.call_id not in reclaimed.ids]
+        assert len(kept) == 1 and not kept[0].reclaimed
+        assert app.gauge.now < before, "the estimate drops by what was reclaimed"
+        assert app.gauge.history[-1] < app.gauge.history[-2]
+        assert app.log_pane.border_subtitle.startswith("1 event")
+
+
+async def test_compact_toolcall_is_the_same_as_f6(offline_server, session_factory, tmp_path: Path):
+    names = write_files(tmp_path, 2)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await read_all(pilot, names)
+        await finish(pilot, lambda: submit(pilot, "/compact toolcall"))
+        assert app.log_pane.entries[-1].kind == "reclaim"
+        assert len(app.recoverable.shown) == 1
+        assert not app.conversation.summarizations
+
+
+async def test_f5_summarises_with_a_divider_a_log_row_and_a_drop(offline_server, session_factory, tmp_path: Path):
+    names = write_files(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.summary_keep_max=4"))
+    app.conversation.conversation_id = "summary-test"
+    seen: list = []
+    async with app.run_test(size=(140, 44), message_hook=seen.append) as pilot:
+        await read_all(pilot, names)
+        before = app.gauge.now
+
+        await finish(pilot, lambda: pilot.press("f5"))
+
+        finished = [e.event for e in of_type(seen, m.CompactionRecorded)][-1]
+        assert finished.type == "summary_finished" and finished.trigger == "manual"
+        divider = app.chat.query(SummaryDivider).last()
+        assert divider.state == "done"
+        assert f"{finished.condensed} messages summarised, offloaded to .xun/conversation_history/summary-test.md" in divider.text
+        entry = app.log_pane.entries[-1]
+        assert entry.kind == "summary" and entry.offload == ".xun/conversation_history/summary-test.md"
+        assert (Path(app.workdir) / entry.offload).is_file()
+        assert app.gauge.now < before
+        assert app.gauge.reported is None, "no reported count since the summary"
+        assert "none since the last summary" in app.gauge.detail_text()
+        assert app.gauge.history[-1] < before
+        assert of_type(seen, m.SummaryBegan)
+
+
+async def test_compact_with_a_focus_and_offload(offline_server, session_factory, tmp_path: Path):
+    names = write_files(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.summary_keep_max=2"))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await read_all(pilot, names[:2])
+        await finish(pilot, lambda: submit(pilot, "/compact keep part1.txt"))
+        began = of_type(seen, m.SummaryBegan)[-1].event
+        assert began.focus == "keep part1.txt"
+        assert "focus: keep part1.txt" in app.chat.query(SummaryDivider).first().text
+        assert len(app.conversation.summarizations) == 1
+        await read_all(pilot, names[2:])
+        await finish(pilot, lambda: submit(pilot, "/offload"))
+        assert [e.kind for e in app.log_pane.entries].count("summary") == 2
+
+
+async def test_a_second_manual_compaction_waits_for_the_first(offline_server_factory, session_factory, tmp_path: Path):
+    server = offline_server_factory(faults="slow:0.05@5")  # requests 1-4 are the two turns; 5 is the summary
+    names = write_files(tmp_path, 2)
+    app = XunApp(session_factory(server, "auto_compact.summary_keep_max=2"))
+    seen: list = []
+    async with app.run_test(size=(120, 40), notifications=True, message_hook=seen.append) as pilot:
+        await read_all(pilot, names)
+        await pilot.press("f5")
+        assert app.busy == "compact"
+        await pilot.press("f5", "f6")
+        assert sum(1 for w in app.workers if w.group == "compaction") == 1
+        assert any("has to wait" in n.message for n in app._notifications)
+        await finish(pilot, lambda: None)
+        assert len(of_type(seen, m.SummaryBegan)) == 1
+
+
+async def test_automatic_compaction_inside_a_turn_shows_in_the_log(offline_server, session_factory, tmp_path: Path):
+    names = write_files(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=1500", "auto_compact.summary_keep_max=4"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await read_all(pilot, names)
+        kinds = [(e.kind, e.trigger) for e in app.log_pane.entries]
+        assert ("summary", "auto") in kinds
+        assert app.chat.query(SummaryDivider)
+        assert app.gauge.threshold == 1500

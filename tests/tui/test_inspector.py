@@ -1,0 +1,155 @@
+"""The recoverable results list and the inspector: filter, open, copy, save, restore."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.syntax import Syntax
+from textual.widgets import Input, Static
+
+from xun.conversation_message import RawOpenAIMessage
+from xun.tui.app import XunApp
+from xun.tui.screens.inspector import InspectorScreen, detect_language
+from xun.tui.widgets.tool_block import ToolBlock
+
+from .helpers import finish, turn, wait_until
+
+DATA = {"name": "xun", "items": [{"id": i, "label": f"item number {i}"} for i in range(30)]}
+CODE = "".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(20))
+
+
+async def reclaimed_app(pilot, app: XunApp) -> None:
+    for name in ("data.json", "code.py", "notes.txt"):
+        await turn(pilot, f"read {name}")
+    await finish(pilot, lambda: pilot.press("f6"))
+
+
+def prepare(folder: Path) -> None:
+    (folder / "data.json").write_text(json.dumps(DATA, indent=2))
+    (folder / "code.py").write_text(CODE)
+    (folder / "notes.txt").write_text("the last file, kept\n" * 20)
+
+
+def tool_content(app: XunApp, call_id: str) -> str:
+    for message in app.conversation.messages:
+        if isinstance(message, RawOpenAIMessage) and message.raw.get("tool_call_id") == call_id:
+            return message.raw["content"]
+    raise AssertionError(call_id)
+
+
+async def open_row(pilot, app: XunApp, tool_name: str, arguments_word: str) -> InspectorScreen:
+    await pilot.press("f8")
+    assert app.recoverable.table.has_focus
+    for char in arguments_word:
+        await pilot.press(char)
+    assert len(app.recoverable.shown) == 1
+    assert app.conversation.compacted_toolcalls[app.recoverable.shown[0]].tool_name == tool_name
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="the inspector")
+    screen = app.screen
+    assert isinstance(screen, InspectorScreen)
+    return screen
+
+
+async def test_typing_filters_the_list(offline_server, session_factory, tmp_path: Path):
+    prepare(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await reclaimed_app(pilot, app)
+        assert len(app.recoverable.shown) == 2
+        await pilot.press("f8")
+        await pilot.press("c", "o", "d", "e")
+        assert app.recoverable.filter_text == "code"
+        assert len(app.recoverable.shown) == 1
+        assert app.recoverable.border_subtitle.startswith("1 of 2 items")
+        await pilot.press("backspace", "backspace", "backspace", "backspace", "x", "y", "z")
+        assert app.recoverable.shown == []
+        await pilot.press("escape")
+        assert app.recoverable.filter_text == "" and len(app.recoverable.shown) == 2
+        assert app.screen is app.screen_stack[0]
+
+
+async def test_the_inspector_shows_the_original_highlighted(offline_server, session_factory, tmp_path: Path):
+    prepare(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await reclaimed_app(pilot, app)
+        screen = await open_row(pilot, app, "read_file", "data")
+        call_id = screen.record.tool_call_id
+        assert screen.original == app.conversation.compacted_toolcall_result(call_id)
+        assert '"item number 29"' in screen.original
+        assert tool_content(app, call_id).startswith("[Compacted, ID: ")
+        renderable = screen.query_one("#inspector-text", Static).render()
+        assert screen.language == "json"
+        assert isinstance(screen._renderable(), Syntax)
+        assert renderable is not None
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, InspectorScreen))
+
+        await pilot.press("escape")  # clears the filter
+        screen = await open_row(pilot, app, "read_file", "code")
+        assert screen.language == "python"
+
+
+async def test_copy_and_save(offline_server, session_factory, tmp_path: Path):
+    prepare(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await reclaimed_app(pilot, app)
+        screen = await open_row(pilot, app, "read_file", "code")
+        await pilot.press("c")
+        assert app.clipboard == screen.original
+        await pilot.press("s")
+        path_input = screen.query_one("#inspector-save-path", Input)
+        assert path_input.has_focus
+        assert path_input.value.endswith(".py") and path_input.value.startswith(".xun/exports/read_file-")
+        path_input.value = "saved/original.py"
+        await pilot.press("enter")
+        saved = tmp_path / "saved" / "original.py"
+        assert saved.read_text() == screen.original
+        assert screen.saved_to == saved
+        assert "saved" in str(screen.query_one("#inspector-status").render())
+        assert isinstance(app.screen, InspectorScreen), "saving keeps the inspector open"
+
+
+async def test_restore_puts_the_original_back(offline_server, session_factory, tmp_path: Path):
+    prepare(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await reclaimed_app(pilot, app)
+        before = app.gauge.now
+        screen = await open_row(pilot, app, "read_file", "data")
+        call_id, original = screen.record.tool_call_id, screen.original
+        await finish(pilot, lambda: pilot.press("r"))
+
+        assert not isinstance(app.screen, InspectorScreen)
+        assert tool_content(app, call_id) == original
+        assert call_id not in app.conversation.compacted_toolcalls
+        assert call_id not in app.recoverable.records
+        entry = app.log_pane.entries[-1]
+        assert entry.kind == "restore" and entry.count.endswith(call_id[-8:])
+        assert app.gauge.now > before
+        block = app.chat.tool_block(call_id)
+        assert isinstance(block, ToolBlock) and block.restored and "restored" in block.title
+
+
+async def test_a_result_summarised_away_can_be_read_but_not_restored(offline_server, session_factory, tmp_path: Path):
+    prepare(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=2"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await reclaimed_app(pilot, app)
+        await finish(pilot, lambda: pilot.press("f5"))
+        assert app.conversation.summarizations
+        screen = await open_row(pilot, app, "read_file", "data")
+        assert not screen.restorable
+        assert screen.query_one("#restore").disabled
+        await pilot.press("r")
+        assert isinstance(app.screen, InspectorScreen)
+
+
+def test_language_detection():
+    assert detect_language("run_command", '{"command": "ls"}', '{"a": 1}') == "json"
+    assert detect_language("read_file", '{"path": "x.py"}', "[x.py: lines 1-2]\n 1\timport os") == "python"
+    assert detect_language("read_file", '{"path": "notes.unknownext"}', "plain") is None
+    assert detect_language("search_text", '{"pattern": "x"}', "{not json") is None
