@@ -82,6 +82,12 @@ _COLUMNS = (
 )
 _ROW_COLUMNS = _COLUMNS[1:]
 _INSERT = f"INSERT OR IGNORE INTO entries ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})"
+_NOT_TWICE = (
+    " AND NOT (e.source = 'offload' AND e.role = 'tool' AND e.detail LIKE '%, reclaimed earlier' AND EXISTS ("
+    "SELECT 1 FROM entries r WHERE r.session = e.session AND r.source = 'reclaimed' AND r.tool_call_id = e.tool_call_id))"
+)
+"""A tool result reclaimed and later summarised is in the index twice with the same text (its reclaimed
+original, and the log's "reclaimed earlier" entry); a search shows it once, as the reclaimed result."""
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
 _TOKEN_CHAR = re.compile(r"[^\W_]")  # what FTS5's unicode61 tokenizer keeps: letters and digits
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
@@ -413,12 +419,13 @@ class HistoryIndex:
         highlight: tuple[str, str] = HIGHLIGHT,
     ) -> list[HistoryHit]:
         """The best matches for `query`'s words (all must occur), best first; [] when nothing matches or
-        the query has no words. `session` keeps to one conversation. Never raises on the query's text."""
+        the query has no words. `session` keeps to one conversation. Never raises on the query's text.
+        A tool result that was reclaimed and then summarised is shown once (as the reclaimed result)."""
         expression = fts_query(query, prefix=prefix)
         limit = max(1, min(int(limit), 1000))
         if not expression:
             return []
-        where = "entries_fts MATCH ?" + (" AND e.session = ?" if session is not None else "")
+        where = "entries_fts MATCH ?" + (" AND e.session = ?" if session is not None else "") + _NOT_TWICE
         params: list[Any] = [expression] + ([session] if session is not None else [])
         start, end = (_clean(mark) for mark in highlight)
 

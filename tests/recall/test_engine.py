@@ -185,3 +185,16 @@ def test_reclaim_without_an_index_stays_as_it_was(keep):
     with_index = busy_session(Conversation(), "n", rounds=6)
     result = with_index.compact_toolcall(keep_max=keep)
     assert with_index.history_warnings == [] and result.reclaimed_count == 6 - keep
+
+
+def test_a_result_reclaimed_then_summarised_is_one_match(store):
+    c = busy_session(store.new(), "d", rounds=5)
+    c.compact_toolcall(keep_max=0)
+    c.compact(lambda messages: "S", keep_recent=1)
+    rows = [r for r in all_rows(store.history) if r[7] == "call_d_2" and r[4] == "tool"]
+    assert sorted((r[1], r[9]) for r in rows) == [("offload", "read_file, id call_d_2, reclaimed earlier"), ("reclaimed", "")]
+    assert rows[0][11] == rows[1][11]
+    hits = store.history.search("markerd2")
+    assert [(h.source, h.tool_call_id) for h in hits] == [("reclaimed", "call_d_2")]
+    c.clear()  # the reclaimed original is gone: the log's copy is the match now
+    assert [(h.source, h.tool_call_id) for h in store.history.search("markerd2")] == [("offload", "call_d_2")]
