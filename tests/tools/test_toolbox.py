@@ -136,6 +136,8 @@ def test_builtin_schemas_are_complete(toolbox):
         "write_file",
         "run_command",
         "extract_compacted_tool_result",
+        "search_history",
+        "read_history_entry",
     ]
     by_name = {s["function"]["name"]: s["function"] for s in toolbox.schemas()}
     assert by_name["read_file"]["parameters"]["required"] == ["path"]
@@ -143,6 +145,8 @@ def test_builtin_schemas_are_complete(toolbox):
     assert by_name["run_command"]["parameters"]["required"] == ["command"]
     assert by_name["write_file"]["parameters"]["required"] == ["path", "content"]
     assert by_name["extract_compacted_tool_result"]["parameters"]["required"] == ["toolcall_id"]
+    assert by_name["search_history"]["parameters"]["required"] == ["query"]
+    assert by_name["read_history_entry"]["parameters"]["required"] == ["id"]
     assert all("context" not in f["parameters"]["properties"] for f in by_name.values())
     for function in by_name.values():
         assert function["description"] and "\n" not in function["description"].split("\n\n")[0]

@@ -1,5 +1,5 @@
-"""The six built-in tools: read, list, search and write files in the workspace, run a command, and fetch
-the original of a reclaimed tool result.
+"""The eight built-in tools: read, list, search and write files in the workspace, run a command, fetch
+the original of a reclaimed tool result, and search and read the history (`xun.tools.history`).
 
 Docstrings here are what the model reads as tool descriptions, so they speak to the model. File paths go
 through `resolve_in_workspace`; `write_file` and `run_command` ask the user first (see `Toolbox.call`).
@@ -20,6 +20,7 @@ from pydantic import Field
 from xun import paths
 from xun.atomic import write_text_atomic
 from xun.tools.confinement import display_path, is_inside, resolve_in_workspace, workspace_root
+from xun.tools.history import read_history_entry, search_history
 from xun.tools.process import run_shell
 from xun.tools.toolbox import (
     ConfirmationRequest,
@@ -38,7 +39,9 @@ __all__ = [
     "extract_compacted_tool_result",
     "list_directory",
     "read_file",
+    "read_history_entry",
     "run_command",
+    "search_history",
     "search_text",
     "write_file",
 ]
@@ -462,9 +465,11 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
     Tool.from_function(write_file, confirmation=_write_confirmation),
     Tool.from_function(run_command, confirmation=_command_confirmation),
     Tool.from_function(extract_compacted_tool_result),
+    Tool.from_function(search_history),
+    Tool.from_function(read_history_entry),
 )
 
 
 def default_toolbox() -> Toolbox:
-    """A fresh toolbox with the six built-ins (and no session permissions yet)."""
+    """A fresh toolbox with the eight built-ins (and no session permissions yet)."""
     return Toolbox(BUILTIN_TOOLS)

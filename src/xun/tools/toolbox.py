@@ -31,6 +31,7 @@ __all__ = [
     "ConfirmationRequest",
     "ConfirmCallback",
     "Decision",
+    "HistoryLookup",
     "Tool",
     "ToolContext",
     "ToolError",
@@ -55,6 +56,14 @@ class CompactedResults(Protocol):
     """What tools need of the conversation: the originals of reclaimed tool results."""
 
     def compacted_toolcall_result(self, tool_call_id: str) -> str | None: ...
+
+
+class HistoryLookup(Protocol):
+    """What the history tools need: `xun.recall.HistoryIndex`'s search and entry."""
+
+    def search(self, query: str, limit: int = 10, session: str | None = None) -> list[Any]: ...
+
+    def entry(self, entry_id: int) -> Any: ...
 
 
 class Decision(enum.Enum):
@@ -99,6 +108,8 @@ class ToolContext:
     hidden_env: frozenset[str] = frozenset({"OPENAI_API_KEY"})
     # Values replaced by "[redacted]" in every tool output (e.g. the API key); never shown in repr.
     redact: tuple[str, ...] = field(default=(), repr=False)
+    # The searchable history (search_history, read_history_entry); by default the conversation's index.
+    history: HistoryLookup | None = None
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir)
@@ -109,6 +120,8 @@ class ToolContext:
         self.hidden_env = frozenset(self.hidden_env)
         # Very short values would blank out ordinary text; real keys are long.
         self.redact = tuple(v for v in self.redact if isinstance(v, str) and len(v) >= 8)
+        if self.history is None:
+            self.history = getattr(self.conversation, "history_index", None)
 
     @classmethod
     def from_config(
@@ -119,6 +132,7 @@ class ToolContext:
         conversation: CompactedResults | None = None,
         confirm: ConfirmCallback | None = None,
         environ: Mapping[str, str] | None = None,
+        history: HistoryLookup | None = None,
     ) -> ToolContext:
         """A context with the config's limits; the API key's variable is hidden from commands and its
         value redacted from outputs."""
@@ -134,6 +148,7 @@ class ToolContext:
             command_timeout=config.tools.command_timeout,
             hidden_env=frozenset({"OPENAI_API_KEY", config.provider.api_key_env}),
             redact=(key,) if key else (),
+            history=history,
         )
 
 
