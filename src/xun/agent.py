@@ -238,6 +238,8 @@ class Agent:
             ids=result.reclaimed_ids, count=result.reclaimed_count, fraction=result.reclaimed_fraction,
             tokens_before=before, tokens_after=round(before * (1 - result.reclaimed_fraction)), trigger=trigger,
         ))
+        for warning in c.take_history_warnings():  # the search index could not take the reclaimed results
+            await self.emit(Warning(warning))
         return result
 
     async def restore_tool_result(self, tool_call_id: str) -> None:
