@@ -39,7 +39,11 @@ async def test_prompt_streams_the_reply_and_shows_tool_blocks(offline_server, se
         ended = {e.event.id: e.event for e in of_type(seen, m.ToolCallEnded)}
         assert read.result_chars == ended[read.call_id].result_chars > 0
         assert "read_file notes.py" in read.title and "chars" in read.title
+        assert not read.query(".tool-result"), "the body is built when the block is first opened"
+        read.collapsed = False
+        await wait_until(pilot, lambda: read.query(".tool-result"), what="the opened tool block")
         assert "print(os.getcwd())" in str(read.query_one(".tool-result").render())
+        assert '"path": "notes.py"' in str(read.query_one(".tool-arguments").render())
 
         reply = blocks[3]
         assert reply.text == last_assistant_content(app)

@@ -21,7 +21,9 @@ from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 
 PAGE = 40
-"""Blocks mounted at once from a history: enough to fill a tall terminal several times."""
+"""Blocks mounted first from a history: enough to fill a tall terminal several times."""
+OLDER_PAGE = 20
+"""Blocks mounted each time the view reaches the top: small, so scrolling up never stalls."""
 
 
 class EarlierMarker(Static):
@@ -40,6 +42,7 @@ class ChatView(VerticalScroll):
         self.reply: AssistantBlock | None = None
         """The assistant block being streamed into, if any."""
         self._loading_older = False
+        self._older_wanted = False
 
     def on_mount(self) -> None:
         self.anchor()
@@ -91,11 +94,12 @@ class ChatView(VerticalScroll):
 
     async def load_older(self) -> int:
         """Mount the next page of older blocks above the current ones, keeping the view still."""
+        self._older_wanted = False
         if not self._older or self._loading_older:
             return 0
         self._loading_older = True
         try:
-            page, self._older = self._older[-PAGE:], self._older[:-PAGE]
+            page, self._older = self._older[-OLDER_PAGE:], self._older[:-OLDER_PAGE]
             widgets = [self._widget_for(item) for item in page]
             height_before = self.virtual_size.height
             if self._marker is not None:
@@ -118,18 +122,23 @@ class ChatView(VerticalScroll):
         finally:
             self._loading_older = False
 
+    def _want_older(self) -> None:
+        if self._older and not self._older_wanted:
+            self._older_wanted = True
+            self.post_message(OlderBlocksWanted())
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        if new_value <= 0 < old_value and self._older:
-            self.post_message(OlderBlocksWanted())
+        if new_value <= 0 < old_value:
+            self._want_older()
 
     def on_mouse_scroll_up(self) -> None:
-        if self.scroll_y <= 0 and self._older:
-            self.post_message(OlderBlocksWanted())
+        if self.scroll_y <= 0:
+            self._want_older()
 
     def action_scroll_home(self) -> None:
-        if self._older:
-            self.post_message(OlderBlocksWanted())
+        if self.scroll_y <= 0:
+            self._want_older()
         super().action_scroll_home()
 
     # ---------------------------------------------------------------------------------- live

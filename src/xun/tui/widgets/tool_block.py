@@ -44,6 +44,9 @@ def result_preview(text: str) -> str:
 
 
 class ToolBlock(Collapsible):
+    """The body (arguments and result preview) is built the first time the block is opened: a long
+    history holds hundreds of these, folded."""
+
     def __init__(self, call_id: str, name: str, arguments: str) -> None:
         self.call_id = call_id
         self.tool_name = name
@@ -53,10 +56,15 @@ class ToolBlock(Collapsible):
         self.duration_text = ""
         self.reclaimed = False
         self.restored = False
-        self._arguments_view = Static(pretty_arguments(arguments), markup=False, classes="tool-arguments")
-        self._result_view = Static("", markup=False, classes="tool-result")
-        super().__init__(self._arguments_view, self._result_view, title=self._heading(), collapsed=True,
-                         classes="block tool -running")
+        self.result_text: str | None = None
+        self._result_view: Static | None = None
+        super().__init__(title=self._heading(), collapsed=True, classes="block tool -running")
+
+    def watch_collapsed(self, collapsed: bool) -> None:
+        if not collapsed and self._result_view is None and self.is_mounted:
+            self._result_view = Static(result_preview(self.result_text or ""), markup=False, classes="tool-result")
+            self.query_one(Collapsible.Contents).mount(
+                Static(pretty_arguments(self.arguments), markup=False, classes="tool-arguments"), self._result_view)
 
     def _heading(self) -> str:
         subject = call_subject(self.arguments)
@@ -89,7 +97,9 @@ class ToolBlock(Collapsible):
         self.result_chars = result_chars
         self.duration_text = duration_text
         if result is not None:
-            self._result_view.update(result_preview(result))
+            self.result_text = result
+            if self._result_view is not None:
+                self._result_view.update(result_preview(result))
         self.title = self._heading()
 
     def mark_reclaimed(self) -> None:

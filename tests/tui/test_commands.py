@@ -1,0 +1,210 @@
+"""Slash commands, the help screen, the command palette, the keymap and quitting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable, RichLog
+
+from xun.conversation_message import UserMessage
+from xun.tui import messages as m
+from xun.tui.app import XunApp
+from xun.tui.commands import SLASH_COMMANDS
+from xun.tui.format import tokens
+from xun.tui.screens.config import ConfigScreen
+from xun.tui.screens.help import HelpScreen
+from xun.tui.screens.history import HistoryScreen
+from xun.tui.widgets.assistant_block import AssistantBlock
+from xun.tui.widgets.notice_block import NoticeBlock
+from xun.tui.widgets.user_block import UserBlock
+
+from .helpers import finish, of_type, submit, turn, wait_until
+
+
+def user_texts(app: XunApp) -> list[str]:
+    return [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)]
+
+
+async def test_retry_sends_the_last_prompt_again(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await turn(pilot, "hello")
+        first_reply = len(app.conversation.messages)
+        await finish(pilot, lambda: submit(pilot, "/retry"))
+        assert user_texts(app) == ["hello"]
+        assert len(app.conversation.messages) == first_reply
+        assert [b.text for b in app.chat.query(UserBlock)] == ["hello"]
+        assert len(app.chat.query(AssistantBlock)) == 1
+        assert [t.prompt for t in of_type(seen, m.TurnBegan)] == ["hello", "hello"]
+
+
+async def test_retry_with_nothing_to_retry(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, "/retry")
+        await wait_until(pilot, lambda: app.chat.query(NoticeBlock))
+        assert "no prompt to send again" in app.chat.query_one(NoticeBlock).text
+        assert app.finished_work == 0
+
+
+async def test_revise_with_text_replaces_the_prompt(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await turn(pilot, "first try")
+        await finish(pilot, lambda: submit(pilot, "/revise second try"))
+        assert user_texts(app) == ["second try"]
+        assert [b.text for b in app.chat.query(UserBlock)] == ["second try"]
+        assert "second try" in app.chat.query(AssistantBlock).last().text
+
+
+async def test_revise_alone_takes_the_prompt_back_for_editing(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await turn(pilot, "one")
+        await turn(pilot, "two, with a typo")
+        await submit(pilot, "/revise")
+        await wait_until(pilot, lambda: app.prompt.text == "two, with a typo")
+        assert user_texts(app) == ["one"]
+        assert [b.text for b in app.chat.query(UserBlock)] == ["one"]
+        assert len(app.chat.query(AssistantBlock)) == 1
+        assert app.prompt.has_focus
+
+
+async def test_clear_starts_over_and_keeps_the_log(offline_server, session_factory, tmp_path: Path):
+    (tmp_path / "a.txt").write_text("alpha\n" * 100)
+    (tmp_path / "b.txt").write_text("beta\n" * 100)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await turn(pilot, "read a.txt")
+        await turn(pilot, "read b.txt")
+        await finish(pilot, lambda: pilot.press("f6"))
+        assert app.recoverable.shown
+        await submit(pilot, "/clear")
+        await wait_until(pilot, lambda: not app.chat.query(UserBlock))
+        assert not app.conversation.messages
+        assert not app.recoverable.shown
+        assert len(app.log_pane.entries) == 1
+        assert "cleared" in app.chat.query_one(NoticeBlock).text
+        assert app.gauge.now == 0 and app.gauge.reported is None
+
+
+async def test_tokens_history_config_and_help(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server, "ui.keymap.reclaim=f7"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await turn(pilot, "hello")
+        await submit(pilot, "/tokens")
+        await wait_until(pilot, lambda: app.chat.query(NoticeBlock))
+        text = app.chat.query(NoticeBlock).last().text
+        assert f"reported {tokens(app.conversation.total_tokens)} (last model call)" in text
+        assert "threshold 192k" in text and "window unknown" in text
+
+        await submit(pilot, "/history")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        assert len(app.screen.records) == len(app.conversation.messages)
+        assert app.screen.query_one(RichLog).lines
+        await pilot.press("escape")
+
+        await submit(pilot, "/config")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfigScreen))
+        keys = [item.key for item in app.screen.items]
+        assert "model.name" in keys and "ui.keymap" in keys
+        assert app.screen.query_one(DataTable).row_count == len(keys)
+        await pilot.press("escape")
+
+        await submit(pilot, "/help")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        rows = [row for _title, section in app.screen.sections for row in section]
+        usages = {key for key, _ in rows}
+        assert {c.usage for c in SLASH_COMMANDS} <= usages
+        assert {"F1", "F5", "F7", "F8", "Esc", "Ctrl+Q"} <= usages, "the help shows the remapped F7"
+        assert "F6" not in usages
+        await pilot.press("escape")
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_render_writes_markdown_and_html(offline_server, session_factory, tmp_path: Path):
+    (tmp_path / "a.txt").write_text("<b>not markup</b>\n")
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await turn(pilot, "read a.txt")
+        await submit(pilot, "/render out/chat.md")
+        await wait_until(pilot, lambda: (tmp_path / "out" / "chat.md").exists())
+        markdown = (tmp_path / "out" / "chat.md").read_text()
+        assert "## You" in markdown and "> read a.txt" in markdown and "### Tool `read_file`" in markdown
+        assert "<b>not markup</b>" in markdown
+        await submit(pilot, "/render chat.html")
+        await wait_until(pilot, lambda: (tmp_path / "chat.html").exists())
+        page = (tmp_path / "chat.html").read_text()
+        assert page.startswith("<!doctype html>") and "&lt;b&gt;not markup&lt;/b&gt;" in page
+        assert "<b>not markup</b>" not in page
+        await submit(pilot, "/render notes.txt")
+        await pilot.pause()
+        assert any(".html or .md" in n.message for n in app._notifications)
+        assert "transcript written to chat.html" in app.chat.query(NoticeBlock).last().text
+
+
+async def test_the_keymap_remaps_a_binding(offline_server, session_factory, tmp_path: Path):
+    (tmp_path / "a.txt").write_text("alpha\n" * 100)
+    (tmp_path / "b.txt").write_text("beta\n" * 100)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "ui.keymap.reclaim=f7"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await turn(pilot, "read a.txt")
+        await turn(pilot, "read b.txt")
+        await pilot.press("f6")
+        await pilot.pause()
+        assert app.busy is None and not app.log_pane.entries
+        await finish(pilot, lambda: pilot.press("f7"))
+        assert app.log_pane.entries[-1].kind == "reclaim"
+
+
+async def test_every_action_is_in_the_command_palette(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        for title in ("Summarise now", "Reclaim tool results", "Recoverable results", "Cancel the turn", "History",
+                      "Sessions", "Settings", "Tokens", "Retry", "Revise", "Clear", "Render transcript", "Help",
+                      "Save and quit"):
+            assert title in titles
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
+
+
+async def test_ctrl_q_saves_and_quits(offline_server, session_factory, tmp_path: Path):
+    session = session_factory(offline_server)
+    app = XunApp(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await turn(pilot, "hello")
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 0
+    saved = session.store.path_for(session.conversation.conversation_id)
+    assert saved.exists()
+    assert session.store.load(session.conversation.conversation_id).messages[-1].role == "assistant"
+
+
+async def test_ctrl_c_twice_quits(offline_server, session_factory):
+    session = session_factory(offline_server)
+    app = XunApp(session)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await turn(pilot, "hello")
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.return_code is None
+        assert any("Ctrl+C again" in n.message for n in app._notifications)
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 0
+    assert session.store.path_for(session.conversation.conversation_id).exists()
+
+
+async def test_quit_command_and_an_empty_session_leaves_no_file(offline_server, session_factory):
+    session = session_factory(offline_server)
+    app = XunApp(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, "/quit")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    assert app.return_code == 0
+    assert not session.store.path_for(session.conversation.conversation_id).exists()
+    assert session.store.list() == []

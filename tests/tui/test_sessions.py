@@ -1,0 +1,154 @@
+"""Sessions: resume restores every pane, /sessions switches, a 2,000-message history loads page by page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from xun.conversation import Conversation
+from xun.tui.app import XunApp
+from xun.tui.screens.sessions import SessionsScreen
+from xun.tui.widgets.assistant_block import AssistantBlock
+from xun.tui.widgets.chat_view import OLDER_PAGE, PAGE, EarlierMarker
+from xun.tui.widgets.summary_divider import SummaryDivider
+from xun.tui.widgets.tool_block import ToolBlock
+from xun.tui.widgets.user_block import UserBlock
+
+from .helpers import finish, submit, turn, wait_until
+
+
+async def test_resume_restores_transcript_gauge_log_and_list(offline_server, session_factory, tmp_path: Path):
+    for i in range(4):
+        (tmp_path / f"f{i}.txt").write_text(f"file {i}\n" + "some words to read\n" * 60)
+    overrides = ("auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=6")
+    first = session_factory(offline_server, *overrides)
+    app = XunApp(first)
+    async with app.run_test(size=(140, 44)) as pilot:
+        for i in range(3):
+            await turn(pilot, f"read f{i}.txt")
+        await finish(pilot, lambda: pilot.press("f5"))
+        await turn(pilot, "read f3.txt")
+        await finish(pilot, lambda: pilot.press("f6"))
+        log_lines = [entry.line() for entry in app.log_pane.entries]
+        recoverable = set(app.recoverable.records)
+        reclaimed_blocks = {b.call_id for b in app.chat.query(ToolBlock) if b.reclaimed}
+        figures = app.gauge.figures_text()
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    conversation_id = first.conversation.conversation_id
+    assert recoverable and reclaimed_blocks
+
+    resumed = session_factory(offline_server, *overrides, resume=conversation_id)
+    again = XunApp(resumed)
+    async with again.run_test(size=(140, 44)) as pilot:
+        await wait_until(pilot, lambda: again.recoverable.records, what="the recoverable list")
+        assert again.header.query_one("#session-id").render().plain.endswith(conversation_id)
+        children = list(again.chat.children)
+        assert isinstance(children[0], SummaryDivider) and "messages summarised, offloaded to" in children[0].text
+        assert [b.text for b in again.chat.query(UserBlock)][-1] == "read f3.txt"
+        assert again.chat.query(AssistantBlock)
+        resumed_reclaimed = {b.call_id for b in again.chat.query(ToolBlock) if b.reclaimed}
+        assert resumed_reclaimed and resumed_reclaimed <= reclaimed_blocks
+        assert [entry.line() for entry in again.log_pane.entries] == log_lines
+        assert set(again.recoverable.records) == recoverable
+        assert again.gauge.figures_text() == figures
+        assert again.gauge.history, "the sparkline is rebuilt from the compaction log"
+        # and the conversation goes on
+        await turn(pilot, "hello again")
+        assert again.chat.query(UserBlock).last().text == "hello again"
+
+
+def saved_session(tmp_path: Path, conversation_id: str, prompt: str) -> None:
+    from xun.sessions import SessionStore
+
+    store = SessionStore(tmp_path)
+    conversation = store.new()
+    conversation.conversation_id = conversation_id
+    conversation.add_user_message(prompt)
+    conversation.add_agent_message({"role": "assistant", "content": f"an answer to {prompt}"})
+    store.save(conversation)
+
+
+async def test_sessions_screen_switches_session(offline_server, session_factory, tmp_path: Path):
+    saved_session(tmp_path, "older-session", "what was I doing")
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await turn(pilot, "hello")
+        current = app.conversation.conversation_id
+        await submit(pilot, "/sessions")
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen), what="the sessions screen")
+        screen = app.screen
+        ids = [info.conversation_id for info in screen.sessions]
+        assert set(ids) == {current, "older-session"}
+        table = screen.query_one(DataTable)
+        table.move_cursor(row=ids.index("older-session"))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.conversation.conversation_id == "older-session", what="the switch")
+        await wait_until(pilot, lambda: app.chat.query(UserBlock))
+        assert [b.text for b in app.chat.query(UserBlock)] == ["what was I doing"]
+        assert app.chat.query_one(AssistantBlock).text == "an answer to what was I doing"
+        assert "older-session" in str(app.header.query_one("#session-id").render())
+        # the session we left was saved on the way
+        assert app.session.store.load(current).messages
+
+
+def big_session(tmp_path: Path, rounds: int = 500) -> str:
+    """2,000 messages: each round is a prompt, a tool call, its result and an answer."""
+    from xun.sessions import SessionStore
+
+    store = SessionStore(tmp_path)
+    conversation: Conversation = store.new()
+    conversation.conversation_id = "big-session"
+    for i in range(rounds):
+        conversation.add_user_message(f"question {i}: read src/file{i}.py")
+        conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{i}", "type": "function",
+             "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/file{i}.py"})}}]})
+        conversation.add_tool_result(f"call_{i}", f"[src/file{i}.py]\n" + "print('hello')\n" * 30)
+        conversation.add_agent_message({"role": "assistant", "content": f"Answer **{i}**: the file prints hello."})
+    conversation.record_usage(60_000)
+    store.save(conversation)
+    return conversation.conversation_id
+
+
+async def test_a_long_history_mounts_the_newest_first(offline_server, session_factory, tmp_path: Path):
+    conversation_id = big_session(tmp_path)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert len(app.conversation.messages) == 2000
+        chat = app.chat
+        children = list(chat.children)
+        assert isinstance(children[0], EarlierMarker)
+        assert len(children) == PAGE + 1
+        assert chat.query(UserBlock).last().text == "question 499: read src/file499.py"
+        assert "earlier messages" in str(children[0].render())
+        assert chat.older_count > 1000
+
+        chat.focus()
+        loaded = len(chat.children)
+        await pilot.press("home")
+        await wait_until(pilot, lambda: len(chat.children) > loaded, what="an older page")
+        assert len(chat.children) == loaded + OLDER_PAGE
+        assert chat.scroll_y > 0, "the view stays where it was instead of jumping to the oldest block"
+
+
+async def test_scrolling_up_reaches_the_first_message(offline_server, session_factory, tmp_path: Path):
+    conversation_id = big_session(tmp_path, rounds=30)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.chat
+        await wait_until(pilot, lambda: chat.query(EarlierMarker))
+        pages = 0
+        while chat.query(EarlierMarker):
+            count = len(chat.children)
+            chat.scroll_to(y=0, animate=False, immediate=True)
+            await wait_until(pilot, lambda: len(chat.children) != count, what="an older page")
+            chat.scroll_end(animate=False, immediate=True)
+            await pilot.pause()
+            pages += 1
+        assert pages == 3  # 90 blocks: 40 first, then pages of 20
+        assert chat.query(UserBlock).first().text == "question 0: read src/file0.py"
+        assert len(chat.query(UserBlock)) == 30 and len(chat.query(ToolBlock)) == 30
