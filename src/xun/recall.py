@@ -9,10 +9,14 @@ can always be built again from them (`rebuild`).
 What front ends call::
 
     index = HistoryIndex(workdir)                  # one per working directory; any thread may use it
-    index.search("foo-bar", limit=10, session=None, prefix=False) -> list[HistoryHit]
+    index.search("foo-bar", limit=10, session=None, prefix=False) -> list[HistoryHit]  # best first
     index.entry(hit.id) -> HistoryEntry | None     # the exact text
     index.rebuild() -> RebuildReport               # `xun history --reindex`; also rebuild(workdir)
+    index.stats() -> IndexStats                    # row counts, schema version, bytes on disk
     index.take_warnings() -> list[str]             # e.g. a damaged file that was moved aside and rebuilt
+
+An id stays the same until a rebuild numbers the rows again. A search needs every word; a query
+matching more than RANK_CAP rows ranks the newest RANK_CAP of them.
 
 No query text can make `search` raise: words are searched as words, whatever FTS5 syntax they hold. A
 damaged database (not SQLite, truncated, a foreign or newer schema) is never deleted: it is renamed to
@@ -63,12 +67,13 @@ __all__ = [
     "reindex",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT = 10.0
 """Seconds a connection waits for another writer (another xun in the same folder) before giving up."""
-RANK_CAP = 10_000
-"""A query matching more rows than this ranks only the newest RANK_CAP of them (a word that common
-says little about relevance, and ranking every match would cost far more than 50 ms)."""
+RANK_CAP = 2_000
+"""A query matching more rows than this ranks only the newest RANK_CAP of them: words that common say
+little about relevance, recent history is the likelier target, and ranking every one of 100,000 matches
+would cost far more than the 50 ms a search may take (see tests/benchmarks/bench_recall.py)."""
 PENDING_LIMIT = 20_000
 """Rows kept in memory for a retry when writing fails; beyond this only a reindex recovers them."""
 MAX_QUERY_TERMS = 32
@@ -310,9 +315,31 @@ def _create_v1(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _create_v1}
+def _fts_with_session(db: sqlite3.Connection) -> None:
+    """Version 2: the session is also a column of the full-text index, so a search in one session lets
+    FTS5 intersect it with the words instead of checking every match against the table."""
+    db.execute("DROP TRIGGER entries_ai")
+    db.execute("DROP TRIGGER entries_ad")
+    db.execute("DROP TABLE entries_fts")
+    db.execute(
+        "CREATE VIRTUAL TABLE entries_fts USING fts5(text, tool, arguments, session, content='entries', "
+        "content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
+    )
+    db.execute(
+        "CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN INSERT INTO entries_fts (rowid, text, tool, arguments, "
+        "session) VALUES (new.id, new.text, new.tool, new.arguments, new.session); END"
+    )
+    db.execute(
+        "CREATE TRIGGER entries_ad AFTER DELETE ON entries BEGIN INSERT INTO entries_fts (entries_fts, rowid, text, "
+        "tool, arguments, session) VALUES ('delete', old.id, old.text, old.tool, old.arguments, old.session); END"
+    )
+    db.execute("INSERT INTO entries_fts (entries_fts) VALUES ('rebuild')")
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _create_v1, 2: _fts_with_session}
 """`MIGRATIONS[n]` takes a database at version n-1 to version n, inside the caller's transaction. A new
-schema adds `MIGRATIONS[2]` (e.g. an ALTER TABLE) and raises SCHEMA_VERSION; nothing else changes."""
+schema adds `MIGRATIONS[3]` (e.g. an ALTER TABLE) and raises SCHEMA_VERSION; nothing else changes."""
+_FTS_COLUMNS = ("text", "tool", "arguments", "session")
 _REQUIRED = {"entries": "table", "entries_fts": "table", "entries_ai": "trigger", "entries_ad": "trigger"}
 
 
@@ -333,7 +360,12 @@ def migrate(db: sqlite3.Connection) -> int:
     found = user_version(db)
     _check_foreign(db, found)
     for version in range(found + 1, SCHEMA_VERSION + 1):
-        MIGRATIONS[version](db)
+        try:
+            MIGRATIONS[version](db)
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 1) != 1:  # SQLITE_ERROR: the schema is not the one expected
+                raise
+            raise _Damaged(f"its schema {version - 1} could not be migrated to {version} ({exc})") from exc
         db.execute(f"PRAGMA user_version = {version:d}")
     return found
 
@@ -346,6 +378,9 @@ def _check_schema(db: sqlite3.Connection) -> None:
     columns = tuple(row[1] for row in db.execute("PRAGMA table_info(entries)"))
     if columns != _COLUMNS:
         raise _Damaged(f"its entries table has the columns {', '.join(columns)}")
+    indexed = tuple(row[1] for row in db.execute("PRAGMA table_info(entries_fts)"))
+    if indexed != _FTS_COLUMNS:
+        raise _Damaged(f"its full-text index has the columns {', '.join(indexed)}")
 
 
 def _drop_all(db: sqlite3.Connection) -> None:
@@ -425,6 +460,9 @@ class HistoryIndex:
         limit = max(1, min(int(limit), 1000))
         if not expression:
             return []
+        expression = f"{{text tool arguments}} : ({expression})"  # the session column is for filtering only
+        if session is not None and _TOKEN_CHAR.search(session):
+            expression = f'session : "{_clean(session).replace(chr(34), chr(34) * 2)}" AND {expression}'
         where = "entries_fts MATCH ?" + (" AND e.session = ?" if session is not None else "") + _NOT_TWICE
         params: list[Any] = [expression] + ([session] if session is not None else [])
         start, end = (_clean(mark) for mark in highlight)
@@ -437,7 +475,7 @@ class HistoryIndex:
             ).fetchone()
             rows = db.execute(
                 "SELECT e.id, e.session, e.time, e.role, e.source, e.tool, e.tool_call_id, "
-                f"snippet(entries_fts, -1, ?, ?, '…', {SNIPPET_TOKENS:d}), bm25(entries_fts, 1.0, 0.5, 0.5) AS score "
+                f"snippet(entries_fts, -1, ?, ?, '…', {SNIPPET_TOKENS:d}), bm25(entries_fts, 1.0, 0.5, 0.5, 0.0) AS score "
                 f"FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid WHERE {where} AND entries_fts.rowid > ? "
                 "ORDER BY score, e.time DESC, e.key LIMIT ?",
                 (start, end, *params, floor[0] if floor else 0, limit),
@@ -690,15 +728,10 @@ class HistoryIndex:
         offload logs and sessions in the same transaction that creates it."""
         db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
         try:
-            version = user_version(db)  # a file that is not SQLite fails here, before anything is written
-            if version == SCHEMA_VERSION:
-                _check_schema(db)
-            elif version > SCHEMA_VERSION or version == 0:
-                _check_foreign(db, version)
-            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute("PRAGMA journal_mode = WAL")  # kept in the file: done once
             db.execute("PRAGMA synchronous = FULL")
+            version = user_version(db)  # a file that is not SQLite fails here, before anything is written
             if version != SCHEMA_VERSION:
+                _check_foreign(db, version)
                 db.execute("BEGIN IMMEDIATE")
                 try:
                     if migrate(db) == 0:
@@ -709,7 +742,9 @@ class HistoryIndex:
                 except BaseException:
                     _rollback(db)
                     raise
-            _check_schema(db)
+            _check_schema(db)  # checked before the switch to WAL, so a damaged file is kept as it was
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")  # kept in the file: done once
             for extra in self._files()[1:]:
                 with contextlib.suppress(OSError):
                     if extra.stat().st_mode & 0o077:

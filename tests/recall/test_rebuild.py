@@ -193,7 +193,7 @@ def test_an_empty_file_is_migrated_from_version_0(store):
         if path.exists():
             path.unlink()
     store.history.path.write_bytes(b"")
-    assert store.history.stats().schema_version == 1
+    assert store.history.stats().schema_version == recall.SCHEMA_VERSION
     assert all_rows(store.history) == expected  # and filled from the logs and sessions
     assert list(store.history.path.parent.glob("*.corrupt-*")) == []
 
@@ -205,23 +205,40 @@ def test_an_empty_version_0_database_is_migrated(workdir):
     assert db.execute("PRAGMA user_version").fetchone()[0] == 0
     db.close()
     assert index.search("anything") == []
-    assert index.stats().schema_version == recall.SCHEMA_VERSION == 1
+    assert index.stats().schema_version == recall.SCHEMA_VERSION == 2
+
+
+def test_a_version_1_database_is_migrated_to_2_with_its_rows(workdir):
+    """Version 1 had no session column in the full-text index; the migration rebuilds it from the rows."""
+    index = HistoryIndex(workdir)
+    index.path.parent.mkdir(parents=True)
+    db = sqlite3.connect(index.path, isolation_level=None)
+    recall.MIGRATIONS[1](db)
+    db.execute("PRAGMA user_version = 1")
+    rows = [("r:a", "reclaimed", "one", 1.0, "tool", "Tool", "read_file", "c1", "{}", "", 0, "alpha beta"),
+            ("r:b", "reclaimed", "two", 2.0, "tool", "Tool", "read_file", "c2", "{}", "", 0, "alpha gamma")]
+    db.executemany(recall._INSERT, rows)
+    db.close()
+    assert {h.session for h in index.search("alpha")} == {"one", "two"}
+    assert [h.tool_call_id for h in index.search("alpha", session="two")] == ["c2"]
+    assert index.stats().schema_version == 2 and index.take_warnings() == []
 
 
 def test_a_future_migration_slots_in(store, monkeypatch):
     two_sessions(store)
     rows = all_rows(store.history)
+    current = recall.SCHEMA_VERSION
     calls = []
 
-    def to_v2(db):
+    def step(db):
         calls.append(db.execute("PRAGMA user_version").fetchone()[0])
         db.execute("CREATE TABLE notes (entry_id INTEGER, note TEXT)")
 
-    monkeypatch.setattr(recall, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(recall.MIGRATIONS, 2, to_v2)
+    monkeypatch.setattr(recall, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setitem(recall.MIGRATIONS, current + 1, step)
     index = HistoryIndex(store.workdir)
-    assert index.stats().schema_version == 2 and calls == [1]  # 1 -> 2 ran once, on the version-1 file
+    assert index.stats().schema_version == current + 1 and calls == [current]  # ran once, on the current file
     assert all_rows(index) == rows  # and kept every row
     assert index.take_warnings() == []
-    assert index.search("markera3") and calls == [1]
-    assert index.rebuild().entries == len(rows) and calls == [1, 1]  # a rebuild runs 1 then 2 from nothing
+    assert index.search("markera3") and calls == [current]
+    assert index.rebuild().entries == len(rows) and calls == [current, current]  # a rebuild runs every step from nothing
