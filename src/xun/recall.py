@@ -226,11 +226,7 @@ def _clean(text: str) -> str:
 
 
 def _digest(*parts: str) -> str:
-    hasher = hashlib.blake2b(digest_size=12)
-    for part in parts:
-        hasher.update(_clean(part).encode("utf-8"))
-        hasher.update(b"\x1f")
-    return hasher.hexdigest()
+    return hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 def _split_detail(detail: str) -> tuple[str, str]:
@@ -248,20 +244,21 @@ def offload_rows(session: str, when: str, entries: Sequence[OffloadEntry]) -> li
     """Rows for the entries of one offload section. The key is the content's, so writing the same
     section twice (the incremental index, then a rebuild that reads it back) adds nothing."""
     at = _epoch(when)
+    session = _clean(session)
     rows = []
     for position, entry in enumerate(entries):
-        tool, call_id = _split_detail(entry.detail)
-        key = "o:" + _digest(session, when, str(position), entry.speaker, entry.detail, entry.text)
-        role = _ROLES.get(entry.speaker, entry.speaker.lower())
-        rows.append((key, "offload", session, at, role, entry.speaker, _clean(tool), _clean(call_id), "",
-                     _clean(entry.detail), position, _clean(entry.text)))
+        speaker, detail, text = _clean(entry.speaker), _clean(entry.detail), _clean(entry.text)
+        tool, call_id = _split_detail(detail)
+        key = "o:" + _digest(session, when, str(position), speaker, detail, text)
+        rows.append((key, "offload", session, at, _ROLES.get(speaker, speaker.lower()), speaker, tool, call_id, "",
+                     detail, position, text))
     return rows
 
 
 def reclaimed_row(session: str, record: ReclaimedToolResult, original: str, fallback_time: float = 0.0) -> Row:
-    key = "r:" + _digest(session, record.tool_call_id)
+    session, call_id = _clean(session), _clean(record.tool_call_id)
     at = record.reclaimed_at or fallback_time
-    return (key, "reclaimed", session, at, "tool", "Tool", _clean(record.tool_name), _clean(record.tool_call_id),
+    return ("r:" + _digest(session, call_id), "reclaimed", session, at, "tool", "Tool", _clean(record.tool_name), call_id,
             _clean(record.arguments), "", 0, _clean(original))
 
 
@@ -622,7 +619,7 @@ class HistoryIndex:
             def forget(db: sqlite3.Connection) -> None:
                 db.execute("DELETE FROM entries WHERE session = ? AND source = 'reclaimed'", (session,))
         else:
-            keys = [("r:" + _digest(session, call_id),) for call_id in tool_call_ids]
+            keys = [("r:" + _digest(_clean(session), _clean(call_id)),) for call_id in tool_call_ids]
 
             def forget(db: sqlite3.Connection) -> None:
                 db.executemany("DELETE FROM entries WHERE key = ?", keys)
