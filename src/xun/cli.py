@@ -70,7 +70,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+def _add_global_options(parser: argparse.ArgumentParser, *, top: bool, set_dest: str = "sub_overrides") -> None:
     """The options every command takes. On subcommands their defaults are SUPPRESS, so an option given
     before the command (`xun --offline run ...`) is not overwritten by the subcommand's default."""
 
@@ -83,7 +83,7 @@ def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     group.add_argument("--base-url", metavar="URL", default=default(None),
                        help="an OpenAI-compatible server, e.g. http://localhost:11434/v1 (provider.base_url)")
     group.add_argument("--model", metavar="NAME", default=default(None), help="the model name (model.name)")
-    group.add_argument("--set", dest="overrides" if top else "sub_overrides", action="append", metavar="KEY=VALUE",
+    group.add_argument("--set", dest="overrides" if top else set_dest, action="append", metavar="KEY=VALUE",
                        default=default([]), help="override a setting, e.g. --set auto_compact.token_threshold=50000 "
                        "(repeatable; see `xun config show`)")
     group.add_argument("--workdir", metavar="DIR", default=default(None),
@@ -166,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "file. Layers, later wins: defaults, the user file, the project file (.xun/config.toml),\n"
                      "the environment (OPENAI_BASE_URL, XUN_MODEL), then --set. API keys are never stored:\n"
                      "provider.api_key_env names the environment variable that holds the key.")
+    _add_global_options(config, top=False, set_dest="config_overrides")
     actions = config.add_subparsers(dest="config_action", metavar="ACTION", title="actions", required=True)
     show = actions.add_parser("show", help="every setting, its value and its source", formatter_class=_Formatter,
                               description="Every setting, its value and where it came from.")
@@ -213,9 +214,13 @@ def _prepare_argv(argv: Sequence[str]) -> list[str]:
 
 
 def _merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
-    args.overrides = list(args.overrides) + list(getattr(args, "sub_overrides", []) or [])
-    if hasattr(args, "sub_overrides"):
-        del args.sub_overrides
+    """`--set` given at every level, in order: `xun --set a=1 config --set b=2 show --set c=3`."""
+    merged = list(args.overrides)
+    for name in ("config_overrides", "sub_overrides"):
+        merged += list(getattr(args, name, None) or [])
+        if hasattr(args, name):
+            delattr(args, name)
+    args.overrides = merged
     return args
 
 

@@ -30,17 +30,17 @@ def read_prompt(args: argparse.Namespace) -> tuple[str, bool]:
     if prompt is None and args.resume not in (None, LATEST) and not _is_session_id(args.resume):
         # `xun run --resume "what next"`: the option took the prompt as its id; it cannot be one.
         prompt, args.resume = args.resume, LATEST
+    hint = ""
+    if args.resume not in (None, LATEST):
+        hint = f" (--resume took {args.resume!r} as a session id; put the prompt first, or use --continue)"
     from_stdin = False
     if prompt is None or prompt == "-":
         if sys.stdin is None or sys.stdin.isatty():
-            hint = ""
-            if args.resume not in (None, LATEST):
-                hint = f" (--resume took {args.resume!r} as a session id; put the prompt first, or use --continue)"
             raise CommandError(f"xun run: a PROMPT is required, as an argument or on standard input{hint}")
         prompt = sys.stdin.read()
         from_stdin = True
     if not prompt.strip():
-        raise CommandError("xun run: the prompt is empty")
+        raise CommandError(f"xun run: the prompt is empty{hint if from_stdin else ''}")
     return prompt.rstrip("\n") if from_stdin else prompt, from_stdin
 
 
