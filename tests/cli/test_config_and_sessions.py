@@ -1,0 +1,116 @@
+"""`xun config`, bad configuration (exit 2 naming file and key), and `xun sessions`."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from xun.conversation import Conversation
+from xun.sessions import SessionStore
+
+from .helpers import Cli
+
+
+def _show(cli: Cli, *args: str) -> dict[str, dict]:
+    lines = cli.inproc("config", "show", "--json", *args).check(0).stdout.splitlines()
+    return {row["key"]: row for row in map(json.loads, lines)}
+
+
+def test_config_set_show_unset_and_path(cli: Cli):
+    project = cli.state / "config.toml"
+    user = cli.home / ".config" / "xun" / "config.toml"
+    assert _show(cli)["auto_compact.token_threshold"] == {
+        "key": "auto_compact.token_threshold", "value": 192000, "source": "default",
+        "description": _show(cli)["auto_compact.token_threshold"]["description"]}
+
+    done = cli.inproc("config", "set", "auto_compact.token_threshold", "5000").check(0)
+    assert done.stdout.strip() == f"auto_compact.token_threshold = 5000  (written to {project})"
+    cli.inproc("config", "set", "model.name", "llama3", "--user").check(0)
+    assert 'name = "llama3"' in user.read_text()
+    rows = _show(cli)
+    assert rows["auto_compact.token_threshold"]["value"] == 5000
+    assert rows["auto_compact.token_threshold"]["source"] == str(project)
+    assert rows["model.name"] == {**rows["model.name"], "value": "llama3", "source": str(user)}
+    overridden = _show(cli, "--set", "auto_compact.token_threshold=7", "--model", "other")
+    assert overridden["auto_compact.token_threshold"]["value"] == 7
+    assert overridden["auto_compact.token_threshold"]["source"] == "command line"
+    assert overridden["model.name"]["value"] == "other"
+
+    text = cli.inproc("config", "show", "-v").check(0).stdout
+    line = next(row for row in text.splitlines() if row.startswith("auto_compact.token_threshold"))
+    assert line.split() == ["auto_compact.token_threshold", "5000", str(project)]
+    assert "Compact when the last reported total_tokens exceeds this" in text
+    assert "API key: $OPENAI_API_KEY is not set: xun uses the offline demo model" in text
+
+    assert cli.inproc("config", "unset", "auto_compact.token_threshold").check(0).stdout.startswith("auto_compact.token_threshold removed")
+    assert _show(cli)["auto_compact.token_threshold"]["source"] == "default"
+    again = cli.inproc("config", "unset", "auto_compact.token_threshold").check(0)
+    assert "is not set in" in again.stderr
+
+    paths = cli.inproc("config", "path").check(0).stdout.splitlines()
+    assert paths[0].split()[:2] == ["user", str(user)] and "(exists)" in paths[0]
+    assert paths[1].split()[:2] == ["project", str(project)]
+    assert cli.inproc("config", "path", "--user").check(0).stdout.strip() == str(user)
+    assert cli.inproc("config", "path", "--project").check(0).stdout.strip() == str(project)
+
+
+def test_config_set_errors_name_the_file_and_the_key(cli: Cli):
+    project = cli.state / "config.toml"
+    unknown = cli.inproc("config", "set", "auto_compact.token_treshold", "5").check(2)
+    assert unknown.stderr.strip() == (
+        f"xun: configuration error: {project}: auto_compact.token_treshold: unknown key; "
+        "did you mean auto_compact.token_threshold?")
+    trust = cli.inproc("config", "set", "auto_confirm", "true").check(2)
+    assert "auto_confirm" in trust.stderr and "project file" in trust.stderr
+    cli.inproc("config", "set", "auto_confirm", "true", "--user").check(0)  # the user file may
+    assert _show(cli)["auto_confirm"]["value"] is True
+    assert cli.inproc("config").check(2).stderr.startswith("xun config: the following arguments are required")
+
+
+def test_bad_configuration_is_exit_2_naming_file_and_key(cli: Cli):
+    project = cli.state / "config.toml"
+    project.parent.mkdir()
+    project.write_text("[auto_compact]\ntoken_threshold = \"lots\"\n")
+    for args in (("run", "hi"), ("run", "--json", "hi"), ("config", "show")):
+        result = cli(*args).check(2)  # as a real process
+        assert str(project) in result.stderr and "auto_compact.token_threshold" in result.stderr, args
+        assert "expected" in result.stderr and "Traceback" not in result.stderr
+    project.write_text("[auto_compact\n")
+    broken = cli.inproc("run", "hi").check(2)
+    assert broken.stderr.startswith(f"xun: configuration error: {project}: invalid TOML at line 1")
+    project.write_text("")
+    bad_set = cli.inproc("run", "--set", "model.context_window=-3", "hi").check(2)
+    assert "command line: model.context_window: expected" in bad_set.stderr
+    assert "Traceback" in cli.inproc("run", "--debug", "--set", "nonsense", "hi").check(2).stderr
+    assert cli.session_files() == []
+
+
+def test_sessions_lists_newest_first_and_names_unreadable_files(cli: Cli):
+    store = SessionStore(cli.workdir)
+    for ident, messages in (("older", 1), ("newer", 3)):
+        conversation = Conversation(conversation_id=ident)
+        for i in range(messages):
+            conversation.add_user_message(f"message {i}")
+        store.save(conversation)
+        time.sleep(0.02)
+    (store.root / "broken.json").write_text('{"format_version": 1, "messa')
+    result = cli("sessions").check(0)  # as a real process
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED"]
+    assert [line.split()[0] for line in lines[1:]] == ["newer", "older"]
+    assert lines[1].split()[3:] == ["3", "-", "0", "0"]
+    assert f"cannot read session file {store.root / 'broken.json'}: not valid JSON" in result.stderr
+    rows = [json.loads(line) for line in cli.inproc("sessions", "--json").check(0).stdout.splitlines()]
+    assert [(r["id"], r["messages"]) for r in rows] == [("newer", 3), ("older", 1)]
+    # ids: a unique prefix works, an ambiguous one is refused
+    cli("run", "--resume", "new", "--", "hello").check(0)
+    assert json.loads(cli.inproc("sessions", "--json").stdout.splitlines()[0])["messages"] == 5
+    store.save(Conversation(conversation_id="newest"))
+    ambiguous = cli.inproc("history", "new").check(2)
+    assert "ambiguous" in ambiguous.stderr and "newer" in ambiguous.stderr and "newest" in ambiguous.stderr
+    assert cli.inproc("history", "newer").returncode == 0  # an exact id is never ambiguous
+
+
+def test_sessions_when_there_are_none(cli: Cli):
+    result = cli.inproc("sessions").check(0)
+    assert result.stdout == "" and "no saved sessions in" in result.stderr

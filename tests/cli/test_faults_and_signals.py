@@ -1,0 +1,87 @@
+"""Server faults become retries then success; SIGINT/SIGTERM during a stream save the session."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+
+from xun.conversation import Conversation
+
+from .helpers import FAST_RETRIES, Cli, read_lines_until
+
+
+@pytest.mark.parametrize("faults", ["500@1", "disconnect@1", "500@1,truncate@2"])
+def test_faults_produce_retry_events_then_success(cli: Cli, faults: str):
+    result = cli("run", "--json", *FAST_RETRIES, "hi", env={"XUN_OFFLINE_FAULTS": faults}).check(0)
+    retries = result.of("retry")
+    assert len(retries) == faults.count(",") + 1
+    assert [r["attempt"] for r in retries] == list(range(1, len(retries) + 1))
+    assert all(r["attempts"] == 3 and r["reason"] for r in retries)
+    types = result.types()
+    assert types.index("retry") < types.index("assistant_message")
+    assert result.events[-1]["status"] == "ok"
+    assert not result.of("error")
+
+
+def test_retries_in_text_mode_are_one_line_each_on_stderr(cli: Cli):
+    result = cli("run", *FAST_RETRIES, "hi", env={"XUN_OFFLINE_FAULTS": "500@1"}).check(0)
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[retry]")]
+    assert len(lines) == 1 and "HTTP 500" in lines[0] and "try 2 of 3" in lines[0]
+    assert "xun-offline" in result.stdout
+
+
+def _interrupted_run(cli: Cli, signum: int, presses: int = 1) -> tuple[int, list[dict], str]:
+    process = cli.popen("run", "--json", "hello there", env={"XUN_OFFLINE_FAULTS": "slow:0.3@1"})
+    lines = read_lines_until(process, lambda line: '"text_delta"' in line)
+    for _ in range(presses):
+        process.send_signal(signum)
+    try:
+        rest, stderr = process.communicate(timeout=15)
+    except Exception:
+        process.kill()
+        raise
+    events = [json.loads(line) for line in [*lines, *rest.splitlines()] if line.strip()]
+    return process.returncode, events, stderr
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_during_a_slow_stream_saves_the_session(cli: Cli, signum: int, code: int):
+    returncode, events, stderr = _interrupted_run(cli, signum)
+    assert returncode == code, stderr
+    assert events[-1]["type"] == "turn_finished" and events[-1]["status"] == "cancelled"
+    assert events[-1]["restored_prompt"] == "hello there"
+    assert "Traceback" not in stderr and "interrupted; session" in stderr
+    saved = cli.only_session()
+    users = [m["text"] for m in saved["messages"] if m["kind"] == "user"]
+    assert users == ["hello there"]  # kept for the next --resume, though nobody answered it
+    assert not [m for m in saved["messages"] if m.get("raw", {}).get("role") == "assistant"]  # no half reply
+
+
+def test_repeated_ctrl_c_still_saves_a_loadable_session(cli: Cli):
+    cli("run", "hi").check(0)  # an earlier turn, so the file exists before the interrupted one
+    path = cli.session_files()[0]
+    process = cli.popen("run", "--json", "--resume", "--", "count to 400", env={"XUN_OFFLINE_FAULTS": "slow:0.3@1"})
+    read_lines_until(process, lambda line: '"text_delta"' in line)
+    for _ in range(3):
+        process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=15)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    conversation = Conversation().load(path)  # parses: the write was atomic and not cut short
+    assert [m.text for m in conversation.messages if m.role == "user"] == ["hi", "count to 400"]
+    assert not list(path.parent.glob(".*.tmp"))
+
+
+def test_a_tool_loop_interrupted_between_calls_keeps_a_valid_history(cli: Cli):
+    cli.write("a.txt", "alpha\n")
+    # The first request answers with a tool call; the second (the answer) streams slowly.
+    process = cli.popen("run", "--json", "read a.txt", env={"XUN_OFFLINE_FAULTS": "slow:0.3@2"})
+    read_lines_until(process, lambda line: '"text_delta"' in line)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=15)
+    assert process.returncode == 130, stderr
+    saved = cli.only_session()
+    roles = [m.get("raw", {}).get("role", m["kind"]) for m in saved["messages"]]
+    assert roles == ["user", "assistant", "tool"]  # the call and its result; no half-written answer

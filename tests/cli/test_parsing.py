@@ -1,0 +1,96 @@
+"""`--help` everywhere, `--version` (fast: imports nothing heavy), usage errors as one line, the app entry."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from xun import __version__
+from xun import cli as cli_module
+from xun.cli import main
+
+from .helpers import Cli
+
+HELP_COMMANDS = [[], ["run"], ["sessions"], ["history"], ["compact"], ["config"], ["config", "show"],
+                 ["config", "set"], ["config", "unset"], ["config", "path"]]
+
+
+@pytest.mark.parametrize("command", HELP_COMMANDS, ids=lambda c: " ".join(c) or "xun")
+def test_help_everywhere(command, capsys):
+    assert main([*command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: xun{' ' if command else ''}{' '.join(command)}")
+    for option in ("--offline", "--base-url", "--model", "--set", "--workdir", "--resume", "--debug"):
+        assert option in out, (command, option)
+
+
+def test_help_documents_the_exit_codes(capsys):
+    main(["run", "--help"])
+    out = capsys.readouterr().out
+    for code in ("0    success", "1    the turn failed", "2    bad usage or configuration", "130  interrupted"):
+        assert code in out
+
+
+def test_version_is_fast_and_imports_nothing_heavy(cli: Cli):
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "xun", "--version"], cwd=cli.workdir, env=cli.env,
+                          capture_output=True, text=True, timeout=20)
+    assert done.returncode == 0 and done.stdout == f"xun {__version__}\n"
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    heavy = {"openai", "textual", "pydantic", "httpx", "httpx2", "xun.agent", "xun.launch", "xun.config", "asyncio"}
+    assert imported & heavy == set()
+    assert "xun.cli" in imported
+
+
+def test_the_cli_module_keeps_its_imports_light():
+    source = open(cli_module.__file__, encoding="utf-8").read()
+    head = source.split("def ", 1)[0]
+    for name in ("openai", "textual", "xun.agent", "xun.launch", "xun.config", "pydantic"):
+        assert f"import {name}" not in head and f"from {name}" not in head
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["run", "hi", "--bogus"], "xun run: unrecognized arguments: --bogus (see 'xun run --help')"),
+    (["run", "--max-iterations", "0", "hi"], "xun run: argument --max-iterations: expected a whole number >= 1, got '0'"),
+    (["frobnicate"], "xun: argument COMMAND: invalid choice: 'frobnicate'"),
+    (["config", "set", "only-key"], "xun config set: the following arguments are required: VALUE"),
+    (["compact", "--keep", "x"], "xun compact: argument --keep: expected a whole number >= 1, got 'x'"),
+])
+def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith(message), err
+
+
+def test_global_options_work_before_and_after_the_command():
+    parser = cli_module.build_parser()
+    args = cli_module._merge_global_options(parser.parse_args(["--offline", "--set", "a=1", "run", "--set", "b=2", "--model", "m", "hi"]))
+    assert args.offline is True and args.overrides == ["a=1", "b=2"] and args.model == "m" and args.prompt == "hi"
+    args = cli_module._merge_global_options(parser.parse_args(["run", "--offline", "hi"]))
+    assert args.offline is True and args.resume is None and args.overrides == []
+    args = parser.parse_args(cli_module._prepare_argv(["--resume", "run", "hi"]))
+    assert args.resume == "" and args.command == "run" and args.prompt == "hi"
+    args = parser.parse_args(["run", "--resume", "abc", "hi"])
+    assert args.resume == "abc"
+    args = cli_module._merge_global_options(parser.parse_args(["--set", "a=1", "config", "--offline", "--set", "b=2", "show", "--set", "c=3"]))
+    assert args.overrides == ["a=1", "b=2", "c=3"] and args.offline is True
+
+
+def test_latest_matches_the_launcher():
+    from xun.launch import LATEST
+
+    assert cli_module.LATEST == LATEST
+
+
+def test_bare_xun_opens_the_app_or_says_why_it_cannot(cli: Cli):
+    result = cli()
+    if importlib.util.find_spec("xun.tui") is None:
+        assert result.returncode == 1
+        assert result.stderr.strip() == "xun: the full-screen app is not built yet; use `xun run PROMPT` (see `xun --help`)"
+    else:  # built: without a terminal it refuses (stdin is /dev/null here)
+        assert result.returncode in (1, 2), result.stderr
+        assert "xun run PROMPT" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert cli.session_files() == []
