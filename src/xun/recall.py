@@ -458,8 +458,10 @@ class HistoryIndex:
         if not expression:
             return []
         expression = f"{{text tool arguments}} : ({expression})"  # the session column is for filtering only
-        if session is not None and _TOKEN_CHAR.search(session):
-            expression = f'session : "{_clean(session).replace(chr(34), chr(34) * 2)}" AND {expression}'
+        if session is not None:
+            session = _clean(session)
+            if _TOKEN_CHAR.search(session):
+                expression = f'session : "{session.replace(chr(34), chr(34) * 2)}" AND {expression}'
         where = "entries_fts MATCH ?" + (" AND e.session = ?" if session is not None else "") + _NOT_TWICE
         params: list[Any] = [expression] + ([session] if session is not None else [])
         start, end = (_clean(mark) for mark in highlight)

@@ -71,6 +71,8 @@ def test_limit_session_and_prefix(index):
     assert len(index.search("compac", prefix=True)) == 10
     assert index.search("co", prefix=True) == []  # too short to be a prefix
     assert index.search("compac ", prefix=True) == []  # a finished word is a whole word
+    for odd in ('s"1', "___", "\ud800", "s1 OR s2", ""):
+        assert index.search("compaction", session=odd) == []
 
 
 def test_diacritics_and_case_fold(index):
