@@ -50,6 +50,7 @@ from xun.tui.widgets.header import XunHeader
 from xun.tui.widgets.prompt_input import PromptInput
 from xun.tui.widgets.recoverable_list import RecoverableList
 from xun.tui.widgets.summary_divider import SummaryDivider
+from xun.tui.widgets.welcome_block import WelcomeBlock
 
 QUIT_AGAIN_WITHIN = 2.0
 """Seconds within which a second Ctrl+C quits."""
@@ -76,7 +77,7 @@ class XunApp(App[int], inherit_bindings=False):
     AUTO_FOCUS = "#prompt"
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("f1", "help", "Help", id="help"),
+        Binding("f1", "help", "Help", id="help", tooltip="Keys and commands (this screen)"),
         Binding("f5", "compact", "Summarise", id="compact", priority=True,
                 tooltip="Summarise older turns now (/compact)"),
         Binding("f6", "reclaim", "Reclaim", id="reclaim", priority=True,
@@ -157,7 +158,7 @@ class XunApp(App[int], inherit_bindings=False):
                         offline=session.offline, session_id=self.conversation.conversation_id)
         with Horizontal(id="main"):
             with Vertical(id="chat-column"):
-                yield ChatView(shown_path=self.shown_path)
+                yield ChatView(shown_path=self.shown_path, welcome=self._welcome)
                 menu = CommandMenu()
                 yield menu
                 yield PromptInput(menu, cursor_blink=self.presentation.cursor_blink)
@@ -166,6 +167,11 @@ class XunApp(App[int], inherit_bindings=False):
                 yield CompactionLog(clock=self.presentation.clock, shown_path=self.shown_path)
                 yield RecoverableList(clock=self.presentation.clock, cursor_blink=self.presentation.cursor_blink)
         yield Footer()
+
+    def _welcome(self) -> WelcomeBlock:
+        session = self.session
+        provider = "the offline demo model (scripted, not an LLM)" if session.offline else session.describe_provider()
+        return WelcomeBlock(session.config.model.name, provider)
 
     async def on_mount(self) -> None:
         keymap = dict(self.session.config.ui.keymap)

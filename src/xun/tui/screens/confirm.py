@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.syntax import Syntax
 from rich.text import Text
+from textual.content import Content
+from textual.highlight import highlight
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,22 +18,36 @@ from textual.widgets import Button, Label, Static
 from xun.tools import ConfirmationRequest, Decision
 
 
-def preview_renderable(request: ConfirmationRequest) -> Syntax | Text:
+DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "$text-accent"), ("+", "$text-success"), ("-", "$text-error"))
+
+
+def diff_content(text: str) -> Content:
+    """A unified diff, added lines green and removed lines red."""
+    lines = []
+    for line in text.splitlines():
+        style = next((style for prefix, style in DIFF_STYLES if line.startswith(prefix)), "")
+        lines.append(Content.styled(line, style) if style else Content(line))
+    return Content("\n").join(lines)
+
+
+def preview_renderable(request: ConfirmationRequest) -> Content:
+    """The preview highlighted as a diff, a shell command, or the new file's language."""
+    text = request.preview.expandtabs(4)
     if request.kind == "diff":
-        return Syntax(request.preview, "diff", theme="ansi_dark", word_wrap=True, background_color="default")
+        return diff_content(text)
     if request.kind == "command":
-        return Syntax(request.preview, "bash", theme="ansi_dark", word_wrap=True, background_color="default")
+        return highlight(text, language="bash")
     if request.kind == "new_file" and request.path is not None:
         from pygments.lexers import get_lexer_for_filename
         from pygments.util import ClassNotFound
 
         try:
             lexer = get_lexer_for_filename(Path(request.path).name)
-            return Syntax(request.preview, lexer.aliases[0], theme="ansi_dark", word_wrap=True,
-                          background_color="default")
-        except (ClassNotFound, IndexError):
-            pass
-    return Text(request.preview)
+        except ClassNotFound:
+            return Content(text)
+        if lexer.aliases:
+            return highlight(text, language=lexer.aliases[0])
+    return Content(text)
 
 
 class ConfirmScreen(ModalScreen[Decision]):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rich.syntax import Syntax
 from rich.text import Text
+from textual.content import Content
+from textual.highlight import highlight
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -96,8 +97,8 @@ class InspectorScreen(ModalScreen[str | None]):
             with Horizontal(id="inspector-buttons"):
                 yield Button("Copy", id="copy", variant="primary", compact=True)
                 yield Button("Save…", id="save", compact=True)
-                yield Button("Restore into context", id="restore", variant="warning", compact=True,
-                             disabled=not self.restorable)
+                yield Button("Restore", id="restore", variant="warning", compact=True, disabled=not self.restorable,
+                             tooltip="Put the original back into the context in place of its placeholder")
                 yield Button("Close", id="close", compact=True)
             yield Label("", id="inspector-status")
 
@@ -107,10 +108,15 @@ class InspectorScreen(ModalScreen[str | None]):
         kind = self.language or "text"
         return f"{one_line(record.arguments, 90)} · {size} · {kind} · reclaimed {self.when}"
 
-    def _renderable(self) -> Syntax | Text:
+    @property
+    def shown_text(self) -> str:
+        """What the screen shows: the original with its tabs expanded (copy and save use the original)."""
+        return self.original.expandtabs(4)
+
+    def _renderable(self) -> Content:
         if self.language and len(self.original) <= HIGHLIGHT_LIMIT:
-            return Syntax(self.original, self.language, theme="ansi_dark", word_wrap=True, background_color="default")
-        return Text(self.original)
+            return highlight(self.shown_text, language=self.language)
+        return Content(self.shown_text)
 
     def on_mount(self) -> None:
         self.query_one("#inspector-save-row").display = False

@@ -19,6 +19,7 @@ from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
+from xun.tui.widgets.welcome_block import WelcomeBlock
 
 PAGE = 40
 """Blocks mounted first from a history: enough to fill a tall terminal several times."""
@@ -33,8 +34,9 @@ class EarlierMarker(Static):
 class ChatView(VerticalScroll):
     can_focus = True
 
-    def __init__(self, *, shown_path: Callable[[str | None], str]) -> None:
+    def __init__(self, *, shown_path: Callable[[str | None], str], welcome: Callable[[], Widget] | None = None) -> None:
         super().__init__(id="chat")
+        self._welcome = welcome
         self.border_title = "chat"
         self._shown_path = shown_path
         self._older: list[Item] = []
@@ -78,6 +80,8 @@ class ChatView(VerticalScroll):
         if self._older:
             self._marker = EarlierMarker(self._marker_text(), id="earlier")
             widgets.insert(0, self._marker)
+        if not widgets and self._welcome is not None:
+            widgets.append(self._welcome())
         if widgets:
             await self.mount_all(widgets)
         self.anchor()
@@ -149,6 +153,7 @@ class ChatView(VerticalScroll):
 
     async def add_user(self, text: str) -> UserBlock:
         self.reply = None
+        await self.query(WelcomeBlock).remove()
         block = UserBlock(text)
         await self.mount(block)
         self.anchor()

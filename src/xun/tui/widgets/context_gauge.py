@@ -66,7 +66,12 @@ class ContextGauge(Vertical):
         return text
 
     def detail_text(self) -> str:
-        reported = tokens(self.reported) if self.reported is not None else "— (none since the last summary)"
+        if self.reported is not None:
+            reported = tokens(self.reported)
+        elif self.history:
+            reported = "— (summarised since)"
+        else:
+            reported = "—"
         return f"reported {reported} · estimate {tokens(self.now)}"
 
     def set_figures(self, *, reported: int | None, estimate: int, threshold: int, window: int | None) -> None:
@@ -112,5 +117,6 @@ class ContextGauge(Vertical):
         sparkline = self.query_one("#gauge-history", Sparkline)
         width = max(sparkline.content_size.width, 1)
         sparkline.data = self.history[-width:] if self.history else []
-        label = {"calm": "calm", "warning": "nearing the threshold", "alarm": "over the threshold"}[zone]
+        sparkline.display = len(self.history) >= 2
+        label = {"calm": "calm", "warning": "warning", "alarm": "over threshold"}[zone]
         self.border_subtitle = f"{label} · {percent(now, self.threshold)}%"

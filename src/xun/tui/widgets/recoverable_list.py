@@ -12,8 +12,9 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Input
 
 from xun.reclaimed import ReclaimedToolResult
-from xun.tui.format import TOKENS_PER_CHAR, one_line, tokens
+from xun.tui.format import TOKENS_PER_CHAR, tokens
 from xun.tui.messages import OpenInspector
+from xun.tui.widgets.tool_block import call_subject
 
 
 def short_id(call_id: str) -> str:
@@ -37,9 +38,9 @@ class RecoverableList(Vertical):
         table: DataTable[str] = DataTable(id="recoverable-table", cursor_type="row", zebra_stripes=True)
         table.add_column("id", key="id")
         table.add_column("tool", key="tool")
-        table.add_column("arguments", key="arguments")
         table.add_column("tokens", key="tokens")
-        table.add_column("reclaimed", key="when")
+        table.add_column("when", key="when")
+        table.add_column("arguments", key="arguments")
         yield table
 
     @property
@@ -92,9 +93,9 @@ class RecoverableList(Vertical):
             table.add_row(
                 Text(short_id(record.tool_call_id)),
                 Text(record.tool_name or "?"),
-                Text(one_line(record.arguments, 48)),
                 Text(tokens(record.chars * ratio), justify="right"),
                 Text(self._clock(record.reclaimed_at) if record.reclaimed_at else "—"),
+                Text(call_subject(record.arguments, 28)),
                 key=record.tool_call_id,
             )
             self.shown.append(record.tool_call_id)

@@ -1,0 +1,16 @@
+"""What an empty chat says: who answers, and the keys that matter."""
+
+from __future__ import annotations
+
+from textual.widgets import Static
+
+
+class WelcomeBlock(Static):
+    def __init__(self, model: str, provider: str) -> None:
+        self.text = (
+            f"{model}: {provider}\n\n"
+            "Enter sends · Shift+Enter or Ctrl+J: new line · / commands\n"
+            "F5 summarise · F6 reclaim tool results · F8 recoverable results\n"
+            "Esc cancel · F1 help · Ctrl+Q save and quit"
+        )
+        super().__init__(self.text, markup=False, id="welcome")

@@ -1,0 +1,255 @@
+"""Widgets on their own (in a small host app with the real style sheet), and the pure helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.widget import Widget
+
+from xun import events
+from xun.conversation import Conversation
+from xun.paths import styles_dir
+from xun.tui import messages as m
+from xun.tui.app import key_display
+from xun.tui.bridge import EventBridge
+from xun.tui.commands import UnknownCommand, completions, parse
+from xun.tui.export import ExportError, render_transcript, transcript_markdown
+from xun.tui.format import tokens
+from xun.tui.screens.confirm import diff_content
+from xun.tui.transcript import AssistantItem, ToolItem, UserItem, transcript
+from xun.tui.widgets.compaction_log import CompactionLog, entry_from_record
+from xun.tui.widgets.context_bar import ESTIMATED, FILLED, MARK, bar_cells
+from xun.tui.widgets.context_gauge import ContextGauge, zone_of
+
+
+class Host(App[None]):
+    """Mounts one widget with the app's style sheet."""
+
+    CSS_PATH = [styles_dir() / "xun.tcss"]
+
+    def __init__(self, widget: Widget) -> None:
+        super().__init__()
+        self.widget = widget
+
+    def compose(self) -> ComposeResult:
+        yield self.widget
+
+
+# ---------------------------------------------------------------------------------------------- gauge
+
+
+async def test_gauge_reads_like_the_spec():
+    gauge = ContextGauge()
+    async with Host(gauge).run_test(size=(60, 12)) as pilot:
+        gauge.set_figures(reported=140_000, estimate=143_200, threshold=192_000, window=200_000)
+        await pilot.pause()
+        assert gauge.figures_text() == "143.2k / 192k (75%) · window 200k"
+        assert gauge.detail_text() == "reported 140k · estimate 143.2k"
+        assert gauge.zone == "calm" and gauge.has_class("-calm")
+        gauge.streamed(40_000)  # 40k characters streamed: 10k tokens more, just under 80% of the threshold
+        assert gauge.figures_text().startswith("153.2k / 192k (80%)") and gauge.zone == "calm"
+        gauge.streamed(2_000)  # 500 tokens more: over 153.6k, four fifths of the threshold
+        assert gauge.figures_text().startswith("153.7k / 192k (80%)")
+        assert gauge.zone == "warning" and gauge.has_class("-warning") and not gauge.has_class("-calm")
+        assert gauge.border_subtitle == "warning · 80%"
+        gauge.set_estimate(200_000, 199_000)
+        gauge.reset_stream()
+        assert gauge.zone == "alarm" and gauge.border_subtitle == "over threshold · 104%"
+        gauge.set_history([100, 200, 50])
+        await pilot.pause()
+        assert gauge.query_one("#gauge-history").display
+        assert list(gauge.query_one("#gauge-history").data) == [100, 200, 50]
+
+
+def test_zones():
+    assert zone_of(0, 100) == "calm"
+    assert zone_of(79, 100) == "calm"
+    assert zone_of(80, 100) == "warning"
+    assert zone_of(100, 100) == "warning"
+    assert zone_of(101, 100) == "alarm"
+
+
+def test_the_bar_marks_the_threshold():
+    cells = bar_cells(20, reported=50, estimate=80, threshold=100, window=None)  # scale 125
+    assert len(cells) == 20
+    assert cells.index(MARK) == 15  # 100 / 125 of 20 cells, the mark on the last cell of it
+    assert cells.count(FILLED) == 8 and cells.count(ESTIMATED) == 5
+    windowed = bar_cells(10, reported=100, estimate=100, threshold=160, window=200)
+    assert windowed.index(MARK) == 7 and windowed.count(FILLED) == 5
+    assert bar_cells(0, 1, 1, 1, None) == ""
+    over = bar_cells(10, reported=300, estimate=300, threshold=100, window=None)
+    assert over.count(FILLED) == 9 and MARK in over
+
+
+def test_token_figures():
+    assert [tokens(x) for x in (None, 0, 886, 999.6, 1041, 143_200, 192_000, 1_250_000, 2_000_000)] == [
+        "—", "0", "886", "1k", "1.0k", "143.2k", "192k", "1.2M", "2M"]
+
+
+# ------------------------------------------------------------------------------------------------ log
+
+
+def test_log_entries_from_records():
+    def clock(_t: float) -> str:
+        return "09:30:00"
+
+    def where(path: str | None) -> str:
+        return path.replace("/work/", "") if path else ""
+
+    reclaim = entry_from_record(events.ToolResultsReclaimed(ids=("a", "b"), count=2, tokens_before=150_000,
+                                                            tokens_after=90_000, trigger="auto").to_json(), clock, where)
+    assert reclaim.line() == "09:30:00 reclaim 150k → 90k 2 results auto"
+    summary = entry_from_record(events.SummaryFinished(condensed=40, kept=16, tokens_before=180_000, tokens_after=12_000,
+                                                       offload_path="/work/.xun/h/x.md", trigger="emergency").to_json(),
+                                clock, where)
+    assert summary.kind == "emergency"
+    assert summary.line() == "09:30:00 emergency 180k → 12k 40 msgs summarised, 16 kept emergency\n  → .xun/h/x.md"
+    failed = entry_from_record(events.CompactionFailed(reason="no summary", trigger="manual").to_json(), clock, where)
+    assert failed.line() == "09:30:00 failed no summary manual"
+    skipped = entry_from_record(events.CompactionSkipped(reason="short").to_json(), clock, where)
+    assert skipped.kind == "skipped"
+    restored = entry_from_record(events.ToolResultRestored(id="call_123456789", tokens_before=1, tokens_after=2).to_json(),
+                                 clock, where)
+    assert restored.count == "id …23456789"
+    assert entry_from_record({"type": "summary_started"}, clock, where) is None
+
+
+async def test_the_log_pane_counts_what_it_freed():
+    log = CompactionLog(clock=lambda _t: "10:00:00", shown_path=lambda p: p or "")
+    async with Host(log).run_test(size=(50, 10)) as pilot:
+        log.load([events.ToolResultsReclaimed(count=3, tokens_before=5000, tokens_after=2000).to_json(),
+                  {"type": "summary_started"}])
+        log.add_record(events.CompactionFailed(reason="x").to_json())
+        await pilot.pause()
+        assert [e.kind for e in log.entries] == ["reclaim", "failed"]
+        assert log.border_subtitle == "2 events · 3k tokens freed"
+        assert log.lines
+
+
+# --------------------------------------------------------------------------------------- the bridge
+
+
+def test_text_deltas_are_batched_never_dropped():
+    posted: list = []
+    bridge = EventBridge(posted.append)
+    for piece in ("Hel", "lo ", "world"):
+        bridge(events.TextDelta(text=piece))
+    texts = [p for p in posted if isinstance(p, m.ReplyText)]
+    assert len(texts) == 3 and all(t.stream is texts[0].stream for t in texts)
+    assert texts[0].can_replace(texts[2])
+    # a handler that only sees the newest message still writes everything
+    assert texts[2].stream.take(texts[2].upto) == "Hello world"
+    assert texts[0].stream.take(texts[0].upto) == ""
+    bridge(events.AssistantMessage(content="Hello world"))
+    bridge(events.TextDelta(text="next"))
+    newer = posted[-1]
+    assert isinstance(newer, m.ReplyText) and newer.stream is not texts[0].stream
+    assert not texts[2].can_replace(newer), "a new reply is a new stream"
+
+
+def test_usage_after_a_model_call_is_never_replaced():
+    posted: list = []
+    bridge = EventBridge(posted.append)
+    bridge(events.AssistantMessage(content="x"))
+    bridge(events.Usage(total_tokens=10))
+    bridge(events.Usage(total_tokens=11))
+    bridge(events.Usage(total_tokens=12))
+    first, second, third = posted[1:]
+    assert first.after_model_call and not second.after_model_call
+    assert not first.can_replace(second)
+    assert second.can_replace(third)
+
+
+async def test_confirmations_go_through_a_message():
+    posted: list = []
+    bridge = EventBridge(posted.append)
+    from xun.tools import ConfirmationRequest, Decision
+
+    request = ConfirmationRequest(tool="run_command", title="Run: ls", preview="$ ls", kind="command")
+    waiting = asyncio.ensure_future(bridge.confirm(request))
+    await asyncio.sleep(0)
+    asked = posted[-1]
+    assert isinstance(asked, m.ConfirmationAsked) and asked.request is request
+    asked.answer.set_result(Decision.DENY)
+    assert await waiting is Decision.DENY
+
+
+# ------------------------------------------------------------------------------------------ commands
+
+
+def test_parsing_commands():
+    assert parse("hello") is None
+    assert parse("//etc") is None
+    assert parse("/compact  keep the API ") == m_parsed("/compact", "keep the API")
+    assert parse("/RETRY") == m_parsed("/retry", "")
+    with pytest.raises(UnknownCommand, match="unknown command /nope"):
+        parse("/nope")
+
+
+def m_parsed(name: str, argument: str):
+    from xun.tui.commands import ParsedCommand
+
+    return ParsedCommand(name, argument)
+
+
+def test_completions():
+    assert [c.usage for c in completions("/c")] == ["/compact [focus]", "/compact toolcall", "/clear", "/config"]
+    assert [c.usage for c in completions("/compact")] == ["/compact toolcall"]
+    assert [c.usage for c in completions("/compact t")] == ["/compact toolcall"]
+    assert completions("/help") == [] and completions("hi") == [] and completions("/x\ny") == []
+
+
+def test_key_display():
+    assert key_display("f5") == "F5"
+    assert key_display("ctrl+q") == "Ctrl+Q"
+    assert key_display("escape") == "Esc"
+    assert key_display("f6,ctrl+r") == "F6 / Ctrl+R"
+
+
+# ----------------------------------------------------------------------------------- transcript, export
+
+
+def small_conversation() -> Conversation:
+    c = Conversation(conversation_id="t1")
+    c.add_user_message("read a.py")
+    c.add_agent_message({"role": "assistant", "content": None, "reasoning_content": "I read it",
+                         "tool_calls": [{"id": "c1", "type": "function",
+                                         "function": {"name": "read_file", "arguments": json.dumps({"path": "a.py"})}}]})
+    c.add_tool_result("c1", "print('```')\n" + "x = 1\n" * 80)
+    c.add_agent_message({"role": "assistant", "content": "It prints **three** backticks."})
+    return c
+
+
+def test_the_transcript_joins_calls_and_results():
+    c = small_conversation()
+    items = transcript(c).items
+    assert [type(i) for i in items] == [UserItem, AssistantItem, ToolItem, AssistantItem]
+    assert items[1].reasoning == "I read it" and items[1].content == ""
+    tool = items[2]
+    assert tool.name == "read_file" and tool.result_chars == len(tool.result) and not tool.reclaimed
+    c.compact_toolcall(keep_max=0)
+    tool = transcript(c).items[2]
+    assert tool.reclaimed and tool.result_chars is None
+
+
+def test_markdown_export_fences_survive_backticks(tmp_path):
+    c = small_conversation()
+    text = transcript_markdown(c, "t")
+    assert "````\nprint('```')" in text, "the fence is longer than any run of backticks inside"
+    assert "*Reasoning:*" in text and "It prints **three** backticks." in text
+    with pytest.raises(ExportError, match=".html or .md"):
+        render_transcript(c, "out.pdf", tmp_path)
+    with pytest.raises(ExportError, match="give a file name"):
+        render_transcript(c, " ", tmp_path)
+    page = render_transcript(c, "sub/out.html", tmp_path).read_text()
+    assert "<strong>three</strong>" in page and "<title>xun session t1</title>" in page
+
+
+def test_diff_preview_colours():
+    content = diff_content("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n same")
+    styles = {str(span.style) for span in content.spans}
+    assert {"$text-success", "$text-error", "$text-accent", "bold"} <= styles
+    assert content.plain.splitlines()[-1] == " same"
