@@ -343,7 +343,9 @@ class TerminalConfirm:
         if len(lines) > MAX_PREVIEW_LINES:
             printer.write(printer.err, f"    ... ({len(lines) - MAX_PREVIEW_LINES:,} more lines)\n")
         printer.write(printer.err, "Allow? [y]es, [N]o, [a]lways for this session: ")
+        printer._err_open = True  # until the answer's newline: a Ctrl+C here leaves the line open
         answer = await read_line(self.stdin)
+        printer._err_open = False
         if answer is None:
             printer.write(printer.err, "\n")
             return Decision.DENY

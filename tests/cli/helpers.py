@@ -110,8 +110,9 @@ class Cli:
 
     def popen(self, *args: str, env: dict[str, str] | None = None, **options: Any) -> subprocess.Popen:
         options.setdefault("stdin", subprocess.DEVNULL)
-        return subprocess.Popen(self.command(*args), cwd=self.workdir, env=self.environment(env), text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, **options)
+        options.setdefault("stdout", subprocess.PIPE)
+        options.setdefault("stderr", subprocess.PIPE)
+        return subprocess.Popen(self.command(*args), cwd=self.workdir, env=self.environment(env), text=True, **options)
 
     # ------------------------------------------------------------------ state
 

@@ -114,3 +114,14 @@ def test_sessions_lists_newest_first_and_names_unreadable_files(cli: Cli):
 def test_sessions_when_there_are_none(cli: Cli):
     result = cli.inproc("sessions").check(0)
     assert result.stdout == "" and "no saved sessions in" in result.stderr
+
+
+def test_a_corrupt_session_file_is_a_failure_naming_the_file(cli: Cli):
+    store = SessionStore(cli.workdir)
+    store.root.mkdir(parents=True)
+    (store.root / "bad.json").write_text("{ not json")
+    for args in (("run", "--resume", "bad", "hi"), ("compact", "bad")):
+        result = cli.inproc(*args).check(1)
+        assert result.stderr.startswith(f"xun: cannot load the session: {store.root / 'bad.json'}: not valid JSON"), result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert (store.root / "bad.json").read_text() == "{ not json"  # left as it was

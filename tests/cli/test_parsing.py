@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import pty
+import select
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -84,13 +88,47 @@ def test_latest_matches_the_launcher():
     assert cli_module.LATEST == LATEST
 
 
-def test_bare_xun_opens_the_app_or_says_why_it_cannot(cli: Cli):
+def test_bare_xun_without_a_terminal_says_why_it_cannot_open_the_app(cli: Cli):
     result = cli()
     if importlib.util.find_spec("xun.tui") is None:
         assert result.returncode == 1
         assert result.stderr.strip() == "xun: the full-screen app is not built yet; use `xun run PROMPT` (see `xun --help`)"
-    else:  # built: without a terminal it refuses (stdin is /dev/null here)
-        assert result.returncode in (1, 2), result.stderr
-        assert "xun run PROMPT" in result.stderr
+    else:  # built: stdin is /dev/null here, so it refuses before opening anything
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip() == ("xun: the full-screen app needs a terminal on standard input and output; "
+                                         "in scripts use `xun run PROMPT` (see `xun run --help`)")
     assert "Traceback" not in result.stderr
-    assert cli.session_files() == []
+    assert not cli.state.exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xun.tui") is None, reason="the full-screen app is not built")
+def test_bare_xun_on_a_terminal_opens_the_app_on_the_offline_model_and_quits(cli: Cli):
+    master, slave = pty.openpty()
+    process = cli.popen(stdin=slave, stdout=slave, stderr=slave, env={"TERM": "xterm-256color"}, start_new_session=True)
+    os.close(slave)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and b"xun-offline" not in seen:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:
+                    break
+        assert b"using the offline demo model (scripted, not an LLM)" in seen
+        assert b"xun-offline" in seen, seen[-500:]  # the app's header names the model
+        deadline = time.monotonic() + 20
+        while process.poll() is None and time.monotonic() < deadline:
+            os.write(master, b"\x11")  # ctrl+q, again until the app is ready for keys
+            end = time.monotonic() + 0.5
+            while time.monotonic() < end:  # keep reading, or the app blocks on a full terminal
+                if select.select([master], [], [], 0.1)[0]:
+                    try:
+                        os.read(master, 65536)
+                    except OSError:
+                        break
+        assert process.wait(timeout=5) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)

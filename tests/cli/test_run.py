@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import signal
 import subprocess
 
 from .helpers import Cli, read_lines_until
@@ -72,17 +73,13 @@ def test_yes_and_auto_confirm_allow_write_file_headless(cli: Cli):
     assert (cli.workdir / "two.txt").read_text() == "again"
 
 
-def _run_on_a_terminal(cli: Cli, answer: bytes, *args: str) -> tuple[int, str, str]:
-    """`xun run` with a pseudo-terminal as stdin; `answer` is typed when the prompt appears."""
+def _run_on_a_terminal(cli: Cli, answer: bytes | int, *args: str) -> tuple[int, str, str]:
+    """`xun run` with a pseudo-terminal as stdin; `answer` is typed when the prompt appears (or, as a
+    number, sent as that signal)."""
     master, slave = pty.openpty()
     try:
         process = cli.popen(*args, stdin=slave)
         os.close(slave)
-        lines: list[str] = []
-
-        def prompt_seen() -> bool:
-            return any("[confirm]" in line for line in lines)
-
         import selectors
         import time
 
@@ -97,7 +94,10 @@ def _run_on_a_terminal(cli: Cli, answer: bytes, *args: str) -> tuple[int, str, s
                     break
                 buffer += chunk
         assert "Allow? [y]es, [N]o, [a]lways" in buffer, buffer
-        os.write(master, answer)
+        if isinstance(answer, int):
+            process.send_signal(answer)
+        else:
+            os.write(master, answer)
         stdout, rest = process.communicate(timeout=20)
         return process.returncode, stdout, buffer + rest
     finally:
@@ -117,6 +117,17 @@ def test_on_a_terminal_no_refuses_the_tool(cli: Cli):
     assert not (cli.workdir / "asked.txt").exists()
     assert "[tool] write_file refused: [Error] the user declined" in stderr
     assert "--yes" not in stderr.split("[tool] write_file refused")[1].splitlines()[0]  # no headless hint
+
+
+def test_ctrl_c_at_the_confirmation_prompt_stops_and_saves(cli: Cli):
+    code, stdout, stderr = _run_on_a_terminal(cli, signal.SIGINT, "run", "write hello to asked.txt")
+    assert code == 130, stderr
+    after = stderr.split("Allow? [y]es, [N]o, [a]lways for this session: ", 1)[1]
+    assert after.startswith("\n")  # the next note starts on a line of its own
+    assert "interrupted; session" in after and "Traceback" not in stderr
+    assert not (cli.workdir / "asked.txt").exists()
+    roles = [m.get("raw", {}).get("role", m["kind"]) for m in cli.only_session()["messages"]]
+    assert roles == ["user", "assistant", "tool"]  # the call is answered ([Cancelled]): a valid history
 
 
 def test_prompt_from_standard_input(cli: Cli):

@@ -25,13 +25,6 @@ def main(args: argparse.Namespace) -> int:
         raise CommandError("the full-screen app needs a terminal on standard input and output; "
                            "in scripts use `xun run PROMPT` (see `xun run --help`)")
     session = open_model_session(args, resume=args.resume)
-    with session:
+    with session:  # the app saves the session itself (on quit, and after a crash)
         announce_provider(session, args, sys.stderr)
-        try:
-            return int(run_tui(session))
-        except BaseException:
-            try:  # whatever broke, keep the conversation
-                session.save()
-            except Exception as exc:  # noqa: BLE001
-                print(f"xun: could not save the session: {exc}", file=sys.stderr)
-            raise
+        return int(run_tui(session))
