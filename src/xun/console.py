@@ -55,7 +55,8 @@ def short_arguments(arguments: str) -> str:
         return one_line(arguments, MAX_ARGUMENT_CHARS * 2)
     parts = []
     for key, value in parsed.items():
-        shown = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else json.dumps(one_line(value, 10_000), ensure_ascii=False)
+        text = one_line(value, 10_000) if isinstance(value, str) else value
+        shown = json.dumps(text, ensure_ascii=False)
         if len(shown) > MAX_ARGUMENT_CHARS:
             shown = shown[: MAX_ARGUMENT_CHARS - 2] + "…" + shown[-1:] if shown.startswith('"') else shown[: MAX_ARGUMENT_CHARS - 1] + "…"
         parts.append(f"{key}={shown}")

@@ -40,7 +40,8 @@ def test_resumed_turns_reclaim_then_summarise_and_offload(cli: Cli):
     for turn in range(1, 7):
         resume = ("--resume",) if turn > 1 else ()
         result = cli("run", "--json", *SMALL, *resume, "--", f"read part{turn}.txt").check(0)
-        seen += [e for e in result.events if e["type"] in ("tool_results_reclaimed", "summary_started", "summary_finished", "compaction_failed")]
+        wanted = ("tool_results_reclaimed", "summary_started", "summary_finished", "compaction_failed")
+        seen += [e for e in result.events if e["type"] in wanted]
         if any(e["type"] == "summary_finished" for e in seen):
             break
     kinds = [e["type"] for e in seen]

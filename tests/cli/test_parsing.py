@@ -78,7 +78,8 @@ def test_global_options_work_before_and_after_the_command():
     assert args.resume == "" and args.command == "run" and args.prompt == "hi"
     args = parser.parse_args(["run", "--resume", "abc", "hi"])
     assert args.resume == "abc"
-    args = cli_module._merge_global_options(parser.parse_args(["--set", "a=1", "config", "--offline", "--set", "b=2", "show", "--set", "c=3"]))
+    argv = ["--set", "a=1", "config", "--offline", "--set", "b=2", "show", "--set", "c=3"]
+    args = cli_module._merge_global_options(parser.parse_args(argv))
     assert args.overrides == ["a=1", "b=2", "c=3"] and args.offline is True
 
 

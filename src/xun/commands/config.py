@@ -81,7 +81,7 @@ def _show(args: argparse.Namespace) -> int:
     rows = [(item.key, show_value(item.value), item.source) for item in items]
     key_width = max(len(r[0]) for r in rows)
     value_width = min(max(len(r[1]) for r in rows), 40)
-    for (key, value, source), item in zip(rows, items):
+    for (key, value, source), item in zip(rows, items, strict=True):
         out.write(f"{key.ljust(key_width)}  {value.ljust(value_width)}  {source}\n")
         if args.verbose and item.description:
             out.write(f"{'':{key_width}}    {item.description}\n")

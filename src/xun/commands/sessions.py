@@ -39,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
         widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
         for row in rows:
             cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
-            cells += [cell.rjust(width) for cell, width in zip(row[2:], widths[2:])]
+            cells += [cell.rjust(width) for cell, width in zip(row[2:], widths[2:], strict=True)]
             out.write("  ".join(cells).rstrip() + "\n")
     else:
         print(f"xun: no saved sessions in {store.root}", file=sys.stderr)
