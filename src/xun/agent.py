@@ -143,6 +143,8 @@ class Agent:
         self._client = client
         self.last_error: str | None = None
         self.reads_project_instructions = True
+        self.offline = False
+        """Talking to the offline demo server: the user's API key is not sent to it."""
 
     # ----------------------------------------------------------------- setup
 
@@ -192,6 +194,7 @@ class Agent:
             client=agent.client(),
         )
         child.reads_project_instructions = False  # the summarizer must not see AGENTS.md
+        child.offline = agent.offline
         return child
 
     def client(self) -> Any:
@@ -199,7 +202,8 @@ class Agent:
         if self._client is None:
             import openai
 
-            key = resolve_api_key(self.config, self.environ) or OFFLINE_API_KEY
+            key = None if self.offline else resolve_api_key(self.config, self.environ)
+            key = key or OFFLINE_API_KEY
             self._client = openai.AsyncOpenAI(
                 api_key=key, base_url=self.config.provider.base_url, max_retries=0, timeout=self.config.provider.timeout
             )

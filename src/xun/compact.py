@@ -161,7 +161,7 @@ class AutoCompactor(CompactorAbstract):
                 return
             result = await compact_conversation(agent, keep_recent=keep_messages, instructions=agent.config.compression.instructions, trigger="auto")
             if not result.compacted:
-                self._failed(agent, result.message)
+                self.consecutive_failures += 1
                 await self._maybe_suspend(agent)
                 return
             tokens = conversation.estimated_tokens()
@@ -169,15 +169,12 @@ class AutoCompactor(CompactorAbstract):
                 self.consecutive_failures = 0
                 return
             keep_tools, keep_messages = max(1, keep_tools // 2), max(1, keep_messages // 2)
-        self._failed(agent, "no further progress possible")
+        self.consecutive_failures += 1
         await agent.emit(CompactionFailed(
             reason=f"still about {tokens} tokens after {self.max_retries + 1} compactions (threshold {threshold}); "
             "no further progress is possible", trigger="auto"))
         await self._maybe_suspend(agent)
 
-    def _failed(self, agent: Agent, reason: str) -> None:
-        self.consecutive_failures += 1
-        agent.last_compaction_failure = reason
 
     async def _maybe_suspend(self, agent: Agent) -> None:
         if self.consecutive_failures >= MAX_CONSECUTIVE_FAILURES and not self.suspended:
@@ -216,7 +213,7 @@ async def compact_conversation(
     """
     conversation = agent.conversation
     Status = SummaryCompactResult.Status
-    tokens_before = conversation.total_tokens if conversation.total_tokens is not None else conversation.estimated_tokens()
+    tokens_before = conversation.estimated_tokens()  # the last report plus what was added since
     plan = conversation.plan_compaction(keep_recent)
     if plan.nothing_to_condense:
         result = conversation.apply_compaction(plan, None)

@@ -108,6 +108,7 @@ def open_session(
             config.model.name = OFFLINE_MODEL
     agent = Agent(config, conversation=conversation, workdir=folder, on_event=on_event, confirm=confirm,
                   consent=consent, environ=dict(environ) if environ is not None else None)
+    agent.offline = server is not None
     return Session(config=config, agent=agent, store=store, offline_server=server, resumed=resume is not None)
 
 

@@ -1,0 +1,51 @@
+"""Opening a session: which model server, which conversation."""
+
+import pytest
+
+from xun.launch import LATEST, OFFLINE_MODEL, NoSessionToResume, open_session
+
+
+@pytest.fixture(autouse=True)
+def private_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("XUN_HOME", raising=False)
+
+
+def test_no_key_starts_the_offline_demo_server(tmp_path):
+    with open_session(tmp_path, environ={}) as session:
+        assert session.offline and session.config.model.name == OFFLINE_MODEL
+        assert session.config.provider.base_url == session.offline_server.base_url
+        assert "offline demo model" in session.describe_provider()
+    assert session.offline_server is None  # closed
+
+
+def test_a_key_means_the_configured_provider(tmp_path):
+    with open_session(tmp_path, environ={"OPENAI_API_KEY": "sk-test-123"}) as session:
+        assert not session.offline and session.config.provider.base_url is None
+
+
+def test_offline_never_sends_the_users_key(tmp_path):
+    with open_session(tmp_path, offline=True, environ={"OPENAI_API_KEY": "sk-test-secret"}) as session:
+        assert session.agent.client().api_key != "sk-test-secret"
+        helper = type(session.agent).inherit(session.agent)
+        assert helper.client().api_key != "sk-test-secret"
+
+
+async def test_resume_latest_and_by_id(tmp_path):
+    with pytest.raises(NoSessionToResume):
+        open_session(tmp_path, resume=LATEST, environ={})
+    with open_session(tmp_path, environ={}) as first:
+        await first.agent.run("hello")
+        first.save()
+    with open_session(tmp_path, resume=LATEST, environ={}) as again:
+        assert again.conversation.conversation_id == first.conversation.conversation_id
+        assert again.resumed and again.conversation.to_history()[0] == {"role": "user", "content": "hello"}
+    with open_session(tmp_path, resume=first.conversation.conversation_id, environ={}) as by_id:
+        assert len(by_id.conversation.messages) == len(first.conversation.messages)
+    with pytest.raises(FileNotFoundError):
+        open_session(tmp_path, resume="0123abcd", environ={})
+
+
+def test_offload_off_keeps_originals_in_the_session(tmp_path):
+    with open_session(tmp_path, overrides=["offload.enabled=false"], environ={}) as session:
+        assert session.conversation.offload_dir is None
