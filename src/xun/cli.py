@@ -138,13 +138,20 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--json", action="store_true", help="one JSON object per session")
     _add_global_options(sessions, top=False)
 
-    history = command("history", "print the offload log of a session",
+    history = command("history", "print the offload log of a session, or search all history",
                       "Print the offload log of session ID (the newest session when no ID is given): the\n"
                       "originals of every message a summary replaced, one '## Offloaded at <time>' section\n"
-                      "per summary, from .xun/conversation_history/<id>.md.")
-    history.add_argument("id", nargs="?", metavar="ID", help="the session (a unique prefix is enough)")
-    history.add_argument("--json", action="store_true", help="one JSON object per offloaded section")
+                      "per summary, from .xun/conversation_history/<id>.md.\n\n"
+                      "  xun history search QUERY   full-text search of everything compaction took out of the\n"
+                      "                             context, in every session (.xun/history.db)\n"
+                      "  xun history --reindex      rebuild that index from the offload logs and sessions")
+    history.add_argument("id", nargs="?", metavar="ID", help="the session (a unique prefix is enough), or 'search'")
+    history.add_argument("query", nargs="*", metavar="QUERY", help="with 'search': the words to look for")
+    history.add_argument("--json", action="store_true", help="one JSON object per offloaded section or search hit")
     history.add_argument("--path", action="store_true", help="print only the log's path")
+    history.add_argument("--limit", type=int, default=10, metavar="N", help="with 'search': at most N hits (default 10)")
+    history.add_argument("--session", metavar="ID", help="with 'search': only this session")
+    history.add_argument("--reindex", action="store_true", help="rebuild the search index from the logs and sessions")
     _add_global_options(history, top=False)
 
     compact = command("compact", "compact a saved session now",
