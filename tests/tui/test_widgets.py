@@ -24,6 +24,8 @@ from xun.tui.widgets.compaction_log import CompactionLog, entry_from_record
 from xun.tui.widgets.context_bar import ESTIMATED, FILLED, MARK, bar_cells
 from xun.tui.widgets.context_gauge import ContextGauge, zone_of
 
+from .helpers import wait_until
+
 
 class Host(App[None]):
     """Mounts one widget with the app's style sheet."""
@@ -50,9 +52,12 @@ async def test_gauge_reads_like_the_spec():
         assert gauge.detail_text() == "reported 140k · estimate 143.2k"
         assert gauge.zone == "calm" and gauge.has_class("-calm")
         gauge.streamed(40_000)  # 40k characters streamed: 10k tokens more, just under 80% of the threshold
-        assert gauge.figures_text().startswith("153.2k / 192k (80%)") and gauge.zone == "calm"
+        assert gauge.figures_text().startswith("153.2k / 192k (80%)")
+        await wait_until(pilot, lambda: "153.2k" in str(gauge.query_one("#gauge-figures").render()))
+        assert gauge.zone == "calm"
         gauge.streamed(2_000)  # 500 tokens more: over 153.6k, four fifths of the threshold
         assert gauge.figures_text().startswith("153.7k / 192k (80%)")
+        await wait_until(pilot, lambda: gauge.zone == "warning", what="the throttled refresh")
         assert gauge.zone == "warning" and gauge.has_class("-warning") and not gauge.has_class("-calm")
         assert gauge.border_subtitle == "warning · 80%"
         gauge.set_estimate(200_000, 199_000)
@@ -253,3 +258,17 @@ def test_diff_preview_colours():
     styles = {str(span.style) for span in content.spans}
     assert {"$text-success", "$text-error", "$text-accent", "bold"} <= styles
     assert content.plain.splitlines()[-1] == " same"
+
+
+def test_long_streamed_lines_are_shown_in_pieces():
+    from xun.tui.widgets.assistant_block import split_long_lines
+
+    shown, tail, split = split_long_lines("one two three four", 0, limit=9)
+    assert shown == "one two\n\nthree\n\nfour" and tail == 4 and split
+    assert split_long_lines("short\nlines\n", 0, limit=9) == ("short\nlines\n", 0, False)
+    assert split_long_lines("more words", 6, limit=9) == ("more\n\nwords", 5, True), "counts the shown line"
+    assert split_long_lines("x" * 20, 0, limit=9) == ("x" * 20, 20, False), "no space, no break"
+    words = " ".join(["word"] * 2000)
+    shown, _, _ = split_long_lines(words, 0)
+    assert max(len(line) for line in shown.splitlines()) <= 1000
+    assert shown.replace("\n\n", " ") == words

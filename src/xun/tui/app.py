@@ -8,6 +8,7 @@ update the panes. Nothing a worker runs touches a widget.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,15 +33,7 @@ from xun.tools import Decision
 from xun.tui import messages as m
 from xun.tui.bridge import EventBridge
 from xun.tui.commands import SLASH_COMMANDS, UnknownCommand, parse
-from xun.tui.export import ExportError, render_transcript
 from xun.tui.format import Presentation, percent, shown_path, tokens
-from xun.tui.screens.config import ConfigScreen
-from xun.tui.screens.confirm import ConfirmScreen
-from xun.tui.screens.consent import ConsentScreen
-from xun.tui.screens.help import HelpScreen
-from xun.tui.screens.history import HistoryScreen
-from xun.tui.screens.inspector import InspectorScreen
-from xun.tui.screens.sessions import SessionsScreen
 from xun.tui.transcript import PLACEHOLDER_HEAD, transcript
 from xun.tui.widgets.chat_view import ChatView
 from xun.tui.widgets.command_menu import CommandMenu
@@ -51,6 +44,8 @@ from xun.tui.widgets.prompt_input import PromptInput
 from xun.tui.widgets.recoverable_list import RecoverableList
 from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.welcome_block import WelcomeBlock
+
+# The screens are imported where they are first shown: none of them is needed for the first frame.
 
 QUIT_AGAIN_WITHIN = 2.0
 """Seconds within which a second Ctrl+C quits."""
@@ -284,6 +279,8 @@ class XunApp(App[int], inherit_bindings=False):
     # --------------------------------------------------------------------------------- actions
 
     def action_help(self) -> None:
+        from xun.tui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.help_sections()))
 
@@ -328,11 +325,15 @@ class XunApp(App[int], inherit_bindings=False):
 
     def action_history(self) -> None:
         conversation = self.conversation
+        from xun.tui.screens.history import HistoryScreen
+
         records = conversation.to_history(truncate=True)
         subtitle = f"~{tokens(conversation.estimated_tokens())} tokens · esc close"
         self.push_screen(HistoryScreen(records, subtitle))
 
     def action_sessions(self) -> None:
+        from xun.tui.screens.sessions import SessionsScreen
+
         def chosen(conversation_id: str | None) -> None:
             if conversation_id and conversation_id != self.conversation.conversation_id:
                 self.post_message(m.SwitchSession(conversation_id))
@@ -341,6 +342,8 @@ class XunApp(App[int], inherit_bindings=False):
                                         self.presentation.clock), chosen)
 
     def action_config(self) -> None:
+        from xun.tui.screens.config import ConfigScreen
+
         self.push_screen(ConfigScreen(describe_config(self.session.config)))
 
     async def action_tokens(self) -> None:
@@ -435,6 +438,8 @@ class XunApp(App[int], inherit_bindings=False):
         elif name == "/history":
             self.action_history()
         elif name == "/render":
+            from xun.tui.export import ExportError, render_transcript
+
             try:
                 path = render_transcript(self.conversation, argument, self.workdir)
             except ExportError as exc:
@@ -556,9 +561,23 @@ class XunApp(App[int], inherit_bindings=False):
                 except Exception:  # the failure was reported by the worker itself
                     pass
 
+    def on_ready(self) -> None:
+        self.call_after_refresh(self._freeze_heap)
+
+    def _freeze_heap(self) -> None:
+        """Once the first frame is up: move everything alive now (Textual, the SDK, the loaded session)
+        out of the collector's reach. Otherwise a full collection walks all of it every few seconds
+        while a reply streams, a pause of 100 ms or more that the keyboard feels."""
+        gc.collect()
+        gc.freeze()
+        self._heap_frozen = True
+
     async def on_unmount(self) -> None:
         """The HTTP client belongs to this app's event loop: close it, so a later app on the same session
         (or the session's next user) builds its own instead of one tied to a closed loop."""
+        if getattr(self, "_heap_frozen", False):
+            gc.unfreeze()  # what this app froze may be collected again once it is gone
+            self._heap_frozen = False
         client = getattr(self.agent, "_client", None)
         if client is not None:
             self.agent._client = None
@@ -723,6 +742,8 @@ class XunApp(App[int], inherit_bindings=False):
             screen.dismiss(None)
 
     def on_confirmation_asked(self, message: m.ConfirmationAsked) -> None:
+        from xun.tui.screens.confirm import ConfirmScreen
+
         answer = message.answer
         screen = ConfirmScreen(message.request)
 
@@ -738,6 +759,8 @@ class XunApp(App[int], inherit_bindings=False):
         self.push_screen(screen, answered)
 
     def on_consent_asked(self, message: m.ConsentAsked) -> None:
+        from xun.tui.screens.consent import ConsentScreen
+
         answer = message.answer
         c = self.conversation
         screen = ConsentScreen(f"{tokens(c.total_tokens)} / {tokens(self.agent.threshold)}",
@@ -756,6 +779,8 @@ class XunApp(App[int], inherit_bindings=False):
     # -------------------------------------------------------------------------- inspector, sessions
 
     def on_open_inspector(self, message: m.OpenInspector) -> None:
+        from xun.tui.screens.inspector import InspectorScreen
+
         call_id = message.tool_call_id
         archive = self.conversation.compacted_toolcalls
         original = self.conversation.compacted_toolcall_result(call_id)

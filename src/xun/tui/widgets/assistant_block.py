@@ -4,10 +4,45 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.timer import Timer
 from textual.widgets import Markdown
 from textual.widgets.markdown import MarkdownStream
 
 from xun.tui.widgets.reasoning_block import ReasoningBlock
+
+
+FLUSH_EVERY = 0.1
+"""Seconds between Markdown updates while a reply streams. Each update re-renders the paragraph being
+written, so updating at every delta (hundreds a second) would starve the keyboard; the first fragment
+is shown at once."""
+LONG_LINE = 1000
+"""While streaming, a line longer than this is shown broken into paragraphs at a space: Textual re-wraps
+the whole last paragraph on every update, and a paragraph of many kilobytes makes each update cost tens
+of milliseconds. The finished reply is shown exactly as written."""
+
+
+def split_long_lines(text: str, line_chars: int, limit: int = LONG_LINE) -> tuple[str, int, bool]:
+    """`text` with a paragraph break at a space wherever the current line would pass `limit`.
+
+    `line_chars` is the length of the line already shown; returns the text to show, the length of its
+    last line, and whether a break was added."""
+    out: list[str] = []
+    split = False
+    for piece in text.splitlines(keepends=True):
+        while line_chars + len(piece.rstrip("\n")) > limit:
+            room = max(limit - line_chars, 0)
+            cut = piece.rfind(" ", 0, room + 1)
+            if cut <= 0:
+                cut = piece.find(" ", room)
+            if cut <= 0:
+                break
+            out.append(piece[:cut] + "\n\n")
+            piece = piece[cut + 1:]
+            line_chars = 0
+            split = True
+        out.append(piece)
+        line_chars = 0 if piece.endswith("\n") else line_chars + len(piece)
+    return "".join(out), line_chars, split
 
 
 class AssistantBlock(Vertical):
@@ -21,6 +56,11 @@ class AssistantBlock(Vertical):
         self.streaming = streaming
         self._stream: MarkdownStream | None = None
         self._text_parts: list[str] = [content] if content else []
+        self._pending: list[str] = []
+        self._flush_timer: Timer | None = None
+        self._line_chars = 0
+        self._shown_split = False
+        """True when the streamed display has breaks the reply does not have (see LONG_LINE)."""
         self.reasoning: ReasoningBlock | None = None
         self.markdown = Markdown(content, classes="reply")
 
@@ -35,12 +75,28 @@ class AssistantBlock(Vertical):
         return "".join(self._text_parts)
 
     async def write(self, fragment: str) -> None:
+        """Add streamed text; it reaches the Markdown at most every FLUSH_EVERY seconds."""
         if not fragment:
             return
+        first = not self._text_parts
         self._text_parts.append(fragment)
+        self._pending.append(fragment)
+        if first:
+            await self._flush()
+        elif self._flush_timer is None:
+            self._flush_timer = self.set_timer(FLUSH_EVERY, self._flush)
+
+    async def _flush(self) -> None:
+        self._flush_timer = None
+        text = "".join(self._pending)
+        self._pending.clear()
+        if not text:
+            return
+        text, self._line_chars, split = split_long_lines(text, self._line_chars)
+        self._shown_split = self._shown_split or split
         if self._stream is None:
             self._stream = Markdown.get_stream(self.markdown)
-        await self._stream.write(fragment)
+        await self._stream.write(text)
 
     async def write_reasoning(self, fragment: str) -> None:
         if not fragment:
@@ -54,8 +110,9 @@ class AssistantBlock(Vertical):
         """The reply is complete: stop the stream, show exactly `content`, fold the reasoning."""
         await self._stop_stream()
         self.streaming = False
-        if content is not None and content != self.text:
+        if content is not None and (content != self.text or self._shown_split):
             self._text_parts = [content]
+            self._shown_split = False
             await self.markdown.update(content)
         if reasoning is not None and self.reasoning is not None and reasoning != self.reasoning.text:
             self.reasoning.replace(reasoning)
@@ -64,17 +121,34 @@ class AssistantBlock(Vertical):
 
     async def discard(self) -> None:
         """A retry: what streamed so far is thrown away."""
+        self._cancel_flush()
+        self._pending.clear()
         await self._stop_stream()
         self._text_parts = []
+        self._line_chars = 0
+        self._shown_split = False
         await self.markdown.update("")
         if self.reasoning is not None:
             await self.reasoning.remove()
             self.reasoning = None
 
+    def _cancel_flush(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+
     async def _stop_stream(self) -> None:
+        """Write what is pending, then stop the stream (it renders everything it was given)."""
+        self._cancel_flush()
+        if self._pending:
+            await self._flush()
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()
 
     async def on_unmount(self) -> None:
-        await self._stop_stream()
+        self._cancel_flush()
+        self._pending.clear()
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await stream.stop()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.timer import Timer
 from textual.widgets import Sparkline, Static
 
 from xun.tui.format import TOKENS_PER_CHAR, percent, tokens
@@ -16,6 +17,8 @@ from xun.tui.widgets.context_bar import ContextBar
 
 WARNING_FROM = 0.8
 HISTORY_POINTS = 120
+STREAM_REFRESH = 0.25
+"""Seconds between gauge updates while a reply streams (the figures move, the keyboard stays quick)."""
 
 
 def zone_of(now: float, threshold: int) -> str:
@@ -40,6 +43,7 @@ class ContextGauge(Vertical):
         """Characters streamed into the reply being written, not yet in any estimate."""
         self.history: list[int] = []
         self.zone = "calm"
+        self._refresh_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="gauge-figures", markup=False)
@@ -86,8 +90,10 @@ class ContextGauge(Vertical):
         self._show()
 
     def streamed(self, chars: int) -> None:
+        """Characters of the reply being streamed; shown at most every STREAM_REFRESH seconds."""
         self.streaming_chars += chars
-        self._show()
+        if self._refresh_timer is None and self.is_mounted:
+            self._refresh_timer = self.set_timer(STREAM_REFRESH, self._show)
 
     def reset_stream(self) -> None:
         self.streaming_chars = 0
@@ -103,6 +109,9 @@ class ContextGauge(Vertical):
         self._show()
 
     def _show(self) -> None:
+        if self._refresh_timer is not None:
+            self._refresh_timer.stop()
+            self._refresh_timer = None
         if not self.is_mounted:
             return
         now = self.now

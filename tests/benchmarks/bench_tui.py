@@ -1,0 +1,226 @@
+"""Benchmark of the full-screen app (a script, not a test: `python3 tests/benchmarks/bench_tui.py`).
+
+Headless (`run_test`), one JSON line per figure, each with its target:
+
+* first_frame_empty: from spawning a fresh Python process until the app's first frame is composed,
+  for a new session on the offline demo model (the process imports xun and Textual, starts the
+  offline server, builds the app). Target 0.5 s. `in_process_median` leaves out the interpreter's own
+  start (from the script's first line).
+* first_frame_2000: the same for `--resume` of a saved session of 2,000 messages (500 rounds of a
+  prompt, a tool call, its result and an answer). Target 1 s.
+* key_latency_streaming: while a reply streams at 500 tokens/s from the offline server, a key is
+  posted to the prompt every 50 ms; the latency is from posting the key to the first frame composed
+  after the character is in the prompt. Target 50 ms (p95).
+
+A "frame" is a call of the app's display step with a compositor update, the moment a terminal would be
+written to; the benchmark also encodes that update to terminal escape codes, as a real terminal needs.
+Options: --runs N (first-frame runs each, default 5), --keys N (default 100).
+"""
+
+from __future__ import annotations
+
+import time
+
+STARTED = time.perf_counter()  # before any other import: the in-process figure starts here
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+
+
+def emit(figure: str, **values: object) -> None:
+    print(json.dumps({"figure": figure, **values}), flush=True)
+
+
+def watch_frames(app: object, on_frame) -> None:
+    """Call `on_frame()` each time the app composes a frame (and encode it, as a terminal write would)."""
+    from rich.console import Console
+
+    console = Console(file=open(os.devnull, "w"), force_terminal=True, color_system="truecolor", width=200)
+    original = app._display  # type: ignore[attr-defined]
+
+    def display(screen, renderable):  # noqa: ANN001, ANN202
+        original(screen, renderable)
+        if renderable is not None and hasattr(renderable, "render_segments"):
+            renderable.render_segments(console)
+            on_frame()
+
+    app._display = display  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------------------------ child process
+
+
+def child(kind: str, workdir: str, resume: str | None) -> None:
+    """Runs in a fresh process: open the session, start the app, print the wall time of the first frame."""
+    from xun.launch import open_session
+    from xun.tui.app import XunApp
+
+    session = open_session(workdir, offline=True, resume=resume, environ={})
+    app = XunApp(session)
+    frames: list[float] = []
+
+    def on_frame() -> None:
+        if not frames:
+            frames.append(time.time())
+            frames.append(time.perf_counter() - STARTED)
+
+    watch_frames(app, on_frame)
+
+    async def main() -> None:
+        async with app.run_test(size=(120, 40)):
+            while not frames:
+                await asyncio.sleep(0.001)
+            blocks = len(app.chat.children)
+        print(json.dumps({"frame_at": frames[0], "in_process": frames[1], "kind": kind, "messages": len(session.conversation.messages),
+                          "blocks": blocks}), flush=True)
+
+    try:
+        asyncio.run(main())
+    finally:
+        session.close()
+
+
+def spawn_first_frame(kind: str, workdir: Path, resume: str | None) -> tuple[float, dict]:
+    command = [sys.executable, str(HERE), "--child", kind, "--workdir", str(workdir)]
+    if resume:
+        command += ["--resume", resume]
+    env = {**os.environ, "XDG_CONFIG_HOME": str(workdir / "xdg")}
+    env.pop("OPENAI_API_KEY", None)
+    started = time.time()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    if done.returncode != 0:
+        raise SystemExit(f"the app did not start:\n{done.stderr[-2000:]}")
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    return facts["frame_at"] - started, facts
+
+
+def big_session(workdir: Path, rounds: int = 500) -> str:
+    from xun.sessions import SessionStore
+
+    store = SessionStore(workdir)
+    conversation = store.new()
+    conversation.conversation_id = "bench-2000"
+    for i in range(rounds):
+        conversation.add_user_message(f"question {i}: read src/module_{i}.py and tell me what it does")
+        conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{i:04d}", "type": "function",
+             "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/module_{i}.py"})}}]})
+        conversation.add_tool_result(f"call_{i:04d}", f"[src/module_{i}.py: lines 1-40 of 40]\n" + "".join(
+            f"{n:6d}\tdef function_{n}(value):  # returns the value times {n}\n" for n in range(1, 41)))
+        conversation.add_agent_message({"role": "assistant", "content": (
+            f"`src/module_{i}.py` defines **40 functions**; each multiplies its argument:\n\n"
+            f"- `function_1` returns the value\n- `function_40` returns forty times the value\n")})
+    conversation.record_usage(150_000)
+    conversation.compact_toolcall(keep_max=12)
+    store.save(conversation)
+    return conversation.conversation_id
+
+
+def first_frames(runs: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-tui-") as folder:
+        root = Path(folder)
+        empty = root / "empty"
+        empty.mkdir()
+        spawn_first_frame("empty", empty, None)  # warm the file cache and bytecode
+        results = [spawn_first_frame("empty", empty, None) for _ in range(runs)]
+        times = [seconds for seconds, _ in results]
+        inside = [facts["in_process"] for _, facts in results]
+        emit("first_frame_empty", seconds_median=round(statistics.median(times), 3), seconds_max=round(max(times), 3),
+             in_process_median=round(statistics.median(inside), 3), runs=runs, target_seconds=0.5,
+             ok=statistics.median(times) <= 0.5)
+
+        big = root / "big"
+        big.mkdir()
+        conversation_id = big_session(big)
+        size = (big / ".xun" / "sessions" / f"{conversation_id}.json").stat().st_size
+        spawn_first_frame("big", big, conversation_id)
+        results = [spawn_first_frame("big", big, conversation_id) for _ in range(runs)]
+        times = [seconds for seconds, _ in results]
+        inside = [facts["in_process"] for _, facts in results]
+        facts = results[-1][1]
+        emit("first_frame_2000", seconds_median=round(statistics.median(times), 3), seconds_max=round(max(times), 3),
+             in_process_median=round(statistics.median(inside), 3), runs=runs, messages=facts["messages"], blocks_mounted=facts["blocks"], session_bytes=size,
+             target_seconds=1.0, ok=statistics.median(times) <= 1.0)
+
+
+# ----------------------------------------------------------------------------------------- latency
+
+
+async def key_latency(keys: int) -> None:
+    from textual import events
+
+    from xun.launch import open_session
+    from xun.offline import OfflineServer
+    from xun.tui.app import XunApp
+
+    server = OfflineServer(tokens_per_second=500)
+    server.start()
+    with tempfile.TemporaryDirectory(prefix="bench-tui-") as folder:
+        session = open_session(folder, base_url=server.base_url, environ={})
+        app = XunApp(session)
+        frames: list[float] = []
+        watch_frames(app, lambda: frames.append(time.perf_counter()))
+        latencies: list[float] = []
+        try:
+            async with app.run_test(size=(120, 40)) as pilot:
+                app.prompt.load_text("write 20000 tokens")
+                await pilot.press("enter")
+                while app.chat.reply is None or len(app.chat.reply.text) < 200:
+                    await asyncio.sleep(0.01)
+                streamed_before = len(app.chat.reply.text)
+                started = time.perf_counter()
+                app.prompt.focus()
+                for n in range(keys):
+                    char = "abcdefghijklmnopqrstuvwxyz"[n % 26]
+                    typed = len(app.prompt.text)
+                    posted = time.perf_counter()
+                    app.post_message(events.Key(char, char))
+                    while len(app.prompt.text) == typed:
+                        await asyncio.sleep(0)
+                    in_prompt = time.perf_counter()
+                    while not frames or frames[-1] < in_prompt:
+                        await asyncio.sleep(0)
+                    latencies.append(frames[-1] - posted)
+                    await asyncio.sleep(max(0.0, 0.05 - (time.perf_counter() - posted)))
+                elapsed = time.perf_counter() - started
+                streamed = len(app.chat.reply.text) - streamed_before if app.chat.reply else 0
+                still_streaming = app.busy == "turn"
+                app.action_cancel_turn()
+                await pilot.pause(0.2)
+        finally:
+            session.close()
+            server.stop()
+    ordered = sorted(latencies)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    emit("key_latency_streaming", keys=keys, ms_median=round(1000 * statistics.median(ordered), 2),
+         ms_p95=round(1000 * p95, 2), ms_max=round(1000 * ordered[-1], 2),
+         stream_tokens_per_second=round(streamed / 4 / elapsed, 1), still_streaming=still_streaming,
+         target_ms=50, ok=p95 <= 0.05)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--keys", type=int, default=100)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", help=argparse.SUPPRESS)
+    parser.add_argument("--resume", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.workdir, args.resume)
+        return
+    first_frames(args.runs)
+    asyncio.run(key_latency(args.keys))
+
+
+if __name__ == "__main__":
+    main()
