@@ -10,7 +10,7 @@ from xun.tui.app import XunApp
 from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.tool_block import ToolBlock
 
-from .helpers import finish, of_type, submit, turn
+from .helpers import finish, of_type, submit, turn, wait_until
 
 BIG = "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(40))
 
@@ -133,3 +133,40 @@ async def test_automatic_compaction_inside_a_turn_shows_in_the_log(offline_serve
         assert ("summary", "auto") in kinds
         assert app.chat.query(SummaryDivider)
         assert app.gauge.threshold == 1500
+
+
+async def test_ask_mode_asks_before_an_automatic_summary(offline_server, session_factory, tmp_path: Path):
+    from xun.tui.screens.consent import ConsentScreen
+
+    names = write_files(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.mode=ask", "auto_compact.token_threshold=1500",
+                                 "auto_compact.summary_keep_max=4"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await turn(pilot, f"read {names[0]}")
+        assert app.conversation.total_tokens > 1500, "the next model call is over the threshold"
+        await submit(pilot, f"read {names[1]}")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        assert ("skipped", "auto") in [(e.kind, e.trigger) for e in app.log_pane.entries]
+        assert not app.conversation.summarizations
+
+        await submit(pilot, "hello")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question again")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.finished_work == 3, what="the turn")
+        assert ("summary", "auto") in [(e.kind, e.trigger) for e in app.log_pane.entries]
+        assert app.chat.query(SummaryDivider).last().state == "done"
+
+
+async def test_an_overflow_becomes_an_emergency_summary(offline_server_factory, session_factory, tmp_path: Path):
+    server = offline_server_factory(context_window=3000)
+    names = write_files(tmp_path, 4)
+    # the app does not know the server's window, so the threshold never triggers: the server refuses first
+    app = XunApp(session_factory(server, "auto_compact.summary_keep_max=4"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await read_all(pilot, names)
+        kinds = [e.kind for e in app.log_pane.entries]
+        assert "emergency" in kinds
+        assert app.chat.query(SummaryDivider)
+        assert any("too long" in n.text for n in app.chat.query("NoticeBlock"))

@@ -5,25 +5,30 @@ Importing this package is cheap: Textual is imported only when the app is built.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from textual.pilot import Pilot
+
     from xun.launch import Session
     from xun.tui.app import XunApp
 
 __all__ = ["XunApp", "run"]
 
 
-def run(session: Session, *, headless: bool = False, size: tuple[int, int] | None = None) -> int:
+def run(session: Session, *, headless: bool = False, size: tuple[int, int] | None = None,
+        auto_pilot: Callable[[Pilot[Any]], Awaitable[None]] | None = None) -> int:
     """Run the app on `session` until the user quits; the session is saved on the way out.
 
     Returns the exit code (0 after a normal quit). Closing the session (and its offline server) is left
-    to the caller, who opened it."""
+    to the caller, who opened it. `headless`, `size` and `auto_pilot` are Textual's `App.run` options
+    (for tests and demos: the pilot drives the app)."""
     from xun.tui.app import XunApp
 
     app = XunApp(session)
     try:
-        result = app.run(headless=headless, size=size)
+        result = app.run(headless=headless, size=size, auto_pilot=auto_pilot)
     finally:
         try:  # the app saves on quit; this also covers a crash, and costs one write when it did
             app.save_now()

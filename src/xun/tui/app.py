@@ -98,6 +98,8 @@ class XunApp(App[int], inherit_bindings=False):
         self._last_ctrl_c = 0.0
         self._pending_divider: SummaryDivider | None = None
         self._pending_focus: str | None = None
+        self._consent_declined = False
+        """"Not now" to an automatic summary holds for the rest of the turn (the engine asks before every call)."""
         self._open_asks: list[ModalScreen[Any]] = []
         self.saved = False
         self.last_saved_path: Path | None = None
@@ -594,6 +596,7 @@ class XunApp(App[int], inherit_bindings=False):
     # --------------------------------------------------------------------------- engine messages
 
     def on_turn_began(self, message: m.TurnBegan) -> None:
+        self._consent_declined = False
         self.gauge.reset_stream()
         self.header.status = "thinking…"
 
@@ -762,6 +765,9 @@ class XunApp(App[int], inherit_bindings=False):
         from xun.tui.screens.consent import ConsentScreen
 
         answer = message.answer
+        if self._consent_declined:
+            answer.set_result(False)
+            return
         c = self.conversation
         screen = ConsentScreen(f"{tokens(c.total_tokens)} / {tokens(self.agent.threshold)}",
                                self.session.config.auto_compact.ask_timeout)
@@ -771,6 +777,7 @@ class XunApp(App[int], inherit_bindings=False):
                 self._open_asks.remove(screen)
             if not answer.done():
                 answer.set_result(bool(yes))
+                self._consent_declined = not yes
 
         self._open_asks.append(screen)
         answer.add_done_callback(lambda _f: self._close_ask(screen))
