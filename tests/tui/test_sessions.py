@@ -145,7 +145,7 @@ async def test_scrolling_up_reaches_the_first_message(offline_server, session_fa
         while chat.query(EarlierMarker):
             count = len(chat.children)
             chat.scroll_to(y=0, animate=False, immediate=True)
-            await wait_until(pilot, lambda: len(chat.children) != count, what="an older page")
+            await wait_until(pilot, lambda count=count: len(chat.children) != count, what="an older page")
             chat.scroll_end(animate=False, immediate=True)
             await pilot.pause()
             pages += 1

@@ -89,8 +89,7 @@ def test_near_the_threshold(snap_compare, snapshot_app, size):
         await read_parts(pilot, 2)
         await turn(pilot, "read settings.json")
         assert app.gauge.zone == "warning", app.gauge.figures_text()
-        assert app.gauge.figures_text().endswith("/ 3.2k ({}%) · window 4k".format(
-            round(100 * app.gauge.now / 3200)))
+        assert app.gauge.figures_text().endswith(f"/ 3.2k ({round(100 * app.gauge.now / 3200)}%) · window 4k")
         assert not app.log_pane.entries
         settle(app)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from textual.app import App, ComposeResult
@@ -30,7 +32,7 @@ from .helpers import wait_until
 class Host(App[None]):
     """Mounts one widget with the app's style sheet."""
 
-    CSS_PATH = [styles_dir() / "xun.tcss"]
+    CSS_PATH: ClassVar[list[str | Path]] = [styles_dir() / "xun.tcss"]
 
     def __init__(self, widget: Widget) -> None:
         super().__init__()

@@ -8,6 +8,7 @@ update the panes. Nothing a worker runs touches a widget.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import time
 from collections.abc import Iterable
@@ -68,7 +69,7 @@ class XunApp(App[int], inherit_bindings=False):
     """`XunApp(session)`; `presentation=Presentation.fixed()` makes screenshots repeatable."""
 
     TITLE = "xun"
-    CSS_PATH = [styles_dir() / "xun.tcss"]
+    CSS_PATH: ClassVar[list[str | Path]] = [styles_dir() / "xun.tcss"]
     AUTO_FOCUS = "#prompt"
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -109,7 +110,7 @@ class XunApp(App[int], inherit_bindings=False):
     # ------------------------------------------------------------------------------ properties
 
     @property
-    def agent(self):  # noqa: ANN201 - xun.agent.Agent
+    def agent(self):
         return self.session.agent
 
     @property
@@ -191,7 +192,7 @@ class XunApp(App[int], inherit_bindings=False):
         """After the first frame: a resumed session parses its archive of originals only now."""
         try:
             records = list(self.conversation.compacted_toolcalls.values())
-        except Exception as exc:  # a damaged archive line: say so, keep the rest of the app working
+        except Exception as exc:  # noqa: BLE001 - a damaged archive line: say so, keep the rest working
             self.notify(f"the reclaimed results could not be read: {exc}", severity="error")
             records = []
         self.recoverable.load(records)
@@ -227,9 +228,7 @@ class XunApp(App[int], inherit_bindings=False):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in AGENT_ACTIONS and isinstance(self.screen, ModalScreen):
             return False
-        if action == "cancel_turn" and self.busy is None:
-            return False
-        return True
+        return not (action == "cancel_turn" and self.busy is None)
 
     def binding_rows(self) -> list[tuple[str, str]]:
         keymap = getattr(self, "_keymap", {}) or {}
@@ -359,10 +358,10 @@ class XunApp(App[int], inherit_bindings=False):
         archive = c.compacted_toolcalls
         lines = [
             f"reported {tokens(c.total_tokens)} (last model call) · estimate {tokens(c.estimated_tokens())} now",
-            f"threshold {tokens(threshold)} ({source}) · window {tokens(window) if window else 'unknown'}"
-            f" · {percent(c.estimated_tokens(), threshold)}% of the threshold",
-            f"{len(c.messages):,} messages · {len(archive)} reclaimed results · {len(c.summarizations)} summaries"
-            f" · {c.tokens_per_char:.3f} tokens per char",
+            (f"threshold {tokens(threshold)} ({source}) · window {tokens(window) if window else 'unknown'}"
+             f" · {percent(c.estimated_tokens(), threshold)}% of the threshold"),
+            (f"{len(c.messages):,} messages · {len(archive)} reclaimed results · {len(c.summarizations)} summaries"
+             f" · {c.tokens_per_char:.3f} tokens per char"),
         ]
         await self.chat.add_notice("info", "\n  ".join(lines))
 
@@ -558,10 +557,8 @@ class XunApp(App[int], inherit_bindings=False):
         """Wait for a save in progress: nothing may change the conversation while it is written."""
         for worker in list(self.workers):
             if worker.group == "save" and worker.is_running:
-                try:
+                with contextlib.suppress(Exception):  # a failed save was reported by the worker itself
                     await worker.wait()
-                except Exception:  # the failure was reported by the worker itself
-                    pass
 
     def on_ready(self) -> None:
         self.call_after_refresh(self._freeze_heap)
@@ -583,10 +580,8 @@ class XunApp(App[int], inherit_bindings=False):
         client = getattr(self.agent, "_client", None)
         if client is not None:
             self.agent._client = None
-            try:
+            with contextlib.suppress(Exception):  # closing a client that already failed must not stop the exit
                 await client.close()
-            except Exception:  # noqa: BLE001 - closing a client that already failed must not stop the exit
-                pass
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
@@ -826,7 +821,7 @@ class XunApp(App[int], inherit_bindings=False):
         try:
             await asyncio.to_thread(self.save_now)
             conversation = self.session.store.load(message.conversation_id)
-        except Exception as exc:  # unreadable file, bad id: say so and stay
+        except Exception as exc:  # noqa: BLE001 - unreadable file, bad id: say so and stay
             self.notify(f"could not open session {message.conversation_id}: {exc}", severity="error")
             return
         self.agent.conversation = conversation

@@ -8,7 +8,13 @@ from pathlib import Path
 
 from xun.atomic import write_text_atomic
 from xun.conversation import Conversation
-from xun.tui.transcript import AssistantItem, SummaryItem, ToolItem, UserItem, transcript
+from xun.tui.transcript import (
+    AssistantItem,
+    SummaryItem,
+    ToolItem,
+    UserItem,
+    transcript,
+)
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 HTML_SUFFIXES = (".html", ".htm")

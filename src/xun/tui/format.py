@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-def tokens(count: int | float | None) -> str:
+def tokens(count: float | None) -> str:
     """`886`, `12.4k`, `192k`, `1.2M`; an em dash for an unknown count."""
     if count is None:
         return "—"

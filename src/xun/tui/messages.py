@@ -21,7 +21,6 @@ from textual.message import Message
 from xun import events
 from xun.tools import ConfirmationRequest, Decision
 
-
 # ------------------------------------------------------------------------------------------ a turn
 
 

@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xun.conversation import Conversation
-from xun.conversation_message import RawOpenAIMessage, SystemPrompt, UserMessage, content_text
+from xun.conversation_message import (
+    RawOpenAIMessage,
+    SystemPrompt,
+    UserMessage,
+    content_text,
+)
 
 PLACEHOLDER_HEAD = "[Compacted, ID: "
 

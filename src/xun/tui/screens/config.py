@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
@@ -26,7 +28,7 @@ def shown_value(value: object) -> str:
 
 
 class ConfigScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q", "dismiss(None)", "Close", id="config.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Close", id="config.close")]
 
     def __init__(self, items: list[ConfigItem]) -> None:
         super().__init__(id="config")

@@ -4,19 +4,19 @@ or preview), and the answer: allow once, allow for this session, or deny."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
-from textual.content import Content
-from textual.highlight import highlight
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.highlight import highlight
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from xun.tools import ConfirmationRequest, Decision
-
 
 DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "$text-accent"), ("+", "$text-success"), ("-", "$text-error"))
 
@@ -51,7 +51,7 @@ def preview_renderable(request: ConfirmationRequest) -> Content:
 
 
 class ConfirmScreen(ModalScreen[Decision]):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a,y", "answer('allow_once')", "Allow once", id="confirm.allow_once"),
         Binding("s", "answer('allow_session')", "Allow for this session", id="confirm.allow_session"),
         Binding("d,n,escape", "answer('deny')", "Deny", id="confirm.deny"),

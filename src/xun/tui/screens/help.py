@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,f1,q", "dismiss(None)", "Close", id="help.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss(None)", "Close", id="help.close")]
 
     def __init__(self, sections: list[tuple[str, list[tuple[str, str]]]]) -> None:
         super().__init__(id="help")

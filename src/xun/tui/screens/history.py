@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import RichLog
@@ -13,7 +15,7 @@ ROLE_STYLES = {"system": "bold magenta", "user": "bold green", "assistant": "bol
 
 
 class HistoryScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q", "dismiss(None)", "Close", id="history.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Close", id="history.close")]
 
     def __init__(self, records: list[dict[str, str]], subtitle: str) -> None:
         super().__init__(id="history")

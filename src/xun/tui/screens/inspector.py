@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
-from textual.content import Content
-from textual.highlight import highlight
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.highlight import highlight
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
@@ -64,7 +65,7 @@ def suggested_name(record: ReclaimedToolResult, language: str | None) -> str:
 class InspectorScreen(ModalScreen[str | None]):
     """Dismisses with "restore" when the user asks to restore the result, else None."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", id="inspector.close"),
         Binding("c", "copy", "Copy", id="inspector.copy"),
         Binding("s", "save", "Save to file", id="inspector.save"),

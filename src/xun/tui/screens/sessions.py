@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
@@ -19,7 +20,7 @@ from xun.tui.format import tokens
 class SessionsScreen(ModalScreen[str | None]):
     """Dismisses with the chosen conversation id (None to stay)."""
 
-    BINDINGS = [Binding("escape,q", "dismiss(None)", "Close", id="sessions.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Close", id="sessions.close")]
 
     def __init__(self, sessions: list[SessionInfo], current: str, clock: Callable[[float], str]) -> None:
         super().__init__(id="sessions")

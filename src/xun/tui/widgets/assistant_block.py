@@ -10,7 +10,6 @@ from textual.widgets.markdown import MarkdownStream
 
 from xun.tui.widgets.reasoning_block import ReasoningBlock
 
-
 FLUSH_EVERY = 0.1
 """Seconds between Markdown updates while a reply streams. Each update re-renders the paragraph being
 written, so updating at every delta (hundreds a second) would starve the keyboard; the first fragment
