@@ -27,7 +27,7 @@ EXIT_INTERRUPTED = 130
 LATEST = ""
 """`--resume` with no id: the newest session (the same value as `xun.launch.LATEST`)."""
 
-COMMANDS = ("run", "sessions", "history", "compact", "config", "offline-server")
+COMMANDS = ("run", "sessions", "history", "compact", "config", "serve", "offline-server")
 
 EXIT_CODES_HELP = """\
 exit status:
@@ -200,6 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--project", action="store_true", help="print only the project file's path")
     _add_global_options(path, top=False)
 
+    serve = command("serve", "serve the full-screen app in a web browser (textual-serve)",
+                    "Serve the full-screen app over HTTP on loopback and print its URL: every browser tab that\n"
+                    "opens it runs its own app, with the global options given here. Ctrl+C stops the server\n"
+                    "(the apps quit and save their sessions first). The app runs commands and writes files, so\n"
+                    "a --host that is not a loopback address needs --public too.")
+    serve.add_argument("--host", default="127.0.0.1", metavar="HOST", help="the address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=_positive_int, default=8000, metavar="PORT", help="the port (default 8000)")
+    serve.add_argument("--public", action="store_true", help="allow a --host that other machines can reach")
+    serve.add_argument("--app-process", action="store_true", help=argparse.SUPPRESS)  # what each tab runs
+    _add_global_options(serve, top=False)
+
     # The offline server parses its own options (`xun offline-server --help`), so they pass through.
     commands.add_parser(
         "offline-server",
@@ -303,6 +314,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         from xun.commands import history as module  # type: ignore[no-redef]
     elif name == "compact":
         from xun.commands import compact as module  # type: ignore[no-redef]
+    elif name == "serve":
+        from xun.commands import serve as module  # type: ignore[no-redef]
     else:
         from xun.commands import tui as module  # type: ignore[no-redef]
     return int(module.main(args))
