@@ -102,6 +102,7 @@ async def test_tokens_history_config_and_help(offline_server, session_factory):
         await submit(pilot, "/history")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
         assert len(app.screen.records) == len(app.conversation.messages)
+        assert [r["role"] for r in app.screen.records] == [msg.role for msg in app.conversation.messages]
         assert app.screen.query_one(RichLog).lines
         await pilot.press("escape")
 
@@ -122,6 +123,19 @@ async def test_tokens_history_config_and_help(offline_server, session_factory):
         await pilot.press("escape")
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
+
+
+async def test_history_shows_tool_calls_and_their_results(offline_server, session_factory, tmp_path: Path):
+    (tmp_path / "a.txt").write_text("alpha\tbeta\n")
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await turn(pilot, "read a.txt")
+        records = app.history_records()
+        call = next(r for r in records if r["role"] == "assistant" and "→ calls read_file" in r["content"])
+        call_id = call["content"].rsplit("(id ", 1)[1].rstrip(")")
+        result = next(r for r in records if r["role"] == "tool")
+        assert result["content"].startswith(f"(result of {call_id})\n")
+        assert "alpha   beta" in result["content"] and "\t" not in result["content"]
 
 
 async def test_render_writes_markdown_and_html(offline_server, session_factory, tmp_path: Path):

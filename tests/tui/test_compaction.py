@@ -170,3 +170,21 @@ async def test_an_overflow_becomes_an_emergency_summary(offline_server_factory, 
         assert "emergency" in kinds
         assert app.chat.query(SummaryDivider)
         assert any("too long" in n.text for n in app.chat.query("NoticeBlock"))
+
+
+async def test_escape_cancels_a_summary_and_nothing_changes(offline_server_factory, session_factory, tmp_path: Path):
+    server = offline_server_factory(faults="slow:0.2@5")  # requests 1-4 are the two turns; 5 is the summary
+    names = write_files(tmp_path, 2)
+    app = XunApp(session_factory(server, "auto_compact.summary_keep_max=2"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await read_all(pilot, names)
+        messages = len(app.conversation.messages)
+        await pilot.press("f5")
+        await wait_until(pilot, lambda: app.chat.query(SummaryDivider), what="the summary to start")
+        assert app.busy == "compact" and app.check_action("cancel_turn", ()) is True
+        await finish(pilot, lambda: pilot.press("escape"))
+        divider = app.chat.query_one(SummaryDivider)
+        assert divider.state == "cancelled" and "nothing changed" in divider.text
+        assert len(app.conversation.messages) == messages and not app.conversation.summarizations
+        assert not app.log_pane.entries
+        await turn(pilot, "hello")  # the app goes on

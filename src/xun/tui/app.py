@@ -34,7 +34,7 @@ from xun.tools import Decision
 from xun.tui import messages as m
 from xun.tui.bridge import EventBridge
 from xun.tui.commands import SLASH_COMMANDS, UnknownCommand, parse
-from xun.tui.format import Presentation, percent, shown_path, tokens
+from xun.tui.format import Presentation, one_line, percent, shown_path, tokens
 from xun.tui.transcript import PLACEHOLDER_HEAD, transcript
 from xun.tui.widgets.chat_view import ChatView
 from xun.tui.widgets.command_menu import CommandMenu
@@ -325,12 +325,32 @@ class XunApp(App[int], inherit_bindings=False):
         self.exit(0)
 
     def action_history(self) -> None:
-        conversation = self.conversation
         from xun.tui.screens.history import HistoryScreen
 
-        records = conversation.to_history(truncate=True)
+        conversation = self.conversation
+        records = self.history_records()
         subtitle = f"~{tokens(conversation.estimated_tokens())} tokens · esc close"
         self.push_screen(HistoryScreen(records, subtitle))
+
+    def history_records(self) -> list[dict[str, str]]:
+        """What the model is sent, one record per message: the text (cut at 1,000 characters, tabs
+        expanded), the tool calls of assistant messages, and the call id of each tool result."""
+        conversation = self.conversation
+        records = conversation.to_history(truncate=True)
+        for record, message in zip(records, conversation.messages, strict=False):
+            text = record["content"].expandtabs(4)
+            raw = getattr(message, "raw", None)
+            if isinstance(raw, dict) and raw.get("role") == "tool":
+                text = f"(result of {raw.get('tool_call_id', '')})\n{text}"
+            elif isinstance(raw, dict):
+                calls = [
+                    f"→ calls {(call.get('function') or {}).get('name', '?')} "
+                    f"{one_line(str((call.get('function') or {}).get('arguments', '')), 200)} (id {call.get('id', '')})"
+                    for call in raw.get("tool_calls") or ()
+                ]
+                text = "\n".join(([text] if text else []) + calls)
+            record["content"] = text
+        return records
 
     def action_sessions(self) -> None:
         from xun.tui.screens.sessions import SessionsScreen
@@ -340,7 +360,7 @@ class XunApp(App[int], inherit_bindings=False):
                 self.post_message(m.SwitchSession(conversation_id))
 
         self.push_screen(SessionsScreen(self.session.store.list(), self.conversation.conversation_id,
-                                        self.presentation.clock), chosen)
+                                        self.presentation.moment), chosen)
 
     def action_config(self) -> None:
         from xun.tui.screens.config import ConfigScreen

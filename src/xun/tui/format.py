@@ -40,6 +40,11 @@ def local_clock(timestamp: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(timestamp))
 
 
+def local_moment(timestamp: float) -> str:
+    """Date and time (local) for things that may be days old, such as saved sessions."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
 def short_duration(seconds: float) -> str:
     """`3 ms`, `1.4 s`, `2 m 05 s`."""
     if seconds < 1:
@@ -76,9 +81,11 @@ class Presentation:
     whether cursors blink. `Presentation.fixed()` makes screenshots the same on every run."""
 
     clock: Callable[[float], str] = local_clock
+    moment: Callable[[float], str] = local_moment
     duration: Callable[[float], str] = short_duration
     cursor_blink: bool = True
 
     @classmethod
     def fixed(cls) -> Presentation:
-        return cls(clock=lambda _t: "12:00:00", duration=lambda _s: "5 ms", cursor_blink=False)
+        return cls(clock=lambda _t: "12:00:00", moment=lambda _t: "2026-01-01 12:00", duration=lambda _s: "5 ms",
+                   cursor_blink=False)
