@@ -211,6 +211,10 @@ class XunApp(App[int], inherit_bindings=False):
 
     def _refresh_gauge(self) -> None:
         conversation = self.conversation
+        count = len(conversation.messages)
+        summaries = len(conversation.summarizations)
+        self.chat.border_subtitle = f"{count:,} message{'s' if count != 1 else ''} in the context" + (
+            f" · {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else "")
         self.gauge.set_figures(
             reported=conversation.total_tokens,
             estimate=conversation.estimated_tokens(),
