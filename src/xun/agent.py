@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import math
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -112,6 +113,21 @@ def _classify(exc: BaseException) -> Exception:
     if name.startswith(("httpx", "httpcore", "h11", "anyio")) or isinstance(exc, (ConnectionError, TimeoutError)):
         return TransientServerError(f"{type(exc).__name__}: {exc}")
     return exc  # type: ignore[return-value]
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked to wait (`retry-after-ms` or a `Retry-After` in seconds), if it did."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            seconds = float(headers.get(name)) * scale
+        except (TypeError, ValueError):  # absent, or an HTTP date (not worth parsing for a capped wait)
+            continue
+        if seconds >= 0 and math.isfinite(seconds):
+            return seconds
+    return None
 
 
 class Agent:
@@ -410,7 +426,7 @@ class Agent:
                     done = "after an emergency summary" if compacted_for_overflow else "and automatic compaction is off"
                     raise RuntimeError(f"the context is too long for the model {done}: {exc}") from None
                 if isinstance(exc, TransientServerError) and attempt < attempts:
-                    delay = self.config.retry.delay(attempt)
+                    delay = self.config.retry.delay(attempt, asked=_retry_after(raw_exc))
                     await self.emit(Retry(attempt=attempt, attempts=attempts, delay=round(delay, 3), reason=str(exc)))
                     await asyncio.sleep(delay)
                     continue

@@ -296,12 +296,16 @@ class RetrySettings(_Section):
             raise ValueError(f"a number >= retry.backoff_base ({base})")
         return value
 
-    def delay(self, retry_number: int, rand: Callable[[], float] = random.random) -> float:
+    def delay(self, retry_number: int, rand: Callable[[], float] = random.random, asked: float | None = None) -> float:
         """Seconds to sleep before retry `retry_number` (1-based): capped exponential, with jitter so
-        clients that failed together do not retry together."""
+        clients that failed together do not retry together. `asked` is the server's Retry-After: the
+        wait is at least that, still never above backoff_max."""
         exponent = min(max(retry_number, 1) - 1, 60)
         ceiling = min(self.backoff_max, self.backoff_base * (2**exponent))
-        return ceiling * (0.5 + 0.5 * rand())
+        delay = ceiling * (0.5 + 0.5 * rand())
+        if asked is not None and asked > delay:
+            delay = min(asked, self.backoff_max)
+        return delay
 
 
 class ToolSettings(_Section):
