@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,7 +27,8 @@ from xun.tui.widgets.tool_block import ToolBlock
 from .helpers import finish, submit, turn, wait_until
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
-WORK_ROOT = Path(tempfile.gettempdir()) / "xun-snapshots"
+WORK_ROOT = Path("/tmp/xun-snapshots")
+"""Fixed, not `tempfile.gettempdir()`: the confirmation shows the absolute path, and TMPDIR varies."""
 LINES = "".join(f"{i:03d} the context fills up one tool result at a time\n" for i in range(36))
 SETTINGS = {"name": "xun", "threshold": 3200, "zones": ["calm", "warning", "alarm"], "keep": [12, 16]}
 
@@ -37,8 +37,8 @@ SETTINGS = {"name": "xun", "threshold": 3200, "zones": ["calm", "warning", "alar
 def snapshot_app() -> Iterator[Callable[..., XunApp]]:
     opened: list[Session] = []
 
-    def make(name: str, *overrides: str) -> XunApp:
-        workdir = WORK_ROOT / name
+    def make(name: str, size: tuple[int, int], *overrides: str) -> XunApp:
+        workdir = WORK_ROOT / f"{name}-{size[0]}x{size[1]}"
         shutil.rmtree(workdir, ignore_errors=True)
         workdir.mkdir(parents=True)
         (workdir / "settings.json").write_text(json.dumps(SETTINGS, indent=2))
@@ -67,7 +67,7 @@ async def read_parts(pilot, count: int = 3) -> None:
 
 @pytest.mark.parametrize("size", SIZES)
 def test_empty_start(snap_compare, snapshot_app, size):
-    app = snapshot_app("empty")
+    app = snapshot_app("empty", size)
 
     async def run_before(pilot) -> None:
         await pilot.pause()
@@ -82,7 +82,7 @@ def test_empty_start(snap_compare, snapshot_app, size):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_near_the_threshold(snap_compare, snapshot_app, size):
-    app = snapshot_app("near", "model.context_window=4000")
+    app = snapshot_app("near", size, "model.context_window=4000")
 
     async def run_before(pilot) -> None:
         await pilot.pause()
@@ -98,7 +98,7 @@ def test_near_the_threshold(snap_compare, snapshot_app, size):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_after_a_reclaim(snap_compare, snapshot_app, size):
-    app = snapshot_app("reclaim", "auto_compact.toolcall_keep_max=1")
+    app = snapshot_app("reclaim", size, "auto_compact.toolcall_keep_max=1")
 
     async def run_before(pilot) -> None:
         await pilot.pause()
@@ -116,7 +116,7 @@ def test_after_a_reclaim(snap_compare, snapshot_app, size):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_the_inspector(snap_compare, snapshot_app, size):
-    app = snapshot_app("inspector", "auto_compact.toolcall_keep_max=1")
+    app = snapshot_app("inspector", size, "auto_compact.toolcall_keep_max=1")
 
     async def run_before(pilot) -> None:
         await pilot.pause()
@@ -134,7 +134,7 @@ def test_the_inspector(snap_compare, snapshot_app, size):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_after_a_summary(snap_compare, snapshot_app, size):
-    app = snapshot_app("summary", "auto_compact.summary_keep_max=4")
+    app = snapshot_app("summary", size, "auto_compact.summary_keep_max=4")
 
     async def run_before(pilot) -> None:
         await pilot.pause()
@@ -151,7 +151,7 @@ def test_after_a_summary(snap_compare, snapshot_app, size):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_the_confirmation_modal(snap_compare, snapshot_app, size):
-    app = snapshot_app("confirm")
+    app = snapshot_app("confirm", size)
 
     async def run_before(pilot) -> None:
         await pilot.pause()
@@ -166,7 +166,7 @@ def test_the_confirmation_modal(snap_compare, snapshot_app, size):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_the_help_screen(snap_compare, snapshot_app, size):
-    app = snapshot_app("help")
+    app = snapshot_app("help", size)
 
     async def run_before(pilot) -> None:
         await pilot.pause()
