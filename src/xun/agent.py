@@ -159,6 +159,7 @@ class Agent:
         self._client = client
         self.last_error: str | None = None
         self.reads_project_instructions = True
+        self._shares_client = False  # set by inherit: a helper never closes its parent's client
         self.offline = False
         """Talking to the offline demo server: the user's API key is not sent to it."""
 
@@ -209,9 +210,20 @@ class Agent:
             environ=agent.environ,
             client=agent.client(),
         )
+        child._shares_client = True
         child.reads_project_instructions = False  # the summarizer must not see AGENTS.md
         child.offline = agent.offline
         return child
+
+    def _schema_chars(self) -> int:
+        """Characters of the tool schemas a request carries (part of every reported prompt)."""
+        return len(json.dumps(self.toolbox.schemas(), ensure_ascii=False))
+
+    async def aclose(self) -> None:
+        """Close the HTTP client (front ends call this when they stop; a helper shares its parent's)."""
+        if self._client is not None and not self._shares_client:
+            await self._client.close()
+        self._client = None
 
     def client(self) -> Any:
         """The `openai.AsyncOpenAI` client, built on first use (the SDK is imported lazily)."""
@@ -252,11 +264,13 @@ class Agent:
     async def reclaim_tool_results(self, keep_max: int | None = None, trigger: str = "manual", tokens_before: int | None = None) -> ToolCallCompactResult:
         """Tier 1 now, reported as an event (also what `/compact toolcall` and F6 run)."""
         c = self.conversation
-        before = tokens_before if tokens_before is not None else (c.total_tokens if c.total_tokens is not None else c.estimated_tokens())
+        before = tokens_before if tokens_before is not None else c.estimated_tokens()
         result = c.compact_toolcall(keep_max=keep_max if keep_max is not None else self.config.auto_compact.toolcall_keep_max)
+        # the policy passes the trigger's figure and judges by the seed's estimate; by hand, the gauge's
+        after = round(before * (1 - result.reclaimed_fraction)) if tokens_before is not None else c.estimated_tokens()
         await self.emit(ToolResultsReclaimed(
             ids=result.reclaimed_ids, count=result.reclaimed_count, fraction=result.reclaimed_fraction,
-            tokens_before=before, tokens_after=round(before * (1 - result.reclaimed_fraction)), trigger=trigger,
+            tokens_before=before, tokens_after=after, trigger=trigger,
         ))
         for warning in c.take_history_warnings():  # the search index could not take the reclaimed results
             await self.emit(Warning(warning))
@@ -352,7 +366,7 @@ class Agent:
                 calls = [call for _, call in sorted(reply.calls.items())]
                 c.add_agent_message(reply.message())
                 if reply.usage is not None and getattr(reply.usage, "total_tokens", None) is not None:
-                    c.record_usage(int(reply.usage.total_tokens))
+                    c.record_usage(int(reply.usage.total_tokens), overhead_chars=self._schema_chars())
                 else:  # a server that reports no usage: the calibrated estimate stands in for it
                     c.record_usage(c.estimated_tokens())
                 await self.emit(AssistantMessage(content=reply.content, reasoning=reply.reasoning, tool_calls=len(calls)))

@@ -163,6 +163,9 @@ class Conversation:
         """The estimated length when `total_tokens` was reported, to estimate what was added since."""
         self.tokens_per_char = DEFAULT_TOKENS_PER_CHAR
         """Reported tokens per estimated character, from the last report (calibrates estimates)."""
+        self.overhead_chars = 0
+        """Characters a request carries besides the messages (tool schemas), at the last report."""
+        """Reported tokens per estimated character, from the last report (calibrates estimates)."""
         self.compaction_counter = CompactionCounter()
         self.offload_dir: Path | None = Path(offload_dir) if offload_dir is not None else None
         """Where summaries append the originals (`<id>.md`); None keeps them in the session instead."""
@@ -301,6 +304,8 @@ class Conversation:
             system = SystemPrompt(content=system.base_prompt, persist_sections=dict(system.persist_sections))
         self.messages = [system] if system else []
         self.total_tokens = None
+        self.usage_chars = None
+        self.overhead_chars = 0
         self.compaction_counter = CompactionCounter()
         if self.history_index is not None and len(self._reclaimed):
             self._history_warning(self.history_index.forget_reclaimed(self.conversation_id))
@@ -313,22 +318,27 @@ class Conversation:
         """Characters of content, text, reasoning and tool-call arguments, kept incrementally."""
         return self._messages.estimated_length()
 
-    def record_usage(self, total_tokens: int) -> None:
-        """Take the server's `usage.total_tokens` for the conversation as it stands now."""
+    def record_usage(self, total_tokens: int, overhead_chars: int = 0) -> None:
+        """Take the server's `usage.total_tokens` for the conversation as it stands now.
+
+        `overhead_chars` is what the request carried besides the messages (the tool schemas): counting
+        it keeps the tokens-per-character ratio true early in a session, when the schemas dominate.
+        """
         self.total_tokens = total_tokens
         chars = self.estimated_message_length()
         self.usage_chars = chars
-        if chars > 0:
+        self.overhead_chars = overhead_chars
+        if chars + overhead_chars > 0:
             low, high = TOKENS_PER_CHAR_RANGE
-            self.tokens_per_char = min(max(total_tokens / chars, low), high)
+            self.tokens_per_char = min(max(total_tokens / (chars + overhead_chars), low), high)
 
     def estimated_tokens(self) -> int:
         """Tokens now: the last reported total plus what was added (or removed) since, calibrated;
-        with no report since the last summary, the estimated length times the last ratio."""
+        with no report since the last summary, the estimated length (and overhead) times the last ratio."""
         chars = self.estimated_message_length()
         if self.total_tokens is not None and self.usage_chars is not None:
             return max(0, round(self.total_tokens + (chars - self.usage_chars) * self.tokens_per_char))
-        return round(chars * self.tokens_per_char)
+        return round((chars + self.overhead_chars) * self.tokens_per_char)
 
     @staticmethod
     def content_to_text(content: Any, truncate: bool = False) -> str:
@@ -587,7 +597,7 @@ class Conversation:
             "created_at": self.created_at,
             "updated_at": time.time(),
             "tokens_used": self.total_tokens,
-            "usage": {"chars": self.usage_chars, "tokens_per_char": self.tokens_per_char},
+            "usage": {"chars": self.usage_chars, "tokens_per_char": self.tokens_per_char, "overhead_chars": self.overhead_chars},
             "messages": [m.to_json() for m in self._messages],
             "compacted_toolcalls": self._reclaimed.summary(),
             "pinned_toolcalls": sorted(self._pinned),
@@ -742,6 +752,7 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
     usage = data.get("usage") or {}
     usage_chars = usage.get("chars") if isinstance(usage, dict) else None
     ratio = usage.get("tokens_per_char") if isinstance(usage, dict) else None
+    overhead = usage.get("overhead_chars", 0) if isinstance(usage, dict) else 0
     if usage_chars is not None and (not isinstance(usage_chars, int) or usage_chars < 0):
         raise fail(f"usage.chars should be a whole number or null, got {usage_chars!r}")
     if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0 < ratio <= 10:
@@ -753,6 +764,7 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
         "total_tokens": tokens,
         "usage_chars": usage_chars if tokens is not None else None,
         "tokens_per_char": float(ratio),
+        "overhead_chars": overhead if isinstance(overhead, int) and not isinstance(overhead, bool) and overhead >= 0 else 0,
         "compaction_counter": counter,
         "_reclaimed": reclaimed,
         "_pinned": set(pinned),

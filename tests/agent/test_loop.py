@@ -190,3 +190,16 @@ async def test_stream_iterates_the_events(offline_server, tmp_path):
     agent, rec = make_agent(offline_server, tmp_path)
     kinds = [event.type async for event in agent.stream("hello")]
     assert kinds[0] == "turn_started" and kinds[-1] == "turn_finished" and "text_delta" in kinds
+
+
+async def test_the_estimate_is_calibrated_without_the_tool_schemas(offline_server, tmp_path):
+    agent, rec = make_agent(offline_server, tmp_path)
+    await agent.run("hello")
+    reported = agent.conversation.total_tokens
+    agent.conversation.add_user_message("z" * 4000)
+    added = agent.conversation.estimated_tokens() - reported
+    assert 900 <= added <= 1100  # the offline tokenizer counts about four characters per token
+    path = tmp_path / "s.json"
+    agent.conversation.dump(path)
+    assert Conversation().load(path).estimated_tokens() == agent.conversation.estimated_tokens()
+    await agent.aclose()

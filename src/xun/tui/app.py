@@ -51,7 +51,7 @@ from xun.tui.widgets.welcome_block import WelcomeBlock
 QUIT_AGAIN_WITHIN = 2.0
 """Seconds within which a second Ctrl+C quits."""
 
-AGENT_ACTIONS = frozenset({"compact", "reclaim", "focus_recoverable", "cancel_turn"})
+AGENT_ACTIONS = frozenset({"compact", "reclaim", "focus_recoverable", "cancel_turn", "preview", "recall", "context"})
 """Actions that belong to the main screen (disabled while a modal is open)."""
 
 
@@ -78,8 +78,12 @@ class XunApp(App[int], inherit_bindings=False):
                 tooltip="Summarise older turns now (/compact)"),
         Binding("f6", "reclaim", "Reclaim", id="reclaim", priority=True,
                 tooltip="Reclaim old tool results now (/compact toolcall)"),
+        Binding("f7", "preview", "Preview", id="preview", priority=True,
+                tooltip="What a summary and a reclaim would do now (/compact preview)"),
         Binding("f8", "focus_recoverable", "Results", id="recoverable", priority=True,
                 tooltip="Focus the recoverable tool results; Enter opens one"),
+        Binding("f9", "recall", "Recall", id="recall", priority=True,
+                tooltip="Search what compaction took out of the context (/recall)"),
         Binding("escape", "cancel_turn", "Cancel", id="cancel", tooltip="Cancel the running turn"),
         Binding("ctrl+q", "quit_saving", "Quit", id="quit", priority=True, tooltip="Save the session and quit"),
         Binding("ctrl+c", "quit_twice", "Quit", id="quit_twice", show=False),
@@ -601,11 +605,8 @@ class XunApp(App[int], inherit_bindings=False):
         if getattr(self, "_heap_frozen", False):
             gc.unfreeze()  # what this app froze may be collected again once it is gone
             self._heap_frozen = False
-        client = getattr(self.agent, "_client", None)
-        if client is not None:
-            self.agent._client = None
-            with contextlib.suppress(Exception):  # closing a client that already failed must not stop the exit
-                await client.close()
+        with contextlib.suppress(Exception):  # closing a client that already failed must not stop the exit
+            await self.agent.aclose()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
