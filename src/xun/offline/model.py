@@ -12,6 +12,10 @@ in order:
 4. otherwise tool calls picked from the last user message's words, only among the tools offered
    ("search the history for X" and "read history entry N" call the history tools);
 5. otherwise a short text answer that says what this model is.
+
+Two phrases make it misbehave on purpose, for tests of how a client copes with a model's mistakes:
+"call the missing tool NAME" calls NAME with `{}` whether the request offers it or not, and "with broken
+arguments" cuts the JSON arguments of the tool calls it makes in half (so they are not valid JSON).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ MAX_LONG_REPLY_TOKENS = 1_000_000
 _FILLER_WORDS = ("the", "fox", "ran", "far", "and", "sat", "low", "now", "two", "owl", "saw", "one", "big", "red", "sun", "set")
 
 _COMPACTED_ID = re.compile(r"\[Compacted, ID: ([^\s.\]]+)")
+_MISSING_TOOL = re.compile(r"\bcall the missing tool `?([A-Za-z0-9_-]{1,64})`?", re.I)
+_BROKEN_ARGUMENTS = re.compile(r"\bwith broken arguments\b", re.I)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -577,6 +583,12 @@ def decide_reply(request: ChatRequest, with_reasoning: bool = False) -> Reply:
         note = "The tool results for this request are in; I answer from them and call nothing more."
         return _with_reasoning(Reply(FixedText(_answer_tool_results(tail))), note, with_reasoning)
 
+    missing = _MISSING_TOOL.search(user_text)
+    if missing:
+        call = PlannedToolCall(id=tool_call_id(request_fingerprint(request), 0), name=missing.group(1), arguments="{}")
+        note = f"Asked to misbehave: I call {call.name}, offered or not."
+        return _with_reasoning(Reply(tool_calls=[call]), note, with_reasoning)
+
     intents = plan_intents(user_text, messages)
     offered = request.offered_tool_names
     usable = [intent for intent in intents if intent.name in offered]
@@ -593,6 +605,9 @@ def decide_reply(request: ChatRequest, with_reasoning: bool = False) -> Reply:
             )
             for position, intent in enumerate(usable)
         ]
+        if _BROKEN_ARGUMENTS.search(user_text):
+            for call in calls:
+                call.arguments = call.arguments[: len(call.arguments) // 2]
         described = ", ".join(f"{call.name}({one_line(call.arguments)})" for call in calls)
         note = f"The last user message asks for {len(calls)} tool call{'s' if len(calls) != 1 else ''}: {described}."
         return _with_reasoning(Reply(tool_calls=calls), note, with_reasoning)
