@@ -16,6 +16,7 @@ import io
 import json
 import mimetypes
 import os
+import re
 import sys
 import time
 import uuid
@@ -53,6 +54,13 @@ PLACEHOLDER = (
     "with this ID or re-run the tool.]"
 )
 _PLACEHOLDER_HEAD = "[Compacted, ID: "
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def is_session_id(text: object) -> bool:
+    """Whether `text` can name the session's files (`<id>.json`, `<id>.md`): letters, digits, '_', '-'
+    and '.', no '..', so an id read from a file can never name a path outside its folder."""
+    return isinstance(text, str) and bool(_SESSION_ID.match(text)) and ".." not in text
 
 
 class StalePlanError(RuntimeError):
@@ -707,8 +715,8 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
     if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
         raise fail(f"tokens_used should be a whole number or null, got {tokens!r}")
     conversation_id = data.get("conversation_id") or uuid.uuid4().hex
-    if not isinstance(conversation_id, str):
-        raise fail("conversation_id should be a string")
+    if not is_session_id(conversation_id):
+        raise fail(f"conversation_id should be a file name (letters, digits, '_', '-', '.'), got {conversation_id!r}")
     reclaimed_head = data.get("compacted_toolcalls") or {}
     if not isinstance(reclaimed_head, dict):
         raise fail("compacted_toolcalls should be an object")

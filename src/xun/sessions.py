@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from xun import paths
-from xun.conversation import Conversation, SessionFormatError
+from xun.conversation import Conversation, SessionFormatError, is_session_id
 from xun.recall import HistoryIndex
-
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +27,7 @@ class SessionInfo:
 
 def check_session_id(conversation_id: str) -> str:
     """Refuse ids that could name a path outside the store (`../x`, `a/b`, empty)."""
-    if not _ID.match(conversation_id) or ".." in conversation_id:
+    if not is_session_id(conversation_id):
         raise ValueError(f"{conversation_id!r} is not a valid session id (letters, digits, '_', '-', '.')")
     return conversation_id
 
@@ -109,6 +106,8 @@ def _read_info(path: Path) -> SessionInfo:
             raise SessionFormatError(path, f"not valid JSON ({exc})") from None
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             raise SessionFormatError(path, "not a xun session")
+    if data.get("conversation_id") and not is_session_id(data["conversation_id"]):
+        raise SessionFormatError(path, f"conversation_id {data['conversation_id']!r} is not a file name")
     counter = data.get("compaction") if isinstance(data.get("compaction"), dict) else {}
     reclaimed = data.get("compacted_toolcalls") if isinstance(data.get("compacted_toolcalls"), dict) else {}
     updated = data.get("updated_at")
