@@ -674,12 +674,14 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError]) -> list[Message]:
-    """Typed messages from their stored forms; assistant and tool messages (most of them) inline."""
+    """Typed messages from their stored forms; tool results and plain replies (most of them) inline,
+    messages with tool calls through `message_from_json`, which checks the calls."""
     raw_class = RawOpenAIMessage
     try:
         return [
-            raw_class(m["raw"])
-            if m.__class__ is dict and m.get("kind") == "raw" and m["raw"].__class__ is dict and "role" in m["raw"]
+            raw_class(raw)
+            if m.__class__ is dict and m.get("kind") == "raw" and (raw := m["raw"]).__class__ is dict
+            and raw.get("role").__class__ is str and "tool_calls" not in raw and raw.get("tool_call_id", "").__class__ is str
             else message_from_json(m)
             for m in items
         ]
@@ -729,8 +731,13 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
     except ValueError as exc:
         raise fail(str(exc)) from None
     events: list[SummarizationEvent] = []
-    for i, event in enumerate(data.get("summarizations") or []):
+    summarizations = data.get("summarizations") or []
+    if not isinstance(summarizations, list):
+        raise fail("summarizations should be a list of objects")
+    for i, event in enumerate(summarizations):
         try:
+            if not all(isinstance(event.get(key), (str, type(None))) for key in ("file_path", "warning")):
+                raise TypeError("file_path and warning should be text or null")
             events.append(
                 SummarizationEvent(
                     cutoff_index=int(event["cutoff_index"]),

@@ -220,7 +220,29 @@ def _from_openai_dict(data: dict[str, Any]) -> Message:
             ]
             return UserMessage(text="\n".join(texts), images=images)
         return UserMessage(text=content_text(content))
-    return RawOpenAIMessage(raw=dict(data))
+    return RawOpenAIMessage(raw=check_raw(dict(data)))
+
+
+def check_raw(raw: dict[str, Any]) -> dict[str, Any]:
+    """The fields of an assistant or tool param that compaction, the offload log and the next request
+    rely on: `tool_calls` a list of objects with a `function` object whose name and arguments are text,
+    `tool_call_id` text. Raises MessageFormatError; returns `raw` unchanged."""
+    calls = raw.get("tool_calls")
+    if calls is not None:
+        if not isinstance(calls, list):
+            raise MessageFormatError(f"raw message field 'tool_calls' should be a list, got {type(calls).__name__}")
+        for index, call in enumerate(calls):
+            function = call.get("function", {}) if isinstance(call, dict) else None
+            if not isinstance(function, dict) or not isinstance(call.get("id", ""), str) or not all(
+                isinstance(function.get(key, ""), str) for key in ("name", "arguments")
+            ):
+                raise MessageFormatError(
+                    f"tool call {index} should be an object with a text 'id' and a 'function' object whose "
+                    "'name' and 'arguments' are text"
+                )
+    if not isinstance(raw.get("tool_call_id", ""), str):
+        raise MessageFormatError("raw message field 'tool_call_id' should be text")
+    return raw
 
 
 def message_from_json(data: Any) -> Message:
@@ -237,7 +259,7 @@ def message_from_json(data: Any) -> Message:
         raw = data.get("raw")
         if not isinstance(raw, dict) or not isinstance(raw.get("role"), str):
             raise MessageFormatError("raw message should hold an object with a 'role' under 'raw'")
-        return RawOpenAIMessage(raw=raw)
+        return RawOpenAIMessage(raw=check_raw(raw))
     if kind == "user":
         text = _require(data, "text", str, "user")
         images = data.get("images") or []
