@@ -149,7 +149,8 @@ async def test_slash_commands_complete_as_they_are_typed(offline_server, session
         menu = app.query_one("#command-menu")
         await pilot.press("/", "c", "o")
         assert menu.display
-        assert [c.usage for c in menu.commands] == ["/compact [focus]", "/compact toolcall", "/config"]
+        assert [c.usage for c in menu.commands] == ["/compact [focus]", "/compact toolcall", "/compact preview", "/context",
+                                                   "/config"]
         await pilot.press("down", "tab")
         assert app.prompt.text == "/compact toolcall"
         assert not menu.display

@@ -203,9 +203,12 @@ def m_parsed(name: str, argument: str):
 
 
 def test_completions():
-    assert [c.usage for c in completions("/c")] == ["/compact [focus]", "/compact toolcall", "/clear", "/config"]
-    assert [c.usage for c in completions("/compact")] == ["/compact toolcall"]
+    assert [c.usage for c in completions("/c")] == ["/compact [focus]", "/compact toolcall", "/compact preview", "/clear",
+                                                    "/context", "/config"]
+    assert [c.usage for c in completions("/compact")] == ["/compact toolcall", "/compact preview"]
     assert [c.usage for c in completions("/compact t")] == ["/compact toolcall"]
+    assert [c.usage for c in completions("/compact p")] == ["/compact preview"]
+    assert [c.usage for c in completions("/rec")] == ["/recall [query]"]
     assert completions("/help") == [] and completions("hi") == [] and completions("/x\ny") == []
 
 

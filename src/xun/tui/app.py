@@ -20,6 +20,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
+from textual.widget import Widget
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
@@ -27,7 +28,7 @@ from xun import events
 from xun.compact import compact_conversation
 from xun.config import describe_config
 from xun.conversation import Conversation
-from xun.conversation_message import RawOpenAIMessage, UserMessage
+from xun.conversation_message import RawOpenAIMessage, UserMessage, content_text
 from xun.launch import Session
 from xun.paths import styles_dir
 from xun.tools import Decision
@@ -35,7 +36,8 @@ from xun.tui import messages as m
 from xun.tui.bridge import EventBridge
 from xun.tui.commands import SLASH_COMMANDS, UnknownCommand, parse
 from xun.tui.format import Presentation, one_line, percent, shown_path, tokens
-from xun.tui.transcript import PLACEHOLDER_HEAD, transcript
+from xun.tui.transcript import PLACEHOLDER_HEAD, reasoning_of, transcript
+from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_view import ChatView
 from xun.tui.widgets.command_menu import CommandMenu
 from xun.tui.widgets.compaction_log import CompactionLog
@@ -44,12 +46,17 @@ from xun.tui.widgets.header import XunHeader
 from xun.tui.widgets.prompt_input import PromptInput
 from xun.tui.widgets.recoverable_list import RecoverableList
 from xun.tui.widgets.summary_divider import SummaryDivider
+from xun.tui.widgets.tool_block import ToolBlock
+from xun.tui.widgets.user_block import UserBlock
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
 # The screens are imported where they are first shown: none of them is needed for the first frame.
 
 QUIT_AGAIN_WITHIN = 2.0
 """Seconds within which a second Ctrl+C quits."""
+
+FULL_WARNING = 0.9
+"""The share of the threshold past which the app warns, once per session, how to compact or preview."""
 
 AGENT_ACTIONS = frozenset({"compact", "reclaim", "focus_recoverable", "cancel_turn", "preview", "recall", "context"})
 """Actions that belong to the main screen (disabled while a modal is open)."""
@@ -105,11 +112,16 @@ class XunApp(App[int], inherit_bindings=False):
         self._pending_focus: str | None = None
         self._consent_declined = False
         """"Not now" to an automatic summary holds for the rest of the turn (the engine asks before every call)."""
+        self._consent_granted = False
+        """So does "run now": a summary that was not enough may be followed by another without asking again."""
         self._open_asks: list[ModalScreen[Any]] = []
         self.saved = False
         self.last_saved_path: Path | None = None
         self.finished_work = 0
         """How many turns, compactions and restores have finished (a worker posted AgentWorkDone)."""
+        self._warned_full: set[str] = set()
+        """Sessions (conversation ids) already warned that the context passed FULL_WARNING of the threshold."""
+        self._jump_target: Widget | None = None
 
     # ------------------------------------------------------------------------------ properties
 
@@ -168,7 +180,8 @@ class XunApp(App[int], inherit_bindings=False):
                 yield ContextGauge()
                 yield CompactionLog(clock=self.presentation.clock, shown_path=self.shown_path)
                 yield RecoverableList(clock=self.presentation.clock, cursor_blink=self.presentation.cursor_blink)
-        yield Footer()
+        # Ctrl+P (the palette) is in the help and the welcome text: without its corner every key fits in 80 columns
+        yield Footer(show_command_palette=False)
 
     def _welcome(self) -> WelcomeBlock:
         session = self.session
@@ -225,6 +238,27 @@ class XunApp(App[int], inherit_bindings=False):
             threshold=self.agent.threshold,
             window=self.session.config.model.context_window,
         )
+        self._warn_if_nearly_full()
+
+    def key_of(self, binding_id: str) -> str:
+        """How the key of a binding reads now (after `ui.keymap`), e.g. "F5" ("Ctrl+P" when it has none)."""
+        binding = next((b for b in self.BINDINGS if isinstance(b, Binding) and b.id == binding_id), None)
+        keys = self._keys_of(binding) if binding is not None else None
+        return key_display(keys) if keys else "Ctrl+P"
+
+    def _warn_if_nearly_full(self) -> None:
+        """Once per session: a warning when the context passes FULL_WARNING of the threshold."""
+        gauge = self.gauge
+        session = self.conversation.conversation_id
+        now = max(gauge.reported or 0, gauge.estimate)
+        if session in self._warned_full or now < FULL_WARNING * gauge.threshold:
+            return
+        self._warned_full.add(session)
+        self.notify(
+            f"The context is at {percent(now, gauge.threshold)}% of the threshold ({tokens(now)} / {tokens(gauge.threshold)}). "
+            f"{self.key_of('compact')} summarises now, {self.key_of('reclaim')} reclaims old tool results, "
+            f"{self.key_of('preview')} previews what they would do.",
+            title="the context is nearly full", severity="warning", timeout=10)
 
     def _set_busy(self, busy: str | None, status: str | None = None) -> None:
         self.busy = busy
@@ -238,14 +272,24 @@ class XunApp(App[int], inherit_bindings=False):
             return False
         return not (action == "cancel_turn" and self.busy is None)
 
-    def binding_rows(self) -> list[tuple[str, str]]:
+    def _keys_of(self, binding: Binding) -> str | None:
+        """The keys of an app binding after `ui.keymap`; None when the keymap gave its key to another."""
         keymap = getattr(self, "_keymap", {}) or {}
+        if binding.id in keymap:
+            return keymap[binding.id]
+        taken = {key.strip() for bid, keys in keymap.items() if bid != binding.id for key in keys.split(",")}
+        return None if binding.key in taken else binding.key
+
+    def binding_rows(self) -> list[tuple[str, str]]:
         rows = []
         for binding in self.BINDINGS:
             assert isinstance(binding, Binding)
-            keys = keymap.get(binding.id or "", binding.key)
+            keys = self._keys_of(binding)
             label = {"quit_twice": "Quit (press twice)"}.get(binding.id or "", binding.tooltip or binding.description)
-            rows.append((key_display(keys), label))
+            if keys is None:
+                rows.append(("(no key)", f"{label}; its key went to another action in ui.keymap"))
+            else:
+                rows.append((key_display(keys), label))
         rows.append(("Ctrl+P", "Command palette: every action"))
         return rows
 
@@ -263,7 +307,24 @@ class XunApp(App[int], inherit_bindings=False):
                 ("typing", "filter the list (Backspace, Esc clears)"),
                 ("Enter", "open the inspector: c copy · s save to a file · r restore into the context"),
             ]),
+            ("Preview (F7, /compact preview)", [
+                ("F5 / s", "run the summary shown (the cut ✂: above is summarised, below kept)"),
+                ("F6 / r", "run the reclaim (↺ marks the tool results it replaces)"),
+                ("Esc", "close, nothing changes"),
+            ]),
+            ("Recall (F9, /recall [query])", [
+                ("typing", "search offloaded messages and reclaimed results (results as you type)"),
+                ("Up / Down, Enter", "move through the results, read the highlighted one"),
+                ("Ctrl+R", "restore a reclaimed tool result into the context (while it is a placeholder)"),
+                ("F2", "this session only, or every session of this folder"),
+            ]),
+            ("What fills the context (Enter on the gauge, /context)", [
+                ("1-5 / Enter", "show one of the five largest messages in the chat"),
+            ]),
             ("Confirmations", [("a / s / d", "allow once · allow for this session · deny")]),
+            ("Ask mode (auto_compact.mode = \"ask\")", [
+                ("y / n / o", "summarise now · not now · turn automatic summaries off for this session"),
+            ]),
             ("Slash commands", [(c.usage, c.help) for c in SLASH_COMMANDS]),
         ]
 
@@ -273,6 +334,11 @@ class XunApp(App[int], inherit_bindings=False):
         yield SystemCommand("Reclaim tool results", "Replace old tool results with placeholders (F6)", self.action_reclaim)
         yield SystemCommand("Recoverable results", "Focus the reclaimed tool results (F8)", self.action_focus_recoverable)
         yield SystemCommand("Cancel the turn", "Stop the running turn (Esc)", self.action_cancel_turn)
+        yield SystemCommand("Preview compaction", "What a summary and a reclaim would do now (F7, /compact preview)",
+                            self.action_preview)
+        yield SystemCommand("Recall", "Search what compaction took out of the context (F9, /recall)", self.action_recall)
+        yield SystemCommand("What fills the context", "A breakdown of the context and its largest messages (/context)",
+                            self.action_context)
         yield SystemCommand("History", "The conversation as the model sees it (/history)", self.action_history)
         yield SystemCommand("Sessions", "Switch to another saved session (/sessions)", self.action_sessions)
         yield SystemCommand("Settings", "Every setting and where it came from (/config)", self.action_config)
@@ -307,6 +373,120 @@ class XunApp(App[int], inherit_bindings=False):
 
     def action_focus_recoverable(self) -> None:
         self.recoverable.focus_table()
+
+    def action_preview(self) -> None:
+        from xun.context_breakdown import reclaim_preview
+        from xun.tui.screens.preview import PreviewFigures, PreviewScreen, preview_rows
+
+        if isinstance(self.screen, PreviewScreen):
+            return
+        c = self.conversation
+        settings = self.session.config.auto_compact
+        plan = c.plan_compaction(settings.summary_keep_max)
+        reclaim = reclaim_preview(c, settings.toolcall_keep_max)
+        now = c.estimated_tokens()
+        condensed = plan.estimated_length_before - plan.estimated_length_after
+        figures = PreviewFigures(
+            tokens_now=now, tokens_after=max(now - round(condensed * c.tokens_per_char), 0), reported=c.total_tokens,
+            threshold=self.agent.threshold, condensed=plan.condensed_count, kept=len(plan.kept),
+            nothing_to_condense=plan.nothing_to_condense, keep_recent=settings.summary_keep_max, reclaim=reclaim)
+
+        def chosen(what: str | None) -> None:
+            if what == "compact":
+                self.action_compact()
+            elif what == "reclaim":
+                self.action_reclaim()
+
+        self.push_screen(PreviewScreen(preview_rows(c, plan, reclaim), figures), chosen)
+
+    def action_recall(self, query: str = "") -> None:
+        from xun.tui.screens.recall import RecallScreen
+
+        if isinstance(self.screen, RecallScreen):
+            return
+        index = self.conversation.history_index or self.session.store.history
+        self.push_screen(RecallScreen(index, session=self.conversation.conversation_id, query=query,
+                                      clock=self.presentation.clock, restorable=self.restore_state,
+                                      cursor_blink=self.presentation.cursor_blink))
+
+    def restore_state(self, session: str, call_id: str) -> tuple[bool, str]:
+        """Whether a reclaimed result found in the history can be restored into this context now, and why not."""
+        if session != self.conversation.conversation_id:
+            return False, f"it belongs to session {session}; switch to it (/sessions) to restore it"
+        if call_id not in self.conversation.compacted_toolcalls:
+            return False, "it is not reclaimed now (restored already, or the session was cleared)"
+        if not self._restorable(call_id):
+            return False, "it was summarised away after it was reclaimed: read it here, or run the tool again"
+        return True, ""
+
+    def action_context(self) -> None:
+        from xun.context_breakdown import context_breakdown
+        from xun.tui.screens.breakdown import BreakdownScreen
+
+        if isinstance(self.screen, BreakdownScreen):
+            return
+        breakdown = context_breakdown(self.conversation, threshold=self.agent.threshold,
+                                      window=self.session.config.model.context_window)
+
+        def chosen(index: int | None) -> None:
+            if index is not None:
+                self.run_worker(self.jump_to_message(index), group="jump", exclusive=True)
+
+        self.push_screen(BreakdownScreen(breakdown), chosen)
+
+    def on_open_breakdown(self, message: m.OpenBreakdown) -> None:
+        message.stop()
+        if not isinstance(self.screen, ModalScreen):
+            self.action_context()
+
+    async def jump_to_message(self, index: int) -> Widget | None:
+        """Scroll the chat to the block showing `conversation.messages[index]` (older pages are loaded
+        until it is mounted), mark it, and return it; None when the chat does not show that message."""
+        block = self.chat_block_for(index)
+        while block is None and self.chat.older_count:
+            await self.chat.load_older()
+            block = self.chat_block_for(index)
+        if block is None:
+            self.notify(f"message #{index} is not shown in the chat", severity="warning")
+            return None
+        if self._jump_target is not None:
+            self._jump_target.remove_class("-jump-target")
+        self._jump_target = block
+        block.add_class("-jump-target")
+        self.chat.release_anchor()
+        self.call_after_refresh(self.chat.scroll_to_widget, block, animate=False, top=True)
+        if block.focusable:
+            block.focus()
+        elif isinstance(block, ToolBlock):
+            block.query_one("CollapsibleTitle").focus()
+        else:
+            self.chat.focus()
+        return block
+
+    def chat_block_for(self, index: int) -> Widget | None:
+        """The chat block of one message: a tool result or a call by its id; a user message or an
+        assistant reply by its place counted from the newest (the chat and the context end alike)."""
+        messages = self.conversation.messages
+        if not 0 <= index < len(messages):
+            return None
+        message = messages[index]
+        raw = message.raw if isinstance(message, RawOpenAIMessage) else None
+        if raw is not None and raw.get("role") == "tool":
+            return self.chat.tool_block(str(raw.get("tool_call_id", "")))
+        if isinstance(message, UserMessage):
+            later = sum(1 for msg in messages[index + 1:] if isinstance(msg, UserMessage))
+            blocks = list(self.chat.query(UserBlock))
+            return blocks[-1 - later] if later < len(blocks) else None
+        if raw is not None and raw.get("role") == "assistant":
+            if content_text(raw.get("content")) or reasoning_of(raw):
+                later = sum(1 for msg in messages[index + 1:] if type(msg) is RawOpenAIMessage
+                            and msg.raw.get("role") == "assistant"
+                            and (content_text(msg.raw.get("content")) or reasoning_of(msg.raw)))
+                replies = list(self.chat.query(AssistantBlock))
+                return replies[-1 - later] if later < len(replies) else None
+            calls = [c for c in raw.get("tool_calls") or () if isinstance(c, dict)]
+            return self.chat.tool_block(str(calls[0].get("id", ""))) if calls else None
+        return None
 
     def action_cancel_turn(self) -> None:
         if self.busy is None:
@@ -462,10 +642,16 @@ class XunApp(App[int], inherit_bindings=False):
         if name in ("/compact", "/offload"):
             if name == "/compact" and argument.lower() == "toolcall":
                 self.action_reclaim()
+            elif name == "/compact" and argument.lower() == "preview":
+                self.action_preview()
             else:
                 self.action_compact(argument or None)
         elif name == "/history":
             self.action_history()
+        elif name == "/recall":
+            self.action_recall(argument)
+        elif name == "/context":
+            self.action_context()
         elif name == "/render":
             from xun.tui.export import ExportError, render_transcript
 
@@ -617,6 +803,7 @@ class XunApp(App[int], inherit_bindings=False):
 
     def on_turn_began(self, message: m.TurnBegan) -> None:
         self._consent_declined = False
+        self._consent_granted = False
         self.gauge.reset_stream()
         self.header.status = "thinking…"
 
@@ -660,6 +847,7 @@ class XunApp(App[int], inherit_bindings=False):
             block.finished(result_chars=event.result_chars, duration_text=self.presentation.duration(event.duration),
                            result=self._tool_result_text(event.id), is_error=event.is_error, denied=event.denied)
         self.gauge.set_estimate(self.conversation.estimated_tokens(), self.conversation.total_tokens)
+        self._warn_if_nearly_full()
 
     def _tool_result_text(self, call_id: str) -> str | None:
         for msg in reversed(self.conversation.messages):
@@ -674,6 +862,7 @@ class XunApp(App[int], inherit_bindings=False):
                                window=usage.context_window)
         if message.after_model_call and usage.total_tokens is not None:
             self.gauge.add_point(usage.total_tokens)
+        self._warn_if_nearly_full()
 
     async def on_notice(self, message: m.Notice) -> None:
         await self.chat.add_notice(message.level, message.text)
@@ -749,6 +938,10 @@ class XunApp(App[int], inherit_bindings=False):
         self.gauge.reset_stream()
         self._refresh_gauge()
         self._set_busy(None)
+        for screen in self.screen_stack:  # an open recall screen re-checks what it may restore
+            changed = getattr(screen, "context_changed", None)
+            if callable(changed):
+                changed(message.kind)
         self.finished_work += 1
         self.save_session()
 
@@ -785,22 +978,36 @@ class XunApp(App[int], inherit_bindings=False):
         from xun.tui.screens.consent import ConsentScreen
 
         answer = message.answer
-        if self._consent_declined:
-            answer.set_result(False)
+        if answer.done():  # the agent stopped waiting before the question arrived
+            return
+        if self._consent_declined or self._consent_granted:
+            answer.set_result(self._consent_granted)
             return
         c = self.conversation
-        screen = ConsentScreen(f"{tokens(c.total_tokens)} / {tokens(self.agent.threshold)}",
-                               self.session.config.auto_compact.ask_timeout)
+        settings = self.session.config.auto_compact
+        plan = c.plan_compaction(settings.summary_keep_max)
+        keep_text = "" if plan.nothing_to_condense else f"{plan.condensed_count} messages summarised, {len(plan.kept)} kept"
+        figures = f"{tokens(c.total_tokens)} / {tokens(self.agent.threshold)}"
+        screen = ConsentScreen(figures, settings.ask_timeout, keep_text=keep_text)
 
-        def answered(yes: bool | None) -> None:
+        def answered(choice: str | None) -> None:
             if screen in self._open_asks:
                 self._open_asks.remove(screen)
-            if not answer.done():
-                answer.set_result(bool(yes))
-                self._consent_declined = not yes
+            if answer.done():
+                return
+            if choice == "off":
+                settings.mode = "off"
+                self.notify('Automatic summaries are off for this session (auto_compact.mode = "off"); '
+                            f"{self.key_of('compact')} still summarises.", title="ask mode")
+            answer.set_result(choice == "now")
+            self._consent_declined = choice != "now"
+            self._consent_granted = choice == "now"
 
         self._open_asks.append(screen)
         answer.add_done_callback(lambda _f: self._close_ask(screen))
+        self.notify(f"The context is over the threshold ({figures}): summarise older turns now? "
+                    f"Without an answer the summary runs in {settings.ask_timeout:g} s.",
+                    title="automatic summary", severity="warning", timeout=settings.ask_timeout)
         self.push_screen(screen, answered)
 
     # -------------------------------------------------------------------------- inspector, sessions

@@ -195,6 +195,48 @@ class OlderBlocksWanted(Message):
     """The chat was scrolled to its top while older messages are still unmounted."""
 
 
+@dataclass
+class OpenBreakdown(Message):
+    """Enter (or a click) on the gauge: show what fills the context."""
+
+
+# ------------------------------------------------------------------------------- searching history
+
+
+@dataclass
+class RecallResults(Message):
+    """A search of the history index finished (posted from the search worker's thread).
+
+    `serial` tells the newest search from older ones still finishing; `error` is set when the index
+    could not be used at all (the hits are then empty)."""
+
+    serial: int
+    query: str
+    hits: list[Any]
+    """`xun.recall.HistoryHit`s, best first."""
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class RecallEntryLoaded(Message):
+    """The full text of one search hit (`xun.recall.HistoryEntry`, None when it is gone)."""
+
+    entry_id: int
+    entry: Any
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class RecallStats(Message):
+    """What the index holds, for the empty search box."""
+
+    offloaded: int
+    reclaimed: int
+    sessions: int
+
+
 def event_payload(event: Any) -> dict[str, Any]:
     """An engine event as its JSON record (for compaction messages built from a saved log)."""
     return event.to_json() if hasattr(event, "to_json") else dict(event)

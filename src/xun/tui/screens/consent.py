@@ -1,4 +1,6 @@
-"""auto_compact.mode = "ask": may the automatic summary run now? (It runs anyway after ask_timeout.)"""
+"""auto_compact.mode = "ask": may the automatic summary run now? Run now, not now, or turn automatic
+summaries off for this session. Unanswered, the summary runs after ask_timeout (the agent stops waiting
+and the app closes this screen)."""
 
 from __future__ import annotations
 
@@ -12,31 +14,45 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+ANSWERS = ("now", "not_now", "off")
+"""What the screen dismisses with: summarise now, not now (for this turn), off for this session."""
 
-class ConsentScreen(ModalScreen[bool]):
+
+class ConsentScreen(ModalScreen[str]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y", "answer(True)", "Summarise", id="consent.yes"),
-        Binding("n,escape", "answer(False)", "Not now", id="consent.no"),
+        Binding("y,f5", "answer('now')", "Summarise now", id="consent.yes"),
+        Binding("n,escape", "answer('not_now')", "Not now", id="consent.no"),
+        Binding("o", "answer('off')", "Off for this session", id="consent.off"),
     ]
 
-    def __init__(self, tokens_text: str, timeout: float) -> None:
+    def __init__(self, tokens_text: str, timeout: float, *, keep_text: str = "") -> None:
         super().__init__(id="consent")
         self.tokens_text = tokens_text
         self.timeout = timeout
+        self.keep_text = keep_text
+        """What the summary would do, e.g. "9 messages summarised, 4 kept" (empty when unknown)."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="consent-box") as box:
             box.border_title = "summarise the conversation?"
-            yield Label(Text(f"The context is over the threshold ({self.tokens_text}). Summarise older turns now? "
-                             f"Without an answer it runs in {self.timeout:g} s."))
+            box.border_subtitle = "y run now · n not now · o off for this session"
+            what = f" ({self.keep_text})" if self.keep_text else ""
+            yield Label(Text(f"The context is over the threshold ({self.tokens_text}). Summarise older turns now{what}? "
+                             f"Without an answer it runs in {self.timeout:g} s."), id="consent-text")
             with Horizontal(id="consent-buttons"):
-                yield Button("Summarise (y)", id="yes", variant="primary", compact=True)
-                yield Button("Not now (n)", id="no", compact=True)
+                yield Button("Run now (y)", id="now", variant="primary", compact=True)
+                yield Button("Not now (n)", id="not_now", compact=True)
+                yield Button("Off for this session (o)", id="off", variant="warning", compact=True,
+                             tooltip='Sets auto_compact.mode = "off" until the app quits; F5 still summarises')
 
-    def action_answer(self, answer: bool) -> None:
-        self.dismiss(bool(answer))
+    def on_mount(self) -> None:
+        self.query_one("#now", Button).focus()
+
+    def action_answer(self, answer: str) -> None:
+        self.dismiss(answer if answer in ANSWERS else "not_now")
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(event.button.id == "yes")
+        if event.button.id in ANSWERS:
+            self.dismiss(event.button.id)

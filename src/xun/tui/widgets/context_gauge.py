@@ -3,16 +3,21 @@ marked, the reported count and the live estimate side by side, and a sparkline o
 model call in which each compaction shows as a drop.
 
 Zones: calm below 80% of the threshold, warning up to it, alarm above (classes -calm/-warning/-alarm).
+Enter on the gauge (or a click) asks the app for the breakdown of what fills the context.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Sparkline, Static
 
 from xun.tui.format import TOKENS_PER_CHAR, percent, tokens
+from xun.tui.messages import OpenBreakdown
 from xun.tui.widgets.context_bar import ContextBar
 
 WARNING_FROM = 0.8
@@ -31,10 +36,15 @@ def zone_of(now: float, threshold: int) -> str:
     return "calm"
 
 
-class ContextGauge(Vertical):
+class ContextGauge(Vertical, can_focus=True):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "breakdown", "Breakdown", id="gauge.breakdown", tooltip="What fills the context (/context)"),
+    ]
+
     def __init__(self) -> None:
         super().__init__(id="gauge", classes="pane -calm")
         self.border_title = "context"
+        self.tooltip = "Enter (or a click): what fills the context"
         self.reported: int | None = None
         self.estimate = 0
         self.threshold = 1
@@ -56,6 +66,12 @@ class ContextGauge(Vertical):
 
     def on_resize(self) -> None:
         self._show()
+
+    def action_breakdown(self) -> None:
+        self.post_message(OpenBreakdown())
+
+    def on_click(self) -> None:
+        self.post_message(OpenBreakdown())
 
     @property
     def now(self) -> int:

@@ -1,0 +1,119 @@
+"""/context (or Enter on the gauge): what fills the context, part by part, as tokens and as a bar, with
+free space up to the threshold and to the window, and the five largest messages, each a key away in
+the chat. The figures come from `xun.context_breakdown`; this screen only shows them."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Label, Static
+
+from xun.context_breakdown import ContextBreakdown
+from xun.tui.format import percent, tokens
+from xun.tui.widgets.breakdown_bar import (
+    BEYOND,
+    BEYOND_STYLE,
+    FREE,
+    FREE_STYLE,
+    PART_STYLES,
+    BreakdownBar,
+)
+
+SWATCH = "██"
+COUNTED = {"user": "msg", "assistant": "msg", "tool_calls": "call", "tool_results": "result", "placeholders": "result",
+           "other": "msg"}
+ROLE_NAMES = {"user": "you", "assistant": "assistant", "tool": "tool result"}
+
+
+def part_rows(breakdown: ContextBreakdown) -> list[tuple[str, str, str, str, str]]:
+    """(style, label, tokens, share of the threshold, detail) for every part and the free space."""
+    rows = []
+    threshold = breakdown.threshold
+    for part in breakdown.parts:
+        unit = COUNTED.get(part.kind)
+        count = f"{part.count:,} {unit}{'s' if part.count != 1 else ''}" if unit else ""
+        rows.append((PART_STYLES.get(part.kind, ""), part.label, tokens(part.tokens), f"{percent(part.tokens, threshold)}%",
+                     count))
+    free = breakdown.free
+    rows.append((FREE_STYLE, "free up to the threshold", tokens(free.to_threshold),
+                 f"{percent(free.to_threshold, threshold)}%", ""))
+    if free.to_window is not None:
+        rows.append((BEYOND_STYLE, "free beyond it, up to the window", tokens(free.to_window), "", ""))
+    return rows
+
+
+def parts_content(breakdown: ContextBreakdown) -> Content:
+    rows = part_rows(breakdown)
+    width = max((len(label) for _s, label, *_rest in rows), default=10)
+    lines = []
+    for style, label, count, share, detail in rows:
+        swatch = FREE * 2 if style == FREE_STYLE else BEYOND * 2 if style == BEYOND_STYLE else SWATCH
+        lines.append(Content.assemble(
+            (swatch, style), " ", f"{label:<{width}}", f" {count:>7}", (f" {share:>5}", "dim"), (f"  {detail}", "dim"),
+        ))
+    return Content("\n").join(lines)
+
+
+def figures_line(breakdown: ContextBreakdown) -> str:
+    reported = (f"reported {tokens(breakdown.reported_tokens)} at the last model call" if breakdown.reported_tokens is not None
+                else "reported — (no model call since)")
+    return (f"{reported} · estimate {tokens(breakdown.live_estimate)} now · the parts: {breakdown.chars:,} chars × "
+            f"{breakdown.tokens_per_char:.3f} = {tokens(breakdown.estimated_tokens)} · threshold {tokens(breakdown.threshold)}"
+            + (f" · window {tokens(breakdown.window)}" if breakdown.window else ""))
+
+
+class BreakdownScreen(ModalScreen[int | None]):
+    """Dismisses with the index (into `conversation.messages`) of the message to show in the chat."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "dismiss(None)", "Close", id="context.close"),
+        *(Binding(str(n), f"jump({n})", f"Show message {n}", id=f"context.jump{n}", show=False) for n in range(1, 6)),
+    ]
+
+    def __init__(self, breakdown: ContextBreakdown) -> None:
+        super().__init__(id="breakdown")
+        self.breakdown = breakdown
+
+    def compose(self) -> ComposeResult:
+        b = self.breakdown
+        with Vertical(id="breakdown-box") as box:
+            box.border_title = f"what fills the context · {tokens(b.used)} of {tokens(b.threshold)} ({percent(b.used, b.threshold)}%)"
+            box.border_subtitle = "1-5 or enter: show the message in the chat · esc close"
+            yield Label(Text(figures_line(b)), id="breakdown-figures")
+            yield BreakdownBar(b, id="breakdown-bar")
+            with VerticalScroll(id="breakdown-body"):
+                yield Static(parts_content(b), id="breakdown-parts")
+                yield Label(Text(f"the {len(b.largest)} largest messages" if b.largest else "no messages yet",
+                                 style="bold"), id="breakdown-largest-title")
+                table: DataTable[Text] = DataTable(id="breakdown-largest", cursor_type="row", show_header=False)
+                table.add_columns("key", "message", "tokens", "what")
+                for n, message in enumerate(b.largest, start=1):
+                    what = ROLE_NAMES.get(message.role, message.role)
+                    if message.tool:
+                        what += f" {message.tool}"
+                    if message.reclaimed:
+                        what += " (placeholder)"
+                    table.add_row(Text(str(n), style="bold"), Text(f"#{message.index} {what}"),
+                                  Text(tokens(message.tokens), justify="right"), Text(message.preview),
+                                  key=str(message.index))
+                yield table
+
+    def on_mount(self) -> None:
+        self.query_one("#breakdown-largest", DataTable).focus(scroll_visible=False)
+
+    def action_jump(self, n: int) -> None:
+        if 1 <= n <= len(self.breakdown.largest):
+            self.dismiss(self.breakdown.largest[n - 1].index)
+
+    @on(DataTable.RowSelected, "#breakdown-largest")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.dismiss(int(event.row_key.value))

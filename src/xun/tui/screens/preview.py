@@ -1,0 +1,211 @@
+"""F7 (and /compact preview): what a summary would do right now, from `Conversation.plan_compaction`:
+every message in one scrollable list, the cut point marked (above it is summarised, below it kept),
+tokens now and estimated after, and what a reclaim would replace; then run the summary (F5), run the
+reclaim (F6), or close. Nothing changes until one of them runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, OptionList
+from textual.widgets.option_list import Option
+
+from xun.context_breakdown import PLACEHOLDER_HEAD, ReclaimPreview
+from xun.conversation import CompactionPlan, Conversation
+from xun.conversation_message import (
+    RawOpenAIMessage,
+    SystemPrompt,
+    UserMessage,
+    content_text,
+    message_length,
+)
+from xun.tui.format import one_line, tokens
+
+CUT_ID = "cut"
+FATE_STYLES = {"stays": "$primary", "summarise": "$warning", "carried": "$success", "keep": "$success"}
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewRow:
+    index: int
+    fate: str
+    """"stays" (the system message), "summarise", "carried" (the last user message, moved past the
+    cut word for word) or "keep"."""
+    role: str
+    tokens: int
+    text: str
+    reclaim: bool = False
+    """A reclaim would replace this tool result with its placeholder."""
+    placeholder: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewFigures:
+    tokens_now: int
+    tokens_after: int
+    """Estimated after the summary, without the summary itself."""
+    reported: int | None
+    threshold: int
+    condensed: int
+    kept: int
+    nothing_to_condense: bool
+    keep_recent: int
+    reclaim: ReclaimPreview
+
+
+def _describe(message: object) -> tuple[str, str, bool]:
+    """(role, one line of what it says, is a placeholder) for a message of the list."""
+    if isinstance(message, SystemPrompt):
+        names = [name for name, text in message.persist_sections.items() if text]
+        what = "summary so far" if message.is_compressed else "role prompt"
+        return "system", what + (f" + {', '.join(names)}" if names else ""), False
+    if isinstance(message, UserMessage):
+        return "user", message.text, False
+    raw = message.raw if isinstance(message, RawOpenAIMessage) else {}
+    role = str(raw.get("role", "?"))
+    text = content_text(raw.get("content"))
+    if role == "tool":
+        return "tool", text, text.startswith(PLACEHOLDER_HEAD)
+    calls = [str((c.get("function") or {}).get("name", "?")) for c in raw.get("tool_calls") or () if isinstance(c, dict)]
+    if calls:
+        text = (text + " " if text else "") + "→ " + ", ".join(calls)
+    return role, text, False
+
+
+def preview_rows(conversation: Conversation, plan: CompactionPlan, reclaim: ReclaimPreview) -> list[PreviewRow]:
+    """One row per message now, in order, with what the summary would do to it."""
+    ratio = conversation.tokens_per_char
+    carried = plan.carried_user
+    replaced = set(reclaim.ids)
+    rows = []
+    for index, message in enumerate(conversation.messages):
+        if isinstance(message, SystemPrompt) and index == 0:
+            fate = "stays"
+        elif index < plan.cut_index:
+            fate = "carried" if carried is not None and message is carried else "summarise"
+        else:
+            fate = "keep"
+        role, text, placeholder = _describe(message)
+        call_id = str(message.raw.get("tool_call_id", "")) if isinstance(message, RawOpenAIMessage) else ""
+        rows.append(PreviewRow(index, fate, role, round(message_length(message) * ratio), text,
+                               reclaim=bool(call_id) and call_id in replaced, placeholder=placeholder))
+    return rows
+
+
+def row_content(row: PreviewRow, width: int = 0) -> Content:
+    marks = " ↺" if row.reclaim else " ·" if row.placeholder else "  "
+    head = f"{row.fate:<9} #{row.index:<4} {row.role:<9} {tokens(row.tokens):>6}{marks} "
+    room = max(width - len(head), 10) if width else 80
+    return Content.assemble(
+        (f"{row.fate:<9}", FATE_STYLES.get(row.fate, "")),
+        (f" #{row.index:<4} {row.role:<9} {tokens(row.tokens):>6}", "dim" if row.fate == "summarise" else ""),
+        (marks, "bold $warning" if row.reclaim else "dim"),
+        " ",
+        (one_line(row.text, room) or "(no text)", "dim" if row.fate == "summarise" or row.placeholder else ""),
+    )
+
+
+def cut_content(figures: PreviewFigures, width: int = 0) -> Content:
+    text = f" ✂ cut: {figures.condensed} above are summarised · {figures.kept} below are kept "
+    fill = max((width or 72) - len(text), 4)
+    return Content.styled("─" * 2 + text + "─" * (fill - 2), "bold $accent")
+
+
+def summary_line(f: PreviewFigures) -> str:
+    if f.nothing_to_condense:
+        return (f"summary: nothing to condense, the history is already short (it keeps about {f.keep_recent} "
+                f"recent messages) · now {tokens(f.tokens_now)} of {tokens(f.threshold)}")
+    return (f"summary: {f.condensed} messages summarised, {f.kept} kept · {tokens(f.tokens_now)} now → "
+            f"about {tokens(f.tokens_after)} after, plus the summary · threshold {tokens(f.threshold)}")
+
+
+def reclaim_line(f: PreviewFigures) -> str:
+    r = f.reclaim
+    if not r.count:
+        return f"reclaim: nothing to replace now (the newest {r.keep_max} tool results stay; {r.tool_results} in all)"
+    return (f"reclaim: {r.count} tool result{'s' if r.count != 1 else ''} older than the newest {r.keep_max} "
+            f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed")
+
+
+class PreviewScreen(ModalScreen[str | None]):
+    """Dismisses with "compact" (run the summary), "reclaim" (run the reclaim) or None."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,f7", "dismiss(None)", "Close", id="preview.close"),
+        Binding("f5,s", "run('compact')", "Summarise now", id="preview.compact"),
+        Binding("f6,r", "run('reclaim')", "Reclaim now", id="preview.reclaim"),
+    ]
+
+    def __init__(self, rows: list[PreviewRow], figures: PreviewFigures) -> None:
+        super().__init__(id="preview")
+        self.rows = rows
+        self.figures = figures
+
+    @property
+    def cut_position(self) -> int:
+        """Where the cut line sits in the list: before the first kept message."""
+        return next((i for i, row in enumerate(self.rows) if row.fate == "keep"), len(self.rows))
+
+    def compose(self) -> ComposeResult:
+        f = self.figures
+        with Vertical(id="preview-box") as box:
+            box.border_title = "preview · what compaction would do now"
+            box.border_subtitle = "f5/s summarise · f6/r reclaim · esc close"
+            yield Label(Text(summary_line(f)), id="preview-summary")
+            yield Label(Text(reclaim_line(f)), id="preview-reclaim")
+            yield OptionList(id="preview-list")
+            with Horizontal(id="preview-buttons"):
+                yield Button("Summarise now (F5)", id="compact", variant="primary", compact=True,
+                             disabled=f.nothing_to_condense)
+                yield Button("Reclaim now (F6)", id="reclaim", variant="warning", compact=True, disabled=not f.reclaim.count)
+                yield Button("Cancel (Esc)", id="cancel", compact=True)
+
+    def on_mount(self) -> None:
+        self._fill()
+        option_list = self.query_one("#preview-list", OptionList)
+        option_list.focus()
+        if not self.figures.nothing_to_condense:
+            # open on the cut, with the last summarised messages above it in view
+            option_list.highlighted = min(self.cut_position + 1, option_list.option_count - 1)
+            option_list.scroll_to_highlight(top=False)
+
+    def on_resize(self) -> None:
+        self._fill()
+
+    def _fill(self) -> None:
+        option_list = self.query_one("#preview-list", OptionList)
+        width = option_list.scrollable_content_region.width
+        highlighted = option_list.highlighted
+        options: list[Option] = []
+        for position, row in enumerate(self.rows):
+            if position == self.cut_position and not self.figures.nothing_to_condense:
+                options.append(Option(cut_content(self.figures, width), id=CUT_ID, disabled=True))
+            options.append(Option(row_content(row, width), id=str(row.index)))
+        option_list.set_options(options)
+        if highlighted is not None and option_list.option_count:
+            option_list.highlighted = min(highlighted, option_list.option_count - 1)
+
+    def action_run(self, what: str) -> None:
+        if what == "compact" and self.figures.nothing_to_condense:
+            self.notify("nothing to summarise yet: the history is already short", severity="warning")
+            return
+        if what == "reclaim" and not self.figures.reclaim.count:
+            self.notify("nothing to reclaim now", severity="warning")
+            return
+        self.dismiss(what)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id in ("compact", "reclaim"):
+            self.action_run(event.button.id)
+        else:
+            self.dismiss(None)

@@ -1,0 +1,408 @@
+"""Beyond the panes: the recall screen (F9, /recall), the compaction preview (F7, /compact preview), ask
+mode's question, the warning at 90% of the threshold, and the breakdown of what fills the context
+(Enter on the gauge, /context). Driven against the offline server over real HTTP."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from textual.widgets import Button, Input, OptionList
+
+from xun.context_breakdown import reclaim_preview
+from xun.recall import HistoryIndex
+from xun.tui.app import XunApp
+from xun.tui.screens.breakdown import BreakdownScreen
+from xun.tui.screens.consent import ConsentScreen
+from xun.tui.screens.preview import CUT_ID, PreviewScreen
+from xun.tui.screens.recall import RecallScreen, lead_to_match, snippet_content
+from xun.tui.widgets.summary_divider import SummaryDivider
+from xun.tui.widgets.tool_block import ToolBlock
+
+from .helpers import finish, submit, turn, wait_until
+
+BIG = "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(40))
+
+
+def write_files(folder: Path, count: int = 3) -> list[str]:
+    names = []
+    for i in range(count):
+        name = f"part{i}.txt"
+        (folder / name).write_text(f"file {i} zebra{i}\n" + BIG)
+        names.append(name)
+    return names
+
+
+async def read_all(pilot, names: list[str]) -> None:
+    for name in names:
+        await turn(pilot, f"read {name}")
+
+
+class ThreadNotingIndex(HistoryIndex):
+    """The real index, noting which thread each search and read ran on (the UI thread must never)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.threads: list[int] = []
+        self.queries: list[str] = []
+
+    def search(self, query, *args, **kwargs):
+        self.threads.append(threading.get_ident())
+        self.queries.append(query)
+        return super().search(query, *args, **kwargs)
+
+    def entry(self, entry_id):
+        self.threads.append(threading.get_ident())
+        return super().entry(entry_id)
+
+
+def noting_index(app: XunApp) -> ThreadNotingIndex:
+    index = ThreadNotingIndex(path=app.session.store.history.path)
+    app.conversation.history_index = index
+    return index
+
+
+async def open_recall(pilot, app: XunApp, query: str = "") -> RecallScreen:
+    await submit(pilot, f"/recall {query}".rstrip())
+    await wait_until(pilot, lambda: isinstance(app.screen, RecallScreen), what="the recall screen")
+    screen = app.screen
+    assert isinstance(screen, RecallScreen)
+    return screen
+
+
+# ---------------------------------------------------------------------------------------------- recall
+
+
+def test_snippets_are_never_markup():
+    content = snippet_content("a [bold]x[/bold] «match» and «other» tail")
+    assert content.plain == "a [bold]x[/bold] match and other tail"
+    styled = {content.plain[span.start:span.end] for span in content.spans}
+    assert styled == {"match", "other"}
+    assert snippet_content("open «mark only").plain == "open mark only"
+    assert snippet_content("").plain == ""
+
+
+def test_a_narrow_result_list_keeps_the_match_in_view():
+    snippet = "…lines 1-37 of 37, the whole file] 1 part 1 2 000 the «context» «fills»…"
+    assert lead_to_match(snippet, 200) == snippet
+    cut = lead_to_match(snippet, 60)
+    assert cut.startswith("…") and cut.index("«") <= 20 and cut.endswith("«context» «fills»…")
+
+
+async def test_f9_searches_as_you_type_in_a_worker_and_shows_the_entry(offline_server, session_factory, tmp_path: Path):
+    names = write_files(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await read_all(pilot, names)
+        await finish(pilot, lambda: pilot.press("f6"))
+        index = noting_index(app)
+        await pilot.press("f9")
+        await wait_until(pilot, lambda: isinstance(app.screen, RecallScreen), what="the recall screen")
+        screen = app.screen
+        assert screen.query_one("#recall-query", Input).has_focus
+        await pilot.press(*"zebr")  # a prefix: results come while typing
+        await wait_until(pilot, lambda: screen.searches >= 1 and screen.query_shown == "zebr", what="the results")
+        assert len(index.queries) < 4, "typing quickly is one search after a pause, not one per key"
+        assert {h.tool_call_id for h in screen.hits} == set(app.conversation.compacted_toolcalls)
+        assert all(h.source == "reclaimed" and "«" in h.snippet for h in screen.hits)
+        results = screen.query_one("#recall-results", OptionList)
+        assert results.option_count == 2 and results.highlighted == 0
+        await wait_until(pilot, lambda: screen.entry is not None, what="the entry")
+        first = screen.hits[0]
+        assert screen.entry.id == first.id
+        assert screen.entry.text == app.conversation.compacted_toolcall_result(first.tool_call_id)
+        await pilot.press("down")  # from the search box
+        await wait_until(pilot, lambda: screen.entry is not None and screen.entry.id == screen.hits[1].id)
+        assert index.threads and threading.get_ident() not in index.threads, "SQLite never ran on the UI thread"
+        await pilot.press("f9")
+        assert not isinstance(app.screen, RecallScreen)
+
+
+async def test_recall_restores_a_reclaimed_result_into_the_context(offline_server, session_factory, tmp_path: Path):
+    names = write_files(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44), notifications=True) as pilot:
+        await read_all(pilot, names)
+        await finish(pilot, lambda: pilot.press("f6"))
+        screen = await open_recall(pilot, app, "zebra0")
+        await wait_until(pilot, lambda: screen.entry is not None, what="the entry")
+        call_id = screen.entry.tool_call_id
+        assert screen.restore_state() == (True, "")
+        assert not screen.query_one("#restore", Button).disabled
+        await finish(pilot, lambda: pilot.press("ctrl+r"))
+        assert call_id not in app.conversation.compacted_toolcalls
+        assert app.log_pane.entries[-1].kind == "restore"
+        assert app.chat.tool_block(call_id).restored
+        assert isinstance(app.screen, RecallScreen), "the screen stays open"
+        assert str(screen.query_one("#recall-status").render()) == f"restored {call_id} into the context"
+        assert screen.query_one("#restore", Button).disabled
+        assert "not reclaimed now" in screen.restore_state()[1]
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert any("cannot restore this entry" in n.message for n in app._notifications)
+
+
+async def test_summarised_entries_are_read_not_restored(offline_server, session_factory, tmp_path: Path):
+    names = write_files(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=2"))
+    async with app.run_test(size=(140, 44), notifications=True) as pilot:
+        await read_all(pilot, names)
+        await finish(pilot, lambda: pilot.press("f6"))
+        await finish(pilot, lambda: pilot.press("f5"))  # the placeholders leave in the summary
+        screen = await open_recall(pilot, app, "zebra0")
+        await wait_until(pilot, lambda: screen.searches >= 1, what="the results")
+        reclaimed = [i for i, h in enumerate(screen.hits) if h.tool_call_id]
+        assert len(reclaimed) == 1, "a reclaimed-then-summarised result is one match"
+        screen.query_one("#recall-results", OptionList).highlighted = reclaimed[0]
+        await wait_until(pilot, lambda: screen.entry is not None and screen.entry.source == "reclaimed", what="the entry")
+        ok, why = screen.restore_state()
+        assert not ok and "summarised away" in why
+        assert screen.query_one("#restore", Button).disabled
+        screen.query_one("#recall-query", Input).value = "read part1"
+        await wait_until(pilot, lambda: any(h.source == "offload" for h in screen.hits), what="offloaded messages")
+        results = screen.query_one("#recall-results", OptionList)
+        results.highlighted = next(i for i, h in enumerate(screen.hits) if h.source == "offload")
+        await wait_until(pilot, lambda: screen.entry is not None and screen.entry.source == "offload")
+        assert screen.restore_state() == (False, "a summarised message: it can be read here, not restored")
+
+
+async def test_the_engine_refusing_a_restore_is_shown(offline_server, session_factory, tmp_path: Path):
+    from xun.tui import messages as m
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await finish(pilot, lambda: app.post_message(m.RestoreRequested("call_nope")))
+        assert any("could not restore call_nope: no reclaimed tool result has the id 'call_nope'" in n.message
+                   for n in app._notifications)
+
+
+async def test_index_warnings_become_notifications_and_an_empty_box_says_what_is_indexed(
+        offline_server, session_factory, tmp_path: Path):
+    names = write_files(tmp_path, 2)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44), notifications=True) as pilot:
+        await read_all(pilot, names)
+        await finish(pilot, lambda: pilot.press("f6"))
+        screen = await open_recall(pilot, app)
+        await wait_until(pilot, lambda: "1 reclaimed result indexed here" in str(screen.query_one("#recall-status").render()))
+        await pilot.press("escape")
+        app.session.store.history.path.write_bytes(b"this is not a database" * 100)
+        screen = await open_recall(pilot, app, "zebra0")
+        await wait_until(pilot, lambda: any(n.title == "history index" for n in app._notifications), what="the warning")
+        warning = next(n for n in app._notifications if n.title == "history index")
+        assert warning.severity == "warning" and "could not be used" in warning.message
+        await wait_until(pilot, lambda: screen.searches >= 1)
+        assert [h.tool_call_id for h in screen.hits] == list(app.conversation.compacted_toolcalls), "rebuilt, found"
+
+
+# --------------------------------------------------------------------------------------------- preview
+
+
+async def test_f7_previews_a_summary_and_a_reclaim_without_changing_anything(offline_server, session_factory,
+                                                                           tmp_path: Path):
+    names = write_files(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=4"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await read_all(pilot, names)
+        c = app.conversation
+        messages, edits = len(c.messages), c.messages.edits
+        plan = c.plan_compaction(4)
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen), what="the preview")
+        screen = app.screen
+        f = screen.figures
+        assert (f.condensed, f.kept) == (plan.condensed_count, len(plan.kept))
+        assert f.tokens_now == c.estimated_tokens() and f.tokens_after < f.tokens_now
+        assert f.reclaim.ids == reclaim_preview(c, 1).ids and f.reclaim.count == 2
+        assert [r.index for r in screen.rows] == list(range(messages))
+        assert [r.fate for r in screen.rows if r.index >= plan.cut_index] == ["keep"] * (messages - plan.cut_index)
+        assert {r.fate for r in screen.rows if 0 < r.index < plan.cut_index} <= {"summarise", "carried"}
+        assert sum(r.reclaim for r in screen.rows) == 2
+        options = screen.query_one("#preview-list", OptionList)
+        cut = options.get_option_index(CUT_ID)
+        assert cut == plan.cut_index and options.get_option_at_index(cut).disabled
+        assert "✂ cut" in str(options.get_option_at_index(cut).prompt)
+        assert str(screen.query_one("#preview-summary").render()).startswith(f"summary: {plan.condensed_count} messages")
+        assert not screen.query_one("#compact", Button).disabled and not screen.query_one("#reclaim", Button).disabled
+        await pilot.press("escape")
+        assert not isinstance(app.screen, PreviewScreen)
+        assert len(c.messages) == messages and c.messages.edits == edits, "a preview changes nothing"
+
+        await submit(pilot, "/compact preview")
+        await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        await finish(pilot, lambda: pilot.press("f6"))
+        assert app.log_pane.entries[-1].kind == "reclaim" and app.log_pane.entries[-1].count == "2 results"
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        assert app.screen.figures.reclaim.count == 0 and app.screen.query_one("#reclaim", Button).disabled
+        await finish(pilot, lambda: pilot.click("#compact"))
+        assert app.log_pane.entries[-1].kind == "summary" and app.log_pane.entries[-1].trigger == "manual"
+        assert app.chat.query(SummaryDivider).last().state == "done"
+
+
+async def test_a_short_history_has_nothing_to_condense(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await turn(pilot, "hello")
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        screen = app.screen
+        assert screen.figures.nothing_to_condense
+        assert "nothing to condense" in str(screen.query_one("#preview-summary").render())
+        assert screen.query_one("#compact", Button).disabled and screen.query_one("#reclaim", Button).disabled
+        assert screen.query_one("#preview-list", OptionList).get_option_index  # the list is there
+        await pilot.press("f5")
+        await pilot.pause()
+        assert isinstance(app.screen, PreviewScreen) and app.busy is None
+        assert any("nothing to summarise yet" in n.message for n in app._notifications)
+
+
+# -------------------------------------------------------------------------------------------- ask mode
+
+
+def ask_app(session_factory, server, *extra: str) -> XunApp:
+    return XunApp(session_factory(server, "auto_compact.mode=ask", "auto_compact.token_threshold=1500",
+                                  "auto_compact.summary_keep_max=4", *extra))
+
+
+async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(offline_server, session_factory,
+                                                                           tmp_path: Path):
+    names = write_files(tmp_path)
+    app = ask_app(session_factory, offline_server)
+    async with app.run_test(size=(140, 44), notifications=True) as pilot:
+        await turn(pilot, f"read {names[0]}")
+        await submit(pilot, f"read {names[1]}")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        assert any(n.title == "automatic summary" and "summarise older turns now?" in n.message
+                   for n in app._notifications)
+        assert "messages summarised" in app.screen.keep_text
+        await pilot.press("o")
+        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        assert app.session.config.auto_compact.mode == "off"
+        assert any('auto_compact.mode = "off"' in n.message for n in app._notifications)
+        assert not app.conversation.summarizations
+        await turn(pilot, f"read {names[2]}")  # over the threshold again: nobody is asked
+        assert not isinstance(app.screen, ConsentScreen)
+        assert not app.conversation.summarizations
+        await finish(pilot, lambda: pilot.press("f5"))
+        assert app.conversation.summarizations, "F5 still summarises"
+
+
+async def test_an_unanswered_question_closes_itself_and_the_summary_runs(offline_server, session_factory,
+                                                                       tmp_path: Path):
+    names = write_files(tmp_path)
+    app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=0.5")
+    async with app.run_test(size=(140, 44)) as pilot:
+        await turn(pilot, f"read {names[0]}")
+        await submit(pilot, f"read {names[1]}")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        assert not isinstance(app.screen, ConsentScreen) and not app._open_asks
+        assert ("summary", "auto") in [(e.kind, e.trigger) for e in app.log_pane.entries]
+        assert any("no answer within 0.5s" in n.text for n in app.chat.query("NoticeBlock"))
+
+
+async def test_run_now_holds_for_the_rest_of_the_turn(offline_server, session_factory, tmp_path: Path):
+    names = write_files(tmp_path)
+    app = ask_app(session_factory, offline_server)
+    seen: list = []
+    async with app.run_test(size=(140, 44), message_hook=seen.append) as pilot:
+        await turn(pilot, f"read {names[0]}")
+        await submit(pilot, f"read {names[1]}")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await pilot.click("#now")
+        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        asked = [msg for msg in seen if type(msg).__name__ == "ConsentAsked"]
+        assert len([e for e in app.log_pane.entries if e.kind == "summary"]) >= 1
+        assert all(msg.answer.result() is True for msg in asked), "asked once, then the answer held"
+
+
+# ---------------------------------------------------------------------------------------- the 90% warning
+
+
+async def test_a_warning_once_when_the_context_passes_90_percent(offline_server, session_factory, tmp_path: Path):
+    names = write_files(tmp_path, 4)
+    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=2600", "ui.keymap.preview=f10"))
+    async with app.run_test(size=(140, 44), notifications=True) as pilot:
+        await turn(pilot, f"read {names[0]}")
+        assert app.gauge.now < 0.9 * 2600, app.gauge.figures_text()
+        assert not [n for n in app._notifications if n.title == "the context is nearly full"]
+        for name in names[1:]:
+            await turn(pilot, f"read {name}")
+        warned = [n for n in app._notifications if n.title == "the context is nearly full"]
+        assert len(warned) == 1, [n.message for n in warned]
+        assert warned[0].severity == "warning"
+        assert "F5 summarises now, F6 reclaims old tool results, F10 previews" in warned[0].message
+
+
+# ---------------------------------------------------------------------------------------------- breakdown
+
+
+async def test_enter_on_the_gauge_shows_what_fills_the_context_and_jumps(offline_server, session_factory,
+                                                                       tmp_path: Path):
+    names = write_files(tmp_path)
+    (tmp_path / "AGENTS.md").write_text("Keep the answers short.\n")
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "model.context_window=8000"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await read_all(pilot, names)
+        await finish(pilot, lambda: pilot.press("f6"))
+        app.gauge.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen), what="the breakdown")
+        b = app.screen.breakdown
+        labels = [p.label for p in b.parts]
+        assert "AGENTS.md (persistent)" in labels
+        for label in ("user messages", "assistant messages", "tool calls", "tool results (kept)",
+                      "tool results (reclaimed placeholders)"):
+            assert label in labels
+        assert sum(p.chars for p in b.parts) == b.chars
+        assert b.part("placeholders").count == 2 and b.part("tool_results").count == 1
+        assert b.free.to_window is not None and b.window == 8000
+        text = str(app.screen.query_one("#breakdown-parts").render())
+        assert "free up to the threshold" in text and "free beyond it, up to the window" in text
+        assert len(b.largest) == 5
+        largest = b.largest[0]
+        assert largest.role == "tool" and not largest.reclaimed
+        await pilot.press("1")
+        await wait_until(pilot, lambda: not isinstance(app.screen, BreakdownScreen))
+        await wait_until(pilot, lambda: app._jump_target is not None)
+        block = app._jump_target
+        assert isinstance(block, ToolBlock) and block.call_id == largest.tool_call_id
+        assert block.has_class("-jump-target")
+        await pilot.pause()
+        assert app.chat.region.contains_region(block.region) or app.chat.region.overlaps(block.region), "in view"
+
+        await submit(pilot, "/context")
+        await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen))
+        user = next(m for m in app.screen.breakdown.largest if m.role in ("user", "assistant"))
+        n = app.screen.breakdown.largest.index(user) + 1
+        await pilot.press(str(n))
+        await wait_until(pilot, lambda: app._jump_target is not block)
+        assert app._jump_target is app.chat_block_for(user.index)
+        assert not block.has_class("-jump-target")
+
+
+async def test_a_click_on_the_gauge_opens_the_breakdown(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await turn(pilot, "hello")
+        await pilot.click("#gauge")
+        await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen))
+        assert [p.kind for p in app.screen.breakdown.parts if p.kind in ("user", "assistant")] == ["user", "assistant"]
+        await pilot.press("escape")
+        assert not isinstance(app.screen, BreakdownScreen)
+
+
+async def test_the_new_keys_are_in_the_help_the_palette_and_the_keymap(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server, "ui.keymap.recall=f12"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        assert {"Preview compaction", "Recall", "What fills the context"} <= titles
+        rows = dict(app.binding_rows())
+        assert rows["F7"].startswith("What a summary and a reclaim would do now")
+        assert rows["F12"].startswith("Search what compaction took out") and "F9" not in rows
+        await pilot.press("f9")
+        await pilot.pause()
+        assert not isinstance(app.screen, RecallScreen)
+        await pilot.press("f12")
+        await wait_until(pilot, lambda: isinstance(app.screen, RecallScreen))
