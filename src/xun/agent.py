@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xun.atomic import open_regular
 from xun.compact import AutoCompactor, CompactorAbstract, ToolCallCompactResult
 from xun.config import XunConfig, resolve_api_key
 from xun.conversation import Conversation
@@ -181,7 +182,8 @@ class Agent:
         for name in PROJECT_INSTRUCTION_FILES:
             path = self.workdir / name
             try:
-                text = path.read_text(encoding="utf-8").strip()
+                with open_regular(path) as handle:
+                    text = handle.read().decode("utf-8").strip()
             except (OSError, UnicodeDecodeError):
                 continue
             if text:

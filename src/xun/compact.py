@@ -12,6 +12,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xun.atomic import open_regular
 from xun.conversation_message import SystemPrompt
 from xun.events import CompactionFailed, CompactionSkipped, SummaryFinished, SummaryStarted, Warning
 
@@ -191,7 +192,8 @@ def _summarizer_prompt(agent: Agent, instructions: str | None) -> tuple[str, lis
     for name in agent.config.compression.prompt_files:
         path = Path(name) if Path(name).is_absolute() else agent.workdir / name
         try:
-            extra = path.read_text(encoding="utf-8").strip()
+            with open_regular(path) as handle:
+                extra = handle.read().decode("utf-8").strip()
         except OSError as exc:
             problems.append(f"compression.prompt_files: cannot read {path} ({exc.strerror or exc}); using the built-in prompt without it")
             continue

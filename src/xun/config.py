@@ -39,7 +39,7 @@ from pydantic import (
 )
 
 from xun import paths
-from xun.atomic import write_text_atomic
+from xun.atomic import open_regular, write_text_atomic
 
 __all__ = [
     "AutoCompactSettings",
@@ -623,7 +623,8 @@ def _read_toml_file(path: Path) -> dict[str, Any] | None:
     """The file's tables, or None when it does not exist; every other failure is a ConfigError."""
     source = str(path)
     try:
-        raw = path.read_bytes()
+        with open_regular(path) as handle:
+            raw = handle.read()
     except FileNotFoundError:
         return None
     except IsADirectoryError:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xun.atomic import write_text_atomic
+from xun.atomic import open_regular, write_text_atomic
 from xun.compact import CompactionCounter, SummaryCompactResult, ToolCallCompactResult
 from xun.conversation_message import (
     Message,
@@ -654,7 +654,8 @@ class Conversation:
 
     def load(self, path: str | os.PathLike[str]) -> Conversation:
         try:
-            text = Path(path).read_bytes()
+            with open_regular(path) as handle:
+                text = handle.read()
         except OSError as exc:
             raise SessionFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
         return self.loads(text, source=path)

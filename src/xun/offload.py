@@ -8,6 +8,7 @@ read back exactly (`read_offload_log`). Earlier summaries are not archived again
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from xun.atomic import fsync_dir
+from xun.atomic import fsync_dir, open_regular
 from xun.conversation_message import Message, SystemPrompt, UserMessage, content_text
 
 HEADING = "## Offloaded at "
@@ -116,7 +117,8 @@ def append_offload(
     target.parent.mkdir(parents=True, exist_ok=True)
     text = render_section(transcript_entries(messages, reclaimed), when or utc_now_iso(), conversation_id)
     created = not target.exists()
-    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    # O_NONBLOCK: a FIFO planted where the log should be fails the open instead of blocking it
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0), 0o600)
     try:
         if not created and os.fstat(fd).st_size:
             with open(target, "rb") as reader:
@@ -139,7 +141,7 @@ def read_offload_log(path: str | os.PathLike[str]) -> list[OffloadSection]:
     """Parse a log back into sections and entries (exact texts); tolerant of a torn last section."""
     sections: list[OffloadSection] = []
     current: OffloadEntry | None = None
-    with open(path, encoding="utf-8", errors="replace", newline="") as handle:  # keep "\r" as written
+    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="replace", newline="") as handle:  # keep "\r"
         text = handle.read()
     for line in text.split("\n"):
         if line.startswith(HEADING):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xun import paths
+from xun.atomic import open_regular
 from xun.conversation import Conversation, SessionFormatError, is_session_id
 from xun.recall import HistoryIndex
 
@@ -93,7 +94,7 @@ class SessionStore:
 
 
 def _read_info(path: Path) -> SessionInfo:
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         head = handle.readline()
     try:
         data = json.loads(head)
@@ -101,7 +102,8 @@ def _read_info(path: Path) -> SessionInfo:
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         try:  # a legacy, indented file: parse it whole
-            data = json.loads(path.read_bytes())
+            with open_regular(path) as handle:
+                data = json.loads(handle.read())
         except ValueError as exc:
             raise SessionFormatError(path, f"not valid JSON ({exc})") from None
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
