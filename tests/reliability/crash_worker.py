@@ -216,7 +216,8 @@ class Points:
 
         def fdopen(fd, *args, **kwargs):
             handle = real_fdopen(fd, *args, **kwargs)
-            if sys._getframe(1).f_globals.get("__name__") == "xun.atomic":
+            mode = args[0] if args else kwargs.get("mode", "r")
+            if "w" in mode and sys._getframe(1).f_globals.get("__name__") == "xun.atomic":
                 return Handle(handle)
             return handle
 
