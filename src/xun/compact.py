@@ -197,6 +197,10 @@ def _summarizer_prompt(agent: Agent, instructions: str | None) -> tuple[str, lis
         except OSError as exc:
             problems.append(f"compression.prompt_files: cannot read {path} ({exc.strerror or exc}); using the built-in prompt without it")
             continue
+        except UnicodeDecodeError as exc:
+            problems.append(f"compression.prompt_files: cannot read {path} (not UTF-8 text: {exc.reason} at byte {exc.start}); "
+                            "using the built-in prompt without it")
+            continue
         if extra:
             parts.append(f"Additional instructions from {name}:\n{extra}")
     if instructions and instructions.strip():
