@@ -381,3 +381,14 @@ async def test_a_model_sending_arguments_that_are_not_json(offline_server, tmp_p
     assert "read_file(path, offset=0, limit=None)" in done.error  # it says what a good call looks like
     tool_message = agent.conversation.messages[-2].raw
     assert tool_message["role"] == "tool" and tool_message["content"].startswith("[Error]")
+
+
+async def test_a_prompt_file_that_is_not_utf8_is_named_and_the_summary_still_runs(offline_server, tmp_path):
+    write_files(tmp_path, 4)
+    (tmp_path / "latin1.md").write_bytes("Résumé des règles\n".encode("latin-1"))
+    agent, rec, _ = make_agent(offline_server, tmp_path, compression__prompt_files=["latin1.md"])
+    for i in range(1, 5):
+        await agent.run(f"please read f{i}.py")
+    result = await compact_conversation(agent, keep_recent=2)
+    assert result.compacted
+    assert any("latin1.md" in w.message and "UTF-8" in w.message for w in rec.of("warning"))
