@@ -77,8 +77,15 @@ def is_summary_request(text: str) -> bool:
     return "system_context" in text and "pending_tasks" in text
 
 
+SUMMARY_END_TAG = "</conversation_summary>"
+
+
 def parse_previous_summary(text: str) -> dict[str, list[str]]:
-    """Sections of a summary found in a system message ({} when it holds none)."""
+    """Sections of a summary found in a system message ({} when it holds none). A summary wrapped in
+    xun's compacted-history template ends at its closing tag: the notes after it are not summary items."""
+    end_tag = text.rfind(SUMMARY_END_TAG)
+    if end_tag != -1:
+        text = text[:end_tag]
     headings = [(match.start(), match.end(), match.group(1).strip("*` ").lower()) for match in _HEADING.finditer(text)]
     named = [heading for heading in headings if heading[2] in SECTIONS]
     if not any(name == "pending_tasks" for *_, name in named) and not any(name == "key_facts" for *_, name in named):
