@@ -67,7 +67,9 @@ class SystemPrompt:
         """The system text without the persistent sections (what a summarizer is shown)."""
         if not self.is_compressed:
             return self.content
-        summary = COMPACTED_SYSTEM_PROMPT.format(summary=self.content)
+        # a summary that quotes the closing tag (copied from tool output) must not end its block early
+        content = self.content.replace("</conversation_summary>", "<\\/conversation_summary>")
+        summary = COMPACTED_SYSTEM_PROMPT.format(summary=content)
         return f"{self.base_prompt}\n\n{summary}" if self.base_prompt else summary
 
     def completion_param(self) -> dict[str, Any]:
