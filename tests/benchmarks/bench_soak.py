@@ -47,6 +47,8 @@ def main(argv: list[str]) -> int:
             "logged_events": report.logged_events, "compaction_log_records": report.compaction_log_records,
             "usage_checks": report.usage_checks, "session_bytes": last["session_bytes"],
             "bytes_per_kept_item_first_last": [first["bytes_per_kept_item"], last["bytes_per_kept_item"]],
+            "bytes_per_kept_char_min_max": [min(s["bytes_per_kept_char"] for s in report.samples),
+                                            max(s["bytes_per_kept_char"] for s in report.samples)],
             "problems": report.problems(),
         }
         print(json.dumps(summary), flush=True)

@@ -8,8 +8,9 @@ summaries run all along. Every event is checked as it arrives and every turn end
 - every logged compaction event is one record of the compaction log, no more, no less;
 - no two summaries run at once, counted both by events and at the server (concurrent summary requests);
 - summary requests at the server equal the summaries started (no hidden loops or retries);
-- the session file's bytes per kept item (messages, reclaimed originals, log records, summaries) and the
-  process's peak RSS are sampled, to show they stay bounded.
+- the session file's bytes per kept character (the text of the messages, the reclaimed originals, the
+  summaries and the compaction log) and per kept item, and the process's RSS, are sampled, to show the
+  file holds what is kept and nothing more, and memory stays bounded.
 """
 
 from __future__ import annotations
@@ -207,11 +208,15 @@ async def run_soak(turns: int = 300, *, threshold: int = 3000, sample_every: int
             if turn % sample_every == 0 or turn == turns:
                 c = agent.conversation
                 kept = len(c.messages) + len(c.compacted_toolcalls) + len(c.compaction_log) + len(c.summarizations)
+                originals = sum(len(c.compacted_toolcall_result(k) or "") for k in c.compacted_toolcalls)
+                kept_chars = (c.estimated_message_length() + originals + sum(len(e.summary_message) for e in c.summarizations)
+                              + len(json.dumps(c.compaction_log)))
                 size = path.stat().st_size
                 sample = {
                     "turn": turn, "session_bytes": size, "messages": len(c.messages), "archived": len(c.compacted_toolcalls),
                     "log_records": len(c.compaction_log), "summaries": len(c.summarizations), "kept_items": kept,
-                    "bytes_per_kept_item": round(size / kept, 1), "rss_kb": _rss_kb(),
+                    "bytes_per_kept_item": round(size / kept, 1), "kept_chars": kept_chars,
+                    "bytes_per_kept_char": round(size / kept_chars, 3), "rss_kb": _rss_kb(),
                     "seconds": round(time.perf_counter() - started, 3),
                 }
                 sample["bytes_by_part"] = _session_parts(path)
