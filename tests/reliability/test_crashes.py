@@ -11,7 +11,7 @@ import pytest
 
 from .crashes import check_point, count_points, plan, resume_point, run_plan, summarize
 
-PER_TARGET = 6  # evenly spaced n per (target, mode): about 120 kill points, about 30 s on two cores
+PER_TARGET = 5  # evenly spaced n per (target, mode): about 105 kill points, about 25 s on two cores
 
 
 @pytest.fixture(scope="module")
