@@ -12,11 +12,16 @@ Then: the build time; each query's median time over several runs and its match c
 all query runs, over word queries and over prefix (type-ahead) queries (target: p95 under 50 ms at
 100,000 messages); the same offload logs reindexed from disk
 (`rebuild`); and the engine with an index attached: the first reclaim and a summary of a conversation
-of ROUNDS tool rounds (compare `reclaim_first` and `summary_with_offload` of bench_conversation.py).
+of ROUNDS tool rounds (compare `reclaim_first` and `summary_with_offload` of bench_conversation.py);
+and the same two through the async paths the agent and the app use (`Agent.reclaim_tool_results`,
+`Conversation.acompact`), with a 1 ms ticker task on the event loop: `max_stall_ms` is the longest gap
+between two ticks, how long the app's UI would have been frozen (the index writes run in a worker
+thread, so what remains is the conversation's own change and the offload log's append).
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import os
@@ -27,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from xun.agent import Agent
+from xun.config import XunConfig
 from xun.conversation import Conversation
 from xun.conversation_message import Message, RawOpenAIMessage, UserMessage
 from xun.offload import append_offload
@@ -215,8 +222,8 @@ def search_figures(index: HistoryIndex, cases: list[tuple[str, str, dict]], labe
              p95_ms=round(p95 * 1000, 3), max_ms=round(ordered[-1] * 1000, 3), p95_under_50ms=p95 < 0.05)
 
 
-def engine_figures(folder: Path, rounds: int) -> None:
-    """bench_conversation's workload with an index attached."""
+def busy_conversation(folder: Path, rounds: int) -> Conversation:
+    """bench_conversation's workload (a ~2 KB tool result per round) with an index of its own attached."""
     folder.mkdir()
     index = HistoryIndex(folder)  # a folder of its own: a new index is first filled from the folder's logs
     c = Conversation(offload_dir=folder / ".xun" / "conversation_history", history_index=index)
@@ -228,6 +235,12 @@ def engine_figures(folder: Path, rounds: int) -> None:
         c.add_tool_result(f"call_{i}", f"line {i} of output\n" * 111)
         if i % 10 == 9:
             c.add_user_message("continue with the next part")
+    return c
+
+
+def engine_figures(folder: Path, rounds: int) -> None:
+    """bench_conversation's workload with an index attached, through the synchronous API."""
+    c = busy_conversation(folder, rounds)
     n = len(c.messages)
     gc.collect()
     start = time.perf_counter()
@@ -239,6 +252,60 @@ def engine_figures(folder: Path, rounds: int) -> None:
     emit("engine_summary_with_offload_indexed", messages=n, condensed=summary.condensed_count,
          seconds=round(time.perf_counter() - start, 6), warning=summary.warning)
     assert not c.history_warnings and summary.warning is None
+
+
+async def _stalls(work) -> tuple[float, float, int, object]:
+    """Run `work()` while a ticker sleeps 1 ms at a time on the same loop: (seconds, longest gap between
+    two ticks in seconds, ticks, result)."""
+    done = False
+    gaps = [0.0]
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        last = time.perf_counter()
+        while not done:
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            gaps[0] = max(gaps[0], now - last)
+            last = now
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0.01)  # the ticker is running
+    gaps[0] = 0.0
+    start = time.perf_counter()
+    try:
+        result = await work()
+    finally:
+        seconds = time.perf_counter() - start
+        done = True
+        await task
+    return seconds, gaps[0], ticks, result
+
+
+def loop_stall_figures(folder: Path, rounds: int) -> None:
+    """The first reclaim (as the agent runs it) and a summary (`acompact`) on the event loop."""
+    c = busy_conversation(folder, rounds)
+    n = len(c.messages)
+    agent = Agent(XunConfig(), conversation=c, workdir=folder, environ={})
+
+    async def run() -> None:
+        gc.collect()
+        seconds, stall, ticks, result = await _stalls(lambda: agent.reclaim_tool_results(keep_max=12))
+        emit("engine_reclaim_first_loop_stall", messages=n, reclaimed=result.reclaimed_count, seconds=round(seconds, 6),
+             max_stall_ms=round(stall * 1000, 1), ticks=ticks)
+
+        async def summarize(messages):
+            return "SUMMARY"
+
+        gc.collect()
+        seconds, stall, ticks, summary = await _stalls(lambda: c.acompact(summarize, keep_recent=16))
+        emit("engine_summary_with_offload_loop_stall", messages=n, condensed=summary.condensed_count,
+             seconds=round(seconds, 6), max_stall_ms=round(stall * 1000, 1), ticks=ticks, warning=summary.warning)
+        assert not c.history_warnings and summary.warning is None
+
+    asyncio.run(run())
 
 
 def main() -> None:
@@ -262,6 +329,7 @@ def main() -> None:
              db_bytes=index.stats().bytes)
         search_figures(index, cases, "rebuilt")
         engine_figures(folder / "engine", rounds)
+        loop_stall_figures(folder / "loop", rounds)
 
 
 if __name__ == "__main__":
