@@ -5,12 +5,21 @@ tier 2 (`plan_compaction` + `apply_compaction`, or `compact`/`acompact`) replace
 summary, after appending their originals to the offload log. Nothing is ever dropped: every text is
 in the messages, the reclaimed originals, the offload log or (when the log cannot be written) the
 session's kept originals.
+
+With a search index attached (`history_index`), every step that changes what is history queues the
+matching index write. The synchronous API writes it inline, in the same call; the async one
+(`acompact_toolcall`, `aapply_compaction`, `acompact`, `arestore_toolcall`), which the agent uses,
+changes the conversation on the event loop and then writes the index in a worker thread, so a first
+reclaim of thousands of results does not freeze a front end running on the same loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import collections
 import contextlib
+import dataclasses
 import gc
 import io
 import json
@@ -18,6 +27,7 @@ import mimetypes
 import os
 import re
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -138,6 +148,64 @@ def image_to_url(image: Any) -> str:
     raise ValueError(f"unsupported image of type {type(image).__name__}")
 
 
+class _IndexWrite:
+    """One queued write to the search index: `write` only uses what it was given when queued (never the
+    conversation), so it can run in any thread; `settle` takes its warning afterwards, on the loop."""
+
+    __slots__ = ("write", "settle", "warning", "done")
+
+    def __init__(self, write: Callable[[], str | None], settle: Callable[[str | None], None] | None) -> None:
+        self.write = write
+        self.settle = settle
+        self.warning: str | None = None
+        self.done = False
+
+
+class _IndexWrites:
+    """The index writes a conversation owes, run strictly in the order they were queued, by one runner
+    at a time: a restore's delete can never overtake the insert of the reclaim before it, even when that
+    insert is still running in a worker thread."""
+
+    def __init__(self) -> None:
+        self._queue: collections.deque[_IndexWrite] = collections.deque()
+        self._lock = threading.Lock()
+
+    def add(self, job: _IndexWrite) -> None:
+        self._queue.append(job)
+
+    def run(self) -> None:
+        """Run every queued write (any thread). Waits for a runner already at work in another thread."""
+        with self._lock:
+            while self._queue:
+                job = self._queue.popleft()
+                try:
+                    job.warning = job.write()
+                except Exception as exc:  # noqa: BLE001 - the index's own calls never raise; this is a last guard
+                    job.warning = f"the search index was not updated ({type(exc).__name__}: {exc}); run `xun history --reindex`"
+                job.done = True
+
+
+async def _in_thread_despite_cancel(fn: Callable[[], None]) -> None:
+    """Run `fn` in a worker thread and wait for it to finish even when the task is cancelled meanwhile:
+    the conversation has already changed, so the step must end whole (its warnings taken, its events
+    sent) before the cancellation is delivered, at the task's next await, as it was when the step was
+    synchronous."""
+    future = asyncio.ensure_future(asyncio.to_thread(fn))
+    task = asyncio.current_task()
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if future.cancelled() or task is None:
+                raise
+            cancelled = True
+            task.uncancel()
+    future.result()
+    if cancelled and task is not None:
+        task.cancel()
+
+
 def tool_result_text(content: Any) -> str:
     """The text stored for a tool result: `value_str()` when it has one, strings as they are, else JSON."""
     try:
@@ -183,6 +251,9 @@ class Conversation:
         self.history_warnings: list[str] = []
         """Index problems met by reclaims, restores and clears, for the front end (`take_history_warnings`);
         a summary's own index problem is its result's `warning`."""
+        self._index_writes = _IndexWrites()
+        self._index_owed: collections.deque[_IndexWrite] = collections.deque()
+        """Queued index writes whose warnings have not been taken yet (touched on the loop only)."""
         self.created_at: float = time.time()
         self.summarizations: list[SummarizationEvent] = []
         self.compaction_log: list[dict[str, Any]] = []
@@ -316,7 +387,9 @@ class Conversation:
         self.overhead_chars = 0
         self.compaction_counter = CompactionCounter()
         if self.history_index is not None and len(self._reclaimed):
-            self._history_warning(self.history_index.forget_reclaimed(self.conversation_id))
+            index, session = self.history_index, self.conversation_id
+            self._queue_index_write(lambda: index.forget_reclaimed(session), self._history_warning)
+            self.write_history_index()
         self._reclaimed.clear()
         self._pinned.clear()
 
@@ -386,12 +459,13 @@ class Conversation:
             break
         return "", ""
 
-    def compact_toolcall(self, keep_max: int = 12) -> ToolCallCompactResult:
+    def compact_toolcall(self, keep_max: int = 12, *, write_index: bool = True) -> ToolCallCompactResult:
         """Tier 1: replace all but the newest `keep_max` tool results with recoverable placeholders.
 
         A result is replaced only when the placeholder is shorter. Results restored with
         `restore_toolcall` stay until they leave the conversation. Repeat calls reclaim nothing new
         but still count a tool round, and cost in proportion to what changed since the last call.
+        With `write_index=False` the index write is only queued (`acompact_toolcall` runs it in a thread).
         """
         if keep_max < 0:
             raise ValueError("keep_max must be >= 0")
@@ -441,7 +515,10 @@ class Conversation:
             self._reclaim_frontier = start
         messages.low_water = sys.maxsize
         if indexed and index is not None:  # a failure is a warning: the originals stay in the archive
-            self._history_warning(index.index_reclaimed(self.conversation_id, indexed))
+            session = self.conversation_id
+            self._queue_index_write(lambda: index.index_reclaimed(session, indexed), self._history_warning)
+        if write_index:
+            self.write_history_index()
         after = messages.estimated_length()
         return ToolCallCompactResult(
             reclaimed_count=len(reclaimed),
@@ -451,20 +528,56 @@ class Conversation:
             length_after=after,
         )
 
+    async def acompact_toolcall(self, keep_max: int = 12) -> ToolCallCompactResult:
+        """`compact_toolcall` for the event loop: the placeholders go in at once, the index is written in
+        a worker thread; its warnings are in `history_warnings` when this returns."""
+        result = self.compact_toolcall(keep_max, write_index=False)
+        await self.awrite_history_index()
+        return result
+
     def _history_warning(self, warning: str | None) -> None:
         if warning:
             self.history_warnings.append(warning)
+
+    # ------------------------------------------------------------ the search index
+
+    def _queue_index_write(self, write: Callable[[], str | None], settle: Callable[[str | None], None] | None) -> _IndexWrite:
+        job = _IndexWrite(write, settle)
+        self._index_owed.append(job)
+        self._index_writes.add(job)
+        return job
+
+    def _settle_index_writes(self) -> None:
+        """Hand the warnings of finished writes to their steps, in order (on the loop's thread only)."""
+        owed = self._index_owed
+        while owed and owed[0].done:
+            job = owed.popleft()
+            if job.settle is not None:
+                job.settle(job.warning)
+
+    def write_history_index(self) -> None:
+        """Run the queued index writes here and now (the synchronous API does, inline)."""
+        self._index_writes.run()
+        self._settle_index_writes()
+
+    async def awrite_history_index(self) -> None:
+        """Run the queued index writes in a worker thread: SQLite's work stays off the event loop, and
+        the conversation is not touched there (the writes only use what they were queued with)."""
+        if self._index_owed and not self._index_owed[-1].done:  # queued, or still running in another runner
+            await _in_thread_despite_cancel(self._index_writes.run)
+        self._settle_index_writes()
 
     def take_history_warnings(self) -> list[str]:
         """The index warnings not shown yet (and forget them)."""
         taken, self.history_warnings = self.history_warnings, []
         return taken
 
-    def restore_toolcall(self, toolcall_id: str) -> None:
+    def restore_toolcall(self, toolcall_id: str, *, write_index: bool = True) -> None:
         """Put a reclaimed original back in place of its placeholder, and keep it there.
 
         Raises KeyError for an id that was never reclaimed, ValueError when its message has since
-        left the conversation in a summary (the original stays readable by id).
+        left the conversation in a summary (the original stays readable by id). With `write_index=False`
+        the index write is only queued (`arestore_toolcall` runs it in a thread).
         """
         if toolcall_id not in self._reclaimed:
             raise KeyError(f"no reclaimed tool result has the id {toolcall_id!r}")
@@ -475,12 +588,20 @@ class Conversation:
                 self._messages[i] = RawOpenAIMessage(raw={**message.raw, "content": original})
                 self._pinned.add(toolcall_id)
                 if self.history_index is not None:
-                    self._history_warning(self.history_index.forget_reclaimed(self.conversation_id, [toolcall_id]))
+                    index, session = self.history_index, self.conversation_id
+                    self._queue_index_write(lambda: index.forget_reclaimed(session, [toolcall_id]), self._history_warning)
+                if write_index:
+                    self.write_history_index()
                 return
         raise ValueError(
             f"tool result {toolcall_id!r} was summarised away; its original is still available by id but "
             "there is no place left in the conversation to restore it to"
         )
+
+    async def arestore_toolcall(self, toolcall_id: str) -> None:
+        """`restore_toolcall` for the event loop: the index write runs in a worker thread."""
+        self.restore_toolcall(toolcall_id, write_index=False)
+        await self.awrite_history_index()
 
     # ------------------------------------------------------------------ tier 2
 
@@ -524,13 +645,15 @@ class Conversation:
             edits=messages.edits,
         )
 
-    def apply_compaction(self, plan: CompactionPlan, summary: str | None) -> SummaryCompactResult:
+    def apply_compaction(self, plan: CompactionPlan, summary: str | None, *, write_index: bool = True) -> SummaryCompactResult:
         """Apply a plan with the summary written for `plan.condensed`.
 
         No summary or an empty one: SUMMARIZE_FAILED and nothing changes (judging a summary's
         quality, e.g. that it is shorter than what it replaces, is the policy's job). On success the originals are appended to the offload log (fsynced) before
         they leave the conversation; if the log cannot be written they are kept in the session and
         the result carries a warning. Messages appended after planning stay, after the kept tail.
+        With `write_index=False` the index write of the offload is only queued, and its warning is not
+        in the result: `aapply_compaction` runs it in a thread and adds it.
         """
         Status = SummaryCompactResult.Status
         if plan.nothing_to_condense:
@@ -541,7 +664,7 @@ class Conversation:
             return SummaryCompactResult(Status.SUMMARIZE_FAILED, "The summarizer returned no summary; nothing changed.")
         summary = summary.strip()
         leaving = [m for m in plan.condensed if m.role != "system"]
-        offload_path, warning = None, None
+        offload_path, warning, job = None, None, None
         if self.offload_dir is None:
             self.kept_originals.append({"time": time.time(), "reason": "no offload log configured", "messages": leaving})
         else:
@@ -553,9 +676,14 @@ class Conversation:
             except OSError as exc:
                 warning = f"could not write the offload log {target} ({exc}); the originals are kept in the session file instead"
                 self.kept_originals.append({"time": time.time(), "reason": warning, "messages": leaving})
-            else:  # the same step indexes them, so the log and the index never disagree (a failure is a warning)
+            else:  # the same step indexes them, so the log and the index never disagree (a failure is a warning);
+                # inline here, or in a worker thread before `aapply_compaction` returns
                 if self.history_index is not None:
-                    warning = self.history_index.index_offload(self.conversation_id, leaving, reclaimed=reclaimed, when=when)
+                    index, session = self.history_index, self.conversation_id
+                    job = self._queue_index_write(lambda: index.index_offload(session, leaving, reclaimed=reclaimed, when=when), None)
+                    if write_index:
+                        self.write_history_index()
+                        warning = job.warning
         new_tail = plan.kept + list(self._messages[plan.message_count:])
         self.set_system_message_content(summary, is_compressed=True)
         system = self._messages[0]
@@ -567,9 +695,10 @@ class Conversation:
         )
         after = self.estimated_message_length()
         before = plan.estimated_length_before
-        self.summarizations.append(
-            SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning)
-        )
+        event = SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning)
+        self.summarizations.append(event)
+        if job is not None and not write_index:  # the index's warning, when it is written, is the summary's
+            job.settle = lambda index_warning: setattr(event, "warning", index_warning)
         return SummaryCompactResult(
             Status.COMPACTED,
             f"Summarised {len(leaving)} messages, kept {len(new_tail)}.",
@@ -581,6 +710,17 @@ class Conversation:
             offload_path=offload_path,
             warning=warning,
         )
+
+    async def aapply_compaction(self, plan: CompactionPlan, summary: str | None) -> SummaryCompactResult:
+        """`apply_compaction` for the event loop: the log is written and the conversation changed at once,
+        then the offload is indexed in a worker thread; the result carries the index's warning."""
+        before = len(self.summarizations)
+        result = self.apply_compaction(plan, summary, write_index=False)
+        event = self.summarizations[-1] if len(self.summarizations) > before else None
+        await self.awrite_history_index()
+        if event is not None and event.warning != result.warning:
+            result = dataclasses.replace(result, warning=event.warning)
+        return result
 
     def compact(self, summarize: Callable[[list[Message]], str | None], keep_recent: int) -> SummaryCompactResult:
         """Tier 2: summarise all but a recent tail; `summarize(messages)` returning None gives up."""
@@ -594,7 +734,7 @@ class Conversation:
         plan = self.plan_compaction(keep_recent)
         if plan.nothing_to_condense:
             return self.apply_compaction(plan, None)
-        return self.apply_compaction(plan, await summarize(plan.condensed))
+        return await self.aapply_compaction(plan, await summarize(plan.condensed))
 
     # ------------------------------------------------------------ persistence
 

@@ -3,8 +3,9 @@
 Every entry of every offload section (`xun.offload`) and every reclaimed tool result
 (`xun.reclaimed`) is a row of a SQLite database with an FTS5 index, `.xun/history.db`
 (`$XUN_HOME/history.db`). The Markdown logs and the session files stay the record: the index is derived
-from them, written in the same step as the offload or the reclaim (`Conversation.history_index`), and
-can always be built again from them (`rebuild`).
+from them, written in the same step as the offload or the reclaim (`Conversation.history_index`; the
+agent's async paths run that write in a worker thread, off the event loop), and can always be built
+again from them (`rebuild`).
 
 What front ends call::
 
