@@ -267,7 +267,8 @@ class Agent:
         """Tier 1 now, reported as an event (also what `/compact toolcall` and F6 run)."""
         c = self.conversation
         before = tokens_before if tokens_before is not None else c.estimated_tokens()
-        result = c.compact_toolcall(keep_max=keep_max if keep_max is not None else self.config.auto_compact.toolcall_keep_max)
+        keep = keep_max if keep_max is not None else self.config.auto_compact.toolcall_keep_max
+        result = await c.acompact_toolcall(keep_max=keep)  # the index is written in a worker thread
         # the policy passes the trigger's figure and judges by the seed's estimate; by hand, the gauge's
         after = round(before * (1 - result.reclaimed_fraction)) if tokens_before is not None else c.estimated_tokens()
         await self.emit(ToolResultsReclaimed(
@@ -281,7 +282,7 @@ class Agent:
     async def restore_tool_result(self, tool_call_id: str) -> None:
         """Put a reclaimed original back into the context (raises KeyError/ValueError as the conversation does)."""
         before = self.conversation.estimated_tokens()
-        self.conversation.restore_toolcall(tool_call_id)
+        await self.conversation.arestore_toolcall(tool_call_id)
         await self.emit(ToolResultRestored(id=tool_call_id, tokens_before=before, tokens_after=self.conversation.estimated_tokens(), trigger="manual"))
         await self.emit_usage()
 

@@ -256,7 +256,7 @@ async def compact_conversation(
         result = SummaryCompactResult(Status.SUMMARIZE_FAILED, f"Summary failed: {error}; nothing changed.")
         await agent.emit(CompactionFailed(reason=result.message, trigger=trigger))
         return result
-    result = conversation.apply_compaction(plan, summary)
+    result = await conversation.aapply_compaction(plan, summary)  # the offload is indexed in a worker thread
     await agent.emit(SummaryFinished(
         status=result.status.value, message=result.message, condensed=result.condensed_count, kept=result.kept_count,
         tokens_before=tokens_before, tokens_after=conversation.estimated_tokens(), offload_path=result.offload_path,
