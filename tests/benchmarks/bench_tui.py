@@ -3,17 +3,22 @@
 Headless (`run_test`), one JSON line per figure, each with its target:
 
 * first_frame_empty: from spawning a fresh Python process until the app's first frame is composed,
-  for a new session on the offline demo model (the process imports xun and Textual, starts the
-  offline server, builds the app). Target 0.5 s. `in_process_median` leaves out the interpreter's own
-  start (from the script's first line).
+  for a new session on the offline demo model, started as `xun` starts it: the app is given a way to
+  open the session, draws its first frame (header, empty panes, the prompt taking keys), then opens
+  the session in a thread (settings, offline server, agent). Target 0.5 s. `ready_median` is until the
+  first frame that shows the open session (model, session id, welcome, gauge); `in_process_median`
+  leaves out the interpreter's own start (from the script's first line).
 * first_frame_2000: the same for `--resume` of a saved session of 2,000 messages (500 rounds of a
-  prompt, a tool call, its result and an answer). Target 1 s.
+  prompt, a tool call, its result and an answer); the target, 1 s, applies to the frame that shows
+  the transcript (`ready`).
 * key_latency_streaming: while a reply streams at 500 tokens/s from the offline server, a key is
   posted to the prompt every 50 ms; the latency is from posting the key to the first frame composed
   after the character is in the prompt. Target 50 ms (p95).
 
 A "frame" is a call of the app's display step with a compositor update, the moment a terminal would be
 written to; the benchmark also encodes that update to terminal escape codes, as a real terminal needs.
+The children run with bytecode caching on (a warm-up run writes it), as an installed package has it;
+PYTHONDONTWRITEBYTECODE in the caller's environment would otherwise make every run compile xun anew.
 Options: --runs N (first-frame runs each, default 5), --keys N (default 100).
 """
 
@@ -61,33 +66,41 @@ def watch_frames(app: object, on_frame) -> None:
 
 
 def child(kind: str, workdir: str, resume: str | None) -> None:
-    """Runs in a fresh process: open the session, start the app, print the wall time of the first frame."""
-    from xun.launch import open_session
+    """Runs in a fresh process: start the app as `xun` does, print the wall times of its first frame and
+    of the first frame that shows the open session."""
     from xun.tui.app import XunApp
 
-    session = open_session(workdir, offline=True, resume=resume, environ={})
-    app = XunApp(session)
-    frames: list[float] = []
+    def opener():
+        from xun.launch import open_session
+
+        return open_session(workdir, offline=True, resume=resume, environ={})
+
+    app = XunApp(opener=opener)
+    first: list[float] = []
+    ready: list[float] = []
 
     def on_frame() -> None:
-        if not frames:
-            frames.append(time.time())
-            frames.append(time.perf_counter() - STARTED)
+        moment = [time.time(), time.perf_counter() - STARTED]
+        if not first:
+            first.extend(moment)
+        elif not ready and app.session is not None and app.header.status == "ready":
+            ready.extend(moment)
 
     watch_frames(app, on_frame)
 
     async def main() -> None:
         async with app.run_test(size=(120, 40)):
-            while not frames:
+            while not ready:
                 await asyncio.sleep(0.001)
             blocks = len(app.chat.children)
-        print(json.dumps({"frame_at": frames[0], "in_process": frames[1], "kind": kind, "messages": len(session.conversation.messages),
-                          "blocks": blocks}), flush=True)
+        print(json.dumps({"frame_at": first[0], "in_process": first[1], "ready_at": ready[0], "kind": kind,
+                          "messages": len(app.conversation.messages), "blocks": blocks}), flush=True)
 
     try:
         asyncio.run(main())
     finally:
-        session.close()
+        if app.opened_session is not None:
+            app.opened_session.close()
 
 
 def spawn_first_frame(kind: str, workdir: Path, resume: str | None) -> tuple[float, dict]:
@@ -95,12 +108,14 @@ def spawn_first_frame(kind: str, workdir: Path, resume: str | None) -> tuple[flo
     if resume:
         command += ["--resume", resume]
     env = {**os.environ, "XDG_CONFIG_HOME": str(workdir / "xdg")}
-    env.pop("OPENAI_API_KEY", None)
+    for name in ("OPENAI_API_KEY", "PYTHONDONTWRITEBYTECODE"):
+        env.pop(name, None)
     started = time.time()
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the app did not start:\n{done.stderr[-2000:]}")
     facts = json.loads(done.stdout.strip().splitlines()[-1])
+    facts["ready"] = facts["ready_at"] - started
     return facts["frame_at"] - started, facts
 
 
@@ -135,9 +150,10 @@ def first_frames(runs: int) -> None:
         results = [spawn_first_frame("empty", empty, None) for _ in range(runs)]
         times = [seconds for seconds, _ in results]
         inside = [facts["in_process"] for _, facts in results]
+        ready = [facts["ready"] for _, facts in results]
         emit("first_frame_empty", seconds_median=round(statistics.median(times), 3), seconds_max=round(max(times), 3),
-             in_process_median=round(statistics.median(inside), 3), runs=runs, target_seconds=0.5,
-             ok=statistics.median(times) <= 0.5)
+             in_process_median=round(statistics.median(inside), 3), ready_median=round(statistics.median(ready), 3),
+             runs=runs, target_seconds=0.5, ok=statistics.median(times) <= 0.5)
 
         big = root / "big"
         big.mkdir()
@@ -146,11 +162,12 @@ def first_frames(runs: int) -> None:
         spawn_first_frame("big", big, conversation_id)
         results = [spawn_first_frame("big", big, conversation_id) for _ in range(runs)]
         times = [seconds for seconds, _ in results]
-        inside = [facts["in_process"] for _, facts in results]
+        ready = [facts["ready"] for _, facts in results]
         facts = results[-1][1]
-        emit("first_frame_2000", seconds_median=round(statistics.median(times), 3), seconds_max=round(max(times), 3),
-             in_process_median=round(statistics.median(inside), 3), runs=runs, messages=facts["messages"], blocks_mounted=facts["blocks"], session_bytes=size,
-             target_seconds=1.0, ok=statistics.median(times) <= 1.0)
+        emit("first_frame_2000", seconds_median=round(statistics.median(times), 3),
+             ready_median=round(statistics.median(ready), 3), ready_max=round(max(ready), 3), runs=runs,
+             messages=facts["messages"], blocks_mounted=facts["blocks"], session_bytes=size,
+             target_seconds=1.0, ok=statistics.median(ready) <= 1.0)
 
 
 # ----------------------------------------------------------------------------------------- latency

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
+
+import pytest
 
 from xun.launch import open_session
 from xun.tui import run
 from xun.tui.app import XunApp
+from xun.tui.widgets.welcome_block import WelcomeBlock
 
-from .helpers import turn, wait_until
+from .helpers import submit, turn, wait_until
 
 
 def test_run_returns_zero_after_a_quit_and_saves(offline_server, tmp_path: Path):
@@ -60,3 +64,79 @@ async def test_another_server_shows_its_address(offline_server, session_factory)
         assert app.header.status == "ready"
         await turn(pilot, "hello")
         await wait_until(pilot, lambda: app.header.status == "ready")
+
+
+# ------------------------------------------------------------------- first frame, then the session
+
+
+def test_importing_the_app_leaves_the_engine_heavyweights_for_later():
+    """The first frame needs Textual and the widgets; settings (pydantic), the toolbox, the agent, the
+    recall index and the offline server load with the session, after it."""
+    import subprocess
+
+    code = ("import sys, xun.tui.app; print(sorted(m for m in ('pydantic', 'openai', 'sqlite3', 'xun.config', "
+            "'xun.tools', 'xun.agent', 'xun.launch', 'xun.recall', 'xun.offline') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+async def test_the_app_draws_before_the_session_opens_and_sends_an_early_prompt(offline_server, tmp_path: Path):
+    gate = threading.Event()
+    opened: list[object] = []
+
+    def opener():
+        assert gate.wait(15), "the test never let the session open"
+        session = open_session(tmp_path, base_url=offline_server.base_url, environ={})
+        opened.append(session)
+        return session
+
+    app = XunApp(opener=opener)
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await pilot.pause()
+            assert app.session is None and app.header.status.startswith("opening the session")
+            assert not app.query(WelcomeBlock)
+            assert app.check_action("compact", ()) is False and app.check_action("help", ()) is True
+            await pilot.press("f5")  # disabled until the session is open: nothing starts
+            assert app.busy is None
+            await submit(pilot, "hello before the session")
+            assert app.session is None  # kept until the session is open
+            gate.set()
+            await wait_until(pilot, lambda: app.finished_work >= 1, what="the early prompt's turn")
+            assert app.session is opened[0] and app.opened_session is opened[0]
+            assert app.header.status == "ready"
+            assert "offline" not in str(app.query_one("#provider").render())
+            assert "hello before the session" in app.agent.conversation.messages[-2].text
+            assert app.agent.last_reply()
+            await pilot.press("ctrl+q")
+    finally:
+        for session in opened:
+            session.close()  # type: ignore[attr-defined]
+
+
+def test_run_opens_the_session_it_is_given_a_way_to_open_and_closes_it(tmp_path: Path):
+    opened = []
+
+    def opener():
+        session = open_session(tmp_path, offline=True, environ={})
+        opened.append(session)
+        return session
+
+    async def drive(pilot) -> None:
+        await wait_until(pilot, lambda: pilot.app.session is not None)
+        await turn(pilot, "hello")
+        await pilot.press("ctrl+q")
+
+    assert run(opener, headless=True, size=(100, 30), auto_pilot=drive) == 0
+    [session] = opened
+    assert session.offline_server is None  # closed: the demo model's server is stopped
+    assert [m.role for m in session.store.load(session.conversation.conversation_id).messages][-2:] == ["user", "assistant"]
+
+
+def test_a_session_that_cannot_be_opened_ends_the_app_and_is_raised(tmp_path: Path):
+    from xun.config import ConfigError
+
+    (tmp_path / ".xun").mkdir()
+    (tmp_path / ".xun" / "config.toml").write_text('[auto_compact]\ntoken_threshold = "lots"\n')
+    with pytest.raises(ConfigError, match="auto_compact.token_threshold"):
+        run(lambda: open_session(tmp_path, offline=True, environ={}), headless=True, size=(100, 30))

@@ -136,9 +136,7 @@ def _run_app(args: argparse.Namespace) -> int:
     from xun.commands.common import open_model_session
     from xun.tui import run as run_tui
 
-    session = open_model_session(args, resume=args.resume)
-    with session:  # the app saves the session itself (on quit, and after a crash)
-        return int(run_tui(session))
+    return int(run_tui(lambda: open_model_session(args, resume=args.resume)))
 
 
 def _make_server(command: list[str], *, host: str, port: int, url: str, debug: bool) -> Any:

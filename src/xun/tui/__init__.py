@@ -17,16 +17,18 @@ if TYPE_CHECKING:
 __all__ = ["XunApp", "run"]
 
 
-def run(session: Session, *, headless: bool = False, size: tuple[int, int] | None = None,
+def run(session: Session | Callable[[], Session], *, headless: bool = False, size: tuple[int, int] | None = None,
         auto_pilot: Callable[[Pilot[Any]], Awaitable[None]] | None = None) -> int:
-    """Run the app on `session` until the user quits; the session is saved on the way out.
+    """Run the app until the user quits; the session is saved on the way out.
 
-    Returns the exit code (0 after a normal quit). Closing the session (and its offline server) is left
-    to the caller, who opened it. `headless`, `size` and `auto_pilot` are Textual's `App.run` options
-    (for tests and demos: the pilot drives the app)."""
+    `session` is an open session (closing it is left to the caller, who opened it), or a function that
+    opens one: the app then draws its first frame at once and opens the session in a thread; it closes
+    what that function opened, and raises what it raised. Returns the exit code (0 after a normal quit).
+    `headless`, `size` and `auto_pilot` are Textual's `App.run` options (for tests and demos: the pilot
+    drives the app)."""
     from xun.tui.app import XunApp
 
-    app = XunApp(session)
+    app = XunApp(opener=session) if callable(session) else XunApp(session)
     try:
         result = app.run(headless=headless, size=size, auto_pilot=auto_pilot)
     finally:
@@ -36,6 +38,11 @@ def run(session: Session, *, headless: bool = False, size: tuple[int, int] | Non
             import sys
 
             print(f"xun: could not save the session: {exc}", file=sys.stderr)
+        finally:
+            if app.opened_session is not None:
+                app.opened_session.close()
+    if app.open_error is not None:
+        raise app.open_error
     if app.return_code not in (None, 0):
         return int(app.return_code)
     return int(result) if isinstance(result, int) else 0

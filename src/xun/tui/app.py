@@ -11,9 +11,9 @@ import asyncio
 import contextlib
 import gc
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -26,12 +26,9 @@ from textual.worker import Worker, WorkerState
 
 from xun import events
 from xun.compact import compact_conversation
-from xun.config import describe_config
 from xun.conversation import Conversation
 from xun.conversation_message import RawOpenAIMessage, UserMessage, content_text
-from xun.launch import Session
 from xun.paths import styles_dir
-from xun.tools import Decision
 from xun.tui import messages as m
 from xun.tui.bridge import EventBridge
 from xun.tui.commands import SLASH_COMMANDS, UnknownCommand, parse
@@ -50,7 +47,12 @@ from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
-# The screens are imported where they are first shown: none of them is needed for the first frame.
+if TYPE_CHECKING:
+    from xun.launch import Session
+
+# The screens are imported where they are first shown: none of them is needed for the first frame. Nor
+# are the settings, the toolbox and the agent (pydantic, SQLite, the offline server): an app given an
+# `opener` draws its first frame, then opens the session in a thread.
 
 QUIT_AGAIN_WITHIN = 2.0
 """Seconds within which a second Ctrl+C quits."""
@@ -73,7 +75,8 @@ def key_display(keys: str) -> str:
 
 
 class XunApp(App[int], inherit_bindings=False):
-    """`XunApp(session)`; `presentation=Presentation.fixed()` makes screenshots repeatable."""
+    """`XunApp(session)`, or `XunApp(opener=...)` to draw the first frame before the session is opened
+    (what `xun` does); `presentation=Presentation.fixed()` makes screenshots repeatable."""
 
     TITLE = "xun"
     CSS_PATH: ClassVar[list[str | Path]] = [styles_dir() / "xun.tcss"]
@@ -96,15 +99,24 @@ class XunApp(App[int], inherit_bindings=False):
         Binding("ctrl+c", "quit_twice", "Quit", id="quit_twice", show=False),
     ]
 
-    def __init__(self, session: Session, *, presentation: Presentation | None = None) -> None:
+    def __init__(self, session: Session | None = None, *, opener: Callable[[], Session] | None = None,
+                 presentation: Presentation | None = None) -> None:
         super().__init__()
-        self.session = session
+        if (session is None) == (opener is None):
+            raise TypeError("XunApp takes a session or an opener, not both")
+        self.session: Session | None = None
+        """None until the opener has opened it; the agent's actions wait until then."""
+        self._opener = opener
+        self.opened_session: Session | None = None
+        """The session the opener returned, set from its thread: `run()` closes it, even after an early quit."""
+        self.open_error: Exception | None = None
+        """Why the opener failed; the app then exits and `run()` raises it."""
+        self._early_prompt: str | None = None
+        """A prompt sent before the session was open: it goes out once the session is ready."""
         self.presentation = presentation or Presentation()
         self.bridge = EventBridge(self.post_message)
-        agent = session.agent
-        agent.on_event = self.bridge
-        agent.confirm = self.bridge.confirm
-        agent.consent = self.bridge.consent
+        if session is not None:
+            self._attach(session)
         self.busy: str | None = None
         """What runs now: "turn", "compact", "reclaim", "restore" (None when idle)."""
         self._last_ctrl_c = 0.0
@@ -122,6 +134,13 @@ class XunApp(App[int], inherit_bindings=False):
         self._warned_full: set[str] = set()
         """Sessions (conversation ids) already warned that the context passed FULL_WARNING of the threshold."""
         self._jump_target: Widget | None = None
+
+    def _attach(self, session: Session) -> None:
+        self.session = session
+        agent = session.agent
+        agent.on_event = self.bridge
+        agent.confirm = self.bridge.confirm
+        agent.consent = self.bridge.consent
 
     # ------------------------------------------------------------------------------ properties
 
@@ -167,9 +186,7 @@ class XunApp(App[int], inherit_bindings=False):
     # ---------------------------------------------------------------------------------- layout
 
     def compose(self) -> ComposeResult:
-        session = self.session
-        yield XunHeader(model=session.config.model.name, provider=session.describe_provider(),
-                        offline=session.offline, session_id=self.conversation.conversation_id)
+        yield XunHeader()
         with Horizontal(id="main"):
             with Vertical(id="chat-column"):
                 yield ChatView(shown_path=self.shown_path, welcome=self._welcome)
@@ -189,10 +206,48 @@ class XunApp(App[int], inherit_bindings=False):
         return WelcomeBlock(session.config.model.name, provider)
 
     async def on_mount(self) -> None:
-        keymap = dict(self.session.config.ui.keymap)
+        if self.session is not None:
+            await self._show_session()
+            return
+        self.header.status = "opening the session…"
+        self.chat.border_subtitle = "opening the session…"
+        self._open_session()
+
+    @work(thread=True, group="open", exit_on_error=False)
+    def _open_session(self) -> None:
+        """Settings, model server, conversation and agent, off the event loop (after the first frame)."""
+        assert self._opener is not None
+        try:
+            session = self._opener()
+        except Exception as exc:  # noqa: BLE001 - the app exits and `run()` raises it, as the command line would
+            self.post_message(m.SessionOpenFailed(exc))
+            return
+        self.opened_session = session
+        self.post_message(m.SessionOpened(session))
+
+    async def on_session_opened(self, message: m.SessionOpened) -> None:
+        self._attach(message.session)
+        await self._show_session()
+        self.refresh_bindings()
+        if self._early_prompt is not None:
+            text, self._early_prompt = self._early_prompt, None
+            await self.submit(text)
+
+    def on_session_open_failed(self, message: m.SessionOpenFailed) -> None:
+        self.open_error = message.error
+        self.exit(1)
+
+    async def _show_session(self) -> None:
+        session = self.session
+        assert session is not None
+        keymap = dict(session.config.ui.keymap)
         if keymap:
             self.set_keymap(keymap)
+        self.header.show_model(model=session.config.model.name, provider=session.describe_provider(),
+                               offline=session.offline)
         await self.show_conversation()
+        self.header.status = "ready"
+        self.call_after_refresh(self._freeze_heap)
 
     async def show_conversation(self) -> None:
         """Fill every pane from the conversation (start, resume, session switch)."""
@@ -268,7 +323,7 @@ class XunApp(App[int], inherit_bindings=False):
     # ------------------------------------------------------------------------------- bindings
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in AGENT_ACTIONS and isinstance(self.screen, ModalScreen):
+        if action in AGENT_ACTIONS and (self.session is None or isinstance(self.screen, ModalScreen)):
             return False
         return not (action == "cancel_turn" and self.busy is None)
 
@@ -330,6 +385,8 @@ class XunApp(App[int], inherit_bindings=False):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
+        if self.session is None:
+            return
         yield SystemCommand("Summarise now", "Summary compaction of older turns (F5, /compact)", self.action_compact)
         yield SystemCommand("Reclaim tool results", "Replace old tool results with placeholders (F6)", self.action_reclaim)
         yield SystemCommand("Recoverable results", "Focus the reclaimed tool results (F8)", self.action_focus_recoverable)
@@ -436,7 +493,7 @@ class XunApp(App[int], inherit_bindings=False):
 
     def on_open_breakdown(self, message: m.OpenBreakdown) -> None:
         message.stop()
-        if not isinstance(self.screen, ModalScreen):
+        if self.session is not None and not isinstance(self.screen, ModalScreen):
             self.action_context()
 
     async def jump_to_message(self, index: int) -> Widget | None:
@@ -551,6 +608,7 @@ class XunApp(App[int], inherit_bindings=False):
                                         self.presentation.moment), chosen)
 
     def action_config(self) -> None:
+        from xun.config import describe_config
         from xun.tui.screens.config import ConfigScreen
 
         self.push_screen(ConfigScreen(describe_config(self.session.config)))
@@ -626,7 +684,17 @@ class XunApp(App[int], inherit_bindings=False):
 
     @on(m.PromptSubmitted)
     async def _prompt_submitted(self, message: m.PromptSubmitted) -> None:
-        text = message.text
+        if self.session is None:
+            if self._early_prompt is None:
+                self._early_prompt = message.text
+                self.header.status = "opening the session… (your prompt goes out when it is open)"
+            elif not self.prompt.text.strip():  # one prompt waits; a second stays in the input
+                self.prompt.set_prompt(message.text)
+            return
+        await self.submit(message.text)
+
+    async def submit(self, text: str) -> None:
+        """A prompt or a slash command, as typed."""
         try:
             command = parse(text)
         except UnknownCommand as exc:
@@ -749,6 +817,8 @@ class XunApp(App[int], inherit_bindings=False):
 
     def _nothing_to_save(self) -> bool:
         """A session that never got a message is not written (each launch would leave an empty file)."""
+        if self.session is None:
+            return True
         conversation = self.conversation
         if conversation.messages and any(msg.role != "system" for msg in conversation.messages):
             return False
@@ -774,11 +844,8 @@ class XunApp(App[int], inherit_bindings=False):
                 with contextlib.suppress(Exception):  # a failed save was reported by the worker itself
                     await worker.wait()
 
-    def on_ready(self) -> None:
-        self.call_after_refresh(self._freeze_heap)
-
     def _freeze_heap(self) -> None:
-        """Once the first frame is up: move everything alive now (Textual, the SDK, the loaded session)
+        """Once the session is shown: move everything alive now (Textual, the SDK, the loaded session)
         out of the collector's reach. Otherwise a full collection walks all of it every few seconds
         while a reply streams, a pause of 100 ms or more that the keyboard feels."""
         gc.collect()
@@ -791,6 +858,8 @@ class XunApp(App[int], inherit_bindings=False):
         if getattr(self, "_heap_frozen", False):
             gc.unfreeze()  # what this app froze may be collected again once it is gone
             self._heap_frozen = False
+        if self.session is None:
+            return
         with contextlib.suppress(Exception):  # closing a client that already failed must not stop the exit
             await self.agent.aclose()
 
@@ -958,6 +1027,7 @@ class XunApp(App[int], inherit_bindings=False):
             screen.dismiss(None)
 
     def on_confirmation_asked(self, message: m.ConfirmationAsked) -> None:
+        from xun.tools import Decision
         from xun.tui.screens.confirm import ConfirmScreen
 
         answer = message.answer

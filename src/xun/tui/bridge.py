@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from xun import events
-from xun.tools import ConfirmationRequest, Decision
 from xun.tui import messages as m
+
+if TYPE_CHECKING:
+    from xun.tools import ConfirmationRequest, Decision
 
 
 class EventBridge:

@@ -14,12 +14,31 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from xun import events
-from xun.tools import ConfirmationRequest, Decision
+
+if TYPE_CHECKING:  # the toolbox (and pydantic) load with the session, after the first frame
+    from xun.launch import Session
+    from xun.tools import ConfirmationRequest, Decision
+
+# ------------------------------------------------------------------------------------ the session
+
+
+@dataclass
+class SessionOpened(Message):
+    """The session the app was started to open is ready (posted from the opening thread)."""
+
+    session: Session
+
+
+@dataclass
+class SessionOpenFailed(Message):
+    """Opening the session failed (bad settings, an unknown or damaged session, no model server)."""
+
+    error: Exception
 
 # ------------------------------------------------------------------------------------------ a turn
 

@@ -12,7 +12,7 @@ from textual.widgets import Label
 class XunHeader(Horizontal):
     status: reactive[str] = reactive("ready")
 
-    def __init__(self, *, model: str, provider: str, offline: bool, session_id: str) -> None:
+    def __init__(self, *, model: str = "", provider: str = "", offline: bool = False, session_id: str = "") -> None:
         super().__init__(id="header")
         self._model = model
         self._provider = provider
@@ -22,17 +22,29 @@ class XunHeader(Horizontal):
     def compose(self) -> ComposeResult:
         yield Label("xun", id="app-name")
         yield Label(self._model, id="model-name")
-        if self._offline:
-            yield Label("offline demo model", id="provider", classes="badge")
-        else:
-            yield Label(self._provider, id="provider")
-        yield Label(f"session {self._session_id}", id="session-id")
+        yield Label(self._provider_text(), id="provider", classes="badge" if self._offline else "")
+        yield Label(self._session_text(), id="session-id")
         yield Label(self.status, id="status")
+
+    def _provider_text(self) -> str:
+        return "offline demo model" if self._offline else self._provider
+
+    def _session_text(self) -> str:
+        return f"session {self._session_id}" if self._session_id else ""
+
+    def show_model(self, *, model: str, provider: str, offline: bool) -> None:
+        """Once the session is open (the app may draw its first frame before)."""
+        self._model, self._provider, self._offline = model, provider, offline
+        if self.is_mounted:
+            self.query_one("#model-name", Label).update(model)
+            badge = self.query_one("#provider", Label)
+            badge.update(self._provider_text())
+            badge.set_class(offline, "badge")
 
     def set_session(self, session_id: str) -> None:
         self._session_id = session_id
         if self.is_mounted:
-            self.query_one("#session-id", Label).update(f"session {session_id}")
+            self.query_one("#session-id", Label).update(self._session_text())
 
     def watch_status(self, status: str) -> None:
         if not self.is_mounted:
