@@ -12,7 +12,7 @@ from xun.tui.widgets.reasoning_block import ReasoningBlock
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 
-from .helpers import of_type, submit, turn, wait_until
+from .helpers import finish, of_type, submit, turn, wait_until
 
 
 def last_assistant_content(app: XunApp) -> str:
@@ -109,6 +109,38 @@ async def test_an_error_turn_is_reported(offline_server_factory, session_factory
         errors = [n for n in app.chat.query(NoticeBlock) if n.level == "error"]
         assert errors and "500" in errors[0].text
         assert app.busy is None
+
+
+async def test_a_failed_prompt_stays_in_the_session_and_comes_back_to_the_input(offline_server_factory, session_factory):
+    """Every attempt fails: the prompt is kept (in the saved session, and back in the input), the error is
+    a toast and a notice; sending it again replaces the unanswered prompt instead of adding a second."""
+    server = offline_server_factory(faults="500@1-2")
+    session = session_factory(server, "retry.attempts=2", "retry.backoff_base=0.01", "retry.backoff_max=0.02")
+    app = XunApp(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await turn(pilot, "read notes.txt please")
+        assert app.prompt.text == "read notes.txt please"
+        assert [n for n in app.chat.query(NoticeBlock) if n.level == "error" and "500" in n.text]
+        assert any(n.severity == "error" and "500" in n.message for n in app._notifications)
+        saved = session.store.load(app.conversation.conversation_id)
+        assert saved.messages[-1].text == "read notes.txt please"  # saved after the turn: nothing lost
+        await pilot.press("enter")  # the same prompt again; the server answers now
+        await wait_until(pilot, lambda: app.finished_work == 2, what="the second turn")
+        users = [msg.text for msg in app.conversation.messages if msg.role == "user"]
+        assert users == ["read notes.txt please"]
+        assert app.agent.last_reply() and app.prompt.text == ""
+
+
+async def test_retry_after_a_failed_prompt_sends_it_once(offline_server_factory, session_factory):
+    server = offline_server_factory(faults="500@1")
+    app = XunApp(session_factory(server, "retry.attempts=1"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await turn(pilot, "hello")
+        assert app.prompt.text == "hello"
+        await finish(pilot, app.action_retry)
+        assert app.prompt.text == ""
+        assert [msg.role for msg in app.conversation.messages][-2:] == ["user", "assistant"]
+        assert sum(msg.role == "user" for msg in app.conversation.messages) == 1
 
 
 async def test_enter_sends_and_new_line_keys_do_not(offline_server, session_factory):

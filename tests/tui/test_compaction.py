@@ -188,3 +188,17 @@ async def test_escape_cancels_a_summary_and_nothing_changes(offline_server_facto
         assert len(app.conversation.messages) == messages and not app.conversation.summarizations
         assert not app.log_pane.entries
         await turn(pilot, "hello")  # the app goes on
+
+
+async def test_an_engine_warning_is_a_toast_and_a_notice(offline_server, session_factory):
+    """The circuit breaker's notice (automatic compaction off after three failures, see
+    tests/reliability/test_faults.py) is an engine warning: it must not scroll away unseen."""
+    from xun import events
+    from xun.tui.widgets.notice_block import NoticeBlock
+
+    text = "automatic compaction failed 3 times in a row and is off for this session; compact by hand (/compact, F5) when needed"
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 30)) as pilot:
+        app.bridge(events.Warning(text))
+        await wait_until(pilot, lambda: any(n.level == "warning" for n in app.chat.query(NoticeBlock)))
+        assert any(n.severity == "warning" and n.message == text for n in app._notifications)

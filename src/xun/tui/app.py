@@ -113,6 +113,9 @@ class XunApp(App[int], inherit_bindings=False):
         """Why the opener failed; the app then exits and `run()` raises it."""
         self._early_prompt: str | None = None
         """A prompt sent before the session was open: it goes out once the session is ready."""
+        self._unanswered: UserMessage | None = None
+        """The prompt of a failed turn that got no answer: kept in the session and put back in the input;
+        sending from the input replaces it rather than leaving two prompts in a row."""
         self.presentation = presentation or Presentation()
         self.bridge = EventBridge(self.post_message)
         if session is not None:
@@ -638,6 +641,8 @@ class XunApp(App[int], inherit_bindings=False):
             await self.chat.add_notice("warning", "/retry: there is no prompt to send again")
             return
         await self._settle_save()
+        if self._unanswered is not None and self.prompt.text == self._unanswered.text:
+            self.prompt.clear()  # /retry sends the failed prompt: the copy in the input would send it twice
         self.conversation.pop_from_last_user_message(inclusive=False)
         await self.chat.remove_from_last_user(inclusive=False)
         self._refresh_gauge()
@@ -752,6 +757,10 @@ class XunApp(App[int], inherit_bindings=False):
             if not self.prompt.text.strip():
                 self.prompt.set_prompt(text)
             return
+        unanswered, self._unanswered = self._unanswered, None
+        messages = self.conversation.messages
+        if unanswered is not None and messages and messages[-1] is unanswered:
+            self.conversation.pop_last_message_if_user()
         await self.chat.add_user(text)
         self._start_turn(text)
 
@@ -871,6 +880,7 @@ class XunApp(App[int], inherit_bindings=False):
     # --------------------------------------------------------------------------- engine messages
 
     def on_turn_began(self, message: m.TurnBegan) -> None:
+        self._unanswered = None
         self._consent_declined = False
         self._consent_granted = False
         self.gauge.reset_stream()
@@ -935,8 +945,8 @@ class XunApp(App[int], inherit_bindings=False):
 
     async def on_notice(self, message: m.Notice) -> None:
         await self.chat.add_notice(message.level, message.text)
-        if message.level == "error":
-            self.notify(message.text, severity="error", title="error")
+        if message.level in ("error", "warning"):  # e.g. the model call failed, automatic compaction is off
+            self.notify(message.text, severity=message.level, title=message.level)
 
     async def on_summary_began(self, message: m.SummaryBegan) -> None:
         event = message.event
@@ -995,6 +1005,16 @@ class XunApp(App[int], inherit_bindings=False):
                 await self.chat.add_notice("cancelled", "cancelled")
         elif message.status == "max_iterations":
             await self.chat.add_notice("warning", "stopped at the limit of model calls for one turn")
+        elif message.status == "error":
+            messages = self.conversation.messages
+            last = messages[-1] if messages else None
+            if isinstance(last, UserMessage):  # the prompt got nothing at all: offer it again
+                self._unanswered = last
+                if not self.prompt.text.strip():
+                    self.prompt.set_prompt(last.text)
+                await self.chat.add_notice(
+                    "info", "the prompt is kept in the session and is back in the input: Enter sends it again "
+                    "(in place of the unanswered one), or /retry")
 
     async def on_agent_work_done(self, message: m.AgentWorkDone) -> None:
         if self.chat.reply is not None:
