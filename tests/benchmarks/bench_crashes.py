@@ -11,6 +11,7 @@ turn on each resumed session. Prints one JSON line per problem found, then a sum
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import sys
@@ -31,8 +32,22 @@ async def resume_all(outcomes) -> None:
             await resume_point(outcome, server)
 
 
-def main(argv: list[str]) -> int:
-    workers = int(argv[0]) if argv else 2
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1 (0 would run nothing)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("workers", nargs="?", type=positive_int, default=2, metavar="WORKERS",
+                        help="worker processes running kill points at once (default: 2)")
+    workers = parser.parse_args(argv).workers
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="xun-crashes-") as tmp:
         root = Path(tmp)

@@ -13,6 +13,7 @@ RELIABILITY.md. Not collected by pytest; `tests/reliability/test_soak.py` runs a
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -27,8 +28,22 @@ REGIMES = {
 }
 
 
-def main(argv: list[str]) -> int:
-    turns = int(argv[0]) if argv else 300
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1 (0 would run nothing)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("turns", nargs="?", type=positive_int, default=300, metavar="TURNS",
+                        help="turns in each regime (default: 300)")
+    turns = parser.parse_args(argv).turns
     failed = False
     for name, settings in REGIMES.items():
         def show(sample: dict, name: str = name) -> None:
