@@ -6,10 +6,21 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import BinaryIO
+
+TEMP_PREFIX = "."
+TEMP_SUFFIX = ".tmp"
+"""`write_text_atomic` writes `<folder>/.<name>.<random>.tmp` (`mkstemp` with these around `<name>.`), so
+the temporary file is hidden, sits beside its target and cannot be taken for it."""
+
+_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"(?P<target>.+)\.[a-z0-9_]{8}" + re.escape(TEMP_SUFFIX), re.ASCII)
+"""The name of a temporary file of `write_text_atomic`: the prefix, the target's name, a dot, the eight
+random characters `mkstemp` draws (lower-case letters, digits, `_`) and the suffix; nothing else."""
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o600, folder_mode: int = 0o700) -> None:
@@ -20,7 +31,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o600
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True, mode=folder_mode)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{target.name}.", suffix=TEMP_SUFFIX, dir=target.parent)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
@@ -33,6 +44,42 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o600
             os.unlink(tmp)
         raise
     fsync_dir(target.parent)
+
+
+def temp_target(name: str) -> str | None:
+    """The name of the file a temporary file of `write_text_atomic` was for, or None when `name` is not
+    the name of such a temporary file."""
+    found = _TEMP_NAME.fullmatch(name)
+    return found["target"] if found else None
+
+
+def remove_stale_temp_files(folder: str | os.PathLike[str], older_than: float, target_suffix: str = "") -> int:
+    """Delete the temporary files of `write_text_atomic` left in `folder` by a process that was killed
+    between creating one and renaming it; return how many were removed.
+
+    Only regular files with exactly that name (for a target ending in `target_suffix`) whose mtime is more
+    than `older_than` seconds ago: a younger one may belong to a write in progress in another process.
+    Symlinks and everything else are left alone, and nothing here raises: a folder that is missing,
+    unreadable or read-only just keeps its files.
+    """
+    removed = 0
+    cutoff = time.time() - older_than
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                target = temp_target(entry.name)
+                if target is None or not target.endswith(target_suffix):
+                    continue
+                try:
+                    if not entry.is_file(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_mtime >= cutoff:
+                        continue
+                    os.unlink(entry.path)
+                except OSError:
+                    continue
+                removed += 1
+    except OSError:
+        pass
+    return removed
 
 
 def fsync_dir(folder: Path) -> None:

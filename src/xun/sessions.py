@@ -8,9 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xun import paths
-from xun.atomic import open_regular
+from xun.atomic import open_regular, remove_stale_temp_files
 from xun.conversation import Conversation, SessionFormatError, is_session_id
 from xun.recall import HistoryIndex
+
+STALE_TEMP_SECONDS = 600.0
+"""A temporary file of a session save older than this (by mtime) is left over from a killed save and is
+removed. Younger ones are kept: another xun process on the same folder may be writing it right now, and a
+save takes far less than ten minutes even for a large session on a slow disk."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +48,7 @@ class SessionStore:
         self.history = HistoryIndex(self.workdir)
         """The searchable history of this folder (`.xun/history.db`), attached to every conversation the
         store makes or loads, so their summaries and reclaims are indexed as they happen."""
+        self._swept = False
 
     def path_for(self, conversation_id: str) -> Path:
         return self.root / f"{check_session_id(conversation_id)}.json"
@@ -53,8 +59,20 @@ class SessionStore:
 
     def save(self, conversation: Conversation) -> Path:
         path = self.path_for(conversation.conversation_id)
+        if not self._swept:
+            self._swept = True
+            self.remove_stale_temp_files()
         conversation.dump(path)
         return path
+
+    def remove_stale_temp_files(self) -> int:
+        """Delete what killed saves left in the folder (temporary session files older than
+        `STALE_TEMP_SECONDS`; each can be a whole copy of a session); how many were removed.
+
+        `save` calls it once per store, before its first write (which may need the space back): never on
+        the way to the app's first frame, and only when this process writes here anyway. Never raises.
+        """
+        return remove_stale_temp_files(self.root, STALE_TEMP_SECONDS, target_suffix=".json")
 
     def load(self, conversation_id: str) -> Conversation:
         path = self.path_for(conversation_id)

@@ -3,12 +3,14 @@
 import json
 import os
 import stat
+import time
 
 import pytest
 
+from xun import atomic
 from xun.conversation import FORMAT_VERSION, Conversation, SessionFormatError
 from xun.conversation_message import RawOpenAIMessage, SystemPrompt, UserMessage
-from xun.sessions import SessionStore, check_session_id
+from xun.sessions import STALE_TEMP_SECONDS, SessionStore, check_session_id
 
 from .builders import long_conversation, tool_round
 
@@ -201,6 +203,95 @@ def test_xun_home_replaces_dot_xun(tmp_path, monkeypatch):
     store = SessionStore(tmp_path)
     c = store.new()
     assert store.save(c).parent == tmp_path / "elsewhere" / "sessions"
+
+
+def test_the_sweeper_knows_the_real_temporary_name_of_an_atomic_write(tmp_path, monkeypatch):
+    """The writer and the sweeper share one pattern: the name `write_text_atomic` really gives its
+    temporary file (seen at the rename) is recognised, with the target's name."""
+    seen = []
+    real_replace = os.replace
+
+    def replace(src, dst):
+        seen.append(os.path.basename(src))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    for name in ("s.json", "a.b-c_d.json", "notes"):
+        atomic.write_text_atomic(tmp_path / name, "text")
+    assert [atomic.temp_target(name) for name in seen] == ["s.json", "a.b-c_d.json", "notes"]
+    assert all(name.startswith(".") and name.endswith(".tmp") for name in seen)
+
+
+def _age(path, seconds=STALE_TEMP_SECONDS + 60):
+    then = time.time() - seconds
+    os.utime(path, (then, then), follow_symlinks=False)
+
+
+def test_the_store_removes_old_temporary_files_of_killed_saves_and_nothing_else(tmp_path, monkeypatch):
+    monkeypatch.delenv("XUN_HOME", raising=False)
+    store = SessionStore(tmp_path)
+    store.root.mkdir(parents=True)
+    old = store.root / ".s1.json.ab12cd_9.tmp"  # a save killed before its rename, long ago
+    fresh = store.root / ".s2.json.zz99yy00.tmp"  # maybe another xun process's save in progress
+    foreign = [store.root / name for name in (
+        "s1.json.ab12cd_9.tmp",  # no leading dot
+        ".s1.json.ab12cd.tmp",  # not the eight random characters
+        ".s1.json.AB12CD_9.tmp",  # mkstemp draws lower case only
+        ".s1.json.ab12cd_9.tmp.bak",
+        ".s1.json.ab12cd_9.TMP",
+        ".notes.txt.ab12cd_9.tmp",  # a temporary file, but not of a session
+        "keep.txt",
+    )]
+    for path in (old, fresh, *foreign):
+        path.write_text("a private copy of a session")
+    outside = tmp_path / "outside.json.ab12cd_9.tmp"
+    outside.write_text("not the store's")
+    link = store.root / ".s3.json.ab12cd_9.tmp"
+    link.symlink_to(outside)
+    folder = store.root / ".s4.json.ab12cd_9.tmp"
+    folder.mkdir()
+    for path in (old, *foreign, outside, link, folder):
+        _age(path)
+
+    c = store.new()
+    store.save(c)
+    assert not old.exists()
+    assert fresh.exists() and all(path.exists() for path in foreign)
+    assert link.is_symlink() and outside.read_text() == "not the store's"  # neither the link nor its target
+    assert folder.is_dir()
+    assert store.load(c.conversation_id).conversation_id == c.conversation_id
+
+    # once per store: its later saves do not list the folder again; the next store (process) does
+    again = store.root / ".s5.json.ab12cd_9.tmp"
+    again.write_text("x")
+    _age(again)
+    store.save(c)
+    assert again.exists()
+    SessionStore(tmp_path).save(c)
+    assert not again.exists() and fresh.exists()
+
+
+def test_a_temporary_file_that_cannot_be_removed_stops_nothing(tmp_path, monkeypatch):
+    """A read-only folder (simulated: the tests run as root) keeps its files, and the save goes on."""
+    monkeypatch.delenv("XUN_HOME", raising=False)
+    store = SessionStore(tmp_path)
+    store.root.mkdir(parents=True)
+    old = store.root / ".s1.json.ab12cd_9.tmp"
+    old.write_text("x")
+    _age(old)
+
+    def refuse(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    real_unlink = os.unlink
+    monkeypatch.setattr(os, "unlink", refuse)
+    assert store.remove_stale_temp_files() == 0
+    c = store.new()
+    path = store.save(c)
+    assert path.exists() and old.exists()
+    monkeypatch.setattr(os, "unlink", real_unlink)
+    assert store.remove_stale_temp_files() == 1 and not old.exists()
+    assert SessionStore(tmp_path / "nothing here").remove_stale_temp_files() == 0  # no folder: nothing to do
 
 
 @pytest.mark.parametrize("bad", ["../x", "a/b", "", ".hidden", "x" * 200])

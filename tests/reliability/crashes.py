@@ -12,22 +12,27 @@ looks at the files on disk as a restarted xun would:
 - every message text that existed at the last completed save is in the session's messages, its
   reclaimed archive, its kept originals or the offload log;
 - the user file written by `write_file` is absent or complete;
-- and `resume_point` runs one more turn on the loaded session, saves it and loads it again.
+- and `resume_point` runs one more turn on the loaded session, saves it and loads it again; a
+  temporary file the kill left in the sessions folder, once older than the store's safe age, is gone
+  after that save.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xun.atomic import temp_target
 from xun.offload import read_offload_log
 from xun.recall import HistoryIndex
-from xun.sessions import SessionStore
+from xun.sessions import STALE_TEMP_SECONDS, SessionStore
 
 from .helpers import Recorder, make_agent, missing_texts
 
@@ -55,6 +60,8 @@ class Outcome:
     committed_texts: int = 0
     leftover_temp_files: int = 0
     session_was_in_flight: bool = False
+    stale_temp_files_swept: int = 0
+    """Temporary files the kill left in the sessions folder that the resumed store removed (aged first)."""
 
 
 def count_points(root: Path) -> dict[str, int]:
@@ -179,11 +186,17 @@ def check_point(outcome: Outcome) -> Outcome:
 
 
 async def resume_point(outcome: Outcome, server) -> None:
-    """Restart on the killed session's files: one more turn, a save, a load."""
+    """Restart on the killed session's files: one more turn, a save, a load. A temporary file the kill
+    left in the sessions folder is first made older than `STALE_TEMP_SECONDS` (as if the restart came
+    later): the restarted store's save must remove it."""
     workdir = Path(outcome.point["workdir"])
     store = SessionStore(workdir)
     if not store.path_for(CONVERSATION_ID).exists():
         return
+    leftovers = [path for path in store.root.iterdir() if temp_target(path.name) is not None]
+    then = time.time() - STALE_TEMP_SECONDS - 60
+    for path in leftovers:
+        os.utime(path, (then, then))
     agent, recorder, _ = make_agent(server, workdir, auto_confirm=True)
     agent.conversation = store.load(CONVERSATION_ID)
     finished = await agent.run("please read f1.py")
@@ -192,6 +205,10 @@ async def resume_point(outcome: Outcome, server) -> None:
     store.save(agent.conversation)
     if store.load(CONVERSATION_ID).completion_params() != agent.conversation.completion_params():
         outcome.problems.append("the resumed session did not save and load back the same")
+    outcome.stale_temp_files_swept = len(leftovers)
+    kept = [path.name for path in leftovers if os.path.lexists(path)]
+    if kept:
+        outcome.problems.append(f"the restarted store's save left old temporary files: {kept}")
 
 
 def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
@@ -205,6 +222,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
         "with_problems": sum(bool(o.problems) for o in outcomes),
         "sessions_from_the_save_in_flight": sum(o.session_was_in_flight for o in outcomes),
         "points_with_leftover_temp_files": sum(bool(o.leftover_temp_files) for o in outcomes),
+        "stale_temp_files_swept_on_resume": sum(o.stale_temp_files_swept for o in outcomes),
         "committed_texts_checked": sum(o.committed_texts for o in outcomes),
         "by_target": by_target,
     }
