@@ -24,13 +24,9 @@ from textual.widget import Widget
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
-from xun import events
-from xun.compact import compact_conversation
-from xun.conversation import Conversation
 from xun.conversation_message import RawOpenAIMessage, UserMessage, content_text
 from xun.paths import styles_dir
 from xun.tui import messages as m
-from xun.tui.bridge import EventBridge
 from xun.tui.commands import SLASH_COMMANDS, UnknownCommand, parse
 from xun.tui.format import Presentation, one_line, percent, shown_path, tokens
 from xun.tui.transcript import PLACEHOLDER_HEAD, reasoning_of, transcript
@@ -48,11 +44,13 @@ from xun.tui.widgets.user_block import UserBlock
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
 if TYPE_CHECKING:
+    from xun.conversation import Conversation
     from xun.launch import Session
+    from xun.tui.bridge import EventBridge
 
 # The screens are imported where they are first shown: none of them is needed for the first frame. Nor
-# are the settings, the toolbox and the agent (pydantic, SQLite, the offline server): an app given an
-# `opener` draws its first frame, then opens the session in a thread.
+# is the engine (events, conversation, settings, toolbox, agent: pydantic, SQLite, the offline server):
+# an app given an `opener` draws its first frame, then opens the session in a thread.
 
 QUIT_AGAIN_WITHIN = 2.0
 """Seconds within which a second Ctrl+C quits."""
@@ -117,7 +115,8 @@ class XunApp(App[int], inherit_bindings=False):
         """The prompt of a failed turn that got no answer: kept in the session and put back in the input;
         sending from the input replaces it rather than leaving two prompts in a row."""
         self.presentation = presentation or Presentation()
-        self.bridge = EventBridge(self.post_message)
+        self.bridge: EventBridge | None = None
+        """Turns the agent's events into messages; made with the session."""
         if session is not None:
             self._attach(session)
         self.busy: str | None = None
@@ -139,7 +138,10 @@ class XunApp(App[int], inherit_bindings=False):
         self._jump_target: Widget | None = None
 
     def _attach(self, session: Session) -> None:
+        from xun.tui.bridge import EventBridge
+
         self.session = session
+        self.bridge = EventBridge(self.post_message)
         agent = session.agent
         agent.on_event = self.bridge
         agent.confirm = self.bridge.confirm
@@ -783,6 +785,8 @@ class XunApp(App[int], inherit_bindings=False):
 
     @work(group="compaction", exit_on_error=False)
     async def compact_now(self, focus: str | None) -> None:
+        from xun.compact import compact_conversation
+
         try:
             await self._settle_save()
             await compact_conversation(self.agent, keep_recent=self.session.config.auto_compact.summary_keep_max,
@@ -957,6 +961,8 @@ class XunApp(App[int], inherit_bindings=False):
         self.header.status = "summarising…"
 
     async def on_compaction_recorded(self, message: m.CompactionRecorded) -> None:
+        from xun import events
+
         event = message.event
         self.log_pane.add_record(event.to_json())
         conversation = self.conversation

@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from xun import events
-
-if TYPE_CHECKING:  # the toolbox (and pydantic) load with the session, after the first frame
+if TYPE_CHECKING:  # the engine loads with the session, after the first frame
+    from xun import events
     from xun.launch import Session
     from xun.tools import ConfirmationRequest, Decision
 

@@ -7,15 +7,17 @@ their reasoning, each tool call joined with its result, and the summaries that r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xun.conversation import Conversation
 from xun.conversation_message import (
     RawOpenAIMessage,
     SystemPrompt,
     UserMessage,
     content_text,
 )
+
+if TYPE_CHECKING:
+    from xun.conversation import Conversation
 
 PLACEHOLDER_HEAD = "[Compacted, ID: "
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.timer import Timer
-from textual.widgets import Markdown
-from textual.widgets.markdown import MarkdownStream
 
 from xun.tui.widgets.reasoning_block import ReasoningBlock
+
+if TYPE_CHECKING:
+    from textual.widgets.markdown import MarkdownStream
 
 FLUSH_EVERY = 0.1
 """Seconds between Markdown updates while a reply streams. Each update re-renders the paragraph being
@@ -61,6 +64,8 @@ class AssistantBlock(Vertical):
         self._shown_split = False
         """True when the streamed display has breaks the reply does not have (see LONG_LINE)."""
         self.reasoning: ReasoningBlock | None = None
+        from textual.widgets import Markdown  # here, not above: an empty chat's first frame does without it
+
         self.markdown = Markdown(content, classes="reply")
 
     def compose(self) -> ComposeResult:
@@ -94,7 +99,7 @@ class AssistantBlock(Vertical):
         text, self._line_chars, split = split_long_lines(text, self._line_chars)
         self._shown_split = self._shown_split or split
         if self._stream is None:
-            self._stream = Markdown.get_stream(self.markdown)
+            self._stream = self.markdown.get_stream(self.markdown)
         await self._stream.write(text)
 
     async def write_reasoning(self, fragment: str) -> None:
