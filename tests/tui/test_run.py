@@ -70,12 +70,14 @@ async def test_another_server_shows_its_address(offline_server, session_factory)
 
 
 def test_importing_the_app_leaves_the_engine_heavyweights_for_later():
-    """The first frame needs Textual and the widgets; settings (pydantic), the toolbox, the agent, the
-    recall index and the offline server load with the session, after it."""
+    """The first frame needs Textual and the widgets; the engine (events, conversation, settings with
+    pydantic, the toolbox, the agent, the recall index, the offline server) loads with the session, after
+    it, and Markdown with the first reply."""
     import subprocess
 
-    code = ("import sys, xun.tui.app; print(sorted(m for m in ('pydantic', 'openai', 'sqlite3', 'xun.config', "
-            "'xun.tools', 'xun.agent', 'xun.launch', 'xun.recall', 'xun.offline') if m in sys.modules))")
+    code = ("import sys, xun.tui.app; print(sorted(m for m in ('pydantic', 'openai', 'sqlite3', 'markdown_it', "
+            "'xun.events', 'xun.conversation', 'xun.config', 'xun.tools', 'xun.agent', 'xun.launch', 'xun.recall', "
+            "'xun.offline') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
