@@ -4,9 +4,11 @@
 
 The points are every n of every (target, mode) of `tests/reliability/crash_worker.py` (events of a turn,
 model calls, saves, the atomic write's text, fsync and rename, reclaims, summaries, offload appends,
-history-index writes), about 870; the checks are those of `tests/reliability/crashes.py`, plus one more
-turn on each resumed session. Prints one JSON line per problem found, then a summary line. The suite's
-`test_crashes.py` runs a sample of about 120 of the same points.
+history-index writes): several hundred, each call a dry run of the session counts, once per mode. The
+checks are those of `tests/reliability/crashes.py`, plus one more turn on each resumed session (whose
+save must remove the kill's old temporary files). Prints one JSON line per problem found, then a summary
+line. The suite's `test_crashes.py` runs a sample of the same points: at most its `PER_TARGET` evenly
+spaced n per (target, mode).
 """
 
 from __future__ import annotations

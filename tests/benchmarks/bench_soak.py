@@ -4,11 +4,13 @@
 
 Two regimes, each printed as JSON lines (one per sample of 25 turns, then one summary line):
 "aggressive" (threshold 3,000 tokens, keep 3 tool results / 6 messages: a summary every few turns) and
-"moderate" (threshold 12,000, keep 6 / 12: reclaims most turns, a summary now and then). The summary
-line has the peak RSS, the counts of reclaims and summaries, summary requests seen at the server, the
-most summaries in flight at once, logged compaction events against compaction-log records, and
-`problems` (empty when every check held; see `tests/reliability/soak.py`). The figures go into
-RELIABILITY.md. Not collected by pytest; `tests/reliability/test_soak.py` runs a short version.
+"moderate" (threshold 12,000, keep 6 / 12: many turns pass between compactions; each one reclaims old
+tool results, and every second one (`escalation_rounds`), or one where reclaiming is not enough, also
+summarises). The summary line has the peak RSS, the counts of reclaims and summaries, summary requests
+seen at the server, the most summaries in flight at once, logged compaction events against
+compaction-log records, and `problems` (empty when every check held; see `tests/reliability/soak.py`).
+The figures go into RELIABILITY.md. Not collected by pytest; `tests/reliability/test_soak.py` runs a
+short version.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ import pytest
 
 from .crashes import check_point, count_points, plan, resume_point, run_plan, summarize
 
-PER_TARGET = 5  # evenly spaced n per (target, mode): about 105 kill points, about 25 s on two cores
+PER_TARGET = 5
+"""Evenly spaced n per (target, mode), or every n of a target called fewer times: the kill points are the
+sum over (target, mode) of min(PER_TARGET, calls), which the test below requires to be at least 100."""
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,8 @@
 - The offline server's request parsing over real HTTP: always a JSON 400 or a valid answer (a parsable
   completion or a complete SSE stream), never a 500 or a dropped connection.
 
-`XUN_FUZZ_EXAMPLES` scales every test (default 150; RELIABILITY.md gives the longer runs).
+`XUN_FUZZ_EXAMPLES` sets how many examples each fuzz test runs (default 150). The longer run RELIABILITY.md
+gives is `XUN_FUZZ_EXAMPLES=2000 python3 -m pytest tests/reliability/test_fuzz.py -q -p no:cacheprovider`.
 """
 
 from __future__ import annotations
