@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from textual.widgets import DataTable
@@ -149,6 +150,6 @@ async def test_scrolling_up_reaches_the_first_message(offline_server, session_fa
             chat.scroll_end(animate=False, immediate=True)
             await pilot.pause()
             pages += 1
-        assert pages == 3  # 90 blocks: 40 first, then pages of 20
+        assert pages == math.ceil((90 - PAGE) / OLDER_PAGE)  # 90 blocks: a first page, then older pages
         assert chat.query(UserBlock).first().text == "question 0: read src/file0.py"
         assert len(chat.query(UserBlock)) == 30 and len(chat.query(ToolBlock)) == 30

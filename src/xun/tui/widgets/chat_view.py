@@ -21,8 +21,10 @@ from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
-PAGE = 40
-"""Blocks mounted first from a history: enough to fill a tall terminal several times."""
+PAGE = 20
+"""Blocks mounted first from a history: more than a tall terminal shows (a round of prompt, tool call and
+reply is about a dozen lines), and few, since mounting blocks is most of what a resumed session's first
+screen costs."""
 OLDER_PAGE = 20
 """Blocks mounted each time the view reaches the top: small, so scrolling up never stalls."""
 
