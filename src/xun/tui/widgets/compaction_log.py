@@ -117,8 +117,8 @@ class CompactionLog(RichLog):
         if entry.reason:
             text.append(f" {entry.reason}", style="italic")
         text.append(f" {entry.trigger}", style="dim")
-        if entry.offload:
-            text.append(f"\n  → {entry.offload}", style="dim")
+        if entry.offload:  # a no-break space: a long path folds after the arrow instead of leaving it alone
+            text.append(f"\n  →\u00a0{entry.offload}", style="dim")
         return text
 
     def add_record(self, record: dict[str, Any]) -> LogEntry | None:
