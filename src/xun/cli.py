@@ -256,6 +256,10 @@ def _subparser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> arg
     return parser
 
 
+NO_PYDANTIC_PLUGINS = ("PYDANTIC_DISABLE_PLUGINS", "__all__")
+"""The environment setting `xun` starts with, unless it is set already (see `main`)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `xun` with `argv` and return its exit status.
 
@@ -265,6 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     0.2 s of every `xun run`). Everything the commands write is already flushed and fsynced by then.
     """
     as_program = argv is None
+    if as_program:  # xun uses no pydantic plugins; looking for them reads every installed package's
+        # metadata when the settings are first validated (tens of ms of each start). An explicit value wins.
+        os.environ.setdefault(NO_PYDANTIC_PLUGINS[0], NO_PYDANTIC_PLUGINS[1])
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     try:

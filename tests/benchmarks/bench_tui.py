@@ -107,9 +107,12 @@ def spawn_first_frame(kind: str, workdir: Path, resume: str | None) -> tuple[flo
     command = [sys.executable, str(HERE), "--child", kind, "--workdir", str(workdir)]
     if resume:
         command += ["--resume", resume]
+    from xun.cli import NO_PYDANTIC_PLUGINS
+
     env = {**os.environ, "XDG_CONFIG_HOME": str(workdir / "xdg")}
     for name in ("OPENAI_API_KEY", "PYTHONDONTWRITEBYTECODE"):
         env.pop(name, None)
+    env.setdefault(*NO_PYDANTIC_PLUGINS)  # as the `xun` command starts
     started = time.time()
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
     if done.returncode != 0:

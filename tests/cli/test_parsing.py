@@ -48,6 +48,19 @@ def test_version_is_fast_and_imports_nothing_heavy(cli: Cli):
     assert "xun.cli" in imported
 
 
+@pytest.mark.parametrize(("preset", "expected"), [(None, "__all__"), ("", ""), ("some_plugin", "some_plugin")])
+def test_the_program_starts_without_pydantic_plugins_unless_told(cli: Cli, preset, expected):
+    """Looking for pydantic plugins reads every installed package's metadata; xun has none to load."""
+    env = {k: v for k, v in cli.env.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if preset is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = preset
+    code = ("import os, sys; sys.argv = ['xun', '--version']; from xun.cli import main; main(); "
+            "print(repr(os.environ.get('PYDANTIC_DISABLE_PLUGINS')))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=cli.workdir, env=env, capture_output=True, text=True,
+                          timeout=20, check=True)
+    assert done.stdout.splitlines()[-1] == repr(expected)
+
+
 def test_the_cli_module_keeps_its_imports_light():
     source = open(cli_module.__file__, encoding="utf-8").read()
     head = source.split("def ", 1)[0]
