@@ -21,10 +21,9 @@ from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
-PAGE = 20
-"""Blocks mounted first from a history: more than a tall terminal shows (a round of prompt, tool call and
-reply is about a dozen lines), and few, since mounting blocks is most of what a resumed session's first
-screen costs."""
+PAGE = 10
+"""Blocks mounted first from a history: few, since mounting blocks is most of what a resumed session's
+first screen costs; when they do not fill the view, older pages follow at once (`_fill_view`)."""
 OLDER_PAGE = 20
 """Blocks mounted each time the view reaches the top: small, so scrolling up never stalls."""
 
@@ -87,6 +86,7 @@ class ChatView(VerticalScroll):
         if widgets:
             await self.mount_all(widgets)
         self.anchor()
+        self.call_after_refresh(self._fill_view)
 
     @property
     def older_count(self) -> int:
@@ -124,9 +124,15 @@ class ChatView(VerticalScroll):
                     self.scroll_to(y=self.scroll_y + grown, animate=False, immediate=True)
 
             self.call_after_refresh(keep_place)
+            self.call_after_refresh(self._fill_view)
             return len(widgets)
         finally:
             self._loading_older = False
+
+    def _fill_view(self) -> None:
+        """A view the mounted blocks do not fill (a tall terminal, short blocks) asks for older ones."""
+        if self._older and self.max_scroll_y == 0:
+            self._want_older()
 
     def _want_older(self) -> None:
         if self._older and not self._older_wanted:
