@@ -60,7 +60,8 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, max_help_position=30)
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1 (also for `xun offline-server` and the benchmarks)."""
     try:
         value = int(text)
     except ValueError:
@@ -125,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", nargs="?", metavar="PROMPT",
                      help="what to ask; '-' or nothing reads it from standard input when that is not a terminal")
     run.add_argument("--json", action="store_true", help="print every engine event as one JSON line on stdout")
-    run.add_argument("--max-iterations", type=_positive_int, metavar="N",
+    run.add_argument("--max-iterations", type=positive_int, metavar="N",
                      help="stop after N model calls (default 50); reaching it exits with status 1")
     run.add_argument("-y", "--yes", action="store_true",
                      help="allow write_file and run_command without asking (the same as --set auto_confirm=true)")
@@ -162,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("id", nargs="?", metavar="ID", help="the session (a unique prefix is enough)")
     compact.add_argument("--toolcall", action="store_true", help="reclaim old tool results only (no summary)")
     compact.add_argument("--focus", metavar="TEXT", help="what the summary must keep (not with --toolcall)")
-    compact.add_argument("--keep", type=_positive_int, metavar="N",
+    compact.add_argument("--keep", type=positive_int, metavar="N",
                          help="messages kept verbatim (default auto_compact.summary_keep_max), or with --toolcall "
                          "tool results kept (default auto_compact.toolcall_keep_max)")
     compact.add_argument("--json", action="store_true", help="print every engine event as one JSON line on stdout")
@@ -206,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(the apps quit and save their sessions first). The app runs commands and writes files, so\n"
                     "a --host that is not a loopback address needs --public too.")
     serve.add_argument("--host", default="127.0.0.1", metavar="HOST", help="the address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=_positive_int, default=8000, metavar="PORT", help="the port (default 8000)")
+    serve.add_argument("--port", type=positive_int, default=8000, metavar="PORT", help="the port (default 8000)")
     serve.add_argument("--public", action="store_true", help="allow a --host that other machines can reach")
     serve.add_argument("--app-process", action="store_true", help=argparse.SUPPRESS)  # what each tab runs
     _add_global_options(serve, top=False)

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reliability.crashes import check_point, count_points, plan, resume_point, run_plan, summarize  # noqa: E402
 
+from xun.cli import positive_int  # noqa: E402
 from xun.offline import OfflineServer  # noqa: E402
 
 
@@ -32,17 +33,6 @@ async def resume_all(outcomes) -> None:
     with OfflineServer() as server:
         for outcome in outcomes:
             await resume_point(outcome, server)
-
-
-def positive_int(text: str) -> int:
-    """argparse type: a whole number of at least 1 (0 would run nothing)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:

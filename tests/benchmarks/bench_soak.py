@@ -23,22 +23,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reliability.soak import run_soak_sync  # noqa: E402
+from xun.cli import positive_int  # noqa: E402
 
 REGIMES = {
     "aggressive": {"threshold": 3000, "auto_compact__toolcall_keep_max": 3, "auto_compact__summary_keep_max": 6},
     "moderate": {"threshold": 12000, "auto_compact__toolcall_keep_max": 6, "auto_compact__summary_keep_max": 12},
 }
-
-
-def positive_int(text: str) -> int:
-    """argparse type: a whole number of at least 1 (0 would run nothing)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,20 +9,11 @@ import signal
 import sys
 import threading
 
+from xun.cli import positive_int
 from xun.offline.faults import FAULT_KINDS
 from xun.offline.server import REASONING_FIELDS, OfflineServer
 
 FAULTS_ENV = "XUN_OFFLINE_FAULTS"
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def _port(text: str) -> int:
@@ -57,7 +48,7 @@ def build_parser(prog: str = "xun offline-server") -> argparse.ArgumentParser:
     )
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1; others are refused)")
     parser.add_argument("--port", type=_port, default=0, help="port (default 0: any free port)")
-    parser.add_argument("--context-window", type=_positive_int, default=None, metavar="N", help="answer HTTP 400 context_length_exceeded above N prompt tokens")
+    parser.add_argument("--context-window", type=positive_int, default=None, metavar="N", help="answer HTTP 400 context_length_exceeded above N prompt tokens")
     parser.add_argument(
         "--faults",
         default=os.environ.get(FAULTS_ENV) or None,
