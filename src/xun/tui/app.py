@@ -602,15 +602,15 @@ class XunApp(App[int], inherit_bindings=False):
             record["content"] = text
         return records
 
-    def action_sessions(self) -> None:
+    async def action_sessions(self) -> None:
         from xun.tui.screens.sessions import SessionsScreen
 
         def chosen(conversation_id: str | None) -> None:
             if conversation_id and conversation_id != self.conversation.conversation_id:
                 self.post_message(m.SwitchSession(conversation_id))
 
-        self.push_screen(SessionsScreen(self.session.store.list(), self.conversation.conversation_id,
-                                        self.presentation.moment), chosen)
+        infos = await asyncio.to_thread(self.session.store.list)  # reads every session's head: off the loop
+        self.push_screen(SessionsScreen(infos, self.conversation.conversation_id, self.presentation.moment), chosen)
 
     def action_config(self) -> None:
         from xun.config import describe_config
@@ -745,7 +745,7 @@ class XunApp(App[int], inherit_bindings=False):
         elif name == "/tokens":
             await self.action_tokens()
         elif name == "/sessions":
-            self.action_sessions()
+            await self.action_sessions()
         elif name == "/config":
             self.action_config()
         elif name == "/help":
@@ -1148,7 +1148,7 @@ class XunApp(App[int], inherit_bindings=False):
         await self._settle_save()
         try:
             await asyncio.to_thread(self.save_now)
-            conversation = self.session.store.load(message.conversation_id)
+            conversation = await asyncio.to_thread(self.session.store.load, message.conversation_id)
         except Exception as exc:  # noqa: BLE001 - unreadable file, bad id: say so and stay
             self.notify(f"could not open session {message.conversation_id}: {exc}", severity="error")
             return
