@@ -30,7 +30,8 @@ TARGETS_MS = {"xun --version": 150, "xun run --offline hi": 1000}
 
 
 def environment(home: Path) -> dict[str, str]:
-    scrubbed = {"OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME", "XUN_OFFLINE_FAULTS"}
+    # PYTHONDONTWRITEBYTECODE would have every run compile xun anew; an installed package has its bytecode
+    scrubbed = {"OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME", "XUN_OFFLINE_FAULTS", "PYTHONDONTWRITEBYTECODE"}
     env = {k: v for k, v in os.environ.items() if k not in scrubbed}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
     return env
