@@ -136,6 +136,7 @@ class XunApp(App[int], inherit_bindings=False):
         self._warned_full: set[str] = set()
         """Sessions (conversation ids) already warned that the context passed FULL_WARNING of the threshold."""
         self._jump_target: Widget | None = None
+        self._heap_frozen = False
 
     def _attach(self, session: Session) -> None:
         from xun.tui.bridge import EventBridge
@@ -868,7 +869,7 @@ class XunApp(App[int], inherit_bindings=False):
     async def on_unmount(self) -> None:
         """The HTTP client belongs to this app's event loop: close it, so a later app on the same session
         (or the session's next user) builds its own instead of one tied to a closed loop."""
-        if getattr(self, "_heap_frozen", False):
+        if self._heap_frozen:
             gc.unfreeze()  # what this app froze may be collected again once it is gone
             self._heap_frozen = False
         if self.session is None:
