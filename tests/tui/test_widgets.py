@@ -89,6 +89,9 @@ def test_the_bar_marks_the_threshold():
     assert bar_cells(0, 1, 1, 1, None) == ""
     over = bar_cells(10, reported=300, estimate=300, threshold=100, window=None)
     assert over.count(FILLED) == 9 and MARK in over
+    # after a reclaim the last reported count is stale and higher: the bar ends where the context does now
+    reclaimed = bar_cells(20, reported=150, estimate=25, threshold=100, window=None)
+    assert reclaimed.count(FILLED) == 4 and reclaimed.count(ESTIMATED) == 0
 
 
 def test_token_figures():

@@ -1,4 +1,6 @@
 """A one-line bar of the context: reported tokens, the estimate beyond them, and the threshold mark.
+It ends at the estimate, as the gauge's figure does: after a reclaim or a summary the last reported
+count (from before it) is higher than what the context holds now, and only the line below says so.
 
 The scale is the context window when it is known, else 125% of the threshold (so the mark sits at
 four fifths of the width). The colour comes from the style sheet (the gauge's zone class)."""
@@ -15,9 +17,9 @@ def bar_cells(width: int, reported: int, estimate: int, threshold: int, window: 
     """The bar as characters, for the widget and its tests."""
     if width <= 0:
         return ""
-    scale = max(window or 0, round(threshold * 1.25), max(reported, estimate), 1)
-    filled = min(width, round(width * reported / scale))
-    upto = min(width, max(filled, round(width * estimate / scale)))
+    scale = max(window or 0, round(threshold * 1.25), estimate, 1)
+    upto = min(width, round(width * estimate / scale))
+    filled = min(upto, round(width * reported / scale))
     mark = min(width - 1, max(0, round(width * threshold / scale) - 1))
     cells = [FILLED] * filled + [ESTIMATED] * (upto - filled) + [EMPTY] * (width - upto)
     cells[mark] = MARK
