@@ -39,6 +39,7 @@ class SessionOpenFailed(Message):
 
     error: Exception
 
+
 # ------------------------------------------------------------------------------------------ a turn
 
 
