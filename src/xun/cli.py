@@ -272,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_program = argv is None
     if as_program:  # xun uses no pydantic plugins; looking for them reads every installed package's
         # metadata when the settings are first validated (tens of ms of each start). An explicit value wins.
-        os.environ.setdefault(NO_PYDANTIC_PLUGINS[0], NO_PYDANTIC_PLUGINS[1])
+        os.environ.setdefault(*NO_PYDANTIC_PLUGINS)
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     try:
