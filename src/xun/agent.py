@@ -9,6 +9,7 @@ sent to `on_event`; the engine never imports a front end.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import math
@@ -21,8 +22,8 @@ from typing import Any
 from xun.atomic import open_regular
 from xun.compact import AutoCompactor, CompactorAbstract, ToolCallCompactResult
 from xun.config import XunConfig, resolve_api_key
-from xun.conversation import Conversation
-from xun.conversation_message import RawOpenAIMessage, UserMessage
+from xun.conversation import MESSAGE_TOKENS, Conversation
+from xun.conversation_message import RawOpenAIMessage, SystemPrompt, UserMessage, message_length
 from xun.events import (
     AssistantMessage,
     CompactionEvent,
@@ -42,6 +43,21 @@ from xun.events import (
     Warning,
 )
 from xun.tools import ConfirmCallback, Toolbox, ToolContext, default_toolbox
+from xun.window import (
+    ASSUMED,
+    CONFIG,
+    LEARNED,
+    UNKNOWN,
+    Calibration,
+    LearnedWindows,
+    ServerKnowledge,
+    Window,
+    count_tokens,
+    discover_window,
+    is_overflow_text,
+    overflow_window,
+    requested_tokens,
+)
 
 PROJECT_INSTRUCTION_FILES = ("AGENTS.md", "Agents.md", "agents.md")
 PROJECT_SECTION = "AGENTS.md"
@@ -53,12 +69,43 @@ EventCallback = Callable[[Event], Awaitable[None] | None]
 ConsentCallback = Callable[["Agent"], Awaitable[bool]]
 
 
+PREPARE_WAIT = 3.0
+"""Seconds a model call waits for window discovery still under way (front ends start it early)."""
+SMALLEST_COMMON_WINDOW = 2048
+"""llama-cpp-python's default n_ctx: below it an empty reply is not taken for an overflow."""
+
+
 class TransientServerError(Exception):
     """A model call that may succeed when tried again (5xx, timeout, dropped or broken stream)."""
 
 
+class EmptyStreamError(TransientServerError):
+    """The server answered 200 and then sent nothing at all (how llama.cpp servers refuse an overflow)."""
+
+
 class ContextOverflowError(Exception):
     """The server refused the request as longer than the model's context window."""
+
+    def __init__(self, message: str, window: int | None = None, requested: int | None = None) -> None:
+        super().__init__(message)
+        self.window = window
+        self.requested = requested
+
+
+class ContextTooLargeError(Exception):
+    """Nothing was sent: the request cannot fit the model's window, even after compaction.
+
+    `prompt` is True when the newest user message alone (with the system prompt and the tool
+    definitions) is too large: the front ends give it back to the user instead of keeping it."""
+
+    def __init__(self, needed: int, budget: int, window: Window, prompt: bool, detail: str = "") -> None:
+        self.needed, self.budget, self.window, self.prompt = needed, budget, window, prompt
+        what = "the prompt" if prompt else "the context"
+        text = (f"{what} does not fit the model's context window: about {needed:,} tokens are needed and "
+                f"{budget:,} are available ({window.describe()}, less {window.tokens - budget:,} kept for the reply)")
+        if prompt:
+            text += "; nothing was sent. Shorten the prompt, or split it over several turns"
+        super().__init__(text + (f"; {detail}" if detail else ""))
 
 
 @dataclass
@@ -91,16 +138,26 @@ class _Reply:
         return raw
 
 
+def _error_text(exc: BaseException) -> str:
+    """The error's message and body, where servers put their words (and figures) about an overflow."""
+    body = getattr(exc, "body", None)
+    try:
+        body_text = json.dumps(body, ensure_ascii=False) if body is not None else ""
+    except (TypeError, ValueError):
+        body_text = str(body)
+    return f"{exc} {body_text}"
+
+
 def _classify(exc: BaseException) -> Exception:
     """Map SDK and transport errors to what the loop does with them: retry, compact, or fail."""
     import openai
 
+    if isinstance(exc, openai.APIError) and not isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError)):
+        text = _error_text(exc)
+        status = getattr(exc, "status_code", None)
+        if (status is None or status in (400, 413, 422) or status >= 500) and is_overflow_text(text):
+            return ContextOverflowError(str(exc), window=overflow_window(text), requested=requested_tokens(text))
     if isinstance(exc, openai.BadRequestError):
-        body = exc.body if isinstance(exc.body, dict) else {}
-        error = body.get("error", body) if isinstance(body, dict) else {}
-        code = error.get("code") if isinstance(error, dict) else None
-        if code == "context_length_exceeded" or "context_length_exceeded" in str(exc):
-            return ContextOverflowError(str(exc))
         return exc  # type: ignore[return-value]
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code >= 500 or exc.status_code in (408, 409, 429):
@@ -163,12 +220,46 @@ class Agent:
         self._shares_client = False  # set by inherit: a helper never closes its parent's client
         self.offline = False
         """Talking to the offline demo server: the user's API key is not sent to it."""
+        self.knowledge = ServerKnowledge()
+        """The window and the tokenizer's measure, as learned this session (shared with helpers)."""
+        self.learned_windows = LearnedWindows()
+        self.reply_budget: int | None = None
+        """`max_tokens` of every request, when set (the summarizer's is bounded by what it replaces)."""
+        self.last_finish_reason: str | None = None
+        self._max_tokens_param = "max_tokens"
+        self._empty_for_null = False
 
     # ----------------------------------------------------------------- setup
 
     @property
+    def window(self) -> Window:
+        """The context window and where the figure came from: the config, else what this session learned
+        from an overflow, what the server said, or what an earlier session learned."""
+        configured = self.config.model.context_window
+        if configured is not None:
+            return Window(configured, f"set in {self.config.source_of('model.context_window')}", CONFIG)
+        return self.knowledge.window()
+
+    @property
     def threshold(self) -> int:
-        return self.config.effective_threshold()
+        return self.config.effective_threshold(self.window.tokens)
+
+    def output_reserve(self, window: int) -> int:
+        """Tokens of the window kept free for the reply."""
+        if self.reply_budget is not None:
+            return self.reply_budget
+        configured = self.config.model.output_reserve
+        if configured is not None:
+            return min(configured, window // 2)
+        return min(8192, max(256, window // 8), window // 2)
+
+    def request_tokens(self) -> int:
+        """The estimate of the next request's prompt: its messages and its tool definitions, calibrated by
+        the server's last count (or its tokenizer). What the trigger, the window check and the gauge use."""
+        c = self.conversation
+        if c.total_tokens is None:  # no count to extend: the tool definitions are priced afresh
+            c.overhead_chars = self._schema_chars()
+        return c.estimated_tokens()
 
     def system(self, prompt: str) -> None:
         """Set the role prompt (kept word for word across every summary)."""
@@ -215,11 +306,16 @@ class Agent:
         child._shares_client = True
         child.reads_project_instructions = False  # the summarizer must not see AGENTS.md
         child.offline = agent.offline
+        child.knowledge = agent.knowledge
+        child._max_tokens_param, child._empty_for_null = agent._max_tokens_param, agent._empty_for_null
+        child.learned_windows = agent.learned_windows
+        child.conversation.tokens_per_char = agent.conversation.tokens_per_char
         return child
 
     def _schema_chars(self) -> int:
         """Characters of the tool schemas a request carries (part of every reported prompt)."""
-        return len(json.dumps(self.toolbox.schemas(), ensure_ascii=False))
+        schemas = self.toolbox.schemas()
+        return len(json.dumps(schemas, ensure_ascii=False)) if schemas else 0
 
     async def aclose(self) -> None:
         """Close the HTTP client (front ends call this when they stop; a helper shares its parent's)."""
@@ -251,26 +347,159 @@ class Agent:
                 await result
 
     async def emit_usage(self, usage: Any = None) -> None:
+        """The figures now; `usage` is the server's report of the call just made, when it sent one."""
         c = self.conversation
+        window = self.window
         await self.emit(Usage(
             total_tokens=c.total_tokens,
-            estimated_tokens=c.estimated_tokens(),
+            estimated_tokens=self.request_tokens(),
             threshold=self.threshold,
-            context_window=self.config.model.context_window,
+            context_window=window.tokens,
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None),
+            source="server" if usage is not None else "estimate",
+            window_source=window.source if window.known else None,
         ))
+
+    # ------------------------------------------------------- the window and the tokenizer
+
+    def _auth_headers(self) -> dict[str, str]:
+        key = None if self.offline else resolve_api_key(self.config, self.environ)
+        return {"Authorization": f"Bearer {key or OFFLINE_API_KEY}"}
+
+    def start_discovery(self) -> Any:
+        """Ask the server for its window in the background (front ends call this right after opening a
+        session, so the answer is there before the first prompt); returns the task."""
+        k = self.knowledge
+        if k.discovery is None:
+            k.discovery = asyncio.ensure_future(self._discover())
+        return k.discovery
+
+    async def _discover(self) -> None:
+        k = self.knowledge
+        base_url, model = self.config.provider.base_url, self.config.model.name
+        remembered = self.learned_windows.get(base_url, model)
+        if remembered is not None:
+            k.remembered = Window(remembered, "learned from the server's error in an earlier session", LEARNED)
+        if self.config.model.context_window is None and base_url:
+            try:
+                k.discovered = await discover_window(base_url, model, self._auth_headers())
+            except Exception:  # noqa: BLE001 - discovery is best effort; the window stays unknown
+                k.discovered = UNKNOWN
+
+    async def _learn_server(self) -> None:
+        """Before a model call: the window (waiting a bounded time for discovery), then, once per session
+        and only for a server that reports no usage but has a tokenizer, the calibration."""
+        task = self.start_discovery()
+        if not task.done():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(task), PREPARE_WAIT)
+        k, c = self.knowledge, self.conversation
+        if k.calibration is not None and c.fixed_tokens is None and c.total_tokens is None:
+            c.calibrate(k.calibration.tokens_per_char, k.calibration.fixed_for(bool(self.toolbox.schemas())))
+        if k.calibrated or c.total_tokens is not None or not self.config.provider.base_url or not len(c.messages):
+            return
+        k.calibrated = True
+        calibration = await self._calibrate()
+        if calibration is not None:
+            k.calibration = calibration
+            c.calibrate(calibration.tokens_per_char, calibration.fixed_for(bool(self.toolbox.schemas())))
+
+    async def _calibrate(self) -> Calibration | None:
+        """Measure the server's tokenizer: its tokenize endpoint counts the conversation's text, and one
+        request for a single token (only to a server that has such an endpoint: a local one) counts the
+        whole prompt, so the estimate of what a request costs besides its text is the server's own."""
+        c = self.conversation
+        text = "\n".join(c.content_to_text(p.get("content")) for p in c.completion_params())
+        headers, base_url, model = self._auth_headers(), self.config.provider.base_url or "", self.config.model.name
+        try:
+            tokens = await count_tokens(base_url, model, text, headers) if text else None
+        except Exception:  # noqa: BLE001 - best effort
+            return None
+        if not tokens or len(text) < 20:
+            return None
+        ratio = tokens / len(text)
+        window = self.window
+        if window.known and c.estimated_tokens() + 1 > window.tokens:
+            return None  # the probe would not fit: the figures wait for a smaller context
+        try:
+            response = await self.client().chat.completions.create(**self._request(stream=False), **{self._max_tokens_param: 1})
+            prompt_tokens = int(response.usage.prompt_tokens)
+        except Exception:  # noqa: BLE001 - a server that refuses the probe stays uncalibrated
+            return None
+        schemas = self.toolbox.schemas()
+        tool_tokens = 0
+        if schemas:
+            with contextlib.suppress(Exception):
+                tool_tokens = await count_tokens(base_url, model, json.dumps(schemas, ensure_ascii=False), headers) or 0
+        fixed = prompt_tokens - round(c.estimated_message_length() * ratio) - MESSAGE_TOKENS * len(c.messages)
+        return Calibration(tokens_per_char=ratio, fixed_tokens=fixed, tool_tokens=tool_tokens)
+
+    async def _learn_from_overflow(self, exc: ContextOverflowError, estimate: int) -> None:
+        """Take what an overflow error says: the window (remembered for this base URL and model when the
+        server named it) and the prompt's real size (a count by the server's own tokenizer)."""
+        k, c = self.knowledge, self.conversation
+        if exc.window is not None:
+            k.learned = Window(exc.window, "learned from the server's error", LEARNED)
+            problem = self.learned_windows.remember(self.config.provider.base_url, self.config.model.name, exc.window)
+            if problem:
+                await self.emit(Warning(problem))
+        elif not self.window.known:
+            assumed = max(k.largest_fit, math.floor(estimate * 0.75), 1)
+            k.learned = Window(assumed, f"assumed: the server refused a request of about {estimate:,} tokens", ASSUMED)
+        if exc.requested is not None:  # the server's own count of this prompt
+            c.record_usage(exc.requested, overhead_chars=self._schema_chars())
+        elif exc.window is None and self.window.known and estimate < self.window.tokens:
+            c.tokens_per_char = min(1.0, c.tokens_per_char * 1.1)  # refused below the window: the estimate was low
+
+    async def _fit_window(self, trigger: str = "auto") -> None:
+        """Never send what cannot fit: over the window, compact first; a prompt too large to fit even
+        alone raises ContextTooLargeError, and so does a context that compaction cannot bring under it."""
+        window = self.window
+        if window.tokens is None:
+            return
+        budget = window.tokens - self.output_reserve(window.tokens)
+        needed = self.request_tokens()
+        if needed <= budget:
+            return
+        floor = self._floor_tokens()
+        if floor > budget:
+            raise ContextTooLargeError(floor, budget, window, prompt=self._last_is_user())
+        if not self.config.auto_compact.enabled:
+            raise ContextTooLargeError(needed, budget, window, prompt=False,
+                                       detail="automatic compaction is off; compact by hand (/compact, xun compact)")
+        from xun.compact import fit_to_window
+
+        await fit_to_window(self, budget, trigger=trigger)
+        needed = self.request_tokens()
+        if needed > budget:
+            raise ContextTooLargeError(needed, budget, window, prompt=False, detail="compaction could not bring it under")
+
+    def _last_is_user(self) -> bool:
+        messages = self.conversation.messages
+        return bool(messages) and isinstance(messages[-1], UserMessage)
+
+    def _floor_tokens(self) -> int:
+        """The smallest request compaction could make: the system message, the newest user message (kept
+        word for word) and the tool definitions, at the calibrated ratio."""
+        c = self.conversation
+        messages = c.messages
+        chars = message_length(messages[0]) if messages and isinstance(messages[0], SystemPrompt) else 0
+        last_user = next((m for m in reversed(messages) if isinstance(m, UserMessage)), None)
+        if last_user is not None:
+            chars += message_length(last_user)
+        fixed = c.fixed_tokens if c.fixed_tokens is not None else round(self._schema_chars() * c.tokens_per_char)
+        return round(chars * c.tokens_per_char) + fixed
 
     # ------------------------------------------------------------ compaction
 
     async def reclaim_tool_results(self, keep_max: int | None = None, trigger: str = "manual", tokens_before: int | None = None) -> ToolCallCompactResult:
         """Tier 1 now, reported as an event (also what `/compact toolcall` and F6 run)."""
         c = self.conversation
-        before = tokens_before if tokens_before is not None else c.estimated_tokens()
+        before = tokens_before if tokens_before is not None else self.request_tokens()
         keep = keep_max if keep_max is not None else self.config.auto_compact.toolcall_keep_max
         result = await c.acompact_toolcall(keep_max=keep)  # the index is written in a worker thread
-        # the policy passes the trigger's figure and judges by the seed's estimate; by hand, the gauge's
-        after = round(before * (1 - result.reclaimed_fraction)) if tokens_before is not None else c.estimated_tokens()
+        after = self.request_tokens()
         await self.emit(ToolResultsReclaimed(
             ids=result.reclaimed_ids, count=result.reclaimed_count, fraction=result.reclaimed_fraction,
             tokens_before=before, tokens_after=after, trigger=trigger,
@@ -281,9 +510,9 @@ class Agent:
 
     async def restore_tool_result(self, tool_call_id: str) -> None:
         """Put a reclaimed original back into the context (raises KeyError/ValueError as the conversation does)."""
-        before = self.conversation.estimated_tokens()
+        before = self.request_tokens()
         await self.conversation.arestore_toolcall(tool_call_id)
-        await self.emit(ToolResultRestored(id=tool_call_id, tokens_before=before, tokens_after=self.conversation.estimated_tokens(), trigger="manual"))
+        await self.emit(ToolResultRestored(id=tool_call_id, tokens_before=before, tokens_after=self.request_tokens(), trigger="manual"))
         await self.emit_usage()
 
     async def consent_to_summary(self) -> bool:
@@ -303,6 +532,8 @@ class Agent:
             return True
 
     async def _compact_before_call(self) -> None:
+        """The preflight of every model call: learn the window, run the policy, make the request fit."""
+        await self._learn_server()
         try:
             await self.compactor.auto_compact(self)
         except asyncio.CancelledError:
@@ -311,6 +542,8 @@ class Agent:
             from xun.events import CompactionFailed
 
             await self.emit(CompactionFailed(reason=f"the compactor failed: {type(exc).__name__}: {exc}"))
+        await self._fit_window()
+        await self.emit_usage()
 
     # ------------------------------------------------------------------ turn
 
@@ -368,12 +601,11 @@ class Agent:
                 reply = await self._call_model()
                 calls = [call for _, call in sorted(reply.calls.items())]
                 c.add_agent_message(reply.message())
-                if reply.usage is not None and getattr(reply.usage, "total_tokens", None) is not None:
-                    c.record_usage(int(reply.usage.total_tokens), overhead_chars=self._schema_chars())
-                else:  # a server that reports no usage: the calibrated estimate stands in for it
-                    c.record_usage(c.estimated_tokens())
+                usage = reply.usage if getattr(reply.usage, "total_tokens", None) is not None else None
+                if usage is not None:  # a server that reports nothing leaves the estimate as it is, labelled so
+                    c.record_usage(int(usage.total_tokens), overhead_chars=self._schema_chars())
                 await self.emit(AssistantMessage(content=reply.content, reasoning=reply.reasoning, tool_calls=len(calls)))
-                await self.emit_usage(reply.usage)
+                await self.emit_usage(usage)
                 if not calls:
                     finished = TurnFinished(status="ok", iterations=iterations)
                     break
@@ -390,8 +622,12 @@ class Agent:
             message = str(exc) or type(exc).__name__
             self.last_error = message
             self._answer_dangling_calls(start)
+            restored = None
+            if isinstance(exc, ContextTooLargeError) and exc.prompt:  # never sent: it goes back to the user
+                popped = c.pop_last_message_if_user()
+                restored = popped.text if popped is not None else None
             await self.emit(Error(message=message, detail=type(exc).__name__))
-            finished = TurnFinished(status="error", iterations=iterations, error=message)
+            finished = TurnFinished(status="error", iterations=iterations, error=message, restored_prompt=restored)
         finally:
             self.sync_project_instructions()
             if finished is not None:
@@ -416,32 +652,38 @@ class Agent:
                         c.add_tool_result(call.get("id", ""), CANCELLED_TOOL_RESULT)
 
     async def _call_model(self) -> _Reply:
-        """One completion with retries on transient errors and one emergency summary on overflow."""
+        """One completion with retries on transient errors; on an overflow, learn the window, compact to
+        fit it and try once more (never the same oversized request again)."""
         attempts = self.config.retry.attempts
-        compacted_for_overflow = False
+        overflowed = False
         attempt = 0
         while True:
             attempt += 1
+            estimate = self.request_tokens()
             try:
-                return await self._stream_once()
+                reply = await self._stream_once()
             except asyncio.CancelledError:
                 raise
             except Exception as raw_exc:
                 exc = _classify(raw_exc)
-                if isinstance(exc, ContextOverflowError) and not compacted_for_overflow and self.config.auto_compact.enabled:
-                    compacted_for_overflow = True
-                    await self.emit(Warning(f"the server says the context is too long ({exc}); summarising and retrying once"))
-                    from xun.compact import compact_conversation
-
-                    result = await compact_conversation(self, keep_recent=self.config.auto_compact.summary_keep_max,
-                                                        instructions=self.config.compression.instructions, trigger="emergency")
-                    if not result.compacted:
-                        raise RuntimeError(f"the context is too long for the model and could not be compacted: {result.message}") from None
+                if isinstance(exc, EmptyStreamError) and self._empty_means_overflow(estimate):
+                    exc = ContextOverflowError(f"the server sent an empty reply to a request of about {estimate:,} tokens "
+                                               f"({self.window.describe()})")
+                if isinstance(exc, ContextOverflowError):
+                    if overflowed:
+                        raise RuntimeError(f"the context is too long for the model even after compacting to fit "
+                                           f"{self.window.describe()}: {exc}") from None
+                    overflowed = True
+                    await self._learn_from_overflow(exc, estimate)
+                    await self.emit(Warning(f"the server says the context is too long ({exc}); now {self.window.describe()}: "
+                                            "compacting to fit it and retrying once"))
+                    await self._fit_window(trigger="emergency")
+                    await self.emit_usage()
                     attempt -= 1
                     continue
-                if isinstance(exc, ContextOverflowError):
-                    done = "after an emergency summary" if compacted_for_overflow else "and automatic compaction is off"
-                    raise RuntimeError(f"the context is too long for the model {done}: {exc}") from None
+                if self._adapt_request(raw_exc):
+                    attempt -= 1
+                    continue
                 if isinstance(exc, TransientServerError) and attempt < attempts:
                     delay = self.config.retry.delay(attempt, asked=_retry_after(raw_exc))
                     await self.emit(Retry(attempt=attempt, attempts=attempts, delay=round(delay, 3), reason=str(exc)))
@@ -450,24 +692,56 @@ class Agent:
                 if isinstance(exc, TransientServerError):
                     raise RuntimeError(f"the model call failed after {attempts} attempts: {exc}") from None
                 raise exc from None
+            k = self.knowledge
+            k.largest_fit = max(k.largest_fit, estimate)
+            return reply
 
-    async def _stream_once(self) -> _Reply:
-        c = self.conversation
-        request: dict[str, Any] = {
-            "model": self.config.model.name,
-            "messages": c.completion_params(),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+    def _empty_means_overflow(self, estimate: int) -> bool:
+        """An empty 200 reply is an overflow when the request is near or above the known window, or above
+        the smallest window servers commonly run with when the window is unknown."""
+        window = self.window
+        if window.tokens is not None:
+            return estimate >= window.tokens * 0.9
+        return estimate > max(SMALLEST_COMMON_WINDOW, self.knowledge.largest_fit)
+
+    def _adapt_request(self, exc: BaseException) -> bool:
+        """Whether the server refused a form of the request that has another accepted form (then switch
+        to it, once): `max_completion_tokens` for newer OpenAI models, and "" instead of null for the
+        content of an assistant message that only calls tools (llama-cpp-python's validation)."""
+        text = str(exc)
+        if self._max_tokens_param == "max_tokens" and "max_tokens" in text and "max_completion_tokens" in text:
+            self._max_tokens_param = "max_completion_tokens"
+            return True
+        if not self._empty_for_null and "content" in text and "valid string" in text:
+            self._empty_for_null = True
+            return True
+        return False
+
+    def _request(self, stream: bool) -> dict[str, Any]:
+        """The chat-completion request for the conversation as it is now."""
+        messages = self.conversation.completion_params()
+        if self._empty_for_null:
+            messages = [{**m, "content": ""} if m.get("role") == "assistant" and m.get("content") is None else m for m in messages]
+        request: dict[str, Any] = {"model": self.config.model.name, "messages": messages}
+        if stream:
+            request["stream"] = True
+            request["stream_options"] = {"include_usage": True}
         tools = self.toolbox.schemas()
         if tools:
             request["tools"] = tools
         if self.config.model.temperature is not None:
             request["temperature"] = self.config.model.temperature
+        if self.reply_budget is not None:
+            request[self._max_tokens_param] = self.reply_budget
+        return request
+
+    async def _stream_once(self) -> _Reply:
         reply = _Reply(reasoning_field=self.config.model.reasoning_field)
-        stream = await self.client().chat.completions.create(**request)
+        stream = await self.client().chat.completions.create(**self._request(stream=True))
+        chunks = 0
         try:
             async for chunk in stream:
+                chunks += 1
                 if getattr(chunk, "usage", None) is not None:
                     reply.usage = chunk.usage
                 for choice in chunk.choices or ():
@@ -476,6 +750,9 @@ class Agent:
                         reply.finish_reason = choice.finish_reason
         finally:
             await stream.close()
+        self.last_finish_reason = reply.finish_reason
+        if chunks == 0:
+            raise EmptyStreamError("the server sent an empty reply (HTTP 200 and no data)")
         if reply.finish_reason is None:
             raise TransientServerError("the stream ended before the reply was complete")
         if not reply.content and not reply.calls and reply.finish_reason != "length":

@@ -201,8 +201,15 @@ class ModelSettings(_Section):
     context_window: int | None = Field(
         default=None,
         gt=0,
-        description="The model's context window in tokens, when known; it lowers the compaction threshold "
-        "to threshold_ratio of it and shows on the gauge.",
+        description="The model's context window in tokens. Unset: asked of the server (llama.cpp /props, "
+        "vLLM, Ollama, LM Studio, OpenRouter) or learned from its overflow errors. It lowers the compaction "
+        "threshold to threshold_ratio of it, and no request that cannot fit it is sent.",
+    )
+    output_reserve: int | None = Field(
+        default=None,
+        gt=0,
+        description="Tokens of the window kept free for the reply when checking that a request fits. Unset: "
+        "an eighth of the window, at least 256 and at most 8192.",
     )
     reasoning_field: Literal["reasoning", "reasoning_content"] | None = Field(
         default=None,
@@ -229,14 +236,15 @@ class AutoCompactSettings(_Section):
     token_threshold: int = Field(
         default=192_000,
         gt=0,
-        description="Compact when the last reported total_tokens exceeds this (or threshold_ratio of the "
-        "context window, when known and lower).",
+        description="Compact before a model call when the estimate of the request (messages and tool "
+        "definitions, calibrated by the server's counts) exceeds this (or threshold_ratio of the context "
+        "window, when known and lower).",
     )
     threshold_ratio: float = Field(
         default=0.8,
         gt=0,
         le=1,
-        description="Fraction of model.context_window used as the threshold when that is below token_threshold.",
+        description="Fraction of the context window used as the threshold when that is below token_threshold.",
     )
     toolcall_keep_max: int = Field(
         default=12, ge=1, description="Newest tool results kept verbatim when old ones are reclaimed."
@@ -370,11 +378,11 @@ class XunConfig(_Section):
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
-    def effective_threshold(self) -> int:
+    def effective_threshold(self, window: int | None = None) -> int:
         """The token count that triggers compaction: token_threshold, or threshold_ratio of the context
-        window when the window is known and that is lower."""
+        window (`window`, else model.context_window) when the window is known and that is lower."""
         threshold = self.auto_compact.token_threshold
-        window = self.model.context_window
+        window = window if window is not None else self.model.context_window
         if window is not None:
             threshold = min(threshold, max(1, math.floor(self.auto_compact.threshold_ratio * window)))
         return threshold

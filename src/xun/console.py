@@ -265,7 +265,13 @@ class TextPrinter(_Output):
 
     def _on_summary_finished(self, event: Any) -> None:
         where = f"; originals in {event.offload_path}" if event.offload_path else ""
-        self._compaction(event, f"{event.message} ~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens{where}")
+        how = " (xun's extractive summary)" if event.method == "extractive" else ""
+        pieces = f" in {event.pieces} pieces" if event.pieces > 1 else ""
+        self._compaction(event, f"{event.message}{how}{pieces} ~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens{where}")
+
+    def _on_summary_rejected(self, event: Any) -> None:
+        then = {"retry": "asking once more", "extractive": "writing an extractive summary instead"}.get(event.next, event.next)
+        self._compaction(event, f"summary rejected: {event.reason}; {then}", _YELLOW)
 
     def _on_tool_result_restored(self, event: Any) -> None:
         self._compaction(event, f"restored tool result {event.id}: ~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens")
@@ -281,8 +287,8 @@ class TextPrinter(_Output):
         usage = self.last_usage
         if usage is not None:
             reported = f"{usage.total_tokens:,}" if usage.total_tokens is not None else "none since the last summary"
-            window = f" (window {usage.context_window:,})" if usage.context_window else ""
-            self.line(f"[context] ~{usage.estimated_tokens:,} tokens (last reported: {reported}); "
+            window = f" (window {usage.context_window:,}, {usage.window_source})" if usage.context_window else " (window unknown)"
+            self.line(f"[context] ~{usage.estimated_tokens:,} tokens, estimated (last reported by the server: {reported}); "
                       f"compaction above {usage.threshold:,}{window}", _DIM)
 
 

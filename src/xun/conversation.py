@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 1
 DEFAULT_TOKENS_PER_CHAR = 0.25
+MESSAGE_TOKENS = 5
+"""Tokens a chat template adds around each message (ChatML and Llama 3 use 5, OpenAI about 4)."""
 TOKENS_PER_CHAR_RANGE = (0.05, 1.0)
 _DECODER = json.JSONDecoder()
 TRUNCATE_AT = 1000
@@ -241,7 +243,11 @@ class Conversation:
         """Reported tokens per estimated character, from the last report (calibrates estimates)."""
         self.overhead_chars = 0
         """Characters a request carries besides the messages (tool schemas), at the last report."""
-        """Reported tokens per estimated character, from the last report (calibrates estimates)."""
+        self.usage_messages = 0
+        """How many messages there were when `total_tokens` was reported."""
+        self.fixed_tokens: int | None = None
+        """Tokens a request costs beyond its messages' characters and their framing (tool definitions as
+        the server renders them, the reply's opening), measured by `calibrate`; None: not measured."""
         self.compaction_counter = CompactionCounter()
         self.offload_dir: Path | None = Path(offload_dir) if offload_dir is not None else None
         """Where summaries append the originals (`<id>.md`); None keeps them in the session instead."""
@@ -408,18 +414,33 @@ class Conversation:
         self.total_tokens = total_tokens
         chars = self.estimated_message_length()
         self.usage_chars = chars
+        self.usage_messages = len(self._messages)
         self.overhead_chars = overhead_chars
         if chars + overhead_chars > 0:
             low, high = TOKENS_PER_CHAR_RANGE
             self.tokens_per_char = min(max(total_tokens / (chars + overhead_chars), low), high)
 
+    def calibrate(self, tokens_per_char: float, fixed_tokens: int) -> None:
+        """Take a measure of the server's tokenizer (`xun.window`): tokens per character of message text,
+        and what a request costs besides its messages and their framing (tool definitions, the reply's
+        opening)."""
+        low, high = TOKENS_PER_CHAR_RANGE
+        self.tokens_per_char = min(max(tokens_per_char, low), high)
+        self.fixed_tokens = fixed_tokens
+
     def estimated_tokens(self) -> int:
-        """Tokens now: the last reported total plus what was added (or removed) since, calibrated;
-        with no report since the last summary, the estimated length (and overhead) times the last ratio."""
+        """Tokens of the next request now: the last reported total plus what was added (or removed) since,
+        calibrated; with no report since the last summary, the estimated length times the ratio plus each
+        message's framing and the request's fixed cost (measured by `calibrate`, else the tool
+        definitions' characters times the ratio)."""
         chars = self.estimated_message_length()
+        framing = MESSAGE_TOKENS * len(self._messages)
         if self.total_tokens is not None and self.usage_chars is not None:
-            return max(0, round(self.total_tokens + (chars - self.usage_chars) * self.tokens_per_char))
-        return round((chars + self.overhead_chars) * self.tokens_per_char)
+            added = (chars - self.usage_chars) * self.tokens_per_char + MESSAGE_TOKENS * (len(self._messages) - self.usage_messages)
+            return max(0, round(self.total_tokens + added))
+        if self.fixed_tokens is not None:
+            return max(0, round(chars * self.tokens_per_char) + framing + self.fixed_tokens)
+        return round((chars + self.overhead_chars) * self.tokens_per_char) + framing
 
     @staticmethod
     def content_to_text(content: Any, truncate: bool = False) -> str:
@@ -620,8 +641,8 @@ class Conversation:
         has_system = self._system() is not None
         first = 1 if has_system else 0
         last_user = self._last_user_index()
-        if last_user >= 0 and n - last_user <= keep_recent:
-            cut = last_user
+        if last_user >= 0 and (n - last_user <= keep_recent or self._turn_in_progress()):
+            cut = last_user  # a turn still running keeps its calls and results: none may run twice
         else:
             cut = max(n - keep_recent, first)
             while cut < n and messages[cut].role == "tool":
@@ -644,6 +665,16 @@ class Conversation:
             message_count=n,
             edits=messages.edits,
         )
+
+    def _turn_in_progress(self) -> bool:
+        """Whether the newest turn is unfinished: its last message is the prompt, a tool call or a tool
+        result, not the model's final reply."""
+        if not self._messages:
+            return False
+        last = self._messages[-1]
+        if isinstance(last, UserMessage):
+            return True
+        return isinstance(last, RawOpenAIMessage) and (last.raw.get("role") == "tool" or bool(last.raw.get("tool_calls")))
 
     def apply_compaction(self, plan: CompactionPlan, summary: str | None, *, write_index: bool = True) -> SummaryCompactResult:
         """Apply a plan with the summary written for `plan.condensed`.
@@ -745,7 +776,8 @@ class Conversation:
             "created_at": self.created_at,
             "updated_at": time.time(),
             "tokens_used": self.total_tokens,
-            "usage": {"chars": self.usage_chars, "tokens_per_char": self.tokens_per_char, "overhead_chars": self.overhead_chars},
+            "usage": {"chars": self.usage_chars, "messages": self.usage_messages, "tokens_per_char": self.tokens_per_char,
+                      "overhead_chars": self.overhead_chars, "fixed_tokens": self.fixed_tokens},
             "messages": [m.to_json() for m in self._messages],
             "compacted_toolcalls": self._reclaimed.summary(),
             "pinned_toolcalls": sorted(self._pinned),
@@ -909,6 +941,10 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
     usage_chars = usage.get("chars") if isinstance(usage, dict) else None
     ratio = usage.get("tokens_per_char") if isinstance(usage, dict) else None
     overhead = usage.get("overhead_chars", 0) if isinstance(usage, dict) else 0
+    fixed = usage.get("fixed_tokens") if isinstance(usage, dict) else None
+    usage_messages = usage.get("messages") if isinstance(usage, dict) else None
+    if not isinstance(usage_messages, int) or isinstance(usage_messages, bool) or not 0 <= usage_messages <= len(messages):
+        usage_messages = len(messages)  # older files: the report was taken as of the saved messages
     if usage_chars is not None and (not isinstance(usage_chars, int) or usage_chars < 0):
         raise fail(f"usage.chars should be a whole number or null, got {usage_chars!r}")
     if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0 < ratio <= 10:
@@ -921,6 +957,8 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
         "usage_chars": usage_chars if tokens is not None else None,
         "tokens_per_char": float(ratio),
         "overhead_chars": overhead if isinstance(overhead, int) and not isinstance(overhead, bool) and overhead >= 0 else 0,
+        "fixed_tokens": fixed if isinstance(fixed, int) and not isinstance(fixed, bool) and abs(fixed) < 10_000_000 else None,
+        "usage_messages": usage_messages,
         "compaction_counter": counter,
         "_reclaimed": reclaimed,
         "_pinned": set(pinned),

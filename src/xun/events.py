@@ -84,10 +84,13 @@ class ToolCallFinished(Event):
 
 @dataclass(frozen=True, slots=True)
 class Usage(Event):
-    """Context figures: what the server last reported, and the estimate of the tokens now.
+    """Context figures: what the server last reported, and the estimate of the next request now.
 
     `estimated_tokens` is the reported total plus what was added since (characters times the ratio
-    of reported tokens to estimated characters); the trigger compares `total_tokens` to `threshold`.
+    of reported tokens to estimated characters), or the calibrated estimate when the server reports
+    nothing; the compaction trigger and the window check compare it to `threshold` and `context_window`.
+    `source` says whether `prompt_tokens`/`completion_tokens` are the server's ("server") or whether
+    this event carries only xun's estimate ("estimate"); `window_source` where the window came from.
     """
 
     type: ClassVar[str] = "usage"
@@ -97,6 +100,8 @@ class Usage(Event):
     context_window: int | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    source: str = "estimate"
+    window_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +175,19 @@ class SummaryFinished(CompactionEvent):
     tokens_after: int = 0
     offload_path: str | None = None
     warning: str | None = None
+    method: str = "model"
+    """"model" (the model's summary), or "extractive" (xun's own, when the model's was unusable)."""
+    pieces: int = 1
+    """Summary requests the condensed messages were split into, so that each fits the window."""
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRejected(CompactionEvent):
+    """A summary the model wrote was not applied: why, and what xun does next ("retry", "extractive")."""
+
+    type: ClassVar[str] = "summary_rejected"
+    reason: str = ""
+    next: str = ""
 
 
 @dataclass(frozen=True, slots=True)

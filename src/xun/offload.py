@@ -95,8 +95,13 @@ def transcript_entries(messages: Iterable[Message], reclaimed: Mapping[str, str]
     return out
 
 
+def render_entries(entries: Iterable[OffloadEntry]) -> str:
+    """Entries as the log writes them (also how a summary request quotes a transcript)."""
+    return "\n".join(_entry(e.speaker, e.text, e.detail) for e in entries)
+
+
 def render_section(entries: list[OffloadEntry], when: str, conversation_id: str) -> str:
-    body = "\n".join(_entry(e.speaker, e.text, e.detail) for e in entries)
+    body = render_entries(entries)
     return f"{HEADING}{when}\n\n<!-- xun conversation {conversation_id}, {len(entries)} entries -->\n\n{body}\n\n"
 
 

@@ -88,24 +88,27 @@ def test_history_of_a_session_without_summaries_says_so(cli: Cli):
     assert cli.inproc("history", "nosuch").check(2).stderr.startswith("xun: no session 'nosuch'")
 
 
-def test_context_overflow_gets_an_emergency_summary_and_the_call_is_retried(cli: Cli):
+def test_context_overflow_gets_an_emergency_summary_and_the_call_is_retried(cli: Cli, offline_server_factory):
     _files(cli, 2)
     first = cli("run", "--json", "read part1.txt").check(0)
     total = first.of("usage")[-1]["total_tokens"]
-    # A window that the first turn fits in but the second one's tool result does not; the trigger is
-    # the whole window, so automatic compaction stays quiet and the server's 400 is what fires.
+    # A server whose window the first turn fits in but the second one's tool result does not, and which
+    # does not say its window: xun cannot know it before the server's 400, which is what fires. The
+    # threshold is the whole window, so the policy stays quiet once the window is learned.
     window = total + 500
-    second = cli("run", "--json", "--resume", "--set", f"model.context_window={window}",
-                 "--set", "auto_compact.threshold_ratio=1", "--", "read part2.txt").check(0)
+    server = offline_server_factory(context_window=window)
+    second = cli("run", "--json", "--resume", "--base-url", server.base_url, "--set", "auto_compact.threshold_ratio=1",
+                 "--", "read part2.txt").check(0)
     types = second.types()
     warning = next(w["message"] for w in second.of("warning") if "too long" in w["message"])
     assert "context length" in warning or "context_length" in warning
+    assert f"window {window:,} (learned from the server's error)" in warning
+    assert max(server.prompt_sizes) > window and server.prompt_sizes[-1] <= window  # refused once, then fitted
     summary = second.of("summary_finished")
     assert summary and summary[0]["trigger"] == "emergency" and summary[0]["status"] == "compacted"
     assert types.index("summary_finished") < len(types) - 1
     assert second.events[-1]["status"] == "ok"
     assert "part2.txt" in second.of("assistant_message")[-1]["content"]  # the retried call answered
-    assert "tool_results_reclaimed" not in types
     log = cli.state / "conversation_history" / f"{cli.only_session()['conversation_id']}.md"
     assert "line 0 of part 1" in log.read_text()
 

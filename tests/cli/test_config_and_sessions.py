@@ -39,7 +39,7 @@ def test_config_set_show_unset_and_path(cli: Cli):
     text = cli.inproc("config", "show", "-v").check(0).stdout
     line = next(row for row in text.splitlines() if row.startswith("auto_compact.token_threshold"))
     assert line.split() == ["auto_compact.token_threshold", "5000", str(project)]
-    assert "Compact when the last reported total_tokens exceeds this" in text
+    assert "Compact before a model call when the estimate of the request" in text
     assert "API key: $OPENAI_API_KEY is not set: xun uses the offline demo model" in text
 
     assert cli.inproc("config", "unset", "auto_compact.token_threshold").check(0).stdout.startswith("auto_compact.token_threshold removed")

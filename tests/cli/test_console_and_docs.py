@@ -90,7 +90,7 @@ def test_text_printer_puts_the_reply_on_stdout_and_the_rest_on_stderr():
         "[tool] read_file -> 1,234 characters in 0.50 s",
         "[retry] HTTP 500; try 2 of 3 in 0.5 s",
         "[compaction] emergency: Summarised 4 messages, kept 2. ~1,000 -> ~300 tokens; originals in /x.md",
-        "[context] ~950 tokens (last reported: 900); compaction above 2,000",
+        "[context] ~950 tokens, estimated (last reported by the server: 900); compaction above 2,000 (window unknown)",
     ]
 
 

@@ -56,6 +56,13 @@ def build_parser(prog: str = "xun offline-server") -> argparse.ArgumentParser:
         help=f"inject faults, e.g. 500@2,disconnect@4,slow@6-8 (default ${FAULTS_ENV}); kinds: {kinds}",
     )
     parser.add_argument("--reasoning", choices=REASONING_FIELDS, default=None, help="also stream scripted reasoning in this delta field")
+    parser.add_argument(
+        "--profile",
+        choices=("openai", "llamacpp", "vllm"),
+        default="openai",
+        help="behave like this kind of server at the edges: how an overflow is refused, usage in streams, "
+        "where the window and a tokenizer are (default openai)",
+    )
     parser.add_argument("--tokens-per-second", type=_positive_float, default=None, metavar="N", help="pace streamed replies (default: unpaced)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each request line to stderr (never headers)")
     return parser
@@ -79,6 +86,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             faults=args.faults,
             reasoning=args.reasoning,
             tokens_per_second=args.tokens_per_second,
+            profile=args.profile,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -23,9 +23,10 @@ from typing import Any
 
 from xun.offline.faults import FAULTS_ENV, Fault, FaultSchedule
 from xun.offline.model import FixedText, Reply, decide_reply
+from xun.offline.profiles import PROFILES, Profile, null_content_error
 from xun.offline.protocol import MODEL_ID, ChatRequest, RequestError, error_body, parse_chat_request
 from xun.offline.responses import ReplyMeta, StreamChunk, build_completion, iter_stream_chunks
-from xun.offline.tokenizer import count_prompt_tokens
+from xun.offline.tokenizer import count_prompt_tokens, count_text_tokens
 
 logger = logging.getLogger("xun.offline")
 
@@ -261,10 +262,14 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     def _get(self) -> None:
         route = self._route()
+        app = self.server.app
         if route in ("/v1/models", "/models"):
-            self._send_json(200, {"object": "list", "data": [model_card()]})
+            self._send_json(200, {"object": "list", "data": [app.model_card()]})
         elif route in (f"/v1/models/{MODEL_ID}", f"/models/{MODEL_ID}"):
-            self._send_json(200, model_card())
+            self._send_json(200, app.model_card())
+        elif route == "/props" and app.profile.serves_props:
+            settings = {"n_ctx": app.context_window} if app.context_window is not None else {}
+            self._send_json(200, {"default_generation_settings": settings, "total_slots": 1, "model_path": MODEL_ID})
         elif route.startswith(("/v1/models/", "/models/")):
             name = route.rsplit("/", 1)[-1]
             self._send_json(404, error_body(f"The model {name!r} does not exist; this server serves {MODEL_ID!r}.", "invalid_request_error", "model", "model_not_found"))
@@ -273,12 +278,39 @@ class _ChatHandler(BaseHTTPRequestHandler):
         else:
             self._refuse(404, f"Unknown request URL: GET {route}. This server has POST /v1/chat/completions and GET /v1/models.", "unknown_url")
 
+    def _tokenize(self, route: str) -> None:
+        """The tokenize endpoints of llama.cpp (`/tokenize`: content -> tokens), llama-cpp-python
+        (`/extras/tokenize/count`: input -> count) and vLLM (`/tokenize`: prompt -> count)."""
+        try:
+            body = json.loads(self._read_body() or b"{}")
+        except ValueError:
+            raise RequestError("The body is not valid JSON.") from None
+        kind = self.server.app.profile.tokenize
+        field = {"/extras/tokenize/count": "input"}.get(route, "content" if kind == "llamacpp" else "prompt")
+        text = body.get(field) if isinstance(body, dict) else None
+        if not isinstance(text, str):
+            raise RequestError(f"'{field}' is required and must be a string.", param=field)
+        count = count_text_tokens(text)
+        if route == "/extras/tokenize/count":
+            self._send_json(200, {"count": count})
+        elif kind == "llamacpp":
+            self._send_json(200, {"tokens": list(range(count))})
+        else:
+            self._send_json(200, {"count": count, "max_model_len": self.server.app.context_window, "tokens": list(range(count))})
+
     def _post(self) -> None:
         route = self._route()
+        app = self.server.app
+        tokenize_routes = {"llamacpp": ("/tokenize", "/extras/tokenize/count"), "vllm": ("/tokenize",)}.get(app.profile.tokenize or "", ())
+        if route in tokenize_routes:
+            try:
+                self._tokenize(route)
+            except RequestError as error:
+                self._send_request_error(error)
+            return
         if route not in ("/v1/chat/completions", "/chat/completions"):
             self._refuse(404, f"Unknown request URL: POST {route}. This server has POST /v1/chat/completions and GET /v1/models.", "unknown_url")
             return
-        app = self.server.app
         request_index = app._next_request_index()
         try:
             request = parse_chat_request(self._read_body())
@@ -288,17 +320,20 @@ class _ChatHandler(BaseHTTPRequestHandler):
         fault = app.faults.fault_for(request_index)
         if fault is not None and self._answer_fault_before_reply(fault, request, request_index):
             return
+        if app.profile.rejects_null_content and (refusal := null_content_error(request.messages)) is not None:
+            self._send_json(*refusal)
+            return
         prompt_tokens = count_prompt_tokens(request.messages, request.tools)
         window = app.context_window
+        app._record_prompt(prompt_tokens)
         if window is not None and prompt_tokens > window:
-            self._send_request_error(
-                RequestError(
-                    f"This model's maximum context length is {window} tokens, but the prompt is {prompt_tokens} tokens "
-                    "(offline tokenizer: 4 characters per token). Reduce the length of the messages.",
-                    param="messages",
-                    code="context_length_exceeded",
-                )
-            )
+            if request.stream and app.profile.empty_stream_on_overflow:  # llama.cpp: headers, then nothing
+                self.close_connection = True
+                self.log_request(200, "-")
+                self._write(self._head(200, [("Content-Type", "text/event-stream; charset=utf-8"), ("Transfer-Encoding", "chunked")]))
+                self._drop_connection()
+                return
+            self._send_json(*app.profile.overflow(window, prompt_tokens, request.max_tokens))
             return
         budget = request.max_tokens
         if window is not None:
@@ -422,7 +457,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
         self._write(self._head(200, headers))
         paced_until = time.monotonic()
         sent = 0
-        for chunk in iter_stream_chunks(reply, meta, request.include_usage, piece_chars):
+        include_usage = request.include_usage and app.profile.usage_in_streams
+        for chunk in iter_stream_chunks(reply, meta, include_usage, piece_chars):
             if app._stopping.is_set():
                 self._drop_connection()
                 return
@@ -486,8 +522,14 @@ class OfflineServer:
         faults: str | FaultSchedule | None = None,
         reasoning: str | None = None,
         tokens_per_second: float | None = None,
+        profile: str = "openai",
     ):
         self._family, self._bind_address = resolve_loopback(host)
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
+        self.profile: Profile = PROFILES[profile]
+        self.prompt_sizes: list[int] = []
+        """The prompt tokens of every chat-completion request received, in order (what tests check)."""
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port must be an integer from 0 to 65535, not {port!r}")
         if context_window is not None and (isinstance(context_window, bool) or not isinstance(context_window, int) or context_window < 1):
@@ -592,6 +634,16 @@ class OfflineServer:
             return self._request_count
 
     # -- used by the handler ----------------------------------------------------------------------
+
+    def model_card(self) -> dict[str, Any]:
+        card = model_card()
+        if self.profile.window_in_models and self.context_window is not None:
+            card["max_model_len"] = self.context_window
+        return card
+
+    def _record_prompt(self, tokens: int) -> None:
+        with self._lock:
+            self.prompt_sizes.append(tokens)
 
     def _next_request_index(self) -> int:
         with self._lock:
