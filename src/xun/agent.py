@@ -378,9 +378,7 @@ class Agent:
     async def _discover(self) -> None:
         k = self.knowledge
         base_url, model = self.config.provider.base_url, self.config.model.name
-        remembered = self.learned_windows.get(base_url, model)
-        if remembered is not None:
-            k.remembered = Window(remembered, "learned from the server's error in an earlier session", LEARNED)
+        k.remembered = self.learned_windows.get(base_url, model)
         if self.config.model.context_window is None and base_url:
             try:
                 k.discovered = await discover_window(base_url, model, self._auth_headers())
@@ -441,12 +439,13 @@ class Agent:
         k, c = self.knowledge, self.conversation
         if exc.window is not None:
             k.learned = Window(exc.window, "learned from the server's error", LEARNED)
-            problem = self.learned_windows.remember(self.config.provider.base_url, self.config.model.name, exc.window)
-            if problem:
-                await self.emit(Warning(problem))
-        elif not self.window.known:
+        elif not self.window.known or self.window.kind == ASSUMED:
             assumed = max(k.largest_fit, math.floor(estimate * 0.75), 1)
             k.learned = Window(assumed, f"assumed: the server refused a request of about {estimate:,} tokens", ASSUMED)
+        if k.learned.known and self.config.model.context_window is None:
+            problem = self.learned_windows.remember(self.config.provider.base_url, self.config.model.name, k.learned)
+            if problem:
+                await self.emit(Warning(problem))
         if exc.requested is not None:  # the server's own count of this prompt
             c.record_usage(exc.requested, overhead_chars=self._schema_chars())
         elif exc.window is None and self.window.known and estimate < self.window.tokens:

@@ -305,8 +305,9 @@ async def _ask_model(agent: Agent, messages: list[Message], prompt: str, max_tok
     return text, helper.last_finish_reason, error
 
 
-async def _checked(agent: Agent, messages: list[Message], prompt: str, max_tokens: int, trigger: str) -> tuple[str | None, str | None, bool]:
-    """Ask for a summary, and once more with a firmer prompt when it is unusable.
+async def _checked(agent: Agent, messages: list[Message], prompt: str, max_tokens: int, trigger: str,
+                   label: str = "") -> tuple[str | None, str | None, bool]:
+    """Ask for a summary, and once more with a firmer prompt when it is unusable (`label` names the piece).
     Returns (summary, error, unusable): unusable means the model answered twice with no usable summary."""
     from xun.extractive import SECTIONS, summary_problem
 
@@ -318,7 +319,7 @@ async def _checked(agent: Agent, messages: list[Message], prompt: str, max_token
         problem = summary_problem(text, finish)
         if problem is None:
             return text, None, False
-        await agent.emit(SummaryRejected(reason=problem, next="retry" if attempt == 1 else "extractive", trigger=trigger))
+        await agent.emit(SummaryRejected(reason=f"{label}{problem}", next="retry" if attempt == 1 else "extractive", trigger=trigger))
         headings = "\n".join(f"## {name}" for name in SECTIONS)
         attempt_prompt = f"{prompt}\n\n{FIRMER_PROMPT.format(problem=problem, headings=headings)}"
     return None, None, True
@@ -387,7 +388,7 @@ async def _write_summary(agent: Agent, plan: CompactionPlan, prompt: str, replac
         for index, text in enumerate(texts, 1):
             piece_prompt = PIECE_PROMPT.format(index=index, count=len(texts), transcript=text, prompt=prompt)
             summary, error, unusable = await _checked(agent, [running] if running is not None else [], piece_prompt,
-                                                      max_tokens, trigger)
+                                                      max_tokens, trigger, label=f"piece {index} of {len(texts)}: ")
             if summary is None:
                 break
             running = SystemPrompt(summary, True, {}, base)

@@ -155,14 +155,25 @@ class LearnedWindows:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def get(self, base_url: str | None, model: str) -> int | None:
+    def get(self, base_url: str | None, model: str) -> Window:
+        """What an earlier session learned (or assumed) of this server's window; UNKNOWN when nothing."""
         entry = self._read().get(_key(base_url, model))
-        return _plausible(entry.get("tokens")) if isinstance(entry, dict) else None
+        tokens = _plausible(entry.get("tokens")) if isinstance(entry, dict) else None
+        if tokens is None:
+            return UNKNOWN
+        if entry.get("kind") == ASSUMED:
+            return Window(tokens, "assumed in an earlier session: the server refused a longer request", ASSUMED)
+        return Window(tokens, "learned from the server's error in an earlier session", LEARNED)
 
-    def remember(self, base_url: str | None, model: str, tokens: int) -> str | None:
-        """Store a learned window; returns a problem (never raises) when the file cannot be written."""
+    def remember(self, base_url: str | None, model: str, window: Window) -> str | None:
+        """Store a learned (or assumed) window; returns a problem (never raises) when the file cannot be
+        written. An assumed figure never replaces one the server named."""
         data = self._read()
-        data[_key(base_url, model)] = {"tokens": tokens, "time": time.time()}
+        key = _key(base_url, model)
+        old = data.get(key)
+        if window.kind == ASSUMED and isinstance(old, dict) and old.get("kind") == LEARNED:
+            return None
+        data[key] = {"tokens": window.tokens, "kind": window.kind, "time": time.time()}
         try:
             write_text_atomic(self.path, json.dumps(data, indent=1, sort_keys=True) + "\n")
         except OSError as exc:
