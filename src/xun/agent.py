@@ -237,7 +237,8 @@ class Agent:
         from an overflow, what the server said, or what an earlier session learned."""
         configured = self.config.model.context_window
         if configured is not None:
-            return Window(configured, f"set in {self.config.source_of('model.context_window')}", CONFIG)
+            source = self.config.source_of("model.context_window")
+            return Window(configured, "set in the configuration" if source == "default" else f"set in {source}", CONFIG)
         return self.knowledge.window()
 
     @property
@@ -245,13 +246,14 @@ class Agent:
         return self.config.effective_threshold(self.window.tokens)
 
     def output_reserve(self, window: int) -> int:
-        """Tokens of the window kept free for the reply."""
+        """Tokens of the window kept free for the reply (also the reply's `max_tokens` when the window is
+        known: a reply that fills the window would leave no room for the next turn)."""
         if self.reply_budget is not None:
             return self.reply_budget
         configured = self.config.model.output_reserve
         if configured is not None:
             return min(configured, window // 2)
-        return min(8192, max(256, window // 8), window // 2)
+        return min(16384, max(256, window // 8), window // 2)
 
     def request_tokens(self) -> int:
         """The estimate of the next request's prompt: its messages and its tool definitions, calibrated by
@@ -421,7 +423,7 @@ class Agent:
         if window.known and c.estimated_tokens() + 1 > window.tokens:
             return None  # the probe would not fit: the figures wait for a smaller context
         try:
-            response = await self.client().chat.completions.create(**self._request(stream=False), **{self._max_tokens_param: 1})
+            response = await self.client().chat.completions.create(**{**self._request(stream=False), self._max_tokens_param: 1})
             prompt_tokens = int(response.usage.prompt_tokens)
         except Exception:  # noqa: BLE001 - a server that refuses the probe stays uncalibrated
             return None
@@ -730,8 +732,9 @@ class Agent:
             request["tools"] = tools
         if self.config.model.temperature is not None:
             request["temperature"] = self.config.model.temperature
-        if self.reply_budget is not None:
-            request[self._max_tokens_param] = self.reply_budget
+        window = self.window.tokens
+        if self.reply_budget is not None or window is not None:
+            request[self._max_tokens_param] = self.reply_budget if self.reply_budget is not None else self.output_reserve(window)
         return request
 
     async def _stream_once(self) -> _Reply:

@@ -289,6 +289,14 @@ def worthwhile_keep(conversation: Conversation, keep: int) -> int | None:
         keep //= 2
 
 
+def summary_budget(agent: Agent, replaced_chars: int) -> int:
+    """`max_tokens` of a summary: at most SUMMARY_MAX_TOKENS, less than what it replaces, and a quarter of
+    the window at most, so that the request and its reply fit."""
+    budget = min(SUMMARY_MAX_TOKENS, max(MIN_SUMMARY_TOKENS, _tokens(replaced_chars, agent.conversation.tokens_per_char) - 1))
+    window = agent.window.tokens
+    return min(budget, max(MIN_SUMMARY_TOKENS, window // 4)) if window is not None else budget
+
+
 def _tokens(chars: int, ratio: float, messages: int = 0) -> int:
     return round(chars * ratio) + 4 * messages
 
@@ -358,9 +366,7 @@ async def _write_summary(agent: Agent, plan: CompactionPlan, prompt: str, replac
     conversation = agent.conversation
     ratio = conversation.tokens_per_char
     window = agent.window.tokens
-    max_tokens = min(SUMMARY_MAX_TOKENS, max(MIN_SUMMARY_TOKENS, _tokens(replaced_chars, ratio) - 1))
-    if window is not None:
-        max_tokens = min(max_tokens, max(MIN_SUMMARY_TOKENS, window // 4))
+    max_tokens = summary_budget(agent, replaced_chars)
     condensed = list(plan.condensed)
     system = condensed[0] if condensed and isinstance(condensed[0], SystemPrompt) else None
     if system is not None:  # the summarizer sees no persistent sections (AGENTS.md)
@@ -376,9 +382,12 @@ async def _write_summary(agent: Agent, plan: CompactionPlan, prompt: str, replac
     else:
         entries = transcript_entries(condensed[1:] if system is not None else condensed)
         base = _base_prompt(system)
-        # each request: the frame, the summary so far (at most max_tokens, wrapped), one piece, and the reply
-        frame = len(PIECE_PROMPT) + len(prompt) + len(COMPACTED_SYSTEM_PROMPT) + len(base)
-        room = window - 2 * max_tokens - fixed - _tokens(frame, ratio, 2)
+        # each request: the summary so far (the earlier one, or at most max_tokens, wrapped), one piece in
+        # its frame, and the reply
+        running_chars = max(message_length(system) if system is not None else 0,
+                            len(COMPACTED_SYSTEM_PROMPT) + len(base) + int(max_tokens / max(ratio, 0.05)))
+        frame = len(PIECE_PROMPT) + len(prompt) + running_chars
+        room = window - max_tokens - fixed - _tokens(frame, ratio, 2)
         room_chars = int(room / max(ratio, 0.05))
         if room_chars < 200:
             return _Written(None, error=f"the window ({window:,} tokens) leaves no room for a summary request")
@@ -398,7 +407,7 @@ async def _write_summary(agent: Agent, plan: CompactionPlan, prompt: str, replac
         return _Written(None, pieces=pieces, error=error)
     hint = f"the offload log ({conversation.offload_dir / (conversation.conversation_id + '.md')})" if conversation.offload_dir else "the session file"
     text = extractive_summary(list(plan.condensed), reason="the model's summary was unusable twice", offload_hint=hint,
-                              max_chars=min(int(SUMMARY_MAX_TOKENS / max(ratio, 0.05)), max(replaced_chars - 1, 0)))
+                              max_chars=min(int(max_tokens / max(ratio, 0.05)), max(replaced_chars - 1, 0)))
     return _Written(text, "extractive", pieces)
 
 
@@ -458,7 +467,8 @@ async def compact_conversation(
         await agent.emit(SummaryRejected(reason=reason, next="extractive", trigger=trigger))
         hint = "the offload log" if conversation.offload_dir else "the session file"
         summary = extractive_summary(list(plan.condensed), reason="the model's summary was longer than what it replaced",
-                                     offload_hint=hint, max_chars=max(replaced - 1, 0))
+                                     offload_hint=hint, max_chars=min(max(replaced - 1, 0), int(
+                                         summary_budget(agent, replaced) / max(conversation.tokens_per_char, 0.05))))
         written = _Written(summary, "extractive", written.pieces)
     if summary is not None and not shrinks(summary):
         error = f"the summary ({len(summary)} characters) is not shorter than what it would replace ({replaced})"

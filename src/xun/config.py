@@ -208,8 +208,9 @@ class ModelSettings(_Section):
     output_reserve: int | None = Field(
         default=None,
         gt=0,
-        description="Tokens of the window kept free for the reply when checking that a request fits. Unset: "
-        "an eighth of the window, at least 256 and at most 8192.",
+        description="Tokens of the window kept free for the reply when checking that a request fits, and "
+        "the reply's max_tokens when the window is known. Unset: an eighth of the window, at least 256 and at "
+        "most 16384.",
     )
     reasoning_field: Literal["reasoning", "reasoning_content"] | None = Field(
         default=None,

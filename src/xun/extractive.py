@@ -25,6 +25,7 @@ _ERROR = re.compile(r"\b(error|exception|traceback|failed|fatal|denied|not found
 _PATH_KEYS = ("path", "file", "filename", "directory", "dir", "cwd")
 MAX_ITEMS = 40
 MAX_LINE = 200
+CUT_NOTE = "\n…(the rest of this earlier summary is kept in the session file's summaries)"
 
 
 def summary_problem(text: str, finish_reason: str | None) -> str | None:
@@ -70,8 +71,8 @@ def _calls(message: Message) -> list[tuple[str, str, dict[str, Any]]]:
 
 def extractive_summary(messages: list[Message], *, reason: str, offload_hint: str, max_chars: int) -> str:
     """A summary of `messages` made of what they literally say, in the required sections, at most
-    `max_chars` long when it can be: the newest prompts and facts are kept first when it must be cut, and
-    an earlier summary is carried forward whole."""
+    `max_chars` long when it can be: when it must be cut, the newest prompts and facts are kept first, and an
+    earlier summary it carries forward is cut at its end last of all."""
     previous = ""
     prompts: list[str] = []
     paths: list[str] = []
@@ -122,13 +123,16 @@ def extractive_summary(messages: list[Message], *, reason: str, offload_hint: st
 
     prompt_items, fact_cut = list(prompts), MAX_ITEMS
     text = render(prompt_items, fact_cut)
-    while len(text) > max_chars:  # shed old facts, then old prompts; never the earlier summary (the caller
-        if fact_cut > 3:           # then finds the result too long and applies nothing)
+    while len(text) > max_chars:  # shed old facts, then old prompts, and last the end of the earlier summary
+        if fact_cut > 3:
             fact_cut //= 2
         elif len(prompt_items) > 1:
             prompt_items.pop(0)
         elif fact_cut:
             fact_cut = 0
+        elif previous and not previous.endswith(CUT_NOTE):
+            keep = max(0, len(previous) - (len(text) - max_chars) - len(CUT_NOTE))
+            previous = previous[:keep] + CUT_NOTE
         else:
             break
         text = render(prompt_items, fact_cut)
