@@ -331,6 +331,8 @@ class McpManager:
         if isinstance(exc, FileNotFoundError):
             return f"cannot run {server.settings.command!r}: no such program"
         text = _error_text(exc)
+        if text.lower() == "connection closed":
+            text = "the server exited or closed the connection"
         tail = self._log_tail(server)
         return f"{text} (its last words: {tail})" if tail else text
 
