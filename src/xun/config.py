@@ -350,6 +350,11 @@ class McpServerSettings(_Section):
         description="Extra environment variables for the program (it gets only HOME, PATH, SHELL, TERM, USER, "
         "LOGNAME and these; never the API key).",
     )
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description="NAMES of xun's environment variables the program also gets (e.g. a token it needs), read "
+        "when it starts, so their values never sit in a config file.",
+    )
     url: str | None = Field(default=None, description="The endpoint of a streamable HTTP server.")
     headers: dict[str, str] = Field(
         default_factory=dict,
@@ -379,6 +384,14 @@ class McpServerSettings(_Section):
         if parts.password or parts.username:
             raise ValueError("a URL without credentials in it (send them in headers from environment variables)")
         return value.strip()
+
+    @field_validator("pass_env")
+    @classmethod
+    def _check_pass_env(cls, value: list[str]) -> list[str]:
+        for variable in value:
+            if looks_like_secret(variable) or not _ENV_NAME.match(variable):
+                raise ValueError("a list of environment variable NAMES (like GITHUB_TOKEN), not their values")
+        return value
 
     @field_validator("headers")
     @classmethod

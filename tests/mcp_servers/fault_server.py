@@ -2,7 +2,7 @@
 
     python fault_server.py [crash-at-start | hang-at-start | serve]
 
-`serve` offers: echo, big (a result of `size` characters, 5 MB by default), words (a recognisable text of
+`serve` offers: echo, getenv, big (a result of `size` characters, 5 MB by default), words (a recognisable text of
 `size` characters), crash (the process exits in the middle of the call), fail (a tool error), slow
 (sleeps `seconds`), picture (an image and a binary resource beside a line of text), and bad_schema, whose
 input schema is not valid JSON Schema (the SDK's server refuses non-object schemas itself).
@@ -31,6 +31,7 @@ TOOLS = [
     text_tool("echo", "Echo the text back.", {"text": {"type": "string"}}, ["text"]),
     text_tool("big", "Return `size` characters (5 MB by default).", {"size": {"type": "integer"}}),
     text_tool("words", "Return a recognisable text of about `size` characters.", {"size": {"type": "integer"}}),
+    text_tool("getenv", "The value of an environment variable of the server.", {"name": {"type": "string"}}, ["name"]),
     text_tool("crash", "Exit the server in the middle of the call."),
     text_tool("fail", "Return a tool error."),
     text_tool("slow", "Sleep `seconds`, then answer.", {"seconds": {"type": "number"}}),
@@ -66,6 +67,8 @@ async def call_tool(ctx, params) -> types.CallToolResult:
         return text("x" * int(arguments.get("size", 5_000_000)))
     if name == "words":
         return text(words(int(arguments.get("size", 60_000))))
+    if name == "getenv":
+        return text(os.environ.get(str(arguments.get("name")), "(unset)"))
     if name == "crash":
         print("fault server: crashing in the middle of a call", file=sys.stderr, flush=True)
         os._exit(7)

@@ -60,7 +60,7 @@ async def test_mcp_tools_in_the_app_end_to_end(tmp_path, user_config, servers):
                              timeout=60, what="the servers to start")
             await pilot.pause()
             notices = " ".join(str(b.render()) for b in app.chat.query("NoticeBlock"))
-            assert "MCP server f: ready with 7 tools" in notices and "MCP server time: ready with 2 tools" in notices
+            assert "MCP server f: ready with 8 tools" in notices and "MCP server time: ready with 2 tools" in notices
             assert "MCP server dead failed" in notices and "crashing at start" in notices
 
             # a trusted server's tool runs at once; its big result is cut at the cap

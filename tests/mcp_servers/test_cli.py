@@ -95,7 +95,7 @@ def test_mcp_list_shows_servers_tools_and_their_tokens(cli, servers):
     assert any(s.startswith("bad_schema:") for s in rows["f"]["skipped"])
     assert rows["dead"]["state"] == "failed" and "crashing at start" in rows["dead"]["reason"]
     text = cli("mcp", "list", timeout=60)
-    assert "f  ready with 7 tools" in text.stdout and "f__echo  ~" in text.stdout and "dead  failed:" in text.stdout
+    assert "f  ready with 8 tools" in text.stdout and "f__echo  ~" in text.stdout and "dead  failed:" in text.stdout
     assert servers.alive() == []
 
 

@@ -16,9 +16,9 @@ from xun.tools.mcp import FAILED, READY, STOPPED, McpManager
 from .conftest import make_repository
 
 
-def manager(tmp_path, tables, toolbox=None, events=None):
+def manager(tmp_path, tables, toolbox=None, events=None, environ=None):
     settings = McpSettings.model_validate({"servers": tables})
-    return McpManager(settings, toolbox if toolbox is not None else Toolbox(), workdir=tmp_path,
+    return McpManager(settings, toolbox if toolbox is not None else Toolbox(), workdir=tmp_path, environ=environ,
                       log_dir=tmp_path / "logs", on_change=(events.append if events is not None else None))
 
 
@@ -159,3 +159,21 @@ async def test_everything_server_through_npx(tmp_path, servers):
         await m.aclose()
     await asyncio.sleep(0.2)
     assert servers.alive() == []
+
+
+async def test_a_server_gets_only_the_variables_it_is_given(tmp_path, servers):
+    environ = {"XUN_TEST_PASSED": "passed-value", "XUN_TEST_OTHER": "other", "OPENAI_API_KEY": "sk-test-never-sent"}
+    m = manager(tmp_path, {"f": servers.fault(trust=True, pass_env=["XUN_TEST_PASSED"])}, environ=environ)
+    try:
+        await m.start()
+        ctx = context(tmp_path)
+
+        async def getenv(name):
+            return (await m.toolbox.call("f__getenv", {"name": name}, ctx)).text
+
+        assert await getenv("XUN_TEST_PASSED") == "passed-value"
+        assert await getenv("XUN_TEST_OTHER") == "(unset)"
+        assert await getenv("OPENAI_API_KEY") == "(unset)"
+        assert await getenv("XUN_TEST_MCP_MARKER") == servers.marker  # from env
+    finally:
+        await m.aclose()

@@ -310,8 +310,11 @@ class McpManager:
             except OSError:
                 pass  # no log then; the server still runs
         stack.callback(errlog.close)
+        env = dict(settings.env)
+        environ = os.environ if self.environ is None else self.environ
+        env.update({name: environ[name] for name in settings.pass_env if name in environ})
         parameters = StdioServerParameters(command=settings.command or "", args=list(settings.args),
-                                           env=dict(settings.env) or None, cwd=self.workdir)
+                                           env=env or None, cwd=self.workdir)
         return stdio_client(parameters, errlog=errlog)
 
     @staticmethod
