@@ -23,7 +23,8 @@ A "frame" is a call of the app's display step with a compositor update, the mome
 written to; the benchmark also encodes that update to terminal escape codes, as a real terminal needs.
 The children run with bytecode caching on (a warm-up run writes it), as an installed package has it;
 PYTHONDONTWRITEBYTECODE in the caller's environment would otherwise make every run compile xun anew.
-Options: --runs N (first-frame runs each, default 5), --keys N (default 100).
+Options: --runs N (first-frame runs each, default 5), --keys N (default 100), --mcp-only (only
+first_frame_mcp3).
 """
 
 from __future__ import annotations
@@ -288,9 +289,14 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     parser.add_argument("--resume", help=argparse.SUPPRESS)
+    parser.add_argument("--mcp-only", action="store_true", help="only the first frame with three MCP servers")
     args = parser.parse_args()
     if args.child:
         child(args.child, args.workdir, args.resume)
+        return
+    if args.mcp_only:
+        with tempfile.TemporaryDirectory(prefix="bench-tui-") as folder:
+            first_frames_with_mcp(Path(folder), args.runs)
         return
     first_frames(args.runs)
     asyncio.run(key_latency(args.keys))

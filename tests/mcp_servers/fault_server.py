@@ -1,6 +1,9 @@
 """A small MCP server written with the SDK, for the faults real servers rarely show on demand.
 
-    python fault_server.py [crash-at-start | hang-at-start | serve]
+    python fault_server.py [crash-at-start | hang-at-start | serve | http PORT]
+
+`http PORT` serves the same tools over streamable HTTP on 127.0.0.1:PORT/mcp, and answers 401 to a request
+whose Authorization header is not `Bearer $FAULT_SERVER_TOKEN`.
 
 `serve` offers: echo, getenv, big (a result of `size` characters, 5 MB by default), words (a recognisable text of
 `size` characters), crash (the process exits in the middle of the call), fail (a tool error), slow
@@ -95,6 +98,25 @@ async def serve() -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
+def serve_http(port: int) -> None:
+    import uvicorn
+    from starlette.responses import PlainTextResponse
+
+    server = Server("xun-fault-server", on_list_tools=list_tools, on_call_tool=call_tool)
+    app = server.streamable_http_app()
+    expected = f"Bearer {os.environ['FAULT_SERVER_TOKEN']}"
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization", b"").decode() != expected:
+                await PlainTextResponse("a bearer token is needed", status_code=401)(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "serve"
     if mode == "crash-at-start":
@@ -104,4 +126,7 @@ if __name__ == "__main__":
         print(f"fault server: hanging, pid {os.getpid()}", file=sys.stderr, flush=True)
         while True:
             time.sleep(3600)
+    if mode == "http":
+        serve_http(int(sys.argv[2]))
+        sys.exit(0)
     anyio.run(serve)

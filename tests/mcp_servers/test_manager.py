@@ -5,6 +5,9 @@ No model here: the toolbox calls the tools as the agent would (`Toolbox.call`, t
 from __future__ import annotations
 
 import asyncio
+import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -13,7 +16,7 @@ from xun.config import McpSettings
 from xun.tools import Decision, Toolbox, ToolContext, default_toolbox
 from xun.tools.mcp import FAILED, READY, STOPPED, McpManager
 
-from .conftest import make_repository
+from .conftest import FAULT_SERVER, MARKER_VARIABLE, make_repository
 
 
 def manager(tmp_path, tables, toolbox=None, events=None, environ=None):
@@ -177,3 +180,41 @@ async def test_a_server_gets_only_the_variables_it_is_given(tmp_path, servers):
         assert await getenv("XUN_TEST_MCP_MARKER") == servers.marker  # from env
     finally:
         await m.aclose()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def test_streamable_http_with_a_header_from_the_environment(tmp_path, servers):
+    port = free_port()
+    token = "tok-" + servers.marker
+    process = subprocess.Popen([sys.executable, str(FAULT_SERVER), "http", str(port)],
+                               env={"PATH": "/usr/bin:/bin", "FAULT_SERVER_TOKEN": token, MARKER_VARIABLE: servers.marker},
+                               stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            await asyncio.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+        tables = {"web": {"url": url, "headers": {"Authorization": "WEB_AUTH"}, "trust": True},
+                  "nokey": {"url": url, "headers": {"Authorization": "WRONG_AUTH"}, "startup_timeout": 10}}
+        m = manager(tmp_path, tables, environ={"WEB_AUTH": f"Bearer {token}", "WRONG_AUTH": "Bearer nope"})
+        try:
+            await m.start()
+            assert m.servers["web"].state == READY, m.servers["web"].reason
+            echo = await m.toolbox.call("web__echo", {"text": "over http"}, context(tmp_path))
+            assert echo.text == "over http"
+            big = await m.toolbox.call("web__words", {"size": 100_000}, context(tmp_path, max_output_chars=10_000))
+            assert big.truncated_chars > 80_000
+            assert m.servers["nokey"].state == FAILED and "401" in m.servers["nokey"].reason
+        finally:
+            await m.aclose()
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -274,7 +274,7 @@ class McpManager:
                 await server._stop.wait()
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:  # noqa: BLE001 - any failure of a server is its state, never the session's
+        except Exception as exc:  # noqa: BLE001 - any failure of a server is its state, never the session's
             if server.state != FAILED and not (server._stop is not None and server._stop.is_set()):
                 server.reason = self._failure(server, exc)
                 self._unregister(server)
@@ -420,14 +420,15 @@ class McpManager:
         except (TimeoutError, asyncio.TimeoutError):
             raise ToolError(f"MCP server {name} did not answer {tool} within {timeout:g}s "
                             f"(mcp.servers.{name}.timeout)") from None
-        except BaseException as exc:  # noqa: BLE001 - a broken server is reported, never raised
+        except Exception as exc:  # noqa: BLE001 - a broken server is reported, never raised
             from mcp.shared.exceptions import MCPError
+            from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
             text = _error_text(exc)
-            if isinstance(exc, MCPError) and "timed out" in text.lower():
+            if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
                 raise ToolError(f"MCP server {name} did not answer {tool} within {timeout:g}s "
                                 f"(mcp.servers.{name}.timeout)") from None
-            if isinstance(exc, MCPError) and exc.code not in (-32000,) and server._task is not None \
+            if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED and server._task is not None \
                     and not server._task.done():
                 raise ToolError(f"MCP server {name} refused {tool}: {text}") from None
             # The connection is gone (the server crashed or closed it): say so, and stop offering its tools.
