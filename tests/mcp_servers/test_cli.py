@@ -4,13 +4,15 @@ offline model calls the tools on an explicit request ("use the tool NAME with {j
 from __future__ import annotations
 
 import json
+import os
+import selectors
 import signal
 import time
 
 import pytest
 import tomli_w
 
-from cli.helpers import Cli, read_lines_until
+from cli.helpers import Cli
 
 from .conftest import make_repository
 
@@ -18,6 +20,25 @@ from .conftest import make_repository
 @pytest.fixture
 def cli(tmp_path) -> Cli:
     return Cli(tmp_path)
+
+
+def wait_for_output(process, needle: str, timeout: float = 60) -> str:
+    """stdout of a running process until it contains `needle`, read from the file descriptor itself (a
+    buffered reader could hold the awaited line while `select` says there is nothing more to read)."""
+    selector = selectors.DefaultSelector()
+    selector.register(process.stdout.fileno(), selectors.EVENT_READ)
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while needle.encode() not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0 or not selector.select(left):
+            process.kill()
+            pytest.fail(f"{needle!r} did not come within {timeout}s; got {seen.decode(errors='replace')!r}")
+        chunk = os.read(process.stdout.fileno(), 65536)
+        if not chunk:
+            pytest.fail(f"the process ended before {needle!r}; got {seen.decode(errors='replace')!r}")
+        seen += chunk
+    return seen.decode()
 
 
 def configure(cli: Cli, tables: dict) -> None:
@@ -103,7 +124,7 @@ def test_mcp_list_shows_servers_tools_and_their_tokens(cli, servers):
 def test_signal_during_a_call_leaves_no_server_behind(cli, servers, signum, code):
     configure(cli, {"f": servers.fault(trust=True), "time": servers.time()})
     process = cli.popen("run", "--json", 'use the tool f__slow with {"seconds": 120}')
-    read_lines_until(process, lambda line: '"tool_call_started"' in line, timeout=60)
+    wait_for_output(process, '"tool_call_started"')
     assert len(servers.alive()) == 2
     process.send_signal(signum)
     process.wait(timeout=30)

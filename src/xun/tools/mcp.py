@@ -55,6 +55,8 @@ class McpServer:
     skipped: list[str] = field(default_factory=list)
     """Tools not offered, each as "name: why" (denied, or an unusable name or schema)."""
     log_path: Path | None = None
+    http_error: str = ""
+    """The last HTTP error status a remote server answered (part of the reason when it fails)."""
     _client: Any = field(default=None, repr=False)
     _task: asyncio.Task[None] | None = field(default=None, repr=False)
     _stop: asyncio.Event | None = field(default=None, repr=False)
@@ -295,8 +297,14 @@ class McpManager:
                 if not value:
                     raise ToolError(f"header {header} needs the environment variable {variable}, which is not set")
                 headers[header] = value
+            async def remember_refusal(response: Any) -> None:  # the SDK's error does not carry the status
+                if response.status_code >= 400:
+                    server.http_error = f"HTTP {response.status_code} from {settings.url}"
+
+            server.http_error = ""
             http = await stack.enter_async_context(httpx2.AsyncClient(
-                headers=headers, timeout=httpx2.Timeout(30.0, read=max(300.0, settings.timeout))))
+                headers=headers, timeout=httpx2.Timeout(30.0, read=max(300.0, settings.timeout)),
+                event_hooks={"response": [remember_refusal]}))
             return streamable_http_client(settings.url, http_client=http)
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
@@ -336,6 +344,8 @@ class McpManager:
         text = _error_text(exc)
         if text.lower() == "connection closed":
             text = "the server exited or closed the connection"
+        if server.http_error:
+            return f"{text} ({server.http_error})"
         tail = self._log_tail(server)
         return f"{text} (its last words: {tail})" if tail else text
 
