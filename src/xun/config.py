@@ -156,6 +156,19 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
 
 
+def _http_url(value: str | None, without_credentials: str, *, no_user: bool = False) -> str | None:
+    """An http(s) URL with a host, stripped; a password in it (or any user, with `no_user`) is refused
+    with `without_credentials`, which says where the secret belongs instead."""
+    if value is None:
+        return None
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("an http:// or https:// URL with a host")
+    if parts.password or (no_user and parts.username):
+        raise ValueError(without_credentials)
+    return value.strip()
+
+
 class ProviderSettings(_Section):
     """Where the OpenAI-compatible server is and how to authenticate to it."""
 
@@ -179,14 +192,7 @@ class ProviderSettings(_Section):
     @field_validator("base_url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        parts = urlsplit(value.strip())
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError("an http:// or https:// URL with a host")
-        if parts.password:
-            raise ValueError("a URL without a password in it (put credentials in the api_key_env variable)")
-        return value.strip()
+        return _http_url(value, "a URL without a password in it (put credentials in the api_key_env variable)")
 
     @field_validator("api_key_env")
     @classmethod
@@ -376,14 +382,8 @@ class McpServerSettings(_Section):
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        parts = urlsplit(value.strip())
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError("an http:// or https:// URL with a host")
-        if parts.password or parts.username:
-            raise ValueError("a URL without credentials in it (send them in headers from environment variables)")
-        return value.strip()
+        return _http_url(value, "a URL without credentials in it (send them in headers from environment variables)",
+                         no_user=True)
 
     @field_validator("pass_env")
     @classmethod
