@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import tomli_w
 
+from xun.context_breakdown import OVERHEAD, context_breakdown
 from xun.launch import open_session
 from xun.tools.mcp import READY
 
@@ -38,7 +39,12 @@ async def test_big_result_is_capped_reclaimed_restored_and_recalled(tmp_path, ho
             text = result.raw["content"]
             assert len(text) <= 30_000 and "characters cut here" in text and "MCP-FAULT-WORDS quartz lantern" in text
             overhead = agent.toolbox.definition_chars()
-            assert overhead["f"] > 0
+            assert overhead["f"] > 0 and overhead[""] > 0
+            breakdown = context_breakdown(c, threshold=agent.threshold, tool_definitions=overhead)
+            mine = breakdown.part(OVERHEAD, "f")
+            assert mine.chars == overhead["f"] and mine.label == "tool definitions: MCP server f (every request)"
+            assert breakdown.part(OVERHEAD, "").label == "tool definitions: built-in tools (every request)"
+            assert sum(part.chars for part in breakdown.parts) == breakdown.chars
 
             await agent.run('use the tool f__echo with {"text": "a small one"}')  # the newest stays
             reclaimed = await agent.reclaim_tool_results(keep_max=1)
