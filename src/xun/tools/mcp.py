@@ -30,7 +30,8 @@ from xun.tools.toolbox import ConfirmationRequest, Tool, Toolbox, ToolContext, T
 if TYPE_CHECKING:
     from xun.config import McpServerSettings, McpSettings
 
-__all__ = ["DISABLED", "FAILED", "READY", "SEPARATOR", "STARTING", "STOPPED", "McpManager", "McpServer", "describe_content"]
+__all__ = ["DISABLED", "FAILED", "READY", "SEPARATOR", "STARTING", "STOPPED", "McpManager", "McpServer", "describe_content",
+           "preload"]
 
 STARTING, READY, FAILED, STOPPED, DISABLED = "starting", "ready", "failed", "stopped", "disabled"
 SEPARATOR = "__"
@@ -81,6 +82,13 @@ class McpServer:
         if self.state == FAILED:
             return f"failed: {self.reason}"
         return self.state
+
+
+def preload() -> None:
+    """Import what starting a server needs (the SDK, jsonschema: about a second): a front end runs this
+    in a thread first, so its event loop never waits on an import."""
+    import jsonschema.validators  # noqa: F401
+    import mcp  # noqa: F401
 
 
 # ------------------------------------------------------------------------------------------ results

@@ -632,17 +632,19 @@ class XunApp(App[int], inherit_bindings=False):
     async def start_mcp_servers(self) -> None:
         """After the first frame: the SDK is imported in a thread (a second of work), then every server
         starts on this loop, where the turns call their tools; each change of state is a message."""
-        import importlib
+        from xun.tools.mcp import preload
 
         names = [name for name, server in self.session.mcp.servers.items() if server.state != "disabled"]
         if names:
             self.post_message(m.Notice("info", f"MCP: starting {', '.join(names)} (/mcp shows their state)"))
-        await asyncio.to_thread(importlib.import_module, "mcp")
+        await asyncio.to_thread(preload)
         await self.session.mcp.start()
 
     @work(group="mcp", exit_on_error=False)
     async def restart_mcp_server(self, name: str) -> None:
-        await asyncio.to_thread(__import__, "mcp")
+        from xun.tools.mcp import preload
+
+        await asyncio.to_thread(preload)  # a disabled server may be the first to start
         await self.session.mcp.restart(name)
 
     async def stop_mcp_servers(self) -> None:
