@@ -1,6 +1,7 @@
 """The app with MCP servers (Pilot): servers start after the first frame, their state shows, their tools are
 called by the offline model (with the confirmation for an untrusted server), a big result is reclaimed,
-inspected, found by recall and restored, /mcp restarts a server, and quitting leaves no process behind."""
+inspected, found by recall and restored, /mcp restarts a server, a server that hangs at start holds nothing
+up, and quitting (while it still starts) leaves no process behind."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ async def test_mcp_tools_in_the_app_end_to_end(tmp_path, user_config, servers):
         "auto_compact": {"toolcall_keep_max": 1},
         "tools": {"max_output_chars": 30000},
         "mcp": {"servers": {"f": servers.fault(trust=True), "time": servers.time(),
-                            "dead": servers.fault("crash-at-start")}},
+                            "dead": servers.fault("crash-at-start"),
+                            "hangs": servers.fault("hang-at-start", startup_timeout=60)}},
     }))
     work = tmp_path / "work"
     work.mkdir()
@@ -56,7 +58,8 @@ async def test_mcp_tools_in_the_app_end_to_end(tmp_path, user_config, servers):
             mcp = None
             await wait_until(pilot, lambda: app.session is not None, what="the session")
             mcp = app.session.mcp
-            await wait_until(pilot, lambda: all(s.state in ("ready", "failed") for s in mcp.servers.values()),
+            others = [mcp.servers[name] for name in ("f", "time", "dead")]
+            await wait_until(pilot, lambda: all(s.state in ("ready", "failed") for s in others),
                              timeout=60, what="the servers to start")
             await pilot.pause()
             notices = " ".join(str(b.render()) for b in app.chat.query("NoticeBlock"))
@@ -69,6 +72,7 @@ async def test_mcp_tools_in_the_app_end_to_end(tmp_path, user_config, servers):
             big_id = block.call_id
             text = tool_text(app, big_id)
             assert len(text) <= 30_000 and "characters cut here" in text
+            assert mcp.servers["hangs"].state == "starting"  # a hanging server holds nothing up
 
             # an untrusted one asks first
             await submit(pilot, 'use the tool time__get_current_time with {"timezone": "Asia/Tokyo"}')
@@ -107,15 +111,16 @@ async def test_mcp_tools_in_the_app_end_to_end(tmp_path, user_config, servers):
             await wait_until(pilot, lambda: isinstance(app.screen, McpScreen), what="the /mcp screen")
             screen = app.screen
             table = screen.query_one("DataTable")
-            assert table.row_count == 3
+            assert table.row_count == 4
             first_pid = list(servers.alive())
             await pilot.press("r")  # the first row: f
             await wait_until(pilot, lambda: mcp.servers["f"].state == "ready" and set(servers.alive()) != set(first_pid),
                              timeout=30, what="f to restart")
             assert "f__echo" in app.agent.toolbox
             await pilot.press("escape")
-            assert len(servers.alive()) == 2  # f (restarted) and time
-            await pilot.press("ctrl+q")
+            assert mcp.servers["hangs"].state == "starting"
+            assert len(servers.alive()) == 3  # f (restarted), time, and the one still hanging
+            await pilot.press("ctrl+q")  # while one server still starts
         assert servers.alive() == []
     finally:
         for session in opened:
