@@ -384,6 +384,7 @@ class XunApp(App[int], inherit_bindings=False):
             ("What fills the context (Enter on the gauge, /context)", [
                 ("1-5 / Enter", "show one of the five largest messages in the chat"),
             ]),
+            ("MCP servers (/mcp)", [("r", "restart the highlighted server (after it failed, or a disabled one)")]),
             ("Confirmations", [("a / s / d", "allow once · allow for this session · deny")]),
             ("Ask mode (auto_compact.mode = \"ask\")", [
                 ("y / n / o", "summarise now · not now · turn automatic summaries off for this session"),
