@@ -27,7 +27,7 @@ EXIT_INTERRUPTED = 130
 LATEST = ""
 """`--resume` with no id: the newest session (the same value as `xun.launch.LATEST`)."""
 
-COMMANDS = ("run", "sessions", "history", "compact", "config", "serve", "offline-server")
+COMMANDS = ("run", "sessions", "history", "compact", "config", "mcp", "serve", "offline-server")
 
 EXIT_CODES_HELP = """\
 exit status:
@@ -201,6 +201,18 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--project", action="store_true", help="print only the project file's path")
     _add_global_options(path, top=False)
 
+    mcp = command("mcp", "list the MCP servers, their state and tools",
+                  "Start the MCP servers of the user config ([mcp.servers.NAME]) and list each one: its state\n"
+                  "(ready with N tools, or failed with the reason), its tools as the model sees them\n"
+                  "(NAME__tool) and the tokens their definitions add to every request. Exits 1 when a\n"
+                  "server failed.")
+    _add_global_options(mcp, top=False, set_dest="mcp_overrides")
+    mcp_actions = mcp.add_subparsers(dest="mcp_action", metavar="ACTION", title="actions", required=True)
+    mcp_list = mcp_actions.add_parser("list", help="servers, state, tools and their tokens", formatter_class=_Formatter,
+                                      description="Start every enabled server, list it, and stop it again.")
+    mcp_list.add_argument("--json", action="store_true", help="one JSON object per server")
+    _add_global_options(mcp_list, top=False)
+
     serve = command("serve", "serve the full-screen app in a web browser (textual-serve)",
                     "Serve the full-screen app over HTTP on loopback and print its URL: every browser tab that\n"
                     "opens it runs its own app, with the global options given here. Ctrl+C stops the server\n"
@@ -235,7 +247,7 @@ def _prepare_argv(argv: Sequence[str]) -> list[str]:
 def _merge_global_options(args: argparse.Namespace) -> argparse.Namespace:
     """`--set` given at every level, in order: `xun --set a=1 config --set b=2 show --set c=3`."""
     merged = list(args.overrides)
-    for name in ("config_overrides", "sub_overrides"):
+    for name in ("config_overrides", "mcp_overrides", "sub_overrides"):
         merged += list(getattr(args, name, None) or [])
         if hasattr(args, name):
             delattr(args, name)
@@ -248,7 +260,7 @@ def _subparser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> arg
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction) and args.command in action.choices:
             sub = action.choices[args.command]
-            action_name = getattr(args, "config_action", None)
+            action_name = getattr(args, "config_action", None) or getattr(args, "mcp_action", None)
             if action_name:
                 for inner in sub._actions:
                     if isinstance(inner, argparse._SubParsersAction) and action_name in inner.choices:
@@ -322,6 +334,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         from xun.commands import history as module  # type: ignore[no-redef]
     elif name == "compact":
         from xun.commands import compact as module  # type: ignore[no-redef]
+    elif name == "mcp":
+        from xun.commands import mcp as module  # type: ignore[no-redef]
     elif name == "serve":
         from xun.commands import serve as module  # type: ignore[no-redef]
     else:

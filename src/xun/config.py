@@ -36,6 +36,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from xun import paths
@@ -47,6 +48,8 @@ __all__ = [
     "ConfigError",
     "ConfigItem",
     "ConfigProblem",
+    "McpServerSettings",
+    "McpSettings",
     "ModelSettings",
     "OffloadSettings",
     "ProviderSettings",
@@ -76,6 +79,10 @@ ENV_KEYS: dict[str, str] = {
 
 # Keys a project file may not turn on: a checkout from someone else must not switch confirmations off.
 USER_ONLY_TRUE_KEYS = frozenset({"auto_confirm"})
+# Tables a project file may not set at all: an MCP server is a program xun starts (or a URL it sends data
+# to), so a checkout from someone else must not bring one in. (Once folders can be trusted, a trusted
+# folder's file may add servers; its servers are never trusted to skip confirmations.)
+USER_ONLY_TABLES = frozenset({"mcp"})
 
 _MAX_DEPTH = 8  # our deepest key is ui.keymap.<id>; anything far deeper is garbage, refuse it early
 _KEY_PART = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -149,6 +156,19 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
 
 
+def _http_url(value: str | None, without_credentials: str, *, no_user: bool = False) -> str | None:
+    """An http(s) URL with a host, stripped; a password in it (or any user, with `no_user`) is refused
+    with `without_credentials`, which says where the secret belongs instead."""
+    if value is None:
+        return None
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("an http:// or https:// URL with a host")
+    if parts.password or (no_user and parts.username):
+        raise ValueError(without_credentials)
+    return value.strip()
+
+
 class ProviderSettings(_Section):
     """Where the OpenAI-compatible server is and how to authenticate to it."""
 
@@ -172,14 +192,7 @@ class ProviderSettings(_Section):
     @field_validator("base_url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        parts = urlsplit(value.strip())
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError("an http:// or https:// URL with a host")
-        if parts.password:
-            raise ValueError("a URL without a password in it (put credentials in the api_key_env variable)")
-        return value.strip()
+        return _http_url(value, "a URL without a password in it (put credentials in the api_key_env variable)")
 
     @field_validator("api_key_env")
     @classmethod
@@ -329,6 +342,101 @@ class ToolSettings(_Section):
 
 
 _KeySpec = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+
+
+class McpToolFilter(_Section):
+    """Which of a server's tools are offered to the model."""
+
+    allow: list[str] | None = Field(
+        default=None, description="Only these tools (their names on the server); unset offers every tool."
+    )
+    deny: list[str] = Field(default_factory=list, description="Never these tools (applied after allow).")
+
+
+class McpServerSettings(_Section):
+    """One MCP server: a local program over stdio (`command`) or a remote one over streamable HTTP (`url`)."""
+
+    command: str | None = Field(default=None, min_length=1, description="The program to run (stdio).")
+    args: list[str] = Field(default_factory=list, description="Its arguments.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra environment variables for the program (it gets only HOME, PATH, SHELL, TERM, USER, "
+        "LOGNAME and these; never the API key).",
+    )
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description="NAMES of xun's environment variables the program also gets (e.g. a token it needs), read "
+        "when it starts, so their values never sit in a config file.",
+    )
+    url: str | None = Field(default=None, description="The endpoint of a streamable HTTP server.")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="HTTP headers as header = NAME of the environment variable holding its value (read when "
+        "the server starts, never written anywhere).",
+    )
+    enabled: bool = Field(default=True, description="Start this server with the session.")
+    trust: bool = Field(
+        default=False,
+        description="Run this server's tools without asking (only in the user config; project files cannot "
+        "add servers).",
+    )
+    tools: McpToolFilter = Field(default_factory=McpToolFilter, description="Which of its tools are offered.")
+    timeout: float = Field(default=60.0, gt=0, description="Seconds one tool call may take before it fails.")
+    startup_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds the server may take to start and list its tools."
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        return _http_url(value, "a URL without credentials in it (send them in headers from environment variables)",
+                         no_user=True)
+
+    @field_validator("pass_env")
+    @classmethod
+    def _check_pass_env(cls, value: list[str]) -> list[str]:
+        for variable in value:
+            if looks_like_secret(variable) or not _ENV_NAME.match(variable):
+                raise ValueError("a list of environment variable NAMES (like GITHUB_TOKEN), not their values")
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _check_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for header, variable in value.items():
+            if not _HEADER_NAME.match(header):
+                raise ValueError(f"HTTP header names ({header!r} is not one)")
+            if looks_like_secret(variable) or not _ENV_NAME.match(variable):
+                raise ValueError(
+                    f"the NAME of an environment variable for header {header!r} (like MY_TOKEN), not its value; "
+                    "the value is read from that variable when the server starts"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("a table with exactly one of command (a local server) or url (a remote one)")
+        return self
+
+
+class McpSettings(_Section):
+    """Model Context Protocol servers whose tools are offered to the model."""
+
+    servers: dict[str, McpServerSettings] = Field(
+        default_factory=dict,
+        description="Servers by name ([mcp.servers.NAME]); their tools are offered as NAME__tool.",
+    )
+
+    @field_validator("servers")
+    @classmethod
+    def _check_names(cls, value: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        for name in value:
+            if not _SERVER_NAME.match(name):
+                raise ValueError(f"server names of 1-32 letters, digits, _ and - ({name!r} is not one)")
+        return value
 
 
 class UiSettings(_Section):
@@ -376,6 +484,9 @@ class XunConfig(_Section):
     )
     tools: ToolSettings = Field(default_factory=ToolSettings, description="Limits of the built-in tools.")
     ui: UiSettings = Field(default_factory=UiSettings, description="Front-end preferences such as key bindings.")
+    mcp: McpSettings = Field(
+        default_factory=McpSettings, description="MCP servers (only in the user config or on the command line)."
+    )
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -751,7 +862,17 @@ def _validate(data: dict[str, Any], source_for: Callable[[str], str]) -> XunConf
 
 
 def _check_trust(data: Mapping[str, Any], source: str) -> None:
-    """A project file may come with someone else's checkout: it may not switch confirmations off."""
+    """A project file may come with someone else's checkout: it may not switch confirmations off, nor
+    start programs (MCP servers)."""
+    for table in USER_ONLY_TABLES:
+        if table in data:
+            raise _problem(
+                source,
+                table,
+                "MCP servers can only be configured in the user config (xun config path --user) or on the "
+                "command line, not in a project file (a checkout from someone else must not start programs); "
+                "move this table there",
+            )
     for key in USER_ONLY_TRUE_KEYS:
         node: Any = data
         for part in key.split("."):
@@ -875,6 +996,9 @@ def describe_config(config: XunConfig) -> list[ConfigItem]:
             key = prefix + name
             if isinstance(value, BaseModel):
                 walk(value, key + ".")
+            elif isinstance(value, dict) and value and all(isinstance(v, BaseModel) for v in value.values()):
+                for sub, model in value.items():  # e.g. mcp.servers.NAME.*
+                    walk(model, f"{key}.{sub}.")
             else:
                 items.append(ConfigItem(key, copy.deepcopy(value), config.source_of(key), field.description or ""))
 

@@ -239,6 +239,12 @@ class TextPrinter(_Output):
     def _on_info(self, event: Any) -> None:
         self.line(f"[info] {event.message}", _DIM)
 
+    def _on_mcp_server(self, event: Any) -> None:
+        if event.state == "ready":
+            self.line(f"[mcp] {event.name}: ready with {event.tools} tool{'s' if event.tools != 1 else ''}", _DIM)
+        elif event.state == "failed":
+            self.line(f"[mcp] {event.name} failed: {one_line(event.reason, 400)}", _YELLOW)
+
     def _on_warning(self, event: Any) -> None:
         self.line(f"[warning] {event.message}", _YELLOW)
 

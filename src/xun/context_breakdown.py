@@ -21,7 +21,7 @@ Nothing here changes the conversation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -205,8 +205,11 @@ def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
 
 
 def context_breakdown(conversation: Conversation, *, threshold: int, window: int | None = None,
-                      largest: int = LARGEST) -> ContextBreakdown:
-    """The conversation split into parts (see the module's docstring); `largest` messages listed."""
+                      largest: int = LARGEST, tool_definitions: Mapping[str, int] | None = None) -> ContextBreakdown:
+    """The conversation split into parts (see the module's docstring); `largest` messages listed.
+
+    `tool_definitions` (`Toolbox.definition_chars()`: characters by source, "" for the built-ins, else an
+    MCP server's name) replaces the measured overhead with one part per source, so each server's cost shows."""
     ratio = conversation.tokens_per_char
     tally: dict[str, _Tally] = {kind: _Tally() for kind in LABELS}
     sections: dict[str, int] = {}
@@ -255,10 +258,16 @@ def context_breakdown(conversation: Conversation, *, threshold: int, window: int
     def add(kind: str, chars: int, count: int, name: str = "") -> None:
         if chars or (count and kind != SYSTEM):
             label = f"{name} (persistent)" if kind == SECTION else LABELS[kind]
+            if kind == OVERHEAD and tool_definitions is not None:
+                label = f"tool definitions: {f'MCP server {name}' if name else 'built-in tools'} (every request)"
             parts.append(Part(kind, label, chars, round(chars * ratio), count, name))
 
     overhead = getattr(conversation, "overhead_chars", 0) or 0  # measured by newer engines only
-    if isinstance(overhead, int) and overhead > 0:
+    if tool_definitions is not None:
+        for source, chars in tool_definitions.items():
+            add(OVERHEAD, chars, 0, source)
+            total += chars
+    elif isinstance(overhead, int) and overhead > 0:
         add(OVERHEAD, overhead, 0)
         total += overhead
     add(SYSTEM, tally[SYSTEM].chars, tally[SYSTEM].count)

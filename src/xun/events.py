@@ -117,6 +117,17 @@ class Warning(Event):  # noqa: A001 - the event's name in the --json schema
 
 
 @dataclass(frozen=True, slots=True)
+class McpServerChanged(Event):
+    """An MCP server started, became ready (with its tools), failed (with the reason) or stopped."""
+
+    type: ClassVar[str] = "mcp_server"
+    name: str = ""
+    state: str = ""
+    tools: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Error(Event):
     type: ClassVar[str] = "error"
     message: str = ""

@@ -20,6 +20,7 @@ from xun.tools import ConfirmCallback
 
 if TYPE_CHECKING:
     from xun.offline import OfflineServer
+    from xun.tools.mcp import McpManager
 
 OFFLINE_MODEL = "xun-offline"
 LATEST = ""
@@ -39,6 +40,9 @@ class Session:
     store: SessionStore
     offline_server: OfflineServer | None = None
     resumed: bool = False
+    mcp: McpManager | None = None
+    """The MCP servers of the settings: front ends start them (`await mcp.start()`, after the first frame in
+    the app) and stop them (`await mcp.aclose()`) on the event loop that runs the turns."""
 
     @property
     def offline(self) -> bool:
@@ -109,7 +113,18 @@ def open_session(
     agent = Agent(config, conversation=conversation, workdir=folder, on_event=on_event, confirm=confirm,
                   consent=consent, environ=dict(environ) if environ is not None else None)
     agent.offline = server is not None
-    return Session(config=config, agent=agent, store=store, offline_server=server, resumed=resume is not None)
+    return Session(config=config, agent=agent, store=store, offline_server=server, resumed=resume is not None,
+                   mcp=_mcp_manager(config, agent, folder, environ))
+
+
+def _mcp_manager(config: XunConfig, agent: Agent, folder: Path, environ: Mapping[str, str] | None) -> McpManager:
+    """The servers of `[mcp.servers]`, not started: their tools join the agent's toolbox as they become
+    ready, and their changes of state are agent events (`mcp_server`)."""
+    from xun import paths
+    from xun.tools.mcp import McpManager
+
+    return McpManager(config.mcp, agent.toolbox, workdir=folder, log_dir=paths.xun_home(folder) / "mcp",
+                      environ=environ, on_change=agent.emit)
 
 
 def _conversation(store: SessionStore, resume: str | None) -> Conversation:

@@ -11,6 +11,10 @@ Headless (`run_test`), one JSON line per figure, each with its target:
 * first_frame_2000: the same for `--resume` of a saved session of 2,000 messages (500 rounds of a
   prompt, a tool call, its result and an answer); the target, 1 s, applies to the frame that shows
   the transcript (`ready`).
+* first_frame_mcp3: first_frame_empty again, with three MCP servers in the user config (mcp-server-time,
+  mcp-server-git and the tests' fault server, over stdio), runs interleaved with runs without them: the
+  servers start in a worker after the first frame, so the first frame must be unchanged (within noise).
+  `servers_ready_median` is until all three are ready (informative: they are real processes).
 * key_latency_streaming: while a reply streams at 500 tokens/s from the offline server, a key is
   posted to the prompt every 50 ms; the latency is from posting the key to the first frame composed
   after the character is in the prompt. Target 50 ms (p95).
@@ -19,7 +23,8 @@ A "frame" is a call of the app's display step with a compositor update, the mome
 written to; the benchmark also encodes that update to terminal escape codes, as a real terminal needs.
 The children run with bytecode caching on (a warm-up run writes it), as an installed package has it;
 PYTHONDONTWRITEBYTECODE in the caller's environment would otherwise make every run compile xun anew.
-Options: --runs N (first-frame runs each, default 5), --keys N (default 100).
+Options: --runs N (first-frame runs each, default 5), --keys N (default 100), --mcp-only (only
+first_frame_mcp3).
 """
 
 from __future__ import annotations
@@ -93,8 +98,17 @@ def child(kind: str, workdir: str, resume: str | None) -> None:
             while not ready:
                 await asyncio.sleep(0.001)
             blocks = len(app.chat.children)
+            servers_at = None
+            mcp = app.session.mcp
+            if mcp:
+                while not all(s.state in ("ready", "failed") for s in mcp.servers.values()):
+                    await asyncio.sleep(0.005)
+                if any(s.state != "ready" for s in mcp.servers.values()):
+                    raise SystemExit(f"an MCP server failed: {[s.reason for s in mcp.servers.values()]}")
+                servers_at = time.time()
         print(json.dumps({"frame_at": first[0], "in_process": first[1], "ready_at": ready[0], "kind": kind,
-                          "messages": len(app.conversation.messages), "blocks": blocks}), flush=True)
+                          "messages": len(app.conversation.messages), "blocks": blocks,
+                          "servers_at": servers_at}), flush=True)
 
     try:
         asyncio.run(main())
@@ -119,7 +133,45 @@ def spawn_first_frame(kind: str, workdir: Path, resume: str | None) -> tuple[flo
         raise SystemExit(f"the app did not start:\n{done.stderr[-2000:]}")
     facts = json.loads(done.stdout.strip().splitlines()[-1])
     facts["ready"] = facts["ready_at"] - started
+    if facts.get("servers_at"):
+        facts["servers_ready"] = facts["servers_at"] - started
     return facts["frame_at"] - started, facts
+
+
+def mcp_workdir(root: Path) -> Path:
+    """A folder whose user config (XDG_CONFIG_HOME=<folder>/xdg) has three MCP servers over stdio."""
+    import tomli_w
+
+    folder = root / "mcp3"
+    repo = folder / "repo"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    config = folder / "xdg" / "xun" / "config.toml"
+    config.parent.mkdir(parents=True)
+    fault = HERE.parents[1] / "mcp_servers" / "fault_server.py"
+    config.write_text(tomli_w.dumps({"mcp": {"servers": {
+        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+        "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)]},
+        "fault": {"command": sys.executable, "args": [str(fault)]},
+    }}}))
+    return folder
+
+
+def first_frames_with_mcp(root: Path, runs: int) -> None:
+    plain = root / "plain"
+    plain.mkdir()
+    with_mcp = mcp_workdir(root)
+    spawn_first_frame("empty", plain, None)
+    spawn_first_frame("mcp3", with_mcp, None)
+    pairs = [(spawn_first_frame("empty", plain, None), spawn_first_frame("mcp3", with_mcp, None)) for _ in range(runs)]
+    without = [a[0] for a, _ in pairs]
+    withs = [b[0] for _, b in pairs]
+    emit("first_frame_mcp3", seconds_median=round(statistics.median(withs), 3),
+         without_mcp_median=round(statistics.median(without), 3),
+         difference_median=round(statistics.median(withs) - statistics.median(without), 3),
+         ready_median=round(statistics.median(b[1]["ready"] for _, b in pairs), 3),
+         servers_ready_median=round(statistics.median(b[1]["servers_ready"] for _, b in pairs), 3),
+         runs=runs, servers=3, target_seconds=0.5, ok=statistics.median(withs) <= 0.5)
 
 
 def big_session(workdir: Path, rounds: int = 500) -> str:
@@ -157,6 +209,8 @@ def first_frames(runs: int) -> None:
         emit("first_frame_empty", seconds_median=round(statistics.median(times), 3), seconds_max=round(max(times), 3),
              in_process_median=round(statistics.median(inside), 3), ready_median=round(statistics.median(ready), 3),
              runs=runs, target_seconds=0.5, ok=statistics.median(times) <= 0.5)
+
+        first_frames_with_mcp(root, runs)
 
         big = root / "big"
         big.mkdir()
@@ -235,9 +289,14 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     parser.add_argument("--resume", help=argparse.SUPPRESS)
+    parser.add_argument("--mcp-only", action="store_true", help="only the first frame with three MCP servers")
     args = parser.parse_args()
     if args.child:
         child(args.child, args.workdir, args.resume)
+        return
+    if args.mcp_only:
+        with tempfile.TemporaryDirectory(prefix="bench-tui-") as folder:
+            first_frames_with_mcp(Path(folder), args.runs)
         return
     first_frames(args.runs)
     asyncio.run(key_latency(args.keys))

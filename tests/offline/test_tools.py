@@ -198,3 +198,32 @@ async def test_async_client_streaming_and_not(async_client):
     result = StreamResult(chunks)
     assert result.finish_reason == "stop"
     assert "not an LLM" in result.content
+
+
+MCP_STYLE_TOOL = {"type": "function", "function": {
+    "name": "time__get_current_time", "description": "Get the time (an MCP server's tool).",
+    "parameters": {"type": "object", "properties": {"timezone": {"type": "string", "default": "UTC"},
+                                                    "verbose": {"type": "boolean"}},
+                   "required": ["timezone", "verbose"]}}}
+
+
+@pytest.mark.parametrize(("text", "arguments"), [
+    ('use the tool time__get_current_time with {"timezone": "Asia/Tokyo", "verbose": true}',
+     {"timezone": "Asia/Tokyo", "verbose": True}),
+    ('Please use the tool `time__get_current_time` with {"timezone": "Europe/Paris"} and tell me',
+     {"timezone": "Europe/Paris", "verbose": False}),  # a required parameter not given: from its type
+    ("use the tool time__get_current_time", {"timezone": "UTC", "verbose": False}),  # the schema's default
+])
+def test_use_the_tool_calls_any_offered_tool_with_that_json(client, text, arguments):
+    reply = client.chat.completions.create(model="m", messages=user(text), tools=[*BUILTIN_TOOLS, MCP_STYLE_TOOL])
+    assert calls_of(reply.choices[0].message) == [("time__get_current_time", arguments)]
+
+
+def test_use_the_tool_says_why_it_calls_nothing(client):
+    absent = client.chat.completions.create(model="m", messages=user('use the tool git__git_log with {"a": 1}'),
+                                            tools=BUILTIN_TOOLS)
+    assert not absent.choices[0].message.tool_calls
+    assert "no tool named `git__git_log`" in absent.choices[0].message.content
+    broken = client.chat.completions.create(model="m", messages=user("use the tool time__get_current_time with {oops"),
+                                            tools=[MCP_STYLE_TOOL])
+    assert not broken.choices[0].message.tool_calls and "is not valid" in broken.choices[0].message.content

@@ -70,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
     confirm = TerminalConfirm(printer) if interactive and isinstance(printer, TextPrinter) else None
     why = "--json cannot ask" if args.json else "standard input is not a terminal, so nobody can be asked"
     turn = _Turn(printer, None if interactive else
-                 f"it needs confirmation and {why}; allow write_file and run_command with --yes "
+                 f"it needs confirmation and {why}; allow write_file, run_command and MCP tools with --yes "
                  "(or --set auto_confirm=true)")
     session = open_model_session(args, resume=args.resume, extra_overrides=extra, on_event=turn, confirm=confirm)
     with session:
@@ -84,22 +84,37 @@ async def _run_turn(session: Any, prompt: str, args: argparse.Namespace, printer
         printer.note("stopping: the session is being saved, please wait")
 
     with InterruptGuard(on_repeat=still_stopping) as guard:
-        completed, _ = await guard.run(session.agent.run(prompt, max_iterations=args.max_iterations))
-        finished = turn.finished
-        if not completed and finished is not None and finished.restored_prompt:
-            # The agent takes an unanswered prompt back for a front end to offer again; here nobody
-            # could, so the saved session keeps it (the next `--resume` turn comes after it).
-            session.agent.conversation.add_user_message(finished.restored_prompt)
-        printer.finish()
         try:
-            path = session.save()
-        except OSError as exc:
-            printer.note(f"could not save the session: {exc}")
-            return guard.exit_code or EXIT_FAILED
-        ident = session.agent.conversation.conversation_id
-        if not completed:
-            printer.note(f"interrupted; session {ident} saved in {path}")
-            return guard.exit_code or 130
-        printer.note(f"session {ident} saved; continue it with: xun run --resume {ident} PROMPT")
-        status = finished.status if finished is not None else "error"
-        return TURN_EXIT.get(status, EXIT_FAILED)
+            return await _turn_and_save(session, prompt, args, printer, turn, guard)
+        finally:  # also after SIGINT/SIGTERM: no server process outlives the command
+            if session.mcp:
+                await session.mcp.aclose()
+
+
+async def _turn_and_save(session: Any, prompt: str, args: argparse.Namespace, printer: JsonPrinter | TextPrinter,
+                         turn: _Turn, guard: InterruptGuard) -> int:
+    if session.mcp:  # a server that fails is reported (an mcp_server event) and the turn goes on without it
+        await guard.run(session.mcp.start())
+    if guard.signals:  # stopped while the servers started: the prompt is kept for the next --resume turn
+        completed = False
+        session.agent.conversation.add_user_message(prompt)
+    else:
+        completed, _ = await guard.run(session.agent.run(prompt, max_iterations=args.max_iterations))
+    finished = turn.finished
+    if not completed and finished is not None and finished.restored_prompt:
+        # The agent takes an unanswered prompt back for a front end to offer again; here nobody
+        # could, so the saved session keeps it (the next `--resume` turn comes after it).
+        session.agent.conversation.add_user_message(finished.restored_prompt)
+    printer.finish()
+    try:
+        path = session.save()
+    except OSError as exc:
+        printer.note(f"could not save the session: {exc}")
+        return guard.exit_code or EXIT_FAILED
+    ident = session.agent.conversation.conversation_id
+    if not completed:
+        printer.note(f"interrupted; session {ident} saved in {path}")
+        return guard.exit_code or 130
+    printer.note(f"session {ident} saved; continue it with: xun run --resume {ident} PROMPT")
+    status = finished.status if finished is not None else "error"
+    return TURN_EXIT.get(status, EXIT_FAILED)

@@ -13,6 +13,9 @@ in order:
    ("search the history for X" and "read history entry N" call the history tools);
 5. otherwise a short text answer that says what this model is.
 
+"use the tool NAME with {json}" calls NAME (any offered tool, MCP ones included) with that JSON object, or
+with `{}` completed from its schema when no JSON follows; this is how MCP tools are shown offline.
+
 Two phrases make it misbehave on purpose, for tests of how a client copes with a model's mistakes:
 "call the missing tool NAME" calls NAME with `{}` whether the request offers it or not, and "with broken
 arguments" cuts the JSON arguments of the tool calls it makes in half (so they are not valid JSON).
@@ -38,6 +41,7 @@ _FILLER_WORDS = ("the", "fox", "ran", "far", "and", "sat", "low", "now", "two", 
 _COMPACTED_ID = re.compile(r"\[Compacted, ID: ([^\s.\]]+)")
 _MISSING_TOOL = re.compile(r"\bcall the missing tool `?([A-Za-z0-9_-]{1,64})`?", re.I)
 _BROKEN_ARGUMENTS = re.compile(r"\bwith broken arguments\b", re.I)
+_USE_TOOL = re.compile(r"\buse the tool `?([A-Za-z0-9_-]{1,64})`?(?:\s+with\s*(?=\{))?", re.I)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -583,6 +587,10 @@ def decide_reply(request: ChatRequest, with_reasoning: bool = False) -> Reply:
         note = "The tool results for this request are in; I answer from them and call nothing more."
         return _with_reasoning(Reply(FixedText(_answer_tool_results(tail))), note, with_reasoning)
 
+    explicit = _USE_TOOL.search(user_text)
+    if explicit:
+        return _with_reasoning(*_explicit_call(request, user_text, explicit), with_reasoning)
+
     missing = _MISSING_TOOL.search(user_text)
     if missing:
         call = PlannedToolCall(id=tool_call_id(request_fingerprint(request), 0), name=missing.group(1), arguments="{}")
@@ -614,6 +622,31 @@ def decide_reply(request: ChatRequest, with_reasoning: bool = False) -> Reply:
 
     note = "No tool is needed or offered for these words; I answer in text."
     return _with_reasoning(Reply(FixedText(_plain_answer(user_text, unavailable))), note, with_reasoning)
+
+
+def _explicit_call(request: ChatRequest, text: str, match: re.Match[str]) -> tuple[Reply, str]:
+    """"use the tool NAME with {json}": that call exactly (an offered tool only), or why not, in text."""
+    name = match.group(1)
+    if name not in request.offered_tool_names:
+        offered = ", ".join(sorted(request.offered_tool_names)) or "none"
+        answer = (f"The request offers no tool named `{name}`, so I call nothing (offered: {offered}). "
+                  "(xun-offline, a deterministic scripted demo model, not an LLM.)")
+        return Reply(FixedText(answer)), f"{name} is not offered; I say so."
+    arguments: Any = {}
+    rest = text[match.end():]
+    if rest.startswith("{"):
+        try:
+            arguments, _ = json.JSONDecoder().raw_decode(rest)
+        except ValueError as exc:
+            answer = (f"The JSON after `{name}` is not valid ({exc}); send a JSON object, e.g. "
+                      f'use the tool {name} with {{"key": "value"}}. (xun-offline, a scripted demo model.)')
+            return Reply(FixedText(answer)), "The arguments are not valid JSON; I say so."
+    if not isinstance(arguments, dict):
+        arguments = {}
+    arguments = complete_arguments(arguments, request.tool_schema(name))
+    call = PlannedToolCall(id=tool_call_id(request_fingerprint(request), 0), name=name,
+                           arguments=json.dumps(arguments, ensure_ascii=False))
+    return Reply(tool_calls=[call]), f"Asked to use {name}; I call it with {one_line(call.arguments)}."
 
 
 def _with_reasoning(reply: Reply, note: str, with_reasoning: bool) -> Reply:

@@ -289,11 +289,14 @@ class Tool:
     name: str
     description: str
     func: Callable[..., Any]
-    arguments_model: type[BaseModel]
+    # None: the tool checks its own arguments (an MCP server does) and `func` gets them as `arguments`.
+    arguments_model: type[BaseModel] | None
     context_param: str | None = None
     # Builds what the user is asked; a tool with one never runs unconfirmed (unless auto_confirm).
     confirmation: ConfirmationBuilder | None = None
     parameters: dict[str, Any] = field(default_factory=dict)
+    # Where the tool comes from: "" for the built-ins, the server's name for an MCP tool.
+    source: str = ""
 
     @property
     def needs_confirmation(self) -> bool:
@@ -365,6 +368,11 @@ class Tool:
     def usage(self) -> str:
         """`name(a, b=1)`: shown with argument errors so the model can retry right."""
         parts = []
+        if self.arguments_model is None:
+            required = self.parameters.get("required") or []
+            for pname in self.parameters.get("properties") or {}:
+                parts.append(pname if pname in required else f"{pname}=...")
+            return f"{self.name}({', '.join(parts)})"
         for pname, info in self.arguments_model.model_fields.items():
             parts.append(pname if info.is_required() else f"{pname}={info.default!r}")
         return f"{self.name}({', '.join(parts)})"
@@ -443,6 +451,14 @@ class Toolbox:
     def schemas(self) -> list[dict[str, Any]]:
         """The `tools` parameter of a chat completion request."""
         return [t.schema() for t in self._tools.values()]
+
+    def definition_chars(self) -> dict[str, int]:
+        """Characters of the tool definitions every request carries, by source ("" for the built-ins)."""
+        sizes: dict[str, int] = {}
+        for item in self._tools.values():
+            size = len(json.dumps(item.schema(), ensure_ascii=False)) + 2  # ", " between list items
+            sizes[item.source] = sizes.get(item.source, 0) + size
+        return sizes
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -523,13 +539,16 @@ class Toolbox:
             )
         parsed = raw
 
-        try:
-            validated = found.arguments_model.model_validate(raw)
-        except ValidationError as exc:
-            return fail(f"invalid arguments for {name}: {_describe_validation(exc)}. Usage: {found.usage()}")
-        except RecursionError:
-            return fail(f"invalid arguments for {name}: nested too deeply")
-        kwargs = {key: getattr(validated, key) for key in found.arguments_model.model_fields}
+        if found.arguments_model is None:
+            kwargs: dict[str, Any] = {"arguments": raw}
+        else:
+            try:
+                validated = found.arguments_model.model_validate(raw)
+            except ValidationError as exc:
+                return fail(f"invalid arguments for {name}: {_describe_validation(exc)}. Usage: {found.usage()}")
+            except RecursionError:
+                return fail(f"invalid arguments for {name}: nested too deeply")
+            kwargs = {key: getattr(validated, key) for key in found.arguments_model.model_fields}
 
         if found.confirmation is not None:
             try:

@@ -254,6 +254,8 @@ class XunApp(App[int], inherit_bindings=False):
         await self.show_conversation()
         self.header.status = "ready"
         self.call_after_refresh(self._freeze_heap)
+        if session.mcp:
+            self.start_mcp_servers()
 
     async def show_conversation(self) -> None:
         """Fill every pane from the conversation (start, resume, session switch)."""
@@ -382,6 +384,7 @@ class XunApp(App[int], inherit_bindings=False):
             ("What fills the context (Enter on the gauge, /context)", [
                 ("1-5 / Enter", "show one of the five largest messages in the chat"),
             ]),
+            ("MCP servers (/mcp)", [("r", "restart the highlighted server (after it failed, or a disabled one)")]),
             ("Confirmations", [("a / s / d", "allow once · allow for this session · deny")]),
             ("Ask mode (auto_compact.mode = \"ask\")", [
                 ("y / n / o", "summarise now · not now · turn automatic summaries off for this session"),
@@ -403,6 +406,8 @@ class XunApp(App[int], inherit_bindings=False):
         yield SystemCommand("What fills the context", "A breakdown of the context and its largest messages (/context)",
                             self.action_context)
         yield SystemCommand("History", "The conversation as the model sees it (/history)", self.action_history)
+        yield SystemCommand("MCP servers", "State, tools and token cost of the MCP servers; restart one (/mcp)",
+                            self.action_mcp)
         yield SystemCommand("Sessions", "Switch to another saved session (/sessions)", self.action_sessions)
         yield SystemCommand("Settings", "Every setting and where it came from (/config)", self.action_config)
         yield SystemCommand("Tokens", "Reported and estimated tokens, threshold, window (/tokens)", self.action_tokens)
@@ -488,8 +493,10 @@ class XunApp(App[int], inherit_bindings=False):
 
         if isinstance(self.screen, BreakdownScreen):
             return
+        definitions = self.agent.toolbox.definition_chars()
         breakdown = context_breakdown(self.conversation, threshold=self.agent.threshold,
-                                      window=self.session.config.model.context_window)
+                                      window=self.session.config.model.context_window,
+                                      tool_definitions=definitions if len(definitions) > 1 else None)
 
         def chosen(index: int | None) -> None:
             if index is not None:
@@ -612,6 +619,56 @@ class XunApp(App[int], inherit_bindings=False):
 
         infos = await asyncio.to_thread(self.session.store.list)  # reads every session's head: off the loop
         self.push_screen(SessionsScreen(infos, self.conversation.conversation_id, self.presentation.moment), chosen)
+
+    # ------------------------------------------------------------------------------------ mcp
+
+    def action_mcp(self) -> None:
+        from xun.tui.screens.mcp import McpScreen
+
+        if self.session is None or self.session.mcp is None or isinstance(self.screen, McpScreen):
+            return
+        self.push_screen(McpScreen(self.session.mcp, self.conversation.tokens_per_char, self.restart_mcp_server))
+
+    @work(group="mcp", exit_on_error=False)
+    async def start_mcp_servers(self) -> None:
+        """After the first frame: the SDK is imported in a thread (a second of work), then every server
+        starts on this loop, where the turns call their tools; each change of state is a message."""
+        from xun.tools.mcp import preload
+
+        names = [name for name, server in self.session.mcp.servers.items() if server.state != "disabled"]
+        if names:
+            self.post_message(m.Notice("info", f"MCP: starting {', '.join(names)} (/mcp shows their state)"))
+        await asyncio.to_thread(preload)
+        await self.session.mcp.start()
+
+    @work(group="mcp", exit_on_error=False)
+    async def restart_mcp_server(self, name: str) -> None:
+        from xun.tools.mcp import preload
+
+        await asyncio.to_thread(preload)  # a disabled server may be the first to start
+        await self.session.mcp.restart(name)
+
+    async def stop_mcp_servers(self) -> None:
+        """On quit: no server process outlives the app."""
+        self.workers.cancel_group(self, "mcp")
+        if self.session is not None and self.session.mcp:
+            with contextlib.suppress(Exception):
+                await self.session.mcp.aclose()
+
+    async def on_mcp_server_changed(self, message: m.McpServerChanged) -> None:
+        from xun.tui.screens.mcp import McpScreen
+
+        event = message.event
+        if event.state == "ready":
+            count = f"{event.tools} tool{'s' if event.tools != 1 else ''}"
+            await self.chat.add_notice("info", f"MCP server {event.name}: ready with {count} (/mcp lists them)")
+        elif event.state == "failed":
+            text = f"MCP server {event.name} failed: {event.reason}"
+            await self.chat.add_notice("warning", text + " (/mcp restarts it)")
+            self.notify(text, title="MCP server failed", severity="warning", timeout=8)
+        for screen in self.screen_stack:
+            if isinstance(screen, McpScreen):
+                screen.refresh_servers()
 
     def action_config(self) -> None:
         from xun.config import describe_config
@@ -745,6 +802,8 @@ class XunApp(App[int], inherit_bindings=False):
             await self.action_clear()
         elif name == "/tokens":
             await self.action_tokens()
+        elif name == "/mcp":
+            self.action_mcp()
         elif name == "/sessions":
             await self.action_sessions()
         elif name == "/config":
@@ -874,6 +933,7 @@ class XunApp(App[int], inherit_bindings=False):
             self._heap_frozen = False
         if self.session is None:
             return
+        await self.stop_mcp_servers()
         with contextlib.suppress(Exception):  # closing a client that already failed must not stop the exit
             await self.agent.aclose()
 

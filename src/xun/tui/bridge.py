@@ -67,6 +67,8 @@ class EventBridge:
             post(m.SummaryBegan(event))
         elif isinstance(event, events.CompactionEvent):
             post(m.CompactionRecorded(event))
+        elif isinstance(event, events.McpServerChanged):
+            post(m.McpServerChanged(event))
         elif isinstance(event, events.Error):
             post(m.Notice("error", event.message))
         elif isinstance(event, events.Warning):

@@ -35,6 +35,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/clear", "/clear", "start over in this session (the compaction log stays)"),
     SlashCommand("/tokens", "/tokens", "token figures: reported, estimated, threshold, window"),
     SlashCommand("/context", "/context", "what fills the context, part by part, and its largest messages (Enter on the gauge)"),
+    SlashCommand("/mcp", "/mcp", "MCP servers: state, tools, what their definitions cost; r restarts one"),
     SlashCommand("/sessions", "/sessions", "switch to another saved session"),
     SlashCommand("/config", "/config", "every setting, its value and where it came from"),
     SlashCommand("/help", "/help", "keys and commands (F1)"),

@@ -259,3 +259,13 @@ class RecallStats(Message):
 def event_payload(event: Any) -> dict[str, Any]:
     """An engine event as its JSON record (for compaction messages built from a saved log)."""
     return event.to_json() if hasattr(event, "to_json") else dict(event)
+
+
+# -------------------------------------------------------------------------------------------- mcp
+
+
+@dataclass
+class McpServerChanged(Message):
+    """An MCP server started, became ready, failed or stopped (`xun.events.McpServerChanged`)."""
+
+    event: events.McpServerChanged
