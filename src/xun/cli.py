@@ -130,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="stop after N model calls (default 50); reaching it exits with status 1")
     run.add_argument("-y", "--yes", action="store_true",
                      help="allow write_file and run_command without asking (the same as --set auto_confirm=true)")
+    run.add_argument("--drop-unanswered", action="store_true",
+                     help="with --resume: when the session ends with a prompt that was never answered (a failed or "
+                     "interrupted turn), take it out before this turn; it is kept in the session file's "
+                     "kept_originals and printed on standard error, not lost")
     _add_global_options(run, top=False)
 
     sessions = command("sessions", "list the saved sessions, newest first",

@@ -142,6 +142,23 @@ def append_offload(
     return target
 
 
+def parse_entries(text: str) -> list[OffloadEntry]:
+    """Entries as `render_entries` wrote them (a quoted transcript), read back exactly."""
+    entries: list[OffloadEntry] = []
+    current: OffloadEntry | None = None
+    for line in text.split("\n"):
+        if line.startswith(INDENT) and current is not None:
+            current.text += "\n" + line[len(INDENT):]
+            continue
+        match = _ENTRY.match(line)
+        if match:
+            current = OffloadEntry(match.group(1), match.group(3), match.group(2) or "")
+            entries.append(current)
+        elif line.strip():
+            current = None
+    return entries
+
+
 def read_offload_log(path: str | os.PathLike[str]) -> list[OffloadSection]:
     """Parse a log back into sections and entries (exact texts); tolerant of a torn last section."""
     sections: list[OffloadSection] = []

@@ -72,11 +72,30 @@ def main(args: argparse.Namespace) -> int:
     turn = _Turn(printer, None if interactive else
                  f"it needs confirmation and {why}; allow write_file, run_command and MCP tools with --yes "
                  "(or --set auto_confirm=true)")
+    if args.drop_unanswered and args.resume is None:
+        raise CommandError("xun run: --drop-unanswered goes with --resume (a new session has no unanswered prompt)")
     session = open_model_session(args, resume=args.resume, extra_overrides=extra, on_event=turn, confirm=confirm)
     with session:
         printer.add_secret(api_key_of(session))
         announce_provider(session, args, sys.stderr)
+        if args.drop_unanswered:
+            _drop_unanswered(session, printer)
         return asyncio.run(_run_turn(session, prompt, args, printer, turn))
+
+
+def _drop_unanswered(session: Any, printer: JsonPrinter | TextPrinter) -> None:
+    """Take a never-answered prompt off the end of the session; it goes to the kept originals."""
+    import time
+
+    conversation = session.agent.conversation
+    popped = conversation.pop_last_message_if_user()
+    if popped is None:
+        printer.note("--drop-unanswered: the session does not end with an unanswered prompt; nothing dropped")
+        return
+    conversation.kept_originals.append({"time": time.time(), "reason": "unanswered prompt dropped by --drop-unanswered",
+                                        "messages": [popped]})
+    printer.note(f"dropped the unanswered prompt ({len(popped.text):,} characters, kept in the session file): "
+                 f"{popped.text[:200]}")
 
 
 async def _run_turn(session: Any, prompt: str, args: argparse.Namespace, printer: JsonPrinter | TextPrinter, turn: _Turn) -> int:

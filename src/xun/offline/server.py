@@ -327,11 +327,11 @@ class _ChatHandler(BaseHTTPRequestHandler):
         window = app.context_window
         app._record_prompt(prompt_tokens)
         if window is not None and prompt_tokens > window:
-            if request.stream and app.profile.empty_stream_on_overflow:  # llama.cpp: headers, then nothing
+            if request.stream and app.profile.empty_stream_on_overflow:  # llama-cpp-python: 200, an empty body
                 self.close_connection = True
                 self.log_request(200, "-")
                 self._write(self._head(200, [("Content-Type", "text/event-stream; charset=utf-8"), ("Transfer-Encoding", "chunked")]))
-                self._drop_connection()
+                self._end_chunks()
                 return
             self._send_json(*app.profile.overflow(window, prompt_tokens, request.max_tokens))
             return

@@ -383,8 +383,37 @@ def summary_budget(messages: list[dict[str, Any]]) -> int:
     return min(SUMMARY_TOKEN_CAP, max(SUMMARY_TOKEN_FLOOR, transcript_tokens * 9 // 10))
 
 
+_TRANSCRIPT = re.compile(r"<transcript>\n(.*?)\n</transcript>", re.DOTALL)
+
+
+def transcript_messages(request_text: str) -> list[dict[str, Any]]:
+    """The messages of a transcript quoted in the request (xun sends a long history in pieces that way),
+    as chat messages, so a piece is summarised like any conversation."""
+    from xun.offload import parse_entries
+
+    match = _TRANSCRIPT.search(request_text)
+    if match is None:
+        return []
+    messages: list[dict[str, Any]] = []
+    for entry in parse_entries(match.group(1)):
+        name, _, ident = entry.detail.partition(", id ")
+        ident = ident.split(",")[0]
+        if entry.speaker == "Human":
+            messages.append({"role": "user", "content": entry.text})
+        elif entry.speaker == "AI":
+            messages.append({"role": "assistant", "content": entry.text})
+        elif entry.speaker == "AI tool call":
+            call = {"id": ident, "type": "function", "function": {"name": name, "arguments": entry.text}}
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif entry.speaker == "Tool":
+            messages.append({"role": "tool", "tool_call_id": ident, "content": entry.text})
+    return messages
+
+
 def write_summary(messages: list[dict[str, Any]], request_text: str) -> str:
-    """The markdown summary of `messages`, with the seed's eight sections, within its token budget."""
+    """The markdown summary of `messages` (and of a transcript quoted in the request), with the seed's
+    eight sections, within its token budget."""
+    messages = [*messages, *transcript_messages(request_text)]
     budget = summary_budget(messages)
     summary = ""
     for max_items, max_chars in _SHRINK_LEVELS:

@@ -1,0 +1,228 @@
+"""The context window: discovered from the server, learned from its overflow errors in every shape servers
+send them, and never exceeded afterwards. Over real HTTP: the offline server's profiles, and a scripted
+server that answers exactly as llama.cpp, llama-cpp-python, vLLM, LM Studio, Ollama and OpenAI do."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xun.config import XunConfig
+from xun.tools import Toolbox
+from xun.window import LearnedWindows, is_overflow_text, overflow_window, requested_tokens
+
+from .helpers import make_agent
+from .scripted_server import EMPTY_STREAM, NOT_FOUND, Json, ScriptedServer, Stream, prompt_chars
+
+WINDOW = 3000
+"""The scripted server's window, in its own tokens: 4 characters of message text each."""
+SUMMARY = "\n".join(f"## {name}\n- kept" for name in ("system_context", "overview", "key_facts", "user_preferences",
+                                                       "decisions", "pending_tasks", "open_questions", "tone_context"))
+
+
+def overflow_shapes(window: int, requested: int) -> dict[str, Json | object]:
+    """What each kind of server answers to a prompt of `requested` tokens over a `window`."""
+    return {
+        "openai": Json(400, {"error": {"message": f"This model's maximum context length is {window} tokens. However, your "
+                                                  f"messages resulted in {requested} tokens. Please reduce the length of the messages.",
+                                       "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+        "llama-cpp-python": Json(400, {"error": {"message": f"This model's maximum context length is {window} tokens. However, "
+                                                            f"you requested {requested} tokens ({requested} in the messages, None in the "
+                                                            "completion). Please reduce the length of the messages or completion.",
+                                                 "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+        "llama.cpp": Json(400, {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                                          "type": "exceed_context_size_error", "n_prompt_tokens": requested, "n_ctx": window}}),
+        "vllm": Json(400, {"object": "error", "message": f"This model's maximum context length is {window} tokens. However, you "
+                                                         f"requested {requested} tokens ({requested} in the messages, 0 in the completion). "
+                                                         "Please reduce the length of the messages or completion.",
+                           "type": "BadRequestError", "param": None, "code": 400}),
+        "lm studio": Json(400, {"error": f"Trying to keep the first {requested} tokens when context the overflows. However, the model "
+                                         f"is loaded with context length of only {window} tokens, which is not enough. Try to load "
+                                         "the model with a larger context length, or provide a shorter input"}),
+        "ollama": Json(500, {"error": {"message": "the input length exceeds the context length", "type": "api_error",
+                                       "param": None, "code": None}}),
+        "llama.cpp stream": EMPTY_STREAM,
+    }
+
+
+NAMES_THE_WINDOW = {"openai", "llama-cpp-python", "llama.cpp", "vllm", "lm studio"}
+
+
+@pytest.fixture
+def scripted():
+    servers: list[ScriptedServer] = []
+
+    def start(answer) -> ScriptedServer:
+        server = ScriptedServer(answer).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def refusing(shape: str, window: int = WINDOW, models: Json | None = None):
+    """A server that refuses any chat request over `window` the way `shape` does, summarises on request,
+    and otherwise answers "fine"."""
+
+    def answer(method: str, path: str, body):
+        if method == "GET" and path.endswith("/models") and models is not None:
+            return models
+        if method != "POST" or not path.endswith("/chat/completions"):
+            return NOT_FOUND
+        tokens = -(-prompt_chars(body) // 4)
+        if tokens > window:
+            reply = overflow_shapes(window, tokens)[shape]
+            return reply if (reply is not EMPTY_STREAM or body.get("stream")) else Json(400, {"error": {"message": "too long"}})
+        if "system_context" in json.dumps(body["messages"][-1]):
+            return Stream([SUMMARY])
+        return Stream(["fine"])
+
+    return answer
+
+
+def long_history(agent, turns: int = 4, chars: int = 4000) -> None:
+    for turn in range(turns):
+        agent.conversation.add_user_message(f"turn {turn}: " + "notes about the parser " * (chars // 23))
+        agent.conversation.add_agent_message({"role": "assistant", "content": f"reply {turn}: understood."})
+
+
+@pytest.mark.parametrize("shape", list(overflow_shapes(WINDOW, 1)))
+async def test_every_overflow_shape_is_recognised_learned_compacted_and_retried_once(shape, scripted, tmp_path):
+    server = scripted(refusing(shape))
+    agent, rec = make_agent(server, tmp_path)
+    agent.toolbox = Toolbox()  # the scripted server counts message text only
+    long_history(agent)
+    finished = await agent.run("and now a short question")
+    assert finished.status == "ok", rec.types()
+    warning = next(w.message for w in rec.of("warning") if "too long" in w.message)
+    bodies = server.chat_bodies()
+    over = [b for b in bodies if -(-prompt_chars(b) // 4) > WINDOW]
+    assert len(over) == 1 and over[0] is bodies[0], "only the first request, which xun could not know was too long"
+    if shape in NAMES_THE_WINDOW:
+        assert agent.window.tokens == WINDOW and agent.window.kind == "learned"
+        assert f"window {WINDOW:,} (learned from the server's error)" in warning
+    else:  # nothing named: an assumed window, below what was refused
+        assert agent.window.kind == "assumed" and agent.window.tokens < -(-prompt_chars(bodies[0]) // 4)
+    assert LearnedWindows().get(server.base_url, agent.config.model.name).tokens == agent.window.tokens
+    assert [e.trigger for e in rec.of("summary_finished")] == ["emergency"]
+
+
+async def test_a_learned_window_is_kept_for_the_next_session(scripted, tmp_path):
+    server = scripted(refusing("vllm"))
+    first, _ = make_agent(server, tmp_path)
+    first.toolbox = Toolbox()
+    long_history(first)
+    assert (await first.run("question")).status == "ok"
+    second, rec = make_agent(server, tmp_path)
+    second.toolbox = Toolbox()
+    long_history(second)
+    assert (await second.run("question")).status == "ok"
+    assert second.window.tokens == WINDOW and "earlier session" in second.window.source
+    refused = [b for b in server.chat_bodies() if -(-prompt_chars(b) // 4) > WINDOW]
+    assert len(refused) == 1, "the second session never sends what the first learned cannot fit"
+    assert [e.trigger for e in rec.of("summary_finished")] == ["auto"]
+
+
+@pytest.mark.parametrize("card, expected", [
+    ({"id": "xun-offline", "max_model_len": 32768}, 32768),  # vLLM
+    ({"id": "xun-offline", "context_length": 131072}, 131072),  # OpenRouter, LM Studio
+    ({"id": "other"}, None),
+])
+async def test_the_window_is_discovered_from_the_model_card(card, expected, scripted, tmp_path):
+    server = scripted(refusing("openai", models=Json(200, {"object": "list", "data": [card, {"id": "unrelated", "context_length": 8}]})))
+    agent, _ = make_agent(server, tmp_path)
+    await agent.start_discovery()
+    assert agent.window.tokens == expected
+    if expected:
+        assert agent.threshold == min(agent.config.auto_compact.token_threshold, int(0.8 * expected))
+
+
+async def test_ollama_and_llama_cpp_say_their_window_elsewhere(scripted, tmp_path):
+    def answer(method, path, body):
+        if path == "/api/show":
+            return Json(200, {"parameters": "temperature 0.7\nnum_ctx 8192", "model_info": {"llama.context_length": 131072}})
+        return NOT_FOUND
+
+    agent, _ = make_agent(scripted(answer), tmp_path)
+    await agent.start_discovery()
+    assert agent.window.tokens == 8192 and agent.window.source == "the server's /api/show"
+
+    def props(method, path, body):
+        return Json(200, {"default_generation_settings": {"n_ctx": 4096}}) if path == "/props" else NOT_FOUND
+
+    agent, _ = make_agent(scripted(props), tmp_path)
+    await agent.start_discovery()
+    assert agent.window.tokens == 4096 and agent.window.source == "the server's /props"
+
+
+async def test_the_configured_window_wins_over_the_server(offline_server_factory, tmp_path):
+    server = offline_server_factory(context_window=5000, profile="vllm")
+    agent, _ = make_agent(server, tmp_path)
+    await agent.start_discovery()
+    assert agent.window.tokens == 5000 and agent.window.source == "the server's /v1/models"
+    agent.config.model.context_window = 4000
+    assert agent.window.tokens == 4000 and agent.window.kind == "config"
+
+
+async def test_discovery_of_the_offline_profiles(offline_server_factory, tmp_path):
+    agent, _ = make_agent(offline_server_factory(context_window=6000, profile="llamacpp"), tmp_path)
+    await agent.start_discovery()
+    assert (agent.window.tokens, agent.window.source) == (6000, "the server's /props")
+    agent, _ = make_agent(offline_server_factory(context_window=6000), tmp_path)
+    await agent.start_discovery()
+    assert not agent.window.known  # OpenAI's API does not say
+
+
+def test_the_figures_in_real_error_texts():
+    texts = {
+        "Requested tokens (2372) exceed context window of 2048": (2048, 2372),
+        "This model's maximum context length is 32768 tokens. However, you requested 33000 tokens (32000 in the messages, "
+        "1000 in the completion).": (32768, 32000),
+        '{"code":400,"message":"the request exceeds the available context size","n_prompt_tokens":5000,"n_ctx":4096}': (4096, 5000),
+        "Cannot truncate prompt with n_keep (15028) >= n_ctx (7424)": (7424, None),
+        "Trying to keep the first 10136 tokens when context the overflows. However, the model is loaded with context length "
+        "of only 7866 tokens, which is not enough.": (7866, 10136),
+        "The number of tokens to keep from the initial prompt is greater than the context length.": (None, None),
+    }
+    for text, (window, requested) in texts.items():
+        assert is_overflow_text(text), text
+        assert overflow_window(text) == window, text
+        assert requested_tokens(text) == requested, text
+    for text in ("rate limit reached", "model not found", "n_ctx_train is 8192 but", "Invalid API key"):
+        assert not is_overflow_text(text) or overflow_window(text) is None
+
+
+async def test_a_prompt_too_large_for_the_window_is_never_sent(offline_server_factory, tmp_path):
+    server = offline_server_factory(context_window=2000, profile="llamacpp")
+    agent, rec = make_agent(server, tmp_path)
+    await agent.run("hello")
+    sent = server.request_count
+    before = list(agent.conversation.messages)
+    finished = await agent.run("word " * 4000)
+    assert finished.status == "error" and finished.restored_prompt == "word " * 4000
+    assert "nothing was sent" in finished.error and "window 2,000 (the server's /props" in finished.error
+    assert server.request_count == sent and list(agent.conversation.messages) == before
+    assert rec.of("error")[-1].detail == "ContextTooLargeError"
+
+
+async def test_summaries_in_pieces_when_the_history_cannot_fit_one_request(offline_server_factory, tmp_path):
+    """A session already over the window (as one stuck before this check existed): the summary goes in
+    pieces that each fit, and no request the server gets is over its window."""
+    server = offline_server_factory(context_window=3000, profile="vllm")
+    agent, rec = make_agent(server, tmp_path)
+    for turn in range(8):
+        agent.conversation.add_user_message(f"turn {turn}: remember src/module_{turn}.py " + "and its notes " * 150)
+        agent.conversation.add_agent_message({"role": "assistant", "content": f"noted module {turn}"})
+    from xun.compact import compact_conversation
+
+    await agent.start_discovery()
+    assert agent.request_tokens() > 3000
+    result = await compact_conversation(agent, keep_recent=2)
+    assert result.compacted, result.message
+    finished = rec.of("summary_finished")[-1]
+    assert finished.pieces > 1 and finished.method == "model"
+    assert max(server.prompt_sizes) <= 3000
+    assert "src/module_0.py" in agent.conversation.messages[0].content
