@@ -238,7 +238,7 @@ class Agent:
         configured = self.config.model.context_window
         if configured is not None:
             source = self.config.source_of("model.context_window")
-            return Window(configured, "set in the configuration" if source == "default" else f"set in {source}", CONFIG)
+            return Window(configured, "configured" if source == "default" else f"configured: {source}", CONFIG)
         return self.knowledge.window()
 
     @property

@@ -126,6 +126,8 @@ class ContextBreakdown:
     threshold: int
     window: int | None
     messages: int
+    window_source: str | None = None
+    """Where the window's figure came from (the config, the server, an overflow error)."""
 
     def part(self, kind: str, name: str = "") -> Part | None:
         return next((p for p in self.parts if p.kind == kind and p.name == name), None)
@@ -205,7 +207,8 @@ def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
 
 
 def context_breakdown(conversation: Conversation, *, threshold: int, window: int | None = None,
-                      largest: int = LARGEST, tool_definitions: Mapping[str, int] | None = None) -> ContextBreakdown:
+                      largest: int = LARGEST, tool_definitions: Mapping[str, int] | None = None,
+                      window_source: str | None = None) -> ContextBreakdown:
     """The conversation split into parts (see the module's docstring); `largest` messages listed.
 
     `tool_definitions` (`Toolbox.definition_chars()`: characters by source, "" for the built-ins, else an
@@ -287,7 +290,7 @@ def context_breakdown(conversation: Conversation, *, threshold: int, window: int
     top = [LargeMessage(m.index, m.role, m.chars, round(m.chars * ratio), m.preview, m.tool, m.tool_call_id, m.reclaimed)
            for m in top]
     return ContextBreakdown(parts, free, top, total, estimate, live, conversation.total_tokens, ratio, threshold, window,
-                            len(conversation.messages))
+                            len(conversation.messages), window_source)
 
 
 def _tool_name(conversation: Conversation, index: int, raw: dict[str, Any]) -> str:

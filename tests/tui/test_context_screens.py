@@ -210,6 +210,8 @@ async def test_f7_previews_a_summary_and_a_reclaim_without_changing_anything(off
     names = write_files(tmp_path)
     app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=4"))
     async with app.run_test(size=(140, 44)) as pilot:
+        # enough text that stays after the reclaim for a summary to make the context smaller
+        await turn(pilot, "please remember: " + "the quick brown fox jumps " * 80)
         await read_all(pilot, names)
         c = app.conversation
         messages, edits = len(c.messages), c.messages.edits
@@ -268,8 +270,18 @@ async def test_a_short_history_has_nothing_to_condense(offline_server, session_f
 
 
 def ask_app(session_factory, server, *extra: str) -> XunApp:
-    return XunApp(session_factory(server, "auto_compact.mode=ask", "auto_compact.token_threshold=1500",
+    return XunApp(session_factory(server, "auto_compact.mode=ask", "auto_compact.token_threshold=2400",
                                   "auto_compact.summary_keep_max=4", *extra))
+
+
+REMEMBER = "please remember: " + "the quick brown fox jumps " * 80
+"""A first turn under the ask apps' threshold, long enough that a summary of it makes the context smaller."""
+
+
+async def over_the_threshold(pilot, names: list[str]) -> None:
+    """A first turn under the threshold, then a second whose tool results put its next call over it."""
+    await turn(pilot, REMEMBER)
+    await submit(pilot, f"read {names[0]} and {names[1]}")
 
 
 async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(offline_server, session_factory,
@@ -277,8 +289,7 @@ async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(off
     names = write_files(tmp_path)
     app = ask_app(session_factory, offline_server)
     async with app.run_test(size=(140, 44), notifications=True) as pilot:
-        await turn(pilot, f"read {names[0]}")
-        await submit(pilot, f"read {names[1]}")
+        await over_the_threshold(pilot, names)
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
         assert any(n.title == "automatic summary" and "summarise older turns now?" in n.message
                    for n in app._notifications)
@@ -300,8 +311,7 @@ async def test_an_unanswered_question_closes_itself_and_the_summary_runs(offline
     names = write_files(tmp_path)
     app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=0.5")
     async with app.run_test(size=(140, 44)) as pilot:
-        await turn(pilot, f"read {names[0]}")
-        await submit(pilot, f"read {names[1]}")
+        await over_the_threshold(pilot, names)
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
         await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
         assert not isinstance(app.screen, ConsentScreen) and not app._open_asks
@@ -314,8 +324,7 @@ async def test_run_now_holds_for_the_rest_of_the_turn(offline_server, session_fa
     app = ask_app(session_factory, offline_server)
     seen: list = []
     async with app.run_test(size=(140, 44), message_hook=seen.append) as pilot:
-        await turn(pilot, f"read {names[0]}")
-        await submit(pilot, f"read {names[1]}")
+        await over_the_threshold(pilot, names)
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
         await pilot.click("#now")
         await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")

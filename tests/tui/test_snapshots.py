@@ -17,7 +17,7 @@ import pytest
 
 from xun.launch import Session, open_session
 from xun.tui.app import XunApp
-from xun.tui.format import Presentation
+from xun.tui.format import Presentation, tokens
 from xun.tui.screens.confirm import ConfirmScreen
 from xun.tui.screens.help import HelpScreen
 from xun.tui.screens.inspector import InspectorScreen
@@ -73,7 +73,8 @@ def test_empty_start(snap_compare, snapshot_app, size):
         await pilot.pause()
         assert app.query_one("#welcome")
         assert app.prompt.has_focus and app.prompt.text == ""
-        assert app.gauge.figures_text() == "0 / 192k (0%)"
+        # an empty session's next request still carries the system prompt and the tool definitions
+        assert app.gauge.figures_text() == f"{tokens(app.agent.request_tokens())} / 192k (1%)"
         assert app.query_one("#provider").has_class("badge")
         settle(app)
 

@@ -69,13 +69,13 @@ def test_the_preview_screen(snap_compare, snapshot_app, size):  # noqa: F811
 
 @pytest.mark.parametrize("size", SIZES)
 def test_the_ask_modal(snap_compare, snapshot_app, size):  # noqa: F811
-    app = snapshot_app("ask", size, "auto_compact.mode=ask", "auto_compact.token_threshold=1500",
+    app = snapshot_app("ask", size, "auto_compact.mode=ask", "auto_compact.token_threshold=2400",
                        "auto_compact.summary_keep_max=4", "auto_compact.ask_timeout=600")
 
     async def run_before(pilot) -> None:
         await pilot.pause()
-        await turn(pilot, "read part0.txt")
-        await submit(pilot, "read part1.txt")
+        await turn(pilot, "please remember: " + "the quick brown fox jumps " * 80)
+        await submit(pilot, "read part0.txt and part1.txt")  # their results put the next call over the threshold
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
         assert app.screen.timeout == 600 and app.screen.keep_text
         assert app.screen.query_one("#now").has_focus

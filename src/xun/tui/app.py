@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import time
 from collections.abc import Callable, Iterable
@@ -254,8 +255,16 @@ class XunApp(App[int], inherit_bindings=False):
         await self.show_conversation()
         self.header.status = "ready"
         self.call_after_refresh(self._freeze_heap)
+        self.call_after_refresh(self.discover_window)
         if session.mcp:
             self.start_mcp_servers()
+
+    @work(group="window", exit_on_error=False)
+    async def discover_window(self) -> None:
+        """Ask the server for its window after the frame that shows the session (never before: the first
+        prompt need not wait for it), then show the figure and where it came from."""
+        await self.agent.start_discovery()
+        self._refresh_gauge()
 
     async def show_conversation(self) -> None:
         """Fill every pane from the conversation (start, resume, session switch)."""
@@ -295,11 +304,13 @@ class XunApp(App[int], inherit_bindings=False):
         summaries = len(conversation.summarizations)
         self.chat.border_subtitle = f"{count:,} message{'s' if count != 1 else ''} in the context" + (
             f" · {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else "")
+        window = self.agent.window
         self.gauge.set_figures(
             reported=conversation.total_tokens,
-            estimate=conversation.estimated_tokens(),
+            estimate=self.agent.request_tokens(),
             threshold=self.agent.threshold,
-            window=self.session.config.model.context_window,
+            window=window.tokens,
+            window_source=window.source if window.known else None,
         )
         self._warn_if_nearly_full()
 
@@ -452,7 +463,7 @@ class XunApp(App[int], inherit_bindings=False):
         settings = self.session.config.auto_compact
         plan = c.plan_compaction(settings.summary_keep_max)
         reclaim = reclaim_preview(c, settings.toolcall_keep_max)
-        now = c.estimated_tokens()
+        now = self.agent.request_tokens()
         condensed = plan.estimated_length_before - plan.estimated_length_after
         figures = PreviewFigures(
             tokens_now=now, tokens_after=max(now - round(condensed * c.tokens_per_char), 0), reported=c.total_tokens,
@@ -494,8 +505,10 @@ class XunApp(App[int], inherit_bindings=False):
         if isinstance(self.screen, BreakdownScreen):
             return
         definitions = self.agent.toolbox.definition_chars()
+        self.agent.request_tokens()  # prices the tool definitions afresh when no server count holds them
+        window = self.agent.window
         breakdown = context_breakdown(self.conversation, threshold=self.agent.threshold,
-                                      window=self.session.config.model.context_window,
+                                      window=window.tokens, window_source=window.source if window.known else None,
                                       tool_definitions=definitions if len(definitions) > 1 else None)
 
         def chosen(index: int | None) -> None:
@@ -587,7 +600,7 @@ class XunApp(App[int], inherit_bindings=False):
 
         conversation = self.conversation
         records = self.history_records()
-        subtitle = f"~{tokens(conversation.estimated_tokens())} tokens · esc close"
+        subtitle = f"~{tokens(self.agent.request_tokens())} tokens · esc close"
         self.push_screen(HistoryScreen(records, subtitle))
 
     def history_records(self) -> list[dict[str, str]]:
@@ -674,21 +687,29 @@ class XunApp(App[int], inherit_bindings=False):
         from xun.config import describe_config
         from xun.tui.screens.config import ConfigScreen
 
-        self.push_screen(ConfigScreen(describe_config(self.session.config)))
+        items = describe_config(self.session.config)
+        window = self.agent.window
+        if window.known and window.kind != "config":  # unset, but known: say the figure in use and whence
+            items = [dataclasses.replace(item, value=window.tokens, source=window.source)
+                     if item.key == "model.context_window" else item for item in items]
+        self.push_screen(ConfigScreen(items))
 
     async def action_tokens(self) -> None:
         c = self.conversation
         config = self.session.config
         threshold = self.agent.threshold
-        window = config.model.context_window
+        window = self.agent.window
         source = "auto_compact.token_threshold"
-        if window is not None and threshold < config.auto_compact.token_threshold:
+        if window.tokens is not None and threshold < config.auto_compact.token_threshold:
             source = f"{config.auto_compact.threshold_ratio:g} of the window"
         archive = c.compacted_toolcalls
+        estimate = self.agent.request_tokens()
+        reported = f"reported {tokens(c.total_tokens)} (last model call)" if c.total_tokens is not None else \
+            "no count from the server since the last summary (or it sends none)"
         lines = [
-            f"reported {tokens(c.total_tokens)} (last model call) · estimate {tokens(c.estimated_tokens())} now",
-            (f"threshold {tokens(threshold)} ({source}) · window {tokens(window) if window else 'unknown'}"
-             f" · {percent(c.estimated_tokens(), threshold)}% of the threshold"),
+            f"{reported} · estimate {tokens(estimate)} now (the next request)",
+            (f"threshold {tokens(threshold)} ({source}) · {window.describe()}"
+             f" · {percent(estimate, threshold)}% of the threshold"),
             (f"{len(c.messages):,} messages · {len(archive)} reclaimed results · {len(c.summarizations)} summaries"
              f" · {c.tokens_per_char:.3f} tokens per char"),
         ]
@@ -990,7 +1011,7 @@ class XunApp(App[int], inherit_bindings=False):
         if block is not None:
             block.finished(result_chars=event.result_chars, duration_text=self.presentation.duration(event.duration),
                            result=self._tool_result_text(event.id), is_error=event.is_error, denied=event.denied)
-        self.gauge.set_estimate(self.conversation.estimated_tokens(), self.conversation.total_tokens)
+        self.gauge.set_estimate(self.agent.request_tokens(), self.conversation.total_tokens)
         self._warn_if_nearly_full()
 
     def _tool_result_text(self, call_id: str) -> str | None:
@@ -1002,10 +1023,12 @@ class XunApp(App[int], inherit_bindings=False):
 
     def on_context_usage(self, message: m.ContextUsage) -> None:
         usage = message.event
+        if message.after_model_call:
+            self.gauge.model_called(usage.source == "server")
         self.gauge.set_figures(reported=usage.total_tokens, estimate=usage.estimated_tokens, threshold=usage.threshold,
-                               window=usage.context_window)
-        if message.after_model_call and usage.total_tokens is not None:
-            self.gauge.add_point(usage.total_tokens)
+                               window=usage.context_window, window_source=usage.window_source)
+        if message.after_model_call:
+            self.gauge.add_point(usage.total_tokens if usage.total_tokens is not None else usage.estimated_tokens)
         self._warn_if_nearly_full()
 
     async def on_notice(self, message: m.Notice) -> None:
@@ -1034,7 +1057,7 @@ class XunApp(App[int], inherit_bindings=False):
             self.recoverable.add(archive[i] for i in event.ids if i in archive)
             self._refresh_gauge()
             if event.count:
-                self.gauge.add_point(conversation.estimated_tokens())
+                self.gauge.add_point(self.agent.request_tokens())
         elif isinstance(event, events.SummaryFinished):
             text = SummaryDivider.describe(event.condensed, event.kept, self.shown_path(event.offload_path),
                                            self._pending_focus)
@@ -1045,14 +1068,14 @@ class XunApp(App[int], inherit_bindings=False):
             else:
                 await self.chat.add_divider(text, "done")
             self._refresh_gauge()
-            self.gauge.add_point(conversation.estimated_tokens())
+            self.gauge.add_point(self.agent.request_tokens())
         elif isinstance(event, events.ToolResultRestored):
             block = self.chat.tool_block(event.id)
             if block is not None:
                 block.mark_restored()
             self.recoverable.discard(event.id)
             self._refresh_gauge()
-            self.gauge.add_point(conversation.estimated_tokens())
+            self.gauge.add_point(self.agent.request_tokens())
         elif isinstance(event, (events.CompactionFailed, events.CompactionSkipped)):
             divider, self._pending_divider = self._pending_divider, None
             verb = "failed" if isinstance(event, events.CompactionFailed) else "skipped"
@@ -1072,6 +1095,11 @@ class XunApp(App[int], inherit_bindings=False):
                 await self.chat.add_notice("cancelled", "cancelled")
         elif message.status == "max_iterations":
             await self.chat.add_notice("warning", "stopped at the limit of model calls for one turn")
+        elif message.status == "error" and message.restored_prompt is not None:  # never sent: too large to fit
+            await self.chat.remove_from_last_user(inclusive=True)
+            if not self.prompt.text.strip():
+                self.prompt.set_prompt(message.restored_prompt)
+            await self.chat.add_notice("error", f"{message.error}. The prompt is back in the input, and not in the session.")
         elif message.status == "error":
             messages = self.conversation.messages
             last = messages[-1] if messages else None
@@ -1144,7 +1172,7 @@ class XunApp(App[int], inherit_bindings=False):
         settings = self.session.config.auto_compact
         plan = c.plan_compaction(settings.summary_keep_max)
         keep_text = "" if plan.nothing_to_condense else f"{plan.condensed_count} messages summarised, {len(plan.kept)} kept"
-        figures = f"{tokens(c.total_tokens)} / {tokens(self.agent.threshold)}"
+        figures = f"{tokens(self.agent.request_tokens())} / {tokens(self.agent.threshold)}"
         screen = ConsentScreen(figures, settings.ask_timeout, keep_text=keep_text)
 
         def answered(choice: str | None) -> None:

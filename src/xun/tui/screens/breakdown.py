@@ -63,10 +63,12 @@ def parts_content(breakdown: ContextBreakdown) -> Content:
 
 def figures_line(breakdown: ContextBreakdown) -> str:
     reported = (f"reported {tokens(breakdown.reported_tokens)} at the last model call" if breakdown.reported_tokens is not None
-                else "reported — (no model call since)")
+                else "no count from the server since the last summary (or it sends none)")
+    window = (f"window {tokens(breakdown.window)} ({breakdown.window_source})" if breakdown.window and breakdown.window_source
+              else f"window {tokens(breakdown.window)}" if breakdown.window else "window unknown")
     return (f"{reported} · estimate {tokens(breakdown.live_estimate)} now · the parts: {breakdown.chars:,} chars × "
             f"{breakdown.tokens_per_char:.3f} = {tokens(breakdown.estimated_tokens)} · threshold {tokens(breakdown.threshold)}"
-            + (f" · window {tokens(breakdown.window)}" if breakdown.window else ""))
+            f" · {window}")
 
 
 class BreakdownScreen(ModalScreen[int | None]):

@@ -49,6 +49,9 @@ class ContextGauge(Vertical, can_focus=True):
         self.estimate = 0
         self.threshold = 1
         self.window: int | None = None
+        self.window_source: str | None = None
+        self.server_counts: bool | None = None
+        """Whether the server sent usage with its last reply (None: no model call yet)."""
         self.streaming_chars = 0
         """Characters streamed into the reply being written, not yet in any estimate."""
         self.history: list[int] = []
@@ -82,23 +85,31 @@ class ContextGauge(Vertical, can_focus=True):
         now, threshold = self.now, self.threshold
         text = f"{tokens(now)} / {tokens(threshold)} ({percent(now, threshold)}%)"
         if self.window:
-            text += f" · window {tokens(self.window)}"
+            assumed = "?" if self.window_source and self.window_source.startswith("assumed") else ""
+            text += f" · window {tokens(self.window)}{assumed}"
         return text
 
     def detail_text(self) -> str:
+        """"reported" only for the server's own count; without one, the estimate says why it stands alone."""
         if self.reported is not None:
-            reported = tokens(self.reported)
-        elif self.history:
-            reported = "— (summarised since)"
-        else:
-            reported = "—"
-        return f"reported {reported} · estimate {tokens(self.now)}"
+            return f"reported {tokens(self.reported)} · estimate {tokens(self.now)}"
+        why = {None: "no count from the server yet", True: "no server count since the summary",
+               False: "the server sends no counts"}[self.server_counts]
+        return f"estimate {tokens(self.now)} · {why}"
 
-    def set_figures(self, *, reported: int | None, estimate: int, threshold: int, window: int | None) -> None:
+    def model_called(self, counted: bool) -> None:
+        """After each model call: whether the server sent its count (usage) with the reply."""
+        self.server_counts = counted
+
+    def set_figures(self, *, reported: int | None, estimate: int, threshold: int, window: int | None,
+                    window_source: str | None = None) -> None:
         self.reported = reported
         self.estimate = estimate
         self.threshold = max(threshold, 1)
         self.window = window
+        self.window_source = window_source
+        self.tooltip = "Enter (or a click): what fills the context\n" + (
+            f"window {window:,}: {window_source}" if window else "window unknown: the server did not say it")
         self._show()
 
     def set_estimate(self, estimate: int, reported: int | None) -> None:
