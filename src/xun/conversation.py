@@ -116,6 +116,8 @@ class SummarizationEvent:
     condensed_count: int
     kept_count: int
     warning: str | None = None
+    offload_when: str | None = None
+    """The heading time of the offload log's section holding the originals (how the chat finds them)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -126,6 +128,7 @@ class SummarizationEvent:
             "condensed_count": self.condensed_count,
             "kept_count": self.kept_count,
             "warning": self.warning,
+            "offload_when": self.offload_when,
         }
 
 
@@ -664,7 +667,7 @@ class Conversation:
             return SummaryCompactResult(Status.SUMMARIZE_FAILED, "The summarizer returned no summary; nothing changed.")
         summary = summary.strip()
         leaving = [m for m in plan.condensed if m.role != "system"]
-        offload_path, warning, job = None, None, None
+        offload_path, warning, job, when = None, None, None, None
         if self.offload_dir is None:
             self.kept_originals.append({"time": time.time(), "reason": "no offload log configured", "messages": leaving})
         else:
@@ -695,7 +698,8 @@ class Conversation:
         )
         after = self.estimated_message_length()
         before = plan.estimated_length_before
-        event = SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning)
+        event = SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning,
+                                   when if offload_path else None)
         self.summarizations.append(event)
         if job is not None and not write_index:  # the index's warning, when it is written, is the summary's
             job.settle = lambda index_warning: setattr(event, "warning", index_warning)
@@ -877,8 +881,8 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
         raise fail("summarizations should be a list of objects")
     for i, event in enumerate(summarizations):
         try:
-            if not all(isinstance(event.get(key), (str, type(None))) for key in ("file_path", "warning")):
-                raise TypeError("file_path and warning should be text or null")
+            if not all(isinstance(event.get(key), (str, type(None))) for key in ("file_path", "warning", "offload_when")):
+                raise TypeError("file_path, warning and offload_when should be text or null")
             events.append(
                 SummarizationEvent(
                     cutoff_index=int(event["cutoff_index"]),
@@ -888,6 +892,7 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
                     condensed_count=int(event.get("condensed_count") or 0),
                     kept_count=int(event.get("kept_count") or 0),
                     warning=event.get("warning"),
+                    offload_when=event.get("offload_when"),
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -980,10 +980,8 @@ class XunApp(App[int], inherit_bindings=False):
                                            self._pending_focus)
             self._pending_focus = None
             divider, self._pending_divider = self._pending_divider, None
-            if divider is not None and divider.is_attached:
-                divider.set_text(text, "done")
-            else:
-                await self.chat.add_divider(text, "done")
+            first_kept = self.chat_block_for(1) if len(conversation.messages) > 1 else None
+            await self.chat.place_divider(text, first_kept, replacing=divider)
             self._refresh_gauge()
             self.gauge.add_point(conversation.estimated_tokens())
         elif isinstance(event, events.ToolResultRestored):

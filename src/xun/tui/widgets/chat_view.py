@@ -1,19 +1,23 @@
 """The chat pane: an anchored scroll of blocks (user, assistant, tool, notices, summary dividers).
 
 A long history is mounted newest first: `show_transcript` mounts the last `PAGE` blocks, and the rest
-come in pages when the view reaches its top (the app is told with `OlderBlocksWanted`).
+come in pages when the view reaches its top (the app is told with `OlderBlocksWanted`). The turns a
+summary took out of the context are read from the offload log only when their page is reached, and are
+shown dimmed (`-summarised`) above the divider that replaced them.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
 from xun.tui.messages import OlderBlocksWanted
-from xun.tui.transcript import AssistantItem, Item, SummaryItem, ToolItem, UserItem
+from xun.tui.transcript import AssistantItem, Item, OffloadedItem, SummaryItem, ToolItem, UserItem, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.widgets.summary_divider import SummaryDivider
@@ -52,7 +56,15 @@ class ChatView(VerticalScroll):
 
     # ------------------------------------------------------------------------------ history
 
-    def _widget_for(self, item: Item) -> Widget:
+    def _widget_for(self, item: Item | NoticeBlock) -> Widget:
+        if isinstance(item, NoticeBlock):
+            return item
+        widget = self._block_for(item)
+        if getattr(item, "summarised", False):
+            widget.add_class("-summarised")
+        return widget
+
+    def _block_for(self, item: Item) -> Widget:
         if isinstance(item, UserItem):
             return UserBlock(item.text)
         if isinstance(item, AssistantItem):
@@ -67,7 +79,7 @@ class ChatView(VerticalScroll):
             if item.reclaimed:
                 block.mark_reclaimed()
             return block
-        assert isinstance(item, SummaryItem)
+        assert isinstance(item, SummaryItem), item
         return SummaryDivider(SummaryDivider.describe(item.condensed, item.kept, self._shown_path(item.offload_path)))
 
     async def show_transcript(self, items: list[Item]) -> None:
@@ -75,8 +87,8 @@ class ChatView(VerticalScroll):
         await self.remove_children()
         self.reply = None
         self._marker = None
-        self._older = list(items[:-PAGE]) if len(items) > PAGE else []
-        newest = items[-PAGE:]
+        self._older = list(items)
+        newest = await self._take_page(PAGE)
         widgets = [self._widget_for(item) for item in newest]
         if self._older:
             self._marker = EarlierMarker(self._marker_text(), id="earlier")
@@ -88,14 +100,30 @@ class ChatView(VerticalScroll):
         self.anchor()
         self.call_after_refresh(self._fill_view)
 
+    async def _take_page(self, size: int) -> list[Item | NoticeBlock]:
+        """The newest `size` items not mounted yet, reading the offload log for summarised turns among them."""
+        while True:
+            page = self._older[-size:]
+            lazy = [i for i, item in enumerate(page) if isinstance(item, OffloadedItem)]
+            if not lazy:
+                break
+            at = len(self._older) - len(page) + lazy[-1]
+            items, problems = await asyncio.to_thread(whole_history, [self._older[at]])
+            notices = [NoticeBlock("warning", problem) for problem in problems]
+            self._older[at:at + 1] = [*items, *notices]
+        taken, self._older = self._older[-size:] if size else [], self._older[:-size] if size else self._older
+        return taken
+
     @property
     def older_count(self) -> int:
         return len(self._older)
 
     def _marker_text(self) -> str:
-        first_index = next((getattr(item, "index", 0) for item in self._older[:1]), 0)
-        last_index = getattr(self._older[-1], "index", 0) if self._older else 0
-        messages = max(last_index - first_index + 1, len(self._older))
+        summarised = sum(item.condensed for item in self._older if isinstance(item, OffloadedItem))
+        indexed = [item.index for item in self._older if isinstance(item, (UserItem, AssistantItem, ToolItem))
+                   and not item.summarised]
+        others = sum(1 for item in self._older if not isinstance(item, (OffloadedItem, SummaryItem)))
+        messages = max(summarised + (max(indexed) - min(indexed) + 1 if indexed else 0), others)
         return f"⋯ {messages:,} earlier messages · scroll up (or press Home) to load them"
 
     async def load_older(self) -> int:
@@ -105,7 +133,7 @@ class ChatView(VerticalScroll):
             return 0
         self._loading_older = True
         try:
-            page, self._older = self._older[-OLDER_PAGE:], self._older[:-OLDER_PAGE]
+            page = await self._take_page(OLDER_PAGE)
             widgets = [self._widget_for(item) for item in page]
             height_before = self.virtual_size.height
             if self._marker is not None:
@@ -212,13 +240,36 @@ class ChatView(VerticalScroll):
         await self.mount(divider)
         return divider
 
+    async def place_divider(self, text: str, first_kept: Widget | None,
+                            replacing: SummaryDivider | None = None) -> SummaryDivider:
+        """A finished summary: its divider goes where the cut is, above `first_kept` (the end when no block
+        was kept), and every turn above it is marked as out of the context."""
+        if replacing is not None and replacing.is_attached:
+            await replacing.remove()
+        divider = SummaryDivider(text, state="done")
+        if first_kept is not None and first_kept.parent is self:
+            await self.mount(divider, before=first_kept)
+        else:
+            await self.mount(divider)
+        for child in self.children:
+            if child is divider:
+                break
+            if isinstance(child, (UserBlock, AssistantBlock, ToolBlock)):
+                child.add_class("-summarised")
+        self._older = [replace(item, summarised=True) if isinstance(item, (UserItem, AssistantItem, ToolItem)) else item
+                       for item in self._older]
+        return divider
+
     async def remove_from_last_user(self, inclusive: bool) -> None:
-        """What /retry (not inclusive) and /revise (inclusive) take back from the screen."""
+        """What /retry (not inclusive) and /revise (inclusive) take back from the screen: the blocks of the
+        last prompt still in the context (a summary's divider and the turns it summarised stay)."""
         children = list(self.children)
-        last = max((i for i, child in enumerate(children) if isinstance(child, UserBlock)), default=None)
+        last = max((i for i, child in enumerate(children) if isinstance(child, UserBlock)
+                    and not child.has_class("-summarised")), default=None)
         if last is None:
             return
-        doomed = children[last if inclusive else last + 1:]
+        doomed = [child for child in children[last if inclusive else last + 1:]
+                  if not isinstance(child, SummaryDivider) and not child.has_class("-summarised")]
         self.reply = None
         if doomed:
             await self.remove_children(doomed)

@@ -1,0 +1,114 @@
+"""The app as a person uses it for a day (issue 14): the whole history on resume, dividers at the cut,
+focus that always comes back to the prompt, and the other rough edges found by using it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xun.tui.app import XunApp
+from xun.tui.widgets.assistant_block import AssistantBlock
+from xun.tui.widgets.chat_view import EarlierMarker
+from xun.tui.widgets.summary_divider import SummaryDivider
+from xun.tui.widgets.tool_block import ToolBlock
+from xun.tui.widgets.user_block import UserBlock
+
+from .helpers import finish, submit, turn, wait_until
+
+KEEP = ("auto_compact.summary_keep_max=4",)
+
+
+def chat_rows(app: XunApp) -> list[tuple[str, str, bool]]:
+    """(kind, text, summarised) of each block in the chat, top to bottom."""
+    rows = []
+    for child in app.chat.children:
+        dim = child.has_class("-summarised")
+        if isinstance(child, UserBlock):
+            rows.append(("user", child.text, dim))
+        elif isinstance(child, SummaryDivider):
+            rows.append(("divider", child.text, dim))
+        elif isinstance(child, ToolBlock):
+            rows.append(("tool", child.tool_name, dim))
+        elif isinstance(child, AssistantBlock):
+            rows.append(("assistant", child.text[:20], dim))
+    return rows
+
+
+async def two_summaries(pilot, tmp_path: Path) -> None:
+    for i in range(6):
+        (tmp_path / f"f{i}.txt").write_text(f"file {i}\n" + "some words to read\n" * 30)
+    for i in range(3):
+        await turn(pilot, f"read f{i}.txt")
+    await finish(pilot, lambda: pilot.press("f5"))
+    for i in range(3, 6):
+        await turn(pilot, f"read f{i}.txt")
+    await finish(pilot, lambda: pilot.press("f5"))
+
+
+async def test_the_divider_goes_at_the_cut_and_what_left_the_context_is_dimmed(offline_server, session_factory, tmp_path):
+    app = XunApp(session_factory(offline_server, *KEEP))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for i in range(3):
+            (tmp_path / f"f{i}.txt").write_text("words\n" * 40)
+            await turn(pilot, f"read f{i}.txt")
+        await finish(pilot, lambda: pilot.press("f5"))
+        rows = chat_rows(app)
+        cut = [i for i, row in enumerate(rows) if row[0] == "divider"]
+        assert len(cut) == 1
+        above, below = rows[:cut[0]], rows[cut[0] + 1:]
+        assert above and all(dim for _, _, dim in above), rows
+        assert below and not any(dim for _, _, dim in below), rows
+        # the kept turn (the last prompt and what followed) is below the divider, as F7 shows the cut
+        assert below[0] == ("user", "read f2.txt", False)
+        kept = app.conversation.summarizations[-1].kept_count
+        assert f"{kept} kept" in rows[cut[0]][1]
+
+        # /retry keeps the divider (the summary stays in the context)
+        await finish(pilot, lambda: submit(pilot, "/retry"))
+        assert [r for r in chat_rows(app) if r[0] == "divider"] == [rows[cut[0]]]
+        assert app.chat.border_subtitle.endswith("1 summary")
+
+
+async def test_resume_shows_the_whole_history_from_the_offload_log(offline_server, session_factory, tmp_path):
+    first = session_factory(offline_server, *KEEP)
+    app = XunApp(first)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await two_summaries(pilot, tmp_path)
+        live = [(kind, text) for kind, text, _ in chat_rows(app) if kind != "assistant"]
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    conversation_id = first.conversation.conversation_id
+    assert sum(1 for kind, _ in live if kind == "divider") == 2
+
+    again = XunApp(session_factory(offline_server, *KEEP, resume=conversation_id))
+    async with again.run_test(size=(140, 44)) as pilot:
+        await wait_until(pilot, lambda: again.chat.children, what="the transcript")
+        # Home loads everything older, page by page, from the offload log
+        again.chat.focus()
+        for _ in range(20):
+            if not again.chat.older_count:
+                break
+            await pilot.press("home")
+            await wait_until(pilot, lambda: not again.chat._loading_older)
+        assert not again.chat.older_count and not again.chat.query(EarlierMarker)
+        rows = chat_rows(again)
+        users = [text for kind, text, _ in rows if kind == "user"]
+        assert users == [f"read f{i}.txt" for i in range(6)], rows
+        dividers = [i for i, row in enumerate(rows) if row[0] == "divider"]
+        assert len(dividers) == 2
+        # everything above the last divider is out of the context and dimmed; below it, nothing is
+        assert all(dim for kind, _, dim in rows[:dividers[-1]] if kind != "divider")
+        assert not any(dim for _, _, dim in rows[dividers[-1] + 1:])
+        # the first summarised turns come before the first divider, the tool calls came back with them
+        assert rows[0] == ("user", "read f0.txt", True)
+        assert any(kind == "tool" and dim for kind, _, dim in rows[:dividers[0]])
+        assert [(kind, text) for kind, text, _ in rows if kind != "assistant"] == live
+
+        await submit(pilot, "/render whole.md")
+        await wait_until(pilot, lambda: (tmp_path / "whole.md").exists())
+    text = (tmp_path / "whole.md").read_text()
+    for i in range(6):
+        assert f"> read f{i}.txt" in text
+    assert text.count("(summarised)") >= 3
+    assert "\n\n---\n" in text and "\n---\n\n" in text
+    body = text.split("## The current summary", 1)[1]
+    assert "\n## " not in body, "the summary's own sections sit below the document's"
