@@ -372,8 +372,8 @@ async def test_enter_on_the_gauge_shows_what_fills_the_context_and_jumps(offline
         assert largest.role == "tool" and not largest.reclaimed
         await pilot.press("1")
         await wait_until(pilot, lambda: not isinstance(app.screen, BreakdownScreen))
-        await wait_until(pilot, lambda: app._jump_target is not None)
-        block = app._jump_target
+        await wait_until(pilot, lambda: app.chat.selected is not None)
+        block = app.chat.selected
         assert isinstance(block, ToolBlock) and block.call_id == largest.tool_call_id
         assert block.has_class("-jump-target")
         await pilot.pause()
@@ -384,8 +384,8 @@ async def test_enter_on_the_gauge_shows_what_fills_the_context_and_jumps(offline
         user = next(m for m in app.screen.breakdown.largest if m.role in ("user", "assistant"))
         n = app.screen.breakdown.largest.index(user) + 1
         await pilot.press(str(n))
-        await wait_until(pilot, lambda: app._jump_target is not block)
-        assert app._jump_target is app.chat_block_for(user.index)
+        await wait_until(pilot, lambda: app.chat.selected is not block)
+        assert app.chat.selected is app.chat_block_for(user.index)
         assert not block.has_class("-jump-target")
 
 

@@ -112,3 +112,66 @@ async def test_resume_shows_the_whole_history_from_the_offload_log(offline_serve
     assert "\n\n---\n" in text and "\n---\n\n" in text
     body = text.split("## The current summary", 1)[1]
     assert "\n## " not in body, "the summary's own sections sit below the document's"
+
+
+async def test_esc_always_brings_the_keyboard_back_to_the_prompt(offline_server, session_factory, tmp_path):
+    for i in range(3):
+        (tmp_path / f"f{i}.txt").write_text("words\n" * 40)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for i in range(3):
+            await turn(pilot, f"read f{i}.txt")
+        await finish(pilot, lambda: pilot.press("f6"))
+        # F8, Esc: typed text goes to the prompt, not the recoverable filter
+        await pilot.press("f8")
+        assert app.recoverable.table.has_focus
+        await pilot.press("escape")
+        assert app.prompt.has_focus
+        await pilot.press("x", "y")
+        assert app.prompt.text == "xy" and app.recoverable.filter_text == ""
+        app.prompt.clear()
+        # a filter typed in the list is cleared by Esc, which also leaves the list
+        await pilot.press("f8", "r", "e")
+        assert app.recoverable.filter_text == "re"
+        await pilot.press("escape")
+        assert app.recoverable.filter_text == "" and app.prompt.has_focus
+        # the inspector opened from the list, then closed: the prompt again, whatever else was opened on top
+        await pilot.press("f8", "enter")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "InspectorScreen")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.screen_stack[0])
+        assert app.prompt.has_focus
+        # Esc from the chat (or with nothing running) comes back too
+        app.chat.focus()
+        await pilot.press("escape")
+        assert app.prompt.has_focus
+        # Tab goes round a short, fixed ring: prompt, gauge, log, list, chat (the tool blocks are not stops)
+        ring = []
+        for _ in range(10):
+            await pilot.press("tab")
+            ring.append(app.focused.id)
+            if app.prompt.has_focus:
+                break
+        assert ring == ["gauge", "compaction-log", "recoverable-table", "chat", "prompt"], ring
+
+
+async def test_brackets_select_blocks_and_enter_opens_the_selected_tool_call(offline_server, session_factory, tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\n" * 5)
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await turn(pilot, "read a.txt")
+        app.chat.focus()
+        tool = app.chat.query(ToolBlock).first()
+        for _ in range(6):
+            await pilot.press("left_square_bracket")
+            if app.chat.selected is tool:
+                break
+        assert app.chat.selected is tool and tool.has_class("-jump-target") and tool.collapsed
+        await pilot.press("enter")
+        assert not tool.collapsed
+        await pilot.press("enter")
+        assert tool.collapsed
+        await pilot.press("right_square_bracket")
+        assert app.chat.selected is not tool and not tool.has_class("-jump-target")
+        await pilot.press("escape")
+        assert app.prompt.has_focus and app.chat.selected is None

@@ -93,6 +93,10 @@ class XunApp(App[int], inherit_bindings=False):
         Binding("f9", "recall", "Recall", id="recall", priority=True,
                 tooltip="Search what compaction took out of the context (/recall)"),
         Binding("escape", "cancel_turn", "Cancel", id="cancel", tooltip="Cancel the running turn"),
+        Binding("escape", "focus_prompt", "Prompt", id="focus_prompt", show=False,
+                tooltip="Back to the prompt (from any pane; after cancelling a turn or closing a screen too)"),
+        Binding("f4", "toggle_side", "Panel", id="toggle_side", priority=True,
+                tooltip="Hide or show the side panel (gauge, compaction log, recoverable results)"),
         Binding("ctrl+q", "quit_saving", "Quit", id="quit", priority=True, tooltip="Save the session and quit"),
         Binding("ctrl+c", "quit_twice", "Quit", id="quit_twice", show=False),
     ]
@@ -135,8 +139,12 @@ class XunApp(App[int], inherit_bindings=False):
         """How many turns, compactions and restores have finished (a worker posted AgentWorkDone)."""
         self._warned_full: set[str] = set()
         """Sessions (conversation ids) already warned that the context passed FULL_WARNING of the threshold."""
-        self._jump_target: Widget | None = None
         self._heap_frozen = False
+
+    def get_default_screen(self) -> Screen[Any]:
+        from xun.tui.screens.main import MainScreen
+
+        return MainScreen(id="_default")
 
     def _attach(self, session: Session) -> None:
         from xun.tui.bridge import EventBridge
@@ -512,18 +520,9 @@ class XunApp(App[int], inherit_bindings=False):
         if block is None:
             self.notify(f"message #{index} is not shown in the chat", severity="warning")
             return None
-        if self._jump_target is not None:
-            self._jump_target.remove_class("-jump-target")
-        self._jump_target = block
-        block.add_class("-jump-target")
-        self.chat.release_anchor()
+        self.chat.select(block, scroll=False)
         self.call_after_refresh(self.chat.scroll_to_widget, block, animate=False, top=True)
-        if block.focusable:
-            block.focus()
-        elif isinstance(block, ToolBlock):
-            block.query_one("CollapsibleTitle").focus()
-        else:
-            self.chat.focus()
+        self.chat.focus()  # [ and ] go on from here, Enter opens it
         return block
 
     def chat_block_for(self, index: int) -> Widget | None:
@@ -556,6 +555,12 @@ class XunApp(App[int], inherit_bindings=False):
             return
         self.workers.cancel_group(self, "agent")
         self.workers.cancel_group(self, "compaction")
+        self.action_focus_prompt()
+
+    def action_focus_prompt(self) -> None:
+        """Esc from anywhere on the main screen: the keyboard goes back to the prompt."""
+        self.chat.select(None)
+        self.prompt.focus()
 
     async def action_quit_twice(self) -> None:
         now = time.monotonic()

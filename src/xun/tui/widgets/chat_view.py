@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import ClassVar
 
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
@@ -36,8 +38,19 @@ class EarlierMarker(Static):
     """The top line while older blocks are not mounted yet."""
 
 
+BLOCKS = (UserBlock, AssistantBlock, ToolBlock, SummaryDivider, NoticeBlock)
+
+
 class ChatView(VerticalScroll):
+    """Focused, `[` and `]` select the previous and next block and Enter (or Space) opens or folds the
+    selected tool call or reasoning: no block is a stop on Tab."""
+
     can_focus = True
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left_square_bracket", "select_block(-1)", "Previous block", id="chat.previous_block"),
+        Binding("right_square_bracket", "select_block(1)", "Next block", id="chat.next_block"),
+        Binding("enter,space", "toggle_block", "Open/fold", id="chat.toggle_block"),
+    ]
 
     def __init__(self, *, shown_path: Callable[[str | None], str], welcome: Callable[[], Widget] | None = None) -> None:
         super().__init__(id="chat")
@@ -50,6 +63,8 @@ class ChatView(VerticalScroll):
         """The assistant block being streamed into, if any."""
         self._loading_older = False
         self._older_wanted = False
+        self.selected: Widget | None = None
+        """The block `[`/`]` moved to (or a jump from /context showed), marked `-jump-target`."""
 
     def on_mount(self) -> None:
         self.anchor()
@@ -181,6 +196,39 @@ class ChatView(VerticalScroll):
             self._want_older()
         super().action_scroll_home()
 
+    # ------------------------------------------------------------------------------- selection
+
+    def select(self, block: Widget | None, *, scroll: bool = True) -> None:
+        if self.selected is not None:
+            self.selected.remove_class("-jump-target")
+        self.selected = block
+        if block is None:
+            return
+        block.add_class("-jump-target")
+        self.release_anchor()
+        if scroll:
+            self.call_after_refresh(self.scroll_to_widget, block, animate=False, top=False)
+
+    def action_select_block(self, step: int) -> None:
+        blocks = [child for child in self.children if isinstance(child, BLOCKS)]
+        if not blocks:
+            return
+        if self.selected in blocks:
+            at = blocks.index(self.selected) + step
+        else:  # start from the newest
+            at = len(blocks) - 1
+        if at < 0:
+            self._want_older()
+            at = 0
+        self.select(blocks[min(at, len(blocks) - 1)])
+
+    def action_toggle_block(self) -> None:
+        block = self.selected
+        if isinstance(block, ToolBlock):
+            block.collapsed = not block.collapsed
+        elif isinstance(block, AssistantBlock) and block.reasoning is not None:
+            block.reasoning.collapsed = not block.reasoning.collapsed
+
     # ---------------------------------------------------------------------------------- live
 
     async def add(self, widget: Widget) -> Widget:
@@ -189,6 +237,7 @@ class ChatView(VerticalScroll):
 
     async def add_user(self, text: str) -> UserBlock:
         self.reply = None
+        self.select(None)
         await self.query(WelcomeBlock).remove()
         block = UserBlock(text)
         await self.mount(block)

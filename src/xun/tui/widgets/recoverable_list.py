@@ -34,6 +34,7 @@ class RecoverableList(Vertical):
     def compose(self) -> ComposeResult:
         filter_input = Input(placeholder="type to filter", id="recoverable-filter", compact=True)
         filter_input.cursor_blink = self._cursor_blink
+        filter_input.can_focus = False  # typing while the table has the keyboard fills it: one stop on Tab, not two
         yield filter_input
         table: DataTable[str] = DataTable(id="recoverable-table", cursor_type="row", zebra_stripes=True)
         table.add_column("id", key="id")
@@ -142,6 +143,7 @@ class RecoverableList(Vertical):
             self.set_filter(text[:-1])
         elif event.key == "escape" and text:
             self.set_filter("")
+            return  # and the app's Esc takes the keyboard back to the prompt
         else:
             return
         event.stop()

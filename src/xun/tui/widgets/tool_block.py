@@ -59,6 +59,7 @@ class ToolBlock(Collapsible):
         self.result_text: str | None = None
         self._result_view: Static | None = None
         super().__init__(title=self._heading(), collapsed=True, classes="block tool -running")
+        self._title.can_focus = False  # the chat's [ and ] select a block and Enter opens it: Tab skips hundreds of titles
 
     def watch_collapsed(self, collapsed: bool) -> None:
         if not collapsed and self._result_view is None and self.is_mounted:
