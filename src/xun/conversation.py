@@ -384,7 +384,7 @@ class Conversation:
         system = self._system()
         if system is not None and system.is_compressed:  # a fresh start keeps the role and the rules, not the summary
             system = SystemPrompt(content=system.base_prompt, persist_sections=dict(system.persist_sections))
-        self.messages = [system] if system else []
+        self.messages = [system] if system and (system.content or system.persist_sections) else []  # no empty one
         self.total_tokens = None
         self.usage_chars = None
         self.overhead_chars = 0

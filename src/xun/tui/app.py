@@ -19,12 +19,13 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.events import Resize
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
-from xun.conversation_message import RawOpenAIMessage, UserMessage, content_text
+from xun.conversation_message import RawOpenAIMessage, SystemPrompt, UserMessage, content_text
 from xun.paths import styles_dir
 from xun.tui import messages as m
 from xun.tui.commands import SLASH_COMMANDS, UnknownCommand, parse
@@ -58,6 +59,9 @@ QUIT_AGAIN_WITHIN = 2.0
 FULL_WARNING = 0.9
 """The share of the threshold past which the app warns, once per session, how to compact or preview."""
 
+NARROW = 100
+"""Below this many columns the side panel is not beside the chat: F4 shows it in the chat's place."""
+
 AGENT_ACTIONS = frozenset({"compact", "reclaim", "focus_recoverable", "cancel_turn", "preview", "recall", "context"})
 """Actions that belong to the main screen (disabled while a modal is open)."""
 
@@ -82,6 +86,8 @@ class XunApp(App[int], inherit_bindings=False):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", id="help", tooltip="Keys and commands (this screen)"),
+        Binding("f4", "toggle_side", "Panel", id="toggle_side", priority=True,
+                tooltip="Hide or show the side panel (gauge, compaction log, recoverable results)"),
         Binding("f5", "compact", "Summarise", id="compact", priority=True,
                 tooltip="Summarise older turns now (/compact)"),
         Binding("f6", "reclaim", "Reclaim", id="reclaim", priority=True,
@@ -95,8 +101,6 @@ class XunApp(App[int], inherit_bindings=False):
         Binding("escape", "cancel_turn", "Cancel", id="cancel", tooltip="Cancel the running turn"),
         Binding("escape", "focus_prompt", "Prompt", id="focus_prompt", show=False,
                 tooltip="Back to the prompt (from any pane; after cancelling a turn or closing a screen too)"),
-        Binding("f4", "toggle_side", "Panel", id="toggle_side", priority=True,
-                tooltip="Hide or show the side panel (gauge, compaction log, recoverable results)"),
         Binding("ctrl+q", "quit_saving", "Quit", id="quit", priority=True, tooltip="Save the session and quit"),
         Binding("ctrl+c", "quit_twice", "Quit", id="quit_twice", show=False),
     ]
@@ -212,7 +216,7 @@ class XunApp(App[int], inherit_bindings=False):
                 yield CompactionLog(clock=self.presentation.clock, shown_path=self.shown_path)
                 yield RecoverableList(clock=self.presentation.clock, cursor_blink=self.presentation.cursor_blink)
         # Ctrl+P (the palette) is in the help and the welcome text: without its corner every key fits in 80 columns
-        yield Footer(show_command_palette=False)
+        yield Footer(show_command_palette=False, compact=True)
 
     def _welcome(self) -> WelcomeBlock:
         session = self.session
@@ -220,6 +224,7 @@ class XunApp(App[int], inherit_bindings=False):
         return WelcomeBlock(session.config.model.name, provider)
 
     async def on_mount(self) -> None:
+        self.query_one("#main").set_class(self.size.width < NARROW, "-narrow")
         if self.session is not None:
             await self._show_session()
             return
@@ -298,16 +303,25 @@ class XunApp(App[int], inherit_bindings=False):
     def _refresh_gauge(self) -> None:
         conversation = self.conversation
         count = len(conversation.messages)
-        summaries = len(conversation.summarizations)
-        self.chat.border_subtitle = f"{count:,} message{'s' if count != 1 else ''} in the context" + (
-            f" · {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else "")
+        summaries = self._summaries_in_context()
         self.gauge.set_figures(
             reported=conversation.total_tokens,
             estimate=conversation.estimated_tokens(),
             threshold=self.agent.threshold,
             window=self.session.config.model.context_window,
         )
+        gauge = self.gauge
+        self.chat.border_subtitle = f"{count:,} message{'s' if count != 1 else ''} in the context" + (
+            f" · {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else "") + (
+            f" · {percent(gauge.now, gauge.threshold)}% of the threshold")
         self._warn_if_nearly_full()
+
+    def _summaries_in_context(self) -> int:
+        """Summaries the model still sees: none after /clear (the log and the offloads stay as history)."""
+        messages = self.conversation.messages
+        first = messages[0] if len(messages) else None
+        compressed = isinstance(first, SystemPrompt) and first.is_compressed
+        return len(self.conversation.summarizations) or 1 if compressed else 0
 
     def key_of(self, binding_id: str) -> str:
         """How the key of a binding reads now (after `ui.keymap`), e.g. "F5" ("Ctrl+P" when it has none)."""
@@ -560,7 +574,27 @@ class XunApp(App[int], inherit_bindings=False):
     def action_focus_prompt(self) -> None:
         """Esc from anywhere on the main screen: the keyboard goes back to the prompt."""
         self.chat.select(None)
+        main = self.query_one("#main")
+        if main.has_class("-narrow"):
+            main.remove_class("-side-shown")
         self.prompt.focus()
+
+    def action_toggle_side(self) -> None:
+        """Wide: hide or show the side panel beside the chat. Narrow: switch between the chat and the panel."""
+        main = self.query_one("#main")
+        if main.has_class("-narrow"):
+            main.toggle_class("-side-shown")
+            if main.has_class("-side-shown"):
+                self.gauge.focus()
+            else:
+                self.prompt.focus()
+        else:
+            main.toggle_class("-side-hidden")
+            if main.has_class("-side-hidden") and not self.prompt.has_focus:
+                self.prompt.focus()
+
+    def on_resize(self, event: Resize) -> None:
+        self.query_one("#main").set_class(event.size.width < NARROW, "-narrow")
 
     async def action_quit_twice(self) -> None:
         now = time.monotonic()
@@ -637,7 +671,7 @@ class XunApp(App[int], inherit_bindings=False):
             f"reported {tokens(c.total_tokens)} (last model call) · estimate {tokens(c.estimated_tokens())} now",
             (f"threshold {tokens(threshold)} ({source}) · window {tokens(window) if window else 'unknown'}"
              f" · {percent(c.estimated_tokens(), threshold)}% of the threshold"),
-            (f"{len(c.messages):,} messages · {len(archive)} reclaimed results · {len(c.summarizations)} summaries"
+            (f"{len(c.messages):,} messages · {len(archive)} reclaimed results · {self._summaries_in_context()} summaries"
              f" · {c.tokens_per_char:.3f} tokens per char"),
         ]
         await self.chat.add_notice("info", "\n  ".join(lines))
@@ -980,6 +1014,11 @@ class XunApp(App[int], inherit_bindings=False):
             self._refresh_gauge()
             if event.count:
                 self.gauge.add_point(conversation.estimated_tokens())
+            elif event.trigger == "manual":
+                from xun.context_breakdown import reclaim_preview
+
+                keep = self.session.config.auto_compact.toolcall_keep_max
+                self.notify(f"Nothing to reclaim: {reclaim_preview(conversation, keep).why_nothing}.", title="reclaim")
         elif isinstance(event, events.SummaryFinished):
             text = SummaryDivider.describe(event.condensed, event.kept, self.shown_path(event.offload_path),
                                            self._pending_focus)
