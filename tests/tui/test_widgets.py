@@ -275,15 +275,11 @@ def test_diff_preview_colours():
     assert content.plain.splitlines()[-1] == " same"
 
 
-def test_long_streamed_lines_are_shown_in_pieces():
-    from xun.tui.widgets.assistant_block import split_long_lines
+def test_a_long_stream_is_sealed_where_markdown_can_be_cut():
+    from xun.tui.widgets.assistant_block import seal_point
 
-    shown, tail, split = split_long_lines("one two three four", 0, limit=9)
-    assert shown == "one two\n\nthree\n\nfour" and tail == 4 and split
-    assert split_long_lines("short\nlines\n", 0, limit=9) == ("short\nlines\n", 0, False)
-    assert split_long_lines("more words", 6, limit=9) == ("more\n\nwords", 5, True), "counts the shown line"
-    assert split_long_lines("x" * 20, 0, limit=9) == ("x" * 20, 20, False), "no space, no break"
-    words = " ".join(["word"] * 2000)
-    shown, _, _ = split_long_lines(words, 0)
-    assert max(len(line) for line in shown.splitlines()) <= 1000
-    assert shown.replace("\n\n", " ") == words
+    text = "para one\n\n```\ncode\n\nmore code\n"
+    assert seal_point(text) == len("para one\n\n"), "never inside a fence"
+    assert seal_point("one huge paragraph of words") == len("one huge paragraph of ")
+    assert seal_point("```\nopen fence without a break") == 0
+    assert seal_point("nospace") == 0

@@ -1049,7 +1049,16 @@ class XunApp(App[int], inherit_bindings=False):
                 await self.chat.remove_from_last_user(inclusive=True)
                 if not self.prompt.text.strip():
                     self.prompt.set_prompt(message.restored_prompt)
-                await self.chat.add_notice("cancelled", "cancelled; the prompt is back in the input")
+                    await self.chat.add_notice("cancelled", "cancelled; the prompt is back in the input")
+                else:  # never replace what the user typed meanwhile; the prompt stays in the input's history
+                    await self.chat.add_notice(
+                        "cancelled", f"cancelled; the prompt ({one_line(message.restored_prompt, 60)}) is no longer "
+                        "in the session and the input holds new text, so it was not put back: Up brings it back")
+            elif self.chat.reply is not None and self.chat.reply.text.strip():
+                last = self.conversation.messages[-1] if self.conversation.messages else None
+                kept = last.raw.get("content") if type(last) is RawOpenAIMessage else None  # with its mark
+                await self.chat.end_reply(kept if isinstance(kept, str) else self.chat.reply.text, "", cancelled=True)
+                await self.chat.add_notice("cancelled", "cancelled; the reply so far is kept, marked as cancelled")
             else:
                 await self.chat.add_notice("cancelled", "cancelled")
         elif message.status == "max_iterations":

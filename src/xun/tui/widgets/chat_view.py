@@ -250,11 +250,13 @@ class ChatView(VerticalScroll):
             await self.mount(self.reply)
         return self.reply
 
-    async def end_reply(self, content: str, reasoning: str) -> None:
+    async def end_reply(self, content: str, reasoning: str, *, cancelled: bool = False) -> None:
         block = self.reply
         self.reply = None
         if block is not None:
             await block.finish(content, reasoning)
+            if cancelled:
+                block.add_class("-cancelled")
             if not content and block.reasoning is None:
                 await block.remove()
         elif content or reasoning:
