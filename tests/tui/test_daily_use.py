@@ -65,7 +65,7 @@ async def test_the_divider_goes_at_the_cut_and_what_left_the_context_is_dimmed(o
         # /retry keeps the divider (the summary stays in the context)
         await finish(pilot, lambda: submit(pilot, "/retry"))
         assert [r for r in chat_rows(app) if r[0] == "divider"] == [rows[cut[0]]]
-        assert app.chat.border_subtitle.endswith("1 summary")
+        assert " · 1 summary · " in app.chat.border_subtitle
 
 
 async def test_resume_shows_the_whole_history_from_the_offload_log(offline_server, session_factory, tmp_path):
@@ -175,3 +175,42 @@ async def test_brackets_select_blocks_and_enter_opens_the_selected_tool_call(off
         assert app.chat.selected is not tool and not tool.has_class("-jump-target")
         await pilot.press("escape")
         assert app.prompt.has_focus and app.chat.selected is None
+
+
+async def test_a_summarised_reclaimed_result_is_marked_and_r_says_why(offline_server, session_factory, tmp_path):
+    for i in range(3):
+        (tmp_path / f"f{i}.txt").write_text(f"file {i}\n" + "words to read\n" * 40)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=2"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for i in range(3):
+            await turn(pilot, f"read f{i}.txt")
+        await finish(pilot, lambda: pilot.press("f6"))
+        reclaimed = set(app.recoverable.records)
+        assert len(reclaimed) == 2 and not app.recoverable.summarised
+        await finish(pilot, lambda: pilot.press("f5"))
+        assert app.recoverable.summarised == reclaimed, "their placeholders left the context with the summary"
+        assert app.recoverable.border_subtitle.startswith("0 items · 0 tokens · 2 summarised (read only)")
+        await pilot.press("f8", "enter")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "InspectorScreen")
+        screen = app.screen
+        assert "summarised since (read only)" in str(screen.query_one("#inspector-summary").render())
+        await pilot.press("r")
+        assert "cannot restore: a summary took its placeholder out" in str(screen.query_one("#inspector-status").render())
+        assert app.screen is screen
+
+
+async def test_clear_leaves_no_stale_state(offline_server, session_factory, tmp_path):
+    (tmp_path / "a.txt").write_text("words\n" * 40)
+    app = XunApp(session_factory(offline_server, *KEEP))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for _ in range(2):
+            await turn(pilot, "read a.txt")
+        await finish(pilot, lambda: pilot.press("f5"))
+        assert "1 summary" in app.chat.border_subtitle
+        await submit(pilot, "/clear")
+        await wait_until(pilot, lambda: not app.conversation.messages or len(app.conversation.messages) <= 1)
+        assert app.chat.border_subtitle.startswith("0 messages in the context · 0%"), app.chat.border_subtitle
+        assert app.history_records() == [], "no empty system message left behind (nor saved)"
+        await submit(pilot, "/tokens")
+        await wait_until(pilot, lambda: "0 summaries" in str(app.chat.children[-1].render()))
+        assert "0 messages" in str(app.chat.children[-1].render())

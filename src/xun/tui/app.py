@@ -287,6 +287,13 @@ class XunApp(App[int], inherit_bindings=False):
             self.notify(f"the reclaimed results could not be read: {exc}", severity="error")
             records = []
         self.recoverable.load(records)
+        self._mark_summarised_results()
+
+    def _mark_summarised_results(self) -> None:
+        """Reclaimed results whose placeholder a summary took out of the context can no longer be restored."""
+        in_context = {str(msg.raw.get("tool_call_id")) for msg in self.conversation.messages
+                      if type(msg) is RawOpenAIMessage and msg.raw.get("role") == "tool"}
+        self.recoverable.set_summarised(i for i in self.recoverable.records if i not in in_context)
 
     @staticmethod
     def _history_points(conversation: Conversation) -> list[int]:
@@ -1026,6 +1033,7 @@ class XunApp(App[int], inherit_bindings=False):
             divider, self._pending_divider = self._pending_divider, None
             first_kept = self.chat_block_for(1) if len(conversation.messages) > 1 else None
             await self.chat.place_divider(text, first_kept, replacing=divider)
+            self._mark_summarised_results()
             self._refresh_gauge()
             self.gauge.add_point(conversation.estimated_tokens())
         elif isinstance(event, events.ToolResultRestored):
