@@ -214,3 +214,43 @@ async def test_clear_leaves_no_stale_state(offline_server, session_factory, tmp_
         await submit(pilot, "/tokens")
         await wait_until(pilot, lambda: "0 summaries" in str(app.chat.children[-1].render()))
         assert "0 messages" in str(app.chat.children[-1].render())
+
+
+async def test_a_tool_block_shows_the_run_time_not_the_time_spent_answering(offline_server, session_factory):
+    import asyncio
+
+    from xun.tui import messages as m
+    from xun.tui.screens.confirm import ConfirmScreen
+
+    from .helpers import of_type
+
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "run `ls`")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await asyncio.sleep(0.6)  # the user reads the dialog
+        await finish(pilot, lambda: pilot.press("a"))
+        ended = of_type(seen, m.ToolCallEnded)[-1].event
+        assert ended.duration < 0.6, ended.duration
+
+
+async def test_after_turning_automatic_summaries_off_the_log_does_not_repeat_itself(offline_server, session_factory,
+                                                                                   tmp_path):
+    from xun.tui.screens.consent import ConsentScreen
+
+    for i in range(4):
+        (tmp_path / f"f{i}.txt").write_text(f"file {i}\n" + "words to read here\n" * 60)
+    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=1500", "auto_compact.mode=ask"))
+    async with app.run_test(size=(140, 44), notifications=True) as pilot:
+        await turn(pilot, "read f0.txt")
+        await submit(pilot, "read f1.txt")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await pilot.press("o")
+        await wait_until(pilot, lambda: app.busy is None and app.finished_work == 2, what="the turn")
+        for i in (2, 3):
+            await turn(pilot, f"read f{i}.txt")
+        skipped = [e for e in app.log_pane.entries if e.kind == "skipped"]
+        assert len(skipped) == 1 and "off" in skipped[0].reason, [e.line() for e in app.log_pane.entries]
+        assert app.log_pane.unchanged >= 2
+        assert not [n for n in app._notifications if "runs in" in n.message], "no toast to outlive the question"

@@ -344,11 +344,14 @@ class XunApp(App[int], inherit_bindings=False):
         if session in self._warned_full or now < FULL_WARNING * gauge.threshold:
             return
         self._warned_full.add(session)
+        over = now >= gauge.threshold
+        # no figure here: the gauge has it, and a toast's figure is stale a turn later
         self.notify(
-            f"The context is at {percent(now, gauge.threshold)}% of the threshold ({tokens(now)} / {tokens(gauge.threshold)}). "
-            f"{self.key_of('compact')} summarises now, {self.key_of('reclaim')} reclaims old tool results, "
-            f"{self.key_of('preview')} previews what they would do.",
-            title="the context is nearly full", severity="warning", timeout=10)
+            ("The context is past the threshold" if over else f"The context passed {FULL_WARNING:.0%} of the threshold")
+            + f" (the gauge shows where it is). {self.key_of('compact')} summarises now, {self.key_of('reclaim')} "
+            f"reclaims old tool results, {self.key_of('preview')} previews what they would do.",
+            title="the context is past the threshold" if over else "the context is nearly full",
+            severity="warning", timeout=10)
 
     def _set_busy(self, busy: str | None, status: str | None = None) -> None:
         self.busy = busy
@@ -1161,10 +1164,7 @@ class XunApp(App[int], inherit_bindings=False):
 
         self._open_asks.append(screen)
         answer.add_done_callback(lambda _f: self._close_ask(screen))
-        self.notify(f"The context is over the threshold ({figures}): summarise older turns now? "
-                    f"Without an answer the summary runs in {settings.ask_timeout:g} s.",
-                    title="automatic summary", severity="warning", timeout=settings.ask_timeout)
-        self.push_screen(screen, answered)
+        self.push_screen(screen, answered)  # the question and its countdown are on the screen (no toast to go stale)
 
     # -------------------------------------------------------------------------- inspector, sessions
 
