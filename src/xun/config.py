@@ -379,6 +379,16 @@ class XunConfig(_Section):
             threshold = min(threshold, max(1, math.floor(self.auto_compact.threshold_ratio * window)))
         return threshold
 
+    def set_here(self, dotted_key: str, value: Any, source: str) -> None:
+        """Change one setting for this session only (nothing is written) and say where it came from,
+        e.g. the offline server's address, or a choice made in the app."""
+        section, _, name = dotted_key.rpartition(".")
+        target: Any = self
+        for part in filter(None, section.split(".")):
+            target = getattr(target, part)
+        setattr(target, name, value)
+        self._sources[dotted_key] = source
+
     def source_of(self, dotted_key: str) -> str:
         """Where a value came from: a file path, "environment (VAR)", "command line" or "default"."""
         if dotted_key in self._sources:

@@ -1155,7 +1155,7 @@ class XunApp(App[int], inherit_bindings=False):
             if answer.done():
                 return
             if choice == "off":
-                settings.mode = "off"
+                self.session.config.set_here("auto_compact.mode", "off", "chosen in the app (this session only)")
                 self.notify('Automatic summaries are off for this session (auto_compact.mode = "off"); '
                             f"{self.key_of('compact')} still summarises.", title="ask mode")
             answer.set_result(choice == "now")
