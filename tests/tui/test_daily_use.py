@@ -254,3 +254,35 @@ async def test_after_turning_automatic_summaries_off_the_log_does_not_repeat_its
         assert len(skipped) == 1 and "off" in skipped[0].reason, [e.line() for e in app.log_pane.entries]
         assert app.log_pane.unchanged >= 2
         assert not [n for n in app._notifications if "runs in" in n.message], "no toast to outlive the question"
+
+
+async def test_narrow_terminals_switch_between_the_chat_and_the_side_panel(offline_server, session_factory, tmp_path):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await turn(pilot, "hello")
+        main = app.query_one("#main")
+        side, column = app.query_one("#side"), app.query_one("#chat-column")
+        assert main.has_class("-narrow") and side.display is False
+        assert side.region.width == 0 and column.region.width == 80, "the chat has the whole width"
+        await pilot.press("f4")
+        await pilot.pause()
+        assert side.region.width == 80 and column.region.width == 0 and app.gauge.has_focus
+        await pilot.press("escape")
+        await pilot.pause()
+        assert column.region.width == 80 and app.prompt.has_focus
+        await pilot.press("f8")
+        await pilot.pause()
+        assert side.region.width == 80 and app.recoverable.table.has_focus
+        await pilot.press("f4")
+        await pilot.pause()
+        assert column.region.width == 80 and app.prompt.has_focus
+        # wide: F4 hides and shows the panel beside the chat
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        assert not main.has_class("-narrow") and 0 < side.region.width < 80
+        await pilot.press("f4")
+        await pilot.pause()
+        assert side.region.width == 0 and column.region.width == 160
+        await pilot.press("f4")
+        await pilot.pause()
+        assert side.region.width > 0

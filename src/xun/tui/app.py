@@ -467,6 +467,9 @@ class XunApp(App[int], inherit_bindings=False):
         self.reclaim_now()
 
     def action_focus_recoverable(self) -> None:
+        main = self.query_one("#main")
+        if main.has_class("-narrow"):
+            main.add_class("-side-shown")  # the panel takes the chat's place until Esc or F4
         self.recoverable.focus_table()
 
     def action_preview(self) -> None:
