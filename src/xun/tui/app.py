@@ -396,6 +396,18 @@ class XunApp(App[int], inherit_bindings=False):
                 ("Tab", "complete the slash command"),
                 ("//text", "send a prompt that starts with a slash"),
             ]),
+            ("The chat (Tab to it, or Esc then Shift+Tab)", [
+                ("[ / ]", "select the previous / next block (a prompt, a reply, a tool call, a divider)"),
+                ("Enter / Space", "open or fold the selected tool call (or the reply's reasoning)"),
+                ("Home / End", "the top of the whole history (older turns load as you go) / the newest"),
+                ("dimmed turns", "out of the context: a summary replaced them (the divider below them says which)"),
+            ]),
+            ("Words", [
+                ("reclaim", "an old tool result is replaced by a short placeholder; F8 lists them, r restores one"),
+                ("summary", "older turns are replaced by a summary the model writes"),
+                ("offload log", "the file the summarised turns are written to, word for word "
+                                "(.xun/conversation_history/ID.md); the chat shows them dimmed, F9 searches them"),
+            ]),
             ("Recoverable results (F8)", [
                 ("typing", "filter the list (Backspace, Esc clears)"),
                 ("Enter", "open the inspector: c copy · s save to a file · r restore into the context"),
@@ -406,7 +418,7 @@ class XunApp(App[int], inherit_bindings=False):
                 ("Esc", "close, nothing changes"),
             ]),
             ("Recall (F9, /recall [query])", [
-                ("typing", "search offloaded messages and reclaimed results (results as you type)"),
+                ("typing", "search summarised turns and reclaimed results (results as you type)"),
                 ("Up / Down, Enter", "move through the results, read the highlighted one"),
                 ("Ctrl+R", "restore a reclaimed tool result into the context (while it is a placeholder)"),
                 ("F2", "this session only, or every session of this folder"),
@@ -422,7 +434,8 @@ class XunApp(App[int], inherit_bindings=False):
         ]
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's own "Quit" would sit beside "Save and quit" below: one quit in the palette
+        yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
         if self.session is None:
             return
         yield SystemCommand("Summarise now", "Summary compaction of older turns (F5, /compact)", self.action_compact)

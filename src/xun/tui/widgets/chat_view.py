@@ -63,6 +63,8 @@ class ChatView(VerticalScroll):
         """The assistant block being streamed into, if any."""
         self._loading_older = False
         self._older_wanted = False
+        self._going_home = False
+        """Home was pressed: each page that loads leaves the view at the top."""
         self.selected: Widget | None = None
         """The block `[`/`]` moved to (or a jump from /context showed), marked `-jump-target`."""
 
@@ -163,7 +165,10 @@ class ChatView(VerticalScroll):
 
             def keep_place() -> None:
                 grown = self.virtual_size.height - height_before
-                if grown > 0:
+                if self._going_home:
+                    self._going_home = bool(self._older)
+                    self.scroll_home(animate=False, immediate=True)
+                elif grown > 0:
                     self.scroll_to(y=self.scroll_y + grown, animate=False, immediate=True)
 
             self.call_after_refresh(keep_place)
@@ -184,6 +189,8 @@ class ChatView(VerticalScroll):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
+        if new_value > old_value and self._going_home and not self._loading_older:
+            self._going_home = False  # the user scrolled down: stop taking the view to the top
         if new_value <= 0 < old_value:
             self._want_older()
 
@@ -192,9 +199,11 @@ class ChatView(VerticalScroll):
             self._want_older()
 
     def action_scroll_home(self) -> None:
-        if self.scroll_y <= 0:
-            self._want_older()
-        super().action_scroll_home()
+        """Home goes to the very top: what loads meanwhile does not keep the view where it was."""
+        self._going_home = True
+        self.release_anchor()
+        self._want_older()
+        self.scroll_home(animate=False, immediate=True)
 
     # ------------------------------------------------------------------------------- selection
 
