@@ -258,6 +258,11 @@ class Conversation:
         self._index_owed: collections.deque[_IndexWrite] = collections.deque()
         """Queued index writes whose warnings have not been taken yet (touched on the loop only)."""
         self.created_at: float = time.time()
+        self.title: str | None = None
+        """What `/sessions` and `xun sessions` call it: set with /name, else the first prompt (kept at save)."""
+        self.usage_totals: dict[str, int] = {}
+        """The session's model usage as the server reported it ("calls", "prompt", "completion", and
+        "cached_input" once known): kept with the session, across resumes."""
         self.summarizations: list[SummarizationEvent] = []
         self.compaction_log: list[dict[str, Any]] = []
         """Compaction events as JSON records, written by the agent and shown by front ends."""
@@ -748,7 +753,10 @@ class Conversation:
             "conversation_id": self.conversation_id,
             "created_at": self.created_at,
             "updated_at": time.time(),
+            "title": self.session_title(),
             "tokens_used": self.total_tokens,
+            "tokens_now": self.estimated_tokens(),
+            "usage_totals": dict(self.usage_totals),
             "usage": {"chars": self.usage_chars, "tokens_per_char": self.tokens_per_char, "overhead_chars": self.overhead_chars},
             "messages": [m.to_json() for m in self._messages],
             "compacted_toolcalls": self._reclaimed.summary(),
@@ -758,6 +766,13 @@ class Conversation:
             "compaction_log": self.compaction_log,
             "kept_originals": [{**e, "messages": [m.to_json() for m in e["messages"]]} for e in self.kept_originals],
         }
+
+    def session_title(self) -> str | None:
+        if self.title is None:  # the first prompt, remembered before a summary takes it out of the context
+            first = next((m for m in self._messages if isinstance(m, UserMessage) and m.text.strip()), None)
+            if first is not None:
+                self.title = " ".join(first.text.split())[:80]
+        return self.title
 
     def dumps(self) -> str:
         """The session as text: one line of JSON (the session), then one JSON line per reclaimed original.
@@ -919,7 +934,12 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
     if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0 < ratio <= 10:
         ratio = DEFAULT_TOKENS_PER_CHAR
     created = data.get("created_at")
+    title = data.get("title")
+    totals = data.get("usage_totals")
     return {
+        "title": title if isinstance(title, str) and title.strip() else None,
+        "usage_totals": {k: v for k, v in totals.items() if isinstance(k, str) and isinstance(v, int)
+                         and not isinstance(v, bool) and v >= 0} if isinstance(totals, dict) else {},
         "messages": MessageList(messages),
         "conversation_id": conversation_id,
         "total_tokens": tokens,

@@ -98,9 +98,11 @@ def test_sessions_lists_newest_first_and_names_unreadable_files(cli: Cli):
     (store.root / "broken.json").write_text('{"format_version": 1, "messa')
     result = cli("sessions").check(0)  # as a real process
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED"]
+    assert lines[0].split() == ["ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED", "TITLE"]
     assert [line.split()[0] for line in lines[1:]] == ["newer", "older"]
-    assert lines[1].split()[3:] == ["3", "-", "0", "0"]
+    newer = lines[1].split()
+    assert newer[3] == "3" and newer[4].isdigit() and newer[5:] == ["0", "0", "message", "0"], newer
+    assert lines[2].endswith("message 0"), "titled with the first prompt"
     assert f"cannot read session file {store.root / 'broken.json'}: not valid JSON" in result.stderr
     rows = [json.loads(line) for line in cli.inproc("sessions", "--json").check(0).stdout.splitlines()]
     assert [(r["id"], r["messages"]) for r in rows] == [("newer", 3), ("older", 1)]

@@ -286,3 +286,26 @@ async def test_narrow_terminals_switch_between_the_chat_and_the_side_panel(offli
         await pilot.press("f4")
         await pilot.pause()
         assert side.region.width > 0
+
+
+async def test_sessions_have_titles_and_show_the_context_as_it_is_now(offline_server, session_factory, tmp_path):
+    from xun.sessions import SessionStore
+    from xun.tui.screens.sessions import SessionsScreen
+
+    for i in range(3):
+        (tmp_path / f"f{i}.txt").write_text("words to read\n" * 60)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for i in range(3):
+            await turn(pilot, f"read f{i}.txt")
+        await finish(pilot, lambda: pilot.press("f6"))
+        await wait_until(pilot, lambda: app.saved)
+        info = next(i for i in SessionStore(tmp_path).list() if i.conversation_id == app.conversation.conversation_id)
+        assert info.title == "read f0.txt", "the first prompt"
+        assert info.tokens == app.conversation.estimated_tokens() < app.conversation.total_tokens, "after the reclaim"
+        await submit(pilot, "/name reading the parts")
+        await wait_until(pilot, lambda: SessionStore(tmp_path).list()[0].title == "reading the parts")
+        await submit(pilot, "/sessions")
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        table = app.screen.query_one("DataTable")
+        assert "reading the parts" in [str(cell) for cell in table.get_row_at(0)]

@@ -812,6 +812,15 @@ class XunApp(App[int], inherit_bindings=False):
             await self.action_tokens()
         elif name == "/sessions":
             await self.action_sessions()
+        elif name == "/name":
+            title = " ".join(argument.split())
+            if not title:
+                self.notify(f"this session is called {self.conversation.session_title() or '(nothing yet)'}; "
+                            "/name TITLE names it", severity="warning")
+                return
+            self.conversation.title = title[:80]
+            await self.chat.add_notice("info", f"this session is now called {title[:80]!r}")
+            self.save_session()
         elif name == "/config":
             self.action_config()
         elif name == "/help":

@@ -36,6 +36,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/tokens", "/tokens", "token figures: reported, estimated, threshold, window"),
     SlashCommand("/context", "/context", "what fills the context, part by part, and its largest messages (Enter on the gauge)"),
     SlashCommand("/sessions", "/sessions", "switch to another saved session"),
+    SlashCommand("/name", "/name TITLE", "name this session (shown in /sessions and xun sessions)", "/name "),
     SlashCommand("/config", "/config", "every setting, its value and where it came from"),
     SlashCommand("/help", "/help", "keys and commands (F1)"),
     SlashCommand("/quit", "/quit", "save the session and quit (Ctrl+Q)"),
