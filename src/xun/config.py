@@ -339,6 +339,15 @@ class UiSettings(_Section):
         return value
 
 
+class ModelPrice(_Section):
+    """What one model costs, per million tokens (in the currency the user thinks in)."""
+
+    input: float = Field(ge=0, description="Price of a million prompt tokens.")
+    output: float = Field(ge=0, description="Price of a million completion tokens.")
+    cached_input: float | None = Field(
+        default=None, ge=0, description="Price of a million cached prompt tokens (unset: they cost as input).")
+
+
 class XunConfig(_Section):
     """All of xun's settings. Cheap to deep-copy: `Agent.inherit` gives each child its own."""
 
@@ -367,6 +376,11 @@ class XunConfig(_Section):
     )
     tools: ToolSettings = Field(default_factory=ToolSettings, description="Limits of the built-in tools.")
     ui: UiSettings = Field(default_factory=UiSettings, description="Front-end preferences such as key bindings.")
+    pricing: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description='Prices per million tokens by model name, e.g. [pricing."gpt-4o-mini"] input = 0.15, '
+        "output = 0.6 (cached_input optional): the app then shows what the session cost.",
+    )
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 

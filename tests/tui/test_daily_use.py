@@ -309,3 +309,35 @@ async def test_sessions_have_titles_and_show_the_context_as_it_is_now(offline_se
         await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen))
         table = app.screen.query_one("DataTable")
         assert "reading the parts" in [str(cell) for cell in table.get_row_at(0)]
+
+
+async def test_usage_of_the_last_call_the_session_and_its_cost_survive_a_resume(offline_server, session_factory):
+    from xun.tui import messages as m
+
+    from .helpers import of_type
+
+    prices = ("pricing.xun-offline.input=2", "pricing.xun-offline.output=8")
+    first = session_factory(offline_server, *prices, "model.name=xun-offline")
+    app = XunApp(first)
+    seen: list = []
+    async with app.run_test(size=(140, 44), message_hook=seen.append) as pilot:
+        await turn(pilot, "hello")
+        await turn(pilot, "hello again")
+        calls = [u.event for u in of_type(seen, m.ContextUsage) if u.after_model_call]
+        totals = app.conversation.usage_totals
+        assert totals["calls"] == len(calls) == 2
+        assert totals["prompt"] == sum(c.prompt_tokens for c in calls) > 0
+        assert totals["completion"] == sum(c.completion_tokens for c in calls) > 0
+        text = app.gauge.usage_text
+        last = calls[-1]
+        assert text.startswith(f"last call {last.prompt_tokens:,} in · {last.completion_tokens:,} out"), text
+        expected = (totals["prompt"] * 2 + totals["completion"] * 8) / 1e6
+        assert f"${expected:,.4f}" in text and "(2 calls)" in text
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    again = XunApp(session_factory(offline_server, *prices, "model.name=xun-offline",
+                                   resume=first.conversation.conversation_id))
+    async with again.run_test(size=(140, 44)) as pilot:
+        await wait_until(pilot, lambda: again.gauge.usage_text)
+        assert again.conversation.usage_totals == totals
+        assert again.gauge.usage_text.startswith("session ") and f"${expected:,.4f}" in again.gauge.usage_text

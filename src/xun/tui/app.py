@@ -144,6 +144,8 @@ class XunApp(App[int], inherit_bindings=False):
         self._warned_full: set[str] = set()
         """Sessions (conversation ids) already warned that the context passed FULL_WARNING of the threshold."""
         self._heap_frozen = False
+        self._last_call: dict[str, int] | None = None
+        """The last model call's reported tokens, for the usage line under the gauge."""
 
     def get_default_screen(self) -> Screen[Any]:
         from xun.tui.screens.main import MainScreen
@@ -275,6 +277,8 @@ class XunApp(App[int], inherit_bindings=False):
         await self.chat.show_transcript(transcript(conversation).items)
         self._refresh_gauge()
         self.gauge.set_history(self._history_points(conversation))
+        self._last_call = None
+        self._count_usage(None)
         self.log_pane.load(list(conversation.compaction_log))
         self.recoverable.load([])
         self.call_after_refresh(self._load_recoverable)
@@ -1014,8 +1018,34 @@ class XunApp(App[int], inherit_bindings=False):
                 return content if isinstance(content, str) else str(content)
         return None
 
+    def _count_usage(self, event: Any | None) -> None:
+        """The one place the app reads a model call's usage (the server's prompt and completion tokens):
+        added to the session's totals, shown under the gauge with the cost when `pricing` has the model."""
+        from xun.usage import add_call, cost, price_for
+
+        totals = self.conversation.usage_totals
+        if event is not None:
+            prompt, completion = getattr(event, "prompt_tokens", None), getattr(event, "completion_tokens", None)
+            if add_call(totals, prompt, completion):
+                self._last_call = {"prompt": prompt or 0, "completion": completion or 0}
+        if not totals.get("calls"):
+            self.gauge.set_usage("")
+            return
+        price = price_for(self.session.config.pricing, self.session.config.model.name)
+        parts = []
+        last = self._last_call
+        if last is not None:
+            parts.append(f"last call {last['prompt']:,} in · {last['completion']:,} out")
+        spent = cost(totals, price)
+        parts.append(f"session {tokens(totals['prompt'])} in · {tokens(totals['completion'])} out "
+                     f"({totals['calls']:,} call{'s' if totals['calls'] != 1 else ''})"
+                     + ("" if spent is None else f" · ${spent:,.4f}" if spent < 1 else f" · ${spent:,.2f}"))
+        self.gauge.set_usage("\n".join(parts))
+
     def on_context_usage(self, message: m.ContextUsage) -> None:
         usage = message.event
+        if message.after_model_call:
+            self._count_usage(usage)
         self.gauge.set_figures(reported=usage.total_tokens, estimate=usage.estimated_tokens, threshold=usage.threshold,
                                window=usage.context_window)
         if message.after_model_call and usage.total_tokens is not None:
