@@ -341,3 +341,27 @@ async def test_usage_of_the_last_call_the_session_and_its_cost_survive_a_resume(
         await wait_until(pilot, lambda: again.gauge.usage_text)
         assert again.conversation.usage_totals == totals
         assert again.gauge.usage_text.startswith("session ") and f"${expected:,.4f}" in again.gauge.usage_text
+
+
+async def test_a_large_paste_is_one_line_in_the_input_and_sent_in_full(offline_server, session_factory):
+    from textual import events
+
+    from xun.tui import messages as m
+
+    from .helpers import of_type
+
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    pasted = "".join(f"line {i}\n" for i in range(1024)).rstrip("\n")
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        app.prompt.focus()
+        await pilot.press("s", "u", "m", "space")
+        app.post_message(events.Paste(pasted))
+        await pilot.pause()
+        assert app.prompt.text == "sum [pasted 1,024 lines #1]"
+        app.post_message(events.Paste("a small paste"))
+        await pilot.pause()
+        assert app.prompt.text.endswith("#1]a small paste")
+        await finish(pilot, lambda: pilot.press("enter"))
+        assert of_type(seen, m.PromptSubmitted)[-1].text == f"sum {pasted}a small paste"
+        assert any(getattr(msg, "text", None) == f"sum {pasted}a small paste" for msg in app.conversation.messages)
