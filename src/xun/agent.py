@@ -63,6 +63,8 @@ PROJECT_INSTRUCTION_FILES = ("AGENTS.md", "Agents.md", "agents.md")
 PROJECT_SECTION = "AGENTS.md"
 DEFAULT_MAX_ITERATIONS = 50
 CANCELLED_TOOL_RESULT = "[Cancelled] The user cancelled the turn before this tool call finished."
+CANCELLED_REPLY_MARK = "\n\n[cancelled by the user]"
+"""Ends a reply cut short by a cancel: what streamed is kept, and the model (and the user) see why it stops."""
 OFFLINE_API_KEY = "xun-offline-no-key"
 
 EventCallback = Callable[[Event], Awaitable[None] | None]
@@ -218,6 +220,8 @@ class Agent:
         self.last_error: str | None = None
         self.reads_project_instructions = True
         self._shares_client = False  # set by inherit: a helper never closes its parent's client
+        self._partial: _Reply | None = None
+        """The reply being streamed (None once it is complete): a cancel keeps what it holds."""
         self.offline = False
         """Talking to the offline demo server: the user's API key is not sent to it."""
         self.knowledge = ServerKnowledge()
@@ -595,6 +599,7 @@ class Agent:
         self.last_error = None
         iterations = 0
         finished: TurnFinished | None = None
+        self._partial = None
         try:
             while iterations < limit:
                 iterations += 1
@@ -636,9 +641,14 @@ class Agent:
         return finished
 
     def _settle_interrupted_turn(self, start: int) -> str | None:
-        """After a cancel: answer dangling tool calls, and if the turn got no reply at all, take the user
-        message back so the front end can put it into the prompt again."""
+        """After a cancel: answer dangling tool calls, keep a reply cut short (marked as cancelled), and if
+        the turn got no reply at all, take the user message back so the front end can put it into the
+        prompt again."""
         self._answer_dangling_calls(start)
+        partial, self._partial = self._partial, None
+        if partial is not None and partial.content.strip():
+            self.conversation.add_agent_message({"role": "assistant", "content": partial.content + CANCELLED_REPLY_MARK})
+            return None
         popped = self.conversation.pop_last_message_if_user()
         return popped.text if popped is not None else None
 
@@ -738,7 +748,7 @@ class Agent:
         return request
 
     async def _stream_once(self) -> _Reply:
-        reply = _Reply(reasoning_field=self.config.model.reasoning_field)
+        reply = self._partial = _Reply(reasoning_field=self.config.model.reasoning_field)
         stream = await self.client().chat.completions.create(**self._request(stream=True))
         chunks = 0
         try:
@@ -759,6 +769,7 @@ class Agent:
             raise TransientServerError("the stream ended before the reply was complete")
         if not reply.content and not reply.calls and reply.finish_reason != "length":
             raise TransientServerError("the server sent an empty reply")
+        self._partial = None
         return reply
 
     async def _take_delta(self, reply: _Reply, delta: Any) -> None:

@@ -179,7 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "the environment (OPENAI_BASE_URL, XUN_MODEL), then --set. API keys are never stored:\n"
                      "provider.api_key_env names the environment variable that holds the key.")
     _add_global_options(config, top=False, set_dest="config_overrides")
-    actions = config.add_subparsers(dest="config_action", metavar="ACTION", title="actions", required=True)
+    config.set_defaults(json=False, verbose=False)  # bare `xun config` shows the settings
+    actions = config.add_subparsers(dest="config_action", metavar="ACTION", title="actions")
     show = actions.add_parser("show", help="every setting, its value and its source", formatter_class=_Formatter,
                               description="Every setting, its value and where it came from.")
     show.add_argument("--json", action="store_true", help="one JSON object per setting")
@@ -312,6 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = EXIT_INTERRUPTED
     except SystemExit as exc:
         code = _exit_code(exc)
+    except BrokenPipeError:  # the reader closed the pipe early (`xun sessions --json | head`): not an error
+        code = EXIT_OK
     except BaseException as exc:  # noqa: BLE001 - every error becomes one line (a traceback with --debug)
         code, message = _describe_error(exc)
         _report(message, args.debug)
@@ -384,7 +387,8 @@ def _describe_error(exc: BaseException) -> tuple[int, str]:
 def _report(message: str, debug: bool) -> None:
     if debug:
         traceback.print_exc(file=sys.stderr)
-    print(f"xun: {message}", file=sys.stderr, flush=True)
+    prefix = "" if message.startswith("xun ") else "xun: "  # "xun run: …" names its command already
+    print(f"{prefix}{message}", file=sys.stderr, flush=True)
 
 
 def _end_process(code: int) -> NoReturn:

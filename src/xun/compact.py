@@ -160,7 +160,9 @@ class AutoCompactor(CompactorAbstract):
                 self.consecutive_failures = 0
                 return
             if not await agent.consent_to_summary():
-                await agent.emit(CompactionSkipped(reason="automatic summary declined", trigger="auto"))
+                off = agent.config.auto_compact.mode == "off"
+                reason = "automatic summaries are off (auto_compact.mode = off)" if off else "automatic summary declined"
+                await agent.emit(CompactionSkipped(reason=reason, trigger="auto"))
                 return
             worthwhile = worthwhile_keep(conversation, keep_messages)
             if worthwhile is None:

@@ -456,6 +456,15 @@ class UiSettings(_Section):
         return value
 
 
+class ModelPrice(_Section):
+    """What one model costs, per million tokens (in the currency the user thinks in)."""
+
+    input: float = Field(ge=0, description="Price of a million prompt tokens.")
+    output: float = Field(ge=0, description="Price of a million completion tokens.")
+    cached_input: float | None = Field(
+        default=None, ge=0, description="Price of a million cached prompt tokens (unset: they cost as input).")
+
+
 class XunConfig(_Section):
     """All of xun's settings. Cheap to deep-copy: `Agent.inherit` gives each child its own."""
 
@@ -487,6 +496,11 @@ class XunConfig(_Section):
     mcp: McpSettings = Field(
         default_factory=McpSettings, description="MCP servers (only in the user config or on the command line)."
     )
+    pricing: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description='Prices per million tokens by model name, e.g. [pricing."gpt-4o-mini"] input = 0.15, '
+        "output = 0.6 (cached_input optional): the app then shows what the session cost.",
+    )
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -498,6 +512,16 @@ class XunConfig(_Section):
         if window is not None:
             threshold = min(threshold, max(1, math.floor(self.auto_compact.threshold_ratio * window)))
         return threshold
+
+    def set_here(self, dotted_key: str, value: Any, source: str) -> None:
+        """Change one setting for this session only (nothing is written) and say where it came from,
+        e.g. the offline server's address, or a choice made in the app."""
+        section, _, name = dotted_key.rpartition(".")
+        target: Any = self
+        for part in filter(None, section.split(".")):
+            target = getattr(target, part)
+        setattr(target, name, value)
+        self._sources[dotted_key] = source
 
     def source_of(self, dotted_key: str) -> str:
         """Where a value came from: a file path, "environment (VAR)", "command line" or "default"."""

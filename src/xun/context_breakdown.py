@@ -164,6 +164,17 @@ class ReclaimPreview:
     def tokens_saved(self) -> int:
         return round(self.chars_saved * self.tokens_per_char)
 
+    @property
+    def why_nothing(self) -> str:
+        """Why a reclaim now would replace nothing ("" when it would replace something)."""
+        if self.count:
+            return ""
+        if self.tool_results <= self.keep_max:
+            return (f"the newest {self.keep_max} tool results are always kept (auto_compact.toolcall_keep_max) "
+                    f"and there {'is' if self.tool_results == 1 else 'are'} {self.tool_results}")
+        return (f"the {self.tool_results - self.keep_max} older than the newest {self.keep_max} are placeholders "
+                "already, restored by hand, or shorter than a placeholder")
+
 
 @dataclass(slots=True)
 class _Tally:

@@ -118,6 +118,8 @@ class SummarizationEvent:
     condensed_count: int
     kept_count: int
     warning: str | None = None
+    offload_when: str | None = None
+    """The heading time of the offload log's section holding the originals (how the chat finds them)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -128,6 +130,7 @@ class SummarizationEvent:
             "condensed_count": self.condensed_count,
             "kept_count": self.kept_count,
             "warning": self.warning,
+            "offload_when": self.offload_when,
         }
 
 
@@ -261,6 +264,11 @@ class Conversation:
         self._index_owed: collections.deque[_IndexWrite] = collections.deque()
         """Queued index writes whose warnings have not been taken yet (touched on the loop only)."""
         self.created_at: float = time.time()
+        self.title: str | None = None
+        """What `/sessions` and `xun sessions` call it: set with /name, else the first prompt (kept at save)."""
+        self.usage_totals: dict[str, int] = {}
+        """The session's model usage as the server reported it ("calls", "prompt", "completion", and
+        "cached_input" once known): kept with the session, across resumes."""
         self.summarizations: list[SummarizationEvent] = []
         self.compaction_log: list[dict[str, Any]] = []
         """Compaction events as JSON records, written by the agent and shown by front ends."""
@@ -387,7 +395,7 @@ class Conversation:
         system = self._system()
         if system is not None and system.is_compressed:  # a fresh start keeps the role and the rules, not the summary
             system = SystemPrompt(content=system.base_prompt, persist_sections=dict(system.persist_sections))
-        self.messages = [system] if system else []
+        self.messages = [system] if system and (system.content or system.persist_sections) else []  # no empty one
         self.total_tokens = None
         self.usage_chars = None
         self.overhead_chars = 0
@@ -695,7 +703,7 @@ class Conversation:
             return SummaryCompactResult(Status.SUMMARIZE_FAILED, "The summarizer returned no summary; nothing changed.")
         summary = summary.strip()
         leaving = [m for m in plan.condensed if m.role != "system"]
-        offload_path, warning, job = None, None, None
+        offload_path, warning, job, when = None, None, None, None
         if self.offload_dir is None:
             self.kept_originals.append({"time": time.time(), "reason": "no offload log configured", "messages": leaving})
         else:
@@ -726,7 +734,8 @@ class Conversation:
         )
         after = self.estimated_message_length()
         before = plan.estimated_length_before
-        event = SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning)
+        event = SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning,
+                                   when if offload_path else None)
         self.summarizations.append(event)
         if job is not None and not write_index:  # the index's warning, when it is written, is the summary's
             job.settle = lambda index_warning: setattr(event, "warning", index_warning)
@@ -775,7 +784,10 @@ class Conversation:
             "conversation_id": self.conversation_id,
             "created_at": self.created_at,
             "updated_at": time.time(),
+            "title": self.session_title(),
             "tokens_used": self.total_tokens,
+            "tokens_now": self.estimated_tokens(),
+            "usage_totals": dict(self.usage_totals),
             "usage": {"chars": self.usage_chars, "messages": self.usage_messages, "tokens_per_char": self.tokens_per_char,
                       "overhead_chars": self.overhead_chars, "fixed_tokens": self.fixed_tokens},
             "messages": [m.to_json() for m in self._messages],
@@ -786,6 +798,13 @@ class Conversation:
             "compaction_log": self.compaction_log,
             "kept_originals": [{**e, "messages": [m.to_json() for m in e["messages"]]} for e in self.kept_originals],
         }
+
+    def session_title(self) -> str | None:
+        if self.title is None:  # the first prompt, remembered before a summary takes it out of the context
+            first = next((m for m in self._messages if isinstance(m, UserMessage) and m.text.strip()), None)
+            if first is not None:
+                self.title = " ".join(first.text.split())[:80]
+        return self.title
 
     def dumps(self) -> str:
         """The session as text: one line of JSON (the session), then one JSON line per reclaimed original.
@@ -909,8 +928,8 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
         raise fail("summarizations should be a list of objects")
     for i, event in enumerate(summarizations):
         try:
-            if not all(isinstance(event.get(key), (str, type(None))) for key in ("file_path", "warning")):
-                raise TypeError("file_path and warning should be text or null")
+            if not all(isinstance(event.get(key), (str, type(None))) for key in ("file_path", "warning", "offload_when")):
+                raise TypeError("file_path, warning and offload_when should be text or null")
             events.append(
                 SummarizationEvent(
                     cutoff_index=int(event["cutoff_index"]),
@@ -920,6 +939,7 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
                     condensed_count=int(event.get("condensed_count") or 0),
                     kept_count=int(event.get("kept_count") or 0),
                     warning=event.get("warning"),
+                    offload_when=event.get("offload_when"),
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -950,7 +970,12 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
     if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0 < ratio <= 10:
         ratio = DEFAULT_TOKENS_PER_CHAR
     created = data.get("created_at")
+    title = data.get("title")
+    totals = data.get("usage_totals")
     return {
+        "title": title if isinstance(title, str) and title.strip() else None,
+        "usage_totals": {k: v for k, v in totals.items() if isinstance(k, str) and isinstance(v, int)
+                         and not isinstance(v, bool) and v >= 0} if isinstance(totals, dict) else {},
         "messages": MessageList(messages),
         "conversation_id": conversation_id,
         "total_tokens": tokens,

@@ -107,9 +107,9 @@ def open_session(
 
         server = OfflineServer(context_window=config.model.context_window)
         server.start()
-        config.provider.base_url = server.base_url
+        config.set_here("provider.base_url", server.base_url, "the offline demo server (no API key)")
         if config.source_of("model.name") == "default":
-            config.model.name = OFFLINE_MODEL
+            config.set_here("model.name", OFFLINE_MODEL, "the offline demo server (no API key)")
     agent = Agent(config, conversation=conversation, workdir=folder, on_event=on_event, confirm=confirm,
                   consent=consent, environ=dict(environ) if environ is not None else None)
     agent.offline = server is not None

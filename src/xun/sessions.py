@@ -29,6 +29,8 @@ class SessionInfo:
     tokens: int | None
     summaries: int
     reclaimed: int
+    title: str = ""
+    """/name's name, else the first prompt."""
 
 
 def check_session_id(conversation_id: str) -> str:
@@ -136,7 +138,10 @@ def _read_info(path: Path) -> SessionInfo:
         path=path,
         updated_at=float(updated) if isinstance(updated, (int, float)) else path.stat().st_mtime,
         messages=len(data["messages"]),
-        tokens=data.get("tokens_used") if isinstance(data.get("tokens_used"), int) else None,
+        # the context as it is now (a reclaim or a summary after the last call made it smaller), else the
+        # last reported figure of a session saved before "tokens_now" was
+        tokens=next((v for v in (data.get("tokens_now"), data.get("tokens_used")) if isinstance(v, int)), None),
+        title=str(data.get("title") or ""),
         summaries=int(counter.get("summary_rounds", 0) or 0),
         reclaimed=int(reclaimed.get("archived_lines", len(reclaimed)) or 0),
     )

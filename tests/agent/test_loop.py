@@ -95,8 +95,13 @@ async def test_cancel_mid_stream_leaves_a_consistent_conversation(offline_server
     await asyncio.sleep(0.3)
     assert len(rec.of("text_delta")) == deltas  # streaming stopped
     finished = rec.of("turn_finished")[-1]
-    assert finished.status == "cancelled" and finished.restored_prompt == "write 2000 tokens"
-    assert agent.conversation.messages == before  # no half reply, and the prompt went back to the user
+    assert finished.status == "cancelled" and finished.restored_prompt is None
+    # the reply so far is kept after the prompt, marked as cancelled (issue 14), and nothing else changed
+    messages = agent.conversation.messages
+    assert messages[:len(before)] == before and len(messages) == len(before) + 2
+    assert messages[-2].text == "write 2000 tokens"
+    streamed = "".join(event.text for event in rec.of("text_delta"))
+    assert messages[-1].raw["content"] == streamed + "\n\n[cancelled by the user]"
 
 
 async def test_cancel_during_a_tool_answers_the_call_and_kills_it(offline_server, tmp_path):

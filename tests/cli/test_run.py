@@ -140,8 +140,8 @@ def test_prompt_from_standard_input(cli: Cli):
 
 def test_missing_or_empty_prompt_is_a_usage_error(cli: Cli):
     empty = cli.inproc("run", "   ").check(2)
-    assert empty.stderr.strip() == "xun: xun run: the prompt is empty"
-    assert cli.inproc("run", input="").check(2).stderr.startswith("xun: xun run: the prompt is empty")
+    assert empty.stderr.strip() == "xun run: the prompt is empty"
+    assert cli.inproc("run", input="").check(2).stderr.startswith("xun run: the prompt is empty")
     assert cli.session_files() == []
 
 

@@ -455,3 +455,15 @@ def test_default_toolbox_is_fresh_each_time():
     first = default_toolbox()
     first.allow_for_session("run_command")
     assert default_toolbox().allowed_for_session() == frozenset()
+
+
+async def test_the_duration_leaves_out_the_wait_for_the_confirmation(make_context):
+    async def slow_yes(request: ConfirmationRequest) -> Decision:
+        await asyncio.sleep(0.3)  # the user reading the dialog
+        return Decision.ALLOW_ONCE
+
+    box = Toolbox([touch])
+    outcome = await box.call("touch", '{"name": "a"}', make_context(auto_confirm=False, confirm=slow_yes))
+    assert outcome.text == "touched a"
+    assert outcome.waited >= 0.3
+    assert outcome.duration < 0.3, "the run time, not the time the user took to answer"

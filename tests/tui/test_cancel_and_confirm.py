@@ -1,4 +1,5 @@
-"""Esc cancels a turn mid-stream and the prompt comes back; tool confirmations in a modal."""
+"""Esc cancels a turn mid-stream (the reply so far is kept) or before any text (the prompt comes back);
+tool confirmations in a modal."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from xun.tui.widgets.user_block import UserBlock
 from .helpers import finish, of_type, submit, turn, wait_until
 
 
-async def test_escape_cancels_mid_stream_and_the_prompt_comes_back(offline_server_factory, session_factory):
+async def test_escape_mid_stream_keeps_the_reply_so_far_marked_cancelled(offline_server_factory, session_factory):
     server = offline_server_factory(tokens_per_second=200)
     app = XunApp(session_factory(server))
     seen: list = []
@@ -27,19 +28,47 @@ async def test_escape_cancels_mid_stream_and_the_prompt_comes_back(offline_serve
         await finish(pilot, lambda: pilot.press("escape"))
 
         ended = of_type(seen, m.TurnEnded)[-1]
-        assert ended.status == "cancelled" and ended.restored_prompt == "write 5000 tokens"
-        assert app.prompt.text == "write 5000 tokens"
-        assert not app.chat.query(UserBlock) and not app.chat.query(AssistantBlock)
+        assert ended.status == "cancelled" and ended.restored_prompt is None
+        last = app.conversation.messages[-1]
+        assert last.raw["content"].endswith("[cancelled by the user]"), "the partial reply is kept in the session"
+        reply = app.chat.query(AssistantBlock).last()
+        assert reply.has_class("-cancelled") and reply.text == last.raw["content"]
+        assert [b.text for b in app.chat.query(UserBlock)] == ["write 5000 tokens"]
         notices = list(app.chat.query(NoticeBlock))
-        assert notices and notices[-1].level == "cancelled" and "prompt is back" in notices[-1].text
-        assert not any(getattr(msg, "role", "") == "user" for msg in app.conversation.messages)
+        assert notices[-1].level == "cancelled" and "reply so far is kept" in notices[-1].text
+        assert app.prompt.text == "" and app.prompt.has_focus
         assert app.gauge.streaming_chars == 0
         assert app.header.status == "ready"
 
-        # the returned prompt can be sent again as it is
-        app.prompt.load_text("hello again")
         await turn(pilot, "hello again")
         assert of_type(seen, m.TurnEnded)[-1].status == "ok"
+
+
+async def test_escape_before_any_text_gives_the_prompt_back_and_says_so_truly(offline_server_factory, session_factory):
+    server = offline_server_factory(tokens_per_second=10, reasoning="reasoning_content")
+    app = XunApp(session_factory(server))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "write 5000 tokens")
+        await wait_until(pilot, lambda: app.chat.reply is not None and app.chat.reply.reasoning is not None,
+                         what="reasoning")
+        await finish(pilot, lambda: pilot.press("escape"))
+        ended = of_type(seen, m.TurnEnded)[-1]
+        assert ended.status == "cancelled" and ended.restored_prompt == "write 5000 tokens"
+        assert app.prompt.text == "write 5000 tokens"
+        assert not app.chat.query(UserBlock)
+        assert "prompt is back in the input" in list(app.chat.query(NoticeBlock))[-1].text
+        assert not any(getattr(msg, "role", "") == "user" for msg in app.conversation.messages)
+
+        # again, with new text typed in the input meanwhile: it stays, and the notice does not claim otherwise
+        await submit(pilot, "write 5000 tokens")
+        await wait_until(pilot, lambda: app.chat.reply is not None and app.chat.reply.reasoning is not None,
+                         what="reasoning")
+        await pilot.press("a", "b", "c")
+        await finish(pilot, lambda: pilot.press("escape"))
+        assert app.prompt.text == "abc"
+        notice = list(app.chat.query(NoticeBlock))[-1].text
+        assert "was not put back" in notice and "back in the input" not in notice
 
 
 async def test_escape_does_nothing_when_idle(offline_server, session_factory):

@@ -55,7 +55,8 @@ async def test_prompt_streams_the_reply_and_shows_tool_blocks(offline_server, se
         # the gauge shows what the server reported after the last model call
         assert app.gauge.reported == app.conversation.total_tokens
         assert len(app.gauge.history) == 2  # one point per model call
-        assert app.chat.border_subtitle == f"{len(app.conversation.messages)} messages in the context"
+        assert app.chat.border_subtitle.startswith(f"{len(app.conversation.messages)} messages in the context · ")
+        assert app.chat.border_subtitle.endswith("% of the threshold"), "the gauge in short, for when the side panel is hidden"
 
 
 async def test_a_long_streamed_reply_arrives_whole(offline_server_factory, session_factory):

@@ -87,7 +87,8 @@ async def test_the_inspector_shows_the_original_highlighted(offline_server, sess
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, InspectorScreen))
 
-        await pilot.press("escape")  # clears the filter
+        assert app.prompt.has_focus, "closing the inspector gives the keyboard back to the prompt"
+        await pilot.press("f8", "escape")  # back in the list: Esc clears the filter and leaves it
         screen = await open_row(pilot, app, "read_file", "code")
         assert screen.language == "python"
 
@@ -100,6 +101,8 @@ async def test_copy_and_save(offline_server, session_factory, tmp_path: Path):
         screen = await open_row(pilot, app, "read_file", "code")
         await pilot.press("c")
         assert app.clipboard == screen.original
+        status = str(screen.query_one("#inspector-status").render())
+        assert "s saves the text to a file" in status and "copied" not in status, "no claim the terminal cannot back"
         await pilot.press("s")
         path_input = screen.query_one("#inspector-save-path", Input)
         assert path_input.has_focus
@@ -107,7 +110,8 @@ async def test_copy_and_save(offline_server, session_factory, tmp_path: Path):
         path_input.value = "saved/original.py"
         await pilot.press("enter")
         saved = tmp_path / "saved" / "original.py"
-        assert saved.read_text() == screen.original
+        assert screen.original.startswith("[code.py: lines 1-") and "\t" in screen.original
+        assert saved.read_text() == CODE, "the file's own content, not the numbered view"
         assert screen.saved_to == saved
         assert "saved" in str(screen.query_one("#inspector-status").render())
         assert isinstance(app.screen, InspectorScreen), "saving keeps the inspector open"

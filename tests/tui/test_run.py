@@ -16,7 +16,7 @@ from xun.tui.widgets.welcome_block import WelcomeBlock
 from .helpers import submit, turn, wait_until
 
 
-def test_run_returns_zero_after_a_quit_and_saves(offline_server, tmp_path: Path):
+def test_run_returns_zero_after_a_quit_and_saves(offline_server, tmp_path: Path, capsys):
     session = open_session(tmp_path, base_url=offline_server.base_url, environ={})
     seen: dict[str, object] = {}
 
@@ -33,6 +33,8 @@ def test_run_returns_zero_after_a_quit_and_saves(offline_server, tmp_path: Path)
     assert "hello from run" in str(seen["reply"])
     saved = session.store.load(session.conversation.conversation_id)
     assert [m.role for m in saved.messages][-2:] == ["user", "assistant"]
+    ident = session.conversation.conversation_id
+    assert f"continue it with: xun --resume {ident}" in capsys.readouterr().err, "on quit, how to come back"
 
 
 def test_importing_the_package_does_not_import_textual():

@@ -47,7 +47,10 @@ async def test_resume_restores_transcript_gauge_log_and_list(offline_server, ses
         await wait_until(pilot, lambda: again.recoverable.records, what="the recoverable list")
         assert again.header.query_one("#session-id").render().plain.endswith(conversation_id)
         children = list(again.chat.children)
-        assert isinstance(children[0], SummaryDivider) and "messages summarised, offloaded to" in children[0].text
+        assert isinstance(children[0], UserBlock) and children[0].has_class("-summarised"), "the whole history"
+        divider = next(child for child in children if isinstance(child, SummaryDivider))
+        assert "messages summarised, offloaded to" in divider.text
+        assert all(child.has_class("-summarised") for child in children[:children.index(divider)])
         assert [b.text for b in again.chat.query(UserBlock)][-1] == "read f3.txt"
         assert again.chat.query(AssistantBlock)
         resumed_reclaimed = {b.call_id for b in again.chat.query(ToolBlock) if b.reclaimed}
@@ -136,7 +139,9 @@ async def test_a_long_history_mounts_the_newest_first(offline_server, session_fa
         await pilot.press("home")
         await wait_until(pilot, lambda: len(chat.children) > loaded, what="an older page")
         assert len(chat.children) == loaded + OLDER_PAGE
-        assert chat.scroll_y > 0, "the view stays where it was instead of jumping to the oldest block"
+        await pilot.pause()
+        assert chat.scroll_y == 0, "Home goes to the very top of what is loaded (issue 14: it stopped short)"
+        assert isinstance(chat.children[0], EarlierMarker), "and each Home loads one more page, not all 2,000"
 
 
 async def test_scrolling_up_reaches_the_first_message(offline_server, session_factory, tmp_path: Path):

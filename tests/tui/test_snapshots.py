@@ -97,8 +97,9 @@ def test_near_the_threshold(snap_compare, snapshot_app, size):
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", [*SIZES, pytest.param((60, 20), id="60x20")])
 def test_after_a_reclaim(snap_compare, snapshot_app, size):
+    """Narrow (80 and 60 columns), F8 shows the side panel in the chat's place, at the whole width."""
     app = snapshot_app("reclaim", size, "auto_compact.toolcall_keep_max=1")
 
     async def run_before(pilot) -> None:

@@ -111,14 +111,16 @@ def test_log_entries_from_records():
 
     reclaim = entry_from_record(events.ToolResultsReclaimed(ids=("a", "b"), count=2, tokens_before=150_000,
                                                             tokens_after=90_000, trigger="auto").to_json(), clock, where)
-    assert reclaim.line() == "09:30:00 reclaim 150k → 90k 2 results auto"
+    assert reclaim.line() == "09:30:00 reclaim 150k → 90k 2 results"
     summary = entry_from_record(events.SummaryFinished(condensed=40, kept=16, tokens_before=180_000, tokens_after=12_000,
                                                        offload_path="/work/.xun/h/x.md", trigger="emergency").to_json(),
                                 clock, where)
     assert summary.kind == "emergency"
-    assert summary.line() == "09:30:00 emergency 180k → 12k 40 msgs summarised, 16 kept emergency\n  → .xun/h/x.md"
+    assert summary.line() == "09:30:00 emergency 180k → 12k 40 summarised, 16 kept", "one line, the kind said once"
+    assert "originals in the offload log .xun/h/x.md" in summary.detail()
     failed = entry_from_record(events.CompactionFailed(reason="no summary", trigger="manual").to_json(), clock, where)
-    assert failed.line() == "09:30:00 failed no summary manual"
+    assert failed.line() == "09:30:00 failed no summary"
+    assert failed.detail() == "failed at 09:30:00 (by hand)\nreason: no summary"
     skipped = entry_from_record(events.CompactionSkipped(reason="short").to_json(), clock, where)
     assert skipped.kind == "skipped"
     restored = entry_from_record(events.ToolResultRestored(id="call_123456789", tokens_before=1, tokens_after=2).to_json(),
@@ -133,10 +135,15 @@ async def test_the_log_pane_counts_what_it_freed():
         log.load([events.ToolResultsReclaimed(count=3, tokens_before=5000, tokens_after=2000).to_json(),
                   {"type": "summary_started"}])
         log.add_record(events.CompactionFailed(reason="x").to_json())
+        for _ in range(3):  # automatic checks that changed nothing are counted, not listed
+            log.add_record(events.ToolResultsReclaimed(count=0, tokens_before=8500, tokens_after=8500).to_json())
+        for _ in range(3):  # an automatic skip is a row once, then counted while it repeats
+            log.add_record(events.CompactionSkipped(reason="automatic summaries are off").to_json())
         await pilot.pause()
-        assert [e.kind for e in log.entries] == ["reclaim", "failed"]
-        assert log.border_subtitle == "2 events · 3k tokens freed"
-        assert log.lines
+        assert [e.kind for e in log.entries] == ["reclaim", "failed", "skipped"]
+        assert log.row_count == 3
+        assert log.border_subtitle == "3 events · 3k tokens freed · 5 checks changed nothing"
+        assert log.highlighted is log.entries[-1] and "reason: automatic summaries are off" in str(log.tooltip)
 
 
 # --------------------------------------------------------------------------------------- the bridge
@@ -268,15 +275,11 @@ def test_diff_preview_colours():
     assert content.plain.splitlines()[-1] == " same"
 
 
-def test_long_streamed_lines_are_shown_in_pieces():
-    from xun.tui.widgets.assistant_block import split_long_lines
+def test_a_long_stream_is_sealed_where_markdown_can_be_cut():
+    from xun.tui.widgets.assistant_block import seal_point
 
-    shown, tail, split = split_long_lines("one two three four", 0, limit=9)
-    assert shown == "one two\n\nthree\n\nfour" and tail == 4 and split
-    assert split_long_lines("short\nlines\n", 0, limit=9) == ("short\nlines\n", 0, False)
-    assert split_long_lines("more words", 6, limit=9) == ("more\n\nwords", 5, True), "counts the shown line"
-    assert split_long_lines("x" * 20, 0, limit=9) == ("x" * 20, 20, False), "no space, no break"
-    words = " ".join(["word"] * 2000)
-    shown, _, _ = split_long_lines(words, 0)
-    assert max(len(line) for line in shown.splitlines()) <= 1000
-    assert shown.replace("\n\n", " ") == words
+    text = "para one\n\n```\ncode\n\nmore code\n"
+    assert seal_point(text) == len("para one\n\n"), "never inside a fence"
+    assert seal_point("one huge paragraph of words") == len("one huge paragraph of ")
+    assert seal_point("```\nopen fence without a break") == 0
+    assert seal_point("nospace") == 0

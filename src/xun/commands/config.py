@@ -28,7 +28,7 @@ def _file(args: argparse.Namespace) -> Path:
 
 
 def main(args: argparse.Namespace) -> int:
-    action = args.config_action
+    action = args.config_action or "show"
     if action == "path":
         return _path(args)
     if action == "show":

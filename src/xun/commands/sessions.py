@@ -10,7 +10,7 @@ import time
 from xun.cli import EXIT_OK
 from xun.commands.common import store_of
 
-COLUMNS = ("ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED")
+COLUMNS = ("ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED", "TITLE")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -22,7 +22,7 @@ def main(args: argparse.Namespace) -> int:
             out.write(json.dumps({
                 "id": info.conversation_id, "path": str(info.path), "updated_at": info.updated_at,
                 "messages": info.messages, "tokens": info.tokens, "summaries": info.summaries,
-                "reclaimed": info.reclaimed,
+                "reclaimed": info.reclaimed, "title": info.title,
             }, ensure_ascii=False) + "\n")
     elif infos:
         rows = [COLUMNS] + [
@@ -33,13 +33,15 @@ def main(args: argparse.Namespace) -> int:
                 f"{info.tokens:,}" if info.tokens is not None else "-",
                 f"{info.summaries:,}",
                 f"{info.reclaimed:,}",
+                info.title[:60],
             )
             for info in infos
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
         for row in rows:
             cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
-            cells += [cell.rjust(width) for cell, width in zip(row[2:], widths[2:], strict=True)]
+            cells += [cell.rjust(width) for cell, width in zip(row[2:-1], widths[2:-1], strict=True)]
+            cells.append(row[-1])
             out.write("  ".join(cells).rstrip() + "\n")
     else:
         print(f"xun: no saved sessions in {store.root}", file=sys.stderr)

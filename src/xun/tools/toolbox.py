@@ -170,8 +170,11 @@ class ToolOutcome:
     is_error: bool = False
     truncated_chars: int = 0
     duration: float = 0.0
+    """Seconds the call took, not counting the wait for the user's confirmation (`waited`)."""
     denied: bool = False
     arguments: dict[str, Any] | None = None
+    waited: float = 0.0
+    """Seconds spent waiting for the user to confirm the call."""
 
 
 # ------------------------------------------------------------------------------------------ text helpers
@@ -491,6 +494,7 @@ class Toolbox:
     async def call(self, name: str, arguments: str | Mapping[str, Any] | None, context: ToolContext) -> ToolOutcome:
         """Run one tool call from the model. Never raises except for cancellation."""
         started = time.monotonic()
+        waited = 0.0
         parsed: dict[str, Any] | None = None
 
         def done(text: str, *, is_error: bool = False, truncated: int = 0, denied: bool = False) -> ToolOutcome:
@@ -502,9 +506,10 @@ class Toolbox:
                 text=text,
                 is_error=is_error,
                 truncated_chars=truncated + cut,
-                duration=time.monotonic() - started,
+                duration=time.monotonic() - started - waited,
                 denied=denied,
                 arguments=parsed,
+                waited=waited,
             )
 
         def fail(message: str, **kw: Any) -> ToolOutcome:
@@ -551,12 +556,15 @@ class Toolbox:
             kwargs = {key: getattr(validated, key) for key in found.arguments_model.model_fields}
 
         if found.confirmation is not None:
+            asked = time.monotonic()
             try:
                 verdict = await self._confirm(found, kwargs, context)
             except ToolError as exc:
                 return fail(str(exc))
             except Exception as exc:
                 return fail(f"preparing the confirmation for {name} failed: {type(exc).__name__}: {exc}")
+            finally:
+                waited = time.monotonic() - asked
             if verdict is not None:
                 return fail(verdict, denied=True)
 

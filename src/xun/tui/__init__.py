@@ -43,6 +43,11 @@ def run(session: Session | Callable[[], Session], *, headless: bool = False, siz
                 app.opened_session.close()
     if app.open_error is not None:
         raise app.open_error
+    if app.saved and app.session is not None:  # as `xun run` does: say how to come back
+        import sys
+
+        ident = app.conversation.conversation_id
+        print(f"xun: session {ident} saved; continue it with: xun --resume {ident}", file=sys.stderr)
     if app.return_code not in (None, 0):
         return int(app.return_code)
     return int(result) if isinstance(result, int) else 0

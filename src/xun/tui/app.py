@@ -20,12 +20,13 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.events import Resize
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
-from xun.conversation_message import RawOpenAIMessage, UserMessage, content_text
+from xun.conversation_message import RawOpenAIMessage, SystemPrompt, UserMessage, content_text
 from xun.paths import styles_dir
 from xun.tui import messages as m
 from xun.tui.commands import SLASH_COMMANDS, UnknownCommand, parse
@@ -59,6 +60,9 @@ QUIT_AGAIN_WITHIN = 2.0
 FULL_WARNING = 0.9
 """The share of the threshold past which the app warns, once per session, how to compact or preview."""
 
+NARROW = 100
+"""Below this many columns the side panel is not beside the chat: F4 shows it in the chat's place."""
+
 AGENT_ACTIONS = frozenset({"compact", "reclaim", "focus_recoverable", "cancel_turn", "preview", "recall", "context"})
 """Actions that belong to the main screen (disabled while a modal is open)."""
 
@@ -83,6 +87,8 @@ class XunApp(App[int], inherit_bindings=False):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", id="help", tooltip="Keys and commands (this screen)"),
+        Binding("f4", "toggle_side", "Panel", id="toggle_side", priority=True,
+                tooltip="Hide or show the side panel (gauge, compaction log, recoverable results)"),
         Binding("f5", "compact", "Summarise", id="compact", priority=True,
                 tooltip="Summarise older turns now (/compact)"),
         Binding("f6", "reclaim", "Reclaim", id="reclaim", priority=True,
@@ -94,6 +100,8 @@ class XunApp(App[int], inherit_bindings=False):
         Binding("f9", "recall", "Recall", id="recall", priority=True,
                 tooltip="Search what compaction took out of the context (/recall)"),
         Binding("escape", "cancel_turn", "Cancel", id="cancel", tooltip="Cancel the running turn"),
+        Binding("escape", "focus_prompt", "Prompt", id="focus_prompt", show=False,
+                tooltip="Back to the prompt (from any pane; after cancelling a turn or closing a screen too)"),
         Binding("ctrl+q", "quit_saving", "Quit", id="quit", priority=True, tooltip="Save the session and quit"),
         Binding("ctrl+c", "quit_twice", "Quit", id="quit_twice", show=False),
     ]
@@ -136,8 +144,14 @@ class XunApp(App[int], inherit_bindings=False):
         """How many turns, compactions and restores have finished (a worker posted AgentWorkDone)."""
         self._warned_full: set[str] = set()
         """Sessions (conversation ids) already warned that the context passed FULL_WARNING of the threshold."""
-        self._jump_target: Widget | None = None
         self._heap_frozen = False
+        self._last_call: dict[str, int] | None = None
+        """The last model call's reported tokens, for the usage line under the gauge."""
+
+    def get_default_screen(self) -> Screen[Any]:
+        from xun.tui.screens.main import MainScreen
+
+        return MainScreen(id="_default")
 
     def _attach(self, session: Session) -> None:
         from xun.tui.bridge import EventBridge
@@ -205,7 +219,7 @@ class XunApp(App[int], inherit_bindings=False):
                 yield CompactionLog(clock=self.presentation.clock, shown_path=self.shown_path)
                 yield RecoverableList(clock=self.presentation.clock, cursor_blink=self.presentation.cursor_blink)
         # Ctrl+P (the palette) is in the help and the welcome text: without its corner every key fits in 80 columns
-        yield Footer(show_command_palette=False)
+        yield Footer(show_command_palette=False, compact=True)
 
     def _welcome(self) -> WelcomeBlock:
         session = self.session
@@ -213,6 +227,7 @@ class XunApp(App[int], inherit_bindings=False):
         return WelcomeBlock(session.config.model.name, provider)
 
     async def on_mount(self) -> None:
+        self.query_one("#main").set_class(self.size.width < NARROW, "-narrow")
         if self.session is not None:
             await self._show_session()
             return
@@ -273,6 +288,8 @@ class XunApp(App[int], inherit_bindings=False):
         await self.chat.show_transcript(transcript(conversation).items)
         self._refresh_gauge()
         self.gauge.set_history(self._history_points(conversation))
+        self._last_call = None
+        self._count_usage(None)
         self.log_pane.load(list(conversation.compaction_log))
         self.recoverable.load([])
         self.call_after_refresh(self._load_recoverable)
@@ -285,6 +302,13 @@ class XunApp(App[int], inherit_bindings=False):
             self.notify(f"the reclaimed results could not be read: {exc}", severity="error")
             records = []
         self.recoverable.load(records)
+        self._mark_summarised_results()
+
+    def _mark_summarised_results(self) -> None:
+        """Reclaimed results whose placeholder a summary took out of the context can no longer be restored."""
+        in_context = {str(msg.raw.get("tool_call_id")) for msg in self.conversation.messages
+                      if type(msg) is RawOpenAIMessage and msg.raw.get("role") == "tool"}
+        self.recoverable.set_summarised(i for i in self.recoverable.records if i not in in_context)
 
     @staticmethod
     def _history_points(conversation: Conversation) -> list[int]:
@@ -301,9 +325,7 @@ class XunApp(App[int], inherit_bindings=False):
     def _refresh_gauge(self) -> None:
         conversation = self.conversation
         count = len(conversation.messages)
-        summaries = len(conversation.summarizations)
-        self.chat.border_subtitle = f"{count:,} message{'s' if count != 1 else ''} in the context" + (
-            f" · {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else "")
+        summaries = self._summaries_in_context()
         window = self.agent.window
         self.gauge.set_figures(
             reported=conversation.total_tokens,
@@ -312,7 +334,18 @@ class XunApp(App[int], inherit_bindings=False):
             window=window.tokens,
             window_source=window.source if window.known else None,
         )
+        gauge = self.gauge
+        self.chat.border_subtitle = f"{count:,} message{'s' if count != 1 else ''} in the context" + (
+            f" · {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else "") + (
+            f" · {percent(gauge.now, gauge.threshold)}% of the threshold")
         self._warn_if_nearly_full()
+
+    def _summaries_in_context(self) -> int:
+        """Summaries the model still sees: none after /clear (the log and the offloads stay as history)."""
+        messages = self.conversation.messages
+        first = messages[0] if len(messages) else None
+        compressed = isinstance(first, SystemPrompt) and first.is_compressed
+        return len(self.conversation.summarizations) or 1 if compressed else 0
 
     def key_of(self, binding_id: str) -> str:
         """How the key of a binding reads now (after `ui.keymap`), e.g. "F5" ("Ctrl+P" when it has none)."""
@@ -328,11 +361,14 @@ class XunApp(App[int], inherit_bindings=False):
         if session in self._warned_full or now < FULL_WARNING * gauge.threshold:
             return
         self._warned_full.add(session)
+        over = now >= gauge.threshold
+        # no figure here: the gauge has it, and a toast's figure is stale a turn later
         self.notify(
-            f"The context is at {percent(now, gauge.threshold)}% of the threshold ({tokens(now)} / {tokens(gauge.threshold)}). "
-            f"{self.key_of('compact')} summarises now, {self.key_of('reclaim')} reclaims old tool results, "
-            f"{self.key_of('preview')} previews what they would do.",
-            title="the context is nearly full", severity="warning", timeout=10)
+            ("The context is past the threshold" if over else f"The context passed {FULL_WARNING:.0%} of the threshold")
+            + f" (the gauge shows where it is). {self.key_of('compact')} summarises now, {self.key_of('reclaim')} "
+            f"reclaims old tool results, {self.key_of('preview')} previews what they would do.",
+            title="the context is past the threshold" if over else "the context is nearly full",
+            severity="warning", timeout=10)
 
     def _set_busy(self, busy: str | None, status: str | None = None) -> None:
         self.busy = busy
@@ -377,6 +413,18 @@ class XunApp(App[int], inherit_bindings=False):
                 ("Tab", "complete the slash command"),
                 ("//text", "send a prompt that starts with a slash"),
             ]),
+            ("The chat (Tab to it, or Esc then Shift+Tab)", [
+                ("[ / ]", "select the previous / next block (a prompt, a reply, a tool call, a divider)"),
+                ("Enter / Space", "open or fold the selected tool call (or the reply's reasoning)"),
+                ("Home / End", "the top of the whole history (older turns load as you go) / the newest"),
+                ("dimmed turns", "out of the context: a summary replaced them (the divider below them says which)"),
+            ]),
+            ("Words", [
+                ("reclaim", "an old tool result is replaced by a short placeholder; F8 lists them, r restores one"),
+                ("summary", "older turns are replaced by a summary the model writes"),
+                ("offload log", "the file the summarised turns are written to, word for word "
+                                "(.xun/conversation_history/ID.md); the chat shows them dimmed, F9 searches them"),
+            ]),
             ("Recoverable results (F8)", [
                 ("typing", "filter the list (Backspace, Esc clears)"),
                 ("Enter", "open the inspector: c copy · s save to a file · r restore into the context"),
@@ -387,7 +435,7 @@ class XunApp(App[int], inherit_bindings=False):
                 ("Esc", "close, nothing changes"),
             ]),
             ("Recall (F9, /recall [query])", [
-                ("typing", "search offloaded messages and reclaimed results (results as you type)"),
+                ("typing", "search summarised turns and reclaimed results (results as you type)"),
                 ("Up / Down, Enter", "move through the results, read the highlighted one"),
                 ("Ctrl+R", "restore a reclaimed tool result into the context (while it is a placeholder)"),
                 ("F2", "this session only, or every session of this folder"),
@@ -404,7 +452,8 @@ class XunApp(App[int], inherit_bindings=False):
         ]
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's own "Quit" would sit beside "Save and quit" below: one quit in the palette
+        yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
         if self.session is None:
             return
         yield SystemCommand("Summarise now", "Summary compaction of older turns (F5, /compact)", self.action_compact)
@@ -451,6 +500,9 @@ class XunApp(App[int], inherit_bindings=False):
         self.reclaim_now()
 
     def action_focus_recoverable(self) -> None:
+        main = self.query_one("#main")
+        if main.has_class("-narrow"):
+            main.add_class("-side-shown")  # the panel takes the chat's place until Esc or F4
         self.recoverable.focus_table()
 
     def action_preview(self) -> None:
@@ -532,18 +584,9 @@ class XunApp(App[int], inherit_bindings=False):
         if block is None:
             self.notify(f"message #{index} is not shown in the chat", severity="warning")
             return None
-        if self._jump_target is not None:
-            self._jump_target.remove_class("-jump-target")
-        self._jump_target = block
-        block.add_class("-jump-target")
-        self.chat.release_anchor()
+        self.chat.select(block, scroll=False)
         self.call_after_refresh(self.chat.scroll_to_widget, block, animate=False, top=True)
-        if block.focusable:
-            block.focus()
-        elif isinstance(block, ToolBlock):
-            block.query_one("CollapsibleTitle").focus()
-        else:
-            self.chat.focus()
+        self.chat.focus()  # [ and ] go on from here, Enter opens it
         return block
 
     def chat_block_for(self, index: int) -> Widget | None:
@@ -576,6 +619,32 @@ class XunApp(App[int], inherit_bindings=False):
             return
         self.workers.cancel_group(self, "agent")
         self.workers.cancel_group(self, "compaction")
+        self.action_focus_prompt()
+
+    def action_focus_prompt(self) -> None:
+        """Esc from anywhere on the main screen: the keyboard goes back to the prompt."""
+        self.chat.select(None)
+        main = self.query_one("#main")
+        if main.has_class("-narrow"):
+            main.remove_class("-side-shown")
+        self.prompt.focus()
+
+    def action_toggle_side(self) -> None:
+        """Wide: hide or show the side panel beside the chat. Narrow: switch between the chat and the panel."""
+        main = self.query_one("#main")
+        if main.has_class("-narrow"):
+            main.toggle_class("-side-shown")
+            if main.has_class("-side-shown"):
+                self.gauge.focus()
+            else:
+                self.prompt.focus()
+        else:
+            main.toggle_class("-side-hidden")
+            if main.has_class("-side-hidden") and not self.prompt.has_focus:
+                self.prompt.focus()
+
+    def on_resize(self, event: Resize) -> None:
+        self.query_one("#main").set_class(event.size.width < NARROW, "-narrow")
 
     async def action_quit_twice(self) -> None:
         now = time.monotonic()
@@ -710,7 +779,7 @@ class XunApp(App[int], inherit_bindings=False):
             f"{reported} · estimate {tokens(estimate)} now (the next request)",
             (f"threshold {tokens(threshold)} ({source}) · {window.describe()}"
              f" · {percent(estimate, threshold)}% of the threshold"),
-            (f"{len(c.messages):,} messages · {len(archive)} reclaimed results · {len(c.summarizations)} summaries"
+            (f"{len(c.messages):,} messages · {len(archive)} reclaimed results · {self._summaries_in_context()} summaries"
              f" · {c.tokens_per_char:.3f} tokens per char"),
         ]
         await self.chat.add_notice("info", "\n  ".join(lines))
@@ -827,6 +896,15 @@ class XunApp(App[int], inherit_bindings=False):
             self.action_mcp()
         elif name == "/sessions":
             await self.action_sessions()
+        elif name == "/name":
+            title = " ".join(argument.split())
+            if not title:
+                self.notify(f"this session is called {self.conversation.session_title() or '(nothing yet)'}; "
+                            "/name TITLE names it", severity="warning")
+                return
+            self.conversation.title = title[:80]
+            await self.chat.add_notice("info", f"this session is now called {title[:80]!r}")
+            self.save_session()
         elif name == "/config":
             self.action_config()
         elif name == "/help":
@@ -1021,10 +1099,35 @@ class XunApp(App[int], inherit_bindings=False):
                 return content if isinstance(content, str) else str(content)
         return None
 
+    def _count_usage(self, event: Any | None) -> None:
+        """The one place the app reads a model call's usage (the server's prompt and completion tokens):
+        added to the session's totals, shown under the gauge with the cost when `pricing` has the model."""
+        from xun.usage import add_call, cost, price_for
+
+        totals = self.conversation.usage_totals
+        if event is not None:
+            prompt, completion = getattr(event, "prompt_tokens", None), getattr(event, "completion_tokens", None)
+            if add_call(totals, prompt, completion):
+                self._last_call = {"prompt": prompt or 0, "completion": completion or 0}
+        if not totals.get("calls"):
+            self.gauge.set_usage("")
+            return
+        price = price_for(self.session.config.pricing, self.session.config.model.name)
+        parts = []
+        last = self._last_call
+        if last is not None:
+            parts.append(f"last call {last['prompt']:,} in · {last['completion']:,} out")
+        spent = cost(totals, price)
+        parts.append(f"session {tokens(totals['prompt'])} in · {tokens(totals['completion'])} out "
+                     f"({totals['calls']:,} call{'s' if totals['calls'] != 1 else ''})"
+                     + ("" if spent is None else f" · ${spent:,.4f}" if spent < 1 else f" · ${spent:,.2f}"))
+        self.gauge.set_usage("\n".join(parts))
+
     def on_context_usage(self, message: m.ContextUsage) -> None:
         usage = message.event
         if message.after_model_call:
             self.gauge.model_called(usage.source == "server")
+            self._count_usage(usage)
         self.gauge.set_figures(reported=usage.total_tokens, estimate=usage.estimated_tokens, threshold=usage.threshold,
                                window=usage.context_window, window_source=usage.window_source)
         if message.after_model_call:
@@ -1058,15 +1161,19 @@ class XunApp(App[int], inherit_bindings=False):
             self._refresh_gauge()
             if event.count:
                 self.gauge.add_point(self.agent.request_tokens())
+            elif event.trigger == "manual":
+                from xun.context_breakdown import reclaim_preview
+
+                keep = self.session.config.auto_compact.toolcall_keep_max
+                self.notify(f"Nothing to reclaim: {reclaim_preview(conversation, keep).why_nothing}.", title="reclaim")
         elif isinstance(event, events.SummaryFinished):
             text = SummaryDivider.describe(event.condensed, event.kept, self.shown_path(event.offload_path),
                                            self._pending_focus)
             self._pending_focus = None
             divider, self._pending_divider = self._pending_divider, None
-            if divider is not None and divider.is_attached:
-                divider.set_text(text, "done")
-            else:
-                await self.chat.add_divider(text, "done")
+            first_kept = self.chat_block_for(1) if len(conversation.messages) > 1 else None
+            await self.chat.place_divider(text, first_kept, replacing=divider)
+            self._mark_summarised_results()
             self._refresh_gauge()
             self.gauge.add_point(self.agent.request_tokens())
         elif isinstance(event, events.ToolResultRestored):
@@ -1090,7 +1197,16 @@ class XunApp(App[int], inherit_bindings=False):
                 await self.chat.remove_from_last_user(inclusive=True)
                 if not self.prompt.text.strip():
                     self.prompt.set_prompt(message.restored_prompt)
-                await self.chat.add_notice("cancelled", "cancelled; the prompt is back in the input")
+                    await self.chat.add_notice("cancelled", "cancelled; the prompt is back in the input")
+                else:  # never replace what the user typed meanwhile; the prompt stays in the input's history
+                    await self.chat.add_notice(
+                        "cancelled", f"cancelled; the prompt ({one_line(message.restored_prompt, 60)}) is no longer "
+                        "in the session and the input holds new text, so it was not put back: Up brings it back")
+            elif self.chat.reply is not None and self.chat.reply.text.strip():
+                last = self.conversation.messages[-1] if self.conversation.messages else None
+                kept = last.raw.get("content") if type(last) is RawOpenAIMessage else None  # with its mark
+                await self.chat.end_reply(kept if isinstance(kept, str) else self.chat.reply.text, "", cancelled=True)
+                await self.chat.add_notice("cancelled", "cancelled; the reply so far is kept, marked as cancelled")
             else:
                 await self.chat.add_notice("cancelled", "cancelled")
         elif message.status == "max_iterations":
@@ -1181,7 +1297,7 @@ class XunApp(App[int], inherit_bindings=False):
             if answer.done():
                 return
             if choice == "off":
-                settings.mode = "off"
+                self.session.config.set_here("auto_compact.mode", "off", "chosen in the app (this session only)")
                 self.notify('Automatic summaries are off for this session (auto_compact.mode = "off"); '
                             f"{self.key_of('compact')} still summarises.", title="ask mode")
             answer.set_result(choice == "now")
@@ -1190,10 +1306,7 @@ class XunApp(App[int], inherit_bindings=False):
 
         self._open_asks.append(screen)
         answer.add_done_callback(lambda _f: self._close_ask(screen))
-        self.notify(f"The context is over the threshold ({figures}): summarise older turns now? "
-                    f"Without an answer the summary runs in {settings.ask_timeout:g} s.",
-                    title="automatic summary", severity="warning", timeout=settings.ask_timeout)
-        self.push_screen(screen, answered)
+        self.push_screen(screen, answered)  # the question and its countdown are on the screen (no toast to go stale)
 
     # -------------------------------------------------------------------------- inspector, sessions
 

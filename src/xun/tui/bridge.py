@@ -2,13 +2,16 @@
 
 It runs inside the agent's worker, so it never touches a widget; it posts messages to the app.
 Text deltas are appended to the current stream's chunk list and announced with a message that a
-newer one of the same stream may replace while queued (see `xun.tui.messages`).
+newer one of the same stream may replace while queued (see `xun.tui.messages`). A fast stream never
+waits for the network, so the agent's task would keep the event loop to itself: every YIELD_EVERY
+seconds of deltas the bridge hands the agent a pause, and keys and frames get their turn.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from textual.message import Message
@@ -20,30 +23,44 @@ if TYPE_CHECKING:
     from xun.tools import ConfirmationRequest, Decision
 
 
+YIELD_EVERY = 0.01
+"""Seconds of streaming after which the agent's task lets the rest of the app run."""
+
+
 class EventBridge:
     def __init__(self, post: Callable[[Message], object]) -> None:
         self._post = post
         self._text: m.StreamChunks | None = None
         self._reasoning: m.StreamChunks | None = None
         self._call_pending = False
+        self._ran_since = time.perf_counter()
 
     def _end_streams(self) -> None:
         self._text = None
         self._reasoning = None
 
-    def __call__(self, event: events.Event) -> None:
+    def _pause(self) -> Awaitable[None] | None:
+        now = time.perf_counter()
+        if now - self._ran_since < YIELD_EVERY:
+            return None
+        self._ran_since = now
+        return asyncio.sleep(0.001)
+
+    def __call__(self, event: events.Event) -> Awaitable[None] | None:
         post = self._post
         if isinstance(event, events.TextDelta):
             if self._text is None:
                 self._text = m.StreamChunks()
             self._text.chunks.append(event.text)
             post(m.ReplyText(self._text, len(self._text.chunks)))
-        elif isinstance(event, events.ReasoningDelta):
+            return self._pause()
+        if isinstance(event, events.ReasoningDelta):
             if self._reasoning is None:
                 self._reasoning = m.StreamChunks()
             self._reasoning.chunks.append(event.text)
             post(m.ReasoningText(self._reasoning, len(self._reasoning.chunks)))
-        elif isinstance(event, events.AssistantMessage):
+            return self._pause()
+        if isinstance(event, events.AssistantMessage):
             self._end_streams()
             self._call_pending = True
             post(m.ReplyComplete(event.content, event.reasoning, event.tool_calls))

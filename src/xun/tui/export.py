@@ -14,6 +14,7 @@ from xun.tui.transcript import (
     ToolItem,
     UserItem,
     transcript,
+    whole_history,
 )
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -34,28 +35,49 @@ def _quote(text: str) -> str:
     return "\n".join("> " + line if line else ">" for line in text.splitlines() or [""])
 
 
+def _demoted(markdown: str, levels: int = 2) -> str:
+    """Headings `levels` deeper (outside code fences), so a summary's sections sit below the document's."""
+    out, fence = [], ""
+    for line in markdown.splitlines():
+        stripped = line.lstrip()
+        run = re.match(r"(`{3,}|~{3,})", stripped)
+        if run and (not fence or run.group(1).startswith(fence)):
+            fence = "" if fence else run.group(1)
+        elif not fence and re.match(r"#{1,6}\s", stripped):
+            line = "#" * levels + stripped
+        out.append(line)
+    return "\n".join(out)
+
+
 def transcript_markdown(conversation: Conversation, title: str) -> str:
+    """The whole history: what summaries took out of the context comes back from the offload log,
+    each turn of it marked "(summarised)", above the rule that says which summary replaced it."""
     parts = [f"# {title}", ""]
     record = transcript(conversation)
-    for item in record.items:
+    items, problems = whole_history(record.items)
+    for problem in problems:
+        parts += [f"*{problem}*", ""]
+    for item in items:
+        mark = " (summarised)" if getattr(item, "summarised", False) else ""
         if isinstance(item, SummaryItem):
             where = f", originals offloaded to `{item.offload_path}`" if item.offload_path else ""
-            parts += ["---", f"*{item.condensed} messages summarised{where}; {item.kept} kept.*", "---", ""]
+            parts += ["", "---", "", f"*Summary: {item.condensed} messages summarised{where}; {item.kept} kept. "
+                      "Above this line: out of the context.*", "", "---", ""]
         elif isinstance(item, UserItem):
-            parts += ["## You", "", _quote(item.text), ""]
+            parts += [f"## You{mark}", "", _quote(item.text), ""]
         elif isinstance(item, AssistantItem):
-            parts += ["## Assistant", ""]
+            parts += [f"## Assistant{mark}", ""]
             if item.reasoning:
                 parts += ["*Reasoning:*", "", _fence(item.reasoning), ""]
             if item.content:
                 parts += [item.content, ""]
         elif isinstance(item, ToolItem):
-            state = " (reclaimed)" if item.reclaimed else ""
+            state = " (reclaimed)" if item.reclaimed else mark
             parts += [f"### Tool `{item.name}`{state}", "", _fence(item.arguments or "{}", "json"), ""]
             if item.result is not None:
                 parts += [_fence(item.result), ""]
     if record.summary:
-        parts += ["## The current summary", "", record.summary, ""]
+        parts += ["## The current summary", "", _demoted(record.summary), ""]
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -2,11 +2,17 @@
 
 A plain walk over `Conversation.messages` (no Textual here): user messages, assistant replies with
 their reasoning, each tool call joined with its result, and the summaries that replaced older turns.
+What a summary took out of the context comes back from the offload log: each summary is preceded by an
+`OffloadedItem` that `offloaded_items` turns into the turns it replaced (marked `summarised`), read only
+when they are shown (the chat loads them as the user scrolls up).
 """
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xun.conversation_message import (
@@ -15,6 +21,7 @@ from xun.conversation_message import (
     UserMessage,
     content_text,
 )
+from xun.offload import OffloadSection, read_offload_log
 
 if TYPE_CHECKING:
     from xun.conversation import Conversation
@@ -27,6 +34,8 @@ class UserItem:
     text: str
     index: int = 0
     """Position of the message in the conversation."""
+    summarised: bool = False
+    """Out of the context: it came back from the offload log."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +43,7 @@ class AssistantItem:
     content: str
     reasoning: str = ""
     index: int = 0
+    summarised: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +57,7 @@ class ToolItem:
     """Characters of the result in the context (None when reclaimed or missing)."""
     reclaimed: bool = False
     index: int = 0
+    summarised: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +70,20 @@ class SummaryItem:
     index: int = 0
 
 
-Item = UserItem | AssistantItem | ToolItem | SummaryItem
+@dataclass(frozen=True, slots=True)
+class OffloadedItem:
+    """The turns one summary took out of the context, still in the offload log: `offloaded_items` reads them."""
+
+    path: str
+    when: str | None
+    """The heading time of its section (None in sessions saved before it was recorded)."""
+    ordinal: int
+    """Which of this conversation's offloads it is (0 the first), when `when` is unknown."""
+    conversation_id: str
+    condensed: int
+
+
+Item = UserItem | AssistantItem | ToolItem | SummaryItem | OffloadedItem
 
 
 @dataclass
@@ -84,7 +108,12 @@ def transcript(conversation: Conversation) -> Transcript:
     first = messages[0] if len(messages) else None
     if isinstance(first, SystemPrompt) and first.is_compressed:
         result.summary = first.content
+        ordinal = 0
         for event in conversation.summarizations:
+            if event.file_path:
+                result.items.append(OffloadedItem(event.file_path, event.offload_when, ordinal,
+                                                  conversation.conversation_id, event.condensed_count))
+                ordinal += 1
             result.items.append(SummaryItem(event.condensed_count, event.kept_count, event.file_path,
                                             event.summary_message, event.time))
         if not conversation.summarizations:
@@ -112,3 +141,86 @@ def transcript(conversation: Conversation) -> Transcript:
                     None if reclaimed or output is None else len(output), reclaimed, index,
                 ))
     return result
+
+
+_TOOL_DETAIL = re.compile(r"^(?:(?P<name>.*?), )?id (?P<id>[^,]*)(?P<reclaimed>, reclaimed earlier)?$")
+_sections_cache: dict[str, tuple[tuple[int, int], list[OffloadSection]]] = {}
+
+
+def _sections(path: str) -> list[OffloadSection]:
+    """The log's sections, parsed once per version of the file (it only ever grows)."""
+    stat = os.stat(path)
+    key = (stat.st_size, stat.st_mtime_ns)
+    cached = _sections_cache.get(path)
+    if cached is None or cached[0] != key:
+        cached = (key, read_offload_log(path))
+        _sections_cache[path] = cached
+    return cached[1]
+
+
+def _section_of(item: OffloadedItem) -> OffloadSection | None:
+    sections = _sections(item.path)
+    if item.when is not None:
+        for section in sections:
+            if section.when == item.when and section.conversation_id in ("", item.conversation_id):
+                return section
+    own = [s for s in sections if s.conversation_id == item.conversation_id]
+    return own[item.ordinal] if item.ordinal < len(own) else None
+
+
+def offloaded_items(item: OffloadedItem, workdir: str | os.PathLike[str] | None = None) -> list[Item]:
+    """The summarised turns of one offload, as transcript items marked `summarised`.
+
+    Raises OSError when the log cannot be read and LookupError when its section is not there."""
+    path = Path(item.path)
+    if not path.is_absolute() and workdir is not None:
+        path = Path(workdir) / path
+    section = _section_of(OffloadedItem(str(path), item.when, item.ordinal, item.conversation_id, item.condensed))
+    if section is None:
+        raise LookupError(f"the offload log {item.path} has no section for this summary")
+    items: list[Item] = []
+    calls: dict[str, int] = {}
+    reasoning = ""
+    for entry in section.entries:
+        if entry.speaker == "Human":
+            items.append(UserItem(entry.text, summarised=True))
+        elif entry.speaker == "AI reasoning":
+            reasoning += entry.text
+        elif entry.speaker == "AI":
+            items.append(AssistantItem(entry.text, reasoning, summarised=True))
+            reasoning = ""
+        elif entry.speaker == "AI tool call":
+            if reasoning:
+                items.append(AssistantItem("", reasoning, summarised=True))
+                reasoning = ""
+            match = _TOOL_DETAIL.match(entry.detail)
+            name, call_id = (match["name"] or "", match["id"]) if match else (entry.detail, "")
+            calls[call_id] = len(items)
+            items.append(ToolItem(call_id, name, entry.text, None, None, summarised=True))
+        elif entry.speaker == "Tool":
+            match = _TOOL_DETAIL.match(entry.detail)
+            call_id = match["id"] if match else ""
+            at = calls.get(call_id)
+            if at is not None:
+                call = items[at]
+                assert isinstance(call, ToolItem)
+                items[at] = ToolItem(call.call_id, call.name, call.arguments, entry.text, len(entry.text),
+                                     summarised=True)
+    if reasoning:
+        items.append(AssistantItem("", reasoning, summarised=True))
+    return items
+
+
+def whole_history(items: list[Item], workdir: str | os.PathLike[str] | None = None) -> tuple[list[Item], list[str]]:
+    """`items` with every `OffloadedItem` read from its log; the second list says what could not be read."""
+    out: list[Item] = []
+    problems: list[str] = []
+    for item in items:
+        if isinstance(item, OffloadedItem):
+            try:
+                out += offloaded_items(item, workdir)
+            except (OSError, LookupError, UnicodeError) as exc:
+                problems.append(f"{item.condensed} summarised messages could not be read from {item.path}: {exc}")
+        else:
+            out.append(item)
+    return out, problems

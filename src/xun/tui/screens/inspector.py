@@ -4,6 +4,7 @@ copy it, save it to a file, and restore it into the context."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import ClassVar
 
@@ -51,8 +52,27 @@ def detect_language(tool_name: str, arguments: str, text: str) -> str | None:
     return None
 
 
-def suggested_name(record: ReclaimedToolResult, language: str | None) -> str:
+_WHOLE_FILE = re.compile(r"^\[[^\n]*: lines 1-(\d+) of \1, the whole file\]\n")
+
+
+def file_content(record: ReclaimedToolResult, original: str) -> str | None:
+    """The file itself when `original` is read_file's view of a whole file (its header and line numbers
+    taken off), else None: what `s` saves, so a saved `.py` is the code and not the numbered view."""
+    if record.tool_name != "read_file":
+        return None
+    match = _WHOLE_FILE.match(original)
+    if match is None:
+        return None
+    lines = original[match.end():].split("\n")
+    if len(lines) != int(match.group(1)) or not all("\t" in line for line in lines):
+        return None
+    return "\n".join(line.split("\t", 1)[1] for line in lines) + "\n"
+
+
+def suggested_name(record: ReclaimedToolResult, language: str | None, original: str = "") -> str:
     extension = {"json": ".json", None: ".txt"}.get(language)
+    if record.tool_name == "read_file" and file_content(record, original) is None:
+        extension = ".txt"  # a part of a file, numbered: not something to run or import
     if extension is None:
         try:
             path = json.loads(record.arguments).get("path", "")
@@ -93,7 +113,7 @@ class InspectorScreen(ModalScreen[str | None]):
                 yield Static(self._renderable(), id="inspector-text")
             with Horizontal(id="inspector-save-row"):
                 yield Label("save to ", id="inspector-save-label")
-                yield Input(value=str(Path(".xun") / "exports" / suggested_name(record, self.language)),
+                yield Input(value=str(Path(".xun") / "exports" / suggested_name(record, self.language, self.original)),
                             id="inspector-save-path", compact=True)
             with Horizontal(id="inspector-buttons"):
                 yield Button("Copy", id="copy", variant="primary", compact=True)
@@ -107,7 +127,13 @@ class InspectorScreen(ModalScreen[str | None]):
         record = self.record
         size = f"{len(self.original):,} chars (~{tokens(len(self.original) * TOKENS_PER_CHAR)} tokens)"
         kind = self.language or "text"
-        return f"{one_line(record.arguments, 90)} · {size} · {kind} · reclaimed {self.when}"
+        gone = "" if self.restorable else " · summarised since (read only)"
+        return f"{one_line(record.arguments, 90)} · {size} · {kind} · reclaimed {self.when}{gone}"
+
+    @property
+    def save_text(self) -> str:
+        """What `s` writes: the file's own content for a whole file read with read_file, else the result."""
+        return file_content(self.record, self.original) or self.original
 
     @property
     def shown_text(self) -> str:
@@ -138,7 +164,9 @@ class InspectorScreen(ModalScreen[str | None]):
 
     def action_copy(self) -> None:
         self.app.copy_to_clipboard(self.original)
-        self._status(f"copied {len(self.original):,} characters to the clipboard")
+        # the terminal is asked (OSC 52) and never says whether it agreed: do not claim more than that
+        self._status(f"sent {len(self.original):,} characters to the terminal's clipboard; if nothing arrives there "
+                     "(some terminals refuse), s saves the text to a file")
 
     def action_save(self) -> None:
         row = self.query_one("#inspector-save-row")
@@ -156,7 +184,7 @@ class InspectorScreen(ModalScreen[str | None]):
         if not path.is_absolute():
             path = self.workdir / path
         try:
-            write_text_atomic(path, self.original, mode=0o644, folder_mode=0o755)
+            write_text_atomic(path, self.save_text, mode=0o644, folder_mode=0o755)
         except OSError as exc:
             self._status(f"could not save to {path}: {exc.strerror or exc}")
             self.app.notify(f"could not save to {path}: {exc.strerror or exc}", severity="error")
@@ -164,12 +192,16 @@ class InspectorScreen(ModalScreen[str | None]):
         self.saved_to = path
         self.query_one("#inspector-save-row").display = False
         self.query_one("#inspector-body").focus()
-        self._status(f"saved {len(self.original):,} characters to {path}")
+        what = "the file's content" if self.save_text is not self.original else f"{len(self.original):,} characters"
+        self._status(f"saved {what} to {path}")
         return path
 
     def action_restore(self) -> None:
         if self.restorable:
             self.dismiss("restore")
+        else:
+            self._status("cannot restore: a summary took its placeholder out of the context after it was reclaimed. "
+                         "Read it here (c copy, s save) or find it with F9; the model can run the tool again.")
 
     @on(Input.Submitted, "#inspector-save-path")
     def _save_submitted(self, event: Input.Submitted) -> None:

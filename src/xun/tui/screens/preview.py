@@ -121,8 +121,9 @@ def cut_content(figures: PreviewFigures, width: int = 0) -> Content:
 
 def summary_line(f: PreviewFigures) -> str:
     if f.nothing_to_condense:
-        return (f"summary: nothing to condense, the history is already short (it keeps about {f.keep_recent} "
-                f"recent messages) · now {tokens(f.tokens_now)} of {tokens(f.threshold)}")
+        return (f"summary: nothing to condense: all {f.kept} messages are in the part a summary keeps (the last "
+                f"turn when it has at most {f.keep_recent} messages, else the newest {f.keep_recent}) · now "
+                f"{tokens(f.tokens_now)} of {tokens(f.threshold)}")
     return (f"summary: {f.condensed} messages summarised, {f.kept} kept · {tokens(f.tokens_now)} now → "
             f"about {tokens(f.tokens_after)} after, plus the summary · threshold {tokens(f.threshold)}")
 
@@ -130,7 +131,7 @@ def summary_line(f: PreviewFigures) -> str:
 def reclaim_line(f: PreviewFigures) -> str:
     r = f.reclaim
     if not r.count:
-        return f"reclaim: nothing to replace now (the newest {r.keep_max} tool results stay; {r.tool_results} in all)"
+        return f"reclaim: nothing to replace now: {r.why_nothing}"
     return (f"reclaim: {r.count} tool result{'s' if r.count != 1 else ''} older than the newest {r.keep_max} "
             f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed")
 

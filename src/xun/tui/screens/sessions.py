@@ -33,16 +33,17 @@ class SessionsScreen(ModalScreen[str | None]):
             box.border_title = f"sessions · {len(self.sessions)} saved here"
             box.border_subtitle = "enter switch · esc close"
             table: DataTable[Text] = DataTable(id="sessions-table", cursor_type="row")
-            table.add_columns("", "session", "updated", "messages", "tokens", "summaries", "reclaimed")
+            table.add_columns("", "title", "updated", "messages", "tokens", "summaries", "reclaimed", "session")
             for info in self.sessions:
                 table.add_row(
                     Text("●" if info.conversation_id == self.current else ""),
-                    Text(info.conversation_id),
+                    Text(info.title[:48] or "(no prompt yet)", style="" if info.title else "dim"),
                     Text(self.clock(info.updated_at)),
                     Text(f"{info.messages:,}", justify="right"),
                     Text(tokens(info.tokens), justify="right"),
                     Text(str(info.summaries), justify="right"),
                     Text(str(info.reclaimed), justify="right"),
+                    Text(info.conversation_id, style="dim"),
                     key=info.conversation_id,
                 )
             yield table

@@ -19,34 +19,27 @@ update re-renders the paragraph being written and moves the anchored chat, a fra
 0.1 s those frames kept the loop busy and a key waited ~25 ms (median, p95 ~60 ms) behind them; at 0.2 s
 ~5 ms (p95 ~38 ms) while a reply streams at 500 tokens/s (`bench_tui.py`), still several updates a
 second at any speed a model writes."""
-LONG_LINE = 1000
-"""While streaming, a line longer than this is shown broken into paragraphs at a space: Textual re-wraps
-the whole last paragraph on every update, and a paragraph of many kilobytes makes each update cost tens
-of milliseconds. The finished reply is shown exactly as written."""
+SEAL_CHARS = 12_000
+"""While streaming, once the live Markdown holds this much text, what it holds up to the last paragraph
+break (or, in one huge paragraph, the last space) is sealed: drawn once as a single widget, out of every
+later layout. Each frame then costs the same whatever the reply's length or the token rate: a Markdown
+of thousands of blocks made every update re-arrange them all (0.5 s a frame at 300k tokens)."""
 
 
-def split_long_lines(text: str, line_chars: int, limit: int = LONG_LINE) -> tuple[str, int, bool]:
-    """`text` with a paragraph break at a space wherever the current line would pass `limit`.
-
-    `line_chars` is the length of the line already shown; returns the text to show, the length of its
-    last line, and whether a break was added."""
-    out: list[str] = []
-    split = False
-    for piece in text.splitlines(keepends=True):
-        while line_chars + len(piece.rstrip("\n")) > limit:
-            room = max(limit - line_chars, 0)
-            cut = piece.rfind(" ", 0, room + 1)
-            if cut <= 0:
-                cut = piece.find(" ", room)
-            if cut <= 0:
-                break
-            out.append(piece[:cut] + "\n\n")
-            piece = piece[cut + 1:]
-            line_chars = 0
-            split = True
-        out.append(piece)
-        line_chars = 0 if piece.endswith("\n") else line_chars + len(piece)
-    return "".join(out), line_chars, split
+def seal_point(text: str) -> int:
+    """Where `text` may be cut so that both sides are whole Markdown: after the last paragraph break
+    outside a code fence, else (one huge paragraph) after its last space; 0 when there is neither."""
+    fence = False
+    paragraph = at = 0
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        at += len(line)
+        if not fence and not line.strip():
+            paragraph = at
+    if paragraph or fence:
+        return paragraph
+    return text.rfind(" ") + 1
 
 
 class AssistantBlock(Vertical):
@@ -62,9 +55,11 @@ class AssistantBlock(Vertical):
         self._text_parts: list[str] = [content] if content else []
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None
-        self._line_chars = 0
-        self._shown_split = False
-        """True when the streamed display has breaks the reply does not have (see LONG_LINE)."""
+        self._live: list[str] = []
+        """What the live Markdown holds since the last seal."""
+        self._live_chars = 0
+        self.sealed: list[Static] = []
+        """Parts of a long streamed reply drawn once (see SEAL_CHARS)."""
         self.reasoning: ReasoningBlock | None = None
         from textual.widgets import Markdown  # here, not above: an empty chat's first frame does without it
 
@@ -98,11 +93,32 @@ class AssistantBlock(Vertical):
         self._pending.clear()
         if not text:
             return
-        text, self._line_chars, split = split_long_lines(text, self._line_chars)
-        self._shown_split = self._shown_split or split
         if self._stream is None:
             self._stream = self.markdown.get_stream(self.markdown)
         await self._stream.write(text)
+        self._live.append(text)
+        self._live_chars += len(text)
+        if self._live_chars >= SEAL_CHARS:
+            await self._seal()
+
+    async def _seal(self) -> None:
+        from rich.markdown import Markdown as RichMarkdown
+        from textual.widgets import Static
+
+        live = "".join(self._live)
+        cut = seal_point(live)
+        if cut <= 0:
+            return
+        done, rest = live[:cut], live[cut:]
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await stream.stop()
+        part = Static(RichMarkdown(done), classes="reply-sealed")
+        self.sealed.append(part)
+        await self.mount(part, before=self.markdown)
+        await self.markdown.update(rest)
+        self._live = [rest] if rest else []
+        self._live_chars = len(rest)
 
     async def write_reasoning(self, fragment: str) -> None:
         if not fragment:
@@ -116,10 +132,14 @@ class AssistantBlock(Vertical):
         """The reply is complete: stop the stream, show exactly `content`, fold the reasoning."""
         await self._stop_stream()
         self.streaming = False
-        if content is not None and (content != self.text or self._shown_split):
+        if content is not None and content != self.text:
+            shown = self.text
             self._text_parts = [content]
-            self._shown_split = False
-            await self.markdown.update(content)
+            if shown and content.startswith(shown):  # e.g. a cancelled reply's mark: only the end is new
+                await self.markdown.append(content[len(shown):])
+            else:
+                await self._remove_sealed()
+                await self.markdown.update(content)
         if reasoning is not None and self.reasoning is not None and reasoning != self.reasoning.text:
             self.reasoning.replace(reasoning)
         if self.reasoning is not None:
@@ -131,12 +151,17 @@ class AssistantBlock(Vertical):
         self._pending.clear()
         await self._stop_stream()
         self._text_parts = []
-        self._line_chars = 0
-        self._shown_split = False
+        await self._remove_sealed()
         await self.markdown.update("")
         if self.reasoning is not None:
             await self.reasoning.remove()
             self.reasoning = None
+
+    async def _remove_sealed(self) -> None:
+        sealed, self.sealed = self.sealed, []
+        self._live, self._live_chars = [], 0
+        if sealed:
+            await self.remove_children(sealed)
 
     def _cancel_flush(self) -> None:
         if self._flush_timer is not None:

@@ -1,19 +1,25 @@
 """The chat pane: an anchored scroll of blocks (user, assistant, tool, notices, summary dividers).
 
 A long history is mounted newest first: `show_transcript` mounts the last `PAGE` blocks, and the rest
-come in pages when the view reaches its top (the app is told with `OlderBlocksWanted`).
+come in pages when the view reaches its top (the app is told with `OlderBlocksWanted`). The turns a
+summary took out of the context are read from the offload log only when their page is reached, and are
+shown dimmed (`-summarised`) above the divider that replaced them.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import ClassVar
 
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
 from xun.tui.messages import OlderBlocksWanted
-from xun.tui.transcript import AssistantItem, Item, SummaryItem, ToolItem, UserItem
+from xun.tui.transcript import AssistantItem, Item, OffloadedItem, SummaryItem, ToolItem, UserItem, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.widgets.summary_divider import SummaryDivider
@@ -32,8 +38,19 @@ class EarlierMarker(Static):
     """The top line while older blocks are not mounted yet."""
 
 
+BLOCKS = (UserBlock, AssistantBlock, ToolBlock, SummaryDivider, NoticeBlock)
+
+
 class ChatView(VerticalScroll):
+    """Focused, `[` and `]` select the previous and next block and Enter (or Space) opens or folds the
+    selected tool call or reasoning: no block is a stop on Tab."""
+
     can_focus = True
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left_square_bracket", "select_block(-1)", "Previous block", id="chat.previous_block"),
+        Binding("right_square_bracket", "select_block(1)", "Next block", id="chat.next_block"),
+        Binding("enter,space", "toggle_block", "Open/fold", id="chat.toggle_block"),
+    ]
 
     def __init__(self, *, shown_path: Callable[[str | None], str], welcome: Callable[[], Widget] | None = None) -> None:
         super().__init__(id="chat")
@@ -46,13 +63,25 @@ class ChatView(VerticalScroll):
         """The assistant block being streamed into, if any."""
         self._loading_older = False
         self._older_wanted = False
+        self._going_home = False
+        """Home was pressed: each page that loads leaves the view at the top."""
+        self.selected: Widget | None = None
+        """The block `[`/`]` moved to (or a jump from /context showed), marked `-jump-target`."""
 
     def on_mount(self) -> None:
         self.anchor()
 
     # ------------------------------------------------------------------------------ history
 
-    def _widget_for(self, item: Item) -> Widget:
+    def _widget_for(self, item: Item | NoticeBlock) -> Widget:
+        if isinstance(item, NoticeBlock):
+            return item
+        widget = self._block_for(item)
+        if getattr(item, "summarised", False):
+            widget.add_class("-summarised")
+        return widget
+
+    def _block_for(self, item: Item) -> Widget:
         if isinstance(item, UserItem):
             return UserBlock(item.text)
         if isinstance(item, AssistantItem):
@@ -67,7 +96,7 @@ class ChatView(VerticalScroll):
             if item.reclaimed:
                 block.mark_reclaimed()
             return block
-        assert isinstance(item, SummaryItem)
+        assert isinstance(item, SummaryItem), item
         return SummaryDivider(SummaryDivider.describe(item.condensed, item.kept, self._shown_path(item.offload_path)))
 
     async def show_transcript(self, items: list[Item]) -> None:
@@ -75,8 +104,8 @@ class ChatView(VerticalScroll):
         await self.remove_children()
         self.reply = None
         self._marker = None
-        self._older = list(items[:-PAGE]) if len(items) > PAGE else []
-        newest = items[-PAGE:]
+        self._older = list(items)
+        newest = await self._take_page(PAGE)
         widgets = [self._widget_for(item) for item in newest]
         if self._older:
             self._marker = EarlierMarker(self._marker_text(), id="earlier")
@@ -88,14 +117,30 @@ class ChatView(VerticalScroll):
         self.anchor()
         self.call_after_refresh(self._fill_view)
 
+    async def _take_page(self, size: int) -> list[Item | NoticeBlock]:
+        """The newest `size` items not mounted yet, reading the offload log for summarised turns among them."""
+        while True:
+            page = self._older[-size:]
+            lazy = [i for i, item in enumerate(page) if isinstance(item, OffloadedItem)]
+            if not lazy:
+                break
+            at = len(self._older) - len(page) + lazy[-1]
+            items, problems = await asyncio.to_thread(whole_history, [self._older[at]])
+            notices = [NoticeBlock("warning", problem) for problem in problems]
+            self._older[at:at + 1] = [*items, *notices]
+        taken, self._older = self._older[-size:] if size else [], self._older[:-size] if size else self._older
+        return taken
+
     @property
     def older_count(self) -> int:
         return len(self._older)
 
     def _marker_text(self) -> str:
-        first_index = next((getattr(item, "index", 0) for item in self._older[:1]), 0)
-        last_index = getattr(self._older[-1], "index", 0) if self._older else 0
-        messages = max(last_index - first_index + 1, len(self._older))
+        summarised = sum(item.condensed for item in self._older if isinstance(item, OffloadedItem))
+        indexed = [item.index for item in self._older if isinstance(item, (UserItem, AssistantItem, ToolItem))
+                   and not item.summarised]
+        others = sum(1 for item in self._older if not isinstance(item, (OffloadedItem, SummaryItem)))
+        messages = max(summarised + (max(indexed) - min(indexed) + 1 if indexed else 0), others)
         return f"⋯ {messages:,} earlier messages · scroll up (or press Home) to load them"
 
     async def load_older(self) -> int:
@@ -105,7 +150,7 @@ class ChatView(VerticalScroll):
             return 0
         self._loading_older = True
         try:
-            page, self._older = self._older[-OLDER_PAGE:], self._older[:-OLDER_PAGE]
+            page = await self._take_page(OLDER_PAGE)
             widgets = [self._widget_for(item) for item in page]
             height_before = self.virtual_size.height
             if self._marker is not None:
@@ -120,7 +165,10 @@ class ChatView(VerticalScroll):
 
             def keep_place() -> None:
                 grown = self.virtual_size.height - height_before
-                if grown > 0:
+                if self._going_home:
+                    self._going_home = bool(self._older)
+                    self.scroll_home(animate=False, immediate=True)
+                elif grown > 0:
                     self.scroll_to(y=self.scroll_y + grown, animate=False, immediate=True)
 
             self.call_after_refresh(keep_place)
@@ -141,6 +189,8 @@ class ChatView(VerticalScroll):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
+        if new_value > old_value and self._going_home and not self._loading_older:
+            self._going_home = False  # the user scrolled down: stop taking the view to the top
         if new_value <= 0 < old_value:
             self._want_older()
 
@@ -149,9 +199,44 @@ class ChatView(VerticalScroll):
             self._want_older()
 
     def action_scroll_home(self) -> None:
-        if self.scroll_y <= 0:
+        """Home goes to the very top: what loads meanwhile does not keep the view where it was."""
+        self._going_home = True
+        self.release_anchor()
+        self._want_older()
+        self.scroll_home(animate=False, immediate=True)
+
+    # ------------------------------------------------------------------------------- selection
+
+    def select(self, block: Widget | None, *, scroll: bool = True) -> None:
+        if self.selected is not None:
+            self.selected.remove_class("-jump-target")
+        self.selected = block
+        if block is None:
+            return
+        block.add_class("-jump-target")
+        self.release_anchor()
+        if scroll:
+            self.call_after_refresh(self.scroll_to_widget, block, animate=False, top=False)
+
+    def action_select_block(self, step: int) -> None:
+        blocks = [child for child in self.children if isinstance(child, BLOCKS)]
+        if not blocks:
+            return
+        if self.selected in blocks:
+            at = blocks.index(self.selected) + step
+        else:  # start from the newest
+            at = len(blocks) - 1
+        if at < 0:
             self._want_older()
-        super().action_scroll_home()
+            at = 0
+        self.select(blocks[min(at, len(blocks) - 1)])
+
+    def action_toggle_block(self) -> None:
+        block = self.selected
+        if isinstance(block, ToolBlock):
+            block.collapsed = not block.collapsed
+        elif isinstance(block, AssistantBlock) and block.reasoning is not None:
+            block.reasoning.collapsed = not block.reasoning.collapsed
 
     # ---------------------------------------------------------------------------------- live
 
@@ -161,6 +246,7 @@ class ChatView(VerticalScroll):
 
     async def add_user(self, text: str) -> UserBlock:
         self.reply = None
+        self.select(None)
         await self.query(WelcomeBlock).remove()
         block = UserBlock(text)
         await self.mount(block)
@@ -173,11 +259,13 @@ class ChatView(VerticalScroll):
             await self.mount(self.reply)
         return self.reply
 
-    async def end_reply(self, content: str, reasoning: str) -> None:
+    async def end_reply(self, content: str, reasoning: str, *, cancelled: bool = False) -> None:
         block = self.reply
         self.reply = None
         if block is not None:
             await block.finish(content, reasoning)
+            if cancelled:
+                block.add_class("-cancelled")
             if not content and block.reasoning is None:
                 await block.remove()
         elif content or reasoning:
@@ -212,13 +300,36 @@ class ChatView(VerticalScroll):
         await self.mount(divider)
         return divider
 
+    async def place_divider(self, text: str, first_kept: Widget | None,
+                            replacing: SummaryDivider | None = None) -> SummaryDivider:
+        """A finished summary: its divider goes where the cut is, above `first_kept` (the end when no block
+        was kept), and every turn above it is marked as out of the context."""
+        if replacing is not None and replacing.is_attached:
+            await replacing.remove()
+        divider = SummaryDivider(text, state="done")
+        if first_kept is not None and first_kept.parent is self:
+            await self.mount(divider, before=first_kept)
+        else:
+            await self.mount(divider)
+        for child in self.children:
+            if child is divider:
+                break
+            if isinstance(child, (UserBlock, AssistantBlock, ToolBlock)):
+                child.add_class("-summarised")
+        self._older = [replace(item, summarised=True) if isinstance(item, (UserItem, AssistantItem, ToolItem)) else item
+                       for item in self._older]
+        return divider
+
     async def remove_from_last_user(self, inclusive: bool) -> None:
-        """What /retry (not inclusive) and /revise (inclusive) take back from the screen."""
+        """What /retry (not inclusive) and /revise (inclusive) take back from the screen: the blocks of the
+        last prompt still in the context (a summary's divider and the turns it summarised stay)."""
         children = list(self.children)
-        last = max((i for i, child in enumerate(children) if isinstance(child, UserBlock)), default=None)
+        last = max((i for i, child in enumerate(children) if isinstance(child, UserBlock)
+                    and not child.has_class("-summarised")), default=None)
         if last is None:
             return
-        doomed = children[last if inclusive else last + 1:]
+        doomed = [child for child in children[last if inclusive else last + 1:]
+                  if not isinstance(child, SummaryDivider) and not child.has_class("-summarised")]
         self.reply = None
         if doomed:
             await self.remove_children(doomed)

@@ -1,5 +1,7 @@
-"""The compaction log: one entry per compaction event (time, kind, tokens before -> after, how many
-results or messages, the offload file), filled from the session's saved log on resume."""
+"""The compaction log: one row per compaction event in columns (time, kind, tokens before -> after,
+what), filled from the session's saved log on resume. The detail (offload file, focus, reason, trigger)
+is the highlighted row's tooltip and opens with Enter. Checks that changed nothing (a reclaim with
+nothing to replace, an automatic skip repeated) are not rows: the pane's footer counts them."""
 
 from __future__ import annotations
 
@@ -8,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
-from textual.widgets import RichLog
+from textual.widgets import DataTable
 
-from xun.tui.format import tokens
+from xun.tui.format import one_line, tokens
 
 KINDS = {
     "tool_results_reclaimed": "reclaim",
@@ -19,6 +21,8 @@ KINDS = {
     "compaction_skipped": "skipped",
     "compaction_failed": "failed",
 }
+WHAT_CHARS = 40
+"""The "what" column is cut here (the whole text is in the detail)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +35,7 @@ class LogEntry:
     count: str
     offload: str | None
     reason: str
+    focus: str = ""
 
     @property
     def saved(self) -> int:
@@ -38,20 +43,39 @@ class LogEntry:
             return 0
         return max(self.tokens_before - self.tokens_after, 0)
 
+    @property
+    def changed_nothing(self) -> bool:
+        """A reclaim that replaced nothing: counted, not listed."""
+        return self.kind == "reclaim" and self.count == "nothing to reclaim"
+
+    @property
+    def figures(self) -> str:
+        if self.tokens_before is None or self.tokens_after is None:
+            return ""
+        return f"{tokens(self.tokens_before)} → {tokens(self.tokens_after)}"
+
+    @property
+    def what(self) -> str:
+        return self.count or self.reason
+
     def line(self) -> str:
-        """The entry as plain text (what the tests read)."""
-        parts = [self.time, self.kind]
-        if self.tokens_before is not None and self.tokens_after is not None:
-            parts.append(f"{tokens(self.tokens_before)} → {tokens(self.tokens_after)}")
+        """The row as plain text (what the tests read): time, kind, before → after, what."""
+        return " ".join(part for part in (self.time, self.kind, self.figures, one_line(self.what, WHAT_CHARS)) if part)
+
+    def detail(self) -> str:
+        """Everything about the event, for the tooltip and Enter."""
+        lines = [f"{self.kind} at {self.time} ({'by hand' if self.trigger == 'manual' else self.trigger})"]
+        if self.figures:
+            lines.append(f"tokens {self.figures}" + (f" ({tokens(self.saved)} freed)" if self.saved else ""))
         if self.count:
-            parts.append(self.count)
+            lines.append(self.count)
+        if self.focus:
+            lines.append(f"focus: {self.focus}")
         if self.reason:
-            parts.append(self.reason)
-        parts.append(self.trigger)
-        text = " ".join(parts)
+            lines.append(f"reason: {self.reason}")
         if self.offload:
-            text += f"\n  → {self.offload}"
-        return text
+            lines.append(f"originals in the offload log {self.offload} (searchable with F9)")
+        return "\n".join(lines)
 
 
 def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], shown_path: Callable[[str | None], str]) -> LogEntry | None:
@@ -70,7 +94,7 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         n = int(record.get("count", 0) or 0)
         count = f"{n} result{'s' if n != 1 else ''}" if n else "nothing to reclaim"
     elif kind in ("summary", "emergency"):
-        count = f"{int(record.get('condensed', 0) or 0)} msgs summarised, {int(record.get('kept', 0) or 0)} kept"
+        count = f"{int(record.get('condensed', 0) or 0)} summarised, {int(record.get('kept', 0) or 0)} kept"
         offload = shown_path(record.get("offload_path")) or None
     elif kind == "restore":
         count = f"id …{str(record.get('id', ''))[-8:]}"
@@ -86,6 +110,7 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         count=count,
         offload=offload,
         reason=reason,
+        focus=str(record.get("focus") or ""),
     )
 
 
@@ -93,63 +118,83 @@ STYLES = {"reclaim": "bold cyan", "summary": "bold magenta", "emergency": "bold 
           "skipped": "bold yellow", "failed": "bold red"}
 
 
-class CompactionLog(RichLog):
+class CompactionLog(DataTable[str]):
     def __init__(self, *, clock: Callable[[float], str], shown_path: Callable[[str | None], str]) -> None:
-        super().__init__(id="compaction-log", classes="pane", wrap=True, markup=False, min_width=10, max_lines=2000)
+        super().__init__(id="compaction-log", classes="pane", cursor_type="row", zebra_stripes=False)
         self.border_title = "compaction log"
         self._clock = clock
         self._shown_path = shown_path
         self.entries: list[LogEntry] = []
-        self._width = 0
+        """The rows, oldest first."""
+        self.unchanged = 0
+        """Automatic checks that changed nothing (not rows)."""
 
     def on_mount(self) -> None:
+        self.add_column("time", key="time")
+        self.add_column("kind", key="kind")
+        self.add_column("tokens", key="tokens")
+        self.add_column("what", key="what")
         self._update_subtitle()
 
-    def _render_entry(self, entry: LogEntry) -> Text:
-        text = Text(no_wrap=False)
-        text.append(entry.time, style="dim")
-        text.append(" ")
-        text.append(entry.kind, style=STYLES.get(entry.kind, "bold"))
-        if entry.tokens_before is not None and entry.tokens_after is not None:
-            text.append(f" {tokens(entry.tokens_before)} → {tokens(entry.tokens_after)}")
-        if entry.count:
-            text.append(f" {entry.count}")
-        if entry.reason:
-            text.append(f" {entry.reason}", style="italic")
-        text.append(f" {entry.trigger}", style="dim")
-        if entry.offload:  # a no-break space: a long path folds after the arrow instead of leaving it alone
-            text.append(f"\n  →\u00a0{entry.offload}", style="dim")
-        return text
+    def _add_row(self, entry: LogEntry) -> None:
+        self.add_row(
+            Text(entry.time, style="dim"),
+            Text(entry.kind, style=STYLES.get(entry.kind, "bold")),
+            Text(entry.figures, justify="right"),
+            Text(one_line(entry.what, WHAT_CHARS), style="italic" if entry.reason else ""),
+            key=str(len(self.entries) - 1),
+        )
 
-    def add_record(self, record: dict[str, Any]) -> LogEntry | None:
+    def _take(self, record: dict[str, Any]) -> LogEntry | None:
         entry = entry_from_record(record, self._clock, self._shown_path)
         if entry is None:
             return None
+        if entry.changed_nothing or (entry.kind == "skipped" and entry.trigger != "manual" and any(
+                e.kind == "skipped" and e.reason == entry.reason for e in self.entries[-3:])):
+            self.unchanged += 1  # a repeated automatic skip says nothing new either
+            return entry
         self.entries.append(entry)
-        self.write(self._render_entry(entry))
+        self._add_row(entry)
+        return entry
+
+    def add_record(self, record: dict[str, Any]) -> LogEntry | None:
+        entry = self._take(record)
+        if entry is not None and self.entries and self.entries[-1] is entry:
+            self.move_cursor(row=self.row_count - 1, animate=False)
         self._update_subtitle()
         return entry
 
     def load(self, records: list[dict[str, Any]]) -> None:
         self.entries = []
+        self.unchanged = 0
         self.clear()
         for record in records:
-            entry = entry_from_record(record, self._clock, self._shown_path)
-            if entry is not None:
-                self.entries.append(entry)
-                self.write(self._render_entry(entry))
+            self._take(record)
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1, animate=False)
         self._update_subtitle()
 
-    def on_resize(self) -> None:
-        width = self.scrollable_content_region.width
-        if width != self._width and self.entries:
-            self._width = width
-            self.clear()
-            for entry in self.entries:
-                self.write(self._render_entry(entry))
-        self._width = width
+    @property
+    def highlighted(self) -> LogEntry | None:
+        row = self.cursor_row
+        return self.entries[row] if self.entries and 0 <= row < len(self.entries) else None
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        entry = self.highlighted
+        self.tooltip = entry.detail() if entry else None
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        entry = self.highlighted
+        if entry is not None:
+            self.app.notify(entry.detail(), title="compaction log", timeout=12)
 
     def _update_subtitle(self) -> None:
         saved = sum(entry.saved for entry in self.entries if entry.kind in ("reclaim", "summary", "emergency"))
         n = len(self.entries)
-        self.border_subtitle = f"{n} event{'s' if n != 1 else ''}" + (f" · {tokens(saved)} tokens freed" if saved else "")
+        parts = [f"{n} event{'s' if n != 1 else ''}"]
+        if saved:
+            parts.append(f"{tokens(saved)} tokens freed")
+        if self.unchanged:
+            parts.append(f"{self.unchanged} check{'s' if self.unchanged != 1 else ''} changed nothing")
+        self.border_subtitle = " · ".join(parts)

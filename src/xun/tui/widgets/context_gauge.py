@@ -55,6 +55,7 @@ class ContextGauge(Vertical, can_focus=True):
         self.streaming_chars = 0
         """Characters streamed into the reply being written, not yet in any estimate."""
         self.history: list[int] = []
+        self.usage_text = ""
         self.zone = "calm"
         self._refresh_timer: Timer | None = None
 
@@ -62,7 +63,15 @@ class ContextGauge(Vertical, can_focus=True):
         yield Static("", id="gauge-figures", markup=False)
         yield ContextBar()
         yield Static("", id="gauge-detail", markup=False)
+        yield Static("", id="gauge-usage", markup=False)
         yield Sparkline([], id="gauge-history")
+
+    def set_usage(self, text: str) -> None:
+        """The model usage line: the last call's tokens, the session's totals, the cost (see `xun.usage`)."""
+        self.usage_text = text
+        usage = self.query_one("#gauge-usage", Static)
+        usage.update(text)
+        usage.display = bool(text)
 
     def on_mount(self) -> None:
         self._show()

@@ -15,6 +15,9 @@ from xun.tui.widgets.command_menu import CommandMenu
 
 NEWLINE_KEYS = ("shift+enter", "ctrl+j")
 PLACEHOLDER = "Ask the agent…  (/ for commands · F1 help)"
+PASTE_LINES = 20
+PASTE_CHARS = 4_000
+"""A paste of this many lines or characters is shown as one marker line (and sent in full)."""
 
 
 class PromptInput(TextArea, inherit_bindings=False):
@@ -30,6 +33,8 @@ class PromptInput(TextArea, inherit_bindings=False):
         self._history_at: int | None = None
         """Index into `history` while walking it; None when editing a new prompt."""
         self._draft = ""
+        self._pastes: list[str] = []
+        """Large pastes, shown as one marker line each until the prompt is sent."""
         self.border_title = "prompt"
 
     # ------------------------------------------------------------------------------------ text
@@ -45,12 +50,34 @@ class PromptInput(TextArea, inherit_bindings=False):
             self.prompt_history.append(text)
         self._history_at = None
 
+    async def _on_paste(self, event: events.Paste) -> None:
+        """A large paste is one line in the input, `[pasted 1,024 lines #1]`; the prompt sent has it all."""
+        lines = event.text.count("\n") + 1
+        if self.read_only or (lines < PASTE_LINES and len(event.text) < PASTE_CHARS):
+            return  # TextArea's own handler (next in the MRO) inserts it
+        event.prevent_default()
+        event.stop()
+        self._pastes.append(event.text)
+        marker = f"[pasted {lines:,} lines #{len(self._pastes)}]"
+        if result := self._replace_via_keyboard(marker, *self.selection):
+            self.move_cursor(result.end_location)
+            self.focus()
+
+    def expanded(self, text: str) -> str:
+        """`text` with each paste marker replaced by what was pasted."""
+        for number, pasted in enumerate(self._pastes, 1):
+            marker = f"[pasted {pasted.count(chr(10)) + 1:,} lines #{number}]"
+            text = text.replace(marker, pasted)
+        return text
+
     def _submit(self) -> None:
         text = self.text.strip()
         self.menu.hide()
         if not text:
             return
-        self.remember(self.text.rstrip())
+        self.remember(self.expanded(self.text.rstrip()))
+        text = self.expanded(text)
+        self._pastes = []
         self.load_text("")
         self.post_message(PromptSubmitted(text))
 

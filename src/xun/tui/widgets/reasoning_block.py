@@ -10,6 +10,7 @@ class ReasoningBlock(Collapsible):
         self._parts: list[str] = [text] if text else []
         self._body = Static(text, markup=False, classes="reasoning-text")
         super().__init__(self._body, title=self._heading(), collapsed=collapsed, classes="reasoning")
+        self._title.can_focus = False  # opened with Enter on its selected reply, or a click
 
     @property
     def text(self) -> str:

@@ -30,17 +30,22 @@ class RecoverableList(Vertical):
         self.records: dict[str, ReclaimedToolResult] = {}
         self.shown: list[str] = []
         """Ids of the rows on screen, in order."""
+        self.summarised: set[str] = set()
+        """Reclaimed results whose placeholder a summary took out of the context: readable (the inspector,
+        the offload log, F9), no longer restorable."""
 
     def compose(self) -> ComposeResult:
         filter_input = Input(placeholder="type to filter", id="recoverable-filter", compact=True)
         filter_input.cursor_blink = self._cursor_blink
+        filter_input.can_focus = False  # typing while the table has the keyboard fills it: one stop on Tab, not two
         yield filter_input
         table: DataTable[str] = DataTable(id="recoverable-table", cursor_type="row", zebra_stripes=True)
-        table.add_column("id", key="id")
+        # what was called on what first: a narrow pane cuts the id, the least telling column
         table.add_column("tool", key="tool")
+        table.add_column("arguments", key="arguments")
         table.add_column("tokens", key="tokens")
         table.add_column("when", key="when")
-        table.add_column("arguments", key="arguments")
+        table.add_column("id", key="id")
         yield table
 
     @property
@@ -68,6 +73,12 @@ class RecoverableList(Vertical):
             self.records[record.tool_call_id] = record
         self._refill()
 
+    def set_summarised(self, ids: Iterable[str]) -> None:
+        summarised = set(ids) & set(self.records)
+        if summarised != self.summarised:
+            self.summarised = summarised
+            self._refill()
+
     def discard(self, call_id: str) -> None:
         if self.records.pop(call_id, None) is not None:
             self._refill()
@@ -90,20 +101,26 @@ class RecoverableList(Vertical):
         for record in reversed(list(self.records.values())):
             if not self.matches(record, needle):
                 continue
+            gone = record.tool_call_id in self.summarised
+            dim = "dim" if gone else ""
             table.add_row(
-                Text(short_id(record.tool_call_id)),
-                Text(record.tool_name or "?"),
-                Text(tokens(record.chars * ratio), justify="right"),
-                Text(self._clock(record.reclaimed_at) if record.reclaimed_at else "—"),
-                Text(call_subject(record.arguments, 28)),
+                Text(record.tool_name or "?", style=dim),
+                Text(call_subject(record.arguments, 28), style=dim),
+                Text(tokens(record.chars * ratio), justify="right", style=dim),
+                Text("summarised" if gone else self._clock(record.reclaimed_at) if record.reclaimed_at else "—",
+                     style="italic dim" if gone else ""),
+                Text(short_id(record.tool_call_id), style="dim"),
                 key=record.tool_call_id,
             )
             self.shown.append(record.tool_call_id)
         if selected in self.shown:
             table.move_cursor(row=self.shown.index(selected), animate=False)
-        total = sum(record.chars for record in self.records.values())
-        count = len(self.records)
+        restorable = [record for key, record in self.records.items() if key not in self.summarised]
+        total = sum(record.chars for record in restorable)
+        count = len(restorable)
         subtitle = f"{count} item{'s' if count != 1 else ''} · {tokens(total * ratio)} tokens"
+        if self.summarised:
+            subtitle += f" · {len(self.summarised)} summarised (read only)"
         if needle:
             subtitle = f"{len(self.shown)} of " + subtitle
         self.border_subtitle = subtitle
@@ -142,6 +159,7 @@ class RecoverableList(Vertical):
             self.set_filter(text[:-1])
         elif event.key == "escape" and text:
             self.set_filter("")
+            return  # and the app's Esc takes the keyboard back to the prompt
         else:
             return
         event.stop()

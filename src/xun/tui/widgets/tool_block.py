@@ -13,14 +13,27 @@ RESULT_PREVIEW_LINES = 12
 RESULT_PREVIEW_CHARS = 2_000
 
 
+def _keep_end(text: str, limit: int) -> str:
+    """`text` on one line, cut at the start when too long (a path's file name is what tells)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else "…" + flat[len(flat) - limit + 1:]
+
+
 def call_subject(arguments: str, limit: int = 40) -> str:
-    """The argument that says what a call is about (path, command, pattern, id), else the JSON."""
+    """The argument that says what a call is about (path, command, pattern and where, id), else the JSON.
+    A long path keeps its end; anything else is cut at its end."""
     try:
         parsed = json.loads(arguments) if arguments else {}
     except ValueError:
         return one_line(arguments, limit)
     if isinstance(parsed, dict):
-        for key in ("path", "command", "pattern", "toolcall_id"):
+        pattern, path = parsed.get("pattern"), parsed.get("path")
+        if isinstance(pattern, str) and pattern:  # search_text: the pattern, and where when not everywhere
+            where = f" in {path}" if isinstance(path, str) and path not in ("", ".") else ""
+            return one_line(f"{pattern!r}{where}", limit)
+        if isinstance(path, str) and path:
+            return _keep_end(path, limit)
+        for key in ("command", "toolcall_id"):
             value = parsed.get(key)
             if isinstance(value, str) and value:
                 return one_line(value, limit)
@@ -59,6 +72,7 @@ class ToolBlock(Collapsible):
         self.result_text: str | None = None
         self._result_view: Static | None = None
         super().__init__(title=self._heading(), collapsed=True, classes="block tool -running")
+        self._title.can_focus = False  # the chat's [ and ] select a block and Enter opens it: Tab skips hundreds of titles
 
     def watch_collapsed(self, collapsed: bool) -> None:
         if not collapsed and self._result_view is None and self.is_mounted:

@@ -11,7 +11,7 @@ class WelcomeBlock(Static):
             f"{model}: {provider}\n\n"
             "Enter sends · Shift+Enter or Ctrl+J: new line · / commands\n"
             "F5 summarise · F6 reclaim · F7 preview · F8 results · F9 recall\n"
-            "Enter on the gauge: what fills the context\n"
+            "Enter on the gauge: what fills the context · F4 side panel on/off\n"
             "Esc cancel · F1 help · Ctrl+P every action · Ctrl+Q save and quit"
         )
         super().__init__(self.text, markup=False, id="welcome")

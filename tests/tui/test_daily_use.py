@@ -1,0 +1,367 @@
+"""The app as a person uses it for a day (issue 14): the whole history on resume, dividers at the cut,
+focus that always comes back to the prompt, and the other rough edges found by using it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xun.tui.app import XunApp
+from xun.tui.widgets.assistant_block import AssistantBlock
+from xun.tui.widgets.chat_view import EarlierMarker
+from xun.tui.widgets.summary_divider import SummaryDivider
+from xun.tui.widgets.tool_block import ToolBlock
+from xun.tui.widgets.user_block import UserBlock
+
+from .helpers import finish, submit, turn, wait_until
+
+KEEP = ("auto_compact.summary_keep_max=4",)
+
+
+def chat_rows(app: XunApp) -> list[tuple[str, str, bool]]:
+    """(kind, text, summarised) of each block in the chat, top to bottom."""
+    rows = []
+    for child in app.chat.children:
+        dim = child.has_class("-summarised")
+        if isinstance(child, UserBlock):
+            rows.append(("user", child.text, dim))
+        elif isinstance(child, SummaryDivider):
+            rows.append(("divider", child.text, dim))
+        elif isinstance(child, ToolBlock):
+            rows.append(("tool", child.tool_name, dim))
+        elif isinstance(child, AssistantBlock):
+            rows.append(("assistant", child.text[:20], dim))
+    return rows
+
+
+async def two_summaries(pilot, tmp_path: Path) -> None:
+    for i in range(6):
+        (tmp_path / f"f{i}.txt").write_text(f"file {i}\n" + "some words to read\n" * 30)
+    for i in range(3):
+        await turn(pilot, f"read f{i}.txt")
+    await finish(pilot, lambda: pilot.press("f5"))
+    for i in range(3, 6):
+        await turn(pilot, f"read f{i}.txt")
+    await finish(pilot, lambda: pilot.press("f5"))
+
+
+async def test_the_divider_goes_at_the_cut_and_what_left_the_context_is_dimmed(offline_server, session_factory, tmp_path):
+    app = XunApp(session_factory(offline_server, *KEEP))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for i in range(3):
+            (tmp_path / f"f{i}.txt").write_text("words\n" * 40)
+            await turn(pilot, f"read f{i}.txt")
+        await finish(pilot, lambda: pilot.press("f5"))
+        rows = chat_rows(app)
+        cut = [i for i, row in enumerate(rows) if row[0] == "divider"]
+        assert len(cut) == 1
+        above, below = rows[:cut[0]], rows[cut[0] + 1:]
+        assert above and all(dim for _, _, dim in above), rows
+        assert below and not any(dim for _, _, dim in below), rows
+        # the kept turn (the last prompt and what followed) is below the divider, as F7 shows the cut
+        assert below[0] == ("user", "read f2.txt", False)
+        kept = app.conversation.summarizations[-1].kept_count
+        assert f"{kept} kept" in rows[cut[0]][1]
+
+        # /retry keeps the divider (the summary stays in the context)
+        await finish(pilot, lambda: submit(pilot, "/retry"))
+        assert [r for r in chat_rows(app) if r[0] == "divider"] == [rows[cut[0]]]
+        assert " · 1 summary · " in app.chat.border_subtitle
+
+
+async def test_resume_shows_the_whole_history_from_the_offload_log(offline_server, session_factory, tmp_path):
+    first = session_factory(offline_server, *KEEP)
+    app = XunApp(first)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await two_summaries(pilot, tmp_path)
+        live = [(kind, text) for kind, text, _ in chat_rows(app) if kind != "assistant"]
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    conversation_id = first.conversation.conversation_id
+    assert sum(1 for kind, _ in live if kind == "divider") == 2
+
+    again = XunApp(session_factory(offline_server, *KEEP, resume=conversation_id))
+    async with again.run_test(size=(140, 44)) as pilot:
+        await wait_until(pilot, lambda: again.chat.children, what="the transcript")
+        # Home loads everything older, page by page, from the offload log
+        again.chat.focus()
+        for _ in range(20):
+            if not again.chat.older_count:
+                break
+            await pilot.press("home")
+            await wait_until(pilot, lambda: not again.chat._loading_older)
+        assert not again.chat.older_count and not again.chat.query(EarlierMarker)
+        rows = chat_rows(again)
+        users = [text for kind, text, _ in rows if kind == "user"]
+        assert users == [f"read f{i}.txt" for i in range(6)], rows
+        dividers = [i for i, row in enumerate(rows) if row[0] == "divider"]
+        assert len(dividers) == 2
+        # everything above the last divider is out of the context and dimmed; below it, nothing is
+        assert all(dim for kind, _, dim in rows[:dividers[-1]] if kind != "divider")
+        assert not any(dim for _, _, dim in rows[dividers[-1] + 1:])
+        # the first summarised turns come before the first divider, the tool calls came back with them
+        assert rows[0] == ("user", "read f0.txt", True)
+        assert any(kind == "tool" and dim for kind, _, dim in rows[:dividers[0]])
+        assert [(kind, text) for kind, text, _ in rows if kind != "assistant"] == live
+
+        await submit(pilot, "/render whole.md")
+        await wait_until(pilot, lambda: (tmp_path / "whole.md").exists())
+    text = (tmp_path / "whole.md").read_text()
+    for i in range(6):
+        assert f"> read f{i}.txt" in text
+    assert text.count("(summarised)") >= 3
+    assert "\n\n---\n" in text and "\n---\n\n" in text
+    body = text.split("## The current summary", 1)[1]
+    assert "\n## " not in body, "the summary's own sections sit below the document's"
+
+
+async def test_esc_always_brings_the_keyboard_back_to_the_prompt(offline_server, session_factory, tmp_path):
+    for i in range(3):
+        (tmp_path / f"f{i}.txt").write_text("words\n" * 40)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for i in range(3):
+            await turn(pilot, f"read f{i}.txt")
+        await finish(pilot, lambda: pilot.press("f6"))
+        # F8, Esc: typed text goes to the prompt, not the recoverable filter
+        await pilot.press("f8")
+        assert app.recoverable.table.has_focus
+        await pilot.press("escape")
+        assert app.prompt.has_focus
+        await pilot.press("x", "y")
+        assert app.prompt.text == "xy" and app.recoverable.filter_text == ""
+        app.prompt.clear()
+        # a filter typed in the list is cleared by Esc, which also leaves the list
+        await pilot.press("f8", "r", "e")
+        assert app.recoverable.filter_text == "re"
+        await pilot.press("escape")
+        assert app.recoverable.filter_text == "" and app.prompt.has_focus
+        # the inspector opened from the list, then closed: the prompt again, whatever else was opened on top
+        await pilot.press("f8", "enter")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "InspectorScreen")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.screen_stack[0])
+        assert app.prompt.has_focus
+        # Esc from the chat (or with nothing running) comes back too
+        app.chat.focus()
+        await pilot.press("escape")
+        assert app.prompt.has_focus
+        # Tab goes round a short, fixed ring: prompt, gauge, log, list, chat (the tool blocks are not stops)
+        ring = []
+        for _ in range(10):
+            await pilot.press("tab")
+            ring.append(app.focused.id)
+            if app.prompt.has_focus:
+                break
+        assert ring == ["gauge", "compaction-log", "recoverable-table", "chat", "prompt"], ring
+
+
+async def test_brackets_select_blocks_and_enter_opens_the_selected_tool_call(offline_server, session_factory, tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\n" * 5)
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await turn(pilot, "read a.txt")
+        app.chat.focus()
+        tool = app.chat.query(ToolBlock).first()
+        for _ in range(6):
+            await pilot.press("left_square_bracket")
+            if app.chat.selected is tool:
+                break
+        assert app.chat.selected is tool and tool.has_class("-jump-target") and tool.collapsed
+        await pilot.press("enter")
+        assert not tool.collapsed
+        await pilot.press("enter")
+        assert tool.collapsed
+        await pilot.press("right_square_bracket")
+        assert app.chat.selected is not tool and not tool.has_class("-jump-target")
+        await pilot.press("escape")
+        assert app.prompt.has_focus and app.chat.selected is None
+
+
+async def test_a_summarised_reclaimed_result_is_marked_and_r_says_why(offline_server, session_factory, tmp_path):
+    for i in range(3):
+        (tmp_path / f"f{i}.txt").write_text(f"file {i}\n" + "words to read\n" * 40)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=2"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for i in range(3):
+            await turn(pilot, f"read f{i}.txt")
+        await finish(pilot, lambda: pilot.press("f6"))
+        reclaimed = set(app.recoverable.records)
+        assert len(reclaimed) == 2 and not app.recoverable.summarised
+        await finish(pilot, lambda: pilot.press("f5"))
+        assert app.recoverable.summarised == reclaimed, "their placeholders left the context with the summary"
+        assert app.recoverable.border_subtitle.startswith("0 items · 0 tokens · 2 summarised (read only)")
+        await pilot.press("f8", "enter")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "InspectorScreen")
+        screen = app.screen
+        assert "summarised since (read only)" in str(screen.query_one("#inspector-summary").render())
+        await pilot.press("r")
+        assert "cannot restore: a summary took its placeholder out" in str(screen.query_one("#inspector-status").render())
+        assert app.screen is screen
+
+
+async def test_clear_leaves_no_stale_state(offline_server, session_factory, tmp_path):
+    (tmp_path / "a.txt").write_text("words\n" * 40)
+    app = XunApp(session_factory(offline_server, *KEEP))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for _ in range(2):
+            await turn(pilot, "read a.txt")
+        await finish(pilot, lambda: pilot.press("f5"))
+        assert "1 summary" in app.chat.border_subtitle
+        await submit(pilot, "/clear")
+        await wait_until(pilot, lambda: not app.conversation.messages or len(app.conversation.messages) <= 1)
+        assert app.chat.border_subtitle.startswith("0 messages in the context · 0%"), app.chat.border_subtitle
+        assert app.history_records() == [], "no empty system message left behind (nor saved)"
+        await submit(pilot, "/tokens")
+        await wait_until(pilot, lambda: "0 summaries" in str(app.chat.children[-1].render()))
+        assert "0 messages" in str(app.chat.children[-1].render())
+
+
+async def test_a_tool_block_shows_the_run_time_not_the_time_spent_answering(offline_server, session_factory):
+    import asyncio
+
+    from xun.tui import messages as m
+    from xun.tui.screens.confirm import ConfirmScreen
+
+    from .helpers import of_type
+
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "run `ls`")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await asyncio.sleep(0.6)  # the user reads the dialog
+        await finish(pilot, lambda: pilot.press("a"))
+        ended = of_type(seen, m.ToolCallEnded)[-1].event
+        assert ended.duration < 0.6, ended.duration
+
+
+async def test_after_turning_automatic_summaries_off_the_log_does_not_repeat_itself(offline_server, session_factory,
+                                                                                   tmp_path):
+    from xun.tui.screens.consent import ConsentScreen
+
+    for i in range(4):
+        (tmp_path / f"f{i}.txt").write_text(f"file {i}\n" + "words to read here\n" * 60)
+    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=1500", "auto_compact.mode=ask"))
+    async with app.run_test(size=(140, 44), notifications=True) as pilot:
+        await turn(pilot, "read f0.txt")
+        await submit(pilot, "read f1.txt")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await pilot.press("o")
+        await wait_until(pilot, lambda: app.busy is None and app.finished_work == 2, what="the turn")
+        for i in (2, 3):
+            await turn(pilot, f"read f{i}.txt")
+        skipped = [e for e in app.log_pane.entries if e.kind == "skipped"]
+        assert len(skipped) == 1 and "off" in skipped[0].reason, [e.line() for e in app.log_pane.entries]
+        assert app.log_pane.unchanged >= 2
+        assert not [n for n in app._notifications if "runs in" in n.message], "no toast to outlive the question"
+
+
+async def test_narrow_terminals_switch_between_the_chat_and_the_side_panel(offline_server, session_factory, tmp_path):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await turn(pilot, "hello")
+        main = app.query_one("#main")
+        side, column = app.query_one("#side"), app.query_one("#chat-column")
+        assert main.has_class("-narrow") and side.display is False
+        assert side.region.width == 0 and column.region.width == 80, "the chat has the whole width"
+        await pilot.press("f4")
+        await pilot.pause()
+        assert side.region.width == 80 and column.region.width == 0 and app.gauge.has_focus
+        await pilot.press("escape")
+        await pilot.pause()
+        assert column.region.width == 80 and app.prompt.has_focus
+        await pilot.press("f8")
+        await pilot.pause()
+        assert side.region.width == 80 and app.recoverable.table.has_focus
+        await pilot.press("f4")
+        await pilot.pause()
+        assert column.region.width == 80 and app.prompt.has_focus
+        # wide: F4 hides and shows the panel beside the chat
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        assert not main.has_class("-narrow") and 0 < side.region.width < 80
+        await pilot.press("f4")
+        await pilot.pause()
+        assert side.region.width == 0 and column.region.width == 160
+        await pilot.press("f4")
+        await pilot.pause()
+        assert side.region.width > 0
+
+
+async def test_sessions_have_titles_and_show_the_context_as_it_is_now(offline_server, session_factory, tmp_path):
+    from xun.sessions import SessionStore
+    from xun.tui.screens.sessions import SessionsScreen
+
+    for i in range(3):
+        (tmp_path / f"f{i}.txt").write_text("words to read\n" * 60)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for i in range(3):
+            await turn(pilot, f"read f{i}.txt")
+        await finish(pilot, lambda: pilot.press("f6"))
+        await wait_until(pilot, lambda: app.saved)
+        info = next(i for i in SessionStore(tmp_path).list() if i.conversation_id == app.conversation.conversation_id)
+        assert info.title == "read f0.txt", "the first prompt"
+        assert info.tokens == app.conversation.estimated_tokens() < app.conversation.total_tokens, "after the reclaim"
+        await submit(pilot, "/name reading the parts")
+        await wait_until(pilot, lambda: SessionStore(tmp_path).list()[0].title == "reading the parts")
+        await submit(pilot, "/sessions")
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        table = app.screen.query_one("DataTable")
+        assert "reading the parts" in [str(cell) for cell in table.get_row_at(0)]
+
+
+async def test_usage_of_the_last_call_the_session_and_its_cost_survive_a_resume(offline_server, session_factory):
+    from xun.tui import messages as m
+
+    from .helpers import of_type
+
+    prices = ("pricing.xun-offline.input=2", "pricing.xun-offline.output=8")
+    first = session_factory(offline_server, *prices, "model.name=xun-offline")
+    app = XunApp(first)
+    seen: list = []
+    async with app.run_test(size=(140, 44), message_hook=seen.append) as pilot:
+        await turn(pilot, "hello")
+        await turn(pilot, "hello again")
+        calls = [u.event for u in of_type(seen, m.ContextUsage) if u.after_model_call]
+        totals = app.conversation.usage_totals
+        assert totals["calls"] == len(calls) == 2
+        assert totals["prompt"] == sum(c.prompt_tokens for c in calls) > 0
+        assert totals["completion"] == sum(c.completion_tokens for c in calls) > 0
+        text = app.gauge.usage_text
+        last = calls[-1]
+        assert text.startswith(f"last call {last.prompt_tokens:,} in · {last.completion_tokens:,} out"), text
+        expected = (totals["prompt"] * 2 + totals["completion"] * 8) / 1e6
+        assert f"${expected:,.4f}" in text and "(2 calls)" in text
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    again = XunApp(session_factory(offline_server, *prices, "model.name=xun-offline",
+                                   resume=first.conversation.conversation_id))
+    async with again.run_test(size=(140, 44)) as pilot:
+        await wait_until(pilot, lambda: again.gauge.usage_text)
+        assert again.conversation.usage_totals == totals
+        assert again.gauge.usage_text.startswith("session ") and f"${expected:,.4f}" in again.gauge.usage_text
+
+
+async def test_a_large_paste_is_one_line_in_the_input_and_sent_in_full(offline_server, session_factory):
+    from textual import events
+
+    from xun.tui import messages as m
+
+    from .helpers import of_type
+
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    pasted = "".join(f"line {i}\n" for i in range(1024)).rstrip("\n")
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        app.prompt.focus()
+        await pilot.press("s", "u", "m", "space")
+        app.post_message(events.Paste(pasted))
+        await pilot.pause()
+        assert app.prompt.text == "sum [pasted 1,024 lines #1]"
+        app.post_message(events.Paste("a small paste"))
+        await pilot.pause()
+        assert app.prompt.text.endswith("#1]a small paste")
+        await finish(pilot, lambda: pilot.press("enter"))
+        assert of_type(seen, m.PromptSubmitted)[-1].text == f"sum {pasted}a small paste"
+        assert any(getattr(msg, "text", None) == f"sum {pasted}a small paste" for msg in app.conversation.messages)
