@@ -73,6 +73,14 @@ ConsentCallback = Callable[["Agent"], Awaitable[bool]]
 
 PREPARE_WAIT = 3.0
 """Seconds a model call waits for window discovery still under way (front ends start it early)."""
+CALIBRATION_SAMPLE = (
+    "Please read src/app.py and tell me why the tests in tests/test_app.py fail since yesterday's change; "
+    "run `make test` afterwards, and keep the public names as they are. The error was: TypeError: "
+    "expected str, got None (line 42)."
+)
+"""Prose with a path, a command and an error line: what the tokenizer is measured on in a new session."""
+CALIBRATION_MIN_CHARS = 400
+"""Below this much conversation text, the sample is measured instead (a ratio of a few words misleads)."""
 SMALLEST_COMMON_WINDOW = 2048
 """llama-cpp-python's default n_ctx: below it an empty reply is not taken for an overflow."""
 
@@ -390,18 +398,24 @@ class Agent:
                 k.discovered = await discover_window(base_url, model, self._auth_headers())
             except Exception:  # noqa: BLE001 - discovery is best effort; the window stays unknown
                 k.discovered = UNKNOWN
+        await self._calibrate_once()
 
     async def _learn_server(self) -> None:
-        """Before a model call: the window (waiting a bounded time for discovery), then, once per session
-        and only for a server that reports no usage but has a tokenizer, the calibration."""
+        """Before a model call: the window and the tokenizer's measure (waiting a bounded time for the
+        discovery that front ends start when the session opens), applied to this conversation."""
         task = self.start_discovery()
         if not task.done():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(task), PREPARE_WAIT)
+        await self._calibrate_once()
         k, c = self.knowledge, self.conversation
         if k.calibration is not None and c.fixed_tokens is None and c.total_tokens is None:
             c.calibrate(k.calibration.tokens_per_char, k.calibration.fixed_for(bool(self.toolbox.schemas())))
-        if k.calibrated or c.total_tokens is not None or not self.config.provider.base_url or not len(c.messages):
+
+    async def _calibrate_once(self) -> None:
+        """Once per session, for a server that has sent no usage: measure its tokenizer."""
+        k, c = self.knowledge, self.conversation
+        if k.calibrated or c.total_tokens is not None or not self.config.provider.base_url:
             return
         k.calibrated = True
         calibration = await self._calibrate()
@@ -410,24 +424,32 @@ class Agent:
             c.calibrate(calibration.tokens_per_char, calibration.fixed_for(bool(self.toolbox.schemas())))
 
     async def _calibrate(self) -> Calibration | None:
-        """Measure the server's tokenizer: its tokenize endpoint counts the conversation's text, and one
-        request for a single token (only to a server that has such an endpoint: a local one) counts the
-        whole prompt, so the estimate of what a request costs besides its text is the server's own."""
+        """Measure the server's tokenizer: its tokenize endpoint counts the conversation's text (or, in an
+        empty session, a sample of prose), and one request for a single token (only to a server that has
+        such an endpoint: a local one) counts the whole prompt with the tool definitions, so the estimate
+        of what a request costs besides its text is the server's own."""
         c = self.conversation
-        text = "\n".join(c.content_to_text(p.get("content")) for p in c.completion_params())
+        if c.estimated_message_length() - sum(message_length(m) for m in c.messages if m.role == "system") >= CALIBRATION_MIN_CHARS:
+            params, chars = c.completion_params(), c.estimated_message_length()
+        else:  # too little text to measure: the system prompt and a sample of prose
+            system = [m.completion_param() for m in c.messages]
+            params = [*system, {"role": "user", "content": CALIBRATION_SAMPLE}]
+            chars = c.estimated_message_length() + len(CALIBRATION_SAMPLE)
+        text = "\n".join(c.content_to_text(p.get("content")) for p in params)
         headers, base_url, model = self._auth_headers(), self.config.provider.base_url or "", self.config.model.name
         try:
-            tokens = await count_tokens(base_url, model, text, headers) if text else None
+            tokens = await count_tokens(base_url, model, text, headers)
         except Exception:  # noqa: BLE001 - best effort
             return None
-        if not tokens or len(text) < 20:
+        if not tokens:
             return None
         ratio = tokens / len(text)
         window = self.window
-        if window.known and c.estimated_tokens() + 1 > window.tokens:
-            return None  # the probe would not fit: the figures wait for a smaller context
+        if window.known and round(chars * ratio) + MESSAGE_TOKENS * len(params) + 1 > window.tokens:
+            return None  # the probe would not fit: no measure this session (the server's counts teach it)
         try:
-            response = await self.client().chat.completions.create(**{**self._request(stream=False), self._max_tokens_param: 1})
+            request = {**self._request(stream=False), "messages": params, self._max_tokens_param: 1}
+            response = await self.client().chat.completions.create(**request)
             prompt_tokens = int(response.usage.prompt_tokens)
         except Exception:  # noqa: BLE001 - a server that refuses the probe stays uncalibrated
             return None
@@ -436,7 +458,7 @@ class Agent:
         if schemas:
             with contextlib.suppress(Exception):
                 tool_tokens = await count_tokens(base_url, model, json.dumps(schemas, ensure_ascii=False), headers) or 0
-        fixed = prompt_tokens - round(c.estimated_message_length() * ratio) - MESSAGE_TOKENS * len(c.messages)
+        fixed = prompt_tokens - round(chars * ratio) - MESSAGE_TOKENS * len(params)
         return Calibration(tokens_per_char=ratio, fixed_tokens=fixed, tool_tokens=tool_tokens)
 
     async def _learn_from_overflow(self, exc: ContextOverflowError, estimate: int) -> None:

@@ -86,7 +86,9 @@ async def test_clear_starts_over_and_keeps_the_log(offline_server, session_facto
         assert not app.recoverable.shown
         assert len(app.log_pane.entries) == 1
         assert "cleared" in app.chat.query_one(NoticeBlock).text
-        assert app.gauge.now == 0 and app.gauge.reported is None
+        # the next request carries nothing but the tool definitions
+        assert app.gauge.now == app.agent.request_tokens() == round(app.agent._schema_chars() * app.conversation.tokens_per_char)
+        assert app.gauge.reported is None
 
 
 async def test_tokens_history_config_and_help(offline_server, session_factory):
