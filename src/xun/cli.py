@@ -204,11 +204,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve = command("serve", "serve the full-screen app in a web browser (textual-serve)",
                     "Serve the full-screen app over HTTP on loopback and print its URL: every browser tab that\n"
                     "opens it runs its own app, with the global options given here. Ctrl+C stops the server\n"
-                    "(the apps quit and save their sessions first). The app runs commands and writes files, so\n"
-                    "a --host that is not a loopback address needs --public too.")
+                    "(the apps quit and save their sessions first). The URL carries a secret token, new every run:\n"
+                    "only a browser that opened it (and got its cookie) can use the app. The app runs commands\n"
+                    "and writes files, so a --host that is not a loopback address needs --public too.")
     serve.add_argument("--host", default="127.0.0.1", metavar="HOST", help="the address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=positive_int, default=8000, metavar="PORT", help="the port (default 8000)")
     serve.add_argument("--public", action="store_true", help="allow a --host that other machines can reach")
+    serve.add_argument("--max-sessions", type=positive_int, default=4, metavar="N",
+                       help="browser sessions (app processes) at once; more are refused (default 4)")
+    serve.add_argument("--idle-timeout", type=float, default=3600.0, metavar="SECONDS",
+                       help="close a session after this long without a key, click or resize (default 3600)")
     serve.add_argument("--app-process", action="store_true", help=argparse.SUPPRESS)  # what each tab runs
     _add_global_options(serve, top=False)
 
