@@ -54,8 +54,10 @@ def homes(tmp_path, monkeypatch):
     return Homes
 
 
-def load(homes, *overrides, environ=None):
-    return load_config(homes.work, overrides, environ={} if environ is None else environ)
+def load(homes, *overrides, environ=None, trusted=True):
+    """The project folder is trusted here (these tests are about merging; trust is tested in
+    tests/reliability/test_trust.py)."""
+    return load_config(homes.work, overrides, environ={} if environ is None else environ, trusted=trusted)
 
 
 # ------------------------------------------------------------------------------------------- defaults

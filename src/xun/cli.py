@@ -27,7 +27,7 @@ EXIT_INTERRUPTED = 130
 LATEST = ""
 """`--resume` with no id: the newest session (the same value as `xun.launch.LATEST`)."""
 
-COMMANDS = ("run", "sessions", "history", "compact", "config", "serve", "offline-server")
+COMMANDS = ("run", "sessions", "history", "compact", "config", "trust", "serve", "offline-server")
 
 EXIT_CODES_HELP = """\
 exit status:
@@ -201,6 +201,15 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--project", action="store_true", help="print only the project file's path")
     _add_global_options(path, top=False)
 
+    trust = command("trust", "trust this folder's .xun/config.toml (provider, prompt files, key bindings)",
+                    "Until you trust a folder, its .xun/config.toml (which may come with someone else's checkout)\n"
+                    "cannot set the provider (where requests and your API key go), compression.prompt_files or\n"
+                    "ui.keymap; xun ignores those keys and says so. `xun trust` remembers the working directory\n"
+                    "(its real path, not its subfolders) in trusted_folders.toml beside the user config.")
+    trust.add_argument("--remove", action="store_true", help="stop trusting the folder")
+    trust.add_argument("--list", action="store_true", help="print the trusted folders")
+    _add_global_options(trust, top=False)
+
     serve = command("serve", "serve the full-screen app in a web browser (textual-serve)",
                     "Serve the full-screen app over HTTP on loopback and print its URL: every browser tab that\n"
                     "opens it runs its own app, with the global options given here. Ctrl+C stops the server\n"
@@ -329,6 +338,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         from xun.commands import compact as module  # type: ignore[no-redef]
     elif name == "serve":
         from xun.commands import serve as module  # type: ignore[no-redef]
+    elif name == "trust":
+        from xun.commands import trust as module  # type: ignore[no-redef]
     else:
         from xun.commands import tui as module  # type: ignore[no-redef]
     return int(module.main(args))

@@ -51,6 +51,7 @@ __all__ = [
     "OffloadSettings",
     "ProviderSettings",
     "RetrySettings",
+    "TRUST_REQUIRED_KEYS",
     "ToolSettings",
     "UiSettings",
     "XunConfig",
@@ -76,6 +77,13 @@ ENV_KEYS: dict[str, str] = {
 
 # Keys a project file may not turn on: a checkout from someone else must not switch confirmations off.
 USER_ONLY_TRUE_KEYS = frozenset({"auto_confirm"})
+
+TRUST_REQUIRED_KEYS = frozenset({"provider", "compression.prompt_files", "ui.keymap"})
+"""Keys (a dotted key, or a whole table) a project's `.xun/config.toml` may set only once the user trusts
+its folder (`xun trust`, or the app's question; see `xun.trust`): where requests and the API key go
+(`provider`), files read into requests (`compression.prompt_files`), and key bindings (`ui.keymap`, which
+could put "allow" on Enter). Until then they are left out and listed in `XunConfig.withheld`. Add a table
+here when a new one can send data or run code (e.g. MCP servers)."""
 
 _MAX_DEPTH = 8  # our deepest key is ui.keymap.<id>; anything far deeper is garbage, refuse it early
 _KEY_PART = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -369,6 +377,17 @@ class XunConfig(_Section):
     ui: UiSettings = Field(default_factory=UiSettings, description="Front-end preferences such as key bindings.")
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+    _withheld: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @property
+    def withheld(self) -> list[str]:
+        """Dotted keys the project file set but may not until its folder is trusted (left out)."""
+        return list(self._withheld)
+
+    @property
+    def withheld_settings(self) -> dict[str, str]:
+        """The same keys with their values as shown to the user (a value like a key is never shown)."""
+        return dict(self._withheld)
 
     def effective_threshold(self) -> int:
         """The token count that triggers compaction: token_threshold, or threshold_ratio of the context
@@ -756,19 +775,42 @@ def _check_trust(data: Mapping[str, Any], source: str) -> None:
             )
 
 
+def withhold_untrusted(data: dict[str, Any]) -> dict[str, str]:
+    """Remove the `TRUST_REQUIRED_KEYS` from a project file's tables; the dotted keys removed, sorted,
+    with their values as `_show` shows them."""
+    removed: dict[str, str] = {}
+    for key in TRUST_REQUIRED_KEYS:
+        *parents, last = key.split(".")
+        node: Any = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and last in node:
+            value = node.pop(last)
+            if isinstance(value, dict) and value:
+                removed.update((f"{key}.{leaf}", _show(item)) for leaf, item in _leaves(value))
+            else:
+                removed[key] = _show(value)
+    return dict(sorted(removed.items()))
+
+
 def load_config(
     workdir: str | os.PathLike[str] | None = None,
     overrides: Iterable[str] = (),
     environ: Mapping[str, str] | None = None,
+    *,
+    trusted: bool | None = None,
 ) -> XunConfig:
     """Merge defaults < user file < project file < environment < `--set` overrides, then validate.
 
     `environ` (default `os.environ`) supplies OPENAI_BASE_URL and XUN_MODEL; the file locations come from
-    `xun.paths` (XDG_CONFIG_HOME, XUN_HOME). Raises ConfigError naming every problem found.
+    `xun.paths` (XDG_CONFIG_HOME, XUN_HOME). `trusted` (default: what `xun.trust` remembers for the
+    workdir) decides whether the project file may set `TRUST_REQUIRED_KEYS`; when not, they are left out
+    and named in `withheld`. Raises ConfigError naming every problem found.
     """
     env = os.environ if environ is None else environ
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    withheld: dict[str, str] = {}
 
     user_path = paths.user_config_path()
     project_path = paths.project_config_path(workdir)
@@ -781,6 +823,12 @@ def load_config(
             continue
         if is_project:
             _check_trust(data, str(path))
+            if trusted is None:
+                from xun.trust import is_trusted
+
+                trusted = is_trusted(workdir)
+            if not trusted:
+                withheld = withhold_untrusted(data)
         _deep_merge(merged, data)
         _record_sources(sources, data, str(path))
 
@@ -804,6 +852,7 @@ def load_config(
 
     config = _validate(merged, lambda dotted: _lookup_source(sources, dotted))
     config._sources = sources
+    config._withheld = withheld
     return config
 
 

@@ -171,6 +171,11 @@ def _check_settings(args: argparse.Namespace) -> None:
     if args.model:
         overrides.append(f"model.name={args.model}")
     config = load_config(workdir_of(args), overrides)
+    if config.withheld:
+        from xun.trust import describe_withheld
+
+        print(f"xun: {describe_withheld(config.withheld, workdir_of(args))}; every browser session asks",
+              file=sys.stderr, flush=True)
     if args.offline:
         why = "--offline"
     elif uses_offline_demo(config):
