@@ -20,6 +20,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from xun.valid_text import valid_text
+
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _DIM, _YELLOW, _RED, _RESET = "\x1b[2m", "\x1b[33m", "\x1b[31m", "\x1b[0m"
 MAX_ARGUMENT_CHARS = 60
@@ -88,7 +90,7 @@ class _Output:
         if not text or id(stream) in self._broken:
             return
         try:
-            stream.write(self.scrub(text))
+            stream.write(valid_text(self.scrub(text)))
             stream.flush()
         except (BrokenPipeError, ValueError, OSError):
             self._broken.add(id(stream))

@@ -50,6 +50,7 @@ from xun.message_list import MessageList
 from xun.errors import SessionFormatError
 from xun.offload import append_offload, utc_now_iso
 from xun.reclaimed import ARGUMENTS_PREVIEW, ReclaimedArchive, ReclaimedToolResult
+from xun.valid_text import valid_text, valid_values
 
 if TYPE_CHECKING:
     from xun.recall import HistoryIndex
@@ -324,7 +325,7 @@ class Conversation:
 
     def add_user_message(self, content: str, images: Sequence[Any] | None = None) -> None:
         urls = [image_to_url(image) for image in images] if images else []
-        self._messages.append(UserMessage(text=content, images=urls))
+        self._messages.append(UserMessage(text=valid_text(content), images=urls))
 
     def set_response_schema(self, schema: Any) -> None:
         """Ask for the last user message to be answered as JSON matching a pydantic model (or a schema dict)."""
@@ -344,12 +345,13 @@ class Conversation:
         raw.setdefault("content", None)
         if raw.get("tool_calls") == []:
             del raw["tool_calls"]
-        self._messages.append(RawOpenAIMessage(raw=raw))
+        self._messages.append(RawOpenAIMessage(raw=valid_values(raw)))
 
     def add_tool_result(self, tool_call_id: str, content: Any) -> None:
         """Append a `role="tool"` message linked to its call by `tool_call_id`."""
         text = content if type(content) is str else tool_result_text(content)
-        self._messages.append(RawOpenAIMessage(raw={"role": "tool", "tool_call_id": tool_call_id, "content": text}))
+        self._messages.append(RawOpenAIMessage(raw={"role": "tool", "tool_call_id": valid_text(tool_call_id),
+                                                    "content": valid_text(text)}))
 
     def pop_last_message_if_user(self) -> UserMessage | None:
         """On cancel: take back the unanswered user message, if it is the last one."""
@@ -766,8 +768,20 @@ class Conversation:
         return f"{head}\n{self._reclaimed.lines()}"
 
     def dump(self, path: str | os.PathLike[str]) -> None:
-        """Save atomically (temporary file, fsync, rename), readable by the owner only."""
-        write_text_atomic(path, self.dumps())
+        """Save atomically (temporary file, fsync, rename), readable by the owner only. Text that UTF-8
+        cannot hold (a lone surrogate that got in some other way) is written as JSON escapes, so a save
+        never fails on text."""
+        try:
+            write_text_atomic(path, self.dumps())
+        except UnicodeEncodeError:
+            write_text_atomic(path, self._dumps_ascii())
+
+    def _dumps_ascii(self) -> str:
+        """`dumps` with every non-ASCII character as a JSON escape (lone surrogates included)."""
+        with _gc_paused():
+            head = json.dumps(self._head(), ensure_ascii=True, separators=(",", ":"))
+        lines = self._reclaimed.lines()
+        return f"{head}\n{lines.encode('utf-8', 'backslashreplace').decode('utf-8')}"
 
     def loads(self, text: str | bytes, source: str | os.PathLike[str] | None = None) -> Conversation:
         """Load session text (this format or a legacy one); on any problem raise SessionFormatError, change nothing."""

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from xun.valid_text import valid_text
+
 if TYPE_CHECKING:  # pragma: no cover
     from xun.config import XunConfig
 
@@ -478,6 +480,7 @@ class Toolbox:
         parsed: dict[str, Any] | None = None
 
         def done(text: str, *, is_error: bool = False, truncated: int = 0, denied: bool = False) -> ToolOutcome:
+            text = valid_text(text)
             for secret in context.redact:
                 text = text.replace(secret, "[redacted]")
             text, cut = cap_text(text, context.max_output_chars)
