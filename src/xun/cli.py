@@ -93,6 +93,10 @@ def _add_global_options(parser: argparse.ArgumentParser, *, top: bool, set_dest:
                        help="continue a saved session: the newest without ID, or ID (a unique prefix is enough)")
     group.add_argument("-c", "--continue", dest="resume", action="store_const", const=LATEST, default=default(None),
                        help="continue the newest session (the same as --resume with no ID)")
+    group.add_argument("--fork", action="store_true", default=default(False),
+                       help="with --resume: continue a copy of the session under a new id (the original stays as it is)")
+    group.add_argument("--read-only", action="store_true", default=default(False),
+                       help="with --resume: open the session without saving it (even while another xun has it open)")
     group.add_argument("--debug", action="store_true", default=default(False),
                        help="show tracebacks of errors")
 
@@ -371,6 +375,8 @@ def _describe_error(exc: BaseException) -> tuple[int, str]:
     errors = sys.modules.get("xun.errors")
     if errors is not None and isinstance(exc, errors.SessionFormatError):
         return EXIT_FAILED, f"cannot load the session: {exc}"
+    if errors is not None and isinstance(exc, errors.SessionLocked):
+        return EXIT_FAILED, str(exc)
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         return EXIT_FAILED, f"{exc.strerror or exc}{where}"

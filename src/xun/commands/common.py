@@ -97,6 +97,8 @@ def open_model_session(
         resume=resume,
         on_event=on_event,
         confirm=confirm,
+        fork=getattr(args, "fork", False),
+        read_only=getattr(args, "read_only", False),
     )
 
 

@@ -156,6 +156,10 @@ def app_command(args: argparse.Namespace) -> list[str]:
         store = store_of(args)
         ident = latest_session_id(store) if args.resume == LATEST else resolve_session_id(store, args.resume)
         command.append(f"--resume={ident}")
+    if args.fork:
+        command.append("--fork")  # every tab continues its own copy
+    if args.read_only:
+        command.append("--read-only")
     if args.debug:
         command.append("--debug")
     return command
