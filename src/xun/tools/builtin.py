@@ -29,7 +29,6 @@ from xun.tools.toolbox import (
     ToolError,
     ToolResult,
     Toolbox,
-    cap_text,
     escape_control,
 )
 
@@ -51,7 +50,10 @@ MAX_SEARCH_MATCHES = 200
 MAX_SEARCH_LINE = 300
 MAX_SEARCH_FILE_BYTES = 10 * 1024 * 1024
 MAX_LIST_ENTRIES = 1000
-MAX_PREVIEW_CHARS = 200_000
+MAX_REVIEW_CHARS = 200_000
+MAX_REVIEW_LINES = 4_000
+"""The most a confirmation shows. It always shows all of what will run or be written (never a middle
+left out); what is larger cannot be reviewed, so it is refused with the reason instead of asked."""
 _BINARY_SAMPLE = 8192
 
 
@@ -65,6 +67,17 @@ def _count(number: int, word: str, plural: str | None = None) -> str:
 
 def _shown(path: str) -> str:
     return escape_control(path, keep_newlines=False)
+
+
+def reviewable(preview: str, tool: str) -> str:
+    """`preview` when a person can review all of it; else a ToolError saying why and what to do."""
+    lines = preview.count("\n") + 1
+    if len(preview) > MAX_REVIEW_CHARS or lines > MAX_REVIEW_LINES:
+        raise ToolError(
+            f"{tool} was not run: what it would do is too large to show for review ({_count(lines, 'line')}, "
+            f"{_count(len(preview), 'character')}; the most is {MAX_REVIEW_LINES:,} lines and "
+            f"{MAX_REVIEW_CHARS:,} characters); split it into smaller steps")
+    return preview
 
 
 # --------------------------------------------------------------------------------------------- read
@@ -333,7 +346,7 @@ def _write_confirmation(args: dict, context: ToolContext) -> ConfirmationRequest
         kind = "new_file"
         preview = content
         title = f"Create {target} ({_count(len(new_lines), 'line')}, {_count(len(content), 'character')})"
-    preview, _ = cap_text(escape_control(preview), MAX_PREVIEW_CHARS)
+    preview = reviewable(escape_control(preview), "write_file")
     return ConfirmationRequest(
         tool="write_file",
         title=escape_control(title, keep_newlines=False),
@@ -385,7 +398,7 @@ def _command_confirmation(args: dict, context: ToolContext) -> ConfirmationReque
     command: str = args["command"]
     timeout = args.get("timeout") or context.command_timeout
     one_line = escape_control(command, keep_newlines=False)
-    preview = f"$ {escape_control(command)}\n\n(in {root}; killed after {timeout:g} s)"
+    preview = reviewable(f"$ {escape_control(command)}\n\n(in {root}; killed after {timeout:g} s)", "run_command")
     return ConfirmationRequest(
         tool="run_command",
         title=f"Run in {root}: {one_line}",

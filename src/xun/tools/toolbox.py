@@ -32,6 +32,8 @@ __all__ = [
     "CompactedResults",
     "ConfirmationRequest",
     "ConfirmCallback",
+    "CONFIRM_GUARD_SECONDS",
+    "CONFIRM_KEYS",
     "Decision",
     "HistoryLookup",
     "Tool",
@@ -74,6 +76,14 @@ class Decision(enum.Enum):
     ALLOW_ONCE = "allow_once"
     ALLOW_SESSION = "allow_session"
     DENY = "deny"
+
+
+CONFIRM_KEYS: dict[str, Decision] = {"y": Decision.ALLOW_ONCE, "s": Decision.ALLOW_SESSION, "n": Decision.DENY}
+"""The same keys in the app and on the command line: y allow once, s allow for the session, n deny;
+anything else (Enter, Escape, no answer) denies."""
+CONFIRM_GUARD_SECONDS = 0.6
+"""A confirmation takes no answer until it has been shown this long AND no key came for this long: keys
+typed ahead (the end of a sentence, while the dialog appeared) must not answer it."""
 
 
 @dataclass(frozen=True)
