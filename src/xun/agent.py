@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xun.atomic import open_regular
 from xun.compact import AutoCompactor, CompactorAbstract, ToolCallCompactResult
 from xun.config import XunConfig, resolve_api_key
+from xun.confined import open_regular_inside
 from xun.conversation import Conversation
 from xun.conversation_message import RawOpenAIMessage, UserMessage
 from xun.events import (
@@ -181,8 +181,8 @@ class Agent:
         text = ""
         for name in PROJECT_INSTRUCTION_FILES:
             path = self.workdir / name
-            try:
-                with open_regular(path) as handle:
+            try:  # never through a link out of the workspace (a planted AGENTS.md -> ~/.ssh/id_rsa)
+                with open_regular_inside(path, [self.workdir]) as handle:
                     text = handle.read().decode("utf-8").strip()
             except (OSError, UnicodeDecodeError):
                 continue

@@ -377,6 +377,9 @@ def _describe_error(exc: BaseException) -> tuple[int, str]:
         return EXIT_FAILED, f"cannot load the session: {exc}"
     if errors is not None and isinstance(exc, errors.SessionLocked):
         return EXIT_FAILED, str(exc)
+    recall = sys.modules.get("xun.recall")
+    if recall is not None and isinstance(exc, recall.HistoryError):
+        return EXIT_FAILED, str(exc)
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         return EXIT_FAILED, f"{exc.strerror or exc}{where}"

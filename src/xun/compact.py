@@ -6,9 +6,6 @@ Both report every step as events (`xun.events`), which the agent also records in
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from enum import Enum
@@ -191,16 +188,9 @@ def prompt_file(path: Path, workdir: Path) -> Any:
     """A prompt file, opened only inside the workspace or the user config folder (never through a link
     out of them), so no config can put `~/.ssh/id_rsa` into a summary request."""
     from xun import paths
-    from xun.confined import open_inside
+    from xun.confined import open_regular_inside
 
-    fd = open_inside(path, [Path(workdir), paths.user_config_path().parent], os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    return open_regular_inside(path, [Path(workdir), paths.user_config_path().parent])
 
 
 def _summarizer_prompt(agent: Agent, instructions: str | None) -> tuple[str, list[str]]:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePath
+from typing import BinaryIO
 
-__all__ = ["LinkRefused", "dir_fd_beneath", "open_beneath", "open_inside"]
+__all__ = ["LinkRefused", "dir_fd_beneath", "open_beneath", "open_inside", "open_regular_inside"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -96,3 +98,15 @@ def open_inside(path: str | os.PathLike[str], roots: list[Path], flags: int = os
         return open_beneath(base, relative, flags)
     where = " or ".join(str(root) for root in roots)
     raise LinkRefused(errno.EACCES, f"it is outside {where}, where these files must be", str(path))
+
+
+def open_regular_inside(path: str | os.PathLike[str], roots: list[Path]) -> BinaryIO:
+    """`open_inside` for reading a regular file (a FIFO or device is refused, as `atomic.open_regular`)."""
+    fd = open_inside(path, roots, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

@@ -613,7 +613,11 @@ class Conversation:
         1. If the tail from the last user message has at most `keep_recent` messages, cut there.
         2. Otherwise cut at `len - keep_recent` and move forward past tool results, so the tail never
            opens on a tool result whose call was condensed (parallel results stay together).
-        3. A last user message before the cut is carried verbatim to the head of the tail.
+        3. In the middle of a turn (the last message is a tool result: a model call is next), the cut
+           never passes the turn's user message: the turn's tool calls and results are kept word for
+           word, since a turn whose own results were summarised away repeated their side effects. When
+           that turn is all there is, there is nothing to condense.
+        4. Otherwise a last user message before the cut is carried verbatim to the head of the tail.
         """
         if keep_recent < 0:
             raise ValueError("keep_recent must be >= 0")
@@ -628,6 +632,8 @@ class Conversation:
             cut = max(n - keep_recent, first)
             while cut < n and messages[cut].role == "tool":
                 cut += 1
+        if first <= last_user < n - 1 and messages[n - 1].role == "tool":
+            cut = min(cut, last_user)
         cut = max(cut, first)
         carried = messages[last_user] if first <= last_user < cut else None
         condensed = list(messages[:cut])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xun import paths
-from xun.atomic import open_regular, remove_stale_temp_files
+from xun.atomic import open_regular, private_dirs, remove_stale_temp_files
 from xun.conversation import Conversation, SessionFormatError, is_session_id
 from xun.errors import SessionLocked
 from xun.recall import HistoryIndex
@@ -54,7 +54,7 @@ class SessionLock:
     """An exclusive advisory lock on one session, held until `release` (or the process ends)."""
 
     def __init__(self, path: Path, conversation_id: str) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
