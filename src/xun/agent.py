@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xun.call_limits import gather_limited, valid_total_tokens, valid_usage, within_deadline
 from xun.compact import AutoCompactor, CompactorAbstract, ToolCallCompactResult
 from xun.config import XunConfig, resolve_api_key
 from xun.confined import open_regular_inside
@@ -108,7 +109,7 @@ def _classify(exc: BaseException) -> Exception:
         return exc  # type: ignore[return-value]
     if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
         return TransientServerError(f"{type(exc).__name__}: {exc}")
-    if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError)):
+    if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError, UnicodeDecodeError)):
         return TransientServerError(f"the server sent a malformed stream ({exc})")
     name = type(exc).__module__
     if name.startswith(("httpx", "httpcore", "h11", "anyio")) or isinstance(exc, (ConnectionError, TimeoutError)):
@@ -368,12 +369,12 @@ class Agent:
                 reply = await self._call_model()
                 calls = [call for _, call in sorted(reply.calls.items())]
                 c.add_agent_message(reply.message())
-                if reply.usage is not None and getattr(reply.usage, "total_tokens", None) is not None:
+                if valid_total_tokens(reply.usage) is not None:
                     c.record_usage(int(reply.usage.total_tokens), overhead_chars=self._schema_chars())
                 else:  # a server that reports no usage: the calibrated estimate stands in for it
                     c.record_usage(c.estimated_tokens())
                 await self.emit(AssistantMessage(content=reply.content, reasoning=reply.reasoning, tool_calls=len(calls)))
-                await self.emit_usage(reply.usage)
+                await self.emit_usage(valid_usage(reply.usage))
                 if not calls:
                     finished = TurnFinished(status="ok", iterations=iterations)
                     break
@@ -423,7 +424,7 @@ class Agent:
         while True:
             attempt += 1
             try:
-                return await self._stream_once()
+                return await within_deadline(self._stream_once(), self.config.provider.deadline)
             except asyncio.CancelledError:
                 raise
             except Exception as raw_exc:
@@ -515,7 +516,7 @@ class Agent:
                                           confirm=self.confirm, environ=self.environ)
         for call in calls:
             await self.emit(ToolCallStarted(id=call.id, name=call.name, arguments=call.arguments))
-        outcomes = await asyncio.gather(*(self.toolbox.call(call.name, call.arguments, context) for call in calls))
+        outcomes = await gather_limited(self.toolbox.call(call.name, call.arguments, context) for call in calls)
         for call, outcome in zip(calls, outcomes, strict=True):
             self.conversation.add_tool_result(call.id, outcome.text)
             await self.emit(ToolCallFinished(

@@ -177,6 +177,13 @@ class ProviderSettings(_Section):
         "counts as failed and is retried.",
     )
 
+    deadline: float = Field(
+        default=900.0,
+        gt=0,
+        description="Seconds one model call may take in all, streaming included; a server that keeps the "
+        "stream open without finishing is cut off there and the call retried.",
+    )
+
     @field_validator("base_url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:

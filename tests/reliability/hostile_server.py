@@ -5,7 +5,8 @@
 - `surrogate`: the reply's text holds a lone surrogate, JSON-escaped (`"\\ud83d"`);
 - `usage:N`: the reply is fine and reports `total_tokens` N (e.g. -999999 or 10**15);
 - `bad-utf8`: the first request gets a chunk with bytes that are not UTF-8; later ones are fine;
-- `trickle`: headers, then one byte every 50 ms, forever (each gap is short, the whole never ends).
+- `trickle`: headers, then one byte every 50 ms, forever (each gap is short, the whole never ends);
+- `calls:N:COMMAND`: the first reply asks for N `run_command` calls of COMMAND at once; later ones are text.
 `requests` counts the requests; `stop()` ends the server and its threads.
 """
 
@@ -72,6 +73,16 @@ class HostileServer:
                 out.flush()
             return
         text = "a fine reply"
+        if mode == "calls" and number == 1:
+            count, _, command = arg.partition(":")
+            for index in range(int(count)):
+                out.write(_chunk({"role": "assistant", "tool_calls": [{
+                    "index": index, "id": f"call_{index}", "type": "function",
+                    "function": {"name": "run_command", "arguments": json.dumps({"command": command})}}]}))
+            out.write(_chunk({}, "tool_calls"))
+            out.write(b"data: [DONE]\n\n")
+            out.flush()
+            return
         if mode == "surrogate":
             raw = _chunk({"role": "assistant", "content": "PLACEHOLDER"}).replace(b"PLACEHOLDER", b"half \\ud83d pair")
             out.write(raw)
