@@ -13,12 +13,17 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import stat
+import string
 from collections.abc import Iterator
 from pathlib import Path, PurePath
 from typing import BinaryIO
 
-__all__ = ["LinkRefused", "dir_fd_beneath", "open_beneath", "open_inside", "open_regular_inside"]
+from xun.atomic import TEMP_PREFIX, TEMP_SUFFIX
+
+__all__ = ["LinkRefused", "dir_fd_beneath", "open_beneath", "open_inside", "open_regular_inside",
+           "write_beneath"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -48,9 +53,9 @@ def _refused(exc: OSError, root: Path, relative: str | os.PathLike[str]) -> OSEr
 
 @contextlib.contextmanager
 def dir_fd_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str] = ".",
-                   *, create: bool = False) -> Iterator[int]:
+                   *, create: bool = False, folder_mode: int = 0o700) -> Iterator[int]:
     """A descriptor of the folder `root/relative`, reached without following links below `root`
-    (`create` makes missing folders, mode 0700)."""
+    (`create` makes missing folders with `folder_mode`, less the umask)."""
     root = Path(root)
     fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     try:
@@ -61,7 +66,7 @@ def dir_fd_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str
                 if not create:
                     raise
                 with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o700, dir_fd=fd)
+                    os.mkdir(part, folder_mode, dir_fd=fd)
                 child = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
             except OSError as exc:
                 raise _refused(exc, root, relative) from None
@@ -110,3 +115,31 @@ def open_regular_inside(path: str | os.PathLike[str], roots: list[Path]) -> Bina
     except BaseException:
         os.close(fd)
         raise
+
+
+def write_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str], text: str, mode: int) -> None:
+    """`atomic.write_text_atomic` for `root/relative` done from a descriptor of its folder (made when
+    missing, mode 0777 less the umask): the temporary file and the rename stay in the folder that was
+    reached without links, whatever is swapped meanwhile."""
+    parts = _parts(relative)
+    if not parts:
+        raise LinkRefused(errno.EINVAL, "expected a file below the folder", str(root))
+    name = parts[-1]
+    with dir_fd_beneath(root, PurePath(*parts[:-1]) if len(parts) > 1 else ".", create=True,
+                        folder_mode=0o777) as folder:
+        letters = string.ascii_lowercase + string.digits + "_"
+        temp = f"{TEMP_PREFIX}{name}.{''.join(secrets.choice(letters) for _ in range(8))}{TEMP_SUFFIX}"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=folder)
+        try:
+            os.fchmod(fd, mode)
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=folder)
+            raise
+        with contextlib.suppress(OSError):
+            os.fsync(folder)

@@ -12,8 +12,10 @@ it can must never return the outside file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -22,7 +24,7 @@ import threading
 from xun.compact import compact_conversation
 from xun.config import XunConfig
 from xun.tools import ToolContext, ToolError
-from xun.tools.builtin import list_directory, read_file
+from xun.tools.builtin import list_directory, read_file, write_file
 
 from .helpers import make_agent, write_files
 
@@ -143,3 +145,43 @@ def test_a_folder_swapped_for_a_link_during_reads_never_leads_out(tmp_path):
         swapper.join()
     assert outside == 0, f"{outside} of 3000 reads returned the outside file"
     assert inside > 0 and refused > 0  # the race did happen, and was refused
+
+
+def test_a_folder_swapped_for_a_link_during_writes_never_writes_outside(tmp_path):
+    home, workspace = _outside(tmp_path)
+    (home / "dir").mkdir()
+    (workspace / "dir").mkdir()
+    os.symlink(home / "dir", workspace / "link")
+    context = ToolContext.from_config(XunConfig(), workdir=workspace, environ={})
+    stop = threading.Event()
+
+    def put(old: str, new: str) -> None:
+        try:
+            os.rename(workspace / old, workspace / new)
+        except OSError:  # a write made `new` (a folder) in the gap between two renames: clear it
+            shutil.rmtree(workspace / new, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                os.rename(workspace / old, workspace / new)
+
+    def swap() -> None:
+        while not stop.is_set():
+            put("dir", "real")
+            put("link", "dir")
+            put("dir", "link")
+            put("real", "dir")
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    written = refused = 0
+    try:
+        for i in range(1000):
+            try:
+                write_file(f"dir/new{i}.txt", "x", context=context)
+                written += 1
+            except ToolError:
+                refused += 1
+    finally:
+        stop.set()
+        swapper.join()
+    assert sorted(p.name for p in (home / "dir").iterdir()) == [], "a write landed outside the workspace"
+    assert written > 0 and refused > 0

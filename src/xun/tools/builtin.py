@@ -19,8 +19,7 @@ import regex
 from pydantic import Field
 
 from xun import paths
-from xun.atomic import write_text_atomic
-from xun.confined import LinkRefused, dir_fd_beneath, open_beneath
+from xun.confined import LinkRefused, dir_fd_beneath, open_beneath, write_beneath
 from xun.tools.confinement import display_path, is_inside, resolve_in_workspace, workspace_root
 from xun.tools.history import read_history_entry, search_history
 from xun.tools.process import run_shell
@@ -397,8 +396,10 @@ def write_file(path: str, content: str, *, context: ToolContext) -> str:
     existed = target.exists()
     try:
         mode = stat.S_IMODE(target.stat().st_mode) if existed else 0o666 & ~_current_umask()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(target, content, mode)
+        write_beneath(root, target.relative_to(root), content, mode)  # no link followed on the way
+    except LinkRefused:
+        raise ToolError(f"{display_path(target, root)} changed while it was being written (a folder on the way "
+                        "became a link); nothing was written, try again") from None
     except OSError as exc:
         raise ToolError(f"{display_path(target, root)}: cannot write the file ({exc.strerror or exc})") from None
     lines = len(content.splitlines())
