@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xun.atomic import open_regular
+from xun.call_limits import gather_limited, valid_total_tokens, valid_usage, within_deadline
 from xun.compact import AutoCompactor, CompactorAbstract, ToolCallCompactResult
 from xun.config import XunConfig, resolve_api_key
+from xun.confined import open_regular_inside
 from xun.conversation import MESSAGE_TOKENS, Conversation
 from xun.conversation_message import RawOpenAIMessage, SystemPrompt, UserMessage, message_length
 from xun.events import (
@@ -175,7 +176,7 @@ def _classify(exc: BaseException) -> Exception:
         return exc  # type: ignore[return-value]
     if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
         return TransientServerError(f"{type(exc).__name__}: {exc}")
-    if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError)):
+    if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError, UnicodeDecodeError)):
         return TransientServerError(f"the server sent a malformed stream ({exc})")
     name = type(exc).__module__
     if name.startswith(("httpx", "httpcore", "h11", "anyio")) or isinstance(exc, (ConnectionError, TimeoutError)):
@@ -286,8 +287,8 @@ class Agent:
         text = ""
         for name in PROJECT_INSTRUCTION_FILES:
             path = self.workdir / name
-            try:
-                with open_regular(path) as handle:
+            try:  # never through a link out of the workspace (a planted AGENTS.md -> ~/.ssh/id_rsa)
+                with open_regular_inside(path, [self.workdir]) as handle:
                     text = handle.read().decode("utf-8").strip()
             except (OSError, UnicodeDecodeError):
                 continue
@@ -629,7 +630,7 @@ class Agent:
                 reply = await self._call_model()
                 calls = [call for _, call in sorted(reply.calls.items())]
                 c.add_agent_message(reply.message())
-                usage = reply.usage if getattr(reply.usage, "total_tokens", None) is not None else None
+                usage = valid_usage(reply.usage)  # absurd figures from a server are not believed
                 if usage is not None:  # a server that reports nothing leaves the estimate as it is, labelled so
                     c.record_usage(int(usage.total_tokens), overhead_chars=self._schema_chars())
                 await self.emit(AssistantMessage(content=reply.content, reasoning=reply.reasoning, tool_calls=len(calls)))
@@ -694,7 +695,7 @@ class Agent:
             attempt += 1
             estimate = self.request_tokens()
             try:
-                reply = await self._stream_once()
+                reply = await within_deadline(self._stream_once(), self.config.provider.deadline)
             except asyncio.CancelledError:
                 raise
             except Exception as raw_exc:
@@ -827,7 +828,7 @@ class Agent:
                                           confirm=self.confirm, environ=self.environ)
         for call in calls:
             await self.emit(ToolCallStarted(id=call.id, name=call.name, arguments=call.arguments))
-        outcomes = await asyncio.gather(*(self.toolbox.call(call.name, call.arguments, context) for call in calls))
+        outcomes = await gather_limited(self.toolbox.call(call.name, call.arguments, context) for call in calls)
         for call, outcome in zip(calls, outcomes, strict=True):
             self.conversation.add_tool_result(call.id, outcome.text)
             await self.emit(ToolCallFinished(

@@ -23,6 +23,19 @@ _TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"(?P<target>.+)\.[a-z0-9_]{8}"
 random characters `mkstemp` draws (lower-case letters, digits, `_`) and the suffix; nothing else."""
 
 
+def private_dirs(folder: str | os.PathLike[str], mode: int = 0o700) -> None:
+    """Make `folder` and every missing folder above it with `mode` (owner-only by default); `mkdir`'s
+    `parents` would give the folders above the default mode (0755: `.xun` readable by every user)."""
+    missing = []
+    path = Path(folder)
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=mode)
+
+
 def write_text_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o600, folder_mode: int = 0o700) -> None:
     """Write `text` to `path` through a temporary file in the same folder, fsynced, then renamed.
 
@@ -30,7 +43,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o600
     failure the old file is left as it was and the temporary file is removed.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True, mode=folder_mode)
+    private_dirs(target.parent, folder_mode)
     fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{target.name}.", suffix=TEMP_SUFFIX, dir=target.parent)
     try:
         os.fchmod(fd, mode)

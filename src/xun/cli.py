@@ -27,7 +27,7 @@ EXIT_INTERRUPTED = 130
 LATEST = ""
 """`--resume` with no id: the newest session (the same value as `xun.launch.LATEST`)."""
 
-COMMANDS = ("run", "sessions", "history", "compact", "config", "mcp", "serve", "offline-server")
+COMMANDS = ("run", "sessions", "history", "compact", "config", "mcp", "trust", "serve", "offline-server")
 
 EXIT_CODES_HELP = """\
 exit status:
@@ -93,6 +93,10 @@ def _add_global_options(parser: argparse.ArgumentParser, *, top: bool, set_dest:
                        help="continue a saved session: the newest without ID, or ID (a unique prefix is enough)")
     group.add_argument("-c", "--continue", dest="resume", action="store_const", const=LATEST, default=default(None),
                        help="continue the newest session (the same as --resume with no ID)")
+    group.add_argument("--fork", action="store_true", default=default(False),
+                       help="with --resume: continue a copy of the session under a new id (the original stays as it is)")
+    group.add_argument("--read-only", action="store_true", default=default(False),
+                       help="with --resume: open the session without saving it (even while another xun has it open)")
     group.add_argument("--debug", action="store_true", default=default(False),
                        help="show tracebacks of errors")
 
@@ -217,15 +221,28 @@ def build_parser() -> argparse.ArgumentParser:
                                       description="Start every enabled server, list it, and stop it again.")
     mcp_list.add_argument("--json", action="store_true", help="one JSON object per server")
     _add_global_options(mcp_list, top=False)
+    trust = command("trust", "trust this folder's .xun/config.toml (provider, prompt files, key bindings)",
+                    "Until you trust a folder, its .xun/config.toml (which may come with someone else's checkout)\n"
+                    "cannot set the provider (where requests and your API key go), compression.prompt_files or\n"
+                    "ui.keymap; xun ignores those keys and says so. `xun trust` remembers the working directory\n"
+                    "(its real path, not its subfolders) in trusted_folders.toml beside the user config.")
+    trust.add_argument("--remove", action="store_true", help="stop trusting the folder")
+    trust.add_argument("--list", action="store_true", help="print the trusted folders")
+    _add_global_options(trust, top=False)
 
     serve = command("serve", "serve the full-screen app in a web browser (textual-serve)",
                     "Serve the full-screen app over HTTP on loopback and print its URL: every browser tab that\n"
                     "opens it runs its own app, with the global options given here. Ctrl+C stops the server\n"
-                    "(the apps quit and save their sessions first). The app runs commands and writes files, so\n"
-                    "a --host that is not a loopback address needs --public too.")
+                    "(the apps quit and save their sessions first). The URL carries a secret token, new every run:\n"
+                    "only a browser that opened it (and got its cookie) can use the app. The app runs commands\n"
+                    "and writes files, so a --host that is not a loopback address needs --public too.")
     serve.add_argument("--host", default="127.0.0.1", metavar="HOST", help="the address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=positive_int, default=8000, metavar="PORT", help="the port (default 8000)")
     serve.add_argument("--public", action="store_true", help="allow a --host that other machines can reach")
+    serve.add_argument("--max-sessions", type=positive_int, default=4, metavar="N",
+                       help="browser sessions (app processes) at once; more are refused (default 4)")
+    serve.add_argument("--idle-timeout", type=float, default=3600.0, metavar="SECONDS",
+                       help="close a session after this long without a key, click or resize (default 3600)")
     serve.add_argument("--app-process", action="store_true", help=argparse.SUPPRESS)  # what each tab runs
     _add_global_options(serve, top=False)
 
@@ -345,6 +362,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         from xun.commands import mcp as module  # type: ignore[no-redef]
     elif name == "serve":
         from xun.commands import serve as module  # type: ignore[no-redef]
+    elif name == "trust":
+        from xun.commands import trust as module  # type: ignore[no-redef]
     else:
         from xun.commands import tui as module  # type: ignore[no-redef]
     return int(module.main(args))
@@ -376,6 +395,11 @@ def _describe_error(exc: BaseException) -> tuple[int, str]:
     errors = sys.modules.get("xun.errors")
     if errors is not None and isinstance(exc, errors.SessionFormatError):
         return EXIT_FAILED, f"cannot load the session: {exc}"
+    if errors is not None and isinstance(exc, errors.SessionLocked):
+        return EXIT_FAILED, str(exc)
+    recall = sys.modules.get("xun.recall")
+    if recall is not None and isinstance(exc, recall.HistoryError):
+        return EXIT_FAILED, str(exc)
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
         return EXIT_FAILED, f"{exc.strerror or exc}{where}"

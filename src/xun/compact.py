@@ -12,7 +12,6 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xun.atomic import open_regular
 from xun.conversation_message import COMPACTED_SYSTEM_PROMPT, Message, SystemPrompt, message_length
 from xun.events import CompactionFailed, CompactionSkipped, SummaryFinished, SummaryRejected, SummaryStarted, Warning
 
@@ -196,14 +195,23 @@ class AutoCompactor(CompactorAbstract):
                 "session; compact by hand (/compact, F5) when needed"))
 
 
+def prompt_file(path: Path, workdir: Path) -> Any:
+    """A prompt file, opened only inside the workspace or the user config folder (never through a link
+    out of them), so no config can put `~/.ssh/id_rsa` into a summary request."""
+    from xun import paths
+    from xun.confined import open_regular_inside
+
+    return open_regular_inside(path, [Path(workdir), paths.user_config_path().parent])
+
+
 def _summarizer_prompt(agent: Agent, instructions: str | None) -> tuple[str, list[str]]:
     """The summary request: our prompt, the configured prompt files, and the focus. Also the problems
     met reading prompt files (reported, never fatal)."""
     parts, problems = [SUMMARY_PROMPT], []
     for name in agent.config.compression.prompt_files:
-        path = Path(name) if Path(name).is_absolute() else agent.workdir / name
+        path = Path(name).expanduser() if Path(name).expanduser().is_absolute() else agent.workdir / name
         try:
-            with open_regular(path) as handle:
+            with prompt_file(path, agent.workdir) as handle:
                 extra = handle.read().decode("utf-8").strip()
         except OSError as exc:
             problems.append(f"compression.prompt_files: cannot read {path} ({exc.strerror or exc}); using the built-in prompt without it")

@@ -54,6 +54,7 @@ __all__ = [
     "OffloadSettings",
     "ProviderSettings",
     "RetrySettings",
+    "TRUST_REQUIRED_KEYS",
     "ToolSettings",
     "UiSettings",
     "XunConfig",
@@ -79,10 +80,13 @@ ENV_KEYS: dict[str, str] = {
 
 # Keys a project file may not turn on: a checkout from someone else must not switch confirmations off.
 USER_ONLY_TRUE_KEYS = frozenset({"auto_confirm"})
-# Tables a project file may not set at all: an MCP server is a program xun starts (or a URL it sends data
-# to), so a checkout from someone else must not bring one in. (Once folders can be trusted, a trusted
-# folder's file may add servers; its servers are never trusted to skip confirmations.)
-USER_ONLY_TABLES = frozenset({"mcp"})
+TRUST_REQUIRED_KEYS = frozenset({"provider", "compression.prompt_files", "ui.keymap", "mcp"})
+"""Keys (a dotted key, or a whole table) a project's `.xun/config.toml` may set only once the user trusts
+its folder (`xun trust`, or the app's question; see `xun.trust`): where requests and the API key go
+(`provider`), files read into requests (`compression.prompt_files`), key bindings (`ui.keymap`, which
+could put "allow" on Enter), and MCP servers (`mcp`: programs xun starts, or URLs it sends data to).
+Until then they are left out and listed in `XunConfig.withheld`. Add a table here when a new one can
+send data or run code."""
 
 _MAX_DEPTH = 8  # our deepest key is ui.keymap.<id>; anything far deeper is garbage, refuse it early
 _KEY_PART = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -187,6 +191,13 @@ class ProviderSettings(_Section):
         gt=0,
         description="Seconds to wait on the server (to connect, and between streamed chunks) before the call "
         "counts as failed and is retried.",
+    )
+
+    deadline: float = Field(
+        default=900.0,
+        gt=0,
+        description="Seconds one model call may take in all, streaming included; a server that keeps the "
+        "stream open without finishing is cut off there and the call retried.",
     )
 
     @field_validator("base_url")
@@ -379,8 +390,8 @@ class McpServerSettings(_Section):
     enabled: bool = Field(default=True, description="Start this server with the session.")
     trust: bool = Field(
         default=False,
-        description="Run this server's tools without asking (only in the user config; project files cannot "
-        "add servers).",
+        description="Run this server's tools without asking (only in the user config or on the command line; "
+        "a project file cannot, trusted or not).",
     )
     tools: McpToolFilter = Field(default_factory=McpToolFilter, description="Which of its tools are offered.")
     timeout: float = Field(default=60.0, gt=0, description="Seconds one tool call may take before it fails.")
@@ -503,6 +514,17 @@ class XunConfig(_Section):
     )
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+    _withheld: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @property
+    def withheld(self) -> list[str]:
+        """Dotted keys the project file set but may not until its folder is trusted (left out)."""
+        return list(self._withheld)
+
+    @property
+    def withheld_settings(self) -> dict[str, str]:
+        """The same keys with their values as shown to the user (a value like a key is never shown)."""
+        return dict(self._withheld)
 
     def effective_threshold(self, window: int | None = None) -> int:
         """The token count that triggers compaction: token_threshold, or threshold_ratio of the context
@@ -886,16 +908,16 @@ def _validate(data: dict[str, Any], source_for: Callable[[str], str]) -> XunConf
 
 
 def _check_trust(data: Mapping[str, Any], source: str) -> None:
-    """A project file may come with someone else's checkout: it may not switch confirmations off, nor
-    start programs (MCP servers)."""
-    for table in USER_ONLY_TABLES:
-        if table in data:
+    """A project file may come with someone else's checkout: even in a trusted folder it may not switch
+    confirmations off, for xun's own tools or for an MCP server's."""
+    servers = data.get("mcp", {}).get("servers") if isinstance(data.get("mcp"), dict) else None
+    for name, server in (servers.items() if isinstance(servers, dict) else ()):
+        if isinstance(server, dict) and server.get("trust") is True:
             raise _problem(
                 source,
-                table,
-                "MCP servers can only be configured in the user config (xun config path --user) or on the "
-                "command line, not in a project file (a checkout from someone else must not start programs); "
-                "move this table there",
+                f"mcp.servers.{name}.trust",
+                "can only be turned on in the user config or on the command line, not in a project file "
+                "(a checkout from someone else must not let its tools run without asking)",
             )
     for key in USER_ONLY_TRUE_KEYS:
         node: Any = data
@@ -910,19 +932,42 @@ def _check_trust(data: Mapping[str, Any], source: str) -> None:
             )
 
 
+def withhold_untrusted(data: dict[str, Any]) -> dict[str, str]:
+    """Remove the `TRUST_REQUIRED_KEYS` from a project file's tables; the dotted keys removed, sorted,
+    with their values as `_show` shows them."""
+    removed: dict[str, str] = {}
+    for key in TRUST_REQUIRED_KEYS:
+        *parents, last = key.split(".")
+        node: Any = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and last in node:
+            value = node.pop(last)
+            if isinstance(value, dict) and value:
+                removed.update((f"{key}.{leaf}", _show(item)) for leaf, item in _leaves(value))
+            else:
+                removed[key] = _show(value)
+    return dict(sorted(removed.items()))
+
+
 def load_config(
     workdir: str | os.PathLike[str] | None = None,
     overrides: Iterable[str] = (),
     environ: Mapping[str, str] | None = None,
+    *,
+    trusted: bool | None = None,
 ) -> XunConfig:
     """Merge defaults < user file < project file < environment < `--set` overrides, then validate.
 
     `environ` (default `os.environ`) supplies OPENAI_BASE_URL and XUN_MODEL; the file locations come from
-    `xun.paths` (XDG_CONFIG_HOME, XUN_HOME). Raises ConfigError naming every problem found.
+    `xun.paths` (XDG_CONFIG_HOME, XUN_HOME). `trusted` (default: what `xun.trust` remembers for the
+    workdir) decides whether the project file may set `TRUST_REQUIRED_KEYS`; when not, they are left out
+    and named in `withheld`. Raises ConfigError naming every problem found.
     """
     env = os.environ if environ is None else environ
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    withheld: dict[str, str] = {}
 
     user_path = paths.user_config_path()
     project_path = paths.project_config_path(workdir)
@@ -935,6 +980,12 @@ def load_config(
             continue
         if is_project:
             _check_trust(data, str(path))
+            if trusted is None:
+                from xun.trust import is_trusted
+
+                trusted = is_trusted(workdir)
+            if not trusted:
+                withheld = withhold_untrusted(data)
         _deep_merge(merged, data)
         _record_sources(sources, data, str(path))
 
@@ -958,6 +1009,7 @@ def load_config(
 
     config = _validate(merged, lambda dotted: _lookup_source(sources, dotted))
     config._sources = sources
+    config._withheld = withheld
     return config
 
 

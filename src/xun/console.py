@@ -1,5 +1,5 @@
 """Engine events on a terminal or into a pipe: text for people (`TextPrinter`), JSON lines for programs
-(`JsonPrinter`), and the y/N/always confirmation prompt of `xun run` on a terminal.
+(`JsonPrinter`), and the y/s/N confirmation prompt of `xun run` on a terminal.
 
 Text mode: the reply streams to standard output as it arrives; reasoning (dimmed on a terminal), tool
 calls, retries, compaction and other notes go to standard error, one short line each. Output meant for a
@@ -20,11 +20,12 @@ import threading
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from xun.valid_text import valid_text
+
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _DIM, _YELLOW, _RED, _RESET = "\x1b[2m", "\x1b[33m", "\x1b[31m", "\x1b[0m"
 MAX_ARGUMENT_CHARS = 60
 MAX_LINE_CHARS = 300
-MAX_PREVIEW_LINES = 30
 
 
 def _isatty(stream: Any) -> bool:
@@ -88,7 +89,7 @@ class _Output:
         if not text or id(stream) in self._broken:
             return
         try:
-            stream.write(self.scrub(text))
+            stream.write(valid_text(self.scrub(text)))
             stream.flush()
         except (BrokenPipeError, ValueError, OSError):
             self._broken.add(id(stream))
@@ -339,29 +340,45 @@ async def read_line(stream: TextIO) -> str | None:
 
 
 class TerminalConfirm:
-    """Asks on stderr whether a tool with side effects may run: y (once), N (default), a (always)."""
+    """Asks on stderr whether a tool with side effects may run, with the keys of the app
+    (`xun.tools.CONFIRM_KEYS`): y once, s for the session, n or anything else (Enter) no.
+
+    The whole preview is printed (the terminal's scrollback scrolls it; the tools refuse what is too
+    large to review), and input typed before the question was shown is discarded, so it cannot answer."""
 
     def __init__(self, printer: TextPrinter, stdin: TextIO | None = None) -> None:
         self.printer = printer
         self.stdin = stdin if stdin is not None else sys.stdin
 
     async def __call__(self, request: Any) -> Any:
-        from xun.tools import Decision
+        from xun.tools import CONFIRM_KEYS, Decision
 
         printer = self.printer
+        _discard_typed_ahead(self.stdin)  # before the question shows: what was typed until now is not an answer
         printer.line(f"[confirm] {request.title}", _YELLOW)
-        lines = strip_controls(request.preview or "").splitlines()
-        for text in lines[:MAX_PREVIEW_LINES]:
+        for text in strip_controls(request.preview or "").splitlines():
             printer.write(printer.err, "    " + text + "\n")
-        if len(lines) > MAX_PREVIEW_LINES:
-            printer.write(printer.err, f"    ... ({len(lines) - MAX_PREVIEW_LINES:,} more lines)\n")
-        printer.write(printer.err, "Allow? [y]es, [N]o, [a]lways for this session: ")
+        printer.write(printer.err, f"Allow? [y] once, [s] every {request.tool} call this session, [N]o: ")
         printer._err_open = True  # until the answer's newline: a Ctrl+C here leaves the line open
         answer = await read_line(self.stdin)
         printer._err_open = False
         if answer is None:
             printer.write(printer.err, "\n")
             return Decision.DENY
+        word = answer.strip().lower()
+        return CONFIRM_KEYS.get(word[:1], Decision.DENY) if word in {"y", "yes", "s", "session", "n", "no"} \
+            else Decision.DENY
+
+
+def _discard_typed_ahead(stream: TextIO) -> None:
+    """Drop what was typed on the terminal before the question (a no-op when it is not a terminal)."""
+    try:
+        import termios
+
+        if os.isatty(stream.fileno()):
+            termios.tcflush(stream.fileno(), termios.TCIFLUSH)
+    except (ImportError, OSError, ValueError, AttributeError):
+        pass
         word = answer.strip().lower()
         if word in ("y", "yes"):
             return Decision.ALLOW_ONCE

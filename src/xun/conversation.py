@@ -50,6 +50,7 @@ from xun.message_list import MessageList
 from xun.errors import SessionFormatError
 from xun.offload import append_offload, utc_now_iso
 from xun.reclaimed import ARGUMENTS_PREVIEW, ReclaimedArchive, ReclaimedToolResult
+from xun.valid_text import valid_text, valid_values
 
 if TYPE_CHECKING:
     from xun.recall import HistoryIndex
@@ -338,7 +339,7 @@ class Conversation:
 
     def add_user_message(self, content: str, images: Sequence[Any] | None = None) -> None:
         urls = [image_to_url(image) for image in images] if images else []
-        self._messages.append(UserMessage(text=content, images=urls))
+        self._messages.append(UserMessage(text=valid_text(content), images=urls))
 
     def set_response_schema(self, schema: Any) -> None:
         """Ask for the last user message to be answered as JSON matching a pydantic model (or a schema dict)."""
@@ -358,12 +359,13 @@ class Conversation:
         raw.setdefault("content", None)
         if raw.get("tool_calls") == []:
             del raw["tool_calls"]
-        self._messages.append(RawOpenAIMessage(raw=raw))
+        self._messages.append(RawOpenAIMessage(raw=valid_values(raw)))
 
     def add_tool_result(self, tool_call_id: str, content: Any) -> None:
         """Append a `role="tool"` message linked to its call by `tool_call_id`."""
         text = content if type(content) is str else tool_result_text(content)
-        self._messages.append(RawOpenAIMessage(raw={"role": "tool", "tool_call_id": tool_call_id, "content": text}))
+        self._messages.append(RawOpenAIMessage(raw={"role": "tool", "tool_call_id": valid_text(tool_call_id),
+                                                    "content": valid_text(text)}))
 
     def pop_last_message_if_user(self) -> UserMessage | None:
         """On cancel: take back the unanswered user message, if it is the last one."""
@@ -640,7 +642,11 @@ class Conversation:
         1. If the tail from the last user message has at most `keep_recent` messages, cut there.
         2. Otherwise cut at `len - keep_recent` and move forward past tool results, so the tail never
            opens on a tool result whose call was condensed (parallel results stay together).
-        3. A last user message before the cut is carried verbatim to the head of the tail.
+        3. In the middle of a turn (the last message is the prompt, a tool call or a tool result), the cut
+           never passes the turn's user message: the turn's tool calls and results are kept word for
+           word, since a turn whose own results were summarised away repeated their side effects. When
+           that turn is all there is, there is nothing to condense.
+        4. Otherwise a last user message before the cut is carried verbatim to the head of the tail.
         """
         if keep_recent < 0:
             raise ValueError("keep_recent must be >= 0")
@@ -650,7 +656,7 @@ class Conversation:
         first = 1 if has_system else 0
         last_user = self._last_user_index()
         if last_user >= 0 and (n - last_user <= keep_recent or self._turn_in_progress()):
-            cut = last_user  # a turn still running keeps its calls and results: none may run twice
+            cut = last_user  # rule 1, or rule 3: a turn still running keeps its calls and results
         else:
             cut = max(n - keep_recent, first)
             while cut < n and messages[cut].role == "tool":
@@ -817,8 +823,20 @@ class Conversation:
         return f"{head}\n{self._reclaimed.lines()}"
 
     def dump(self, path: str | os.PathLike[str]) -> None:
-        """Save atomically (temporary file, fsync, rename), readable by the owner only."""
-        write_text_atomic(path, self.dumps())
+        """Save atomically (temporary file, fsync, rename), readable by the owner only. Text that UTF-8
+        cannot hold (a lone surrogate that got in some other way) is written as JSON escapes, so a save
+        never fails on text."""
+        try:
+            write_text_atomic(path, self.dumps())
+        except UnicodeEncodeError:
+            write_text_atomic(path, self._dumps_ascii())
+
+    def _dumps_ascii(self) -> str:
+        """`dumps` with every non-ASCII character as a JSON escape (lone surrogates included)."""
+        with _gc_paused():
+            head = json.dumps(self._head(), ensure_ascii=True, separators=(",", ":"))
+        lines = self._reclaimed.lines()
+        return f"{head}\n{lines.encode('utf-8', 'backslashreplace').decode('utf-8')}"
 
     def loads(self, text: str | bytes, source: str | os.PathLike[str] | None = None) -> Conversation:
         """Load session text (this format or a legacy one); on any problem raise SessionFormatError, change nothing."""

@@ -9,8 +9,21 @@ length estimates incrementally.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+SUMMARY_TAG = re.compile(r"<(?=[\W_]{0,64}conversation[\W_]{0,16}summary)", re.IGNORECASE)
+"""The `<` of anything a reader could take for the summary block's tags: any case, with spaces, other
+punctuation or attributes (`</conversation_summary >`, `< /Conversation-Summary x=1>`). Bounded runs keep
+it linear on hostile text."""
+
+
+def neutralise_summary_tags(text: str) -> str:
+    """A summary (which may quote tool output) cannot open or close its block early: every look-alike
+    tag's `<` becomes `&lt;`, so the template's own tags are the only ones."""
+    return SUMMARY_TAG.sub("&lt;", text)
+
 
 COMPACTED_SYSTEM_PROMPT = """\
 Earlier conversation history has been compacted into the summary below. Treat it as your memory of \
@@ -67,9 +80,7 @@ class SystemPrompt:
         """The system text without the persistent sections (what a summarizer is shown)."""
         if not self.is_compressed:
             return self.content
-        # a summary that quotes the closing tag (copied from tool output) must not end its block early
-        content = self.content.replace("</conversation_summary>", "<\\/conversation_summary>")
-        summary = COMPACTED_SYSTEM_PROMPT.format(summary=content)
+        summary = COMPACTED_SYSTEM_PROMPT.format(summary=neutralise_summary_tags(self.content))
         return f"{self.base_prompt}\n\n{summary}" if self.base_prompt else summary
 
     def completion_param(self) -> dict[str, Any]:

@@ -7,6 +7,7 @@ in-process on a free loopback port and the agent talks to it over real HTTP.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,8 @@ class Session:
     mcp: McpManager | None = None
     """The MCP servers of the settings: front ends start them (`await mcp.start()`, after the first frame in
     the app) and stop them (`await mcp.aclose()`) on the event loop that runs the turns."""
+    read_only: bool = False
+    """Opened with --read-only: never saved, and no lock held (another process may be writing it)."""
 
     @property
     def offline(self) -> bool:
@@ -57,10 +60,14 @@ class Session:
             return f"offline demo model (scripted, not an LLM) at {self.offline_server.base_url}"
         return self.config.provider.base_url or "the OpenAI API"
 
-    def save(self) -> Path:
+    def save(self) -> Path | None:
+        """Save the session (None, and nothing written, when it was opened read-only)."""
+        if self.read_only:
+            return None
         return self.store.save(self.agent.conversation)
 
     def close(self) -> None:
+        self.store.unlock()
         if self.offline_server is not None:
             self.offline_server.stop()
             self.offline_server = None
@@ -84,11 +91,15 @@ def open_session(
     on_event: EventCallback | None = None,
     confirm: ConfirmCallback | None = None,
     consent: ConsentCallback | None = None,
+    fork: bool = False,
+    read_only: bool = False,
 ) -> Session:
     """Load settings (raises ConfigError), pick the model server, and load or start the conversation.
 
     `resume`: None starts a new session, `LATEST` ("") continues the newest, an id continues that one
-    (raises NoSessionToResume, FileNotFoundError or SessionFormatError).
+    (raises NoSessionToResume, FileNotFoundError or SessionFormatError). The session is locked for this
+    process (SessionLocked when another one has it); `fork` continues a copy under a new id instead,
+    `read_only` opens it without the lock and never saves it.
     """
     folder = Path(workdir) if workdir is not None else Path.cwd()
     overrides = list(overrides)
@@ -98,7 +109,7 @@ def open_session(
         overrides.append(f"model.name={model}")
     config = load_config(folder, overrides, environ)
     store = SessionStore(folder)
-    conversation = _conversation(store, resume)
+    conversation = _conversation(store, resume, fork=fork, read_only=read_only)
     if not config.offload.enabled:
         conversation.offload_dir = None
     server = None
@@ -114,7 +125,7 @@ def open_session(
                   consent=consent, environ=dict(environ) if environ is not None else None)
     agent.offline = server is not None
     return Session(config=config, agent=agent, store=store, offline_server=server, resumed=resume is not None,
-                   mcp=_mcp_manager(config, agent, folder, environ))
+                   mcp=_mcp_manager(config, agent, folder, environ), read_only=read_only)
 
 
 def _mcp_manager(config: XunConfig, agent: Agent, folder: Path, environ: Mapping[str, str] | None) -> McpManager:
@@ -127,12 +138,27 @@ def _mcp_manager(config: XunConfig, agent: Agent, folder: Path, environ: Mapping
                       environ=environ, on_change=agent.emit)
 
 
-def _conversation(store: SessionStore, resume: str | None) -> Conversation:
+def _conversation(store: SessionStore, resume: str | None, *, fork: bool, read_only: bool) -> Conversation:
+    """The conversation to continue (or a new one), locked for this process unless read-only; the lock
+    is taken before the file is read, so what is loaded is what no one else is writing."""
     if resume is None:
-        return store.new()
-    if resume == LATEST:
-        latest = store.latest()
-        if latest is None:
-            raise NoSessionToResume(f"there is no saved session to resume in {store.root}")
-        return latest
-    return store.load(resume)
+        conversation = store.new()
+    else:
+        ident = resume
+        if resume == LATEST:
+            infos = store.list()
+            if not infos:
+                raise NoSessionToResume(f"there is no saved session to resume in {store.root}")
+            ident = infos[0].conversation_id
+        if not (fork or read_only):
+            store.lock(ident)
+        try:
+            conversation = store.load(ident)
+        except BaseException:
+            store.unlock()
+            raise
+        if fork:
+            conversation.conversation_id = uuid.uuid4().hex
+    if not read_only and (resume is None or fork):
+        store.lock(conversation.conversation_id)
+    return conversation

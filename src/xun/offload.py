@@ -8,16 +8,18 @@ read back exactly (`read_offload_log`). Earlier summaries are not archived again
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from xun.atomic import fsync_dir, open_regular
+from xun.atomic import fsync_dir, open_regular, private_dirs
 from xun.conversation_message import Message, SystemPrompt, UserMessage, content_text
 
 HEADING = "## Offloaded at "
@@ -119,17 +121,26 @@ def append_offload(
     earlier append is first closed off with one, so the new section always starts on its own line.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(target.parent)
     text = render_section(transcript_entries(messages, reclaimed), when or utc_now_iso(), conversation_id)
     created = not target.exists()
-    # O_NONBLOCK: a FIFO planted where the log should be fails the open instead of blocking it
-    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0), 0o600)
+    # O_NONBLOCK: a FIFO planted where the log should be fails the open instead of blocking it;
+    # O_NOFOLLOW: so does a link (to ~/.bashrc, say), which would have the transcript appended to it
     try:
-        if not created and os.fstat(fd).st_size:
-            with open(target, "rb") as reader:
-                reader.seek(-1, os.SEEK_END)
-                if reader.read(1) != b"\n":
-                    text = "\n\n" + text
+        fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "the offload log is a symbolic link, which xun does not follow in its "
+                          "own folder; remove it", str(target)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "the offload log is not a regular file", str(target))
+        size = os.fstat(fd).st_size
+        if not created and size:
+            if os.pread(fd, 1, size - 1) != b"\n":
+                text = "\n\n" + text
         data = text.encode("utf-8")
         written = 0
         while written < len(data):

@@ -47,3 +47,8 @@ def styles_dir() -> Path:
     if packaged.is_dir():
         return packaged
     return Path(__file__).resolve().parents[2] / "styles"
+
+
+def trusted_folders_path() -> Path:
+    """The folders the user trusts (`xun trust`): beside the user config, never in a project."""
+    return user_config_path().parent / "trusted_folders.toml"

@@ -33,6 +33,7 @@ no sqlite3 object ever crosses a thread; the database is in WAL mode and owner-r
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -46,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xun import offload, paths
+from xun.atomic import private_dirs
 from xun.errors import SessionFormatError
 from xun.offload import OffloadEntry, read_offload_log, transcript_entries
 from xun.reclaimed import ReclaimedToolResult
@@ -686,7 +688,16 @@ class HistoryIndex:
         for attempt in (1, 2):
             inode = None
             try:
-                inode = self._prepare()
+                try:
+                    inode = self._prepare()
+                except OSError as exc:
+                    if write or exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM) or not self.path.is_file():
+                        raise
+                    db = self._open_read_only()  # a read-only disk or folder: read the index as it is
+                    try:
+                        return fn(db)
+                    finally:
+                        db.close()
                 db = self._open(notes)
                 try:
                     if not write:
@@ -710,11 +721,36 @@ class HistoryIndex:
                 raise
         raise AssertionError("unreachable")
 
+    def _open_read_only(self) -> sqlite3.Connection:
+        """The index opened for reading only, changing nothing on disk (`immutable`: no -wal or -shm is
+        made), for a folder or file system that cannot be written."""
+        self._refuse_links()
+        uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+        db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+        try:
+            if user_version(db) != SCHEMA_VERSION:
+                raise HistoryError(f"the history index {self.path} is from another version of xun and cannot "
+                                   "be upgraded here (the folder is read-only)")
+            _check_schema(db)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _refuse_links(self) -> None:
+        """The index and its -wal and -shm are xun's own files: a symbolic link planted in their place (to a
+        file elsewhere, or to a missing one SQLite would create) is refused, never followed."""
+        for name in self._files():
+            if name.is_symlink():
+                raise HistoryError(f"{name} is a symbolic link; xun does not follow links in its own folder "
+                                   "(remove it and xun makes a new index)")
+
     def _prepare(self) -> int:
         """Create the file owner-only if it is missing (and make it owner-only if it is not); its inode,
-        which recovery checks before moving the file aside."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        which recovery checks before moving the file aside. Links in its place are refused."""
+        private_dirs(self.path.parent)
+        self._refuse_links()
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
             info = os.fstat(fd)
             if info.st_mode & 0o077:

@@ -1,15 +1,27 @@
-"""The session store: one file per conversation under `.xun/sessions/` (`XUN_HOME` replaces `.xun`)."""
+"""The session store: one file per conversation under `.xun/sessions/` (`XUN_HOME` replaces `.xun`).
+
+One writer per session: a process that opens a session for writing holds an advisory lock (`flock`) on
+`sessions/<id>.lock` until it closes it, and writes its pid and command line there; a second opener gets
+`SessionLocked` naming that process (and may fork the session or open it read-only instead). A save by a
+store that does not hold the lock takes it for the length of the write, so no process can overwrite a
+session another one has open. The kernel drops the lock when its holder dies: a lock file left behind
+means nothing.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from xun import paths
-from xun.atomic import open_regular, remove_stale_temp_files
+from xun.atomic import open_regular, private_dirs, remove_stale_temp_files
 from xun.conversation import Conversation, SessionFormatError, is_session_id
+from xun.errors import SessionLocked
 from xun.recall import HistoryIndex
 
 STALE_TEMP_SECONDS = 600.0
@@ -40,6 +52,32 @@ def check_session_id(conversation_id: str) -> str:
     return conversation_id
 
 
+class SessionLock:
+    """An exclusive advisory lock on one session, held until `release` (or the process ends)."""
+
+    def __init__(self, path: Path, conversation_id: str) -> None:
+        private_dirs(path.parent)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 500, 0).decode("utf-8", "replace").strip()
+            os.close(fd)
+            raise SessionLocked(conversation_id, holder) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        command = " ".join(sys.argv)[:300]
+        os.pwrite(fd, f"pid {os.getpid()}: {command}\n".encode("utf-8", "replace"), 0)
+        self.fd: int | None = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing drops the flock
+            self.fd = None
+
+
 class SessionStore:
     """Saves, lists and loads conversations for one working directory."""
 
@@ -51,6 +89,22 @@ class SessionStore:
         """The searchable history of this folder (`.xun/history.db`), attached to every conversation the
         store makes or loads, so their summaries and reclaims are indexed as they happen."""
         self._swept = False
+        self._locks: dict[str, SessionLock] = {}
+
+    def lock(self, conversation_id: str) -> None:
+        """Hold the session's lock until `unlock`; raises SessionLocked when another process has it."""
+        if conversation_id not in self._locks:
+            self._locks[conversation_id] = SessionLock(self._lock_path(conversation_id), conversation_id)
+
+    def unlock(self, conversation_id: str | None = None) -> None:
+        """Release one session's lock, or every lock this store holds."""
+        for ident in [conversation_id] if conversation_id is not None else list(self._locks):
+            held = self._locks.pop(ident, None)
+            if held is not None:
+                held.release()
+
+    def _lock_path(self, conversation_id: str) -> Path:
+        return self.root / f"{check_session_id(conversation_id)}.lock"
 
     def path_for(self, conversation_id: str) -> Path:
         return self.root / f"{check_session_id(conversation_id)}.json"
@@ -64,7 +118,11 @@ class SessionStore:
         if not self._swept:
             self._swept = True
             self.remove_stale_temp_files()
-        conversation.dump(path)
+        ident = conversation.conversation_id
+        with contextlib.ExitStack() as held:
+            if ident not in self._locks:  # not ours: hold it for the write, or learn who has it
+                held.callback(SessionLock(self._lock_path(ident), ident).release)
+            conversation.dump(path)
         return path
 
     def remove_stale_temp_files(self) -> int:

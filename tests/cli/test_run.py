@@ -93,7 +93,7 @@ def _run_on_a_terminal(cli: Cli, answer: bytes | int, *args: str) -> tuple[int, 
                 if not chunk:
                     break
                 buffer += chunk
-        assert "Allow? [y]es, [N]o, [a]lways" in buffer, buffer
+        assert "Allow? [y] once, [s] every " in buffer, buffer
         if isinstance(answer, int):
             process.send_signal(answer)
         else:
@@ -122,7 +122,7 @@ def test_on_a_terminal_no_refuses_the_tool(cli: Cli):
 def test_ctrl_c_at_the_confirmation_prompt_stops_and_saves(cli: Cli):
     code, stdout, stderr = _run_on_a_terminal(cli, signal.SIGINT, "run", "write hello to asked.txt")
     assert code == 130, stderr
-    after = stderr.split("Allow? [y]es, [N]o, [a]lways for this session: ", 1)[1]
+    after = stderr.split("call this session, [N]o: ", 1)[1]
     assert after.startswith("\n")  # the next note starts on a line of its own
     assert "interrupted; session" in after and "Traceback" not in stderr
     assert not (cli.workdir / "asked.txt").exists()

@@ -195,12 +195,14 @@ def test_log_that_cannot_be_written_keeps_originals_in_the_session(tmp_path):
     assert back.kept_originals[0]["messages"] == kept
 
 
-def test_full_disk_keeps_originals_in_the_session(tmp_path):
+def test_an_unwritable_offload_log_keeps_originals_in_the_session(tmp_path):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full on this system")
     c = long_conversation(rounds=10)
     c.offload_dir = tmp_path
+    # the log's name links to /dev/full; xun does not follow links in its own folder (issue 13, item 5),
+    # so the log cannot be written (a really full disk is tested in tests/reliability/test_bad_files.py)
     (tmp_path / f"{c.conversation_id}.md").symlink_to("/dev/full")
     result = c.compact(lambda msgs: "sum", keep_recent=3)
-    assert result.compacted and "No space left" in result.warning
+    assert result.compacted and "symbolic link" in result.warning
     assert len(c.kept_originals) == 1

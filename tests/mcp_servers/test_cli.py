@@ -79,14 +79,18 @@ def test_untrusted_server_is_refused_without_a_terminal_and_allowed_with_yes(cli
     assert not allowed.of("tool_call_finished")[0]["is_error"]
 
 
-def test_project_file_cannot_add_servers(cli, servers):
+def test_an_untrusted_project_file_cannot_add_servers(cli, servers):
     (cli.state).mkdir()
     (cli.state / "config.toml").write_text(tomli_w.dumps({"mcp": {"servers": {"evil": servers.fault()}}}))
-    done = cli.inproc("run", "hello")
-    assert done.returncode == 2, done.stderr
-    assert "config.toml: mcp: MCP servers can only be configured in the user config" in done.stderr
-    refused = cli.inproc("config", "set", "mcp.servers.x.command", "evil")
-    assert refused.returncode == 2 and "only be configured in the user config" in refused.stderr
+    done = cli.inproc("run", "--json", "hello")
+    assert done.returncode == 0, done.stderr
+    assert "mcp.servers.evil.command" in done.stderr and "xun trust" in done.stderr
+    assert not [e for e in map(json.loads, done.stdout.splitlines()) if e["type"] == "mcp_server"]
+    assert servers.alive() == []
+    (cli.state / "config.toml").write_text(tomli_w.dumps({"mcp": {"servers": {"evil": servers.fault(trust=True)}}}))
+    assert cli.inproc("trust").returncode == 0
+    refused = cli.inproc("run", "hello")  # trusted or not, a project file cannot let tools skip the question
+    assert refused.returncode == 2 and "mcp.servers.evil.trust" in refused.stderr
     assert servers.alive() == []
 
 

@@ -207,9 +207,10 @@ def test_the_app_works_in_headless_chromium_and_ctrl_c_stops_it(tmp_path: Path, 
         server_err = _Collected(server.stderr)
         ready = _wait_for(out, server_out, lambda line: "serving the app at" in line, left(20))
         assert ready is not None, f"the server did not start: {server_out} {server_err.text(wait=1)}"
-        assert url in ready and "Ctrl+C" in ready
+        assert url + "/?token=" in ready and "Ctrl+C" in ready
+        secret_url = ready.split("serving the app at ", 1)[1].split()[0]  # the page needs the token
 
-        browser = subprocess.Popen([node, str(SCRIPT), url + "/", str(user_data), str(shot), GAUGE_TITLE, OFFLINE_BADGE],
+        browser = subprocess.Popen([node, str(SCRIPT), secret_url, str(user_data), str(shot), GAUGE_TITLE, OFFLINE_BADGE],
                                    cwd=HERE, env={**env, "XUN_CHROMIUM": chromium}, stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         _lines(browser.stdout, page)

@@ -174,7 +174,7 @@ async def test_write_file_failure_keeps_the_old_file(toolbox, make_context, work
     target = workspace / "keep.txt"
     target.write_text("precious\n")
 
-    def broken_replace(src, dst):
+    def broken_replace(src, dst, **dir_fds):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("xun.tools.builtin.os.replace", broken_replace)

@@ -17,6 +17,11 @@ from xun.tui.widgets.user_block import UserBlock
 from .helpers import finish, of_type, submit, turn, wait_until
 
 
+async def armed(pilot) -> None:
+    """Until the confirmation takes answers (keys typed ahead are ignored for a moment)."""
+    await wait_until(pilot, lambda: getattr(pilot.app.screen, "armed", False), what="the confirmation to take answers")
+
+
 async def test_escape_mid_stream_keeps_the_reply_so_far_marked_cancelled(offline_server_factory, session_factory):
     server = offline_server_factory(tokens_per_second=200)
     app = XunApp(session_factory(server))
@@ -90,7 +95,8 @@ async def test_a_denied_command_is_not_run(offline_server, session_factory, tmp_
         assert "touch made-by-command" in screen.request.title
         assert app.header.status == "waiting for you"
         assert app.check_action("compact", ()) is False, "main-screen keys are off under a modal"
-        await finish(pilot, lambda: pilot.press("d"))
+        await armed(pilot)
+        await finish(pilot, lambda: pilot.press("n"))
 
         assert not (tmp_path / "made-by-command").exists()
         block = app.chat.query_one(ToolBlock)
@@ -105,11 +111,13 @@ async def test_allow_once_and_allow_for_the_session(offline_server, session_fact
         await submit(pilot, "write hello to first.txt")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
         assert app.screen.request.kind == "new_file"
-        await finish(pilot, lambda: pilot.press("a"))
+        await armed(pilot)
+        await finish(pilot, lambda: pilot.press("y"))
         assert (tmp_path / "first.txt").read_text() == "hello"
 
         await submit(pilot, "write again to second.txt")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the second confirmation")
+        await armed(pilot)
         await finish(pilot, lambda: pilot.press("s"))
         assert (tmp_path / "second.txt").read_text() == "again"
         assert len(of_type(seen, m.ConfirmationAsked)) == 2
@@ -139,6 +147,7 @@ async def test_the_buttons_answer_too(offline_server, session_factory, tmp_path:
     async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
         await submit(pilot, "run `touch by-button`")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await armed(pilot)
         await finish(pilot, lambda: pilot.click("#allow_once"))
         assert of_type(seen, m.ConfirmationAsked)[-1].answer.result() is Decision.ALLOW_ONCE
         assert (tmp_path / "by-button").exists()

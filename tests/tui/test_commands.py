@@ -145,6 +145,7 @@ async def test_render_writes_markdown_and_html(offline_server, session_factory, 
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await turn(pilot, "read a.txt")
+        (tmp_path / "out").mkdir()  # /render makes no folder (issue 13): a missing one is an error
         await submit(pilot, "/render out/chat.md")
         await wait_until(pilot, lambda: (tmp_path / "out" / "chat.md").exists())
         markdown = (tmp_path / "out" / "chat.md").read_text()

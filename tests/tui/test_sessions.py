@@ -40,6 +40,7 @@ async def test_resume_restores_transcript_gauge_log_and_list(offline_server, ses
         await wait_until(pilot, lambda: app.return_code is not None)
     conversation_id = first.conversation.conversation_id
     assert recoverable and reclaimed_blocks
+    first.close()  # its lock too: one writer per session
 
     resumed = session_factory(offline_server, *overrides, resume=conversation_id)
     again = XunApp(resumed)

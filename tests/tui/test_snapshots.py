@@ -161,6 +161,7 @@ def test_the_confirmation_modal(snap_compare, snapshot_app, size):
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
         assert app.screen.request.kind == "diff"
         assert "+The gauge shows tokens and the threshold." in app.screen.request.preview
+        await wait_until(pilot, lambda: app.screen.armed, what="the confirmation to take answers")
         settle(app)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -264,6 +264,7 @@ def test_markdown_export_fences_survive_backticks(tmp_path):
         render_transcript(c, "out.pdf", tmp_path)
     with pytest.raises(ExportError, match="give a file name"):
         render_transcript(c, " ", tmp_path)
+    (tmp_path / "sub").mkdir()  # /render makes no folder (issue 13): a missing one is an error
     page = render_transcript(c, "sub/out.html", tmp_path).read_text()
     assert "<strong>three</strong>" in page and "<title>xun session t1</title>" in page
 

@@ -97,11 +97,18 @@ def open_model_session(
         resume=resume,
         on_event=on_event,
         confirm=confirm,
+        fork=getattr(args, "fork", False),
+        read_only=getattr(args, "read_only", False),
     )
 
 
 def announce_provider(session: Session, args: argparse.Namespace, err: TextIO) -> None:
-    """Say on stderr when the offline demo model answers, and why."""
+    """Say on stderr when an untrusted folder's settings were left out, and when the offline demo model
+    answers, and why."""
+    if session.config.withheld:
+        from xun.trust import describe_withheld
+
+        print(f"xun: {describe_withheld(session.config.withheld, session.agent.workdir)}", file=err, flush=True)
     if not session.offline:
         return
     if args.offline:

@@ -131,6 +131,9 @@ async def _turn_and_save(session: Any, prompt: str, args: argparse.Namespace, pr
         printer.note(f"could not save the session: {exc}")
         return guard.exit_code or EXIT_FAILED
     ident = session.agent.conversation.conversation_id
+    if path is None:
+        printer.note(f"session {ident} was opened --read-only: this turn was not saved")
+        return guard.exit_code or (TURN_EXIT.get(finished.status, EXIT_FAILED) if completed and finished else 130)
     if not completed:
         printer.note(f"interrupted; session {ident} saved in {path}")
         return guard.exit_code or 130

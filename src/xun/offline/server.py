@@ -40,6 +40,9 @@ MALFORMED_CHUNK_AT = 2
 SLOW_NON_STREAM_FACTOR = 5  # a slow non-streamed reply waits this many chunk delays
 STOP_JOIN_SECONDS = 3.0
 WAIT_POLL_SECONDS = 0.05
+IDLE_TIMEOUT = 60.0
+"""Seconds a connection may send nothing (a request half sent, an idle keep-alive) before it is closed:
+otherwise every such connection kept a thread forever."""
 MODEL_CREATED = 1_735_689_600  # 2025-01-01, fixed so /v1/models is deterministic
 MODEL_DESCRIPTION = "xun-offline: a deterministic scripted demo model served by xun (not an LLM)."
 
@@ -121,6 +124,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.timeout = self.server.app.idle_timeout  # StreamRequestHandler.setup puts it on the socket
         super().setup()
         self.server.app._track(self.connection)
 
@@ -523,6 +527,7 @@ class OfflineServer:
         reasoning: str | None = None,
         tokens_per_second: float | None = None,
         profile: str = "openai",
+        idle_timeout: float = IDLE_TIMEOUT,
     ):
         self._family, self._bind_address = resolve_loopback(host)
         if profile not in PROFILES:
@@ -540,6 +545,9 @@ class OfflineServer:
             isinstance(tokens_per_second, bool) or not isinstance(tokens_per_second, (int, float)) or not tokens_per_second > 0
         ):
             raise ValueError(f"tokens_per_second must be a positive number or None, not {tokens_per_second!r}")
+        if isinstance(idle_timeout, bool) or not isinstance(idle_timeout, (int, float)) or not idle_timeout > 0:
+            raise ValueError(f"idle_timeout must be a positive number, not {idle_timeout!r}")
+        self.idle_timeout = float(idle_timeout)
         self.host = host.strip()
         self._requested_port = port
         self.context_window = context_window

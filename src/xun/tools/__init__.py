@@ -10,6 +10,8 @@ from __future__ import annotations
 from xun.tools.builtin import BUILTIN_TOOLS, default_toolbox
 from xun.tools.confinement import PathOutsideWorkspace, resolve_in_workspace
 from xun.tools.toolbox import (
+    CONFIRM_GUARD_SECONDS,
+    CONFIRM_KEYS,
     CompactedResults,
     ConfirmationRequest,
     ConfirmCallback,
@@ -27,6 +29,8 @@ from xun.tools.toolbox import (
 
 __all__ = [
     "BUILTIN_TOOLS",
+    "CONFIRM_GUARD_SECONDS",
+    "CONFIRM_KEYS",
     "CompactedResults",
     "ConfirmCallback",
     "ConfirmationRequest",

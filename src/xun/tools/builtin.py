@@ -10,15 +10,16 @@ from __future__ import annotations
 import difflib
 import io
 import os
-import re
 import stat
+import time
 from pathlib import Path
 from typing import Annotated
 
+import regex
 from pydantic import Field
 
 from xun import paths
-from xun.atomic import write_text_atomic
+from xun.confined import LinkRefused, dir_fd_beneath, open_beneath, write_beneath
 from xun.tools.confinement import display_path, is_inside, resolve_in_workspace, workspace_root
 from xun.tools.history import read_history_entry, search_history
 from xun.tools.process import run_shell
@@ -29,7 +30,6 @@ from xun.tools.toolbox import (
     ToolError,
     ToolResult,
     Toolbox,
-    cap_text,
     escape_control,
 )
 
@@ -50,8 +50,14 @@ SKIPPED_DIRS = frozenset({".git", ".xun"})
 MAX_SEARCH_MATCHES = 200
 MAX_SEARCH_LINE = 300
 MAX_SEARCH_FILE_BYTES = 10 * 1024 * 1024
+SEARCH_TIME_LIMIT = 10.0
+"""Seconds one search_text call may spend matching (the `regex` package's timeout): a pattern with
+catastrophic backtracking is stopped with an error instead of freezing xun."""
 MAX_LIST_ENTRIES = 1000
-MAX_PREVIEW_CHARS = 200_000
+MAX_REVIEW_CHARS = 200_000
+MAX_REVIEW_LINES = 4_000
+"""The most a confirmation shows. It always shows all of what will run or be written (never a middle
+left out); what is larger cannot be reviewed, so it is refused with the reason instead of asked."""
 _BINARY_SAMPLE = 8192
 
 
@@ -65,6 +71,29 @@ def _count(number: int, word: str, plural: str | None = None) -> str:
 
 def _shown(path: str) -> str:
     return escape_control(path, keep_newlines=False)
+
+
+def reviewable(preview: str, tool: str) -> str:
+    """`preview` when a person can review all of it; else a ToolError saying why and what to do."""
+    lines = preview.count("\n") + 1
+    if len(preview) > MAX_REVIEW_CHARS or lines > MAX_REVIEW_LINES:
+        raise ToolError(
+            f"{tool} was not run: what it would do is too large to show for review ({_count(lines, 'line')}, "
+            f"{_count(len(preview), 'character')}; the most is {MAX_REVIEW_LINES:,} lines and "
+            f"{MAX_REVIEW_CHARS:,} characters); split it into smaller steps")
+    return preview
+
+
+def _open_checked(root: Path, target: Path, shown: str):
+    """Open a resolved path for reading from a descriptor of the workspace, following no link on the way:
+    a folder swapped for a link after `resolve_in_workspace` checked the path fails here, never leads out."""
+    try:
+        return os.fdopen(open_beneath(root, target.relative_to(root), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb")
+    except LinkRefused:
+        raise ToolError(f"{shown} changed while it was being opened (a folder on the way became a link); "
+                        "try again") from None
+    except OSError as exc:
+        raise ToolError(f"{shown}: cannot read the file ({exc.strerror or exc})") from None
 
 
 # --------------------------------------------------------------------------------------------- read
@@ -96,10 +125,7 @@ def read_file(
         raise ToolError(f"{shown} is a directory; use list_directory to see what it holds")
     if not target.is_file():  # a FIFO or device would block the read forever
         raise ToolError(f"{shown} is not a regular file")
-    try:
-        handle = open(target, "rb")
-    except OSError as exc:
-        raise ToolError(f"{shown}: cannot read the file ({exc.strerror or exc})") from None
+    handle = _open_checked(root, target, shown)
     budget = max(200, context.max_output_chars - 300)
     picked: list[str] = []
     used = 0
@@ -157,22 +183,14 @@ def list_directory(path: str = ".", *, context: ToolContext) -> str:
     if not target.is_dir():
         raise ToolError(f"{shown} is a file, not a folder; use read_file to read it")
     try:
-        entries = sorted(os.scandir(target), key=lambda e: (e.name.casefold(), e.name))
+        with dir_fd_beneath(root, target.relative_to(root)) as folder:
+            entries = sorted(os.scandir(folder), key=lambda e: (e.name.casefold(), e.name))
+            lines = [_listed(entry, folder) for entry in entries[:MAX_LIST_ENTRIES]]
+    except LinkRefused:
+        raise ToolError(f"{shown} changed while it was being opened (a folder on the way became a link); "
+                        "try again") from None
     except OSError as exc:
         raise ToolError(f"{shown}: cannot list the folder ({exc.strerror or exc})") from None
-    lines = []
-    for entry in entries[:MAX_LIST_ENTRIES]:
-        name = escape_control(entry.name, keep_newlines=False)
-        try:
-            if entry.is_symlink():
-                suffix = "/" if entry.is_dir() else ""
-                lines.append(f"{name}{suffix} -> {escape_control(os.readlink(entry.path), keep_newlines=False)}")
-            elif entry.is_dir():
-                lines.append(name + "/")
-            else:
-                lines.append(name)
-        except OSError:
-            lines.append(name)
     counted = _count(len(entries), "entry", "entries")
     heading = f"[{shown}/: {counted}]" if shown != "." else f"[workspace root: {counted}]"
     if not entries:
@@ -180,6 +198,18 @@ def list_directory(path: str = ".", *, context: ToolContext) -> str:
     if len(entries) > MAX_LIST_ENTRIES:
         lines.append(f"[... {_count(len(entries) - MAX_LIST_ENTRIES, 'more entry', 'more entries')} not shown]")
     return heading + "\n" + "\n".join(lines)
+
+
+def _listed(entry: os.DirEntry, folder: int) -> str:
+    """One line of a listing (the entry comes from scanning the descriptor `folder`)."""
+    name = escape_control(entry.name, keep_newlines=False)
+    try:
+        if entry.is_symlink():
+            suffix = "/" if entry.is_dir() else ""
+            return f"{name}{suffix} -> {escape_control(os.readlink(entry.name, dir_fd=folder), keep_newlines=False)}"
+        return name + "/" if entry.is_dir() else name
+    except OSError:
+        return name
 
 
 # ------------------------------------------------------------------------------------------- search
@@ -207,9 +237,20 @@ def search_text(pattern: str, path: str = ".", *, context: ToolContext) -> str:
         path: File or folder to search, relative to the workspace; "." searches everything.
     """
     try:
-        regex = re.compile(pattern)
-    except re.error as exc:
+        compiled = regex.compile(pattern)
+    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
         raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
+    deadline = time.monotonic() + SEARCH_TIME_LIMIT
+
+    def matches(line: str) -> bool:
+        """The pattern on one line, within what is left of the time limit; the GIL is released meanwhile
+        (`concurrent`), so the app's event loop keeps running while a slow pattern is tried."""
+        try:
+            return compiled.search(line, concurrent=True, timeout=max(0.001, deadline - time.monotonic())) is not None
+        except TimeoutError:
+            raise ToolError(f"the pattern /{pattern}/ took too long (over {SEARCH_TIME_LIMIT:g} s; nested "
+                            "repetition such as (a+)+ can take forever); simplify it or narrow the path") from None
+
     root = workspace_root(context.workdir)
     target = resolve_in_workspace(root, path)
     if not target.exists():
@@ -241,14 +282,14 @@ def search_text(pattern: str, path: str = ".", *, context: ToolContext) -> str:
             if real.stat().st_size > MAX_SEARCH_FILE_BYTES:
                 skipped_large += 1
                 continue
-            with open(real, "rb") as handle:
+            with os.fdopen(open_beneath(root, real.relative_to(root)), "rb") as handle:
                 if _is_binary(handle.read(_BINARY_SAMPLE)):
                     continue
                 handle.seek(0)
                 files_searched += 1
                 text = io.TextIOWrapper(handle, encoding="utf-8", errors="replace")
                 for number, line in enumerate(text, start=1):
-                    if regex.search(line):
+                    if matches(line):
                         if len(results) >= MAX_SEARCH_MATCHES:
                             more = True
                             break
@@ -333,7 +374,7 @@ def _write_confirmation(args: dict, context: ToolContext) -> ConfirmationRequest
         kind = "new_file"
         preview = content
         title = f"Create {target} ({_count(len(new_lines), 'line')}, {_count(len(content), 'character')})"
-    preview, _ = cap_text(escape_control(preview), MAX_PREVIEW_CHARS)
+    preview = reviewable(escape_control(preview), "write_file")
     return ConfirmationRequest(
         tool="write_file",
         title=escape_control(title, keep_newlines=False),
@@ -355,8 +396,10 @@ def write_file(path: str, content: str, *, context: ToolContext) -> str:
     existed = target.exists()
     try:
         mode = stat.S_IMODE(target.stat().st_mode) if existed else 0o666 & ~_current_umask()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(target, content, mode)
+        write_beneath(root, target.relative_to(root), content, mode)  # no link followed on the way
+    except LinkRefused:
+        raise ToolError(f"{display_path(target, root)} changed while it was being written (a folder on the way "
+                        "became a link); nothing was written, try again") from None
     except OSError as exc:
         raise ToolError(f"{display_path(target, root)}: cannot write the file ({exc.strerror or exc})") from None
     lines = len(content.splitlines())
@@ -385,7 +428,7 @@ def _command_confirmation(args: dict, context: ToolContext) -> ConfirmationReque
     command: str = args["command"]
     timeout = args.get("timeout") or context.command_timeout
     one_line = escape_control(command, keep_newlines=False)
-    preview = f"$ {escape_control(command)}\n\n(in {root}; killed after {timeout:g} s)"
+    preview = reviewable(f"$ {escape_control(command)}\n\n(in {root}; killed after {timeout:g} s)", "run_command")
     return ConfirmationRequest(
         tool="run_command",
         title=f"Run in {root}: {one_line}",

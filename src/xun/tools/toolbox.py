@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from xun.valid_text import valid_text
+
 if TYPE_CHECKING:  # pragma: no cover
     from xun.config import XunConfig
 
@@ -30,6 +32,8 @@ __all__ = [
     "CompactedResults",
     "ConfirmationRequest",
     "ConfirmCallback",
+    "CONFIRM_GUARD_SECONDS",
+    "CONFIRM_KEYS",
     "Decision",
     "HistoryLookup",
     "Tool",
@@ -72,6 +76,14 @@ class Decision(enum.Enum):
     ALLOW_ONCE = "allow_once"
     ALLOW_SESSION = "allow_session"
     DENY = "deny"
+
+
+CONFIRM_KEYS: dict[str, Decision] = {"y": Decision.ALLOW_ONCE, "s": Decision.ALLOW_SESSION, "n": Decision.DENY}
+"""The same keys in the app and on the command line: y allow once, s allow for the session, n deny;
+anything else (Enter, Escape, no answer) denies."""
+CONFIRM_GUARD_SECONDS = 0.6
+"""A confirmation takes no answer until it has been shown this long AND no key came for this long: keys
+typed ahead (the end of a sentence, while the dialog appeared) must not answer it."""
 
 
 @dataclass(frozen=True)
@@ -498,6 +510,7 @@ class Toolbox:
         parsed: dict[str, Any] | None = None
 
         def done(text: str, *, is_error: bool = False, truncated: int = 0, denied: bool = False) -> ToolOutcome:
+            text = valid_text(text)
             for secret in context.redact:
                 text = text.replace(secret, "[redacted]")
             text, cut = cap_text(text, context.max_output_chars)

@@ -251,9 +251,33 @@ class XunApp(App[int], inherit_bindings=False):
         self._attach(message.session)
         await self._show_session()
         self.refresh_bindings()
+        if message.session.config.withheld:
+            self._ask_trust(message.session)
         if self._early_prompt is not None:
             text, self._early_prompt = self._early_prompt, None
             await self.submit(text)
+
+    def _ask_trust(self, session: Session) -> None:
+        """The folder's config set keys that need trust: ask; a yes is remembered and the session reopened
+        with them (nothing has happened in it yet)."""
+        from xun.trust import describe_withheld, folder_key, trust_folder
+        from xun.tui.screens.trust import TrustScreen
+
+        folder = session.agent.workdir
+        self.notify(describe_withheld(session.config.withheld, folder), severity="warning", timeout=10)
+
+        def answered(trusted: bool | None) -> None:
+            if not trusted:
+                return
+            trust_folder(folder)
+            if self._opener is None or self.busy or self.finished_work:
+                self.notify("trusted; the folder's settings apply when xun starts next", timeout=10)
+                return
+            session.close()
+            self.header.status = "opening the session…"
+            self._open_session()
+
+        self.push_screen(TrustScreen(folder_key(folder), session.config.withheld_settings), answered)
 
     def on_session_open_failed(self, message: m.SessionOpenFailed) -> None:
         self.open_error = message.error

@@ -123,6 +123,8 @@ def render_transcript(conversation: Conversation, target: str, workdir: Path) ->
         text = transcript_html(conversation, title)
     else:
         raise ExportError(f"{path.name}: the name should end in .html or .md (or .markdown)")
+    if not path.parent.is_dir():
+        raise ExportError(f"the folder {path.parent} does not exist; make it first, or give another path")
     try:
         write_text_atomic(path, text, mode=0o644, folder_mode=0o755)
     except OSError as exc:

@@ -1,13 +1,19 @@
-"""Before write_file or run_command runs: what exactly will happen (the path or the command, and a diff
-or preview), and the answer: allow once, allow for this session, or deny."""
+"""Before write_file or run_command runs: what exactly will happen (the path or the command, and the whole
+diff or preview, scrollable), and the answer: y allow once, s allow for this session, n / Esc deny (the
+keys of `xun.tools.CONFIRM_KEYS`, the same as on the command line); Enter on the focused Deny denies.
+
+Keys typed ahead must not answer: until the dialog has been shown for `CONFIRM_GUARD_SECONDS` and no key
+has come for as long, the answer keys do nothing and the buttons are disabled (the preview can already
+be scrolled). Every key that arrives meanwhile restarts the wait."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -16,7 +22,7 @@ from textual.highlight import highlight
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from xun.tools import ConfirmationRequest, Decision
+from xun.tools import CONFIRM_GUARD_SECONDS, CONFIRM_KEYS, ConfirmationRequest, Decision
 
 DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "$text-accent"), ("+", "$text-success"), ("-", "$text-error"))
 
@@ -50,38 +56,71 @@ def preview_renderable(request: ConfirmationRequest) -> Content:
     return Content(text)
 
 
+ANSWER_LABELS = {Decision.ALLOW_ONCE: "Allow once", Decision.ALLOW_SESSION: "Allow for this session",
+                 Decision.DENY: "Deny"}
+
+
 class ConfirmScreen(ModalScreen[Decision]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a,y", "answer('allow_once')", "Allow once", id="confirm.allow_once"),
-        Binding("s", "answer('allow_session')", "Allow for this session", id="confirm.allow_session"),
-        Binding("d,n,escape", "answer('deny')", "Deny", id="confirm.deny"),
+        Binding(key + (",escape" if decision is Decision.DENY else ""), f"answer('{decision.value}')",
+                ANSWER_LABELS[decision], id=f"confirm.{decision.value}")
+        for key, decision in CONFIRM_KEYS.items()
     ]
+    SUBTITLE = "y allow once · s allow for session · n deny"
+    WAITING = "wait… (keys typed ahead are ignored)"
 
     def __init__(self, request: ConfirmationRequest) -> None:
         super().__init__(id="confirm")
         self.request = request
+        self.armed = False
+        """False until the guard has passed: answers are ignored."""
+        self._quiet_since = time.monotonic()
 
     def compose(self) -> ComposeResult:
         request = self.request
         with Vertical(id="confirm-box") as box:
             box.border_title = f"{request.tool} wants to run"
-            box.border_subtitle = "a allow once · s allow for session · d deny"
+            box.border_subtitle = self.WAITING
             yield Label(Text(request.title), id="confirm-title")
             with VerticalScroll(id="confirm-preview"):
                 yield Static(preview_renderable(request), id="confirm-preview-text")
             with Horizontal(id="confirm-buttons"):
-                yield Button("Allow once", id="allow_once", variant="success", compact=True)
-                yield Button(f"Allow {request.tool} for this session", id="allow_session", variant="primary", compact=True)
-                yield Button("Deny", id="deny", variant="error", compact=True)
+                yield Button("Allow once", id="allow_once", variant="success", compact=True, disabled=True)
+                yield Button(f"Allow {request.tool} for this session", id="allow_session", variant="primary",
+                             compact=True, disabled=True)
+                yield Button("Deny", id="deny", variant="error", compact=True, disabled=True)
 
     def on_mount(self) -> None:
+        self._quiet_since = time.monotonic()
+        self.query_one("#confirm-preview").focus()
+        self.set_interval(0.1, self._arm_when_quiet, name="confirm guard")
+
+    def on_key(self, event: events.Key) -> None:
+        if not self.armed:
+            self._quiet_since = time.monotonic()
+
+    def _arm_when_quiet(self) -> None:
+        if self.armed or time.monotonic() - self._quiet_since < CONFIRM_GUARD_SECONDS:
+            return
+        self.armed = True
+        for button in self.query(Button):
+            button.disabled = False
         self.query_one("#deny", Button).focus()
+        self.query_one("#confirm-box").border_subtitle = self.SUBTITLE
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "answer" and not self.armed:
+            return False
+        return True
 
     def action_answer(self, answer: str) -> None:
-        self.dismiss(Decision(answer))
+        if self.armed:
+            self.dismiss(Decision(answer))
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        if event.button.id in ("allow_once", "allow_session", "deny"):
+        if self.armed and event.button.id in ("allow_once", "allow_session", "deny"):
             self.dismiss(Decision(event.button.id))
+
