@@ -17,12 +17,14 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from xun.offline.faults import FAULTS_ENV, Fault, FaultSchedule
 from xun.offline.model import FixedText, Reply, decide_reply
+from xun.offline.prefix_cache import PrefixCache
 from xun.offline.profiles import PROFILES, Profile, null_content_error
 from xun.offline.protocol import MODEL_ID, ChatRequest, RequestError, error_body, parse_chat_request
 from xun.offline.responses import ReplyMeta, StreamChunk, build_completion, iter_stream_chunks
@@ -343,12 +345,17 @@ class _ChatHandler(BaseHTTPRequestHandler):
             reply = Reply(FixedText(""))
         else:
             reply = decide_reply(request, with_reasoning=app.reasoning is not None)
+        cache = app.prefix_cache
         meta = ReplyMeta(
             completion_id=_completion_id(request),
             prompt_tokens=prompt_tokens,
             budget_tokens=budget,
             reasoning_field=app.reasoning,
+            cached_tokens=cache.serve(request.messages, request.tools) if cache is not None else None,
+            cache_report=app.profile.cache_report,
         )
+        if meta.cached_tokens is not None:
+            app._record_cached(meta.cached_tokens)
         if request.stream:
             self._stream(reply, meta, request, fault)
         else:
@@ -523,6 +530,8 @@ class OfflineServer:
         reasoning: str | None = None,
         tokens_per_second: float | None = None,
         profile: str = "openai",
+        cache_ttl: float | None = None,
+        clock: Callable[[], float] | None = None,
     ):
         self._family, self._bind_address = resolve_loopback(host)
         if profile not in PROFILES:
@@ -530,6 +539,10 @@ class OfflineServer:
         self.profile: Profile = PROFILES[profile]
         self.prompt_sizes: list[int] = []
         """The prompt tokens of every chat-completion request received, in order (what tests check)."""
+        self.prefix_cache = PrefixCache(cache_ttl, clock or time.monotonic) if cache_ttl is not None else None
+        """The simulated prompt cache (`--cache-ttl`); `clock` lets tests and benchmarks move time."""
+        self.cached_sizes: list[int] = []
+        """The cached tokens of every answered request, in order, when the cache is simulated."""
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port must be an integer from 0 to 65535, not {port!r}")
         if context_window is not None and (isinstance(context_window, bool) or not isinstance(context_window, int) or context_window < 1):
@@ -644,6 +657,10 @@ class OfflineServer:
     def _record_prompt(self, tokens: int) -> None:
         with self._lock:
             self.prompt_sizes.append(tokens)
+
+    def _record_cached(self, tokens: int) -> None:
+        with self._lock:
+            self.cached_sizes.append(tokens)
 
     def _next_request_index(self) -> int:
         with self._lock:
