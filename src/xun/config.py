@@ -279,7 +279,7 @@ class AutoCompactSettings(_Section):
         '"seed" reclaims just below the threshold each time.',
     )
     low_water: float = Field(
-        default=0.7, gt=0, le=1,
+        default=0.5, gt=0, le=1,
         description="The cache-aware policy reclaims down to this fraction of the threshold when it reclaims.",
     )
 
