@@ -11,7 +11,7 @@ One JSON line per policy: requests and prompt tokens the server saw (summary req
 many it served from its cache, billed input tokens (uncached + 0.1 x cached, in uncached-token units),
 summaries, reclaims, and the peak context (the largest prompt the server received); then one line
 comparing them, with `target_met`: the cache-aware policy bills at least 25% less input, with no more
-summaries, and a peak no higher than the threshold plus the seed's overshoot. Not collected by pytest.
+summaries, and both peaks within the same bound (the threshold plus 1% for the estimate's error). Not collected by pytest.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ PROMPTS = (
 TTL = 300.0
 BETWEEN_TURNS = 20.0
 IDLE_GAP = 600.0
+PEAK_SLACK = 0.01
+"""The peak bound: the threshold, plus the estimate's error against the server's count (both policies)."""
 
 
 class SimulatedClock:
@@ -98,11 +100,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(results[policy]), flush=True)
     seed, aware = results["seed"], results["cache-aware"]
     saving = 1 - aware["billed_input"] / seed["billed_input"]
+    bound = round(args.threshold * (1 + PEAK_SLACK))
     comparison = {
         "billed_input_saving": round(saving, 3), "summaries": [seed["summaries"], aware["summaries"]],
-        "peak_context": [seed["peak_context"], aware["peak_context"]],
+        "peak_context": [seed["peak_context"], aware["peak_context"]], "peak_bound": bound,
         "target_met": saving >= 0.25 and aware["summaries"] <= seed["summaries"]
-        and aware["peak_context"] <= max(seed["peak_context"], args.threshold),
+        and max(seed["peak_context"], aware["peak_context"]) <= bound,
     }
     print(json.dumps(comparison), flush=True)
     return 0
