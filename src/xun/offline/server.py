@@ -42,6 +42,8 @@ MALFORMED_CHUNK_AT = 2
 SLOW_NON_STREAM_FACTOR = 5  # a slow non-streamed reply waits this many chunk delays
 STOP_JOIN_SECONDS = 3.0
 WAIT_POLL_SECONDS = 0.05
+CACHE_TTL_ENV = "XUN_OFFLINE_CACHE_TTL"
+"""Seconds of the simulated prompt cache of an in-process server created without `cache_ttl`."""
 MODEL_CREATED = 1_735_689_600  # 2025-01-01, fixed so /v1/models is deterministic
 MODEL_DESCRIPTION = "xun-offline: a deterministic scripted demo model served by xun (not an LLM)."
 
@@ -539,6 +541,11 @@ class OfflineServer:
         self.profile: Profile = PROFILES[profile]
         self.prompt_sizes: list[int] = []
         """The prompt tokens of every chat-completion request received, in order (what tests check)."""
+        if cache_ttl is None and os.environ.get(CACHE_TTL_ENV):  # like the faults: for the server `xun` starts itself
+            try:
+                cache_ttl = float(os.environ[CACHE_TTL_ENV])
+            except ValueError:
+                raise ValueError(f"${CACHE_TTL_ENV} should be a number of seconds, not {os.environ[CACHE_TTL_ENV]!r}") from None
         self.prefix_cache = PrefixCache(cache_ttl, clock or time.monotonic) if cache_ttl is not None else None
         """The simulated prompt cache (`--cache-ttl`); `clock` lets tests and benchmarks move time."""
         self.cached_sizes: list[int] = []

@@ -295,6 +295,7 @@ class XunApp(App[int], inherit_bindings=False):
         summaries = len(conversation.summarizations)
         self.chat.border_subtitle = f"{count:,} message{'s' if count != 1 else ''} in the context" + (
             f" · {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else "")
+        self.gauge.cache_share = conversation.prompt_cache.last_hit_share
         self.gauge.set_figures(
             reported=conversation.total_tokens,
             estimate=conversation.estimated_tokens(),
@@ -443,6 +444,7 @@ class XunApp(App[int], inherit_bindings=False):
         self.recoverable.focus_table()
 
     def action_preview(self) -> None:
+        from xun.compact import first_tool_result, tokens_from
         from xun.context_breakdown import reclaim_preview
         from xun.tui.screens.preview import PreviewFigures, PreviewScreen, preview_rows
 
@@ -454,10 +456,12 @@ class XunApp(App[int], inherit_bindings=False):
         reclaim = reclaim_preview(c, settings.toolcall_keep_max)
         now = c.estimated_tokens()
         condensed = plan.estimated_length_before - plan.estimated_length_after
+        first = first_tool_result(c, reclaim.ids)
         figures = PreviewFigures(
             tokens_now=now, tokens_after=max(now - round(condensed * c.tokens_per_char), 0), reported=c.total_tokens,
             threshold=self.agent.threshold, condensed=plan.condensed_count, kept=len(plan.kept),
-            nothing_to_condense=plan.nothing_to_condense, keep_recent=settings.summary_keep_max, reclaim=reclaim)
+            nothing_to_condense=plan.nothing_to_condense, keep_recent=settings.summary_keep_max, reclaim=reclaim,
+            reclaim_cache_miss=tokens_from(c, first) - reclaim.tokens_saved if first is not None else None)
 
         def chosen(what: str | None) -> None:
             if what == "compact":
@@ -1002,6 +1006,8 @@ class XunApp(App[int], inherit_bindings=False):
 
     def on_context_usage(self, message: m.ContextUsage) -> None:
         usage = message.event
+        if message.after_model_call:
+            self.gauge.cache_share = self.conversation.prompt_cache.last_hit_share
         self.gauge.set_figures(reported=usage.total_tokens, estimate=usage.estimated_tokens, threshold=usage.threshold,
                                window=usage.context_window)
         if message.after_model_call and usage.total_tokens is not None:

@@ -1,5 +1,5 @@
 """The compaction log: one entry per compaction event (time, kind, tokens before -> after, how many
-results or messages, the offload file), filled from the session's saved log on resume."""
+results or messages, what it costs in the server's prompt cache, the offload file), filled from the session's saved log on resume."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ class LogEntry:
     count: str
     offload: str | None
     reason: str
+    cache: str = ""
+    """The prompt-cache cost: what the next call pays uncached, and what each later call saves."""
 
     @property
     def saved(self) -> int:
@@ -45,6 +47,8 @@ class LogEntry:
             parts.append(f"{tokens(self.tokens_before)} → {tokens(self.tokens_after)}")
         if self.count:
             parts.append(self.count)
+        if self.cache:
+            parts.append(self.cache)
         if self.reason:
             parts.append(self.reason)
         parts.append(self.trigger)
@@ -77,6 +81,10 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
     else:
         reason = str(record.get("reason", ""))
     moment = record.get("time")
+    miss, saves = record.get("cache_miss_tokens"), record.get("saved_per_call")
+    cache = ""
+    if isinstance(miss, int) and isinstance(saves, int):
+        cache = f"· cache: next call {tokens(miss)} uncached, {'saves' if saves >= 0 else 'adds'} {tokens(abs(saves))}/call"
     return LogEntry(
         time=clock(float(moment)) if isinstance(moment, (int, float)) else "--:--:--",
         kind=kind,
@@ -86,6 +94,7 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         count=count,
         offload=offload,
         reason=reason,
+        cache=cache,
     )
 
 
@@ -114,6 +123,8 @@ class CompactionLog(RichLog):
             text.append(f" {tokens(entry.tokens_before)} → {tokens(entry.tokens_after)}")
         if entry.count:
             text.append(f" {entry.count}")
+        if entry.cache:
+            text.append(f" {entry.cache}", style="dim")
         if entry.reason:
             text.append(f" {entry.reason}", style="italic")
         text.append(f" {entry.trigger}", style="dim")

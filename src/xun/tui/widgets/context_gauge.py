@@ -1,5 +1,6 @@
 """The context gauge: tokens now against the threshold (and the window), a bar with the threshold
-marked, the reported count and the live estimate side by side, and a sparkline of the tokens at every
+marked, the reported count and the live estimate side by side (and the share of the last call's prompt
+served from the server's cache, when the server says), and a sparkline of the tokens at every
 model call in which each compaction shows as a drop.
 
 Zones: calm below 80% of the threshold, warning up to it, alarm above (classes -calm/-warning/-alarm).
@@ -52,6 +53,8 @@ class ContextGauge(Vertical, can_focus=True):
         self.streaming_chars = 0
         """Characters streamed into the reply being written, not yet in any estimate."""
         self.history: list[int] = []
+        self.cache_share: float | None = None
+        """The share of the last call's prompt the server served from its cache (None: it did not say)."""
         self.zone = "calm"
         self._refresh_timer: Timer | None = None
 
@@ -92,7 +95,12 @@ class ContextGauge(Vertical, can_focus=True):
             reported = "— (summarised since)"
         else:
             reported = "—"
-        return f"reported {reported} · estimate {tokens(self.now)}"
+        cache = f" · cache {percent(self.cache_share, 1)}%" if self.cache_share is not None else ""
+        return f"reported {reported} · estimate {tokens(self.now)}{cache}"
+
+    def set_cache_share(self, share: float | None) -> None:
+        self.cache_share = share
+        self._show()
 
     def set_figures(self, *, reported: int | None, estimate: int, threshold: int, window: int | None) -> None:
         self.reported = reported
