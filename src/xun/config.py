@@ -273,7 +273,7 @@ class AutoCompactSettings(_Section):
         default=2, ge=0, description="Extra compactions, with halved keep counts, when a summary is not enough."
     )
     policy: Literal["cache-aware", "seed"] = Field(
-        default="seed",
+        default="cache-aware",
         description='"cache-aware" reclaims down to low_water so the prompt\'s prefix (and the server\'s prompt '
         'cache) changes rarely, and reclaims when the cache has gone cold after an idle gap (cache.ttl_seconds); '
         '"seed" reclaims just below the threshold each time.',

@@ -8,7 +8,8 @@ simulated (time to live 300 s) and its clock shared with the agent's, so time is
 time to live. Turns read one or two files, search, list, or ask for a recap (as `bench_soak.py`).
 
 One JSON line per policy: requests and prompt tokens the server saw (summary requests included), how
-many it served from its cache, billed input tokens (uncached + 0.1 x cached, in uncached-token units),
+many it served from its cache, billed input tokens (uncached + 0.1 x cached, in uncached-token units;
+`cache.cached_discount` is the 0.1),
 summaries, reclaims, and the peak context (the largest prompt the server received); then one line
 comparing them, with `target_met`: the cache-aware policy bills at least 25% less input, with no more
 summaries, and both peaks within the same bound (the threshold plus 1% for the estimate's error). Not collected by pytest.
@@ -79,7 +80,7 @@ async def run(policy: str, turns: int, threshold: int, idle_every: int, low_wate
         return {
             "policy": policy, "turns": turns, "threshold": threshold, "low_water": agent.config.auto_compact.low_water, "requests": len(server.prompt_sizes),
             "prompt_tokens": prompt, "cached_tokens": cached, "uncached_tokens": prompt - cached,
-            "billed_input": round(billed_input(prompt - cached, cached, 0.1)),
+            "billed_input": round(billed_input(prompt - cached, cached, agent.config.cache.cached_discount)),
             "summaries": len(recorder.of("summary_finished")), "reclaims": len(reclaims),
             "idle_reclaims": sum(1 for e in reclaims if e.trigger == "idle"),
             "peak_context": max(server.prompt_sizes), "seconds": round(seconds, 1),
