@@ -28,18 +28,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.helpers import make_agent, write_files  # noqa: E402
+from reliability.soak import PROMPTS  # noqa: E402  (the soak's workload)
 from xun.cli import positive_int  # noqa: E402
 from xun.compact import compactor_from_config  # noqa: E402
 from xun.offline import OfflineServer  # noqa: E402
 from xun.prompt_cache import billed_input  # noqa: E402
 
-PROMPTS = (
-    "please read f{n}.py",
-    "read f{n}.py and f{m}.py",
-    "search for `file {n}` in .",
-    "list the files",
-    "what did we learn so far?",
-)
 TTL = 300.0
 BETWEEN_TURNS = 20.0
 IDLE_GAP = 600.0
