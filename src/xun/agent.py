@@ -14,17 +14,19 @@ import inspect
 import json
 import math
 import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from xun.call_limits import gather_limited, valid_total_tokens, valid_usage, within_deadline
-from xun.compact import AutoCompactor, CompactorAbstract, ToolCallCompactResult
+from xun.compact import CompactorAbstract, ToolCallCompactResult, compactor_from_config, first_tool_result, tokens_from
 from xun.config import XunConfig, resolve_api_key
 from xun.confined import open_regular_inside
 from xun.conversation import MESSAGE_TOKENS, Conversation
 from xun.conversation_message import RawOpenAIMessage, SystemPrompt, UserMessage, message_length
+from xun.prompt_cache import cached_tokens_of
 from xun.events import (
     AssistantMessage,
     CompactionEvent,
@@ -135,6 +137,8 @@ class _Reply:
     reasoning_field: str | None = None
     calls: dict[int, _PendingCall] = field(default_factory=dict)
     usage: Any = None
+    timings: Any = None
+    """llama.cpp's server's `timings` (its prompt-cache figure), when a chunk carried them."""
     finish_reason: str | None = None
 
     def message(self) -> dict[str, Any]:
@@ -220,7 +224,7 @@ class Agent:
         self.workdir = Path(workdir) if workdir is not None else Path.cwd()
         self.conversation = conversation if conversation is not None else Conversation()
         self.toolbox = toolbox if toolbox is not None else default_toolbox()
-        self.compactor = compactor if compactor is not None else AutoCompactor.from_config(self.config.auto_compact)
+        self.compactor = compactor if compactor is not None else compactor_from_config(self.config)
         self.on_event = on_event
         self.confirm = confirm
         self.consent = consent
@@ -241,6 +245,8 @@ class Agent:
         self.last_finish_reason: str | None = None
         self._max_tokens_param = "max_tokens"
         self._empty_for_null = False
+        self.clock: Callable[[], float] = time.time
+        """Wall-clock seconds; the cache-aware policy's idle rule reads it (tests and benchmarks set it)."""
 
     # ----------------------------------------------------------------- setup
 
@@ -374,6 +380,7 @@ class Agent:
             completion_tokens=getattr(usage, "completion_tokens", None),
             source="server" if usage is not None else "estimate",
             window_source=window.source if window.known else None,
+            cached_tokens=c.prompt_cache.last_cached if usage is not None else None,
         ))
 
     # ------------------------------------------------------- the window and the tokenizer
@@ -528,9 +535,12 @@ class Agent:
         keep = keep_max if keep_max is not None else self.config.auto_compact.toolcall_keep_max
         result = await c.acompact_toolcall(keep_max=keep)  # the index is written in a worker thread
         after = self.request_tokens()
+        first = first_tool_result(c, result.reclaimed_ids)
         await self.emit(ToolResultsReclaimed(
             ids=result.reclaimed_ids, count=result.reclaimed_count, fraction=result.reclaimed_fraction,
             tokens_before=before, tokens_after=after, trigger=trigger,
+            cache_miss_tokens=tokens_from(c, first) if first is not None else None,
+            saved_per_call=before - after if first is not None else None,
         ))
         for warning in c.take_history_warnings():  # the search index could not take the reclaimed results
             await self.emit(Warning(warning))
@@ -540,7 +550,10 @@ class Agent:
         """Put a reclaimed original back into the context (raises KeyError/ValueError as the conversation does)."""
         before = self.request_tokens()
         await self.conversation.arestore_toolcall(tool_call_id)
-        await self.emit(ToolResultRestored(id=tool_call_id, tokens_before=before, tokens_after=self.request_tokens(), trigger="manual"))
+        after, first = self.request_tokens(), first_tool_result(self.conversation, [tool_call_id])
+        await self.emit(ToolResultRestored(id=tool_call_id, tokens_before=before, tokens_after=after, trigger="manual",
+                                           cache_miss_tokens=tokens_from(self.conversation, first) if first is not None else None,
+                                           saved_per_call=before - after))
         await self.emit_usage()
 
     async def consent_to_summary(self) -> bool:
@@ -633,6 +646,7 @@ class Agent:
                 usage = valid_usage(reply.usage)  # absurd figures from a server are not believed
                 if usage is not None:  # a server that reports nothing leaves the estimate as it is, labelled so
                     c.record_usage(int(usage.total_tokens), overhead_chars=self._schema_chars())
+                self._record_cache(reply)
                 await self.emit(AssistantMessage(content=reply.content, reasoning=reply.reasoning, tool_calls=len(calls)))
                 await self.emit_usage(usage)
                 if not calls:
@@ -662,6 +676,12 @@ class Agent:
             if finished is not None:
                 await self.emit(finished)
         return finished
+
+    def _record_cache(self, reply: _Reply) -> None:
+        """Keep the call's prompt-cache figures (when the server sent them) and when it was made."""
+        usage = reply.usage if getattr(reply.usage, "prompt_tokens", None) is not None else None
+        prompt = int(usage.prompt_tokens) if usage is not None else None
+        self.conversation.prompt_cache.record(prompt, cached_tokens_of(usage, reply.timings), self.clock())
 
     def _settle_interrupted_turn(self, start: int) -> str | None:
         """After a cancel: answer dangling tool calls, keep a reply cut short (marked as cancelled), and if
@@ -779,6 +799,8 @@ class Agent:
                 chunks += 1
                 if getattr(chunk, "usage", None) is not None:
                     reply.usage = chunk.usage
+                if (timings := (getattr(chunk, "model_extra", None) or {}).get("timings")) is not None:
+                    reply.timings = timings
                 for choice in chunk.choices or ():
                     await self._take_delta(reply, choice.delta)
                     if choice.finish_reason:

@@ -149,13 +149,10 @@ class AutoCompactor(CompactorAbstract):
         tokens = agent.request_tokens()
         keep_tools, keep_messages = self.toolcall_keep_max, self.summary_keep_max
         for attempt in range(self.max_retries + 1):
-            reclaimed = await agent.reclaim_tool_results(keep_tools, trigger="auto", tokens_before=tokens)
+            keep = self.first_keep(agent, keep_tools) if attempt == 0 else keep_tools
+            reclaimed = await agent.reclaim_tool_results(keep, trigger="auto", tokens_before=tokens)
             estimate = agent.request_tokens()
-            cheap_rounds = conversation.compaction_counter.tool_rounds
-            if attempt == 0 and cheap_rounds < self.escalation_rounds and estimate <= target:
-                self.consecutive_failures = 0
-                return
-            if attempt > 0 and estimate <= target:
+            if self.reclaim_was_enough(agent, attempt, estimate, target):
                 self.consecutive_failures = 0
                 return
             if not await agent.consent_to_summary():
@@ -187,6 +184,17 @@ class AutoCompactor(CompactorAbstract):
         await self._maybe_suspend(agent)
 
 
+    def first_keep(self, agent: Agent, keep_tools: int) -> int:
+        """How many recent tool results the first reclaim keeps (the seed: `toolcall_keep_max`)."""
+        return keep_tools
+
+    def reclaim_was_enough(self, agent: Agent, attempt: int, estimate: int, target: float) -> bool:
+        """Whether to stop after a reclaim: under the target, and (on the first attempt) fewer than
+        `escalation_rounds` cheap rounds since the last summary."""
+        if estimate > target:
+            return False
+        return attempt > 0 or agent.conversation.compaction_counter.tool_rounds < self.escalation_rounds
+
     async def _maybe_suspend(self, agent: Agent) -> None:
         if self.consecutive_failures >= MAX_CONSECUTIVE_FAILURES and not self.suspended:
             self.suspended = True
@@ -202,6 +210,74 @@ def prompt_file(path: Path, workdir: Path) -> Any:
     from xun.confined import open_regular_inside
 
     return open_regular_inside(path, [Path(workdir), paths.user_config_path().parent])
+
+
+class CacheAwareCompactor(AutoCompactor):
+    """The seed's policy, made to change the prompt's prefix rarely, since every change makes the next
+    call pay full price for everything after it (a server's prompt cache serves only the common prefix):
+
+    - a reclaim goes down to `low_water` of the threshold (keeping fewer recent tool results, at least
+      one), not just under it, so the next one comes many turns later;
+    - a reclaim that reaches the low-water mark is enough: no escalation to a summary for it (a
+      summary rewrites the whole prefix); reclaims that fall short escalate as in the seed;
+    - after an idle gap longer than the cache's time to live, the prefix is sent at full price anyway:
+      old tool results are reclaimed then, before the call, at no cache cost.
+    """
+
+    def __init__(self, *args: Any, low_water: float = 0.5, ttl_seconds: float = 300.0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.low_water = low_water
+        self.ttl_seconds = ttl_seconds
+
+    @classmethod
+    def from_config(cls, settings: Any, cache: Any = None) -> CacheAwareCompactor:
+        ttl = cache.ttl_seconds if cache is not None else 300.0
+        return cls(settings.toolcall_keep_max, settings.summary_keep_max, settings.escalation_rounds, settings.max_retries,
+                   low_water=settings.low_water, ttl_seconds=ttl)
+
+    def cache_is_cold(self, agent: Agent) -> bool:
+        """Whether the last call was longer ago than the cache's time to live (by `agent.clock`)."""
+        last = agent.conversation.prompt_cache.last_call_at
+        return last is not None and agent.clock() - last > self.ttl_seconds
+
+    def first_keep(self, agent: Agent, keep_tools: int) -> int:
+        """The most recent tool results a reclaim can keep and still bring the estimate to the low-water
+        mark (1 when even that does not)."""
+        from xun.context_breakdown import reclaim_preview
+
+        target = agent.threshold * self.low_water
+        tokens = agent.request_tokens()
+        for keep in range(keep_tools, 0, -1):
+            if tokens - reclaim_preview(agent.conversation, keep).tokens_saved <= target:
+                return keep
+        return 1
+
+    def reclaim_was_enough(self, agent: Agent, attempt: int, estimate: int, target: float) -> bool:
+        """As the seed's, except that a reclaim reaching the low-water mark is always enough: the cheap
+        rounds escalate to a summary (which rewrites the whole prefix) only while they fall short of it."""
+        if estimate <= agent.threshold * self.low_water:
+            return True
+        return super().reclaim_was_enough(agent, attempt, estimate, target)
+
+    async def auto_compact(self, agent: Agent) -> None:
+        from xun.context_breakdown import reclaim_preview
+
+        settings = agent.config.auto_compact
+        if settings.enabled and not self.suspended and self.cache_is_cold(agent):
+            keep = self.first_keep(agent, self.toolcall_keep_max)
+            if reclaim_preview(agent.conversation, keep).count:
+                counter = agent.conversation.compaction_counter
+                rounds = counter.tool_rounds
+                await agent.reclaim_tool_results(keep, trigger="idle")
+                counter.tool_rounds = rounds  # not a round of the escalation: nothing was over the threshold
+        await super().auto_compact(agent)
+
+
+def compactor_from_config(config: Any) -> AutoCompactor:
+    """The automatic policy the configuration names (`auto_compact.policy`)."""
+    if config.auto_compact.policy == "cache-aware":
+        return CacheAwareCompactor.from_config(config.auto_compact, config.cache)
+    return AutoCompactor.from_config(config.auto_compact)
 
 
 def _summarizer_prompt(agent: Agent, instructions: str | None) -> tuple[str, list[str]]:
@@ -490,11 +566,32 @@ async def compact_conversation(
     result = await conversation.aapply_compaction(plan, summary)  # the offload is indexed in a worker thread
     await agent.emit(SummaryFinished(
         status=result.status.value, message=result.message, condensed=result.condensed_count, kept=result.kept_count,
-        tokens_before=tokens_before, tokens_after=agent.request_tokens(), offload_path=result.offload_path,
-        warning=result.warning, trigger=trigger, method=written.method, pieces=written.pieces))
+        tokens_before=tokens_before, tokens_after=(after := agent.request_tokens()), offload_path=result.offload_path,
+        warning=result.warning, trigger=trigger, method=written.method, pieces=written.pieces,
+        cache_miss_tokens=tokens_from(conversation, 0), saved_per_call=tokens_before - after))
     if result.warning:
         await agent.emit(Warning(result.warning))
     return result
+
+
+def tokens_from(conversation: Conversation, index: int) -> int:
+    """The estimated tokens of the messages from `index` to the end: after a change at `index`, what the
+    next request pays uncached (a prompt cache serves only the prefix before the first change)."""
+    from xun.conversation import MESSAGE_TOKENS
+
+    messages = conversation.messages[max(index, 0):]
+    return round(sum(message_length(m) for m in messages) * conversation.tokens_per_char) + MESSAGE_TOKENS * len(messages)
+
+
+def first_tool_result(conversation: Conversation, ids: tuple[str, ...] | list[str]) -> int | None:
+    """The position of the first tool result among `ids` (None when none is in the conversation)."""
+    from xun.conversation_message import RawOpenAIMessage
+
+    wanted = set(ids)
+    for index, message in enumerate(conversation.messages):
+        if isinstance(message, RawOpenAIMessage) and message.raw.get("role") == "tool" and message.raw.get("tool_call_id") in wanted:
+            return index
+    return None
 
 
 def _base_prompt(system: SystemPrompt | None) -> str:

@@ -283,6 +283,30 @@ class AutoCompactSettings(_Section):
     max_retries: int = Field(
         default=2, ge=0, description="Extra compactions, with halved keep counts, when a summary is not enough."
     )
+    policy: Literal["cache-aware", "seed"] = Field(
+        default="cache-aware",
+        description='"cache-aware" reclaims down to low_water so the prompt\'s prefix (and the server\'s prompt '
+        'cache) changes rarely, and reclaims when the cache has gone cold after an idle gap (cache.ttl_seconds); '
+        '"seed" reclaims just below the threshold each time.',
+    )
+    low_water: float = Field(
+        default=0.5, gt=0, le=1,
+        description="The cache-aware policy reclaims down to this fraction of the threshold when it reclaims.",
+    )
+
+
+class CacheSettings(_Section):
+    """The server's prompt cache, as far as xun's policy and figures need to know it."""
+
+    ttl_seconds: float = Field(
+        default=300.0, gt=0,
+        description="Seconds the server keeps a prompt prefix cached; after a longer idle gap the next call "
+        "pays full price anyway, so the cache-aware policy reclaims then.",
+    )
+    cached_discount: float = Field(
+        default=0.1, ge=0, le=1,
+        description="The price of a cached input token as a share of an uncached one (for the billed-input figure).",
+    )
 
 
 class CompressionSettings(_Section):
@@ -492,6 +516,9 @@ class XunConfig(_Section):
     )
     auto_compact: AutoCompactSettings = Field(
         default_factory=AutoCompactSettings, description="When and how the context is compacted automatically."
+    )
+    cache: CacheSettings = Field(
+        default_factory=CacheSettings, description="The server's prompt cache (time to live, cached price share)."
     )
     compression: CompressionSettings = Field(
         default_factory=CompressionSettings, description="How summaries of old messages are written."

@@ -64,6 +64,13 @@ def short_arguments(arguments: str) -> str:
     return " ".join(parts)
 
 
+def _cache_cost(event: Any) -> str:
+    """What a change of the prompt costs in the server's prompt cache ("" when nothing changed)."""
+    if event.cache_miss_tokens is None or event.saved_per_call is None:
+        return ""
+    return f" (prompt cache: the next call pays ~{event.cache_miss_tokens:,} uncached, each later one ~{event.saved_per_call:,} fewer)"
+
+
 def _plural(count: int, word: str) -> str:
     return f"{count:,} {word}" + ("" if count == 1 else "s")
 
@@ -264,7 +271,7 @@ class TextPrinter(_Output):
             return
         self._compaction(event, f"reclaimed {_plural(event.count, 'old tool result')} "
                                 f"({event.fraction:.0%} of the estimated length): ~{event.tokens_before:,} -> "
-                                f"~{event.tokens_after:,} tokens; recoverable with extract_compacted_tool_result")
+                                f"~{event.tokens_after:,} tokens{_cache_cost(event)}; recoverable with extract_compacted_tool_result")
 
     def _on_summary_started(self, event: Any) -> None:
         focus = f" (focus: {event.focus})" if event.focus else ""
@@ -274,7 +281,8 @@ class TextPrinter(_Output):
         where = f"; originals in {event.offload_path}" if event.offload_path else ""
         how = " (xun's extractive summary)" if event.method == "extractive" else ""
         pieces = f" in {event.pieces} pieces" if event.pieces > 1 else ""
-        self._compaction(event, f"{event.message}{how}{pieces} ~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens{where}")
+        self._compaction(event, f"{event.message}{how}{pieces} ~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens"
+                                f"{_cache_cost(event)}{where}")
 
     def _on_summary_rejected(self, event: Any) -> None:
         then = {"retry": "asking once more", "extractive": "writing an extractive summary instead"}.get(event.next, event.next)

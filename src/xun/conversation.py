@@ -47,6 +47,7 @@ from xun.conversation_message import (
     message_from_json,
 )
 from xun.message_list import MessageList
+from xun.prompt_cache import PromptCacheRecord
 from xun.errors import SessionFormatError
 from xun.offload import append_offload, utc_now_iso
 from xun.reclaimed import ARGUMENTS_PREVIEW, ReclaimedArchive, ReclaimedToolResult
@@ -253,6 +254,8 @@ class Conversation:
         """Tokens a request costs beyond its messages' characters and their framing (tool definitions as
         the server renders them, the reply's opening), measured by `calibrate`; None: not measured."""
         self.compaction_counter = CompactionCounter()
+        self.prompt_cache = PromptCacheRecord()
+        """What the server served from its prompt cache: the last call's figures and the totals."""
         self.offload_dir: Path | None = Path(offload_dir) if offload_dir is not None else None
         """Where summaries append the originals (`<id>.md`); None keeps them in the session instead."""
         self.history_index: HistoryIndex | None = history_index
@@ -800,6 +803,7 @@ class Conversation:
             "compacted_toolcalls": self._reclaimed.summary(),
             "pinned_toolcalls": sorted(self._pinned),
             "compaction": self.compaction_counter.to_json(),
+            "prompt_cache": self.prompt_cache.to_json(),
             "summarizations": [e.to_json() for e in self.summarizations],
             "compaction_log": self.compaction_log,
             "kept_originals": [{**e, "messages": [m.to_json() for m in e["messages"]]} for e in self.kept_originals],
@@ -940,6 +944,10 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
         counter = CompactionCounter.from_json(data.get("compaction") or {})
     except ValueError as exc:
         raise fail(str(exc)) from None
+    try:
+        prompt_cache = PromptCacheRecord.from_json(data.get("prompt_cache") or {})
+    except ValueError as exc:
+        raise fail(str(exc)) from None
     events: list[SummarizationEvent] = []
     summarizations = data.get("summarizations") or []
     if not isinstance(summarizations, list):
@@ -1003,6 +1011,7 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
         "fixed_tokens": fixed if isinstance(fixed, int) and not isinstance(fixed, bool) and abs(fixed) < 10_000_000 else None,
         "usage_messages": usage_messages,
         "compaction_counter": counter,
+        "prompt_cache": prompt_cache,
         "_reclaimed": reclaimed,
         "_pinned": set(pinned),
         "summarizations": events,

@@ -102,6 +102,8 @@ class Usage(Event):
     completion_tokens: int | None = None
     source: str = "estimate"
     window_source: str | None = None
+    cached_tokens: int | None = None
+    """Prompt tokens the server served from its prompt cache on this call; None: it did not say."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,12 +153,24 @@ class CompactionEvent(Event):
 
     logged: ClassVar[bool] = True
 
-    trigger: str = "auto"  # auto, manual, emergency
+    trigger: str = "auto"  # auto, manual, emergency, idle
     time: float = field(default_factory=time.time)
 
 
 @dataclass(frozen=True, slots=True)
-class ToolResultsReclaimed(CompactionEvent):
+class PrefixChange(CompactionEvent):
+    """Base of the compactions that change the prompt: what that costs in the server's prompt cache.
+
+    `cache_miss_tokens`: the estimated tokens from the first changed message to the end of the next
+    request, which that call pays uncached; `saved_per_call`: the tokens each later call no longer
+    sends (negative for a restore)."""
+
+    cache_miss_tokens: int | None = None
+    saved_per_call: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultsReclaimed(PrefixChange):
     type: ClassVar[str] = "tool_results_reclaimed"
     ids: tuple[str, ...] = ()
     count: int = 0
@@ -176,7 +190,7 @@ class SummaryStarted(CompactionEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class SummaryFinished(CompactionEvent):
+class SummaryFinished(PrefixChange):
     type: ClassVar[str] = "summary_finished"
     status: str = "compacted"
     message: str = ""
@@ -202,7 +216,7 @@ class SummaryRejected(CompactionEvent):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolResultRestored(CompactionEvent):
+class ToolResultRestored(PrefixChange):
     type: ClassVar[str] = "tool_result_restored"
     id: str = ""
     tokens_before: int = 0

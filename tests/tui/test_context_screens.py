@@ -426,3 +426,31 @@ async def test_the_new_keys_are_in_the_help_the_palette_and_the_keymap(offline_s
         assert not isinstance(app.screen, RecallScreen)
         await pilot.press("f12")
         await wait_until(pilot, lambda: isinstance(app.screen, RecallScreen))
+
+
+async def test_the_cache_share_the_log_row_and_the_preview_cost(offline_server_factory, session_factory, tmp_path: Path):
+    """On a server that reports its prompt cache: the gauge shows the last call's hit share (the server's
+    figure), the reclaim's log row its cache cost, and F7 the cost of each choice."""
+    for i in range(1, 5):
+        (tmp_path / f"f{i}.py").write_text("".join(f"line {j} of file {i}\n" for j in range(80)))
+    server = offline_server_factory(cache_ttl=300)
+    app = XunApp(session_factory(server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        for i in range(1, 4):
+            await turn(pilot, f"please read f{i}.py")
+        record = app.conversation.prompt_cache
+        share = round(100 * server.cached_sizes[-1] / server.prompt_sizes[-1])
+        assert 0 < share <= 100 and record.last_cached == server.cached_sizes[-1]
+        assert app.gauge.detail_text().endswith(f"· cache {share}%")
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        assert "cache: the next call pays about" in str(app.screen.query_one("#preview-reclaim").render())
+        assert "its whole prompt uncached" in str(app.screen.query_one("#preview-summary").render())
+        await finish(pilot, lambda: pilot.press("f6"))
+        entry = app.log_pane.entries[-1]
+        assert entry.kind == "reclaim" and entry.cache.startswith("· cache: next call ")
+        reclaim = app.conversation.compaction_log[-1]
+        await turn(pilot, "please read f4.py")
+        sent = len(server.prompt_sizes)
+        uncached = server.prompt_sizes[sent - 2] - server.cached_sizes[sent - 2]  # the first call after the reclaim
+        assert abs(reclaim["cache_miss_tokens"] - uncached) <= 0.1 * uncached

@@ -127,6 +127,24 @@ def test_log_entries_from_records():
                                  clock, where)
     assert restored.count == "id …23456789"
     assert entry_from_record({"type": "summary_started"}, clock, where) is None
+    cached = entry_from_record(events.ToolResultsReclaimed(ids=("a",), count=1, tokens_before=9_000, tokens_after=6_000,
+                                                           cache_miss_tokens=4_500, saved_per_call=3_000).to_json(), clock, where)
+    assert cached.line() == "09:30:00 reclaim 9k → 6k 1 result · cache: next call 4.5k uncached, saves 3k/call auto"
+    back = entry_from_record(events.ToolResultRestored(id="c1", tokens_before=6_000, tokens_after=7_000,
+                                                       cache_miss_tokens=2_000, saved_per_call=-1_000).to_json(), clock, where)
+    assert back.cache == "· cache: next call 2k uncached, adds 1k/call"
+
+
+async def test_the_gauge_shows_the_cache_share_only_when_the_server_said_it():
+    gauge = ContextGauge()
+    async with Host(gauge).run_test(size=(60, 12)) as pilot:
+        gauge.set_figures(reported=10_000, estimate=10_500, threshold=20_000, window=None)
+        gauge.set_cache_share(0.873)
+        await pilot.pause()
+        assert gauge.detail_text() == "reported 10k · estimate 10.5k · cache 87%"
+        assert "cache 87%" in str(gauge.query_one("#gauge-detail").render())
+        gauge.set_cache_share(None)  # unknown is not 0%
+        assert gauge.detail_text() == "reported 10k · estimate 10.5k"
 
 
 async def test_the_log_pane_counts_what_it_freed():

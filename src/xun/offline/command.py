@@ -11,6 +11,7 @@ import threading
 
 from xun.cli import positive_int
 from xun.offline.faults import FAULT_KINDS
+from xun.offline.profiles import PROFILES
 from xun.offline.server import REASONING_FIELDS, OfflineServer
 
 FAULTS_ENV = "XUN_OFFLINE_FAULTS"
@@ -58,10 +59,15 @@ def build_parser(prog: str = "xun offline-server") -> argparse.ArgumentParser:
     parser.add_argument("--reasoning", choices=REASONING_FIELDS, default=None, help="also stream scripted reasoning in this delta field")
     parser.add_argument(
         "--profile",
-        choices=("openai", "llamacpp", "vllm"),
+        choices=tuple(PROFILES),
         default="openai",
         help="behave like this kind of server at the edges: how an overflow is refused, usage in streams, "
         "where the window and a tokenizer are (default openai)",
+    )
+    parser.add_argument(
+        "--cache-ttl", type=_positive_float, default=None, metavar="SECONDS",
+        help="simulate a prompt prefix cache whose entries live SECONDS after their last use, and report the "
+        "cached tokens in the profile's shape (default: no cache, no cache figures)",
     )
     parser.add_argument("--tokens-per-second", type=_positive_float, default=None, metavar="N", help="pace streamed replies (default: unpaced)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each request line to stderr (never headers)")
@@ -87,6 +93,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             reasoning=args.reasoning,
             tokens_per_second=args.tokens_per_second,
             profile=args.profile,
+            cache_ttl=args.cache_ttl,
         )
     except ValueError as exc:
         parser.error(str(exc))

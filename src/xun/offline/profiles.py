@@ -9,6 +9,13 @@ and where it tells its window and counts tokens. `openai` is the default and wha
 | `openai`   | HTTP 400 context_length_exceeded | the same                          | when asked       | (nowhere)            | (none)                      |
 | `llamacpp` | HTTP 200, then nothing      | HTTP 400, llama-cpp-python's words     | never            | `GET /props`         | `/tokenize`, `/extras/tokenize/count` |
 | `vllm`     | HTTP 400, vLLM's words      | the same                               | when asked       | `max_model_len` in `/v1/models` | `/tokenize`       |
+| `deepseek` | as `openai`                 | the same                               | when asked       | (nowhere)            | (none)                      |
+| `llamacpp-server` | as `openai`          | the same                               | when asked       | `GET /props`         | `/tokenize`                 |
+
+With `--cache-ttl`, the prompt-cache figures come in each server's shape: `usage.prompt_tokens_details.
+cached_tokens` (`openai`, `vllm`), `usage.prompt_cache_hit_tokens`/`prompt_cache_miss_tokens` (`deepseek`),
+`timings.cache_n` beside the final chunk or the completion (`llamacpp-server`, llama.cpp's own server), and
+none at all from `llamacpp` (llama-cpp-python says nothing of its cache).
 
 The `llamacpp` profile also refuses an assistant message whose content is null (llama-cpp-python's
 request validation answers HTTP 500), so the agent's fallback to "" is tested offline too.
@@ -32,6 +39,8 @@ class Profile:
     """"llamacpp" (`{"content"}` -> `{"tokens"}`, and `/extras/tokenize/count`) or "vllm"."""
     window_in_models: bool = False
     rejects_null_content: bool = False
+    cache_report: str | None = "openai"
+    """The shape of the prompt-cache figures (see `ReplyMeta.cache_report`); None: never reported."""
 
     def overflow(self, window: int, prompt_tokens: int, max_tokens: int | None) -> tuple[int, dict[str, Any]]:
         """The status and body this kind of server answers to a prompt longer than its window."""
@@ -53,8 +62,10 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "openai": Profile("openai"),
     "llamacpp": Profile("llamacpp", usage_in_streams=False, empty_stream_on_overflow=True, serves_props=True,
-                        tokenize="llamacpp", rejects_null_content=True),
+                        tokenize="llamacpp", rejects_null_content=True, cache_report=None),
     "vllm": Profile("vllm", tokenize="vllm", window_in_models=True),
+    "deepseek": Profile("deepseek", cache_report="deepseek"),
+    "llamacpp-server": Profile("llamacpp-server", serves_props=True, tokenize="llamacpp", cache_report="timings"),
 }
 
 

@@ -30,18 +30,35 @@ class ReplyMeta:
     reasoning_field: str | None
     created: int = field(default_factory=lambda: int(time.time()))
     model: str = MODEL_ID
+    cached_tokens: int | None = None
+    """Prompt tokens served from the simulated prefix cache (None: no cache simulated)."""
+    cache_report: str | None = None
+    """How the cached tokens are reported: "openai" (`prompt_tokens_details`), "deepseek"
+    (`prompt_cache_hit_tokens`/`prompt_cache_miss_tokens`), "timings" (llama.cpp's `timings.cache_n`)."""
 
     @property
     def budget_chars(self) -> int | None:
         return None if self.budget_tokens is None else self.budget_tokens * CHARS_PER_TOKEN
 
-    def usage(self, completion_chars: int) -> dict[str, int]:
+    def usage(self, completion_chars: int) -> dict[str, Any]:
         completion_tokens = tokens_for_chars(completion_chars)
-        return {
+        usage: dict[str, Any] = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": self.prompt_tokens + completion_tokens,
         }
+        if self.cached_tokens is not None and self.cache_report == "openai":
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+        elif self.cached_tokens is not None and self.cache_report == "deepseek":
+            usage["prompt_cache_hit_tokens"] = self.cached_tokens
+            usage["prompt_cache_miss_tokens"] = self.prompt_tokens - self.cached_tokens
+        return usage
+
+    def timings(self) -> dict[str, int] | None:
+        """llama.cpp's server's `timings` (cache_n: prompt tokens reused from its cache), when it sends them."""
+        if self.cached_tokens is None or self.cache_report != "timings":
+            return None
+        return {"cache_n": self.cached_tokens, "prompt_n": self.prompt_tokens - self.cached_tokens}
 
 
 @dataclass
@@ -138,6 +155,7 @@ def build_completion(reply: Reply, meta: ReplyMeta) -> dict[str, Any]:
         "system_fingerprint": SYSTEM_FINGERPRINT,
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": _finish_reason(reply, budget)}],
         "usage": meta.usage(budget.used),
+        **({"timings": timings} if (timings := meta.timings()) is not None else {}),
     }
 
 
@@ -184,7 +202,10 @@ def iter_stream_chunks(reply: Reply, meta: ReplyMeta, include_usage: bool, piece
             yield StreamChunk(chunk({"tool_calls": [opening]}), chars=len(call.name))
             for fragment in fragments:
                 yield StreamChunk(chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}), chars=len(fragment))
-    yield StreamChunk(chunk({}, _finish_reason(reply, budget)), is_final=True)
+    final = chunk({}, _finish_reason(reply, budget))
+    if (timings := meta.timings()) is not None:
+        final["timings"] = timings
+    yield StreamChunk(final, is_final=True)
     if include_usage:
         usage_payload = {
             "id": meta.completion_id,

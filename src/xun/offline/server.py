@@ -17,12 +17,14 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from xun.offline.faults import FAULTS_ENV, Fault, FaultSchedule
 from xun.offline.model import FixedText, Reply, decide_reply
+from xun.offline.prefix_cache import PrefixCache
 from xun.offline.profiles import PROFILES, Profile, null_content_error
 from xun.offline.protocol import MODEL_ID, ChatRequest, RequestError, error_body, parse_chat_request
 from xun.offline.responses import ReplyMeta, StreamChunk, build_completion, iter_stream_chunks
@@ -43,6 +45,8 @@ WAIT_POLL_SECONDS = 0.05
 IDLE_TIMEOUT = 60.0
 """Seconds a connection may send nothing (a request half sent, an idle keep-alive) before it is closed:
 otherwise every such connection kept a thread forever."""
+CACHE_TTL_ENV = "XUN_OFFLINE_CACHE_TTL"
+"""Seconds of the simulated prompt cache of an in-process server created without `cache_ttl`."""
 MODEL_CREATED = 1_735_689_600  # 2025-01-01, fixed so /v1/models is deterministic
 MODEL_DESCRIPTION = "xun-offline: a deterministic scripted demo model served by xun (not an LLM)."
 
@@ -347,12 +351,17 @@ class _ChatHandler(BaseHTTPRequestHandler):
             reply = Reply(FixedText(""))
         else:
             reply = decide_reply(request, with_reasoning=app.reasoning is not None)
+        cache = app.prefix_cache
         meta = ReplyMeta(
             completion_id=_completion_id(request),
             prompt_tokens=prompt_tokens,
             budget_tokens=budget,
             reasoning_field=app.reasoning,
+            cached_tokens=cache.serve(request.messages, request.tools) if cache is not None else None,
+            cache_report=app.profile.cache_report,
         )
+        if meta.cached_tokens is not None:
+            app._record_cached(meta.cached_tokens)
         if request.stream:
             self._stream(reply, meta, request, fault)
         else:
@@ -528,6 +537,8 @@ class OfflineServer:
         tokens_per_second: float | None = None,
         profile: str = "openai",
         idle_timeout: float = IDLE_TIMEOUT,
+        cache_ttl: float | None = None,
+        clock: Callable[[], float] | None = None,
     ):
         self._family, self._bind_address = resolve_loopback(host)
         if profile not in PROFILES:
@@ -535,6 +546,15 @@ class OfflineServer:
         self.profile: Profile = PROFILES[profile]
         self.prompt_sizes: list[int] = []
         """The prompt tokens of every chat-completion request received, in order (what tests check)."""
+        if cache_ttl is None and os.environ.get(CACHE_TTL_ENV):  # like the faults: for the server `xun` starts itself
+            try:
+                cache_ttl = float(os.environ[CACHE_TTL_ENV])
+            except ValueError:
+                raise ValueError(f"${CACHE_TTL_ENV} should be a number of seconds, not {os.environ[CACHE_TTL_ENV]!r}") from None
+        self.prefix_cache = PrefixCache(cache_ttl, clock or time.monotonic) if cache_ttl is not None else None
+        """The simulated prompt cache (`--cache-ttl`); `clock` lets tests and benchmarks move time."""
+        self.cached_sizes: list[int] = []
+        """The cached tokens of every answered request, in order, when the cache is simulated."""
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port must be an integer from 0 to 65535, not {port!r}")
         if context_window is not None and (isinstance(context_window, bool) or not isinstance(context_window, int) or context_window < 1):
@@ -652,6 +672,10 @@ class OfflineServer:
     def _record_prompt(self, tokens: int) -> None:
         with self._lock:
             self.prompt_sizes.append(tokens)
+
+    def _record_cached(self, tokens: int) -> None:
+        with self._lock:
+            self.cached_sizes.append(tokens)
 
     def _next_request_index(self) -> int:
         with self._lock:

@@ -351,6 +351,7 @@ class XunApp(App[int], inherit_bindings=False):
         count = len(conversation.messages)
         summaries = self._summaries_in_context()
         window = self.agent.window
+        self.gauge.cache_share = conversation.prompt_cache.last_hit_share
         self.gauge.set_figures(
             reported=conversation.total_tokens,
             estimate=self.agent.request_tokens(),
@@ -530,6 +531,7 @@ class XunApp(App[int], inherit_bindings=False):
         self.recoverable.focus_table()
 
     def action_preview(self) -> None:
+        from xun.compact import first_tool_result, tokens_from
         from xun.context_breakdown import reclaim_preview
         from xun.tui.screens.preview import PreviewFigures, PreviewScreen, preview_rows
 
@@ -541,10 +543,12 @@ class XunApp(App[int], inherit_bindings=False):
         reclaim = reclaim_preview(c, settings.toolcall_keep_max)
         now = self.agent.request_tokens()
         condensed = plan.estimated_length_before - plan.estimated_length_after
+        first = first_tool_result(c, reclaim.ids)
         figures = PreviewFigures(
             tokens_now=now, tokens_after=max(now - round(condensed * c.tokens_per_char), 0), reported=c.total_tokens,
             threshold=self.agent.threshold, condensed=plan.condensed_count, kept=len(plan.kept),
-            nothing_to_condense=plan.nothing_to_condense, keep_recent=settings.summary_keep_max, reclaim=reclaim)
+            nothing_to_condense=plan.nothing_to_condense, keep_recent=settings.summary_keep_max, reclaim=reclaim,
+            reclaim_cache_miss=tokens_from(c, first) - reclaim.tokens_saved if first is not None else None)
 
         def chosen(what: str | None) -> None:
             if what == "compact":
@@ -1152,6 +1156,7 @@ class XunApp(App[int], inherit_bindings=False):
         if message.after_model_call:
             self.gauge.model_called(usage.source == "server")
             self._count_usage(usage)
+            self.gauge.cache_share = self.conversation.prompt_cache.last_hit_share
         self.gauge.set_figures(reported=usage.total_tokens, estimate=usage.estimated_tokens, threshold=usage.threshold,
                                window=usage.context_window, window_source=usage.window_source)
         if message.after_model_call:

@@ -1,6 +1,7 @@
 """F7 (and /compact preview): what a summary would do right now, from `Conversation.plan_compaction`:
 every message in one scrollable list, the cut point marked (above it is summarised, below it kept),
-tokens now and estimated after, and what a reclaim would replace; then run the summary (F5), run the
+tokens now and estimated after, and what a reclaim would replace, each with its cost in the server's
+prompt cache (what the next call pays uncached, and what every later call saves); then run the summary (F5), run the
 reclaim (F6), or close. Nothing changes until one of them runs."""
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class PreviewFigures:
     nothing_to_condense: bool
     keep_recent: int
     reclaim: ReclaimPreview
+    reclaim_cache_miss: int | None = None
+    """Tokens after the first result a reclaim would replace: what the next call pays uncached."""
 
 
 def _describe(message: object) -> tuple[str, str, bool]:
@@ -125,15 +128,19 @@ def summary_line(f: PreviewFigures) -> str:
                 f"turn when it has at most {f.keep_recent} messages, else the newest {f.keep_recent}) · now "
                 f"{tokens(f.tokens_now)} of {tokens(f.threshold)}")
     return (f"summary: {f.condensed} messages summarised, {f.kept} kept · {tokens(f.tokens_now)} now → "
-            f"about {tokens(f.tokens_after)} after, plus the summary · threshold {tokens(f.threshold)}")
+            f"about {tokens(f.tokens_after)} after, plus the summary · threshold {tokens(f.threshold)} · cache: the "
+            f"next call pays its whole prompt uncached (about {tokens(f.tokens_after)} plus the summary), then "
+            f"{tokens(f.tokens_now - f.tokens_after)} less per call, less the summary")
 
 
 def reclaim_line(f: PreviewFigures) -> str:
     r = f.reclaim
     if not r.count:
         return f"reclaim: nothing to replace now: {r.why_nothing}"
+    cache = (f" · cache: the next call pays about {tokens(f.reclaim_cache_miss)} uncached, then "
+             f"{tokens(r.tokens_saved)} less per call") if f.reclaim_cache_miss is not None else ""
     return (f"reclaim: {r.count} tool result{'s' if r.count != 1 else ''} older than the newest {r.keep_max} "
-            f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed")
+            f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed{cache}")
 
 
 class PreviewScreen(ModalScreen[str | None]):

@@ -1,6 +1,6 @@
 """The compaction log: one row per compaction event in columns (time, kind, tokens before -> after,
-what), filled from the session's saved log on resume. The detail (offload file, focus, reason, trigger)
-is the highlighted row's tooltip and opens with Enter. Checks that changed nothing (a reclaim with
+what), filled from the session's saved log on resume. The detail (offload file, focus, reason, trigger,
+what it costs in the server's prompt cache) is the highlighted row's tooltip and opens with Enter. Checks that changed nothing (a reclaim with
 nothing to replace, an automatic skip repeated) are not rows: the pane's footer counts them."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ KINDS = {
     "tool_result_restored": "restore",
     "compaction_skipped": "skipped",
     "compaction_failed": "failed",
+    "summary_rejected": "rejected",
 }
 WHAT_CHARS = 40
 """The "what" column is cut here (the whole text is in the detail)."""
@@ -36,6 +37,8 @@ class LogEntry:
     offload: str | None
     reason: str
     focus: str = ""
+    cache: str = ""
+    """The prompt-cache cost: what the next call pays uncached, and what each later call saves."""
 
     @property
     def saved(self) -> int:
@@ -69,6 +72,8 @@ class LogEntry:
             lines.append(f"tokens {self.figures}" + (f" ({tokens(self.saved)} freed)" if self.saved else ""))
         if self.count:
             lines.append(self.count)
+        if self.cache:
+            lines.append(self.cache)
         if self.focus:
             lines.append(f"focus: {self.focus}")
         if self.reason:
@@ -98,9 +103,16 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         offload = shown_path(record.get("offload_path")) or None
     elif kind == "restore":
         count = f"id …{str(record.get('id', ''))[-8:]}"
+    elif kind == "rejected":
+        then = {"retry": "asked once more", "extractive": "xun's extractive summary instead"}.get(str(record.get("next")), "")
+        reason = str(record.get("reason", "")) + (f"; {then}" if then else "")
     else:
         reason = str(record.get("reason", ""))
     moment = record.get("time")
+    miss, saves = record.get("cache_miss_tokens"), record.get("saved_per_call")
+    cache = ""
+    if isinstance(miss, int) and isinstance(saves, int):
+        cache = f"cache: next call {tokens(miss)} uncached, {'saves' if saves >= 0 else 'adds'} {tokens(abs(saves))}/call"
     return LogEntry(
         time=clock(float(moment)) if isinstance(moment, (int, float)) else "--:--:--",
         kind=kind,
@@ -111,11 +123,12 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         offload=offload,
         reason=reason,
         focus=str(record.get("focus") or ""),
+        cache=cache,
     )
 
 
 STYLES = {"reclaim": "bold cyan", "summary": "bold magenta", "emergency": "bold red", "restore": "bold green",
-          "skipped": "bold yellow", "failed": "bold red"}
+          "skipped": "bold yellow", "failed": "bold red", "rejected": "bold yellow"}
 
 
 class CompactionLog(DataTable[str]):

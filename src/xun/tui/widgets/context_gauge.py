@@ -1,5 +1,6 @@
 """The context gauge: tokens now against the threshold (and the window), a bar with the threshold
-marked, the reported count and the live estimate side by side, and a sparkline of the tokens at every
+marked, the reported count and the live estimate side by side (and the share of the last call's prompt
+served from the server's cache, when the server says), and a sparkline of the tokens at every
 model call in which each compaction shows as a drop.
 
 Zones: calm below 80% of the threshold, warning up to it, alarm above (classes -calm/-warning/-alarm).
@@ -56,6 +57,8 @@ class ContextGauge(Vertical, can_focus=True):
         """Characters streamed into the reply being written, not yet in any estimate."""
         self.history: list[int] = []
         self.usage_text = ""
+        self.cache_share: float | None = None
+        """The share of the last call's prompt the server served from its cache (None: it did not say)."""
         self.zone = "calm"
         self._refresh_timer: Timer | None = None
 
@@ -101,10 +104,15 @@ class ContextGauge(Vertical, can_focus=True):
     def detail_text(self) -> str:
         """"reported" only for the server's own count; without one, the estimate says why it stands alone."""
         if self.reported is not None:
-            return f"reported {tokens(self.reported)} · estimate {tokens(self.now)}"
+            cache = f" · cache {percent(self.cache_share, 1)}%" if self.cache_share is not None else ""
+            return f"reported {tokens(self.reported)} · estimate {tokens(self.now)}{cache}"
         why = {None: "no count from the server yet", True: "no server count since the summary",
                False: "the server sends no counts"}[self.server_counts]
         return f"estimate {tokens(self.now)} · {why}"
+
+    def set_cache_share(self, share: float | None) -> None:
+        self.cache_share = share
+        self._show()
 
     def model_called(self, counted: bool) -> None:
         """After each model call: whether the server sent its count (usage) with the reply."""
