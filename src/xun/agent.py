@@ -573,8 +573,11 @@ class Agent:
             return True
 
     async def _compact_before_call(self) -> None:
-        """The preflight of every model call: learn the window, run the policy, make the request fit."""
+        """The preflight of every model call: learn the window, run the policy, make the request fit. A
+        usage event first shows the figure that is judged; another follows when compaction changed it."""
         await self._learn_server()
+        judged = self.request_tokens()
+        await self.emit_usage()
         try:
             await self.compactor.auto_compact(self)
         except asyncio.CancelledError:
@@ -584,7 +587,8 @@ class Agent:
 
             await self.emit(CompactionFailed(reason=f"the compactor failed: {type(exc).__name__}: {exc}"))
         await self._fit_window()
-        await self.emit_usage()
+        if self.request_tokens() != judged:
+            await self.emit_usage()
 
     # ------------------------------------------------------------------ turn
 

@@ -163,10 +163,10 @@ async def run_soak(turns: int = 300, *, threshold: int = 3000, sample_every: int
                                      auto_compact__toolcall_keep_max=3, auto_compact__summary_keep_max=6)
         configure(agent.config, settings)
         active = 0
-        last_reported: int | None = None  # the gauge's figure after the last model call
+        last_estimate: int | None = None  # the gauge's figure: the estimate of the next request, as last shown
 
         def check(event: Event) -> None:
-            nonlocal active, last_reported
+            nonlocal active, last_estimate
             kind = event.type
             if isinstance(event, CompactionEvent) and event.logged:
                 report.logged_events += 1
@@ -176,14 +176,14 @@ async def run_soak(turns: int = 300, *, threshold: int = 3000, sample_every: int
                     report.usage_mismatches.append((report.turns, event.total_tokens, agent.conversation.total_tokens))
                 if event.prompt_tokens is not None:
                     report.model_calls += 1
-                    last_reported = event.total_tokens
+                last_estimate = event.estimated_tokens
             elif kind == "tool_results_reclaimed":
                 report.reclaims += 1
-                if event.trigger == "auto" and last_reported is not None:  # the trigger fired on the gauge's figure
+                if event.trigger == "auto" and last_estimate is not None:  # the trigger fired on the gauge's figure
                     report.usage_checks += 1
-                    if event.tokens_before != last_reported or last_reported <= agent.threshold:
-                        report.usage_mismatches.append((report.turns, last_reported, event.tokens_before))
-                    last_reported = None  # a retry round after a summary starts from an estimate
+                    if event.tokens_before != last_estimate or last_estimate <= agent.threshold:
+                        report.usage_mismatches.append((report.turns, last_estimate, event.tokens_before))
+                    last_estimate = None  # a retry round after a summary starts from a figure not yet shown
             elif kind == "summary_started":
                 active += 1
                 report.summaries_started += 1
