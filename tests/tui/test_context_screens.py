@@ -448,7 +448,7 @@ async def test_the_cache_share_the_log_row_and_the_preview_cost(offline_server_f
         assert "its whole prompt uncached" in str(app.screen.query_one("#preview-summary").render())
         await finish(pilot, lambda: pilot.press("f6"))
         entry = app.log_pane.entries[-1]
-        assert entry.kind == "reclaim" and entry.cache.startswith("· cache: next call ")
+        assert entry.kind == "reclaim" and entry.cache.startswith("cache: next call ")
         reclaim = app.conversation.compaction_log[-1]
         await turn(pilot, "please read f4.py")
         sent = len(server.prompt_sizes)

@@ -39,6 +39,8 @@ class LogEntry:
     focus: str = ""
     cache: str = ""
     """The prompt-cache cost: what the next call pays uncached, and what each later call saves."""
+    cache_short: str = ""
+    """The same in a few characters, for the row: "cache 4.5k once, -3k/call"."""
 
     @property
     def saved(self) -> int:
@@ -59,7 +61,7 @@ class LogEntry:
 
     @property
     def what(self) -> str:
-        return self.count or self.reason
+        return " · ".join(part for part in (self.count or self.reason, self.cache_short) if part)
 
     def line(self) -> str:
         """The row as plain text (what the tests read): time, kind, before → after, what."""
@@ -110,9 +112,10 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         reason = str(record.get("reason", ""))
     moment = record.get("time")
     miss, saves = record.get("cache_miss_tokens"), record.get("saved_per_call")
-    cache = ""
+    cache = cache_short = ""
     if isinstance(miss, int) and isinstance(saves, int):
         cache = f"cache: next call {tokens(miss)} uncached, {'saves' if saves >= 0 else 'adds'} {tokens(abs(saves))}/call"
+        cache_short = f"cache {tokens(miss)} once, {'-' if saves >= 0 else '+'}{tokens(abs(saves))}/call"
     return LogEntry(
         time=clock(float(moment)) if isinstance(moment, (int, float)) else "--:--:--",
         kind=kind,
@@ -124,6 +127,7 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         reason=reason,
         focus=str(record.get("focus") or ""),
         cache=cache,
+        cache_short=cache_short,
     )
 
 
