@@ -7,6 +7,8 @@ import signal
 
 import pytest
 
+from xun.agent import CANCELLED_REPLY_MARK
+
 from xun.conversation import Conversation
 
 from .helpers import FAST_RETRIES, Cli, read_lines_until
@@ -51,12 +53,14 @@ def test_a_signal_during_a_slow_stream_saves_the_session(cli: Cli, signum: int, 
     returncode, events, stderr = _interrupted_run(cli, signum)
     assert returncode == code, stderr
     assert events[-1]["type"] == "turn_finished" and events[-1]["status"] == "cancelled"
-    assert events[-1]["restored_prompt"] == "hello there"
+    assert events[-1]["restored_prompt"] is None  # part of the reply had arrived: the prompt was answered
     assert "Traceback" not in stderr and "interrupted; session" in stderr
     saved = cli.only_session()
     users = [m["text"] for m in saved["messages"] if m["kind"] == "user"]
-    assert users == ["hello there"]  # kept for the next --resume, though nobody answered it
-    assert not [m for m in saved["messages"] if m.get("raw", {}).get("role") == "assistant"]  # no half reply
+    assert users == ["hello there"]
+    replies = [m["raw"]["content"] for m in saved["messages"] if m.get("raw", {}).get("role") == "assistant"]
+    streamed = "".join(e["text"] for e in events if e["type"] == "text_delta")
+    assert replies == [streamed + CANCELLED_REPLY_MARK]  # the reply so far is kept, marked as cut short
 
 
 def test_repeated_ctrl_c_still_saves_a_loadable_session(cli: Cli):
@@ -84,4 +88,5 @@ def test_a_tool_loop_interrupted_between_calls_keeps_a_valid_history(cli: Cli):
     assert process.returncode == 130, stderr
     saved = cli.only_session()
     roles = [m.get("raw", {}).get("role", m["kind"]) for m in saved["messages"]]
-    assert roles == ["user", "assistant", "tool"]  # the call and its result; no half-written answer
+    assert roles == ["user", "assistant", "tool", "assistant"]  # the call, its result, and the answer so far
+    assert saved["messages"][-1]["raw"]["content"].endswith(CANCELLED_REPLY_MARK)

@@ -78,7 +78,8 @@ async def test_mcp_tools_in_the_app_end_to_end(tmp_path, user_config, servers):
             await submit(pilot, 'use the tool time__get_current_time with {"timezone": "Asia/Tokyo"}')
             await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
             assert "MCP server time" in app.screen.request.title
-            await finish(pilot, lambda: pilot.press("a"), timeout=30)
+            await wait_until(pilot, lambda: app.screen.armed, what="the confirmation to take answers")
+            await finish(pilot, lambda: pilot.press("y"), timeout=30)
             assert "+09:00" in app.agent.last_reply() or "Asia/Tokyo" in app.agent.last_reply()
 
             # reclaim (F6): the big result becomes a placeholder, listed, inspected
