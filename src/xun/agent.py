@@ -650,7 +650,7 @@ class Agent:
                 usage = valid_usage(reply.usage)  # absurd figures from a server are not believed
                 if usage is not None:  # a server that reports nothing leaves the estimate as it is, labelled so
                     c.record_usage(int(usage.total_tokens), overhead_chars=self._schema_chars())
-                self._record_cache(reply)
+                self._record_cache(usage, reply)
                 await self.emit(AssistantMessage(content=reply.content, reasoning=reply.reasoning, tool_calls=len(calls)))
                 await self.emit_usage(usage)
                 if not calls:
@@ -681,9 +681,9 @@ class Agent:
                 await self.emit(finished)
         return finished
 
-    def _record_cache(self, reply: _Reply) -> None:
-        """Keep the call's prompt-cache figures (when the server sent them) and when it was made."""
-        usage = reply.usage if getattr(reply.usage, "prompt_tokens", None) is not None else None
+    def _record_cache(self, usage: Any, reply: _Reply) -> None:
+        """Keep the call's prompt-cache figures (when the server sent believable ones) and when it was made."""
+        usage = usage if getattr(usage, "prompt_tokens", None) is not None else None
         prompt = int(usage.prompt_tokens) if usage is not None else None
         self.conversation.prompt_cache.record(prompt, cached_tokens_of(usage, reply.timings), self.clock())
 

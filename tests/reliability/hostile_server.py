@@ -7,7 +7,7 @@
 - `bad-utf8`: the first request gets a chunk with bytes that are not UTF-8; later ones are fine;
 - `trickle`: headers, then one byte every 50 ms, forever (each gap is short, the whole never ends);
 - `calls:N:COMMAND`: the first reply asks for N `run_command` calls of COMMAND at once; later ones are text.
-`requests` counts the requests; `stop()` ends the server and its threads.
+`requests` counts the chat requests (anything else gets a 404); `stop()` ends the server and its threads.
 """
 
 from __future__ import annotations
@@ -42,6 +42,11 @@ class HostileServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if not self.path.rstrip("/").endswith("/chat/completions"):  # xun asking for a tokenizer
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 outer.requests += 1
                 number = outer.requests
                 self.send_response(200)
