@@ -82,6 +82,8 @@ CALIBRATION_SAMPLE = (
     "expected str, got None (line 42)."
 )
 """Prose with a path, a command and an error line: what the tokenizer is measured on in a new session."""
+CALIBRATION_DEADLINE = 30.0
+"""Seconds the calibration's single-token request may take in all (it is only a measure)."""
 CALIBRATION_MIN_CHARS = 400
 """Below this much conversation text, the sample is measured instead (a ratio of a few words misleads)."""
 SMALLEST_COMMON_WINDOW = 2048
@@ -457,7 +459,7 @@ class Agent:
             return None  # the probe would not fit: no measure this session (the server's counts teach it)
         try:
             request = {**self._request(stream=False), "messages": params, self._max_tokens_param: 1}
-            response = await self.client().chat.completions.create(**request)
+            response = await asyncio.wait_for(self.client().chat.completions.create(**request), CALIBRATION_DEADLINE)
             prompt_tokens = int(response.usage.prompt_tokens)
         except Exception:  # noqa: BLE001 - a server that refuses the probe stays uncalibrated
             return None

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 from xun.atomic import open_regular, write_text_atomic
 
 DISCOVERY_TIMEOUT = 3.0
-"""Seconds for one discovery or tokenize request (a server that does not answer is simply unknown)."""
+"""Seconds for one discovery or tokenize request, in all (a server that does not answer is simply unknown)."""
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 MIN_WINDOW = 256
 MAX_WINDOW = 100_000_000
@@ -238,14 +238,20 @@ def _http_json(url: str, body: Any | None, headers: dict[str, str], timeout: flo
         request.add_header(name, value)
     if data is not None:
         request.add_header("Content-Type", "application/json")
+    deadline = time.monotonic() + timeout  # in all: a server that trickles bytes must not hold this forever
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's own server
             if response.status != 200:
                 return None
-            raw = response.read(MAX_RESPONSE_BYTES + 1)
+            parts: list[bytes] = []
+            size = 0
+            while chunk := response.read1(65536):
+                parts.append(chunk)
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES or time.monotonic() > deadline:
+                    return None
+            raw = b"".join(parts)
     except (OSError, ValueError, urllib.error.URLError):
-        return None
-    if len(raw) > MAX_RESPONSE_BYTES:
         return None
     try:
         return json.loads(raw.decode("utf-8"))

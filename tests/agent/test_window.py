@@ -226,3 +226,46 @@ async def test_summaries_in_pieces_when_the_history_cannot_fit_one_request(offli
     assert finished.pieces > 1 and finished.method == "model"
     assert max(server.prompt_sizes) <= 3000
     assert "src/module_0.py" in agent.conversation.messages[0].content
+
+
+def test_a_server_that_trickles_its_answer_cannot_hold_discovery(tmp_path):
+    """A byte every 50 ms forever on every endpoint: discovery gives up within its time, window unknown."""
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from xun.window import DISCOVERY_TIMEOUT, count_tokens_sync, discover_window_sync
+
+    stop = threading.Event()
+
+    class Trickle(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _trickle(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            while not stop.wait(0.05):
+                try:
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                except OSError:
+                    return
+
+        do_GET = do_POST = _trickle
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        started = time.monotonic()
+        assert not discover_window_sync(base, "m", {}, timeout=0.5).known
+        assert count_tokens_sync(base, "m", "some text", {}, timeout=0.5) is None
+        assert time.monotonic() - started < 6 * (0.5 + 0.5)  # six requests, each cut at its time
+        assert DISCOVERY_TIMEOUT <= 5
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()

@@ -122,7 +122,9 @@ async def test_a_summary_before_a_call_inside_a_turn_keeps_the_turn_and_nothing_
     assert (tmp_path / "ran.txt").read_text() == "once\n"  # before the fix: four times
     types = rec.types()
     assert "tool_results_reclaimed" in types, "no compaction ran inside the turn: the test proved nothing"
-    assert types.index("tool_call_finished") < types.index("tool_results_reclaimed")
+    # (the estimate of the very first request, with the tool definitions, is already over 600: a check ran
+    # before it too; what matters is the one after the command's result)
+    assert "tool_results_reclaimed" in types[types.index("tool_call_finished"):]
     roles = [m["role"] for m in agent.conversation.completion_params()]
     assert roles[-4:] == ["user", "assistant", "tool", "assistant"]  # the turn, whole
 
