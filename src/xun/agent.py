@@ -757,12 +757,13 @@ class Agent:
             return reply
 
     def _empty_means_overflow(self, estimate: int) -> bool:
-        """An empty 200 reply is an overflow when the request is near or above the known window, or above
-        the smallest window servers commonly run with when the window is unknown."""
+        """An empty 200 reply is an overflow when the request is near or above the known window, or, when
+        the window is unknown, near or above the smallest window servers commonly run with and larger than
+        any request the server answered (an estimate can be a little low)."""
         window = self.window
         if window.tokens is not None:
             return estimate >= window.tokens * 0.9
-        return estimate > max(SMALLEST_COMMON_WINDOW, self.knowledge.largest_fit)
+        return estimate > self.knowledge.largest_fit and estimate >= SMALLEST_COMMON_WINDOW * 0.9
 
     def _adapt_request(self, exc: BaseException) -> bool:
         """Whether the server refused a form of the request that has another accepted form (then switch
