@@ -459,7 +459,8 @@ async def _write_summary(agent: Agent, plan: CompactionPlan, prompt: str, replac
         condensed[0] = system = SystemPrompt(system.content, system.is_compressed, {}, system.base_prompt)
     calibration = agent.knowledge.calibration
     fixed = calibration.fixed_for(False) if calibration is not None else 0
-    request = _tokens(sum(message_length(m) for m in condensed) + len(prompt), ratio, len(condensed) + 1) + fixed
+    firmer = len(FIRMER_PROMPT) + 400  # the second try's prompt is longer: it must fit too
+    request = _tokens(sum(message_length(m) for m in condensed) + len(prompt) + firmer, ratio, len(condensed) + 1) + fixed
     summary: str | None = None
     pieces = 1
     unusable = False
@@ -472,7 +473,7 @@ async def _write_summary(agent: Agent, plan: CompactionPlan, prompt: str, replac
         # its frame, and the reply
         running_chars = max(message_length(system) if system is not None else 0,
                             len(COMPACTED_SYSTEM_PROMPT) + len(base) + int(max_tokens / max(ratio, 0.05)))
-        frame = len(PIECE_PROMPT) + len(prompt) + running_chars
+        frame = len(PIECE_PROMPT) + len(prompt) + firmer + running_chars
         room = window - max_tokens - fixed - _tokens(frame, ratio, 2)
         room_chars = int(room / max(ratio, 0.05))
         if room_chars < 200:

@@ -299,7 +299,10 @@ async def test_an_overflow_with_a_broken_summarizer_fails_once_clearly(offline_s
     statuses = [(await agent.run(f"read f{i}.py")).status for i in range(1, 7)]
     assert "error" in statuses
     errors = rec.of("error")
-    assert all("context is too long" in e.message for e in errors)
-    assert broken.request_count == len(errors)  # one emergency summary per failed call, no loop
+    # the server's refusal the first time; once the window is learned, xun's own before anything is sent
+    assert all("context is too long" in e.message or "does not fit the model's context window" in e.message
+               for e in errors), [e.message for e in errors]
+    # the automatic policy and the window check each try a summary once per failed call: a few, no loop
+    assert len(errors) <= broken.request_count <= 3 * len(errors)
     saved_and_loaded(agent, store)
     assert json.dumps(agent.conversation.compaction_log)  # the failures are on record
