@@ -79,7 +79,9 @@ def test_the_ask_modal(snap_compare, snapshot_app, size):  # noqa: F811
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
         assert app.screen.timeout == 600 and app.screen.keep_text
         assert app.screen.query_one("#now").has_focus
+        app.chat.scroll_end(animate=False)  # the question may come while the chat is still scrolling
         settle_all(app)
+        await pilot.pause()
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
