@@ -36,6 +36,15 @@ def private_dirs(folder: str | os.PathLike[str], mode: int = 0o700) -> None:
             path.mkdir(mode=mode)
 
 
+def fill_and_sync(fd: int, text: str, mode: int) -> None:
+    """Give a new temporary file `mode`, write `text` into it and flush it to disk; closes `fd`."""
+    os.fchmod(fd, mode)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
 def write_text_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o600, folder_mode: int = 0o700) -> None:
     """Write `text` to `path` through a temporary file in the same folder, fsynced, then renamed.
 
@@ -46,11 +55,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o600
     private_dirs(target.parent, folder_mode)
     fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{target.name}.", suffix=TEMP_SUFFIX, dir=target.parent)
     try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        fill_and_sync(fd, text, mode)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

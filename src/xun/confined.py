@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePath
 from typing import BinaryIO
 
-from xun.atomic import TEMP_PREFIX, TEMP_SUFFIX
+from xun.atomic import TEMP_PREFIX, TEMP_SUFFIX, fill_and_sync
 
 __all__ = ["LinkRefused", "dir_fd_beneath", "open_beneath", "open_inside", "open_regular_inside",
            "write_beneath"]
@@ -131,11 +131,7 @@ def write_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str]
         temp = f"{TEMP_PREFIX}{name}.{''.join(secrets.choice(letters) for _ in range(8))}{TEMP_SUFFIX}"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=folder)
         try:
-            os.fchmod(fd, mode)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
+            fill_and_sync(fd, text, mode)
             os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
         except BaseException:
             with contextlib.suppress(OSError):
