@@ -8,18 +8,18 @@ __version__ = "0.1.0"
 
 # Public names are imported lazily so `xun --version` does not pay for the SDK or Textual.
 _LAZY = {
-    "Conversation": "xun.conversation",
-    "Agent": "xun.agent",
-    "AutoCompactor": "xun.compact",
-    "CompactorAbstract": "xun.compact",
+    "Conversation": "xun.context.conversation",
+    "Agent": "xun.agent.loop",
+    "AutoCompactor": "xun.compact.policy",
+    "CompactorAbstract": "xun.compact.policy",
 }
 
 __all__ = ["__version__", *_LAZY]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from xun.agent import Agent
-    from xun.compact import AutoCompactor, CompactorAbstract
-    from xun.conversation import Conversation
+    from xun.agent.loop import Agent
+    from xun.compact.policy import AutoCompactor, CompactorAbstract
+    from xun.context.conversation import Conversation
 
 
 def __getattr__(name: str) -> Any:

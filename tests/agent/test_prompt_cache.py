@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from xun.compact import CacheAwareCompactor, compactor_from_config
-from xun.conversation import Conversation
-from xun.errors import SessionFormatError
-from xun.events import ToolResultsReclaimed
+from xun.compact.policy import CacheAwareCompactor, compactor_from_config
+from xun.context.conversation import Conversation
+from xun.base.errors import SessionFormatError
+from xun.base.events import ToolResultsReclaimed
 
 from .helpers import make_agent, write_files
 
@@ -134,7 +134,7 @@ async def test_the_idle_rule_reclaims_exactly_after_the_time_to_live(offline_ser
 
 
 def test_the_cache_aware_policy_is_the_default():
-    from xun.config import XunConfig
+    from xun.agent.config import XunConfig
 
     assert isinstance(compactor_from_config(XunConfig()), CacheAwareCompactor)
 

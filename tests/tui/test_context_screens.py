@@ -9,8 +9,8 @@ from pathlib import Path
 
 from textual.widgets import Button, Input, OptionList
 
-from xun.context_breakdown import reclaim_preview
-from xun.recall import HistoryIndex
+from xun.compact.breakdown import reclaim_preview
+from xun.context.recall import HistoryIndex
 from xun.tui.app import XunApp
 from xun.tui.screens.breakdown import BreakdownScreen
 from xun.tui.screens.consent import ConsentScreen

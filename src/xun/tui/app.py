@@ -26,8 +26,8 @@ from textual.widget import Widget
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
-from xun.conversation_message import RawOpenAIMessage, SystemPrompt, UserMessage, content_text
-from xun.paths import styles_dir
+from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage, content_text
+from xun.base.paths import styles_dir
 from xun.tui import messages as m
 from xun.tui.commands import SLASH_COMMANDS, UnknownCommand, parse
 from xun.tui.format import Presentation, one_line, percent, shown_path, tokens
@@ -46,8 +46,8 @@ from xun.tui.widgets.user_block import UserBlock
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
 if TYPE_CHECKING:
-    from xun.conversation import Conversation
-    from xun.launch import Session
+    from xun.context.conversation import Conversation
+    from xun.agent.launch import Session
     from xun.tui.bridge import EventBridge
 
 # The screens are imported where they are first shown: none of them is needed for the first frame. Nor
@@ -260,7 +260,7 @@ class XunApp(App[int], inherit_bindings=False):
     def _ask_trust(self, session: Session) -> None:
         """The folder's config set keys that need trust: ask; a yes is remembered and the session reopened
         with them (nothing has happened in it yet)."""
-        from xun.trust import describe_withheld, folder_key, trust_folder
+        from xun.agent.trust import describe_withheld, folder_key, trust_folder
         from xun.tui.screens.trust import TrustScreen
 
         folder = session.agent.workdir
@@ -531,8 +531,8 @@ class XunApp(App[int], inherit_bindings=False):
         self.recoverable.focus_table()
 
     def action_preview(self) -> None:
-        from xun.compact import first_tool_result, tokens_from
-        from xun.context_breakdown import reclaim_preview
+        from xun.compact.policy import first_tool_result, tokens_from
+        from xun.compact.breakdown import reclaim_preview
         from xun.tui.screens.preview import PreviewFigures, PreviewScreen, preview_rows
 
         if isinstance(self.screen, PreviewScreen):
@@ -579,7 +579,7 @@ class XunApp(App[int], inherit_bindings=False):
         return True, ""
 
     def action_context(self) -> None:
-        from xun.context_breakdown import context_breakdown
+        from xun.compact.breakdown import context_breakdown
         from xun.tui.screens.breakdown import BreakdownScreen
 
         if isinstance(self.screen, BreakdownScreen):
@@ -743,7 +743,7 @@ class XunApp(App[int], inherit_bindings=False):
     async def start_mcp_servers(self) -> None:
         """After the first frame: the SDK is imported in a thread (a second of work), then every server
         starts on this loop, where the turns call their tools; each change of state is a message."""
-        from xun.tools.mcp import preload
+        from xun.agent.tools.mcp import preload
 
         names = [name for name, server in self.session.mcp.servers.items() if server.state != "disabled"]
         if names:
@@ -753,7 +753,7 @@ class XunApp(App[int], inherit_bindings=False):
 
     @work(group="mcp", exit_on_error=False)
     async def restart_mcp_server(self, name: str) -> None:
-        from xun.tools.mcp import preload
+        from xun.agent.tools.mcp import preload
 
         await asyncio.to_thread(preload)  # a disabled server may be the first to start
         await self.session.mcp.restart(name)
@@ -781,7 +781,7 @@ class XunApp(App[int], inherit_bindings=False):
                 screen.refresh_servers()
 
     def action_config(self) -> None:
-        from xun.config import describe_config
+        from xun.agent.config import describe_config
         from xun.tui.screens.config import ConfigScreen
 
         items = describe_config(self.session.config)
@@ -972,7 +972,7 @@ class XunApp(App[int], inherit_bindings=False):
 
     @work(group="compaction", exit_on_error=False)
     async def compact_now(self, focus: str | None) -> None:
-        from xun.compact import compact_conversation
+        from xun.compact.policy import compact_conversation
 
         try:
             await self._settle_save()
@@ -1130,7 +1130,7 @@ class XunApp(App[int], inherit_bindings=False):
     def _count_usage(self, event: Any | None) -> None:
         """The one place the app reads a model call's usage (the server's prompt and completion tokens):
         added to the session's totals, shown under the gauge with the cost when `pricing` has the model."""
-        from xun.usage import add_call, cost, price_for
+        from xun.context.usage import add_call, cost, price_for
 
         totals = self.conversation.usage_totals
         if event is not None:
@@ -1177,7 +1177,7 @@ class XunApp(App[int], inherit_bindings=False):
         self.header.status = "summarising…"
 
     async def on_compaction_recorded(self, message: m.CompactionRecorded) -> None:
-        from xun import events
+        from xun.base import events
 
         event = message.event
         self.log_pane.add_record(event.to_json())
@@ -1191,7 +1191,7 @@ class XunApp(App[int], inherit_bindings=False):
             if event.count:
                 self.gauge.add_point(self.agent.request_tokens())
             elif event.trigger == "manual":
-                from xun.context_breakdown import reclaim_preview
+                from xun.compact.breakdown import reclaim_preview
 
                 keep = self.session.config.auto_compact.toolcall_keep_max
                 self.notify(f"Nothing to reclaim: {reclaim_preview(conversation, keep).why_nothing}.", title="reclaim")
@@ -1287,7 +1287,7 @@ class XunApp(App[int], inherit_bindings=False):
             screen.dismiss(None)
 
     def on_confirmation_asked(self, message: m.ConfirmationAsked) -> None:
-        from xun.tools import Decision
+        from xun.agent.tools import Decision
         from xun.tui.screens.confirm import ConfirmScreen
 
         answer = message.answer
