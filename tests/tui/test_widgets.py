@@ -15,7 +15,7 @@ from xun.base import events
 from xun.context.conversation import Conversation
 from xun.base.paths import styles_dir
 from xun.tui import messages as m
-from xun.tui.app import key_display
+from xun.tui.key_help import key_display
 from xun.tui.bridge import EventBridge
 from xun.tui.commands import UnknownCommand, completions, parse
 from xun.tui.export import ExportError, render_transcript, transcript_markdown
