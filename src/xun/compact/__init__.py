@@ -11,7 +11,7 @@ policies and the result types (imported on first use).
 
 from __future__ import annotations
 
-from typing import Any
+from xun.base.lazy import lazy_names
 
 _SEED_NAMES = {
     "ESCALATION_RATIO": "xun.compact.policy",
@@ -26,13 +26,4 @@ _SEED_NAMES = {
 
 __all__ = list(_SEED_NAMES)
 
-
-def __getattr__(name: str) -> Any:
-    module = _SEED_NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'xun.compact' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _SEED_NAMES)
