@@ -46,7 +46,7 @@ def test_a_second_writer_is_refused_naming_the_first_and_may_fork_or_read(tmp_pa
     [saved] = (tmp_path / "ws" / ".xun" / "sessions").glob("*.json")
     ident = saved.stem
     slow = subprocess.Popen([sys.executable, "-m", "xun", "run", "--resume", ident, "slow turn"],
-                            cwd=tmp_path / "ws", env=_env(tmp_path, XUN_OFFLINE_FAULTS="slow:0.4@1-50"),
+                            cwd=tmp_path / "ws", env=_env(tmp_path, XUN_OFFLINE_FAULTS="slow:1.0@1-50"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         lock = saved.with_suffix(".lock")
