@@ -76,6 +76,27 @@ async def test_escape_before_any_text_gives_the_prompt_back_and_says_so_truly(of
         assert "was not put back" in notice and "back in the input" not in notice
 
 
+async def test_escape_in_the_same_instant_as_enter_leaves_the_app_ready(offline_server, session_factory):
+    """Esc handled before the turn's worker ever ran (Enter and Esc in one read, as a pasted or scripted
+    burst of keys delivers them): the worker is cancelled before its first step, so nothing inside it
+    can say the work is over; the app must still become ready, with the prompt back."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.session is not None and app.header.status == "ready", what="the session")
+        await app.send_prompt("hello there")
+        assert app.busy == "turn"
+        app.action_cancel_turn()  # before any await: the worker's task has not started yet
+        await wait_until(pilot, lambda: app.busy is None, what="the app to be ready again")
+        assert app.header.status == "ready"
+        assert app.finished_work == 1
+        assert not any(getattr(msg, "text", None) == "hello there" for msg in app.conversation.messages)
+        assert app.prompt.text == "hello there", "the unsent prompt is back in the input"
+        assert not app.chat.query(UserBlock), "and not in the chat"
+        app.prompt.clear()
+        await finish(pilot, lambda: submit(pilot, "read nothing, just answer"))
+        assert app.conversation.messages[-1].role == "assistant", "the next prompt is answered"
+
+
 async def test_escape_does_nothing_when_idle(offline_server, session_factory):
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(100, 30)) as pilot:

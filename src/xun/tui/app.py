@@ -115,6 +115,10 @@ class XunApp(
             self._attach(session)
         self.busy: str | None = None
         """What runs now: "turn", "compact", "reclaim", "restore" (None when idle)."""
+        self._work_started = False
+        """Whether the worker doing `busy` has taken its first step (one cancelled before never will)."""
+        self._turn_prompt: str | None = None
+        """The prompt of the turn now running (None for /retry), given back if it is cancelled unsent."""
         self._last_ctrl_c = 0.0
         self._pending_divider: SummaryDivider | None = None
         self._pending_focus: str | None = None

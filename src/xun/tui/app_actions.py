@@ -161,8 +161,14 @@ class AppActions:
     def action_cancel_turn(self) -> None:
         if self.busy is None:
             return
+        kind, started = self.busy, self._work_started
         self.workers.cancel_group(self, "agent")
         self.workers.cancel_group(self, "compaction")
+        if not started:  # cancelled before its first step (Enter and Esc in one burst of keys): the worker
+            # never runs, so nothing in it will give the prompt back or say the work is over
+            if kind == "turn" and self._turn_prompt is not None:
+                self.post_message(m.TurnEnded("cancelled", restored_prompt=self._turn_prompt))
+            self.post_message(m.AgentWorkDone(kind))
         self.action_focus_prompt()
 
     def action_focus_prompt(self) -> None:
@@ -252,6 +258,7 @@ class AppActions:
 
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def run_turn(self, prompt: str | None) -> None:
+        self._work_started = True
         try:
             await self._settle_save()
             if prompt is None:
@@ -265,6 +272,7 @@ class AppActions:
     async def compact_now(self, focus: str | None) -> None:
         from xun.compact.policy import compact_conversation
 
+        self._work_started = True
         try:
             await self._settle_save()
             await compact_conversation(self.agent, keep_recent=self.session.config.auto_compact.summary_keep_max,
@@ -274,6 +282,7 @@ class AppActions:
 
     @work(group="compaction", exit_on_error=False)
     async def reclaim_now(self) -> None:
+        self._work_started = True
         try:
             await self._settle_save()
             await self.agent.reclaim_tool_results(trigger="manual")
@@ -282,6 +291,7 @@ class AppActions:
 
     @work(group="compaction", exit_on_error=False)
     async def restore_now(self, tool_call_id: str) -> None:
+        self._work_started = True
         try:
             await self._settle_save()
             try:

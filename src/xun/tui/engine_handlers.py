@@ -269,6 +269,7 @@ class EngineHandlers:
 
     def _set_busy(self, busy: str | None, status: str | None = None) -> None:
         self.busy = busy
+        self._work_started = False  # the worker about to start sets it on its first step
         self.header.status = status or ("ready" if busy is None else busy)
         self.refresh_bindings()
 

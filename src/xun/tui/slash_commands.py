@@ -91,6 +91,7 @@ class SlashCommands:
 
     def _start_turn(self, prompt: str | None) -> None:
         self._set_busy("turn", "thinking…")
+        self._turn_prompt = prompt
         self.run_turn(prompt)
 
     async def action_tokens(self) -> None:
