@@ -80,6 +80,8 @@ async def run(policy: str, turns: int, threshold: int, idle_every: int, low_wate
             "billed_input": round(billed_input(prompt - cached, cached, agent.config.cache.cached_discount)),
             "summaries": len(recorder.of("summary_finished")), "reclaims": len(reclaims),
             "idle_reclaims": sum(1 for e in reclaims if e.trigger == "idle"),
+            "early_reclaims": sum(1 for e in reclaims if e.trigger == "early"),
+            "idle_summaries": sum(1 for e in recorder.of("summary_finished") if e.trigger == "idle"),
             "peak_context": max(server.prompt_sizes), "seconds": round(seconds, 1),
         }
 
