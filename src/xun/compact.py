@@ -234,7 +234,7 @@ class CacheAwareCompactor(AutoCompactor):
     - after an idle gap longer than the cache's time to live, the whole prompt is paid in full anyway, so
       compaction there costs nothing in cache: old tool results are reclaimed to the low-water mark, and
       when the context is still above it, the older turns are summarised too (a summary that the
-      threshold would force later, at the price of a broken prefix).
+      threshold would force later, at the price of a broken prefix; only in `auto_compact.mode` "auto").
     """
 
     def __init__(self, *args: Any, low_water: float = 0.5, ttl_seconds: float = 300.0, cached_discount: float = 0.1,
@@ -309,10 +309,10 @@ class CacheAwareCompactor(AutoCompactor):
         keep = max(self.first_keep(agent, self.toolcall_keep_max), current_turn_results(agent.conversation), 1)
         if reclaim_preview(agent.conversation, keep).count:
             await self._reclaim_quietly(agent, keep, "idle")
-        if agent.request_tokens() <= agent.threshold * self.low_water or agent.config.auto_compact.mode == "off":
-            return
+        if agent.request_tokens() <= agent.threshold * self.low_water or agent.config.auto_compact.mode != "auto":
+            return  # an optimisation, not a need: nobody is asked for it (mode "ask"), and "off" means off
         keep_messages = worthwhile_keep(agent.conversation, self.summary_keep_max)
-        if keep_messages is not None and await agent.consent_to_summary():
+        if keep_messages is not None:
             result = await compact_conversation(agent, keep_recent=keep_messages,
                                                 instructions=agent.config.compression.instructions, trigger="idle")
             if not result.compacted:

@@ -138,10 +138,12 @@ async def test_the_idle_rule_reclaims_exactly_after_the_time_to_live(offline_ser
     assert not rec.of("summary_started")  # the reclaim reached the low-water mark: no summary
 
 
+@pytest.mark.parametrize("mode", ["auto", "ask", "off"])
 async def test_the_idle_rule_summarises_when_the_reclaim_leaves_the_context_above_the_low_water_mark(
-        offline_server_factory, tmp_path):
+        offline_server_factory, tmp_path, mode):
     write_files(tmp_path, 10)
     server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
+                                             auto_compact__mode=mode,
                                              auto_compact__toolcall_keep_max=2, auto_compact__low_water=0.1,
                                              cache__cached_discount=0.0)  # no early reclaim ever pays: only the idle rule acts
     await fill(agent, clock, range(1, 8))
@@ -154,6 +156,9 @@ async def test_the_idle_rule_summarises_when_the_reclaim_leaves_the_context_abov
     await agent.run("please read f8.py")
     assert [e.trigger for e in rec.of("tool_results_reclaimed")] == ["idle"]
     summary = rec.of("summary_finished")
+    if mode != "auto":  # not needed yet: nobody is asked for it, and "off" is off
+        assert not rec.of("summary_started") and not rec.of("compaction_skipped")
+        return
     assert [e.trigger for e in summary] == ["idle"] and summary[0].tokens_after < summary[0].tokens_before
     assert server.cached_sizes[sent] == 0  # the summary request, at a cold cache like everything then
 
