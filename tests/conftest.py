@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 @pytest.fixture(autouse=True)
 def _state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """What xun learns about servers (`xun.window.LearnedWindows`) goes to a folder of the test's own,
+    """What xun learns about servers (`xun.agent.window.LearnedWindows`) goes to a folder of the test's own,
     never the user's, and no test sees what another learned."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 

@@ -1,4 +1,4 @@
-"""xun.config: layered loading, clear errors, the threshold rule, safe writes, secrets kept out."""
+"""xun.agent.config: layered loading, clear errors, the threshold rule, safe writes, secrets kept out."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from xun import config as cfg
-from xun.config import (
+from xun.agent import config as cfg
+from xun.agent.config import (
     ConfigError,
     XunConfig,
     describe_config,

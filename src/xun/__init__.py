@@ -2,32 +2,26 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from xun.base.lazy import lazy_names
 
 __version__ = "0.1.0"
 
 # Public names are imported lazily so `xun --version` does not pay for the SDK or Textual.
 _LAZY = {
-    "Conversation": "xun.conversation",
-    "Agent": "xun.agent",
-    "AutoCompactor": "xun.compact",
-    "CompactorAbstract": "xun.compact",
+    "Conversation": "xun.context.conversation",
+    "Agent": "xun.agent.loop",
+    "AutoCompactor": "xun.compact.policy",
+    "CompactorAbstract": "xun.compact.policy",
 }
 
 __all__ = ["__version__", *_LAZY]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from xun.agent import Agent
-    from xun.compact import AutoCompactor, CompactorAbstract
-    from xun.conversation import Conversation
+    from xun.agent.loop import Agent
+    from xun.compact.policy import AutoCompactor, CompactorAbstract
+    from xun.context.conversation import Conversation
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'xun' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)

@@ -1,5 +1,5 @@
 """`python -m xun` is the same as the `xun` command."""
 
-from xun.cli import main
+from xun.cli.main import main
 
 raise SystemExit(main())

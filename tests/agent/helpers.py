@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xun.agent import Agent
-from xun.config import XunConfig
-from xun.conversation import Conversation
-from xun.events import Event
+from xun.agent.loop import Agent
+from xun.agent.config import XunConfig
+from xun.context.conversation import Conversation
+from xun.base.events import Event
 
 
 class Recorder:

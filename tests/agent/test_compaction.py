@@ -2,10 +2,10 @@
 
 import json
 
-from xun.agent import Agent
-from xun.compact import ESCALATION_RATIO, AutoCompactor, compact_conversation
-from xun.conversation import Conversation
-from xun.offload import read_offload_log
+from xun.agent.loop import Agent
+from xun.compact.policy import ESCALATION_RATIO, AutoCompactor, compact_conversation
+from xun.context.conversation import Conversation
+from xun.context.offload import read_offload_log
 
 from .helpers import make_agent, write_files
 

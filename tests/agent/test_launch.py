@@ -2,7 +2,7 @@
 
 import pytest
 
-from xun.launch import LATEST, OFFLINE_MODEL, NoSessionToResume, open_session
+from xun.agent.launch import LATEST, OFFLINE_MODEL, NoSessionToResume, open_session
 
 
 @pytest.fixture(autouse=True)

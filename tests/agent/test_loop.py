@@ -6,9 +6,9 @@ import json
 import pytest
 
 from xun import Agent, AutoCompactor, CompactorAbstract, Conversation
-from xun.agent import CANCELLED_TOOL_RESULT
-from xun.conversation_message import RawOpenAIMessage, UserMessage
-from xun.tools import Decision
+from xun.agent.loop import CANCELLED_TOOL_RESULT
+from xun.context.messages import RawOpenAIMessage, UserMessage
+from xun.agent.tools import Decision
 
 from .helpers import make_agent, write_files
 

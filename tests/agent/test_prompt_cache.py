@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from xun.compact import PAYBACK_CALLS, CacheAwareCompactor, compactor_from_config
-from xun.context_breakdown import PLACEHOLDER_HEAD
-from xun.conversation_message import RawOpenAIMessage, UserMessage
-from xun.conversation import Conversation
-from xun.errors import SessionFormatError
-from xun.events import ToolResultsReclaimed
+from xun.base.errors import SessionFormatError
+from xun.base.events import ToolResultsReclaimed
+from xun.compact.breakdown import PLACEHOLDER_HEAD
+from xun.compact.policy import PAYBACK_CALLS, CacheAwareCompactor, compactor_from_config
+from xun.context.conversation import Conversation
+from xun.context.messages import RawOpenAIMessage, UserMessage
 
 from .helpers import make_agent, write_files
 
@@ -226,7 +226,7 @@ async def test_no_early_reclaim_when_cached_input_costs_nothing(offline_server_f
 
 
 def test_the_cache_aware_policy_is_the_default():
-    from xun.config import XunConfig
+    from xun.agent.config import XunConfig
 
     assert isinstance(compactor_from_config(XunConfig()), CacheAwareCompactor)
 

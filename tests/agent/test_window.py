@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from xun.config import XunConfig
-from xun.tools import Toolbox
-from xun.window import LearnedWindows, is_overflow_text, overflow_window, requested_tokens
+from xun.agent.config import XunConfig
+from xun.agent.tools import Toolbox
+from xun.agent.window import LearnedWindows, is_overflow_text, overflow_window, requested_tokens
 
 from .helpers import make_agent
 from .scripted_server import EMPTY_STREAM, NOT_FOUND, Json, ScriptedServer, Stream, prompt_chars
@@ -216,7 +216,7 @@ async def test_summaries_in_pieces_when_the_history_cannot_fit_one_request(offli
     for turn in range(8):
         agent.conversation.add_user_message(f"turn {turn}: remember src/module_{turn}.py " + "and its notes " * 150)
         agent.conversation.add_agent_message({"role": "assistant", "content": f"noted module {turn}"})
-    from xun.compact import compact_conversation
+    from xun.compact.policy import compact_conversation
 
     await agent.start_discovery()
     assert agent.request_tokens() > 3000
@@ -234,7 +234,7 @@ def test_a_server_that_trickles_its_answer_cannot_hold_discovery(tmp_path):
     import time
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from xun.window import DISCOVERY_TIMEOUT, count_tokens_sync, discover_window_sync
+    from xun.agent.window import DISCOVERY_TIMEOUT, count_tokens_sync, discover_window_sync
 
     stop = threading.Event()
 

@@ -16,9 +16,9 @@ import json
 import sys
 import time
 
-from xun.agent import Agent
-from xun.config import XunConfig
-from xun.conversation import Conversation
+from xun.agent.loop import Agent
+from xun.agent.config import XunConfig
+from xun.context.conversation import Conversation
 
 
 def conversation_of(size: int) -> Conversation:

@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.helpers import make_agent, write_files  # noqa: E402
 from reliability.soak import PROMPTS  # noqa: E402  (the soak's workload)
-from xun.cli import positive_int  # noqa: E402
-from xun.compact import compactor_from_config  # noqa: E402
+from xun.base.arguments import positive_int  # noqa: E402
+from xun.compact.policy import compactor_from_config  # noqa: E402
 from xun.offline import OfflineServer  # noqa: E402
-from xun.prompt_cache import billed_input  # noqa: E402
+from xun.context.prompt_cache import billed_input  # noqa: E402
 
 TTL = 300.0
 BETWEEN_TURNS = 20.0

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from xun.conversation import Conversation
+from xun.context.conversation import Conversation
 
 
 def add_round(c: Conversation, i: int) -> None:

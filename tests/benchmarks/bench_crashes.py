@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reliability.crashes import check_point, count_points, plan, resume_point, run_plan, summarize  # noqa: E402
 
-from xun.cli import positive_int  # noqa: E402
+from xun.base.arguments import positive_int  # noqa: E402
 from xun.offline import OfflineServer  # noqa: E402
 
 

@@ -32,13 +32,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from xun.agent import Agent
-from xun.config import XunConfig
-from xun.conversation import Conversation
-from xun.conversation_message import Message, RawOpenAIMessage, UserMessage
-from xun.offload import append_offload
-from xun.recall import HistoryIndex
-from xun.reclaimed import ReclaimedToolResult
+from xun.agent.loop import Agent
+from xun.agent.config import XunConfig
+from xun.context.conversation import Conversation
+from xun.context.messages import Message, RawOpenAIMessage, UserMessage
+from xun.context.offload import append_offload
+from xun.context.recall import HistoryIndex
+from xun.context.reclaimed import ReclaimedToolResult
 
 SECTION = 200
 RUNS = 7

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reliability.soak import run_soak_sync  # noqa: E402
-from xun.cli import positive_int  # noqa: E402
+from xun.base.arguments import positive_int  # noqa: E402
 
 REGIMES = {
     "aggressive": {"threshold": 3000, "auto_compact__toolcall_keep_max": 3, "auto_compact__summary_keep_max": 6},

@@ -112,7 +112,7 @@ def child(kind: str, workdir: str, resume: str | None) -> None:
     from xun.tui.app import XunApp
 
     def opener():
-        from xun.launch import open_session
+        from xun.agent.launch import open_session
 
         return open_session(workdir, offline=True, resume=resume, environ={})
 
@@ -157,7 +157,7 @@ def spawn_first_frame(kind: str, workdir: Path, resume: str | None) -> tuple[flo
     command = [sys.executable, str(HERE), "--child", kind, "--workdir", str(workdir)]
     if resume:
         command += ["--resume", resume]
-    from xun.cli import NO_PYDANTIC_PLUGINS
+    from xun.cli.main import NO_PYDANTIC_PLUGINS
 
     env = {**os.environ, "XDG_CONFIG_HOME": str(workdir / "xdg")}
     for name in ("OPENAI_API_KEY", "PYTHONDONTWRITEBYTECODE"):
@@ -211,7 +211,7 @@ def first_frames_with_mcp(root: Path, runs: int) -> None:
 
 
 def big_session(workdir: Path, rounds: int = 500) -> str:
-    from xun.sessions import SessionStore
+    from xun.context.sessions import SessionStore
 
     store = SessionStore(workdir)
     conversation = store.new()
@@ -275,7 +275,7 @@ def first_frames(runs: int) -> None:
 async def key_latency(keys: int) -> None:
     from textual import events
 
-    from xun.launch import open_session
+    from xun.agent.launch import open_session
     from xun.offline import OfflineServer
     from xun.tui.app import XunApp
 
@@ -329,7 +329,7 @@ async def unpaced_stream(keys: int = 20) -> None:
     a typed key until it is in the prompt, and of Esc until the turn has stopped and the app is idle."""
     from textual import events
 
-    from xun.launch import open_session
+    from xun.agent.launch import open_session
     from xun.offline import OfflineServer
     from xun.tui.app import XunApp
 

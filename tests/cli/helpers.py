@@ -89,7 +89,7 @@ class Cli:
     def inproc(self, *args: str, env: dict[str, str] | None = None, input: str = "") -> Result:
         """`xun.cli.main(args)` in this process, for the cheap checks (settings, listings, usage errors):
         the same code as the subprocess, without paying the interpreter's and the SDK's start each time."""
-        from xun.cli import main
+        from xun.cli.main import main
 
         out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
         saved_env, saved_cwd = dict(os.environ), os.getcwd()

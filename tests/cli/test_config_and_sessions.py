@@ -7,8 +7,8 @@ import subprocess
 import sys
 import time
 
-from xun.conversation import Conversation
-from xun.sessions import SessionStore
+from xun.context.conversation import Conversation
+from xun.context.sessions import SessionStore
 
 from .helpers import Cli
 
@@ -143,8 +143,8 @@ def test_bare_config_shows_the_settings_and_a_closed_pipe_is_not_an_error(cli: C
 
 
 def test_the_offline_address_names_its_source(cli: Cli):
-    from xun.config import describe_config
-    from xun.launch import open_session
+    from xun.agent.config import describe_config
+    from xun.agent.launch import open_session
 
     session = open_session(cli.workdir, environ={})
     try:

@@ -1,4 +1,4 @@
-"""The printers (in process) and the README's event table, which must match `xun.events`."""
+"""The printers (in process) and the README's event table, which must match `xun.base.events`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from xun import events
-from xun.console import JsonPrinter, TextPrinter, short_arguments, strip_controls
+from xun.base import events
+from xun.cli.console import JsonPrinter, TextPrinter, short_arguments, strip_controls
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

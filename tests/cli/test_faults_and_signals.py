@@ -7,9 +7,9 @@ import signal
 
 import pytest
 
-from xun.agent import CANCELLED_REPLY_MARK
+from xun.agent.loop import CANCELLED_REPLY_MARK
 
-from xun.conversation import Conversation
+from xun.context.conversation import Conversation
 
 from .helpers import FAST_RETRIES, Cli, read_lines_until
 

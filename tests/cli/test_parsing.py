@@ -13,8 +13,8 @@ import time
 import pytest
 
 from xun import __version__
-from xun import cli as cli_module
-from xun.cli import main
+from xun.cli import main as cli_module
+from xun.cli.main import main
 
 from .helpers import Cli
 
@@ -43,9 +43,9 @@ def test_version_is_fast_and_imports_nothing_heavy(cli: Cli):
                           capture_output=True, text=True, timeout=20)
     assert done.returncode == 0 and done.stdout == f"xun {__version__}\n"
     imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    heavy = {"openai", "textual", "pydantic", "httpx", "httpx2", "xun.agent", "xun.launch", "xun.config", "asyncio"}
+    heavy = {"openai", "textual", "pydantic", "httpx", "httpx2", "xun.agent.loop", "xun.agent.launch", "xun.agent.config", "asyncio"}
     assert imported & heavy == set()
-    assert "xun.cli" in imported
+    assert "xun.cli.main" in imported
 
 
 @pytest.mark.parametrize(("preset", "expected"), [(None, "__all__"), ("", ""), ("some_plugin", "some_plugin")])
@@ -54,7 +54,7 @@ def test_the_program_starts_without_pydantic_plugins_unless_told(cli: Cli, prese
     env = {k: v for k, v in cli.env.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
     if preset is not None:
         env["PYDANTIC_DISABLE_PLUGINS"] = preset
-    code = ("import os, sys; sys.argv = ['xun', '--version']; from xun.cli import main; main(); "
+    code = ("import os, sys; sys.argv = ['xun', '--version']; from xun.cli.main import main; main(); "
             "print(repr(os.environ.get('PYDANTIC_DISABLE_PLUGINS')))")
     done = subprocess.run([sys.executable, "-c", code], cwd=cli.workdir, env=env, capture_output=True, text=True,
                           timeout=20, check=True)
@@ -64,7 +64,7 @@ def test_the_program_starts_without_pydantic_plugins_unless_told(cli: Cli, prese
 def test_the_cli_module_keeps_its_imports_light():
     source = open(cli_module.__file__, encoding="utf-8").read()
     head = source.split("def ", 1)[0]
-    for name in ("openai", "textual", "xun.agent", "xun.launch", "xun.config", "pydantic"):
+    for name in ("openai", "textual", "xun.agent.loop", "xun.agent.launch", "xun.agent.config", "pydantic"):
         assert f"import {name}" not in head and f"from {name}" not in head
 
 
@@ -97,7 +97,7 @@ def test_global_options_work_before_and_after_the_command():
 
 
 def test_latest_matches_the_launcher():
-    from xun.launch import LATEST
+    from xun.agent.launch import LATEST
 
     assert cli_module.LATEST == LATEST
 

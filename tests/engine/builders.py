@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from xun.conversation import Conversation
+from xun.context.conversation import Conversation
 
 
 def assistant_call(c: Conversation, *calls: tuple[str, str, dict], content: str | None = None) -> None:
@@ -40,6 +40,6 @@ def long_conversation(rounds: int = 30, system: str = "You are a careful assista
 
 def fresh_length(c: Conversation) -> int:
     """The estimate computed from scratch, to check the incremental figure against."""
-    from xun.conversation_message import message_length
+    from xun.context.messages import message_length
 
     return sum(message_length(m) for m in c.messages)

@@ -1,11 +1,11 @@
-"""What fills the context (`xun.context_breakdown`): the parts add up to the conversation's own
+"""What fills the context (`xun.compact.breakdown`): the parts add up to the conversation's own
 estimate, each kind lands in its part, and a reclaim preview names exactly what a reclaim replaces."""
 
 from __future__ import annotations
 
-from xun.context_breakdown import context_breakdown, reclaim_preview
-from xun.conversation import Conversation
-from xun.conversation_message import COMPACTED_SYSTEM_PROMPT
+from xun.compact.breakdown import context_breakdown, reclaim_preview
+from xun.context.conversation import Conversation
+from xun.context.messages import COMPACTED_SYSTEM_PROMPT
 
 from .builders import assistant_call, fresh_length, long_conversation, tool_round
 

@@ -2,8 +2,8 @@ import pytest
 from openai.types.chat import ChatCompletionMessage
 from pydantic import BaseModel
 
-from xun.conversation import Conversation
-from xun.conversation_message import RawOpenAIMessage, SystemPrompt, UserMessage
+from xun.context.conversation import Conversation
+from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage
 
 from .builders import assistant_call, fresh_length, long_conversation, tool_round
 

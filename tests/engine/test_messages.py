@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from xun.conversation_message import (
+from xun.context.messages import (
     COMPACTED_SYSTEM_PROMPT,
     MessageFormatError,
     RawOpenAIMessage,

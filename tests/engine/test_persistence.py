@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from xun import atomic
-from xun.conversation import FORMAT_VERSION, Conversation, SessionFormatError
-from xun.conversation_message import RawOpenAIMessage, SystemPrompt, UserMessage
-from xun.sessions import STALE_TEMP_SECONDS, SessionStore, check_session_id
+from xun.base import atomic
+from xun.context.conversation import FORMAT_VERSION, Conversation, SessionFormatError
+from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage
+from xun.context.sessions import STALE_TEMP_SECONDS, SessionStore, check_session_id
 
 from .builders import long_conversation, tool_round
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xun.conversation import Conversation, SessionFormatError
-from xun.conversation_message import RawOpenAIMessage, UserMessage, message_length
-from xun.offload import read_offload_log
+from xun.context.conversation import Conversation, SessionFormatError
+from xun.context.messages import RawOpenAIMessage, UserMessage, message_length
+from xun.context.offload import read_offload_log
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40) | st.builds(
     lambda n, ch: ch * n, st.integers(100, 600), st.sampled_from("abc\n\u2028é")

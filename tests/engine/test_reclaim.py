@@ -2,7 +2,7 @@
 
 import pytest
 
-from xun.conversation import PLACEHOLDER, Conversation
+from xun.context.conversation import PLACEHOLDER, Conversation
 
 from .builders import assistant_call, fresh_length, long_conversation, tool_round
 
@@ -70,7 +70,7 @@ def test_reclaim_sees_edits_made_directly_to_the_list():
     # an old placeholder replaced by hand with a long result again: the next reclaim must catch it
     index = next(i for i, m in enumerate(c.messages) if m.role == "tool")
     call_id = c.messages[index].raw["tool_call_id"]
-    from xun.conversation_message import RawOpenAIMessage
+    from xun.context.messages import RawOpenAIMessage
 
     c.messages[index] = RawOpenAIMessage({"role": "tool", "tool_call_id": "hand", "content": "z" * 900})
     result = c.compact_toolcall(keep_max=2)

@@ -5,10 +5,10 @@ import os
 
 import pytest
 
-from xun.compact import SummaryCompactResult
-from xun.conversation import Conversation, StalePlanError
-from xun.conversation_message import COMPACTED_SYSTEM_PROMPT, RawOpenAIMessage, SystemPrompt, UserMessage
-from xun.offload import HEADING, read_offload_log
+from xun.compact.policy import SummaryCompactResult
+from xun.context.conversation import Conversation, StalePlanError
+from xun.context.messages import COMPACTED_SYSTEM_PROMPT, RawOpenAIMessage, SystemPrompt, UserMessage
+from xun.context.offload import HEADING, read_offload_log
 
 from .builders import assistant_call, fresh_length, long_conversation, tool_round
 

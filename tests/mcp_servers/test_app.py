@@ -9,8 +9,8 @@ import pytest
 import tomli_w
 
 from tui.helpers import finish, submit, turn, wait_until
-from xun.conversation_message import RawOpenAIMessage
-from xun.launch import open_session
+from xun.context.messages import RawOpenAIMessage
+from xun.agent.launch import open_session
 from xun.tui.app import XunApp
 from xun.tui.screens.confirm import ConfirmScreen
 from xun.tui.screens.inspector import InspectorScreen

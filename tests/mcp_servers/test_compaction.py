@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import tomli_w
 
-from xun.context_breakdown import OVERHEAD, context_breakdown
-from xun.launch import open_session
-from xun.tools.mcp import READY
+from xun.compact.breakdown import OVERHEAD, context_breakdown
+from xun.agent.launch import open_session
+from xun.agent.tools.mcp import READY
 
 
 @pytest.fixture

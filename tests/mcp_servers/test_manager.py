@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from xun.config import McpSettings
-from xun.tools import Decision, Toolbox, ToolContext, default_toolbox
-from xun.tools.mcp import FAILED, READY, STOPPED, McpManager
+from xun.agent.config import McpSettings
+from xun.agent.tools import Decision, Toolbox, ToolContext, default_toolbox
+from xun.agent.tools.mcp import FAILED, READY, STOPPED, McpManager
 
 from .conftest import FAULT_SERVER, MARKER_VARIABLE, make_repository
 

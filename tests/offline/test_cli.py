@@ -106,7 +106,7 @@ def test_main_returns_status_codes_instead_of_raising(capsys):
 
 
 def test_xun_version_still_works_and_does_not_import_the_server():
-    code = "import sys; from xun.cli import main; import contextlib, io\n" "print('xun.offline' in sys.modules)"
+    code = "import sys; from xun.cli.main import main; import contextlib, io\n" "print('xun.offline' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
     assert result.stdout.strip() == "False"
     version = subprocess.run([sys.executable, "-m", "xun", "--version"], capture_output=True, text=True, timeout=20)

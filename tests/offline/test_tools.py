@@ -12,7 +12,7 @@ from .conftest import BUILTIN_TOOLS, StreamResult, calls_of, only_tools, user
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Please read src/xun/cli.py", [("read_file", {"path": "src/xun/cli.py"})]),
+        ("Please read src/xun/cli/main.py", [("read_file", {"path": "src/xun/cli/main.py"})]),
         ("What is in `pyproject.toml`?", [("read_file", {"path": "pyproject.toml"})]),
         ("list the files in src", [("list_directory", {"path": "src"})]),
         ("ls", [("list_directory", {"path": "."})]),

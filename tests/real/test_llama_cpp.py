@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from cli.helpers import Cli
-from xun.agent import Agent
-from xun.config import XunConfig
-from xun.conversation import Conversation
-from xun.extractive import summary_problem
-from xun.launch import open_session
+from xun.agent.loop import Agent
+from xun.agent.config import XunConfig
+from xun.context.conversation import Conversation
+from xun.compact.extractive import summary_problem
+from xun.agent.launch import open_session
 
 from .conftest import INSTALL, N_CTX, LlamaServer, missing
 

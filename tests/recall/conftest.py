@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from xun.conversation import Conversation
-from xun.recall import HistoryIndex
-from xun.sessions import SessionStore
+from xun.context.conversation import Conversation
+from xun.context.recall import HistoryIndex
+from xun.context.sessions import SessionStore
 
 
 @pytest.fixture(autouse=True)

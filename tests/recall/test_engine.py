@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-from xun import recall
-from xun.conversation import Conversation
-from xun.offload import read_offload_log
-from xun.recall import HistoryIndex
+from xun.context import recall
+from xun.context.conversation import Conversation
+from xun.context.offload import read_offload_log
+from xun.context.recall import HistoryIndex
 
 from .conftest import TRICKY_TEXTS, all_rows, busy_session
 

@@ -11,10 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xun import paths, recall
-from xun.offload import OffloadEntry
-from xun.recall import HistoryIndex, fts_query
-from xun.reclaimed import ReclaimedToolResult
+from xun.base import paths
+
+from xun.context import recall
+from xun.context.offload import OffloadEntry
+from xun.context.recall import HistoryIndex, fts_query
+from xun.context.reclaimed import ReclaimedToolResult
 
 
 def reclaim(index: HistoryIndex, session: str, call_id: str, text: str, tool: str = "read_file", at: float = 1_700_000_000.0):

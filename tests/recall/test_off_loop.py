@@ -11,11 +11,11 @@ import time
 import pytest
 
 from agent.helpers import Recorder, make_agent, write_files  # tests/ is on sys.path (rootdir-relative packages)
-from xun.agent import Agent
-from xun.compact import compact_conversation
-from xun.config import XunConfig
-from xun.offload import read_offload_log
-from xun.recall import HistoryIndex
+from xun.agent.loop import Agent
+from xun.compact.policy import compact_conversation
+from xun.agent.config import XunConfig
+from xun.context.offload import read_offload_log
+from xun.context.recall import HistoryIndex
 
 from .conftest import all_rows, busy_session
 

@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from xun import recall
-from xun.recall import HistoryIndex, rebuild, reindex
+from xun.context import recall
+from xun.context.recall import HistoryIndex, rebuild, reindex
 
 from .conftest import all_rows, busy_session, without_ids
 

@@ -6,13 +6,13 @@ import re
 
 import pytest
 
-from xun.agent import Agent
-from xun.compact import compact_conversation
-from xun.config import XunConfig
-from xun.conversation import Conversation
-from xun.recall import HistoryIndex
-from xun.reclaimed import ReclaimedToolResult
-from xun.tools import ToolContext, default_toolbox
+from xun.agent.loop import Agent
+from xun.compact.policy import compact_conversation
+from xun.agent.config import XunConfig
+from xun.context.conversation import Conversation
+from xun.context.recall import HistoryIndex
+from xun.context.reclaimed import ReclaimedToolResult
+from xun.agent.tools import ToolContext, default_toolbox
 
 from agent.helpers import Recorder, write_files  # tests/ is on sys.path (rootdir-relative packages)
 from .conftest import busy_session
@@ -146,7 +146,7 @@ async def test_the_model_searches_and_reads_the_history_through_the_agent(offlin
 
 
 def test_the_compacted_history_template_names_the_tools(store, indexed):
-    from xun.conversation_message import COMPACTED_SYSTEM_PROMPT
+    from xun.context.messages import COMPACTED_SYSTEM_PROMPT
 
     assert "call extract_compacted_tool_result with that ID" in COMPACTED_SYSTEM_PROMPT
     sent = indexed.completion_params()[0]["content"]

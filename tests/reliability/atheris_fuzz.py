@@ -22,12 +22,12 @@ from pathlib import Path
 import atheris
 
 with atheris.instrument_imports():
-    from xun.config import ConfigError, load_config
-    from xun.conversation import Conversation
-    from xun.errors import SessionFormatError
+    from xun.agent.config import ConfigError, load_config
+    from xun.context.conversation import Conversation
+    from xun.base.errors import SessionFormatError
     from xun.offline.model import decide_reply
     from xun.offline.protocol import RequestError, parse_chat_request
-    from xun.tools import Decision, ToolContext, default_toolbox
+    from xun.agent.tools import Decision, ToolContext, default_toolbox
 
 
 def fuzz_session(data: bytes) -> None:

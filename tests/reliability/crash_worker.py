@@ -8,7 +8,7 @@ Run by `tests/reliability/crashes.py` (the harness of `test_crashes.py` and `ben
 pytest directly. The product code is not touched: the points are wrappers installed here, in the child
 only, around functions of the engine and of `os`. A point is (target, n, mode): the n-th call of the
 target outside the offline server's threads, killed `before` the call, `after` it, or `torn` (half of the data written,
-then killed: for `os.write` and for the text written by `xun.atomic.write_text_atomic`).
+then killed: for `os.write` and for the text written by `xun.base.atomic.write_text_atomic`).
 
 The session is the one a user has: a `SessionStore` conversation in WORKDIR/.xun, an agent on an offline
 server started in the child, a small compaction threshold (reclaims and summaries with their offload-log
@@ -34,14 +34,14 @@ sys.path.insert(0, str(HERE.parent))
 
 import openai  # noqa: E402  (imported here, once: the agent imports it lazily, which every child would repeat)
 
-import xun.atomic  # noqa: E402
-import xun.conversation  # noqa: E402
-from xun.agent import Agent  # noqa: E402
-from xun.config import XunConfig  # noqa: E402
-from xun.conversation import Conversation  # noqa: E402
+import xun.base.atomic  # noqa: E402
+import xun.context.conversation  # noqa: E402
+from xun.agent.loop import Agent  # noqa: E402
+from xun.agent.config import XunConfig  # noqa: E402
+from xun.context.conversation import Conversation  # noqa: E402
 from xun.offline import OfflineServer  # noqa: E402
-from xun.recall import HistoryIndex  # noqa: E402
-from xun.sessions import SessionStore  # noqa: E402
+from xun.context.recall import HistoryIndex  # noqa: E402
+from xun.context.sessions import SessionStore  # noqa: E402
 
 CONVERSATION_ID = "crash"
 NOTES_CONTENT = " | ".join(f"note {i}: the crash test wrote this line" for i in range(40))
@@ -104,7 +104,7 @@ def journal_messages(journal: Journal) -> None:
 
     Conversation.add_user_message, Conversation.add_agent_message, Conversation.add_tool_result = (
         add_user_message, add_agent_message, add_tool_result)
-    real_atomic = xun.conversation.write_text_atomic
+    real_atomic = xun.context.conversation.write_text_atomic
 
     def write_session(path, text, *args, **kwargs):
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -114,7 +114,7 @@ def journal_messages(journal: Journal) -> None:
         journal.write({"saved": journal.saves, "sha": digest, "texts": journal.pending})
         journal.pending = []
 
-    xun.conversation.write_text_atomic = write_session
+    xun.context.conversation.write_text_atomic = write_session
 
 
 # ------------------------------------------------------------------------------------------- kill points
@@ -217,7 +217,7 @@ class Points:
         def fdopen(fd, *args, **kwargs):
             handle = real_fdopen(fd, *args, **kwargs)
             mode = args[0] if args else kwargs.get("mode", "r")
-            if "w" in mode and sys._getframe(1).f_globals.get("__name__") == "xun.atomic":
+            if "w" in mode and sys._getframe(1).f_globals.get("__name__") == "xun.base.atomic":
                 return Handle(handle)
             return handle
 
@@ -229,7 +229,7 @@ class Points:
         self.wrap(SessionStore, "save", "save")
         self.wrap(Conversation, "compact_toolcall", "compact_toolcall")
         self.wrap(Conversation, "apply_compaction", "apply_compaction")
-        self.wrap(xun.conversation, "append_offload", "append_offload")
+        self.wrap(xun.context.conversation, "append_offload", "append_offload")
         self.wrap(HistoryIndex, "index_offload", "index_offload")
         self.wrap(HistoryIndex, "index_reclaimed", "index_reclaimed")
         self.wrap(os, "fsync", "os.fsync")

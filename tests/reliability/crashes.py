@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xun.atomic import temp_target
-from xun.offload import read_offload_log
-from xun.recall import HistoryIndex
-from xun.sessions import STALE_TEMP_SECONDS, SessionStore
+from xun.base.atomic import temp_target
+from xun.context.offload import read_offload_log
+from xun.context.recall import HistoryIndex
+from xun.context.sessions import STALE_TEMP_SECONDS, SessionStore
 
 from .helpers import Recorder, make_agent, missing_texts
 

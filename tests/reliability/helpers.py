@@ -1,6 +1,6 @@
 """Agents for the reliability suite: a real offline server over HTTP, a real session store on disk.
 
-`make_agent(server, workdir, **settings)` builds an agent the way `xun.launch.open_session` does (a
+`make_agent(server, workdir, **settings)` builds an agent the way `xun.agent.launch.open_session` does (a
 `SessionStore` conversation, so summaries write the offload log and the history index), with dotted
 config keys given as `section__name=value`. `Recorder` keeps every event the agent emits.
 """
@@ -12,12 +12,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from xun.agent import Agent
-from xun.config import XunConfig
-from xun.conversation import Conversation
-from xun.events import Event
-from xun.offload import read_offload_log
-from xun.sessions import SessionStore
+from xun.agent.loop import Agent
+from xun.agent.config import XunConfig
+from xun.context.conversation import Conversation
+from xun.base.events import Event
+from xun.context.offload import read_offload_log
+from xun.context.sessions import SessionStore
 
 
 class Recorder:

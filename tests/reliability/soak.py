@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import xun.offline.server as offline_server_module
-from xun.events import CompactionEvent, Event
+from xun.base.events import CompactionEvent, Event
 from xun.offline import OfflineServer
 from xun.offline.summary import is_summary_request
 

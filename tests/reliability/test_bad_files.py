@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from xun.compact import compact_conversation
-from xun.config import ConfigError, load_config
-from xun.conversation import Conversation
-from xun.errors import SessionFormatError
-from xun.launch import LATEST, open_session
-from xun.offload import append_offload, read_offload_log
-from xun.conversation_message import UserMessage
-from xun.sessions import SessionStore
+from xun.compact.policy import compact_conversation
+from xun.agent.config import ConfigError, load_config
+from xun.context.conversation import Conversation
+from xun.base.errors import SessionFormatError
+from xun.agent.launch import LATEST, open_session
+from xun.context.offload import append_offload, read_offload_log
+from xun.context.messages import UserMessage
+from xun.context.sessions import SessionStore
 
 from .helpers import make_agent, write_files
 
@@ -337,7 +337,7 @@ async def test_a_fifo_as_a_write_target_is_refused_before_asking(offline_server,
 
     async def confirm(request):
         asked.append(request)
-        from xun.tools import Decision
+        from xun.agent.tools import Decision
         return Decision.ALLOW_ONCE
 
     agent, rec, _ = make_agent(offline_server, tmp_path)

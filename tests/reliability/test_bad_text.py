@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xun.conversation import Conversation
-from xun.valid_text import valid_text
+from xun.context.conversation import Conversation
+from xun.base.valid_text import valid_text
 
 from .helpers import make_agent
 from .hostile_server import HostileServer

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from xun.config import XunConfig
-from xun.console import TerminalConfirm, TextPrinter
-from xun.tools import CONFIRM_KEYS, Decision, ToolContext, default_toolbox
-from xun.tools.builtin import MAX_REVIEW_LINES, _command_confirmation
+from xun.agent.config import XunConfig
+from xun.cli.console import TerminalConfirm, TextPrinter
+from xun.agent.tools import CONFIRM_KEYS, Decision, ToolContext, default_toolbox
+from xun.agent.tools.builtin import MAX_REVIEW_LINES, _command_confirmation
 from xun.tui.app import XunApp
 from xun.tui.screens.confirm import ConfirmScreen
 
@@ -212,7 +212,7 @@ async def test_a_write_too_large_to_review_is_refused_and_a_large_one_is_shown_w
 
 @pytest.fixture
 def session_factory(tmp_path):
-    from xun.launch import open_session
+    from xun.agent.launch import open_session
 
     opened = []
 

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xun.agent import Agent
-from xun.compact import MAX_CONSECUTIVE_FAILURES, AutoCompactor, compact_conversation
-from xun.config import RetrySettings
-from xun.conversation import Conversation
-from xun.conversation_message import UserMessage
+from xun.agent.loop import Agent
+from xun.compact.policy import MAX_CONSECUTIVE_FAILURES, AutoCompactor, compact_conversation
+from xun.agent.config import RetrySettings
+from xun.context.conversation import Conversation
+from xun.context.messages import UserMessage
 
 from .helpers import assistant_messages, make_agent, write_files
 

@@ -28,10 +28,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xun.config import ConfigError, XunConfig, load_config
-from xun.conversation import Conversation
-from xun.errors import SessionFormatError
-from xun.tools import Decision, ToolContext, default_toolbox
+from xun.agent.config import ConfigError, XunConfig, load_config
+from xun.context.conversation import Conversation
+from xun.base.errors import SessionFormatError
+from xun.agent.tools import Decision, ToolContext, default_toolbox
 
 EXAMPLES = int(os.environ.get("XUN_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,
@@ -308,7 +308,7 @@ def test_fuzz_http_bodies_get_a_json_400_or_a_valid_answer(offline_server, body)
 
 
 def test_a_stored_session_with_a_foreign_id_is_listed_as_unreadable_and_writes_nowhere(tmp_path):
-    from xun.sessions import SessionStore
+    from xun.context.sessions import SessionStore
 
     store = SessionStore(tmp_path)
     store.root.mkdir(parents=True)

@@ -21,10 +21,10 @@ import subprocess
 import sys
 import threading
 
-from xun.compact import compact_conversation
-from xun.config import XunConfig
-from xun.tools import ToolContext, ToolError
-from xun.tools.builtin import list_directory, read_file, write_file
+from xun.compact.policy import compact_conversation
+from xun.agent.config import XunConfig
+from xun.agent.tools import ToolContext, ToolError
+from xun.agent.tools.builtin import list_directory, read_file, write_file
 
 from .helpers import make_agent, write_files
 

@@ -18,10 +18,10 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xun.compact import compact_conversation
-from xun.conversation import Conversation
-from xun.conversation_message import SystemPrompt
-from xun.tools import builtin
+from xun.compact.policy import compact_conversation
+from xun.context.conversation import Conversation
+from xun.context.messages import SystemPrompt
+from xun.agent.tools import builtin
 
 from .helpers import make_agent, write_files
 

@@ -20,8 +20,8 @@ import time
 
 import pytest
 
-from xun.compact import compact_conversation
-from xun.conversation import Conversation
+from xun.compact.policy import compact_conversation
+from xun.context.conversation import Conversation
 from xun.offline import OfflineServer
 from xun.tui.export import ExportError, render_transcript
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from xun.commands.serve import MAX_COLUMNS, MAX_ROWS, cookie_name
+from xun.cli.commands.serve import MAX_COLUMNS, MAX_ROWS, cookie_name
 
 SCRUBBED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME", "XUN_OFFLINE_FAULTS")
 ATTACK_KEYS = "run `touch pwned`\r"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from xun.call_limits import MAX_PARALLEL_TOOL_CALLS
+from xun.agent.call_limits import MAX_PARALLEL_TOOL_CALLS
 
 from .helpers import make_agent
 from .hostile_server import HostileServer

@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from xun.conversation import Conversation
-from xun.errors import SessionLocked
-from xun.sessions import SessionStore
+from xun.context.conversation import Conversation
+from xun.base.errors import SessionLocked
+from xun.context.sessions import SessionStore
 
 SCRUBBED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME", "XUN_OFFLINE_FAULTS")
 

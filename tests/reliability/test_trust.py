@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from xun.compact import _summarizer_prompt
-from xun.config import TRUST_REQUIRED_KEYS, load_config
+from xun.compact.policy import _summarizer_prompt
+from xun.agent.config import TRUST_REQUIRED_KEYS, load_config
 
 from .helpers import make_agent
 

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from xun.cli import main
-from xun.commands import serve
+from xun.cli.main import main
+from xun.cli.commands import serve
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "read_screen.mjs"
@@ -290,7 +290,7 @@ def test_urls():
 
 
 def test_each_tab_runs_this_python_with_the_global_options(tmp_path: Path, monkeypatch):
-    from xun.cli import _merge_global_options, _prepare_argv, build_parser
+    from xun.cli.main import _merge_global_options, _prepare_argv, build_parser
 
     monkeypatch.chdir(tmp_path)
     argv = ["--offline", "--set", "a.b=1", "serve", "--model=-odd", "--base-url", "http://x/v1",
@@ -307,11 +307,11 @@ def test_each_tab_runs_this_python_with_the_global_options(tmp_path: Path, monke
 
 
 def test_resume_is_resolved_once_when_the_server_starts(tmp_path: Path, monkeypatch, capsys):
-    from xun.cli import _merge_global_options, _prepare_argv, build_parser
+    from xun.cli.main import _merge_global_options, _prepare_argv, build_parser
 
     monkeypatch.chdir(tmp_path)
-    from xun.conversation import Conversation
-    from xun.sessions import SessionStore
+    from xun.context.conversation import Conversation
+    from xun.context.sessions import SessionStore
 
     SessionStore(tmp_path).save(Conversation(conversation_id="abc123"))
     for argv in (["--resume", "serve"], ["serve", "--resume", "abc"], ["serve", "-c"]):
@@ -345,11 +345,11 @@ def test_serve_is_not_imported_by_version(workspace):
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "xun", "--version"], cwd=workdir, env=env,
                           capture_output=True, text=True, timeout=20)
     imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert imported & {"textual_serve", "aiohttp", "jinja2", "xun.commands.serve"} == set()
+    assert imported & {"textual_serve", "aiohttp", "jinja2", "xun.cli.commands.serve"} == set()
 
 
 def test_the_serve_module_imports_textual_serve_only_when_serving():
-    code = ("import sys, xun.commands.serve; "
+    code = ("import sys, xun.cli.commands.serve; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual_serve', 'aiohttp')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from xun.tools import ConfirmationRequest, Decision, ToolContext, default_toolbox
+from xun.agent.tools import ConfirmationRequest, Decision, ToolContext, default_toolbox
 
 
 class ReclaimedResults:
-    """The one conversation method tools use, over a plain dict (the real one is xun.conversation)."""
+    """The one conversation method tools use, over a plain dict (the real one is xun.context.conversation)."""
 
     def __init__(self, originals: dict[str, str] | None = None) -> None:
         self.originals = dict(originals or {})

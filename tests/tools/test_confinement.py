@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from xun.tools import PathOutsideWorkspace, ToolError, resolve_in_workspace
+from xun.agent.tools import PathOutsideWorkspace, ToolError, resolve_in_workspace
 
 
 async def call(toolbox, ctx, name, **arguments):

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from xun.tools import Decision
+from xun.agent.tools import Decision
 
 from .conftest import Confirmer, ReclaimedResults
 
@@ -177,7 +177,7 @@ async def test_write_file_failure_keeps_the_old_file(toolbox, make_context, work
     def broken_replace(src, dst, **dir_fds):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("xun.tools.builtin.os.replace", broken_replace)
+    monkeypatch.setattr("xun.agent.tools.builtin.os.replace", broken_replace)
     outcome = await call(toolbox, make_context(), "write_file", path="keep.txt", content="new")
     assert outcome.is_error and "No space left on device" in outcome.text
     assert target.read_text() == "precious\n"

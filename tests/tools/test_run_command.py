@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from xun.tools import Decision
-from xun.tools.process import OutputBuffer
+from xun.agent.tools import Decision
+from xun.agent.tools.process import OutputBuffer
 
 from .conftest import Confirmer
 

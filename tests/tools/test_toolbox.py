@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from xun.config import XunConfig
-from xun.tools import (
+from xun.agent.config import XunConfig
+from xun.agent.tools import (
     ConfirmationRequest,
     Decision,
     Tool,

@@ -18,7 +18,7 @@ import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from syrupy.assertion import SnapshotAssertion
 
-from xun.launch import Session, open_session
+from xun.agent.launch import Session, open_session
 
 REPO = Path(__file__).resolve().parents[2]
 SNAPSHOTS = REPO / "snapshots"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xun.tools import Decision
+from xun.agent.tools import Decision
 from xun.tui import messages as m
 from xun.tui.app import XunApp
 from xun.tui.screens.confirm import ConfirmScreen

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from textual.widgets import DataTable, RichLog
 
-from xun.conversation_message import UserMessage
+from xun.context.messages import UserMessage
 from xun.tui import messages as m
 from xun.tui.app import XunApp
 from xun.tui.commands import SLASH_COMMANDS

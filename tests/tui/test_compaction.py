@@ -193,7 +193,7 @@ async def test_escape_cancels_a_summary_and_nothing_changes(offline_server_facto
 async def test_an_engine_warning_is_a_toast_and_a_notice(offline_server, session_factory):
     """The circuit breaker's notice (automatic compaction off after three failures, see
     tests/reliability/test_faults.py) is an engine warning: it must not scroll away unseen."""
-    from xun import events
+    from xun.base import events
     from xun.tui.widgets.notice_block import NoticeBlock
 
     text = "automatic compaction failed 3 times in a row and is off for this session; compact by hand (/compact, F5) when needed"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from textual.widgets import Button, Input, OptionList
 
-from xun.context_breakdown import reclaim_preview
-from xun.recall import HistoryIndex
+from xun.compact.breakdown import reclaim_preview
+from xun.context.recall import HistoryIndex
 from xun.tui.app import XunApp
 from xun.tui.screens.breakdown import BreakdownScreen
 from xun.tui.screens.consent import ConsentScreen
@@ -310,14 +310,14 @@ async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(off
 async def test_an_unanswered_question_closes_itself_and_the_summary_runs(offline_server, session_factory,
                                                                        tmp_path: Path):
     names = write_files(tmp_path)
-    app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=0.5")
+    app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=3")
     async with app.run_test(size=(140, 44)) as pilot:
         await over_the_threshold(pilot, names)
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
         await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
         assert not isinstance(app.screen, ConsentScreen) and not app._open_asks
         assert ("summary", "auto") in [(e.kind, e.trigger) for e in app.log_pane.entries]
-        assert any("no answer within 0.5s" in n.text for n in app.chat.query("NoticeBlock"))
+        assert any("no answer within 3s" in n.text for n in app.chat.query("NoticeBlock"))
 
 
 async def test_run_now_holds_for_the_rest_of_the_turn(offline_server, session_factory, tmp_path: Path):

@@ -293,7 +293,7 @@ async def test_narrow_terminals_switch_between_the_chat_and_the_side_panel(offli
 
 
 async def test_sessions_have_titles_and_show_the_context_as_it_is_now(offline_server, session_factory, tmp_path):
-    from xun.sessions import SessionStore
+    from xun.context.sessions import SessionStore
     from xun.tui.screens.sessions import SessionsScreen
 
     for i in range(3):

@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.content import Content
 from textual.widgets import Input, Static
 
-from xun.conversation_message import RawOpenAIMessage
+from xun.context.messages import RawOpenAIMessage
 from xun.tui.app import XunApp
 from xun.tui.screens.inspector import InspectorScreen, detect_language
 from xun.tui.widgets.tool_block import ToolBlock

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from xun.launch import open_session
+from xun.agent.launch import open_session
 from xun.tui import run
 from xun.tui.app import XunApp
 from xun.tui.widgets.welcome_block import WelcomeBlock
@@ -78,7 +78,7 @@ def test_importing_the_app_leaves_the_engine_heavyweights_for_later():
     import subprocess
 
     code = ("import sys, xun.tui.app; print(sorted(m for m in ('pydantic', 'openai', 'sqlite3', 'markdown_it', "
-            "'xun.events', 'xun.conversation', 'xun.config', 'xun.tools', 'xun.agent', 'xun.launch', 'xun.recall', "
+            "'xun.base.events', 'xun.context.conversation', 'xun.agent.config', 'xun.agent.tools', 'xun.agent.loop', 'xun.agent.launch', 'xun.context.recall', "
             "'xun.offline') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
@@ -138,7 +138,7 @@ def test_run_opens_the_session_it_is_given_a_way_to_open_and_closes_it(tmp_path:
 
 
 def test_a_session_that_cannot_be_opened_ends_the_app_and_is_raised(tmp_path: Path):
-    from xun.config import ConfigError
+    from xun.agent.config import ConfigError
 
     (tmp_path / ".xun").mkdir()
     (tmp_path / ".xun" / "config.toml").write_text('[auto_compact]\ntoken_threshold = "lots"\n')

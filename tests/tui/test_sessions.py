@@ -8,7 +8,7 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from xun.conversation import Conversation
+from xun.context.conversation import Conversation
 from xun.tui.app import XunApp
 from xun.tui.screens.sessions import SessionsScreen
 from xun.tui.widgets.assistant_block import AssistantBlock
@@ -66,7 +66,7 @@ async def test_resume_restores_transcript_gauge_log_and_list(offline_server, ses
 
 
 def saved_session(tmp_path: Path, conversation_id: str, prompt: str) -> None:
-    from xun.sessions import SessionStore
+    from xun.context.sessions import SessionStore
 
     store = SessionStore(tmp_path)
     conversation = store.new()
@@ -101,7 +101,7 @@ async def test_sessions_screen_switches_session(offline_server, session_factory,
 
 def big_session(tmp_path: Path, rounds: int = 500) -> str:
     """2,000 messages: each round is a prompt, a tool call, its result and an answer."""
-    from xun.sessions import SessionStore
+    from xun.context.sessions import SessionStore
 
     store = SessionStore(tmp_path)
     conversation: Conversation = store.new()

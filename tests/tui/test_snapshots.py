@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from xun.launch import Session, open_session
+from xun.agent.launch import Session, open_session
 from xun.tui.app import XunApp
 from xun.tui.format import Presentation, tokens
 from xun.tui.screens.confirm import ConfirmScreen

@@ -23,8 +23,8 @@ import asyncio, json, sys
 from pathlib import Path
 
 import xun
-from xun.launch import open_session
-from xun.paths import styles_dir
+from xun.agent.launch import open_session
+from xun.base.paths import styles_dir
 from xun.tui.app import XunApp
 
 async def main(workdir):

@@ -11,11 +11,11 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
-from xun import events
-from xun.conversation import Conversation
-from xun.paths import styles_dir
+from xun.base import events
+from xun.context.conversation import Conversation
+from xun.base.paths import styles_dir
 from xun.tui import messages as m
-from xun.tui.app import key_display
+from xun.tui.key_help import key_display
 from xun.tui.bridge import EventBridge
 from xun.tui.commands import UnknownCommand, completions, parse
 from xun.tui.export import ExportError, render_transcript, transcript_markdown
@@ -205,7 +205,7 @@ def test_usage_after_a_model_call_is_never_replaced():
 async def test_confirmations_go_through_a_message():
     posted: list = []
     bridge = EventBridge(posted.append)
-    from xun.tools import ConfirmationRequest, Decision
+    from xun.agent.tools import ConfirmationRequest, Decision
 
     request = ConfirmationRequest(tool="run_command", title="Run: ls", preview="$ ls", kind="command")
     waiting = asyncio.ensure_future(bridge.confirm(request))

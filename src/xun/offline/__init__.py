@@ -2,6 +2,9 @@
 
 It is not an LLM. It exists so xun works with no account and no network, and so every test talks to a
 real HTTP server. Standard library only; never imports Textual.
+
+May import: `xun.base`, `xun.context` (the offload log's format, which the scripted summaries quote).
+It sits beside compaction: `xun.agent.launch` starts it, and nothing of the agent is imported here.
 """
 
 from __future__ import annotations

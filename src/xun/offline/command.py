@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 
-from xun.cli import positive_int
+from xun.base.arguments import positive_int
 from xun.offline.faults import FAULT_KINDS
 from xun.offline.profiles import PROFILES
 from xun.offline.server import REASONING_FIELDS, OfflineServer

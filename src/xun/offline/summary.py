@@ -389,7 +389,7 @@ _TRANSCRIPT = re.compile(r"<transcript>\n(.*?)\n</transcript>", re.DOTALL)
 def transcript_messages(request_text: str) -> list[dict[str, Any]]:
     """The messages of a transcript quoted in the request (xun sends a long history in pieces that way),
     as chat messages, so a piece is summarised like any conversation."""
-    from xun.offload import parse_entries
+    from xun.context.offload import parse_entries
 
     match = _TRANSCRIPT.search(request_text)
     if match is None:

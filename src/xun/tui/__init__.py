@@ -1,6 +1,9 @@
 """The full-screen app. `run(session)` is what plain `xun` calls.
 
-Importing this package is cheap: Textual is imported only when the app is built.
+Importing this package is cheap: Textual is imported only when the app is built. The only layer that
+imports Textual: it turns the engine's events into Textual messages.
+
+May import: `xun.base`, `xun.context`, `xun.compact`, `xun.agent` (never the command line).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from textual.pilot import Pilot
 
-    from xun.launch import Session
+    from xun.agent.launch import Session
     from xun.tui.app import XunApp
 
 __all__ = ["XunApp", "run"]

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from xun import events
+from xun.base import events
 from xun.tui import messages as m
 
 if TYPE_CHECKING:
-    from xun.tools import ConfirmationRequest, Decision
+    from xun.agent.tools import ConfirmationRequest, Decision
 
 
 YIELD_EVERY = 0.01

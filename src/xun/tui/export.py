@@ -6,8 +6,8 @@ import html
 import re
 from pathlib import Path
 
-from xun.atomic import write_text_atomic
-from xun.conversation import Conversation
+from xun.base.atomic import write_text_atomic
+from xun.context.conversation import Conversation
 from xun.tui.transcript import (
     AssistantItem,
     SummaryItem,

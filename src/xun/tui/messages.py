@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 if TYPE_CHECKING:  # the engine loads with the session, after the first frame
-    from xun import events
-    from xun.launch import Session
-    from xun.tools import ConfirmationRequest, Decision
+    from xun.base import events
+    from xun.agent.launch import Session
+    from xun.agent.tools import ConfirmationRequest, Decision
 
 # ------------------------------------------------------------------------------------ the session
 
@@ -232,14 +232,14 @@ class RecallResults(Message):
     serial: int
     query: str
     hits: list[Any]
-    """`xun.recall.HistoryHit`s, best first."""
+    """`xun.context.recall.HistoryHit`s, best first."""
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
 
 
 @dataclass
 class RecallEntryLoaded(Message):
-    """The full text of one search hit (`xun.recall.HistoryEntry`, None when it is gone)."""
+    """The full text of one search hit (`xun.context.recall.HistoryEntry`, None when it is gone)."""
 
     entry_id: int
     entry: Any
@@ -266,6 +266,6 @@ def event_payload(event: Any) -> dict[str, Any]:
 
 @dataclass
 class McpServerChanged(Message):
-    """An MCP server started, became ready, failed or stopped (`xun.events.McpServerChanged`)."""
+    """An MCP server started, became ready, failed or stopped (`xun.base.events.McpServerChanged`)."""
 
     event: events.McpServerChanged

@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xun.conversation_message import (
+from xun.context.messages import (
     RawOpenAIMessage,
     SystemPrompt,
     UserMessage,
     content_text,
 )
-from xun.offload import OffloadSection, read_offload_log
+from xun.context.offload import OffloadSection, read_offload_log
 
 if TYPE_CHECKING:
-    from xun.conversation import Conversation
+    from xun.context.conversation import Conversation
 
 PLACEHOLDER_HEAD = "[Compacted, ID: "
 

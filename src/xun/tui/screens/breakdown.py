@@ -1,6 +1,6 @@
 """/context (or Enter on the gauge): what fills the context, part by part, as tokens and as a bar, with
 free space up to the threshold and to the window, and the five largest messages, each a key away in
-the chat. The figures come from `xun.context_breakdown`; this screen only shows them."""
+the chat. The figures come from `xun.compact.breakdown`; this screen only shows them."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
-from xun.context_breakdown import ContextBreakdown
+from xun.compact.breakdown import ContextBreakdown
 from xun.tui.format import percent, tokens
 from xun.tui.widgets.breakdown_bar import (
     BEYOND,

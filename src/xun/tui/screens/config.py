@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
-from xun.config import ConfigItem
+from xun.agent.config import ConfigItem
 
 
 def shown_value(value: object) -> str:

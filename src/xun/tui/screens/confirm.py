@@ -1,6 +1,6 @@
 """Before write_file or run_command runs: what exactly will happen (the path or the command, and the whole
 diff or preview, scrollable), and the answer: y allow once, s allow for this session, n / Esc deny (the
-keys of `xun.tools.CONFIRM_KEYS`, the same as on the command line); Enter on the focused Deny denies.
+keys of `xun.agent.tools.CONFIRM_KEYS`, the same as on the command line); Enter on the focused Deny denies.
 
 Keys typed ahead must not answer: until the dialog has been shown for `CONFIRM_GUARD_SECONDS` and no key
 has come for as long, the answer keys do nothing and the buttons are disabled (the preview can already
@@ -22,7 +22,7 @@ from textual.highlight import highlight
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from xun.tools import CONFIRM_GUARD_SECONDS, CONFIRM_KEYS, ConfirmationRequest, Decision
+from xun.agent.tools import CONFIRM_GUARD_SECONDS, CONFIRM_KEYS, ConfirmationRequest, Decision
 
 DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "$text-accent"), ("+", "$text-success"), ("-", "$text-error"))
 

@@ -18,8 +18,8 @@ from textual.highlight import highlight
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from xun.atomic import write_text_atomic
-from xun.reclaimed import ReclaimedToolResult
+from xun.base.atomic import write_text_atomic
+from xun.context.reclaimed import ReclaimedToolResult
 from xun.tui.format import TOKENS_PER_CHAR, one_line, tokens
 
 HIGHLIGHT_LIMIT = 200_000

@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Label, Static
 from xun.tui.format import tokens
 
 if TYPE_CHECKING:
-    from xun.tools.mcp import McpManager
+    from xun.agent.tools.mcp import McpManager
 
 STATE_STYLE = {"ready": "green", "failed": "red", "starting": "yellow", "stopped": "dim", "disabled": "dim"}
 

@@ -19,9 +19,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, OptionList
 from textual.widgets.option_list import Option
 
-from xun.context_breakdown import PLACEHOLDER_HEAD, ReclaimPreview
-from xun.conversation import CompactionPlan, Conversation
-from xun.conversation_message import (
+from xun.compact.breakdown import PLACEHOLDER_HEAD, ReclaimPreview
+from xun.context.conversation import CompactionPlan, Conversation
+from xun.context.messages import (
     RawOpenAIMessage,
     SystemPrompt,
     UserMessage,

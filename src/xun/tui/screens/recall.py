@@ -23,7 +23,7 @@ from textual.timer import Timer
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from xun.recall import HistoryEntry, HistoryError, HistoryHit, HistoryIndex
+from xun.context.recall import HistoryEntry, HistoryError, HistoryHit, HistoryIndex
 from xun.tui import messages as m
 
 DEBOUNCE = 0.15

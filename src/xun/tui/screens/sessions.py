@@ -13,7 +13,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
-from xun.sessions import SessionInfo
+from xun.context.sessions import SessionInfo
 from xun.tui.format import tokens
 
 

@@ -1,5 +1,5 @@
 """Do you trust this folder? Its `.xun/config.toml` sets keys that decide where requests (and the API key)
-go or what is read into them; until the user says yes they are ignored (`xun.config.TRUST_REQUIRED_KEYS`).
+go or what is read into them; until the user says yes they are ignored (`xun.agent.config.TRUST_REQUIRED_KEYS`).
 The default, and Escape, is no; yes is remembered in the user config folder, like `xun trust`."""
 
 from __future__ import annotations

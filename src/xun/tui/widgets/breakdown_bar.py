@@ -7,7 +7,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widget import Widget
 
-from xun.context_breakdown import ContextBreakdown
+from xun.compact.breakdown import ContextBreakdown
 
 FILLED, FREE, BEYOND, MARK = "█", "·", "·", "┃"
 

@@ -70,7 +70,7 @@ class ContextGauge(Vertical, can_focus=True):
         yield Sparkline([], id="gauge-history")
 
     def set_usage(self, text: str) -> None:
-        """The model usage line: the last call's tokens, the session's totals, the cost (see `xun.usage`)."""
+        """The model usage line: the last call's tokens, the session's totals, the cost (see `xun.context.usage`)."""
         self.usage_text = text
         usage = self.query_one("#gauge-usage", Static)
         usage.update(text)

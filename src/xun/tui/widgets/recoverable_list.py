@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input
 
-from xun.reclaimed import ReclaimedToolResult
+from xun.context.reclaimed import ReclaimedToolResult
 from xun.tui.format import TOKENS_PER_CHAR, tokens
 from xun.tui.messages import OpenInspector
 from xun.tui.widgets.tool_block import call_subject

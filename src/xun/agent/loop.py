@@ -1,0 +1,890 @@
+"""The agent: an async loop on the official `openai` SDK, with compaction before every model call.
+
+One turn: the compactor runs, one streamed chat completion is read (text, reasoning and tool-call
+deltas), the tool calls run (in parallel, results stored in call order), and the loop repeats until the
+model calls no tool or `max_iterations` is reached. Everything that happens is an event (`xun.base.events`)
+sent to `on_event`; the engine never imports a front end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import math
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xun.agent.call_limits import gather_limited, valid_total_tokens, valid_usage, within_deadline
+from xun.compact.policy import CompactorAbstract, ToolCallCompactResult, compactor_from_config, first_tool_result, tokens_from
+from xun.agent.config import XunConfig, resolve_api_key
+from xun.base.confined import open_regular_inside
+from xun.context.conversation import MESSAGE_TOKENS, Conversation
+from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage, message_length
+from xun.context.prompt_cache import cached_tokens_of
+from xun.context.usage import add_call, cost, price_for
+from xun.base.events import (
+    AssistantMessage,
+    CompactionEvent,
+    Error,
+    Event,
+    Info,
+    ReasoningDelta,
+    Retry,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResultRestored,
+    ToolResultsReclaimed,
+    TurnFinished,
+    TurnStarted,
+    Usage,
+    Warning,
+)
+from xun.agent.tools import ConfirmCallback, Toolbox, ToolContext, default_toolbox
+from xun.agent.window import (
+    ASSUMED,
+    CONFIG,
+    LEARNED,
+    UNKNOWN,
+    Calibration,
+    LearnedWindows,
+    ServerKnowledge,
+    Window,
+    count_tokens,
+    discover_window,
+    is_overflow_text,
+    overflow_window,
+    requested_tokens,
+)
+
+PROJECT_INSTRUCTION_FILES = ("AGENTS.md", "Agents.md", "agents.md")
+PROJECT_SECTION = "AGENTS.md"
+DEFAULT_MAX_ITERATIONS = 50
+CANCELLED_TOOL_RESULT = "[Cancelled] The user cancelled the turn before this tool call finished."
+CANCELLED_REPLY_MARK = "\n\n[cancelled by the user]"
+"""Ends a reply cut short by a cancel: what streamed is kept, and the model (and the user) see why it stops."""
+OFFLINE_API_KEY = "xun-offline-no-key"
+
+EventCallback = Callable[[Event], Awaitable[None] | None]
+ConsentCallback = Callable[["Agent"], Awaitable[bool]]
+
+
+PREPARE_WAIT = 3.0
+"""Seconds a model call waits for window discovery still under way (front ends start it early)."""
+CALIBRATION_SAMPLE = (
+    "Please read src/app.py and tell me why the tests in tests/test_app.py fail since yesterday's change; "
+    "run `make test` afterwards, and keep the public names as they are. The error was: TypeError: "
+    "expected str, got None (line 42)."
+)
+"""Prose with a path, a command and an error line: what the tokenizer is measured on in a new session."""
+CALIBRATION_DEADLINE = 30.0
+"""Seconds the calibration's single-token request may take in all (it is only a measure)."""
+CALIBRATION_MIN_CHARS = 400
+"""Below this much conversation text, the sample is measured instead (a ratio of a few words misleads)."""
+SMALLEST_COMMON_WINDOW = 2048
+"""llama-cpp-python's default n_ctx: below it an empty reply is not taken for an overflow."""
+
+
+class TransientServerError(Exception):
+    """A model call that may succeed when tried again (5xx, timeout, dropped or broken stream)."""
+
+
+class EmptyStreamError(TransientServerError):
+    """The server answered 200 and then sent nothing at all (how llama.cpp servers refuse an overflow)."""
+
+
+class ContextOverflowError(Exception):
+    """The server refused the request as longer than the model's context window."""
+
+    def __init__(self, message: str, window: int | None = None, requested: int | None = None) -> None:
+        super().__init__(message)
+        self.window = window
+        self.requested = requested
+
+
+class ContextTooLargeError(Exception):
+    """Nothing was sent: the request cannot fit the model's window, even after compaction.
+
+    `prompt` is True when the newest user message alone (with the system prompt and the tool
+    definitions) is too large: the front ends give it back to the user instead of keeping it."""
+
+    def __init__(self, needed: int, budget: int, window: Window, prompt: bool, detail: str = "") -> None:
+        self.needed, self.budget, self.window, self.prompt = needed, budget, window, prompt
+        what = "the prompt" if prompt else "the context"
+        text = (f"{what} does not fit the model's context window: about {needed:,} tokens are needed and "
+                f"{budget:,} are available ({window.describe()}, less {window.tokens - budget:,} kept for the reply)")
+        if prompt:
+            text += "; nothing was sent. Shorten the prompt, or split it over several turns"
+        super().__init__(text + (f"; {detail}" if detail else ""))
+
+
+@dataclass
+class _PendingCall:
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+@dataclass
+class _Reply:
+    """What one streamed completion produced."""
+
+    content: str = ""
+    reasoning: str = ""
+    reasoning_field: str | None = None
+    calls: dict[int, _PendingCall] = field(default_factory=dict)
+    usage: Any = None
+    timings: Any = None
+    """llama.cpp's server's `timings` (its prompt-cache figure), when a chunk carried them."""
+    finish_reason: str | None = None
+
+    def message(self) -> dict[str, Any]:
+        raw: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        if self.reasoning and self.reasoning_field:
+            raw[self.reasoning_field] = self.reasoning
+        if self.calls:
+            raw["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for _, c in sorted(self.calls.items())
+            ]
+        return raw
+
+
+def _error_text(exc: BaseException) -> str:
+    """The error's message and body, where servers put their words (and figures) about an overflow."""
+    body = getattr(exc, "body", None)
+    try:
+        body_text = json.dumps(body, ensure_ascii=False) if body is not None else ""
+    except (TypeError, ValueError):
+        body_text = str(body)
+    return f"{exc} {body_text}"
+
+
+def _classify(exc: BaseException) -> Exception:
+    """Map SDK and transport errors to what the loop does with them: retry, compact, or fail."""
+    import openai
+
+    if isinstance(exc, openai.APIError) and not isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError)):
+        text = _error_text(exc)
+        status = getattr(exc, "status_code", None)
+        if (status is None or status in (400, 413, 422) or status >= 500) and is_overflow_text(text):
+            return ContextOverflowError(str(exc), window=overflow_window(text), requested=requested_tokens(text))
+    if isinstance(exc, openai.BadRequestError):
+        return exc  # type: ignore[return-value]
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code >= 500 or exc.status_code in (408, 409, 429):
+            return TransientServerError(f"HTTP {exc.status_code} from the server: {exc.message}")
+        return exc  # type: ignore[return-value]
+    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
+        return TransientServerError(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError, UnicodeDecodeError)):
+        return TransientServerError(f"the server sent a malformed stream ({exc})")
+    name = type(exc).__module__
+    if name.startswith(("httpx", "httpcore", "h11", "anyio")) or isinstance(exc, (ConnectionError, TimeoutError)):
+        return TransientServerError(f"{type(exc).__name__}: {exc}")
+    return exc  # type: ignore[return-value]
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked to wait (`retry-after-ms` or a `Retry-After` in seconds), if it did."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            seconds = float(headers.get(name)) * scale
+        except (TypeError, ValueError):  # absent, or an HTTP date (not worth parsing for a capped wait)
+            continue
+        if seconds >= 0 and math.isfinite(seconds):
+            return seconds
+    return None
+
+
+class Agent:
+    """Holds the config, the conversation, the toolbox and the compaction policy, and runs turns."""
+
+    def __init__(
+        self,
+        config: XunConfig | None = None,
+        *,
+        conversation: Conversation | None = None,
+        toolbox: Toolbox | None = None,
+        compactor: CompactorAbstract | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+        on_event: EventCallback | None = None,
+        confirm: ConfirmCallback | None = None,
+        consent: ConsentCallback | None = None,
+        environ: dict[str, str] | None = None,
+        client: Any = None,
+    ) -> None:
+        self.config = config if config is not None else XunConfig()
+        self.workdir = Path(workdir) if workdir is not None else Path.cwd()
+        self.conversation = conversation if conversation is not None else Conversation()
+        self.toolbox = toolbox if toolbox is not None else default_toolbox()
+        self.compactor = compactor if compactor is not None else compactor_from_config(self.config)
+        self.on_event = on_event
+        self.confirm = confirm
+        self.consent = consent
+        self.environ = environ
+        self._client = client
+        self.last_error: str | None = None
+        self.reads_project_instructions = True
+        self._shares_client = False  # set by inherit: a helper never closes its parent's client
+        self._partial: _Reply | None = None
+        """The reply being streamed (None once it is complete): a cancel keeps what it holds."""
+        self.offline = False
+        """Talking to the offline demo server: the user's API key is not sent to it."""
+        self.knowledge = ServerKnowledge()
+        """The window and the tokenizer's measure, as learned this session (shared with helpers)."""
+        self.learned_windows = LearnedWindows()
+        self.reply_budget: int | None = None
+        """`max_tokens` of every request, when set (the summarizer's is bounded by what it replaces)."""
+        self.last_finish_reason: str | None = None
+        self._max_tokens_param = "max_tokens"
+        self._empty_for_null = False
+        self.clock: Callable[[], float] = time.time
+        self.bills_to: Agent | None = None
+        """The agent whose session a helper's model calls are counted and billed in (None: this one's)."""
+        """Wall-clock seconds; the cache-aware policy's idle rule reads it (tests and benchmarks set it)."""
+
+    # ----------------------------------------------------------------- setup
+
+    @property
+    def window(self) -> Window:
+        """The context window and where the figure came from: the config, else what this session learned
+        from an overflow, what the server said, or what an earlier session learned."""
+        configured = self.config.model.context_window
+        if configured is not None:
+            source = self.config.source_of("model.context_window")
+            return Window(configured, "configured" if source == "default" else f"configured: {source}", CONFIG)
+        return self.knowledge.window()
+
+    @property
+    def threshold(self) -> int:
+        return self.config.effective_threshold(self.window.tokens)
+
+    def output_reserve(self, window: int) -> int:
+        """Tokens of the window kept free for the reply (also the reply's `max_tokens` when the window is
+        known: a reply that fills the window would leave no room for the next turn)."""
+        if self.reply_budget is not None:
+            return self.reply_budget
+        configured = self.config.model.output_reserve
+        if configured is not None:
+            return min(configured, window // 2)
+        return min(16384, max(256, window // 8), window // 2)
+
+    def request_tokens(self) -> int:
+        """The estimate of the next request's prompt: its messages and its tool definitions, calibrated by
+        the server's last count (or its tokenizer). What the trigger, the window check and the gauge use."""
+        c = self.conversation
+        if c.total_tokens is None:  # no count to extend: the tool definitions are priced afresh
+            c.overhead_chars = self._schema_chars()
+        return c.estimated_tokens()
+
+    def system(self, prompt: str) -> None:
+        """Set the role prompt (kept word for word across every summary)."""
+        self.conversation.set_system_message_content(prompt)
+
+    def sync_project_instructions(self) -> None:
+        """Read AGENTS.md (or Agents.md, agents.md) into a persistent section; drop it when gone or empty."""
+        if not self.reads_project_instructions:
+            return
+        text = ""
+        for name in PROJECT_INSTRUCTION_FILES:
+            path = self.workdir / name
+            try:  # never through a link out of the workspace (a planted AGENTS.md -> ~/.ssh/id_rsa)
+                with open_regular_inside(path, [self.workdir]) as handle:
+                    text = handle.read().decode("utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if text:
+                text = f"# Project instructions ({name})\n\n{text}"
+                break
+        self.conversation.set_persistent_section(PROJECT_SECTION, text)
+
+    @classmethod
+    def inherit(cls, agent: Agent, share_display: bool = False, copy_toolbox: bool = False, copy_command: bool = False) -> Agent:
+        """A helper agent (the summarizer): a copy of the config with compaction off and auto-confirm on,
+        its own conversation and compactor, the parent's HTTP client. `share_display` forwards its
+        events to the parent's front end; `copy_toolbox` gives it the parent's tools (else none);
+        `copy_command` lets it ask the parent's user for confirmations."""
+        config = agent.config.model_copy(deep=True)
+        config.auto_compact.enabled = False
+        config.auto_confirm = True
+        if config.compression.model:
+            config.model.name = config.compression.model
+        child = cls(
+            config,
+            conversation=Conversation(),
+            toolbox=agent.toolbox.copy() if copy_toolbox else Toolbox(),
+            workdir=agent.workdir,
+            on_event=agent.on_event if share_display else None,
+            confirm=agent.confirm if copy_command else None,
+            environ=agent.environ,
+            client=agent.client(),
+        )
+        child._shares_client = True
+        child.bills_to = agent.bills_to or agent
+        child.reads_project_instructions = False  # the summarizer must not see AGENTS.md
+        child.offline = agent.offline
+        child.knowledge = agent.knowledge
+        child._max_tokens_param, child._empty_for_null = agent._max_tokens_param, agent._empty_for_null
+        child.learned_windows = agent.learned_windows
+        child.conversation.tokens_per_char = agent.conversation.tokens_per_char
+        return child
+
+    def _schema_chars(self) -> int:
+        """Characters of the tool schemas a request carries (part of every reported prompt)."""
+        schemas = self.toolbox.schemas()
+        return len(json.dumps(schemas, ensure_ascii=False)) if schemas else 0
+
+    async def aclose(self) -> None:
+        """Close the HTTP client (front ends call this when they stop; a helper shares its parent's)."""
+        if self._client is not None and not self._shares_client:
+            await self._client.close()
+        self._client = None
+
+    def client(self) -> Any:
+        """The `openai.AsyncOpenAI` client, built on first use (the SDK is imported lazily)."""
+        if self._client is None:
+            import openai
+
+            key = None if self.offline else resolve_api_key(self.config, self.environ)
+            key = key or OFFLINE_API_KEY
+            self._client = openai.AsyncOpenAI(
+                api_key=key, base_url=self.config.provider.base_url, max_retries=0, timeout=self.config.provider.timeout
+            )
+        return self._client
+
+    # ---------------------------------------------------------------- events
+
+    def summarizer(self) -> Agent:
+        """The helper that writes one summary (`CompactionHost.summarizer`): no tools, no display."""
+        return type(self).inherit(self, share_display=False, copy_toolbox=False, copy_command=False)
+
+    async def emit(self, event: Event) -> None:
+        """Record compaction events in the session's log, then hand the event to the front end."""
+        if isinstance(event, CompactionEvent) and event.logged:
+            self.conversation.compaction_log.append(event.to_json())
+        if self.on_event is not None:
+            result = self.on_event(event)
+            if inspect.isawaitable(result):
+                await result
+
+    async def emit_usage(self, usage: Any = None) -> None:
+        """The figures now; `usage` is the server's report of the call just made, when it sent one."""
+        c = self.conversation
+        window = self.window
+        await self.emit(Usage(
+            total_tokens=c.total_tokens,
+            estimated_tokens=self.request_tokens(),
+            threshold=self.threshold,
+            context_window=window.tokens,
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            source="server" if usage is not None else "estimate",
+            window_source=window.source if window.known else None,
+            cached_tokens=c.prompt_cache.last_cached if usage is not None else None,
+            session_totals=dict(self.session_totals()),
+            session_cost=self.session_cost(),
+        ))
+
+    # ------------------------------------------------------- the window and the tokenizer
+
+    def _auth_headers(self) -> dict[str, str]:
+        key = None if self.offline else resolve_api_key(self.config, self.environ)
+        return {"Authorization": f"Bearer {key or OFFLINE_API_KEY}"}
+
+    def start_discovery(self) -> Any:
+        """Ask the server for its window in the background (front ends call this right after opening a
+        session, so the answer is there before the first prompt); returns the task."""
+        k = self.knowledge
+        if k.discovery is None:
+            k.discovery = asyncio.ensure_future(self._discover())
+        return k.discovery
+
+    async def _discover(self) -> None:
+        k = self.knowledge
+        base_url, model = self.config.provider.base_url, self.config.model.name
+        k.remembered = self.learned_windows.get(base_url, model)
+        if self.config.model.context_window is None and base_url:
+            try:
+                k.discovered = await discover_window(base_url, model, self._auth_headers())
+            except Exception:  # noqa: BLE001 - discovery is best effort; the window stays unknown
+                k.discovered = UNKNOWN
+        await self._calibrate_once()
+
+    async def _learn_server(self) -> None:
+        """Before a model call: the window and the tokenizer's measure (waiting a bounded time for the
+        discovery that front ends start when the session opens), applied to this conversation."""
+        task = self.start_discovery()
+        if not task.done():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(task), PREPARE_WAIT)
+        await self._calibrate_once()
+        k, c = self.knowledge, self.conversation
+        if k.calibration is not None and c.fixed_tokens is None and c.total_tokens is None:
+            c.calibrate(k.calibration.tokens_per_char, k.calibration.fixed_for(bool(self.toolbox.schemas())))
+
+    async def _calibrate_once(self) -> None:
+        """Once per session, for a server that has sent no usage: measure its tokenizer."""
+        k, c = self.knowledge, self.conversation
+        if k.calibrated or c.total_tokens is not None or not self.config.provider.base_url:
+            return
+        k.calibrated = True
+        calibration = await self._calibrate()
+        if calibration is not None:
+            k.calibration = calibration
+            c.calibrate(calibration.tokens_per_char, calibration.fixed_for(bool(self.toolbox.schemas())))
+
+    async def _calibrate(self) -> Calibration | None:
+        """Measure the server's tokenizer: its tokenize endpoint counts the conversation's text (or, in an
+        empty session, a sample of prose), and one request for a single token (only to a server that has
+        such an endpoint: a local one) counts the whole prompt with the tool definitions, so the estimate
+        of what a request costs besides its text is the server's own."""
+        c = self.conversation
+        if c.estimated_message_length() - sum(message_length(m) for m in c.messages if m.role == "system") >= CALIBRATION_MIN_CHARS:
+            params, chars = c.completion_params(), c.estimated_message_length()
+        else:  # too little text to measure: the system prompt and a sample of prose
+            system = [m.completion_param() for m in c.messages]
+            params = [*system, {"role": "user", "content": CALIBRATION_SAMPLE}]
+            chars = c.estimated_message_length() + len(CALIBRATION_SAMPLE)
+        text = "\n".join(c.content_to_text(p.get("content")) for p in params)
+        headers, base_url, model = self._auth_headers(), self.config.provider.base_url or "", self.config.model.name
+        try:
+            tokens = await count_tokens(base_url, model, text, headers)
+        except Exception:  # noqa: BLE001 - best effort
+            return None
+        if not tokens:
+            return None
+        ratio = tokens / len(text)
+        window = self.window
+        if window.known and round(chars * ratio) + MESSAGE_TOKENS * len(params) + 1 > window.tokens:
+            return None  # the probe would not fit: no measure this session (the server's counts teach it)
+        try:
+            request = {**self._request(stream=False), "messages": params, self._max_tokens_param: 1}
+            response = await asyncio.wait_for(self.client().chat.completions.create(**request), CALIBRATION_DEADLINE)
+            prompt_tokens = int(response.usage.prompt_tokens)
+        except Exception:  # noqa: BLE001 - a server that refuses the probe stays uncalibrated
+            return None
+        schemas = self.toolbox.schemas()
+        tool_tokens = 0
+        if schemas:
+            with contextlib.suppress(Exception):
+                tool_tokens = await count_tokens(base_url, model, json.dumps(schemas, ensure_ascii=False), headers) or 0
+        fixed = prompt_tokens - round(chars * ratio) - MESSAGE_TOKENS * len(params)
+        return Calibration(tokens_per_char=ratio, fixed_tokens=fixed, tool_tokens=tool_tokens)
+
+    async def _learn_from_overflow(self, exc: ContextOverflowError, estimate: int) -> None:
+        """Take what an overflow error says: the window (remembered for this base URL and model when the
+        server named it) and the prompt's real size (a count by the server's own tokenizer)."""
+        k, c = self.knowledge, self.conversation
+        if exc.window is not None:
+            k.learned = Window(exc.window, "learned from the server's error", LEARNED)
+        elif not self.window.known or self.window.kind == ASSUMED:
+            assumed = max(k.largest_fit, math.floor(estimate * 0.75), 1)
+            k.learned = Window(assumed, f"assumed: the server refused a request of about {estimate:,} tokens", ASSUMED)
+        if k.learned.known and self.config.model.context_window is None:
+            problem = self.learned_windows.remember(self.config.provider.base_url, self.config.model.name, k.learned)
+            if problem:
+                await self.emit(Warning(problem))
+        if exc.requested is not None:  # the server's own count of this prompt
+            c.record_usage(exc.requested, overhead_chars=self._schema_chars())
+        elif exc.window is None and self.window.known and estimate < self.window.tokens:
+            c.tokens_per_char = min(1.0, c.tokens_per_char * 1.1)  # refused below the window: the estimate was low
+
+    async def _fit_window(self, trigger: str = "auto") -> None:
+        """Never send what cannot fit: over the window, compact first; a prompt too large to fit even
+        alone raises ContextTooLargeError, and so does a context that compaction cannot bring under it."""
+        window = self.window
+        if window.tokens is None:
+            return
+        budget = window.tokens - self.output_reserve(window.tokens)
+        needed = self.request_tokens()
+        if needed <= budget:
+            return
+        floor = self._floor_tokens()
+        if floor > budget:
+            raise ContextTooLargeError(floor, budget, window, prompt=self._last_is_user())
+        if not self.config.auto_compact.enabled:
+            raise ContextTooLargeError(needed, budget, window, prompt=False,
+                                       detail="automatic compaction is off; compact by hand (/compact, xun compact)")
+        from xun.compact.policy import fit_to_window
+
+        await fit_to_window(self, budget, trigger=trigger)
+        needed = self.request_tokens()
+        if needed > budget:
+            raise ContextTooLargeError(needed, budget, window, prompt=False, detail="compaction could not bring it under")
+
+    def _last_is_user(self) -> bool:
+        messages = self.conversation.messages
+        return bool(messages) and isinstance(messages[-1], UserMessage)
+
+    def _floor_tokens(self) -> int:
+        """The smallest request compaction could make: the system message, the newest user message (kept
+        word for word) and the tool definitions, at the calibrated ratio."""
+        c = self.conversation
+        messages = c.messages
+        chars = message_length(messages[0]) if messages and isinstance(messages[0], SystemPrompt) else 0
+        last_user = next((m for m in reversed(messages) if isinstance(m, UserMessage)), None)
+        if last_user is not None:
+            chars += message_length(last_user)
+        fixed = c.fixed_tokens if c.fixed_tokens is not None else round(self._schema_chars() * c.tokens_per_char)
+        return round(chars * c.tokens_per_char) + fixed
+
+    # ------------------------------------------------------------ compaction
+
+    async def reclaim_tool_results(self, keep_max: int | None = None, trigger: str = "manual", tokens_before: int | None = None) -> ToolCallCompactResult:
+        """Tier 1 now, reported as an event (also what `/compact toolcall` and F6 run)."""
+        c = self.conversation
+        before = tokens_before if tokens_before is not None else self.request_tokens()
+        keep = keep_max if keep_max is not None else self.config.auto_compact.toolcall_keep_max
+        result = await c.acompact_toolcall(keep_max=keep)  # the index is written in a worker thread
+        after = self.request_tokens()
+        first = first_tool_result(c, result.reclaimed_ids)
+        await self.emit(ToolResultsReclaimed(
+            ids=result.reclaimed_ids, count=result.reclaimed_count, fraction=result.reclaimed_fraction,
+            tokens_before=before, tokens_after=after, trigger=trigger,
+            cache_miss_tokens=tokens_from(c, first) if first is not None else None,
+            saved_per_call=before - after if first is not None else None,
+        ))
+        for warning in c.take_history_warnings():  # the search index could not take the reclaimed results
+            await self.emit(Warning(warning))
+        return result
+
+    async def restore_tool_result(self, tool_call_id: str) -> None:
+        """Put a reclaimed original back into the context (raises KeyError/ValueError as the conversation does)."""
+        before = self.request_tokens()
+        await self.conversation.arestore_toolcall(tool_call_id)
+        after, first = self.request_tokens(), first_tool_result(self.conversation, [tool_call_id])
+        await self.emit(ToolResultRestored(id=tool_call_id, tokens_before=before, tokens_after=after, trigger="manual",
+                                           cache_miss_tokens=tokens_from(self.conversation, first) if first is not None else None,
+                                           saved_per_call=before - after))
+        await self.emit_usage()
+
+    async def consent_to_summary(self) -> bool:
+        """Whether an automatic summary may run now, by `auto_compact.mode`."""
+        mode = self.config.auto_compact.mode
+        if mode == "off":
+            return False
+        if mode == "auto":
+            return True
+        if self.consent is None:
+            await self.emit(Info("auto_compact.mode is 'ask' but nobody can be asked here; summarising as in 'auto'"))
+            return True
+        try:
+            return bool(await asyncio.wait_for(self.consent(self), timeout=self.config.auto_compact.ask_timeout))
+        except asyncio.TimeoutError:
+            await self.emit(Info(f"no answer within {self.config.auto_compact.ask_timeout:g}s; summarising"))
+            return True
+
+    async def _compact_before_call(self) -> None:
+        """The preflight of every model call: learn the window, run the policy, make the request fit. A
+        usage event first shows the figure that is judged; another follows when compaction changed it."""
+        await self._learn_server()
+        judged = self.request_tokens()
+        await self.emit_usage()
+        try:
+            await self.compactor.auto_compact(self)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a broken policy is reported; the turn goes on
+            from xun.base.events import CompactionFailed
+
+            await self.emit(CompactionFailed(reason=f"the compactor failed: {type(exc).__name__}: {exc}"))
+        await self._fit_window()
+        if self.request_tokens() != judged:
+            await self.emit_usage()
+
+    # ------------------------------------------------------------------ turn
+
+    async def run(self, prompt: str, images: list[Any] | None = None, max_iterations: int | None = None) -> TurnFinished:
+        """Add a user message and execute a turn."""
+        self.conversation.add_user_message(prompt, images=images)
+        return await self.execute(max_iterations=max_iterations)
+
+    async def stream(self, prompt: str, max_iterations: int | None = None) -> AsyncIterator[Event]:
+        """The same turn as `run`, as an async iterator of its events."""
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        previous = self.on_event
+        self.on_event = queue.put_nowait
+
+        async def runner() -> None:
+            try:
+                await self.run(prompt, max_iterations=max_iterations)
+            finally:
+                queue.put_nowait(None)
+
+        task = asyncio.create_task(runner())
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await task
+        finally:
+            self.on_event = previous
+            if not task.done():
+                task.cancel()
+
+    def last_reply(self) -> str:
+        """The text of the newest assistant message ("" if none)."""
+        for message in reversed(self.conversation.messages):
+            if isinstance(message, RawOpenAIMessage) and message.role == "assistant":
+                return self.conversation.content_to_text(message.raw.get("content"))
+            if isinstance(message, UserMessage):
+                break
+        return ""
+
+    async def execute(self, max_iterations: int | None = None) -> TurnFinished:
+        """Run model calls and tools until the model stops calling tools or `max_iterations` is reached."""
+        limit = max_iterations or DEFAULT_MAX_ITERATIONS
+        c = self.conversation
+        start = len(c.messages)
+        prompt = c.messages[-1].text if c.messages and isinstance(c.messages[-1], UserMessage) else None
+        self.sync_project_instructions()
+        await self.emit(TurnStarted(prompt=prompt))
+        self.last_error = None
+        iterations = 0
+        finished: TurnFinished | None = None
+        self._partial = None
+        try:
+            while iterations < limit:
+                iterations += 1
+                await self._compact_before_call()
+                reply = await self._call_model()
+                calls = [call for _, call in sorted(reply.calls.items())]
+                c.add_agent_message(reply.message())
+                usage = valid_usage(reply.usage)  # absurd figures from a server are not believed
+                if usage is not None:  # a server that reports nothing leaves the estimate as it is, labelled so
+                    c.record_usage(int(usage.total_tokens), overhead_chars=self._schema_chars())
+                self._record_cache(usage, reply)
+                await self.emit(AssistantMessage(content=reply.content, reasoning=reply.reasoning, tool_calls=len(calls)))
+                await self.emit_usage(usage)
+                if not calls:
+                    finished = TurnFinished(status="ok", iterations=iterations)
+                    break
+                await self._run_tools(calls)
+                await self.emit_usage()
+            else:
+                await self.emit(Info(f"stopped after {limit} model calls (max_iterations)"))
+                finished = TurnFinished(status="max_iterations", iterations=iterations)
+        except asyncio.CancelledError:
+            restored = self._settle_interrupted_turn(start)
+            finished = TurnFinished(status="cancelled", iterations=iterations, restored_prompt=restored)
+            raise
+        except Exception as exc:  # the user's message stays in the conversation: /retry sends it again
+            message = str(exc) or type(exc).__name__
+            self.last_error = message
+            self._answer_dangling_calls(start)
+            restored = None
+            if isinstance(exc, ContextTooLargeError) and exc.prompt:  # never sent: it goes back to the user
+                popped = c.pop_last_message_if_user()
+                restored = popped.text if popped is not None else None
+            await self.emit(Error(message=message, detail=type(exc).__name__))
+            finished = TurnFinished(status="error", iterations=iterations, error=message, restored_prompt=restored)
+        finally:
+            self.sync_project_instructions()
+            if finished is not None:
+                await self.emit(finished)
+        return finished
+
+    def _record_cache(self, usage: Any, reply: _Reply) -> None:
+        """Keep the call's prompt-cache figures (when the server sent believable ones) and when it was made."""
+        usage = usage if getattr(usage, "prompt_tokens", None) is not None else None
+        prompt = int(usage.prompt_tokens) if usage is not None else None
+        record = self.conversation.prompt_cache
+        record.record(prompt, cached_tokens_of(usage, reply.timings), self.clock())
+        if usage is not None:
+            add_call(self.session_totals(), prompt, getattr(usage, "completion_tokens", None), record.last_cached)
+
+    def session_totals(self) -> dict[str, int]:
+        """The session's usage totals (`xun.usage`), which a helper's calls (the summarizer's) count into too."""
+        return (self.bills_to or self).conversation.usage_totals
+
+    def session_cost(self) -> float | None:
+        """What the session's calls cost by the `pricing` of its model (None when it has no price)."""
+        owner = self.bills_to or self
+        return cost(owner.conversation.usage_totals, price_for(owner.config.pricing, owner.config.model.name))
+
+    def _settle_interrupted_turn(self, start: int) -> str | None:
+        """After a cancel: answer dangling tool calls, keep a reply cut short (marked as cancelled), and if
+        the turn got no reply at all, take the user message back so the front end can put it into the
+        prompt again."""
+        self._answer_dangling_calls(start)
+        partial, self._partial = self._partial, None
+        if partial is not None and partial.content.strip():
+            self.conversation.add_agent_message({"role": "assistant", "content": partial.content + CANCELLED_REPLY_MARK})
+            return None
+        popped = self.conversation.pop_last_message_if_user()
+        return popped.text if popped is not None else None
+
+    def _answer_dangling_calls(self, start: int) -> None:
+        """Every tool call of this turn gets a result, so the history stays valid for the next request."""
+        c = self.conversation
+        answered = {m.raw.get("tool_call_id") for m in c.messages[start:] if isinstance(m, RawOpenAIMessage) and m.role == "tool"}
+        for message in c.messages[start:]:
+            if isinstance(message, RawOpenAIMessage) and message.role == "assistant":
+                for call in message.raw.get("tool_calls") or ():
+                    if call.get("id") not in answered:
+                        c.add_tool_result(call.get("id", ""), CANCELLED_TOOL_RESULT)
+
+    async def _call_model(self) -> _Reply:
+        """One completion with retries on transient errors; on an overflow, learn the window, compact to
+        fit it and try once more (never the same oversized request again)."""
+        attempts = self.config.retry.attempts
+        overflowed = False
+        attempt = 0
+        while True:
+            attempt += 1
+            estimate = self.request_tokens()
+            try:
+                reply = await within_deadline(self._stream_once(), self.config.provider.deadline)
+            except asyncio.CancelledError:
+                raise
+            except Exception as raw_exc:
+                exc = _classify(raw_exc)
+                if isinstance(exc, EmptyStreamError) and self._empty_means_overflow(estimate):
+                    exc = ContextOverflowError(f"the server sent an empty reply to a request of about {estimate:,} tokens "
+                                               f"({self.window.describe()})")
+                if isinstance(exc, ContextOverflowError):
+                    if overflowed:
+                        raise RuntimeError(f"the context is too long for the model even after compacting to fit "
+                                           f"{self.window.describe()}: {exc}") from None
+                    overflowed = True
+                    await self._learn_from_overflow(exc, estimate)
+                    await self.emit(Warning(f"the server says the context is too long ({exc}); now {self.window.describe()}: "
+                                            "compacting to fit it and retrying once"))
+                    await self._fit_window(trigger="emergency")
+                    await self.emit_usage()
+                    attempt -= 1
+                    continue
+                if self._adapt_request(raw_exc):
+                    attempt -= 1
+                    continue
+                if isinstance(exc, TransientServerError) and attempt < attempts:
+                    delay = self.config.retry.delay(attempt, asked=_retry_after(raw_exc))
+                    await self.emit(Retry(attempt=attempt, attempts=attempts, delay=round(delay, 3), reason=str(exc)))
+                    await asyncio.sleep(delay)
+                    continue
+                if isinstance(exc, TransientServerError):
+                    raise RuntimeError(f"the model call failed after {attempts} attempts: {exc}") from None
+                raise exc from None
+            k = self.knowledge
+            k.largest_fit = max(k.largest_fit, estimate)
+            return reply
+
+    def _empty_means_overflow(self, estimate: int) -> bool:
+        """An empty 200 reply is an overflow when the request is near or above the known window, or, when
+        the window is unknown, near or above the smallest window servers commonly run with and larger than
+        any request the server answered (an estimate can be a little low)."""
+        window = self.window
+        if window.tokens is not None:
+            return estimate >= window.tokens * 0.9
+        return estimate > self.knowledge.largest_fit and estimate >= SMALLEST_COMMON_WINDOW * 0.9
+
+    def _adapt_request(self, exc: BaseException) -> bool:
+        """Whether the server refused a form of the request that has another accepted form (then switch
+        to it, once): `max_completion_tokens` for newer OpenAI models, and "" instead of null for the
+        content of an assistant message that only calls tools (llama-cpp-python's validation)."""
+        text = str(exc)
+        if self._max_tokens_param == "max_tokens" and "max_tokens" in text and "max_completion_tokens" in text:
+            self._max_tokens_param = "max_completion_tokens"
+            return True
+        if not self._empty_for_null and "content" in text and "valid string" in text:
+            self._empty_for_null = True
+            return True
+        return False
+
+    def _request(self, stream: bool) -> dict[str, Any]:
+        """The chat-completion request for the conversation as it is now."""
+        messages = self.conversation.completion_params()
+        if self._empty_for_null:
+            messages = [{**m, "content": ""} if m.get("role") == "assistant" and m.get("content") is None else m for m in messages]
+        request: dict[str, Any] = {"model": self.config.model.name, "messages": messages}
+        if stream:
+            request["stream"] = True
+            request["stream_options"] = {"include_usage": True}
+        tools = self.toolbox.schemas()
+        if tools:
+            request["tools"] = tools
+        if self.config.model.temperature is not None:
+            request["temperature"] = self.config.model.temperature
+        window = self.window.tokens
+        if self.reply_budget is not None or window is not None:
+            request[self._max_tokens_param] = self.reply_budget if self.reply_budget is not None else self.output_reserve(window)
+        return request
+
+    async def _stream_once(self) -> _Reply:
+        reply = self._partial = _Reply(reasoning_field=self.config.model.reasoning_field)
+        stream = await self.client().chat.completions.create(**self._request(stream=True))
+        chunks = 0
+        try:
+            async for chunk in stream:
+                chunks += 1
+                if getattr(chunk, "usage", None) is not None:
+                    reply.usage = chunk.usage
+                if (timings := (getattr(chunk, "model_extra", None) or {}).get("timings")) is not None:
+                    reply.timings = timings
+                for choice in chunk.choices or ():
+                    await self._take_delta(reply, choice.delta)
+                    if choice.finish_reason:
+                        reply.finish_reason = choice.finish_reason
+        finally:
+            await stream.close()
+        self.last_finish_reason = reply.finish_reason
+        if chunks == 0:
+            raise EmptyStreamError("the server sent an empty reply (HTTP 200 and no data)")
+        if reply.finish_reason is None:
+            raise TransientServerError("the stream ended before the reply was complete")
+        if not reply.content and not reply.calls and reply.finish_reason != "length":
+            raise TransientServerError("the server sent an empty reply")
+        self._partial = None
+        return reply
+
+    async def _take_delta(self, reply: _Reply, delta: Any) -> None:
+        if delta is None:
+            return
+        extra = getattr(delta, "model_extra", None) or {}
+        for name in ("reasoning_content", "reasoning"):
+            value = extra.get(name, getattr(delta, name, None) if name in type(delta).model_fields else None)
+            if isinstance(value, str) and value:
+                if self.config.model.reasoning_field is None:
+                    self.config.model.reasoning_field = name  # detected once, remembered for the session
+                reply.reasoning_field = self.config.model.reasoning_field
+                reply.reasoning += value
+                await self.emit(ReasoningDelta(text=value))
+                break
+        if delta.content:
+            reply.content += delta.content
+            await self.emit(TextDelta(text=delta.content))
+        for part in delta.tool_calls or ():
+            call = reply.calls.setdefault(part.index, _PendingCall())
+            if part.id:
+                call.id = part.id
+            function = part.function
+            if function is not None:
+                if function.name:
+                    call.name += function.name
+                if function.arguments:
+                    call.arguments += function.arguments
+
+    async def _run_tools(self, calls: list[_PendingCall]) -> None:
+        """Run the calls of one reply concurrently; store the results in call order."""
+        context = ToolContext.from_config(self.config, workdir=self.workdir, conversation=self.conversation,
+                                          confirm=self.confirm, environ=self.environ)
+        for call in calls:
+            await self.emit(ToolCallStarted(id=call.id, name=call.name, arguments=call.arguments))
+        outcomes = await gather_limited(self.toolbox.call(call.name, call.arguments, context) for call in calls)
+        for call, outcome in zip(calls, outcomes, strict=True):
+            self.conversation.add_tool_result(call.id, outcome.text)
+            await self.emit(ToolCallFinished(
+                id=call.id, name=call.name, arguments=call.arguments, result_chars=len(outcome.text),
+                duration=round(outcome.duration, 4), is_error=outcome.is_error,
+                error=outcome.text[:300] if outcome.is_error else None, denied=outcome.denied,
+                truncated_chars=outcome.truncated_chars,
+            ))

@@ -1,0 +1,343 @@
+"""The model's context window: how big it is, where that figure came from, and how xun learns it.
+
+A request that cannot fit is never sent, so xun needs the window before it is reached. The figure comes,
+strongest first, from the configuration (`model.context_window`), from the server itself (discovery:
+llama.cpp `/props`, vLLM `max_model_len` and OpenRouter/LM Studio `context_length` in `/v1/models`,
+Ollama `/api/show`), from an overflow error that named it (learned, and remembered per base URL and
+model in the user's state folder), or from an overflow that named nothing (assumed for this session).
+
+Servers say "too long" in many shapes; `overflow_window` reads every one we know of. The tokenize
+endpoints of llama.cpp, llama-cpp-python and vLLM let the estimate be calibrated to the real tokenizer.
+All HTTP here is the standard library's, run in a worker thread with short timeouts: discovery is
+best effort and never holds up a front end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from xun.base.atomic import open_regular, write_text_atomic
+
+DISCOVERY_TIMEOUT = 3.0
+"""Seconds for one discovery or tokenize request, in all (a server that does not answer is simply unknown)."""
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+MIN_WINDOW = 256
+MAX_WINDOW = 100_000_000
+"""Figures outside this range are not believed (a server's garbage must not shrink or lift the check)."""
+
+CONFIG = "config"
+SERVER = "server"
+LEARNED = "learned"
+ASSUMED = "assumed"
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The context window in tokens (None: unknown), and a phrase saying where the figure came from."""
+
+    tokens: int | None
+    source: str
+    kind: str = ""
+    """CONFIG, SERVER, LEARNED or ASSUMED ("" when unknown)."""
+
+    @property
+    def known(self) -> bool:
+        return self.tokens is not None
+
+    def describe(self) -> str:
+        if self.tokens is None:
+            return "window unknown"
+        return f"window {self.tokens:,} ({self.source})"
+
+
+UNKNOWN = Window(None, "unknown")
+
+
+def _plausible(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, int) and MIN_WINDOW <= value <= MAX_WINDOW:
+        return value
+    return None
+
+
+# ------------------------------------------------------------------------------------- overflow errors
+
+_OVERFLOW_WORDS = re.compile(
+    r"context_length_exceeded|maximum context length|exceeds? (the )?(available )?context (window|size|length)"
+    r"|context window of|n_ctx|context length of only|greater than the context length|exceed_context_size"
+    r"|prompt is too long|input is too long|too many tokens|reduce the length of the messages",
+    re.IGNORECASE,
+)
+_WINDOW_FIGURES = (
+    re.compile(r"maximum context length is (\d+)", re.IGNORECASE),  # OpenAI, vLLM, llama-cpp-python (400)
+    re.compile(r"context window of (\d+)", re.IGNORECASE),  # llama-cpp-python's own words
+    re.compile(r"context length of only (\d+)", re.IGNORECASE),  # LM Studio
+    re.compile(r"n_ctx\W{0,4}(\d+)", re.IGNORECASE),  # llama.cpp ("n_ctx": 4096), LM Studio "n_ctx (7424)"
+    re.compile(r"context (?:size|length) (?:is |of )?\(?(\d+)", re.IGNORECASE),  # Ollama, others
+)
+
+
+_REQUESTED_FIGURES = (
+    re.compile(r"Requested tokens \((\d+)\)", re.IGNORECASE),  # llama-cpp-python
+    re.compile(r"\((\d+) in the messages", re.IGNORECASE),  # OpenAI, vLLM
+    re.compile(r"n_prompt_tokens\W{0,4}(\d+)", re.IGNORECASE),  # llama.cpp
+    re.compile(r"keep the first (\d+) tokens", re.IGNORECASE),  # LM Studio
+    re.compile(r"prompt is (\d+) tokens", re.IGNORECASE),
+)
+
+
+def is_overflow_text(text: str) -> bool:
+    """Whether an error message says the request is longer than the model's context."""
+    return bool(_OVERFLOW_WORDS.search(text or ""))
+
+
+def overflow_window(text: str) -> int | None:
+    """The window an overflow error names, if it names one we can believe."""
+    for pattern in _WINDOW_FIGURES:
+        for match in pattern.finditer(text or ""):
+            value = _plausible(match.group(1))
+            if value is not None:
+                return value
+    return None
+
+
+def requested_tokens(text: str) -> int | None:
+    """The prompt's size in the server's own tokens, when its overflow error says it."""
+    for pattern in _REQUESTED_FIGURES:
+        match = pattern.search(text or "")
+        if match and 0 < int(match.group(1)) < MAX_WINDOW:
+            return int(match.group(1))
+    return None
+
+
+# ------------------------------------------------------------------------------------- learned windows
+
+
+def state_dir() -> Path:
+    """Where xun keeps what it learned about servers: `$XDG_STATE_HOME/xun` (default ~/.local/state/xun).
+    Per user, never the project's `.xun/`: a cloned folder must not be able to tell xun a window."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base).expanduser() / "xun"
+
+
+def _key(base_url: str | None, model: str) -> str:
+    return f"{(base_url or 'https://api.openai.com/v1').rstrip('/')} {model}"
+
+
+class LearnedWindows:
+    """Windows named by overflow errors, per base URL and model, in `windows.json` (written atomically).
+
+    A broken or unreadable file is treated as empty: it only ever holds what can be learned again."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path if path is not None else state_dir() / "windows.json"
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            with open_regular(self.path) as handle:
+                data = json.loads(handle.read().decode("utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def get(self, base_url: str | None, model: str) -> Window:
+        """What an earlier session learned (or assumed) of this server's window; UNKNOWN when nothing."""
+        entry = self._read().get(_key(base_url, model))
+        tokens = _plausible(entry.get("tokens")) if isinstance(entry, dict) else None
+        if tokens is None:
+            return UNKNOWN
+        if entry.get("kind") == ASSUMED:
+            return Window(tokens, "assumed in an earlier session: the server refused a longer request", ASSUMED)
+        return Window(tokens, "learned from the server's error in an earlier session", LEARNED)
+
+    def remember(self, base_url: str | None, model: str, window: Window) -> str | None:
+        """Store a learned (or assumed) window; returns a problem (never raises) when the file cannot be
+        written. An assumed figure never replaces one the server named."""
+        data = self._read()
+        key = _key(base_url, model)
+        old = data.get(key)
+        if window.kind == ASSUMED and isinstance(old, dict) and old.get("kind") == LEARNED:
+            return None
+        data[key] = {"tokens": window.tokens, "kind": window.kind, "time": time.time()}
+        try:
+            write_text_atomic(self.path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+        except OSError as exc:
+            return f"could not remember the window in {self.path} ({exc.strerror or exc})"
+        return None
+
+
+@dataclass(slots=True)
+class Calibration:
+    """A measure of the server's tokenizer: tokens per character of message text, and the tokens a
+    request costs besides its messages' characters when it carries `tool_tokens` of tool definitions."""
+
+    tokens_per_char: float
+    fixed_tokens: int
+    tool_tokens: int
+
+    def fixed_for(self, with_tools: bool) -> int:
+        """The fixed cost of a request with the tools measured, or with none (a server that ignores
+        tool definitions measured no cost for them: never below what was measured without)."""
+        return self.fixed_tokens if with_tools else min(self.fixed_tokens, max(0, self.fixed_tokens - self.tool_tokens))
+
+
+@dataclass(slots=True)
+class ServerKnowledge:
+    """What a session learned about its server; an agent shares it with its helpers (the summarizer)."""
+
+    discovered: Window = UNKNOWN
+    learned: Window = UNKNOWN
+    """Named (or implied) by an overflow error in this session: the truest figure, after the config."""
+    remembered: Window = UNKNOWN
+    """Learned in an earlier session (`LearnedWindows`)."""
+    calibration: Calibration | None = None
+    discovery: Any = None
+    """The discovery task, once started."""
+    calibrated: bool = False
+    """Calibration was tried (it runs once per session, successful or not)."""
+    largest_fit: int = 0
+    """The largest request estimate the server answered: the window is at least this."""
+
+    def window(self) -> Window:
+        for window in (self.learned, self.discovered, self.remembered):
+            if window.known:
+                return window
+        return UNKNOWN
+
+
+# ------------------------------------------------------------------------------------------ discovery
+
+
+def server_root(base_url: str) -> str:
+    """`http://host:port/v1` -> `http://host:port` (llama.cpp, Ollama and vLLM keep extras at the root)."""
+    parts = urlsplit(base_url.rstrip("/"))
+    path = parts.path[:-3] if parts.path.endswith("/v1") else parts.path
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def _http_json(url: str, body: Any | None, headers: dict[str, str], timeout: float) -> Any:
+    """GET (or POST `body` as JSON) and parse the JSON answer; None on any failure or a non-200."""
+    data = json.dumps(body).encode("utf-8") if body is not None else None
+    request = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET")
+    for name, value in headers.items():
+        request.add_header(name, value)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    deadline = time.monotonic() + timeout  # in all: a server that trickles bytes must not hold this forever
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's own server
+            if response.status != 200:
+                return None
+            parts: list[bytes] = []
+            size = 0
+            while chunk := response.read1(65536):
+                parts.append(chunk)
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES or time.monotonic() > deadline:
+                    return None
+            raw = b"".join(parts)
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return None
+
+
+def _from_models(answer: Any, model: str) -> int | None:
+    """`max_model_len` (vLLM), `context_length` (OpenRouter, LM Studio) or the like, for `model`."""
+    items = answer.get("data") if isinstance(answer, dict) else None
+    if not isinstance(items, list):
+        return None
+    cards = [item for item in items if isinstance(item, dict)]
+    chosen = [card for card in cards if card.get("id") == model] or (cards if len(cards) == 1 else [])
+    for card in chosen:
+        for name in ("max_model_len", "loaded_context_length", "context_length", "max_context_length", "context_window"):
+            value = _plausible(card.get(name))
+            if value is not None:
+                return value
+        top = card.get("top_provider")
+        if isinstance(top, dict) and (value := _plausible(top.get("context_length"))) is not None:
+            return value
+    return None
+
+
+def _from_props(answer: Any) -> int | None:
+    """llama.cpp's `/props`: `default_generation_settings.n_ctx` (or `n_ctx` at the top)."""
+    if not isinstance(answer, dict):
+        return None
+    settings = answer.get("default_generation_settings")
+    if isinstance(settings, dict) and (value := _plausible(settings.get("n_ctx"))) is not None:
+        return value
+    return _plausible(answer.get("n_ctx"))
+
+
+def _from_ollama(answer: Any) -> int | None:
+    """Ollama's `/api/show`: the `num_ctx` parameter when set, else the model's `*.context_length`."""
+    if not isinstance(answer, dict):
+        return None
+    parameters = answer.get("parameters")
+    if isinstance(parameters, str):
+        match = re.search(r"^\s*num_ctx\s+(\d+)", parameters, re.MULTILINE)
+        if match and (value := _plausible(match.group(1))) is not None:
+            return value
+    info = answer.get("model_info")
+    if isinstance(info, dict):
+        for name, value in info.items():
+            if isinstance(name, str) and name.endswith(".context_length") and (found := _plausible(value)) is not None:
+                return found
+    return None
+
+
+def discover_window_sync(base_url: str, model: str, headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> Window:
+    """Ask the server for its window, the ways servers say it; UNKNOWN when none answers."""
+    root = server_root(base_url)
+    base = base_url.rstrip("/")
+    found = _from_models(_http_json(f"{base}/models", None, headers, timeout), model)
+    if found is not None:
+        return Window(found, f"the server's {urlsplit(base).path or ''}/models", SERVER)
+    found = _from_props(_http_json(f"{root}/props", None, headers, timeout))
+    if found is not None:
+        return Window(found, "the server's /props", SERVER)
+    found = _from_ollama(_http_json(f"{root}/api/show", {"model": model}, headers, timeout))
+    if found is not None:
+        return Window(found, "the server's /api/show", SERVER)
+    return UNKNOWN
+
+
+def count_tokens_sync(base_url: str, model: str, text: str, headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> int | None:
+    """Tokens of `text` by the server's own tokenizer (llama-cpp-python, llama.cpp, vLLM), if it has one."""
+    root = server_root(base_url)
+    answer = _http_json(f"{root}/extras/tokenize/count", {"input": text, "model": model}, headers, timeout)
+    if isinstance(answer, dict) and isinstance(answer.get("count"), int):
+        return answer["count"]
+    answer = _http_json(f"{root}/tokenize", {"content": text}, headers, timeout)  # llama.cpp
+    if isinstance(answer, dict) and isinstance(answer.get("tokens"), list):
+        return len(answer["tokens"])
+    answer = _http_json(f"{root}/tokenize", {"model": model, "prompt": text}, headers, timeout)  # vLLM
+    if isinstance(answer, dict) and isinstance(answer.get("count"), int):
+        return answer["count"]
+    return None
+
+
+async def discover_window(base_url: str, model: str, headers: dict[str, str]) -> Window:
+    return await asyncio.to_thread(discover_window_sync, base_url, model, headers)
+
+
+async def count_tokens(base_url: str, model: str, text: str, headers: dict[str, str]) -> int | None:
+    return await asyncio.to_thread(count_tokens_sync, base_url, model, text, headers)

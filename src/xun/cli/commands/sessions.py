@@ -1,0 +1,50 @@
+"""`xun sessions`: the saved sessions of this working directory, newest first."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from xun.cli.exits import EXIT_OK
+from xun.cli.commands.common import store_of
+
+COLUMNS = ("ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED", "TITLE")
+
+
+def main(args: argparse.Namespace) -> int:
+    store = store_of(args)
+    infos = store.list()
+    out = sys.stdout
+    if args.json:
+        for info in infos:
+            out.write(json.dumps({
+                "id": info.conversation_id, "path": str(info.path), "updated_at": info.updated_at,
+                "messages": info.messages, "tokens": info.tokens, "summaries": info.summaries,
+                "reclaimed": info.reclaimed, "title": info.title,
+            }, ensure_ascii=False) + "\n")
+    elif infos:
+        rows = [COLUMNS] + [
+            (
+                info.conversation_id,
+                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.updated_at)),
+                f"{info.messages:,}",
+                f"{info.tokens:,}" if info.tokens is not None else "-",
+                f"{info.summaries:,}",
+                f"{info.reclaimed:,}",
+                info.title[:60],
+            )
+            for info in infos
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+        for row in rows:
+            cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
+            cells += [cell.rjust(width) for cell, width in zip(row[2:-1], widths[2:-1], strict=True)]
+            cells.append(row[-1])
+            out.write("  ".join(cells).rstrip() + "\n")
+    else:
+        print(f"xun: no saved sessions in {store.root}", file=sys.stderr)
+    for path, problem in store.unreadable():
+        print(f"xun: cannot read session file {path}: {problem}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,139 @@
+"""Checking a model's summary, and xun's own summary for when a model cannot write one.
+
+A weak model (a 135M one on a small window, say) writes summaries that are cut off, that have none of the
+required sections, or that are longer than what they replace. Applying one would erase the task from the
+context, so compaction checks every summary (`summary_problem`) and, when the model fails twice, writes
+a deterministic extractive summary instead (`extractive_summary`): the user's prompts word for word, the
+file paths, commands, error lines, tool names and ids, and where the originals are. No model is involved.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from xun.context.messages import Message, RawOpenAIMessage, SystemPrompt, UserMessage, content_text
+
+SECTIONS = ("system_context", "overview", "key_facts", "user_preferences", "decisions", "pending_tasks",
+            "open_questions", "tone_context")
+_HEADING = re.compile(r"^\s{0,3}#{1,4}\s*\**`?([a-z_]+)`?\**\s*:?\s*$", re.MULTILINE)
+_PATH = re.compile(r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|(?<![\w/.-])[\w-]+\.(?:py|md|txt|json|toml|yaml|yml|"
+                   r"js|ts|tsx|jsx|rs|go|c|h|cpp|hpp|java|rb|sh|cfg|ini|lock|html|css|sql|csv)\b")
+_ERROR = re.compile(r"\b(error|exception|traceback|failed|fatal|denied|not found)\b", re.IGNORECASE)
+_PATH_KEYS = ("path", "file", "filename", "directory", "dir", "cwd")
+MAX_ITEMS = 40
+MAX_LINE = 200
+CUT_NOTE = "\n…(the rest of this earlier summary is kept in the session file's summaries)"
+
+
+def summary_problem(text: str, finish_reason: str | None) -> str | None:
+    """Why a model's summary cannot be applied as it is (None: it can)."""
+    if finish_reason == "length":
+        return "the summary was cut off at its token limit (finish_reason \"length\")"
+    if not text.strip():
+        return "the summary is empty"
+    found = {match.group(1).lower() for match in _HEADING.finditer(text)}
+    missing = [name for name in SECTIONS if name not in found]
+    if missing:
+        return f"the summary lacks the required sections {', '.join(missing)}"
+    return None
+
+
+def _clip(text: str, limit: int = MAX_LINE) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        if item and item not in seen:
+            seen[item] = None
+    return list(seen)
+
+
+def _calls(message: Message) -> list[tuple[str, str, dict[str, Any]]]:
+    """(name, id, parsed arguments) of an assistant message's tool calls."""
+    if not isinstance(message, RawOpenAIMessage):
+        return []
+    out = []
+    for call in message.raw.get("tool_calls") or ():
+        function = call.get("function") or {}
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except (TypeError, ValueError):
+            arguments = {}
+        out.append((str(function.get("name", "?")), str(call.get("id", "")), arguments if isinstance(arguments, dict) else {}))
+    return out
+
+
+def extractive_summary(messages: list[Message], *, reason: str, offload_hint: str, max_chars: int) -> str:
+    """A summary of `messages` made of what they literally say, in the required sections, at most
+    `max_chars` long when it can be: when it must be cut, the newest prompts and facts are kept first, and an
+    earlier summary it carries forward is cut at its end last of all."""
+    previous = ""
+    prompts: list[str] = []
+    paths: list[str] = []
+    commands: list[str] = []
+    tools: list[str] = []
+    errors: list[str] = []
+    for message in messages:
+        if isinstance(message, SystemPrompt):
+            if message.is_compressed:
+                previous = message.content
+            continue
+        if isinstance(message, UserMessage):
+            prompts.append(message.text)
+            paths += _PATH.findall(message.text)
+            continue
+        raw = message.raw if isinstance(message, RawOpenAIMessage) else {}
+        for name, call_id, arguments in _calls(message):
+            tools.append(f"{name} (id {call_id})")
+            paths += [str(v) for k, v in arguments.items() if k in _PATH_KEYS and isinstance(v, str)]
+            if isinstance(arguments.get("command"), str):
+                commands.append(arguments["command"])
+        if raw.get("role") == "tool":
+            text = content_text(raw.get("content"))
+            errors += [_clip(line) for line in text.splitlines()[:400] if _ERROR.search(line)][:5]
+    paths, commands, tools, errors = (_unique(x)[-MAX_ITEMS:] for x in (paths, commands, tools, errors))
+
+    def bullets(items: list[str], code: bool = False) -> str:
+        return "\n".join(f"- `{_clip(i)}`" if code else f"- {i}" for i in items) or "- (none)"
+
+    def render(prompt_items: list[str], fact_cut: int) -> str:
+        left_out = len(prompts) - len(prompt_items)
+        quoted = "\n".join(f"- {json.dumps(p, ensure_ascii=False)}" for p in prompt_items) or "- (none)"
+        if left_out:
+            quoted = f"- ({left_out} earlier prompts are in the offload log)\n" + quoted
+        keep = lambda items: items[-fact_cut:] if fact_cut else []  # noqa: E731 - newest last
+        return "\n\n".join([
+            "## system_context\n" + (f"Earlier summary, carried forward:\n{previous}" if previous else "- (no earlier summary)"),
+            f"## overview\nxun wrote this summary itself because {reason}. {len(messages)} messages were condensed; "
+            f"their originals are in {offload_hint}, and search_history finds them by their words.",
+            "## key_facts\nFiles:\n" + bullets(keep(paths), True) + "\nCommands run:\n" + bullets(keep(commands), True)
+            + "\nTool calls:\n" + bullets(keep(tools)) + "\nError lines in tool results:\n" + bullets(keep(errors), True),
+            "## user_preferences\n- (not extracted; see the user's prompts)",
+            "## decisions\n- (not extracted)",
+            "## pending_tasks\nThe user's prompts, word for word, oldest first:\n" + quoted,
+            "## open_questions\n- (not extracted)",
+            "## tone_context\n- (not extracted)",
+        ])
+
+    prompt_items, fact_cut = list(prompts), MAX_ITEMS
+    text = render(prompt_items, fact_cut)
+    while len(text) > max_chars:  # shed old facts, then old prompts, and last the end of the earlier summary
+        if fact_cut > 3:
+            fact_cut //= 2
+        elif len(prompt_items) > 1:
+            prompt_items.pop(0)
+        elif fact_cut:
+            fact_cut = 0
+        elif previous and not previous.endswith(CUT_NOTE):
+            keep = max(0, len(previous) - (len(text) - max_chars) - len(CUT_NOTE))
+            previous = previous[:keep] + CUT_NOTE
+        else:
+            break
+        text = render(prompt_items, fact_cut)
+    return text

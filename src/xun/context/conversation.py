@@ -1,0 +1,1032 @@
+"""The conversation: typed messages, length estimates, the two compaction tiers, persistence.
+
+Tier 1 (`compact_toolcall`) swaps old tool results for placeholders and keeps the originals;
+tier 2 (`plan_compaction` + `apply_compaction`, or `compact`/`acompact`) replaces older turns with a
+summary, after appending their originals to the offload log. Nothing is ever dropped: every text is
+in the messages, the reclaimed originals, the offload log or (when the log cannot be written) the
+session's kept originals.
+
+With a search index attached (`history_index`), every step that changes what is history queues the
+matching index write. The synchronous API writes it inline, in the same call; the async one
+(`acompact_toolcall`, `aapply_compaction`, `acompact`, `arestore_toolcall`), which the agent uses,
+changes the conversation on the event loop and then writes the index in a worker thread, so a first
+reclaim of thousands of results does not freeze a front end running on the same loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import contextlib
+import dataclasses
+import gc
+import io
+import json
+import mimetypes
+import os
+import re
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from xun.base.atomic import open_regular, write_text_atomic
+from xun.context.compaction_results import CompactionCounter, SummaryCompactResult, ToolCallCompactResult
+from xun.context.messages import (
+    Message,
+    MessageFormatError,
+    RawOpenAIMessage,
+    SystemPrompt,
+    UserMessage,
+    content_text,
+    message_from_json,
+)
+from xun.context.message_list import MessageList
+from xun.context.prompt_cache import PromptCacheRecord
+from xun.base.errors import SessionFormatError
+from xun.context.offload import append_offload, utc_now_iso
+from xun.context.reclaimed import ARGUMENTS_PREVIEW, ReclaimedArchive, ReclaimedToolResult
+from xun.base.valid_text import valid_text, valid_values
+
+
+class HistoryListener(Protocol):
+    """Told what leaves the context, in the same step (the recall index, `xun.context.recall.HistoryIndex`,
+    listens): each call returns a warning to show, or None. On async paths the calls run in a worker thread."""
+
+    def index_offload(
+        self, session: str, messages: Iterable[Message], *, reclaimed: Mapping[str, str] | None = None, when: str
+    ) -> str | None: ...
+
+    def index_reclaimed(self, session: str, results: Iterable[tuple[ReclaimedToolResult, str]]) -> str | None: ...
+
+    def forget_reclaimed(self, session: str, tool_call_ids: Iterable[str] | None = None) -> str | None: ...
+
+
+FORMAT_VERSION = 1
+DEFAULT_TOKENS_PER_CHAR = 0.25
+MESSAGE_TOKENS = 5
+"""Tokens a chat template adds around each message (ChatML and Llama 3 use 5, OpenAI about 4)."""
+TOKENS_PER_CHAR_RANGE = (0.05, 1.0)
+_DECODER = json.JSONDecoder()
+TRUNCATE_AT = 1000
+PLACEHOLDER = (
+    "[Compacted, ID: {id}. If this content is still needed, call extract_compacted_tool_result "
+    "with this ID or re-run the tool.]"
+)
+_PLACEHOLDER_HEAD = "[Compacted, ID: "
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def is_session_id(text: object) -> bool:
+    """Whether `text` can name the session's files (`<id>.json`, `<id>.md`): letters, digits, '_', '-'
+    and '.', no '..', so an id read from a file can never name a path outside its folder."""
+    return isinstance(text, str) and bool(_SESSION_ID.match(text)) and ".." not in text
+
+
+class StalePlanError(RuntimeError):
+    """The conversation changed (other than by appending) after the compaction plan was made."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """What a summary would do now: messages[1:cut_index] condensed, `kept` the new tail.
+
+    `condensed` is what the summarizer is shown (the system message first, when there is one);
+    `carried_user` is the last user message when it lies before the cut and is carried to the head
+    of the tail. Lengths are estimated characters; `estimated_length_after` leaves the summary out.
+    """
+
+    cut_index: int
+    condensed: list[Message]
+    kept: list[Message]
+    carried_user: UserMessage | None
+    estimated_length_before: int
+    estimated_length_after: int
+    message_count: int
+    edits: int
+
+    @property
+    def nothing_to_condense(self) -> bool:
+        return not any(m.role != "system" for m in self.condensed)
+
+    @property
+    def condensed_count(self) -> int:
+        """Messages that leave the conversation (the system message stays, so it is not counted)."""
+        return sum(1 for m in self.condensed if m.role != "system")
+
+
+@dataclass(slots=True)
+class SummarizationEvent:
+    """One applied summary: where the cut was, the summary text, and where the originals went."""
+
+    cutoff_index: int
+    summary_message: str
+    file_path: str | None
+    time: float
+    condensed_count: int
+    kept_count: int
+    warning: str | None = None
+    offload_when: str | None = None
+    """The heading time of the offload log's section holding the originals (how the chat finds them)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cutoff_index": self.cutoff_index,
+            "summary_message": self.summary_message,
+            "file_path": self.file_path,
+            "time": self.time,
+            "condensed_count": self.condensed_count,
+            "kept_count": self.kept_count,
+            "warning": self.warning,
+            "offload_when": self.offload_when,
+        }
+
+
+def image_to_url(image: Any) -> str:
+    """Normalise an image to a URL: data: and http(s) URLs pass, files and PIL images become data URLs."""
+    if isinstance(image, str) and image.startswith(("data:", "http://", "https://")):
+        return image
+    if isinstance(image, (str, os.PathLike)):
+        path = Path(image)
+        if not path.is_file():
+            raise ValueError(f"image {str(image)!r} is neither a URL nor a readable file")
+        mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        if not mime.startswith("image/"):
+            raise ValueError(f"{path} does not look like an image (type {mime})")
+        return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+    if hasattr(image, "save"):  # a PIL image, without importing PIL
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        return f"data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
+    raise ValueError(f"unsupported image of type {type(image).__name__}")
+
+
+class _IndexWrite:
+    """One queued write to the search index: `write` only uses what it was given when queued (never the
+    conversation), so it can run in any thread; `settle` takes its warning afterwards, on the loop."""
+
+    __slots__ = ("write", "settle", "warning", "done")
+
+    def __init__(self, write: Callable[[], str | None], settle: Callable[[str | None], None] | None) -> None:
+        self.write = write
+        self.settle = settle
+        self.warning: str | None = None
+        self.done = False
+
+
+class _IndexWrites:
+    """The index writes a conversation owes, run strictly in the order they were queued, by one runner
+    at a time: a restore's delete can never overtake the insert of the reclaim before it, even when that
+    insert is still running in a worker thread."""
+
+    def __init__(self) -> None:
+        self._queue: collections.deque[_IndexWrite] = collections.deque()
+        self._lock = threading.Lock()
+
+    def add(self, job: _IndexWrite) -> None:
+        self._queue.append(job)
+
+    def run(self) -> None:
+        """Run every queued write (any thread). Waits for a runner already at work in another thread."""
+        with self._lock:
+            while self._queue:
+                job = self._queue.popleft()
+                try:
+                    job.warning = job.write()
+                except Exception as exc:  # noqa: BLE001 - the index's own calls never raise; this is a last guard
+                    job.warning = f"the search index was not updated ({type(exc).__name__}: {exc}); run `xun history --reindex`"
+                job.done = True
+
+
+async def _in_thread_despite_cancel(fn: Callable[[], None]) -> None:
+    """Run `fn` in a worker thread and wait for it to finish even when the task is cancelled meanwhile:
+    the conversation has already changed, so the step must end whole (its warnings taken, its events
+    sent) before the cancellation is delivered, at the task's next await, as it was when the step was
+    synchronous."""
+    future = asyncio.ensure_future(asyncio.to_thread(fn))
+    task = asyncio.current_task()
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if future.cancelled() or task is None:
+                raise
+            cancelled = True
+            task.uncancel()
+    future.result()
+    if cancelled and task is not None:
+        task.cancel()
+
+
+def tool_result_text(content: Any) -> str:
+    """The text stored for a tool result: `value_str()` when it has one, strings as they are, else JSON."""
+    try:
+        if isinstance(content, str):
+            return content
+        value_str = getattr(content, "value_str", None)
+        if callable(value_str):
+            text = value_str()
+            if not isinstance(text, str):
+                raise TypeError(f"value_str() returned {type(text).__name__}, not str")
+            return text
+        return json.dumps(content, ensure_ascii=False)
+    except Exception as exc:  # any failure to turn the result into text is stored, not raised
+        return f"[Error] Failed to serialize tool result: {exc}"
+
+
+class Conversation:
+    """The messages sent to the model, and everything compaction took out of them."""
+
+    def __init__(
+        self,
+        conversation_id: str | None = None,
+        offload_dir: str | os.PathLike[str] | None = None,
+        history_index: HistoryListener | None = None,
+    ) -> None:
+        self._messages = MessageList()
+        self.conversation_id: str = conversation_id or uuid.uuid4().hex
+        self.total_tokens: int | None = None
+        """`usage.total_tokens` of the last model response: the only trigger of auto-compaction."""
+        self.usage_chars: int | None = None
+        """The estimated length when `total_tokens` was reported, to estimate what was added since."""
+        self.tokens_per_char = DEFAULT_TOKENS_PER_CHAR
+        """Reported tokens per estimated character, from the last report (calibrates estimates)."""
+        self.overhead_chars = 0
+        """Characters a request carries besides the messages (tool schemas), at the last report."""
+        self.usage_messages = 0
+        """How many messages there were when `total_tokens` was reported."""
+        self.fixed_tokens: int | None = None
+        """Tokens a request costs beyond its messages' characters and their framing (tool definitions as
+        the server renders them, the reply's opening), measured by `calibrate`; None: not measured."""
+        self.compaction_counter = CompactionCounter()
+        self.prompt_cache = PromptCacheRecord()
+        """What the server served from its prompt cache: the last call's figures and the totals."""
+        self.offload_dir: Path | None = Path(offload_dir) if offload_dir is not None else None
+        """Where summaries append the originals (`<id>.md`); None keeps them in the session instead."""
+        self.history_index: HistoryListener | None = history_index
+        """The search index (`xun.context.recall`) that offloads and reclaims are also written to; None (a bare
+        conversation) touches no disk for it. `SessionStore.new()`/`load()` attach the store's index."""
+        self.history_warnings: list[str] = []
+        """Index problems met by reclaims, restores and clears, for the front end (`take_history_warnings`);
+        a summary's own index problem is its result's `warning`."""
+        self._index_writes = _IndexWrites()
+        self._index_owed: collections.deque[_IndexWrite] = collections.deque()
+        """Queued index writes whose warnings have not been taken yet (touched on the loop only)."""
+        self.created_at: float = time.time()
+        self.title: str | None = None
+        """What `/sessions` and `xun sessions` call it: set with /name, else the first prompt (kept at save)."""
+        self.usage_totals: dict[str, int] = {}
+        """The session's model usage as the server reported it ("calls", "prompt", "completion", and
+        "cached_input" once known): kept with the session, across resumes."""
+        self.summarizations: list[SummarizationEvent] = []
+        self.compaction_log: list[dict[str, Any]] = []
+        """Compaction events as JSON records, written by the agent and shown by front ends."""
+        self.kept_originals: list[dict[str, Any]] = []
+        """Summarised originals not offloaded to a log: {"time", "reason", "messages": [Message...]}."""
+        self._reclaimed = ReclaimedArchive()
+        self._pinned: set[str] = set()
+        self._reclaim_frontier = 0
+
+    # ----------------------------------------------------------------- messages
+
+    @property
+    def messages(self) -> MessageList:
+        """A mutable list of message objects; append to it freely, every figure stays right."""
+        return self._messages
+
+    @messages.setter
+    def messages(self, value: Sequence[Message]) -> None:
+        self._messages = value if isinstance(value, MessageList) else MessageList(value)
+        self._reclaim_frontier = 0
+
+    def completion_params(self) -> list[dict[str, Any]]:
+        """The whole conversation as the list of message params sent to the model."""
+        return [m.completion_param() for m in self._messages]
+
+    def _system(self) -> SystemPrompt | None:
+        first = self._messages[0] if self._messages else None
+        return first if isinstance(first, SystemPrompt) else None
+
+    def set_system_message_content(self, content: str, is_compressed: bool = False) -> None:
+        """Replace or insert message 0, keeping its persistent sections.
+
+        A role prompt (`is_compressed=False`) set after a summary replaces the role prompt and keeps
+        the summary; a summary (`is_compressed=True`) keeps the role prompt in `base_prompt`.
+        """
+        current = self._system()
+        sections = dict(current.persist_sections) if current else {}
+        if current is None:
+            prompt = SystemPrompt(content=content, is_compressed=is_compressed)
+            self._messages.insert(0, prompt)
+            return
+        if is_compressed:
+            base = current.base_prompt if current.is_compressed else current.content
+            prompt = SystemPrompt(content=content, is_compressed=True, persist_sections=sections, base_prompt=base)
+        elif current.is_compressed:
+            prompt = SystemPrompt(content=current.content, is_compressed=True, persist_sections=sections, base_prompt=content)
+        else:
+            prompt = SystemPrompt(content=content, persist_sections=sections)
+        self._messages[0] = prompt
+
+    def set_persistent_section(self, name: str, content: str) -> None:
+        """Write a section kept across compaction (AGENTS.md lives here); empty content deletes it."""
+        current = self._system()
+        if current is None:
+            if not content:
+                return
+            self._messages.insert(0, SystemPrompt(content="", persist_sections={name: content}))
+            return
+        sections = dict(current.persist_sections)
+        if content:
+            sections[name] = content
+        elif sections.pop(name, None) is None:
+            return
+        self._messages[0] = SystemPrompt(
+            content=current.content, is_compressed=current.is_compressed, persist_sections=sections, base_prompt=current.base_prompt
+        )
+
+    def add_user_message(self, content: str, images: Sequence[Any] | None = None) -> None:
+        urls = [image_to_url(image) for image in images] if images else []
+        self._messages.append(UserMessage(text=valid_text(content), images=urls))
+
+    def set_response_schema(self, schema: Any) -> None:
+        """Ask for the last user message to be answered as JSON matching a pydantic model (or a schema dict)."""
+        last = self._messages[-1] if self._messages else None
+        if not isinstance(last, UserMessage):
+            raise ValueError("set_response_schema needs the last message to be a user message")
+        schema_dict = schema if isinstance(schema, dict) else schema.model_json_schema()
+        self._messages[-1] = UserMessage(text=last.text, images=list(last.images), response_schema=json.dumps(schema_dict))
+
+    def add_agent_message(self, message: Any) -> None:
+        """Append an assistant reply (an openai `ChatCompletionMessage` or a dict), minus an empty `tool_calls`."""
+        if isinstance(message, dict):
+            raw = dict(message)
+        else:
+            raw = message.model_dump(exclude_none=True)
+        raw.setdefault("role", "assistant")
+        raw.setdefault("content", None)
+        if raw.get("tool_calls") == []:
+            del raw["tool_calls"]
+        self._messages.append(RawOpenAIMessage(raw=valid_values(raw)))
+
+    def add_tool_result(self, tool_call_id: str, content: Any) -> None:
+        """Append a `role="tool"` message linked to its call by `tool_call_id`."""
+        text = content if type(content) is str else tool_result_text(content)
+        self._messages.append(RawOpenAIMessage(raw={"role": "tool", "tool_call_id": valid_text(tool_call_id),
+                                                    "content": valid_text(text)}))
+
+    def pop_last_message_if_user(self) -> UserMessage | None:
+        """On cancel: take back the unanswered user message, if it is the last one."""
+        if self._messages and isinstance(self._messages[-1], UserMessage):
+            return self._messages.pop()  # type: ignore[return-value]
+        return None
+
+    def _last_user_index(self) -> int:
+        for i in range(len(self._messages) - 1, -1, -1):
+            if isinstance(self._messages[i], UserMessage):
+                return i
+        return -1
+
+    def pop_from_last_user_message(self, inclusive: bool = True) -> list[Message]:
+        """Pop what follows the last user message (`/retry`), and the message too when `inclusive` (`/revise`)."""
+        index = self._last_user_index()
+        if index < 0:
+            return []
+        start = index if inclusive else index + 1
+        popped = list(self._messages[start:])
+        del self._messages[start:]
+        return popped
+
+    def clear(self) -> None:
+        """Empty all but the system message; reset tokens, counters and reclaimed originals.
+
+        The offload log, the compaction log and any kept originals stay: they are history, not context.
+        """
+        system = self._system()
+        if system is not None and system.is_compressed:  # a fresh start keeps the role and the rules, not the summary
+            system = SystemPrompt(content=system.base_prompt, persist_sections=dict(system.persist_sections))
+        self.messages = [system] if system and (system.content or system.persist_sections) else []  # no empty one
+        self.total_tokens = None
+        self.usage_chars = None
+        self.overhead_chars = 0
+        self.compaction_counter = CompactionCounter()
+        if self.history_index is not None and len(self._reclaimed):
+            index, session = self.history_index, self.conversation_id
+            self._queue_index_write(lambda: index.forget_reclaimed(session), self._history_warning)
+            self.write_history_index()
+        self._reclaimed.clear()
+        self._pinned.clear()
+
+    # --------------------------------------------------------------- measures
+
+    def estimated_message_length(self) -> int:
+        """Characters of content, text, reasoning and tool-call arguments, kept incrementally."""
+        return self._messages.estimated_length()
+
+    def record_usage(self, total_tokens: int, overhead_chars: int = 0) -> None:
+        """Take the server's `usage.total_tokens` for the conversation as it stands now.
+
+        `overhead_chars` is what the request carried besides the messages (the tool schemas): counting
+        it keeps the tokens-per-character ratio true early in a session, when the schemas dominate.
+        """
+        self.total_tokens = total_tokens
+        chars = self.estimated_message_length()
+        self.usage_chars = chars
+        self.usage_messages = len(self._messages)
+        self.overhead_chars = overhead_chars
+        if chars + overhead_chars > 0:
+            low, high = TOKENS_PER_CHAR_RANGE
+            self.tokens_per_char = min(max(total_tokens / (chars + overhead_chars), low), high)
+
+    def calibrate(self, tokens_per_char: float, fixed_tokens: int) -> None:
+        """Take a measure of the server's tokenizer (`xun.agent.window`): tokens per character of message text,
+        and what a request costs besides its messages and their framing (tool definitions, the reply's
+        opening)."""
+        low, high = TOKENS_PER_CHAR_RANGE
+        self.tokens_per_char = min(max(tokens_per_char, low), high)
+        self.fixed_tokens = fixed_tokens
+
+    def estimated_tokens(self) -> int:
+        """Tokens of the next request now: the last reported total plus what was added (or removed) since,
+        calibrated; with no report since the last summary, the estimated length times the ratio plus each
+        message's framing and the request's fixed cost (measured by `calibrate`, else the tool
+        definitions' characters times the ratio)."""
+        chars = self.estimated_message_length()
+        framing = MESSAGE_TOKENS * len(self._messages)
+        if self.total_tokens is not None and self.usage_chars is not None:
+            added = (chars - self.usage_chars) * self.tokens_per_char + MESSAGE_TOKENS * (len(self._messages) - self.usage_messages)
+            return max(0, round(self.total_tokens + added))
+        if self.fixed_tokens is not None:
+            return max(0, round(chars * self.tokens_per_char) + framing + self.fixed_tokens)
+        return round((chars + self.overhead_chars) * self.tokens_per_char) + framing
+
+    @staticmethod
+    def content_to_text(content: Any, truncate: bool = False) -> str:
+        text = content_text(content)
+        if truncate and len(text) > TRUNCATE_AT:
+            return text[:TRUNCATE_AT] + "…(truncated)"
+        return text
+
+    def to_history(self, truncate: bool = False) -> list[dict[str, str]]:
+        """`{role, content}` records of what the model sees, for the UI."""
+        return [
+            {"role": m.role, "content": self.content_to_text(m.completion_param().get("content"), truncate)}
+            for m in self._messages
+        ]
+
+    # ------------------------------------------------------------------ tier 1
+
+    @property
+    def compacted_toolcalls(self) -> ReclaimedArchive:
+        """Reclaimed tool results by tool call id, oldest first: a read-only mapping of their metadata."""
+        return self._reclaimed
+
+    def compacted_toolcall_result(self, toolcall_id: str) -> str | None:
+        """The original of a reclaimed tool result, or None if that id was never reclaimed."""
+        return self._reclaimed.original(toolcall_id)
+
+    def _tool_call_of(self, index: int, call_id: str) -> tuple[str, str]:
+        """Name and arguments of the call that produced the tool result at `index`."""
+        for j in range(index - 1, -1, -1):
+            message = self._messages[j]
+            if not isinstance(message, RawOpenAIMessage) or message.raw.get("role") == "tool":
+                continue
+            for call in message.raw.get("tool_calls") or ():
+                if call.get("id") == call_id:
+                    function = call.get("function") or {}
+                    return str(function.get("name", "")), str(function.get("arguments", ""))
+            break
+        return "", ""
+
+    def compact_toolcall(self, keep_max: int = 12, *, write_index: bool = True) -> ToolCallCompactResult:
+        """Tier 1: replace all but the newest `keep_max` tool results with recoverable placeholders.
+
+        A result is replaced only when the placeholder is shorter. Results restored with
+        `restore_toolcall` stay until they leave the conversation. Repeat calls reclaim nothing new
+        but still count a tool round, and cost in proportion to what changed since the last call.
+        With `write_index=False` the index write is only queued (`acompact_toolcall` runs it in a thread).
+        """
+        if keep_max < 0:
+            raise ValueError("keep_max must be >= 0")
+        self.compaction_counter.tool_rounds += 1
+        messages = self._messages
+        before = messages.estimated_length()
+        start = min(self._reclaim_frontier, messages.low_water, len(messages))
+        cutoff = len(messages)  # the oldest kept tool result; everything before it may be reclaimed
+        seen = 0
+        for i in range(len(messages) - 1, start - 1, -1):
+            message = messages[i]
+            if type(message) is RawOpenAIMessage and message.raw.get("role") == "tool":
+                if seen == keep_max:
+                    break
+                seen += 1
+                cutoff = i
+        reclaimed: list[str] = []
+        index = self.history_index
+        indexed: list[tuple[ReclaimedToolResult, str]] = []
+        now = time.time()
+        if seen == keep_max:
+            for i in range(start, cutoff):
+                message = messages[i]
+                if type(message) is not RawOpenAIMessage:
+                    continue
+                raw = message.raw
+                if raw.get("role") != "tool":
+                    continue
+                call_id = str(raw.get("tool_call_id", ""))
+                if call_id in self._pinned:
+                    continue
+                text = content_text(raw.get("content"))
+                if text.startswith(_PLACEHOLDER_HEAD):
+                    continue
+                placeholder = PLACEHOLDER.format(id=call_id)
+                if len(placeholder) >= len(text):
+                    continue
+                name, arguments = self._tool_call_of(i, call_id)
+                record = ReclaimedToolResult(call_id, name, arguments[:ARGUMENTS_PREVIEW], len(text), now)
+                self._reclaimed.add(record, text)
+                messages[i] = RawOpenAIMessage(raw={**raw, "content": placeholder})
+                reclaimed.append(call_id)
+                if index is not None:
+                    indexed.append((record, text))
+            self._reclaim_frontier = cutoff
+        else:
+            self._reclaim_frontier = start
+        messages.low_water = sys.maxsize
+        if indexed and index is not None:  # a failure is a warning: the originals stay in the archive
+            session = self.conversation_id
+            self._queue_index_write(lambda: index.index_reclaimed(session, indexed), self._history_warning)
+        if write_index:
+            self.write_history_index()
+        after = messages.estimated_length()
+        return ToolCallCompactResult(
+            reclaimed_count=len(reclaimed),
+            reclaimed_fraction=(before - after) / before if before else 0.0,
+            reclaimed_ids=tuple(reclaimed),
+            length_before=before,
+            length_after=after,
+        )
+
+    async def acompact_toolcall(self, keep_max: int = 12) -> ToolCallCompactResult:
+        """`compact_toolcall` for the event loop: the placeholders go in at once, the index is written in
+        a worker thread; its warnings are in `history_warnings` when this returns."""
+        result = self.compact_toolcall(keep_max, write_index=False)
+        await self.awrite_history_index()
+        return result
+
+    def _history_warning(self, warning: str | None) -> None:
+        if warning:
+            self.history_warnings.append(warning)
+
+    # ------------------------------------------------------------ the search index
+
+    def _queue_index_write(self, write: Callable[[], str | None], settle: Callable[[str | None], None] | None) -> _IndexWrite:
+        job = _IndexWrite(write, settle)
+        self._index_owed.append(job)
+        self._index_writes.add(job)
+        return job
+
+    def _settle_index_writes(self) -> None:
+        """Hand the warnings of finished writes to their steps, in order (on the loop's thread only)."""
+        owed = self._index_owed
+        while owed and owed[0].done:
+            job = owed.popleft()
+            if job.settle is not None:
+                job.settle(job.warning)
+
+    def write_history_index(self) -> None:
+        """Run the queued index writes here and now (the synchronous API does, inline)."""
+        self._index_writes.run()
+        self._settle_index_writes()
+
+    async def awrite_history_index(self) -> None:
+        """Run the queued index writes in a worker thread: SQLite's work stays off the event loop, and
+        the conversation is not touched there (the writes only use what they were queued with)."""
+        if self._index_owed and not self._index_owed[-1].done:  # queued, or still running in another runner
+            await _in_thread_despite_cancel(self._index_writes.run)
+        self._settle_index_writes()
+
+    def take_history_warnings(self) -> list[str]:
+        """The index warnings not shown yet (and forget them)."""
+        taken, self.history_warnings = self.history_warnings, []
+        return taken
+
+    def restore_toolcall(self, toolcall_id: str, *, write_index: bool = True) -> None:
+        """Put a reclaimed original back in place of its placeholder, and keep it there.
+
+        Raises KeyError for an id that was never reclaimed, ValueError when its message has since
+        left the conversation in a summary (the original stays readable by id). With `write_index=False`
+        the index write is only queued (`arestore_toolcall` runs it in a thread).
+        """
+        if toolcall_id not in self._reclaimed:
+            raise KeyError(f"no reclaimed tool result has the id {toolcall_id!r}")
+        for i in range(len(self._messages) - 1, -1, -1):
+            message = self._messages[i]
+            if type(message) is RawOpenAIMessage and message.raw.get("role") == "tool" and message.raw.get("tool_call_id") == toolcall_id:
+                original = self._reclaimed.pop(toolcall_id)
+                self._messages[i] = RawOpenAIMessage(raw={**message.raw, "content": original})
+                self._pinned.add(toolcall_id)
+                if self.history_index is not None:
+                    index, session = self.history_index, self.conversation_id
+                    self._queue_index_write(lambda: index.forget_reclaimed(session, [toolcall_id]), self._history_warning)
+                if write_index:
+                    self.write_history_index()
+                return
+        raise ValueError(
+            f"tool result {toolcall_id!r} was summarised away; its original is still available by id but "
+            "there is no place left in the conversation to restore it to"
+        )
+
+    async def arestore_toolcall(self, toolcall_id: str) -> None:
+        """`restore_toolcall` for the event loop: the index write runs in a worker thread."""
+        self.restore_toolcall(toolcall_id, write_index=False)
+        await self.awrite_history_index()
+
+    # ------------------------------------------------------------------ tier 2
+
+    def plan_compaction(self, keep_recent: int) -> CompactionPlan:
+        """Choose the cut for a summary keeping about `keep_recent` recent messages, changing nothing.
+
+        1. If the tail from the last user message has at most `keep_recent` messages, cut there.
+        2. Otherwise cut at `len - keep_recent` and move forward past tool results, so the tail never
+           opens on a tool result whose call was condensed (parallel results stay together).
+        3. In the middle of a turn (the last message is the prompt, a tool call or a tool result), the cut
+           never passes the turn's user message: the turn's tool calls and results are kept word for
+           word, since a turn whose own results were summarised away repeated their side effects. When
+           that turn is all there is, there is nothing to condense.
+        4. Otherwise a last user message before the cut is carried verbatim to the head of the tail.
+        """
+        if keep_recent < 0:
+            raise ValueError("keep_recent must be >= 0")
+        messages = self._messages
+        n = len(messages)
+        has_system = self._system() is not None
+        first = 1 if has_system else 0
+        last_user = self._last_user_index()
+        if last_user >= 0 and (n - last_user <= keep_recent or self._turn_in_progress()):
+            cut = last_user  # rule 1, or rule 3: a turn still running keeps its calls and results
+        else:
+            cut = max(n - keep_recent, first)
+            while cut < n and messages[cut].role == "tool":
+                cut += 1
+        cut = max(cut, first)
+        carried = messages[last_user] if first <= last_user < cut else None
+        condensed = list(messages[:cut])
+        kept = ([carried] if carried is not None else []) + list(messages[cut:])
+        before = messages.estimated_length()
+        after = before - messages.counted_length(first, cut)
+        if carried is not None:
+            after += messages.counted_length(last_user, last_user + 1)
+        return CompactionPlan(
+            cut_index=cut,
+            condensed=condensed,
+            kept=kept,  # type: ignore[arg-type]
+            carried_user=carried,  # type: ignore[arg-type]
+            estimated_length_before=before,
+            estimated_length_after=after,
+            message_count=n,
+            edits=messages.edits,
+        )
+
+    def _turn_in_progress(self) -> bool:
+        """Whether the newest turn is unfinished: its last message is the prompt, a tool call or a tool
+        result, not the model's final reply."""
+        if not self._messages:
+            return False
+        last = self._messages[-1]
+        if isinstance(last, UserMessage):
+            return True
+        return isinstance(last, RawOpenAIMessage) and (last.raw.get("role") == "tool" or bool(last.raw.get("tool_calls")))
+
+    def apply_compaction(self, plan: CompactionPlan, summary: str | None, *, write_index: bool = True) -> SummaryCompactResult:
+        """Apply a plan with the summary written for `plan.condensed`.
+
+        No summary or an empty one: SUMMARIZE_FAILED and nothing changes (judging a summary's
+        quality, e.g. that it is shorter than what it replaces, is the policy's job). On success the originals are appended to the offload log (fsynced) before
+        they leave the conversation; if the log cannot be written they are kept in the session and
+        the result carries a warning. Messages appended after planning stay, after the kept tail.
+        With `write_index=False` the index write of the offload is only queued, and its warning is not
+        in the result: `aapply_compaction` runs it in a thread and adds it.
+        """
+        Status = SummaryCompactResult.Status
+        if plan.nothing_to_condense:
+            return SummaryCompactResult(Status.NOTHING_TO_CONDENSE, "Nothing to condense: the history is already short.")
+        if plan.edits != self._messages.edits or len(self._messages) < plan.message_count:
+            raise StalePlanError("the conversation changed after the compaction was planned; plan again")
+        if summary is None or not summary.strip():
+            return SummaryCompactResult(Status.SUMMARIZE_FAILED, "The summarizer returned no summary; nothing changed.")
+        summary = summary.strip()
+        leaving = [m for m in plan.condensed if m.role != "system"]
+        offload_path, warning, job, when = None, None, None, None
+        if self.offload_dir is None:
+            self.kept_originals.append({"time": time.time(), "reason": "no offload log configured", "messages": leaving})
+        else:
+            target = self.offload_dir / f"{self.conversation_id}.md"
+            reclaimed = self._reclaimed.originals() if self._reclaimed else {}
+            when = utc_now_iso()
+            try:
+                offload_path = str(append_offload(target, leaving, conversation_id=self.conversation_id, reclaimed=reclaimed, when=when))
+            except OSError as exc:
+                warning = f"could not write the offload log {target} ({exc}); the originals are kept in the session file instead"
+                self.kept_originals.append({"time": time.time(), "reason": warning, "messages": leaving})
+            else:  # the same step indexes them, so the log and the index never disagree (a failure is a warning);
+                # inline here, or in a worker thread before `aapply_compaction` returns
+                if self.history_index is not None:
+                    index, session = self.history_index, self.conversation_id
+                    job = self._queue_index_write(lambda: index.index_offload(session, leaving, reclaimed=reclaimed, when=when), None)
+                    if write_index:
+                        self.write_history_index()
+                        warning = job.warning
+        new_tail = plan.kept + list(self._messages[plan.message_count:])
+        self.set_system_message_content(summary, is_compressed=True)
+        system = self._messages[0]
+        self.messages = [system, *new_tail]
+        self.total_tokens = None
+        self.compaction_counter = CompactionCounter(tool_rounds=0, summary_rounds=self.compaction_counter.summary_rounds + 1)
+        self._pinned.intersection_update(
+            str(m.raw.get("tool_call_id")) for m in new_tail if isinstance(m, RawOpenAIMessage) and m.raw.get("role") == "tool"
+        )
+        after = self.estimated_message_length()
+        before = plan.estimated_length_before
+        event = SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning,
+                                   when if offload_path else None)
+        self.summarizations.append(event)
+        if job is not None and not write_index:  # the index's warning, when it is written, is the summary's
+            job.settle = lambda index_warning: setattr(event, "warning", index_warning)
+        return SummaryCompactResult(
+            Status.COMPACTED,
+            f"Summarised {len(leaving)} messages, kept {len(new_tail)}.",
+            reclaimed_fraction=1 - after / before if before else 0.0,
+            condensed_count=len(leaving),
+            kept_count=len(new_tail),
+            length_before=before,
+            length_after=after,
+            offload_path=offload_path,
+            warning=warning,
+        )
+
+    async def aapply_compaction(self, plan: CompactionPlan, summary: str | None) -> SummaryCompactResult:
+        """`apply_compaction` for the event loop: the log is written and the conversation changed at once,
+        then the offload is indexed in a worker thread; the result carries the index's warning."""
+        before = len(self.summarizations)
+        result = self.apply_compaction(plan, summary, write_index=False)
+        event = self.summarizations[-1] if len(self.summarizations) > before else None
+        await self.awrite_history_index()
+        if event is not None and event.warning != result.warning:
+            result = dataclasses.replace(result, warning=event.warning)
+        return result
+
+    def compact(self, summarize: Callable[[list[Message]], str | None], keep_recent: int) -> SummaryCompactResult:
+        """Tier 2: summarise all but a recent tail; `summarize(messages)` returning None gives up."""
+        plan = self.plan_compaction(keep_recent)
+        if plan.nothing_to_condense:
+            return self.apply_compaction(plan, None)
+        return self.apply_compaction(plan, summarize(plan.condensed))
+
+    async def acompact(self, summarize: Callable[[list[Message]], Awaitable[str | None]], keep_recent: int) -> SummaryCompactResult:
+        """`compact` with an async summarizer (the agent's helper model)."""
+        plan = self.plan_compaction(keep_recent)
+        if plan.nothing_to_condense:
+            return self.apply_compaction(plan, None)
+        return await self.aapply_compaction(plan, await summarize(plan.condensed))
+
+    # ------------------------------------------------------------ persistence
+
+    def _head(self) -> dict[str, Any]:
+        return {
+            "format_version": FORMAT_VERSION,
+            "conversation_id": self.conversation_id,
+            "created_at": self.created_at,
+            "updated_at": time.time(),
+            "title": self.session_title(),
+            "tokens_used": self.total_tokens,
+            "tokens_now": self.estimated_tokens(),
+            "usage_totals": dict(self.usage_totals),
+            "usage": {"chars": self.usage_chars, "messages": self.usage_messages, "tokens_per_char": self.tokens_per_char,
+                      "overhead_chars": self.overhead_chars, "fixed_tokens": self.fixed_tokens},
+            "messages": [m.to_json() for m in self._messages],
+            "compacted_toolcalls": self._reclaimed.summary(),
+            "pinned_toolcalls": sorted(self._pinned),
+            "compaction": self.compaction_counter.to_json(),
+            "prompt_cache": self.prompt_cache.to_json(),
+            "summarizations": [e.to_json() for e in self.summarizations],
+            "compaction_log": self.compaction_log,
+            "kept_originals": [{**e, "messages": [m.to_json() for m in e["messages"]]} for e in self.kept_originals],
+        }
+
+    def session_title(self) -> str | None:
+        if self.title is None:  # the first prompt, remembered before a summary takes it out of the context
+            first = next((m for m in self._messages if isinstance(m, UserMessage) and m.text.strip()), None)
+            if first is not None:
+                self.title = " ".join(first.text.split())[:80]
+        return self.title
+
+    def dumps(self) -> str:
+        """The session as text: one line of JSON (the session), then one JSON line per reclaimed original.
+
+        Compact JSON has no raw newline, so the first line is always the whole head; the archive lines
+        follow in the order the results were reclaimed (see `xun.context.reclaimed`).
+        """
+        with _gc_paused():
+            head = json.dumps(self._head(), ensure_ascii=False, separators=(",", ":"))
+        return f"{head}\n{self._reclaimed.lines()}"
+
+    def dump(self, path: str | os.PathLike[str]) -> None:
+        """Save atomically (temporary file, fsync, rename), readable by the owner only. Text that UTF-8
+        cannot hold (a lone surrogate that got in some other way) is written as JSON escapes, so a save
+        never fails on text."""
+        try:
+            write_text_atomic(path, self.dumps())
+        except UnicodeEncodeError:
+            write_text_atomic(path, self._dumps_ascii())
+
+    def _dumps_ascii(self) -> str:
+        """`dumps` with every non-ASCII character as a JSON escape (lone surrogates included)."""
+        with _gc_paused():
+            head = json.dumps(self._head(), ensure_ascii=True, separators=(",", ":"))
+        lines = self._reclaimed.lines()
+        return f"{head}\n{lines.encode('utf-8', 'backslashreplace').decode('utf-8')}"
+
+    def loads(self, text: str | bytes, source: str | os.PathLike[str] | None = None) -> Conversation:
+        """Load session text (this format or a legacy one); on any problem raise SessionFormatError, change nothing."""
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SessionFormatError(source, f"not UTF-8 text ({exc})") from None
+        with _gc_paused():
+            try:  # the head is the first line; the archive lines after it are not parsed now
+                data, end = _DECODER.raw_decode(text)
+                archive_at = end + 1 if text.startswith("\n", end) else len(text)
+            except ValueError:
+                data = None
+            if not isinstance(data, dict) or "format_version" not in data:
+                try:  # legacy files are one (often indented) JSON document
+                    data, archive_at = json.loads(text), len(text)
+                except ValueError as exc:
+                    raise SessionFormatError(source, f"not valid JSON ({exc}); the file may be truncated or corrupt") from None
+            state = _parse_session(data, text, archive_at, source)
+        for name, value in state.items():
+            setattr(self, name, value)
+        return self
+
+    def load(self, path: str | os.PathLike[str]) -> Conversation:
+        try:
+            with open_regular(path) as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise SessionFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
+        return self.loads(text, source=path)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Building or parsing a large session makes no reference cycles; pausing the collector saves it
+    from re-walking every live object many times over."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError]) -> list[Message]:
+    """Typed messages from their stored forms; tool results and plain replies (most of them) inline,
+    messages with tool calls through `message_from_json`, which checks the calls."""
+    raw_class = RawOpenAIMessage
+    try:
+        return [
+            raw_class(raw)
+            if m.__class__ is dict and m.get("kind") == "raw" and (raw := m["raw"]).__class__ is dict
+            and raw.get("role").__class__ is str and "tool_calls" not in raw and raw.get("tool_call_id", "").__class__ is str
+            else message_from_json(m)
+            for m in items
+        ]
+    except (MessageFormatError, KeyError) as exc:
+        for index, item in enumerate(items):
+            try:
+                message_from_json(item)
+            except MessageFormatError as error:
+                raise fail(f"message {index}: {error}") from None
+        raise fail(f"a message is malformed ({exc!r})") from None
+
+
+def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[str, Any]:
+    """Validate a parsed session (current or legacy) into Conversation attributes."""
+
+    def fail(reason: str) -> SessionFormatError:
+        return SessionFormatError(source, reason)
+
+    if isinstance(data, list):  # the oldest form: a bare list of OpenAI messages
+        data = {"messages": data}
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        raise fail("not a xun session (expected an object with a 'messages' list)")
+    version = data.get("format_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise fail(f"format_version should be a whole number, got {version!r}")
+    if version > FORMAT_VERSION:
+        raise fail(f"written by a newer xun (format {version}; this one reads up to {FORMAT_VERSION})")
+    messages = _parse_messages(data["messages"], fail)
+    for i, message in enumerate(messages):
+        if isinstance(message, SystemPrompt) and i != 0:
+            raise fail(f"message {i}: a system prompt may only be message 0")
+    tokens = data.get("tokens_used")
+    if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
+        raise fail(f"tokens_used should be a whole number or null, got {tokens!r}")
+    conversation_id = data.get("conversation_id") or uuid.uuid4().hex
+    if not is_session_id(conversation_id):
+        raise fail(f"conversation_id should be a file name (letters, digits, '_', '-', '.'), got {conversation_id!r}")
+    reclaimed_head = data.get("compacted_toolcalls") or {}
+    if not isinstance(reclaimed_head, dict):
+        raise fail("compacted_toolcalls should be an object")
+    if version == 0:
+        reclaimed = ReclaimedArchive.from_legacy(reclaimed_head, source)
+    else:
+        reclaimed = ReclaimedArchive.from_lines(text, archive_at, reclaimed_head, source)
+    try:
+        counter = CompactionCounter.from_json(data.get("compaction") or {})
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    try:
+        prompt_cache = PromptCacheRecord.from_json(data.get("prompt_cache") or {})
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    events: list[SummarizationEvent] = []
+    summarizations = data.get("summarizations") or []
+    if not isinstance(summarizations, list):
+        raise fail("summarizations should be a list of objects")
+    for i, event in enumerate(summarizations):
+        try:
+            if not all(isinstance(event.get(key), (str, type(None))) for key in ("file_path", "warning", "offload_when")):
+                raise TypeError("file_path, warning and offload_when should be text or null")
+            events.append(
+                SummarizationEvent(
+                    cutoff_index=int(event["cutoff_index"]),
+                    summary_message=str(event["summary_message"]),
+                    file_path=event.get("file_path"),
+                    time=float(event.get("time") or 0.0),
+                    condensed_count=int(event.get("condensed_count") or 0),
+                    kept_count=int(event.get("kept_count") or 0),
+                    warning=event.get("warning"),
+                    offload_when=event.get("offload_when"),
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise fail(f"summarization event {i} is malformed ({exc!r})") from None
+    log = data.get("compaction_log") or []
+    kept = data.get("kept_originals") or []
+    pinned = data.get("pinned_toolcalls") or []
+    if not isinstance(log, list) or not all(isinstance(e, dict) for e in log):
+        raise fail("compaction_log should be a list of objects")
+    if not isinstance(kept, list) or not all(isinstance(e, dict) and isinstance(e.get("messages"), list) for e in kept):
+        raise fail("kept_originals should be a list of objects with a 'messages' list")
+    if not isinstance(pinned, list) or not all(isinstance(p, str) for p in pinned):
+        raise fail("pinned_toolcalls should be a list of ids")
+    try:
+        kept = [{**e, "messages": [message_from_json(m) for m in e["messages"]]} for e in kept]
+    except MessageFormatError as exc:
+        raise fail(f"kept_originals: {exc}") from None
+    usage = data.get("usage") or {}
+    usage_chars = usage.get("chars") if isinstance(usage, dict) else None
+    ratio = usage.get("tokens_per_char") if isinstance(usage, dict) else None
+    overhead = usage.get("overhead_chars", 0) if isinstance(usage, dict) else 0
+    fixed = usage.get("fixed_tokens") if isinstance(usage, dict) else None
+    usage_messages = usage.get("messages") if isinstance(usage, dict) else None
+    if not isinstance(usage_messages, int) or isinstance(usage_messages, bool) or not 0 <= usage_messages <= len(messages):
+        usage_messages = len(messages)  # older files: the report was taken as of the saved messages
+    if usage_chars is not None and (not isinstance(usage_chars, int) or usage_chars < 0):
+        raise fail(f"usage.chars should be a whole number or null, got {usage_chars!r}")
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0 < ratio <= 10:
+        ratio = DEFAULT_TOKENS_PER_CHAR
+    created = data.get("created_at")
+    title = data.get("title")
+    totals = data.get("usage_totals")
+    return {
+        "title": title if isinstance(title, str) and title.strip() else None,
+        "usage_totals": {k: v for k, v in totals.items() if isinstance(k, str) and isinstance(v, int)
+                         and not isinstance(v, bool) and v >= 0} if isinstance(totals, dict) else {},
+        "messages": MessageList(messages),
+        "conversation_id": conversation_id,
+        "total_tokens": tokens,
+        "usage_chars": usage_chars if tokens is not None else None,
+        "tokens_per_char": float(ratio),
+        "overhead_chars": overhead if isinstance(overhead, int) and not isinstance(overhead, bool) and overhead >= 0 else 0,
+        "fixed_tokens": fixed if isinstance(fixed, int) and not isinstance(fixed, bool) and abs(fixed) < 10_000_000 else None,
+        "usage_messages": usage_messages,
+        "compaction_counter": counter,
+        "prompt_cache": prompt_cache,
+        "_reclaimed": reclaimed,
+        "_pinned": set(pinned),
+        "summarizations": events,
+        "compaction_log": log,
+        "kept_originals": kept,
+        "created_at": float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else time.time(),
+    }

@@ -1,0 +1,838 @@
+"""Searchable history: a full-text index of everything compaction took out of the context.
+
+Every entry of every offload section (`xun.context.offload`) and every reclaimed tool result
+(`xun.context.reclaimed`) is a row of a SQLite database with an FTS5 index, `.xun/history.db`
+(`$XUN_HOME/history.db`). The Markdown logs and the session files stay the record: the index is derived
+from them, written in the same step as the offload or the reclaim (`Conversation.history_index`; the
+agent's async paths run that write in a worker thread, off the event loop), and can always be built
+again from them (`rebuild`).
+
+What front ends call::
+
+    index = HistoryIndex(workdir)                  # one per working directory; any thread may use it
+    index.search("foo-bar", limit=10, session=None, prefix=False) -> list[HistoryHit]  # best first
+    index.entry(hit.id) -> HistoryEntry | None     # the exact text
+    index.rebuild() -> RebuildReport               # `xun history --reindex`; also rebuild(workdir)
+    index.stats() -> IndexStats                    # row counts, schema version, bytes on disk
+    index.take_warnings() -> list[str]             # e.g. a damaged file that was moved aside and rebuilt
+
+An id stays the same until a rebuild numbers the rows again. A search needs every word; a query
+matching more than RANK_CAP rows ranks the newest RANK_CAP of them.
+
+No query text can make `search` raise: words are searched as words, whatever FTS5 syntax they hold. A
+damaged database (not SQLite, truncated, a foreign or newer schema) is never deleted: it is renamed to
+`history.db.corrupt-<UTC time>` and a new index is built from the logs and sessions, with a warning.
+`HistoryError` is raised only when the database cannot be used at all (no permission, a full disk, a
+lock held too long). The engine's own calls (`index_offload`, `index_reclaimed`, `forget_reclaimed`)
+never raise: they return a warning, and rows they could not write are retried at the next write.
+
+The schema is migrated by `PRAGMA user_version` (`MIGRATIONS`). Connections are opened per use, so
+no sqlite3 object ever crosses a thread; the database is in WAL mode and owner-readable only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xun.context import offload
+from xun.base import paths
+from xun.base.atomic import private_dirs
+from xun.base.errors import SessionFormatError
+from xun.context.offload import OffloadEntry, read_offload_log, transcript_entries
+from xun.context.reclaimed import ReclaimedToolResult
+
+if TYPE_CHECKING:
+    from xun.context.conversation import Conversation
+    from xun.context.messages import Message
+
+__all__ = [
+    "HistoryEntry",
+    "HistoryError",
+    "HistoryHit",
+    "HistoryIndex",
+    "IndexStats",
+    "MIGRATIONS",
+    "RebuildReport",
+    "SCHEMA_VERSION",
+    "fts_query",
+    "rebuild",
+    "reindex",
+]
+
+SCHEMA_VERSION = 2
+BUSY_TIMEOUT = 10.0
+"""Seconds a connection waits for another writer (another xun in the same folder) before giving up."""
+RANK_CAP = 2_000
+"""A query matching more rows than this ranks only the newest RANK_CAP of them: words that common say
+little about relevance, recent history is the likelier target, and ranking every one of 100,000 matches
+would cost far more than the 50 ms a search may take (see tests/benchmarks/bench_recall.py)."""
+PENDING_LIMIT = 20_000
+"""Rows kept in memory for a retry when writing fails; beyond this only a reindex recovers them."""
+MAX_QUERY_TERMS = 32
+SNIPPET_TOKENS = 16
+HIGHLIGHT = ("«", "»")
+
+_ROLES = {"Human": "user", "AI": "assistant", "AI reasoning": "reasoning", "AI tool call": "tool_call", "Tool": "tool"}
+_COLUMNS = (
+    "id", "key", "source", "session", "time", "role", "speaker", "tool", "tool_call_id", "arguments", "detail",
+    "position", "text",
+)
+_ROW_COLUMNS = _COLUMNS[1:]
+_INSERT = f"INSERT OR IGNORE INTO entries ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})"
+_NOT_TWICE = (
+    " AND NOT (e.source = 'offload' AND e.role = 'tool' AND e.detail LIKE '%, reclaimed earlier' AND EXISTS ("
+    "SELECT 1 FROM entries r WHERE r.session = e.session AND r.source = 'reclaimed' AND r.tool_call_id = e.tool_call_id))"
+)
+"""A tool result reclaimed and later summarised is in the index twice with the same text (its reclaimed
+original, and the log's "reclaimed earlier" entry); a search shows it once, as the reclaimed result."""
+_TERM = re.compile(r'"([^"]*)"|(\S+)')
+_TOKEN_CHAR = re.compile(r"[^\W_]")  # what FTS5's unicode61 tokenizer keeps: letters and digits
+_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
+Row = tuple[Any, ...]
+"""One row of `entries` without its id, in `_ROW_COLUMNS` order."""
+
+
+class HistoryError(RuntimeError):
+    """The history index cannot be used at all (permissions, a full disk, a lock held too long)."""
+
+
+class _Damaged(Exception):
+    """The file is not a usable xun history index (checked on open); it is moved aside and rebuilt."""
+
+
+# ----------------------------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryHit:
+    """One search result. `rank` is FTS5's bm25 score: lower is better; `snippet` is one line with the
+    matched words between the highlight marks."""
+
+    id: int
+    session: str
+    time: float
+    role: str  # user, assistant, reasoning, tool_call, tool
+    source: str  # "offload" (a summarised message) or "reclaimed" (a tool result replaced by a placeholder)
+    tool: str
+    tool_call_id: str
+    snippet: str
+    rank: float
+
+    @property
+    def when(self) -> str:
+        return iso_time(self.time)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One indexed message or tool result, with its exact text."""
+
+    id: int
+    session: str
+    time: float
+    role: str
+    source: str
+    speaker: str  # as the offload log writes it: Human, AI, AI reasoning, AI tool call, Tool
+    tool: str
+    tool_call_id: str
+    arguments: str  # a reclaimed result's call arguments (a preview, as the archive keeps them)
+    detail: str  # the offload log's detail, e.g. "read_file, id call_1, reclaimed earlier"
+    text: str
+
+    @property
+    def when(self) -> str:
+        return iso_time(self.time)
+
+
+@dataclass(slots=True)
+class RebuildReport:
+    entries: int = 0
+    logs: int = 0
+    sessions: int = 0
+    problems: list[str] = field(default_factory=list)
+    """Logs or sessions that could not be read (skipped, named with the reason)."""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    path: Path
+    schema_version: int
+    offloaded: int
+    reclaimed: int
+    sessions: int
+    bytes: int
+
+
+def iso_time(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _epoch(when: str) -> float:
+    try:
+        parsed = datetime.fromisoformat(when.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+# ------------------------------------------------------------------------------------------------ query
+
+
+def fts_query(text: str, prefix: bool = False) -> str:
+    """An FTS5 MATCH expression that finds `text`'s words as words: every word must occur.
+
+    Each word becomes a quoted string (a `"..."` span of the text stays one phrase), so FTS5 syntax in
+    the text (`-`, `*`, `"`, `AND`, `NEAR(`, `col:`) is searched for, never obeyed. Words without a
+    letter or digit are left out, and "" means there is nothing to search for. With `prefix`, a last
+    word of three characters or more also matches longer words (for results as they are typed).
+    """
+    text = _clean(text).replace("\x00", " ")
+    terms: list[str] = []
+    for match in _TERM.finditer(text):
+        term = match.group(1) if match.group(1) is not None else match.group(2)
+        if _TOKEN_CHAR.search(term):
+            terms.append(term)
+    terms = terms[:MAX_QUERY_TERMS]
+    if not terms:
+        return ""
+    quoted = ['"' + term.replace('"', '""') + '"' for term in terms]
+    if prefix and not text.endswith((" ", '"')) and len(terms[-1]) >= 3:
+        quoted[-1] += "*"
+    return " ".join(quoted)
+
+
+def _clean(text: str) -> str:
+    """Text SQLite can store: lone surrogates (from undecodable input) become U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+# ------------------------------------------------------------------------------------------------- rows
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def _split_detail(detail: str) -> tuple[str, str]:
+    """Tool name and call id from an offload detail such as "read_file, id call_1, reclaimed earlier"."""
+    tool, call_id = "", ""
+    for part in detail.split(", "):
+        if part.startswith("id "):
+            call_id = part[3:]
+        elif part != "reclaimed earlier" and not tool:
+            tool = part
+    return tool, call_id
+
+
+def offload_rows(session: str, when: str, entries: Sequence[OffloadEntry]) -> list[Row]:
+    """Rows for the entries of one offload section. The key is the content's, so writing the same
+    section twice (the incremental index, then a rebuild that reads it back) adds nothing."""
+    at = _epoch(when)
+    session = _clean(session)
+    rows = []
+    for position, entry in enumerate(entries):
+        speaker, detail, text = _clean(entry.speaker), _clean(entry.detail), _clean(entry.text)
+        tool, call_id = _split_detail(detail)
+        key = "o:" + _digest(session, when, str(position), speaker, detail, text)
+        rows.append((key, "offload", session, at, _ROLES.get(speaker, speaker.lower()), speaker, tool, call_id, "",
+                     detail, position, text))
+    return rows
+
+
+def reclaimed_row(session: str, record: ReclaimedToolResult, original: str, fallback_time: float = 0.0) -> Row:
+    session, call_id = _clean(session), _clean(record.tool_call_id)
+    at = record.reclaimed_at or fallback_time
+    return ("r:" + _digest(session, call_id), "reclaimed", session, at, "tool", "Tool", _clean(record.tool_name), call_id,
+            _clean(record.arguments), "", 0, _clean(original))
+
+
+def as_logged(entries: Iterable[OffloadEntry]) -> list[OffloadEntry]:
+    """The entries as `read_offload_log` will read them back from the log, so the incremental index and
+    a rebuild hold the same rows: the first line is parsed with the log's own pattern, and an entry the
+    log's reader cannot parse (an unknown speaker) is left out, as a rebuild would leave it out."""
+    out = []
+    for entry in entries:
+        head, newline, rest = entry.text.partition("\n")
+        match = offload._ENTRY.match(offload._entry(entry.speaker, head, entry.detail))
+        if match is not None:
+            out.append(OffloadEntry(match.group(1), match.group(3) + newline + rest, match.group(2) or ""))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- schema
+
+
+def _create_v1(db: sqlite3.Connection) -> None:
+    db.execute(
+        """CREATE TABLE entries (
+            id INTEGER PRIMARY KEY,
+            key TEXT NOT NULL UNIQUE,
+            source TEXT NOT NULL,
+            session TEXT NOT NULL,
+            time REAL NOT NULL,
+            role TEXT NOT NULL,
+            speaker TEXT NOT NULL,
+            tool TEXT NOT NULL DEFAULT '',
+            tool_call_id TEXT NOT NULL DEFAULT '',
+            arguments TEXT NOT NULL DEFAULT '',
+            detail TEXT NOT NULL DEFAULT '',
+            position INTEGER NOT NULL DEFAULT 0,
+            text TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX entries_session ON entries (session, source, tool_call_id)")
+    db.execute(
+        "CREATE VIRTUAL TABLE entries_fts USING fts5(text, tool, arguments, content='entries', "
+        "content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
+    )
+    db.execute(
+        "CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN "
+        "INSERT INTO entries_fts (rowid, text, tool, arguments) VALUES (new.id, new.text, new.tool, new.arguments); END"
+    )
+    db.execute(
+        "CREATE TRIGGER entries_ad AFTER DELETE ON entries BEGIN "
+        "INSERT INTO entries_fts (entries_fts, rowid, text, tool, arguments) "
+        "VALUES ('delete', old.id, old.text, old.tool, old.arguments); END"
+    )
+
+
+def _fts_with_session(db: sqlite3.Connection) -> None:
+    """Version 2: the session is also a column of the full-text index, so a search in one session lets
+    FTS5 intersect it with the words instead of checking every match against the table."""
+    db.execute("DROP TRIGGER entries_ai")
+    db.execute("DROP TRIGGER entries_ad")
+    db.execute("DROP TABLE entries_fts")
+    db.execute(
+        "CREATE VIRTUAL TABLE entries_fts USING fts5(text, tool, arguments, session, content='entries', "
+        "content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
+    )
+    db.execute(
+        "CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN INSERT INTO entries_fts (rowid, text, tool, arguments, "
+        "session) VALUES (new.id, new.text, new.tool, new.arguments, new.session); END"
+    )
+    db.execute(
+        "CREATE TRIGGER entries_ad AFTER DELETE ON entries BEGIN INSERT INTO entries_fts (entries_fts, rowid, text, "
+        "tool, arguments, session) VALUES ('delete', old.id, old.text, old.tool, old.arguments, old.session); END"
+    )
+    db.execute("INSERT INTO entries_fts (entries_fts) VALUES ('rebuild')")
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _create_v1, 2: _fts_with_session}
+"""`MIGRATIONS[n]` takes a database at version n-1 to version n, inside the caller's transaction. A new
+schema adds `MIGRATIONS[3]` (e.g. an ALTER TABLE) and raises SCHEMA_VERSION; nothing else changes."""
+_FTS_COLUMNS = ("text", "tool", "arguments", "session")
+_REQUIRED = {"entries": "table", "entries_fts": "table", "entries_ai": "trigger", "entries_ad": "trigger"}
+
+
+def user_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _check_foreign(db: sqlite3.Connection, found: int) -> None:
+    if found > SCHEMA_VERSION:
+        raise _Damaged(f"it was written by a newer xun (schema {found}; this one knows up to {SCHEMA_VERSION})")
+    if found == 0 and db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+        raise _Damaged("it holds tables that are not a xun history index")
+
+
+def migrate(db: sqlite3.Connection) -> int:
+    """Bring the schema up to SCHEMA_VERSION one step at a time, in the caller's transaction; return the
+    version found. Raises _Damaged for a foreign database, or one written by a newer xun."""
+    found = user_version(db)
+    _check_foreign(db, found)
+    for version in range(found + 1, SCHEMA_VERSION + 1):
+        try:
+            MIGRATIONS[version](db)
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 1) != 1:  # SQLITE_ERROR: the schema is not the one expected
+                raise
+            raise _Damaged(f"its schema {version - 1} could not be migrated to {version} ({exc})") from exc
+        db.execute(f"PRAGMA user_version = {version:d}")
+    return found
+
+
+def _check_schema(db: sqlite3.Connection) -> None:
+    present = dict(db.execute("SELECT name, type FROM sqlite_master"))
+    missing = sorted(name for name, kind in _REQUIRED.items() if present.get(name) != kind)
+    if missing:
+        raise _Damaged(f"its schema lacks {', '.join(missing)}")
+    columns = tuple(row[1] for row in db.execute("PRAGMA table_info(entries)"))
+    if columns != _COLUMNS:
+        raise _Damaged(f"its entries table has the columns {', '.join(columns)}")
+    indexed = tuple(row[1] for row in db.execute("PRAGMA table_info(entries_fts)"))
+    if indexed != _FTS_COLUMNS:
+        raise _Damaged(f"its full-text index has the columns {', '.join(indexed)}")
+
+
+def _drop_all(db: sqlite3.Connection) -> None:
+    """Drop every table (virtual tables first, which takes their shadow tables with them)."""
+    while True:
+        rows = db.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        ).fetchall()
+        if not rows:
+            return
+        virtual = [name for name, sql in rows if (sql or "").upper().startswith("CREATE VIRTUAL")]
+        name = virtual[0] if virtual else rows[0][0]
+        db.execute(f'DROP TABLE "{name.replace(chr(34), chr(34) * 2)}"')
+
+
+def _is_damage(exc: BaseException) -> bool:
+    if isinstance(exc, _Damaged):
+        return True
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+    message = str(exc)
+    return "malformed" in message or "not a database" in message
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error):
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+
+
+# ------------------------------------------------------------------------------------------------ index
+
+_LOCKS: dict[str, threading.RLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_for(path: Path) -> threading.RLock:
+    """One lock per database file in this process: writes and recovery of the same file take turns."""
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(str(path.absolute()), threading.RLock())
+
+
+class HistoryIndex:
+    """The index of one working directory's history (`paths.history_db_path`), safe to share between
+    threads: it holds no connection, only the path, the writes waiting for a retry and the warnings."""
+
+    def __init__(self, workdir: str | os.PathLike[str] | None = None, *, path: str | os.PathLike[str] | None = None) -> None:
+        self.workdir = Path(workdir) if workdir is not None else Path.cwd()
+        self.path = Path(path) if path is not None else paths.history_db_path(self.workdir)
+        self._lock = _lock_for(self.path)
+        self._warnings: list[str] = []
+        self._pending: list[tuple[int, Callable[[sqlite3.Connection], None]]] = []
+        self._pending_rows = 0
+        self._dropped = False
+
+    def __repr__(self) -> str:
+        return f"HistoryIndex({str(self.path)!r})"
+
+    # ----------------------------------------------------------------- reading
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        session: str | None = None,
+        *,
+        prefix: bool = False,
+        highlight: tuple[str, str] = HIGHLIGHT,
+    ) -> list[HistoryHit]:
+        """The best matches for `query`'s words (all must occur), best first; [] when nothing matches or
+        the query has no words. `session` keeps to one conversation. Never raises on the query's text.
+        A tool result that was reclaimed and then summarised is shown once (as the reclaimed result)."""
+        expression = fts_query(query, prefix=prefix)
+        limit = max(1, min(int(limit), 1000))
+        if not expression:
+            return []
+        expression = f"{{text tool arguments}} : ({expression})"  # the session column is for filtering only
+        if session is not None:
+            session = _clean(session)
+            if _TOKEN_CHAR.search(session):
+                expression = f'session : "{session.replace(chr(34), chr(34) * 2)}" AND {expression}'
+        where = "entries_fts MATCH ?" + (" AND e.session = ?" if session is not None else "") + _NOT_TWICE
+        params: list[Any] = [expression] + ([session] if session is not None else [])
+        start, end = (_clean(mark) for mark in highlight)
+
+        def run(db: sqlite3.Connection) -> list[HistoryHit]:
+            floor = db.execute(
+                f"SELECT entries_fts.rowid FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid WHERE {where} "
+                "ORDER BY entries_fts.rowid DESC LIMIT 1 OFFSET ?",
+                (*params, RANK_CAP),
+            ).fetchone()
+            rows = db.execute(
+                "SELECT e.id, e.session, e.time, e.role, e.source, e.tool, e.tool_call_id, "
+                f"snippet(entries_fts, -1, ?, ?, '…', {SNIPPET_TOKENS:d}), bm25(entries_fts, 1.0, 0.5, 0.5, 0.0) AS score "
+                f"FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid WHERE {where} AND entries_fts.rowid > ? "
+                "ORDER BY score, e.time DESC, e.key LIMIT ?",
+                (start, end, *params, floor[0] if floor else 0, limit),
+            ).fetchall()
+            return [HistoryHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], " ".join(r[7].split()), r[8]) for r in rows]
+
+        return self._read(run, [])
+
+    def entry(self, entry_id: int) -> HistoryEntry | None:
+        """The full entry with this id (as `search` returned it), or None."""
+        try:
+            wanted = int(entry_id)
+        except (TypeError, ValueError):
+            return None
+        if not -(2**63) <= wanted < 2**63:
+            return None
+
+        def run(db: sqlite3.Connection) -> HistoryEntry | None:
+            row = db.execute(
+                "SELECT id, session, time, role, source, speaker, tool, tool_call_id, arguments, detail, text "
+                "FROM entries WHERE id = ?",
+                (wanted,),
+            ).fetchone()
+            return HistoryEntry(*row) if row else None
+
+        return self._read(run, None)
+
+    def stats(self) -> IndexStats:
+        """Row counts and the size on disk (database and write-ahead log)."""
+
+        def run(db: sqlite3.Connection) -> IndexStats:
+            counts = dict(db.execute("SELECT source, count(*) FROM entries GROUP BY source").fetchall())
+            sessions = db.execute("SELECT count(DISTINCT session) FROM entries").fetchone()[0]
+            size = sum(p.stat().st_size for p in self._files() if p.exists())
+            return IndexStats(self.path, user_version(db), counts.get("offload", 0), counts.get("reclaimed", 0), sessions, size)
+
+        return self._read(run, IndexStats(self.path, 0, 0, 0, 0, 0))
+
+    def take_warnings(self) -> list[str]:
+        """Warnings met by searches, reads and rebuilds since the last call (for the front end to show)."""
+        with self._lock:
+            taken, self._warnings = self._warnings, []
+        return taken
+
+    # ----------------------------------------------------------------- rebuilding
+
+    def rebuild(self, conversations: Iterable[Conversation] = ()) -> RebuildReport:
+        """Replace the whole index, in one transaction, with what the offload logs and the saved sessions
+        hold. `conversations` are live ones whose state is newer than their session files (they are read
+        instead of their files). Unreadable logs and sessions are skipped and named in the report."""
+        report = RebuildReport()
+        started = time.perf_counter()
+        live = list(conversations)
+
+        def run(db: sqlite3.Connection) -> None:
+            report.entries = report.logs = report.sessions = 0
+            report.problems.clear()
+            _drop_all(db)
+            db.execute("PRAGMA user_version = 0")
+            migrate(db)  # every step from nothing, as a new file gets them
+            self._fill(db, report, live)
+
+        with self._lock:
+            notes: list[str] = []
+            self._run(run, notes, write=True)
+            self._pending.clear()
+            self._pending_rows, self._dropped = 0, False
+            self._warnings.extend(notes)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _fill(self, db: sqlite3.Connection, report: RebuildReport, live: Sequence[Conversation] = ()) -> None:
+        """Insert the rows of every log and session (inside the caller's transaction), oldest first."""
+        rows = self._source_rows(report, live)
+        rows.sort(key=lambda row: (row[3], row[2], row[1], row[10], row[0]))  # time, session, source, position
+        db.executemany(_INSERT, rows)
+        report.entries = db.execute("SELECT count(*) FROM entries").fetchone()[0]
+        if rows:
+            db.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
+
+    def _source_rows(self, report: RebuildReport, live: Sequence[Conversation]) -> list[Row]:
+        from xun.context.conversation import Conversation
+
+        rows: list[Row] = []
+        logs = paths.offload_dir(self.workdir)
+        for log in sorted(logs.glob("*.md")) if logs.is_dir() else ():
+            try:
+                sections = read_offload_log(log)
+            except OSError as exc:
+                report.problems.append(f"{log}: cannot read the offload log ({exc.strerror or exc})")
+                continue
+            report.logs += 1
+            for section in sections:
+                rows.extend(offload_rows(section.conversation_id or log.stem, section.when, section.entries))
+        newer = {c.conversation_id: c for c in live}
+        folder = paths.sessions_dir(self.workdir)
+        for session_file in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+            if session_file.stem in newer:
+                continue
+            try:
+                conversation = Conversation().load(session_file)
+                if conversation.conversation_id in newer:
+                    continue
+                rows.extend(_reclaimed_rows(conversation))
+            except SessionFormatError as exc:
+                report.problems.append(str(exc))
+                continue
+            report.sessions += 1
+        for conversation in newer.values():
+            try:
+                rows.extend(_reclaimed_rows(conversation))
+            except SessionFormatError as exc:
+                report.problems.append(str(exc))
+                continue
+            report.sessions += 1
+        return rows
+
+    # ----------------------------------------------------------------- the engine's writes (never raise)
+
+    def index_offload(
+        self, session: str, messages: Iterable[Message], *, reclaimed: Mapping[str, str] | None = None, when: str
+    ) -> str | None:
+        """Index one offload section just appended to the log (the same messages, reclaimed originals and
+        time as `append_offload` got). Returns a warning when the index could not take it."""
+        try:
+            rows = offload_rows(session, when, as_logged(transcript_entries(messages, reclaimed)))
+        except Exception as exc:  # noqa: BLE001 - the summary must go on whatever happens here
+            return f"the offloaded messages were not added to the search index ({type(exc).__name__}: {exc}); " \
+                   "they are safe in the offload log, and `xun history --reindex` adds them"
+        return self._write(len(rows), lambda db: db.executemany(_INSERT, rows), "the offloaded messages", "the offload log")
+
+    def index_reclaimed(self, session: str, results: Iterable[tuple[ReclaimedToolResult, str]]) -> str | None:
+        """Index tool results just reclaimed (each record with its original)."""
+        rows = [reclaimed_row(session, record, original) for record, original in results]
+        if not rows:
+            return None
+        return self._write(len(rows), lambda db: db.executemany(_INSERT, rows), "the reclaimed tool results",
+                           "the session")
+
+    def forget_reclaimed(self, session: str, tool_call_ids: Iterable[str] | None = None) -> str | None:
+        """Drop reclaimed results that went back into the context (restored), or all of a session's
+        (None: the conversation was cleared), so the index keeps mirroring the session."""
+        if tool_call_ids is None:
+            def forget(db: sqlite3.Connection) -> None:
+                db.execute("DELETE FROM entries WHERE session = ? AND source = 'reclaimed'", (session,))
+        else:
+            keys = [("r:" + _digest(_clean(session), _clean(call_id)),) for call_id in tool_call_ids]
+
+            def forget(db: sqlite3.Connection) -> None:
+                db.executemany("DELETE FROM entries WHERE key = ?", keys)
+
+        return self._write(1, forget, "the change to the reclaimed tool results", "the session")
+
+    def _write(self, size: int, op: Callable[[sqlite3.Connection], None], what: str, where: str) -> str | None:
+        notes: list[str] = []
+        with self._lock:
+            ops = [*self._pending, (size, op)]
+
+            def run(db: sqlite3.Connection) -> None:
+                for _, pending_op in ops:
+                    pending_op(db)
+
+            try:
+                self._run(run, notes, write=True)
+            except Exception as exc:  # noqa: BLE001 - index trouble must never stop a compaction
+                reason = str(exc) if isinstance(exc, HistoryError) else f"{type(exc).__name__}: {exc}"
+                self._pending.append((size, op))
+                self._pending_rows += size
+                retry = "they will be indexed at the next write"
+                if self._pending_rows > PENDING_LIMIT:
+                    self._pending.clear()
+                    self._pending_rows, self._dropped = 0, True
+                if self._dropped:
+                    retry = "too much is waiting to be retried, so only a reindex recovers it"
+                notes.append(
+                    f"the search index was not updated ({reason}); {what} are safe in {where}; {retry}, "
+                    "or run `xun history --reindex`"
+                )
+            else:
+                self._pending.clear()
+                self._pending_rows = 0
+                if self._dropped:
+                    notes.append("some history could not be indexed earlier; run `xun history --reindex` to add it")
+        return "; ".join(notes) or None
+
+    # ----------------------------------------------------------------- connections and recovery
+
+    def _files(self) -> list[Path]:
+        return [self.path, self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")]
+
+    def _read(self, fn: Callable[[sqlite3.Connection], Any], nothing: Any) -> Any:
+        """Run a query; with no database and nothing to build one from, `nothing` (and no file is made)."""
+        if not self.path.exists() and not any(
+            folder.is_dir() for folder in (paths.offload_dir(self.workdir), paths.sessions_dir(self.workdir))
+        ):
+            return nothing
+        notes: list[str] = []
+        try:
+            return self._run(fn, notes, write=False)
+        finally:
+            if notes:
+                with self._lock:
+                    self._warnings.extend(notes)
+
+    def _run(self, fn: Callable[[sqlite3.Connection], Any], notes: list[str], *, write: bool) -> Any:
+        """Run `fn` on a fresh connection (in a write transaction when `write`). A damaged file is moved
+        aside and rebuilt once, then `fn` runs again; any other failure is a HistoryError."""
+        for attempt in (1, 2):
+            inode = None
+            try:
+                try:
+                    inode = self._prepare()
+                except OSError as exc:
+                    if write or exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM) or not self.path.is_file():
+                        raise
+                    db = self._open_read_only()  # a read-only disk or folder: read the index as it is
+                    try:
+                        return fn(db)
+                    finally:
+                        db.close()
+                db = self._open(notes)
+                try:
+                    if not write:
+                        return fn(db)
+                    db.execute("BEGIN IMMEDIATE")
+                    try:
+                        result = fn(db)
+                        db.execute("COMMIT")
+                    except BaseException:
+                        _rollback(db)
+                        raise
+                    return result
+                finally:
+                    db.close()
+            except Exception as exc:
+                if attempt == 1 and _is_damage(exc):
+                    self._recover(exc, inode, notes)
+                    continue
+                if isinstance(exc, (sqlite3.Error, OSError, _Damaged)):
+                    raise HistoryError(f"the history index {self.path} cannot be used: {exc}") from exc
+                raise
+        raise AssertionError("unreachable")
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """The index opened for reading only, changing nothing on disk (`immutable`: no -wal or -shm is
+        made), for a folder or file system that cannot be written."""
+        self._refuse_links()
+        uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+        db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+        try:
+            if user_version(db) != SCHEMA_VERSION:
+                raise HistoryError(f"the history index {self.path} is from another version of xun and cannot "
+                                   "be upgraded here (the folder is read-only)")
+            _check_schema(db)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _refuse_links(self) -> None:
+        """The index and its -wal and -shm are xun's own files: a symbolic link planted in their place (to a
+        file elsewhere, or to a missing one SQLite would create) is refused, never followed."""
+        for name in self._files():
+            if name.is_symlink():
+                raise HistoryError(f"{name} is a symbolic link; xun does not follow links in its own folder "
+                                   "(remove it and xun makes a new index)")
+
+    def _prepare(self) -> int:
+        """Create the file owner-only if it is missing (and make it owner-only if it is not); its inode,
+        which recovery checks before moving the file aside. Links in its place are refused."""
+        private_dirs(self.path.parent)
+        self._refuse_links()
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            info = os.fstat(fd)
+            if info.st_mode & 0o077:
+                os.fchmod(fd, 0o600)
+        finally:
+            os.close(fd)
+        return info.st_ino
+
+    def _open(self, notes: list[str]) -> sqlite3.Connection:
+        """Connect and check the schema, migrating it when it is older; a new index is filled from the
+        offload logs and sessions in the same transaction that creates it."""
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
+        try:
+            db.execute("PRAGMA synchronous = FULL")
+            version = user_version(db)  # a file that is not SQLite fails here, before anything is written
+            if version != SCHEMA_VERSION:
+                _check_foreign(db, version)
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    if migrate(db) == 0:
+                        report = RebuildReport()
+                        self._fill(db, report)
+                        notes.extend(report.problems)
+                    db.execute("COMMIT")
+                except BaseException:
+                    _rollback(db)
+                    raise
+            _check_schema(db)  # checked before the switch to WAL, so a damaged file is kept as it was
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")  # kept in the file: done once
+            for extra in self._files()[1:]:
+                with contextlib.suppress(OSError):
+                    if extra.stat().st_mode & 0o077:
+                        extra.chmod(0o600)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _recover(self, exc: BaseException, inode: int | None, notes: list[str]) -> None:
+        """Move the damaged file (and its -wal/-shm) aside, keeping it, and build a new index."""
+        with self._lock:
+            try:
+                current = self.path.stat().st_ino
+            except OSError:
+                current = None
+            reason = str(exc) or type(exc).__name__
+            if inode is not None and current != inode:
+                return  # another thread or process has already replaced it
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+            try:
+                for source in self._files():
+                    if source.exists():
+                        os.replace(source, aside.with_name(aside.name + source.name[len(self.path.name):]))
+            except OSError as error:
+                raise HistoryError(f"the history index {self.path} is damaged ({reason}) and could not be moved aside: {error}") from error
+            fill_notes: list[str] = []
+            self._prepare()
+            db = self._open(fill_notes)
+            try:
+                entries = db.execute("SELECT count(*) FROM entries").fetchone()[0]
+            finally:
+                db.close()
+            notes.append(
+                f"the history index {self.path} could not be used ({reason}); it was kept as {aside.name} and a new "
+                f"one was built from the offload logs and sessions ({entries} entries)"
+            )
+            notes.extend(fill_notes)
+
+
+def _reclaimed_rows(conversation: Conversation) -> list[Row]:
+    archive = conversation.compacted_toolcalls
+    originals = archive.originals()
+    session = conversation.conversation_id
+    return [reclaimed_row(session, record, originals[call_id], conversation.created_at) for call_id, record in archive.items()]
+
+
+def rebuild(workdir: str | os.PathLike[str] | None = None, conversations: Iterable[Conversation] = ()) -> RebuildReport:
+    """Rebuild the index of `workdir` from its offload logs and sessions (`xun history --reindex`)."""
+    return HistoryIndex(workdir).rebuild(conversations)
+
+
+reindex = rebuild

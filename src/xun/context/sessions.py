@@ -1,0 +1,205 @@
+"""The session store: one file per conversation under `.xun/sessions/` (`XUN_HOME` replaces `.xun`).
+
+One writer per session: a process that opens a session for writing holds an advisory lock (`flock`) on
+`sessions/<id>.lock` until it closes it, and writes its pid and command line there; a second opener gets
+`SessionLocked` naming that process (and may fork the session or open it read-only instead). A save by a
+store that does not hold the lock takes it for the length of the write, so no process can overwrite a
+session another one has open. The kernel drops the lock when its holder dies: a lock file left behind
+means nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from xun.base import paths
+from xun.base.atomic import open_regular, private_dirs, remove_stale_temp_files
+from xun.context.conversation import Conversation, SessionFormatError, is_session_id
+from xun.base.errors import SessionLocked
+from xun.context.recall import HistoryIndex
+
+STALE_TEMP_SECONDS = 600.0
+"""A temporary file of a session save older than this (by mtime) is left over from a killed save and is
+removed. Younger ones are kept: another xun process on the same folder may be writing it right now, and a
+save takes far less than ten minutes even for a large session on a slow disk."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One row of `xun sessions`: read from the session's head line only."""
+
+    conversation_id: str
+    path: Path
+    updated_at: float
+    messages: int
+    tokens: int | None
+    summaries: int
+    reclaimed: int
+    title: str = ""
+    """/name's name, else the first prompt."""
+
+
+def check_session_id(conversation_id: str) -> str:
+    """Refuse ids that could name a path outside the store (`../x`, `a/b`, empty)."""
+    if not is_session_id(conversation_id):
+        raise ValueError(f"{conversation_id!r} is not a valid session id (letters, digits, '_', '-', '.')")
+    return conversation_id
+
+
+class SessionLock:
+    """An exclusive advisory lock on one session, held until `release` (or the process ends)."""
+
+    def __init__(self, path: Path, conversation_id: str) -> None:
+        private_dirs(path.parent)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 500, 0).decode("utf-8", "replace").strip()
+            os.close(fd)
+            raise SessionLocked(conversation_id, holder) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        command = " ".join(sys.argv)[:300]
+        os.pwrite(fd, f"pid {os.getpid()}: {command}\n".encode("utf-8", "replace"), 0)
+        self.fd: int | None = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing drops the flock
+            self.fd = None
+
+
+class SessionStore:
+    """Saves, lists and loads conversations for one working directory."""
+
+    def __init__(self, workdir: str | os.PathLike[str] | None = None) -> None:
+        self.workdir = Path(workdir) if workdir is not None else Path.cwd()
+        self.root = paths.sessions_dir(self.workdir)
+        self.offload_dir = paths.offload_dir(self.workdir)
+        self.history = HistoryIndex(self.workdir)
+        """The searchable history of this folder (`.xun/history.db`), attached to every conversation the
+        store makes or loads, so their summaries and reclaims are indexed as they happen."""
+        self._swept = False
+        self._locks: dict[str, SessionLock] = {}
+
+    def lock(self, conversation_id: str) -> None:
+        """Hold the session's lock until `unlock`; raises SessionLocked when another process has it."""
+        if conversation_id not in self._locks:
+            self._locks[conversation_id] = SessionLock(self._lock_path(conversation_id), conversation_id)
+
+    def unlock(self, conversation_id: str | None = None) -> None:
+        """Release one session's lock, or every lock this store holds."""
+        for ident in [conversation_id] if conversation_id is not None else list(self._locks):
+            held = self._locks.pop(ident, None)
+            if held is not None:
+                held.release()
+
+    def _lock_path(self, conversation_id: str) -> Path:
+        return self.root / f"{check_session_id(conversation_id)}.lock"
+
+    def path_for(self, conversation_id: str) -> Path:
+        return self.root / f"{check_session_id(conversation_id)}.json"
+
+    def new(self) -> Conversation:
+        """A fresh conversation whose summaries offload into this store's history folder (and its index)."""
+        return Conversation(offload_dir=self.offload_dir, history_index=self.history)
+
+    def save(self, conversation: Conversation) -> Path:
+        path = self.path_for(conversation.conversation_id)
+        if not self._swept:
+            self._swept = True
+            self.remove_stale_temp_files()
+        ident = conversation.conversation_id
+        with contextlib.ExitStack() as held:
+            if ident not in self._locks:  # not ours: hold it for the write, or learn who has it
+                held.callback(SessionLock(self._lock_path(ident), ident).release)
+            conversation.dump(path)
+        return path
+
+    def remove_stale_temp_files(self) -> int:
+        """Delete what killed saves left in the folder (temporary session files older than
+        `STALE_TEMP_SECONDS`; each can be a whole copy of a session); how many were removed.
+
+        `save` calls it once per store, before its first write (which may need the space back): never on
+        the way to the app's first frame, and only when this process writes here anyway. Never raises.
+        """
+        return remove_stale_temp_files(self.root, STALE_TEMP_SECONDS, target_suffix=".json")
+
+    def load(self, conversation_id: str) -> Conversation:
+        path = self.path_for(conversation_id)
+        if not path.exists():
+            raise FileNotFoundError(f"no session {conversation_id!r} in {self.root}")
+        conversation = Conversation(offload_dir=self.offload_dir).load(path)
+        conversation.offload_dir = self.offload_dir
+        conversation.history_index = self.history
+        return conversation
+
+    def list(self) -> list[SessionInfo]:
+        """Sessions newest first. Files that cannot be read are skipped here; `load` names their problem."""
+        infos = []
+        for path in self.root.glob("*.json"):
+            try:
+                infos.append(_read_info(path))
+            except (OSError, SessionFormatError):
+                continue
+        infos.sort(key=lambda info: info.updated_at, reverse=True)
+        return infos
+
+    def unreadable(self) -> list[tuple[Path, str]]:
+        """Session files that cannot be read, with the reason, so front ends can say so."""
+        bad = []
+        for path in self.root.glob("*.json"):
+            try:
+                _read_info(path)
+            except SessionFormatError as exc:
+                bad.append((path, exc.reason))
+            except OSError as exc:
+                bad.append((path, str(exc)))
+        return bad
+
+    def latest(self) -> Conversation | None:
+        infos = self.list()
+        return self.load(infos[0].conversation_id) if infos else None
+
+
+def _read_info(path: Path) -> SessionInfo:
+    with open_regular(path) as handle:
+        head = handle.readline()
+    try:
+        data = json.loads(head)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        try:  # a legacy, indented file: parse it whole
+            with open_regular(path) as handle:
+                data = json.loads(handle.read())
+        except ValueError as exc:
+            raise SessionFormatError(path, f"not valid JSON ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+            raise SessionFormatError(path, "not a xun session")
+    if data.get("conversation_id") and not is_session_id(data["conversation_id"]):
+        raise SessionFormatError(path, f"conversation_id {data['conversation_id']!r} is not a file name")
+    counter = data.get("compaction") if isinstance(data.get("compaction"), dict) else {}
+    reclaimed = data.get("compacted_toolcalls") if isinstance(data.get("compacted_toolcalls"), dict) else {}
+    updated = data.get("updated_at")
+    return SessionInfo(
+        conversation_id=str(data.get("conversation_id") or path.stem),
+        path=path,
+        updated_at=float(updated) if isinstance(updated, (int, float)) else path.stat().st_mtime,
+        messages=len(data["messages"]),
+        # the context as it is now (a reclaim or a summary after the last call made it smaller), else the
+        # last reported figure of a session saved before "tokens_now" was
+        tokens=next((v for v in (data.get("tokens_now"), data.get("tokens_used")) if isinstance(v, int)), None),
+        title=str(data.get("title") or ""),
+        summaries=int(counter.get("summary_rounds", 0) or 0),
+        reclaimed=int(reclaimed.get("archived_lines", len(reclaimed)) or 0),
+    )

@@ -1,0 +1,326 @@
+"""What the keys and the palette do: summarise, reclaim, preview, recall, the context breakdown, the
+panes and the focus, the screens (history, settings, sessions, MCP, inspector), and the workers that
+run the agent's work off the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from textual import work
+from textual.screen import ModalScreen
+from textual.widget import Widget
+
+from xun.context.messages import RawOpenAIMessage, UserMessage, content_text
+from xun.tui import messages as m
+from xun.tui.format import one_line, tokens
+from xun.tui.transcript import PLACEHOLDER_HEAD, reasoning_of
+from xun.tui.widgets.assistant_block import AssistantBlock
+from xun.tui.widgets.user_block import UserBlock
+
+
+class AppActions:
+    """The actions behind the keys and the palette, and the workers they start (mixed into `XunApp`)."""
+
+    def action_help(self) -> None:
+        from xun.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.help_sections()))
+
+    def action_compact(self, focus: str | None = None) -> None:
+        if not self._may_start("a summary"):
+            return
+        self._set_busy("compact", "summarising…")
+        self.compact_now(focus or None)
+
+    def action_reclaim(self) -> None:
+        if not self._may_start("a reclaim"):
+            return
+        self._set_busy("reclaim", "reclaiming…")
+        self.reclaim_now()
+
+    def action_focus_recoverable(self) -> None:
+        main = self.query_one("#main")
+        if main.has_class("-narrow"):
+            main.add_class("-side-shown")  # the panel takes the chat's place until Esc or F4
+        self.recoverable.focus_table()
+
+    def action_preview(self) -> None:
+        from xun.compact.policy import first_tool_result, tokens_from
+        from xun.compact.breakdown import reclaim_preview
+        from xun.tui.screens.preview import PreviewFigures, PreviewScreen, preview_rows
+
+        if isinstance(self.screen, PreviewScreen):
+            return
+        c = self.conversation
+        settings = self.session.config.auto_compact
+        plan = c.plan_compaction(settings.summary_keep_max)
+        reclaim = reclaim_preview(c, settings.toolcall_keep_max)
+        now = self.agent.request_tokens()
+        condensed = plan.estimated_length_before - plan.estimated_length_after
+        first = first_tool_result(c, reclaim.ids)
+        figures = PreviewFigures(
+            tokens_now=now, tokens_after=max(now - round(condensed * c.tokens_per_char), 0), reported=c.total_tokens,
+            threshold=self.agent.threshold, condensed=plan.condensed_count, kept=len(plan.kept),
+            nothing_to_condense=plan.nothing_to_condense, keep_recent=settings.summary_keep_max, reclaim=reclaim,
+            reclaim_cache_miss=tokens_from(c, first) - reclaim.tokens_saved if first is not None else None)
+
+        def chosen(what: str | None) -> None:
+            if what == "compact":
+                self.action_compact()
+            elif what == "reclaim":
+                self.action_reclaim()
+
+        self.push_screen(PreviewScreen(preview_rows(c, plan, reclaim), figures), chosen)
+
+    def action_recall(self, query: str = "") -> None:
+        from xun.tui.screens.recall import RecallScreen
+
+        if isinstance(self.screen, RecallScreen):
+            return
+        index = self.conversation.history_index or self.session.store.history
+        self.push_screen(RecallScreen(index, session=self.conversation.conversation_id, query=query,
+                                      clock=self.presentation.clock, restorable=self.restore_state,
+                                      cursor_blink=self.presentation.cursor_blink))
+
+    def restore_state(self, session: str, call_id: str) -> tuple[bool, str]:
+        """Whether a reclaimed result found in the history can be restored into this context now, and why not."""
+        if session != self.conversation.conversation_id:
+            return False, f"it belongs to session {session}; switch to it (/sessions) to restore it"
+        if call_id not in self.conversation.compacted_toolcalls:
+            return False, "it is not reclaimed now (restored already, or the session was cleared)"
+        if not self._restorable(call_id):
+            return False, "it was summarised away after it was reclaimed: read it here, or run the tool again"
+        return True, ""
+
+    def action_context(self) -> None:
+        from xun.compact.breakdown import context_breakdown
+        from xun.tui.screens.breakdown import BreakdownScreen
+
+        if isinstance(self.screen, BreakdownScreen):
+            return
+        definitions = self.agent.toolbox.definition_chars()
+        self.agent.request_tokens()  # prices the tool definitions afresh when no server count holds them
+        window = self.agent.window
+        breakdown = context_breakdown(self.conversation, threshold=self.agent.threshold,
+                                      window=window.tokens, window_source=window.source if window.known else None,
+                                      tool_definitions=definitions if len(definitions) > 1 else None)
+
+        def chosen(index: int | None) -> None:
+            if index is not None:
+                self.run_worker(self.jump_to_message(index), group="jump", exclusive=True)
+
+        self.push_screen(BreakdownScreen(breakdown), chosen)
+
+    def on_open_breakdown(self, message: m.OpenBreakdown) -> None:
+        message.stop()
+        if self.session is not None and not isinstance(self.screen, ModalScreen):
+            self.action_context()
+
+    async def jump_to_message(self, index: int) -> Widget | None:
+        """Scroll the chat to the block showing `conversation.messages[index]` (older pages are loaded
+        until it is mounted), mark it, and return it; None when the chat does not show that message."""
+        block = self.chat_block_for(index)
+        while block is None and self.chat.older_count:
+            await self.chat.load_older()
+            block = self.chat_block_for(index)
+        if block is None:
+            self.notify(f"message #{index} is not shown in the chat", severity="warning")
+            return None
+        self.chat.select(block, scroll=False)
+        self.call_after_refresh(self.chat.scroll_to_widget, block, animate=False, top=True)
+        self.chat.focus()  # [ and ] go on from here, Enter opens it
+        return block
+
+    def chat_block_for(self, index: int) -> Widget | None:
+        """The chat block of one message: a tool result or a call by its id; a user message or an
+        assistant reply by its place counted from the newest (the chat and the context end alike)."""
+        messages = self.conversation.messages
+        if not 0 <= index < len(messages):
+            return None
+        message = messages[index]
+        raw = message.raw if isinstance(message, RawOpenAIMessage) else None
+        if raw is not None and raw.get("role") == "tool":
+            return self.chat.tool_block(str(raw.get("tool_call_id", "")))
+        if isinstance(message, UserMessage):
+            later = sum(1 for msg in messages[index + 1:] if isinstance(msg, UserMessage))
+            blocks = list(self.chat.query(UserBlock))
+            return blocks[-1 - later] if later < len(blocks) else None
+        if raw is not None and raw.get("role") == "assistant":
+            if content_text(raw.get("content")) or reasoning_of(raw):
+                later = sum(1 for msg in messages[index + 1:] if type(msg) is RawOpenAIMessage
+                            and msg.raw.get("role") == "assistant"
+                            and (content_text(msg.raw.get("content")) or reasoning_of(msg.raw)))
+                replies = list(self.chat.query(AssistantBlock))
+                return replies[-1 - later] if later < len(replies) else None
+            calls = [c for c in raw.get("tool_calls") or () if isinstance(c, dict)]
+            return self.chat.tool_block(str(calls[0].get("id", ""))) if calls else None
+        return None
+
+    def action_cancel_turn(self) -> None:
+        if self.busy is None:
+            return
+        self.workers.cancel_group(self, "agent")
+        self.workers.cancel_group(self, "compaction")
+        self.action_focus_prompt()
+
+    def action_focus_prompt(self) -> None:
+        """Esc from anywhere on the main screen: the keyboard goes back to the prompt."""
+        self.chat.select(None)
+        main = self.query_one("#main")
+        if main.has_class("-narrow"):
+            main.remove_class("-side-shown")
+        self.prompt.focus()
+
+    def action_toggle_side(self) -> None:
+        """Wide: hide or show the side panel beside the chat. Narrow: switch between the chat and the panel."""
+        main = self.query_one("#main")
+        if main.has_class("-narrow"):
+            main.toggle_class("-side-shown")
+            if main.has_class("-side-shown"):
+                self.gauge.focus()
+            else:
+                self.prompt.focus()
+        else:
+            main.toggle_class("-side-hidden")
+            if main.has_class("-side-hidden") and not self.prompt.has_focus:
+                self.prompt.focus()
+
+    def action_mcp(self) -> None:
+        from xun.tui.screens.mcp import McpScreen
+
+        if self.session is None or self.session.mcp is None or isinstance(self.screen, McpScreen):
+            return
+        self.push_screen(McpScreen(self.session.mcp, self.conversation.tokens_per_char, self.restart_mcp_server))
+
+    def action_history(self) -> None:
+        from xun.tui.screens.history import HistoryScreen
+
+        records = self.history_records()
+        subtitle = f"~{tokens(self.agent.request_tokens())} tokens · esc close"
+        self.push_screen(HistoryScreen(records, subtitle))
+
+    def history_records(self) -> list[dict[str, str]]:
+        """What the model is sent, one record per message: the text (cut at 1,000 characters, tabs
+        expanded), the tool calls of assistant messages, and the call id of each tool result."""
+        conversation = self.conversation
+        records = conversation.to_history(truncate=True)
+        for record, message in zip(records, conversation.messages, strict=False):
+            text = record["content"].expandtabs(4)
+            raw = getattr(message, "raw", None)
+            if isinstance(raw, dict) and raw.get("role") == "tool":
+                text = f"(result of {raw.get('tool_call_id', '')})\n{text}"
+            elif isinstance(raw, dict):
+                calls = [
+                    f"→ calls {(call.get('function') or {}).get('name', '?')} "
+                    f"{one_line(str((call.get('function') or {}).get('arguments', '')), 200)} (id {call.get('id', '')})"
+                    for call in raw.get("tool_calls") or ()
+                ]
+                text = "\n".join(([text] if text else []) + calls)
+            record["content"] = text
+        return records
+
+    def action_config(self) -> None:
+        from xun.agent.config import describe_config
+        from xun.tui.screens.config import ConfigScreen
+
+        items = describe_config(self.session.config)
+        window = self.agent.window
+        if window.known and window.kind != "config":  # unset, but known: say the figure in use and whence
+            items = [dataclasses.replace(item, value=window.tokens, source=window.source)
+                     if item.key == "model.context_window" else item for item in items]
+        self.push_screen(ConfigScreen(items))
+
+    async def action_sessions(self) -> None:
+        from xun.tui.screens.sessions import SessionsScreen
+
+        def chosen(conversation_id: str | None) -> None:
+            if conversation_id and conversation_id != self.conversation.conversation_id:
+                self.post_message(m.SwitchSession(conversation_id))
+
+        infos = await asyncio.to_thread(self.session.store.list)  # reads every session's head: off the loop
+        self.push_screen(SessionsScreen(infos, self.conversation.conversation_id, self.presentation.moment), chosen)
+
+    def _may_start(self, what: str) -> bool:
+        if self.busy is None:
+            return True
+        doing = {"turn": "a turn is running", "compact": "a summary is running", "reclaim": "a reclaim is running",
+                 "restore": "a restore is running"}.get(self.busy, "something is running")
+        self.notify(f"{what} has to wait: {doing} (Esc cancels it).", severity="warning")
+        return False
+
+    @work(exclusive=True, group="agent", exit_on_error=False)
+    async def run_turn(self, prompt: str | None) -> None:
+        try:
+            await self._settle_save()
+            if prompt is None:
+                await self.agent.execute()
+            else:
+                await self.agent.run(prompt)
+        finally:
+            self.post_message(m.AgentWorkDone("turn"))
+
+    @work(group="compaction", exit_on_error=False)
+    async def compact_now(self, focus: str | None) -> None:
+        from xun.compact.policy import compact_conversation
+
+        try:
+            await self._settle_save()
+            await compact_conversation(self.agent, keep_recent=self.session.config.auto_compact.summary_keep_max,
+                                       instructions=focus, trigger="manual")
+        finally:
+            self.post_message(m.AgentWorkDone("compact"))
+
+    @work(group="compaction", exit_on_error=False)
+    async def reclaim_now(self) -> None:
+        try:
+            await self._settle_save()
+            await self.agent.reclaim_tool_results(trigger="manual")
+        finally:
+            self.post_message(m.AgentWorkDone("reclaim"))
+
+    @work(group="compaction", exit_on_error=False)
+    async def restore_now(self, tool_call_id: str) -> None:
+        try:
+            await self._settle_save()
+            try:
+                await self.agent.restore_tool_result(tool_call_id)
+            except (KeyError, ValueError) as exc:
+                self.post_message(m.Notice("error", f"could not restore {tool_call_id}: {exc.args[0] if exc.args else exc}"))
+        finally:
+            self.post_message(m.AgentWorkDone("restore"))
+
+    def on_open_inspector(self, message: m.OpenInspector) -> None:
+        from xun.tui.screens.inspector import InspectorScreen
+
+        call_id = message.tool_call_id
+        archive = self.conversation.compacted_toolcalls
+        original = self.conversation.compacted_toolcall_result(call_id)
+        if call_id not in archive or original is None:
+            self.notify(f"{call_id} is no longer reclaimed", severity="warning")
+            self.recoverable.discard(call_id)
+            return
+        record = archive[call_id]
+
+        def closed(result: str | None) -> None:
+            if result == "restore":
+                self.post_message(m.RestoreRequested(call_id))
+
+        self.push_screen(InspectorScreen(
+            record, original, workdir=self.workdir,
+            when=self.presentation.clock(record.reclaimed_at) if record.reclaimed_at else "earlier",
+            restorable=self._restorable(call_id)), closed)
+
+    def _restorable(self, call_id: str) -> bool:
+        for msg in self.conversation.messages:
+            if type(msg) is RawOpenAIMessage and msg.raw.get("role") == "tool" and msg.raw.get("tool_call_id") == call_id:
+                content = msg.raw.get("content")
+                return isinstance(content, str) and content.startswith(PLACEHOLDER_HEAD)
+        return False
+
+    def on_restore_requested(self, message: m.RestoreRequested) -> None:
+        if not self._may_start("a restore"):
+            return
+        self._set_busy("restore", "restoring…")
+        self.restore_now(message.tool_call_id)

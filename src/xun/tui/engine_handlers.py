@@ -1,0 +1,334 @@
+"""The engine's events, as Textual messages (`xun.tui.messages`, posted by the `EventBridge`): each
+handler updates the chat, the gauge, the compaction log and the recoverable list, and asks the user
+what the engine asks (confirmations, consent to an automatic summary)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.screen import ModalScreen
+
+from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage
+from xun.tui import messages as m
+from xun.tui.format import one_line, percent, tokens
+from xun.tui.widgets.summary_divider import SummaryDivider
+
+
+FULL_WARNING = 0.9
+"""The share of the threshold past which the app warns, once per session, how to compact or preview."""
+
+
+class EngineHandlers:
+    """Handlers of the engine's messages (mixed into `XunApp`)."""
+
+    def on_turn_began(self, message: m.TurnBegan) -> None:
+        self._unanswered = None
+        self._consent_declined = False
+        self._consent_granted = False
+        self.gauge.reset_stream()
+        self.header.status = "thinking…"
+
+    async def on_reply_text(self, message: m.ReplyText) -> None:
+        text = message.stream.take(message.upto)
+        if not text:
+            return
+        block = await self.chat.current_reply()
+        await block.write(text)
+        self.gauge.streamed(len(text))
+        self.header.status = "streaming…"
+
+    async def on_reasoning_text(self, message: m.ReasoningText) -> None:
+        text = message.stream.take(message.upto)
+        if not text:
+            return
+        block = await self.chat.current_reply()
+        await block.write_reasoning(text)
+        self.gauge.streamed(len(text))
+        self.header.status = "reasoning…"
+
+    async def on_reply_complete(self, message: m.ReplyComplete) -> None:
+        await self.chat.end_reply(message.content, message.reasoning)
+        self.gauge.reset_stream()
+
+    async def on_reply_retrying(self, message: m.ReplyRetrying) -> None:
+        await self.chat.discard_reply()
+        self.gauge.reset_stream()
+        await self.chat.add_notice(
+            "retry", f"retrying ({message.attempt}/{message.attempts - 1}) in {message.delay:g} s: {message.reason}")
+
+    async def on_tool_call_began(self, message: m.ToolCallBegan) -> None:
+        self.chat.reply = None
+        await self.chat.add_tool(message.id, message.name, message.arguments)
+        self.header.status = f"running {message.name}…"
+
+    def on_tool_call_ended(self, message: m.ToolCallEnded) -> None:
+        event = message.event
+        block = self.chat.tool_block(event.id)
+        if block is not None:
+            block.finished(result_chars=event.result_chars, duration_text=self.presentation.duration(event.duration),
+                           result=self._tool_result_text(event.id), is_error=event.is_error, denied=event.denied)
+        self.gauge.set_estimate(self.agent.request_tokens(), self.conversation.total_tokens)
+        self._warn_if_nearly_full()
+
+    def _tool_result_text(self, call_id: str) -> str | None:
+        for msg in reversed(self.conversation.messages):
+            if type(msg) is RawOpenAIMessage and msg.raw.get("role") == "tool" and msg.raw.get("tool_call_id") == call_id:
+                content = msg.raw.get("content")
+                return content if isinstance(content, str) else str(content)
+        return None
+
+    def _count_usage(self, event: Any | None) -> None:
+        """The usage line under the gauge: the last model call's reported tokens, and the session's totals
+        (which the agent keeps: `xun.context.usage`) with their cost when `pricing` has the model."""
+        from xun.context.usage import cost_text
+
+        totals = self.conversation.usage_totals
+        if event is not None and getattr(event, "prompt_tokens", None) is not None:
+            self._last_call = {"prompt": event.prompt_tokens or 0, "completion": event.completion_tokens or 0}
+        if not totals.get("calls"):
+            self.gauge.set_usage("")
+            return
+        parts = []
+        last = self._last_call
+        if last is not None:
+            parts.append(f"last call {last['prompt']:,} in · {last['completion']:,} out")
+        spent = self.agent.session_cost()
+        cached = f" ({tokens(totals['cached_input'])} cached)" if totals.get("cached_input") else ""
+        parts.append(f"session {tokens(totals['prompt'])} in{cached} · {tokens(totals['completion'])} out "
+                     f"({totals['calls']:,} call{'s' if totals['calls'] != 1 else ''})"
+                     + ("" if spent is None else f" · {cost_text(spent)}"))
+        self.gauge.set_usage("\n".join(parts))
+
+    def on_context_usage(self, message: m.ContextUsage) -> None:
+        usage = message.event
+        if message.after_model_call:
+            self.gauge.model_called(usage.source == "server")
+            self._count_usage(usage)
+            self.gauge.cache_share = self.conversation.prompt_cache.last_hit_share
+        self.gauge.set_figures(reported=usage.total_tokens, estimate=usage.estimated_tokens, threshold=usage.threshold,
+                               window=usage.context_window, window_source=usage.window_source)
+        if message.after_model_call:
+            self.gauge.add_point(usage.total_tokens if usage.total_tokens is not None else usage.estimated_tokens)
+        self._warn_if_nearly_full()
+
+    async def on_notice(self, message: m.Notice) -> None:
+        await self.chat.add_notice(message.level, message.text)
+        if message.level in ("error", "warning"):  # e.g. the model call failed, automatic compaction is off
+            self.notify(message.text, severity=message.level, title=message.level)
+
+    async def on_summary_began(self, message: m.SummaryBegan) -> None:
+        event = message.event
+        focus = f" (focus: {event.focus})" if event.focus else ""
+        self._pending_focus = event.focus
+        self._pending_divider = await self.chat.add_divider(
+            f"summarising {event.condensed} messages, keeping {event.kept}{focus}…", "running")
+        self.header.status = "summarising…"
+
+    async def on_compaction_recorded(self, message: m.CompactionRecorded) -> None:
+        from xun.base import events
+
+        event = message.event
+        self.log_pane.add_record(event.to_json())
+        conversation = self.conversation
+        if isinstance(event, events.ToolResultsReclaimed):
+            for block in self.chat.tool_blocks(event.ids):
+                block.mark_reclaimed()
+            archive = conversation.compacted_toolcalls
+            self.recoverable.add(archive[i] for i in event.ids if i in archive)
+            self._refresh_gauge()
+            if event.count:
+                self.gauge.add_point(self.agent.request_tokens())
+            elif event.trigger == "manual":
+                from xun.compact.breakdown import reclaim_preview
+
+                keep = self.session.config.auto_compact.toolcall_keep_max
+                self.notify(f"Nothing to reclaim: {reclaim_preview(conversation, keep).why_nothing}.", title="reclaim")
+        elif isinstance(event, events.SummaryFinished):
+            text = SummaryDivider.describe(event.condensed, event.kept, self.shown_path(event.offload_path),
+                                           self._pending_focus)
+            self._pending_focus = None
+            divider, self._pending_divider = self._pending_divider, None
+            first_kept = self.chat_block_for(1) if len(conversation.messages) > 1 else None
+            await self.chat.place_divider(text, first_kept, replacing=divider)
+            self._mark_summarised_results()
+            self._refresh_gauge()
+            self.gauge.add_point(self.agent.request_tokens())
+        elif isinstance(event, events.ToolResultRestored):
+            block = self.chat.tool_block(event.id)
+            if block is not None:
+                block.mark_restored()
+            self.recoverable.discard(event.id)
+            self._refresh_gauge()
+            self.gauge.add_point(self.agent.request_tokens())
+        elif isinstance(event, (events.CompactionFailed, events.CompactionSkipped)):
+            divider, self._pending_divider = self._pending_divider, None
+            verb = "failed" if isinstance(event, events.CompactionFailed) else "skipped"
+            if divider is not None and divider.is_attached:
+                divider.set_text(f"summary {verb}: {event.reason}", verb)
+            if event.trigger == "manual":
+                self.notify(f"compaction {verb}: {event.reason}", severity="warning")
+
+    async def on_turn_ended(self, message: m.TurnEnded) -> None:
+        if message.status == "cancelled":
+            if message.restored_prompt is not None:
+                await self.chat.remove_from_last_user(inclusive=True)
+                if not self.prompt.text.strip():
+                    self.prompt.set_prompt(message.restored_prompt)
+                    await self.chat.add_notice("cancelled", "cancelled; the prompt is back in the input")
+                else:  # never replace what the user typed meanwhile; the prompt stays in the input's history
+                    await self.chat.add_notice(
+                        "cancelled", f"cancelled; the prompt ({one_line(message.restored_prompt, 60)}) is no longer "
+                        "in the session and the input holds new text, so it was not put back: Up brings it back")
+            elif self.chat.reply is not None and self.chat.reply.text.strip():
+                last = self.conversation.messages[-1] if self.conversation.messages else None
+                kept = last.raw.get("content") if type(last) is RawOpenAIMessage else None  # with its mark
+                await self.chat.end_reply(kept if isinstance(kept, str) else self.chat.reply.text, "", cancelled=True)
+                await self.chat.add_notice("cancelled", "cancelled; the reply so far is kept, marked as cancelled")
+            else:
+                await self.chat.add_notice("cancelled", "cancelled")
+        elif message.status == "max_iterations":
+            await self.chat.add_notice("warning", "stopped at the limit of model calls for one turn")
+        elif message.status == "error" and message.restored_prompt is not None:  # never sent: too large to fit
+            await self.chat.remove_from_last_user(inclusive=True)
+            if not self.prompt.text.strip():
+                self.prompt.set_prompt(message.restored_prompt)
+            await self.chat.add_notice("error", f"{message.error}. The prompt is back in the input, and not in the session.")
+        elif message.status == "error":
+            messages = self.conversation.messages
+            last = messages[-1] if messages else None
+            if isinstance(last, UserMessage):  # the prompt got nothing at all: offer it again
+                self._unanswered = last
+                if not self.prompt.text.strip():
+                    self.prompt.set_prompt(last.text)
+                await self.chat.add_notice(
+                    "info", "the prompt is kept in the session and is back in the input: Enter sends it again "
+                    "(in place of the unanswered one), or /retry")
+
+    async def on_agent_work_done(self, message: m.AgentWorkDone) -> None:
+        if self.chat.reply is not None:
+            await self.chat.end_reply(self.chat.reply.text, "")
+        for screen in list(self._open_asks):
+            self._close_ask(screen)
+        divider, self._pending_divider = self._pending_divider, None
+        if divider is not None and divider.is_attached and divider.state == "running":
+            divider.set_text("summary cancelled; nothing changed", "cancelled")
+        self.gauge.reset_stream()
+        self._refresh_gauge()
+        self._set_busy(None)
+        for screen in self.screen_stack:  # an open recall screen re-checks what it may restore
+            changed = getattr(screen, "context_changed", None)
+            if callable(changed):
+                changed(message.kind)
+        self.finished_work += 1
+        self.save_session()
+
+    def _refresh_gauge(self) -> None:
+        conversation = self.conversation
+        count = len(conversation.messages)
+        summaries = self._summaries_in_context()
+        window = self.agent.window
+        self.gauge.cache_share = conversation.prompt_cache.last_hit_share
+        self.gauge.set_figures(
+            reported=conversation.total_tokens,
+            estimate=self.agent.request_tokens(),
+            threshold=self.agent.threshold,
+            window=window.tokens,
+            window_source=window.source if window.known else None,
+        )
+        gauge = self.gauge
+        self.chat.border_subtitle = f"{count:,} message{'s' if count != 1 else ''} in the context" + (
+            f" · {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else "") + (
+            f" · {percent(gauge.now, gauge.threshold)}% of the threshold")
+        self._warn_if_nearly_full()
+
+    def _summaries_in_context(self) -> int:
+        """Summaries the model still sees: none after /clear (the log and the offloads stay as history)."""
+        messages = self.conversation.messages
+        first = messages[0] if len(messages) else None
+        compressed = isinstance(first, SystemPrompt) and first.is_compressed
+        return len(self.conversation.summarizations) or 1 if compressed else 0
+
+    def _warn_if_nearly_full(self) -> None:
+        """Once per session: a warning when the context passes FULL_WARNING of the threshold."""
+        gauge = self.gauge
+        session = self.conversation.conversation_id
+        now = max(gauge.reported or 0, gauge.estimate)
+        if session in self._warned_full or now < FULL_WARNING * gauge.threshold:
+            return
+        self._warned_full.add(session)
+        over = now >= gauge.threshold
+        # no figure here: the gauge has it, and a toast's figure is stale a turn later
+        self.notify(
+            ("The context is past the threshold" if over else f"The context passed {FULL_WARNING:.0%} of the threshold")
+            + f" (the gauge shows where it is). {self.key_of('compact')} summarises now, {self.key_of('reclaim')} "
+            f"reclaims old tool results, {self.key_of('preview')} previews what they would do.",
+            title="the context is past the threshold" if over else "the context is nearly full",
+            severity="warning", timeout=10)
+
+    def _set_busy(self, busy: str | None, status: str | None = None) -> None:
+        self.busy = busy
+        self.header.status = status or ("ready" if busy is None else busy)
+        self.refresh_bindings()
+
+    def _mark_summarised_results(self) -> None:
+        """Reclaimed results whose placeholder a summary took out of the context can no longer be restored."""
+        in_context = {str(msg.raw.get("tool_call_id")) for msg in self.conversation.messages
+                      if type(msg) is RawOpenAIMessage and msg.raw.get("role") == "tool"}
+        self.recoverable.set_summarised(i for i in self.recoverable.records if i not in in_context)
+
+    def _close_ask(self, screen: ModalScreen[Any]) -> None:
+        if screen in self._open_asks:
+            self._open_asks.remove(screen)
+        if screen.is_attached and self.screen is screen:
+            screen.dismiss(None)
+
+    def on_confirmation_asked(self, message: m.ConfirmationAsked) -> None:
+        from xun.agent.tools import Decision
+        from xun.tui.screens.confirm import ConfirmScreen
+
+        answer = message.answer
+        screen = ConfirmScreen(message.request)
+
+        def answered(decision: Decision | None) -> None:
+            if screen in self._open_asks:
+                self._open_asks.remove(screen)
+            if not answer.done():
+                answer.set_result(decision if isinstance(decision, Decision) else Decision.DENY)
+
+        self._open_asks.append(screen)
+        answer.add_done_callback(lambda _f: self._close_ask(screen))
+        self.header.status = "waiting for you"
+        self.push_screen(screen, answered)
+
+    def on_consent_asked(self, message: m.ConsentAsked) -> None:
+        from xun.tui.screens.consent import ConsentScreen
+
+        answer = message.answer
+        if answer.done():  # the agent stopped waiting before the question arrived
+            return
+        if self._consent_declined or self._consent_granted:
+            answer.set_result(self._consent_granted)
+            return
+        c = self.conversation
+        settings = self.session.config.auto_compact
+        plan = c.plan_compaction(settings.summary_keep_max)
+        keep_text = "" if plan.nothing_to_condense else f"{plan.condensed_count} messages summarised, {len(plan.kept)} kept"
+        figures = f"{tokens(self.agent.request_tokens())} / {tokens(self.agent.threshold)}"
+        screen = ConsentScreen(figures, settings.ask_timeout, keep_text=keep_text)
+
+        def answered(choice: str | None) -> None:
+            if screen in self._open_asks:
+                self._open_asks.remove(screen)
+            if answer.done():
+                return
+            if choice == "off":
+                self.session.config.set_here("auto_compact.mode", "off", "chosen in the app (this session only)")
+                self.notify('Automatic summaries are off for this session (auto_compact.mode = "off"); '
+                            f"{self.key_of('compact')} still summarises.", title="ask mode")
+            answer.set_result(choice == "now")
+            self._consent_declined = choice != "now"
+            self._consent_granted = choice == "now"
+
+        self._open_asks.append(screen)
+        answer.add_done_callback(lambda _f: self._close_ask(screen))
+        self.push_screen(screen, answered)  # the question and its countdown are on the screen (no toast to go stale)

@@ -1,0 +1,275 @@
+"""The session's life in the app: opening it after the first frame (and asking to trust the folder),
+showing it in every pane, asking the server for its window, the MCP servers, saving in a thread,
+switching sessions, and quitting with the session saved."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual import work
+
+from xun.tui import messages as m
+from xun.tui.transcript import transcript
+
+if TYPE_CHECKING:
+    from xun.agent.launch import Session
+    from xun.context.conversation import Conversation
+
+
+QUIT_AGAIN_WITHIN = 2.0
+"""Seconds within which a second Ctrl+C quits."""
+
+
+class SessionLifecycle:
+    """Opening, showing, saving, switching and closing the session (mixed into `XunApp`)."""
+
+    @work(thread=True, group="open", exit_on_error=False)
+    def _open_session(self) -> None:
+        """Settings, model server, conversation and agent, off the event loop (after the first frame)."""
+        assert self._opener is not None
+        try:
+            session = self._opener()
+        except Exception as exc:  # noqa: BLE001 - the app exits and `run()` raises it, as the command line would
+            self.post_message(m.SessionOpenFailed(exc))
+            return
+        self.opened_session = session
+        self.post_message(m.SessionOpened(session))
+
+    async def on_session_opened(self, message: m.SessionOpened) -> None:
+        self._attach(message.session)
+        await self._show_session()
+        self.refresh_bindings()
+        if message.session.config.withheld:
+            self._ask_trust(message.session)
+        if self._early_prompt is not None:
+            text, self._early_prompt = self._early_prompt, None
+            await self.submit(text)
+
+    def _ask_trust(self, session: Session) -> None:
+        """The folder's config set keys that need trust: ask; a yes is remembered and the session reopened
+        with them (nothing has happened in it yet)."""
+        from xun.agent.trust import describe_withheld, folder_key, trust_folder
+        from xun.tui.screens.trust import TrustScreen
+
+        folder = session.agent.workdir
+        self.notify(describe_withheld(session.config.withheld, folder), severity="warning", timeout=10)
+
+        def answered(trusted: bool | None) -> None:
+            if not trusted:
+                return
+            trust_folder(folder)
+            if self._opener is None or self.busy or self.finished_work:
+                self.notify("trusted; the folder's settings apply when xun starts next", timeout=10)
+                return
+            session.close()
+            self.header.status = "opening the session…"
+            self._open_session()
+
+        self.push_screen(TrustScreen(folder_key(folder), session.config.withheld_settings), answered)
+
+    def on_session_open_failed(self, message: m.SessionOpenFailed) -> None:
+        self.open_error = message.error
+        self.exit(1)
+
+    async def _show_session(self) -> None:
+        session = self.session
+        assert session is not None
+        keymap = dict(session.config.ui.keymap)
+        if keymap:
+            self.set_keymap(keymap)
+        self.header.show_model(model=session.config.model.name, provider=session.describe_provider(),
+                               offline=session.offline)
+        await self.show_conversation()
+        self.header.status = "ready"
+        self.call_after_refresh(self._freeze_heap)
+        self.call_after_refresh(self.discover_window)
+        if session.mcp:
+            self.start_mcp_servers()
+
+    @work(group="window", exit_on_error=False)
+    async def discover_window(self) -> None:
+        """Ask the server for its window after the frame that shows the session (never before: the first
+        prompt need not wait for it), then show the figure and where it came from."""
+        await self.agent.start_discovery()
+        self._refresh_gauge()
+
+    async def show_conversation(self) -> None:
+        """Fill every pane from the conversation (start, resume, session switch)."""
+        conversation = self.conversation
+        self.header.set_session(conversation.conversation_id)
+        await self.chat.show_transcript(transcript(conversation).items)
+        self._refresh_gauge()
+        self.gauge.set_history(self._history_points(conversation))
+        self._last_call = None
+        self._count_usage(None)
+        self.log_pane.load(list(conversation.compaction_log))
+        self.recoverable.load([])
+        self.call_after_refresh(self._load_recoverable)
+
+    def _load_recoverable(self) -> None:
+        """After the first frame: a resumed session parses its archive of originals only now."""
+        try:
+            records = list(self.conversation.compacted_toolcalls.values())
+        except Exception as exc:  # noqa: BLE001 - a damaged archive line: say so, keep the rest working
+            self.notify(f"the reclaimed results could not be read: {exc}", severity="error")
+            records = []
+        self.recoverable.load(records)
+        self._mark_summarised_results()
+
+    @staticmethod
+    def _history_points(conversation: Conversation) -> list[int]:
+        points: list[int] = []
+        for record in conversation.compaction_log:
+            before, after = record.get("tokens_before"), record.get("tokens_after")
+            if record.get("type") in ("tool_results_reclaimed", "summary_finished") and isinstance(before, int) \
+                    and isinstance(after, int):
+                points += [before, after]
+        if conversation.total_tokens is not None:
+            points.append(conversation.total_tokens)
+        return points
+
+    def save_session(self) -> None:
+        """Save in a thread worker (after each turn and each manual compaction)."""
+        if self._nothing_to_save():
+            return
+        self._save_worker()
+
+    @work(thread=True, group="save", exit_on_error=False)
+    def _save_worker(self) -> None:
+        try:
+            path = self.save_now()
+        except OSError as exc:
+            self.post_message(m.SessionSaved(None, str(exc)))
+        else:
+            self.post_message(m.SessionSaved(str(path) if path else None))
+
+    def _nothing_to_save(self) -> bool:
+        """A session that never got a message is not written (each launch would leave an empty file)."""
+        if self.session is None:
+            return True
+        conversation = self.conversation
+        if conversation.messages and any(msg.role != "system" for msg in conversation.messages):
+            return False
+        if conversation.compaction_log:
+            return False
+        try:
+            return not self.session.store.path_for(conversation.conversation_id).exists()
+        except ValueError:
+            return True
+
+    def save_now(self) -> Path | None:
+        if self._nothing_to_save():
+            return None
+        path = self.session.save()
+        self.saved = True
+        self.last_saved_path = path
+        return path
+
+    async def _settle_save(self) -> None:
+        """Wait for a save in progress: nothing may change the conversation while it is written."""
+        for worker in list(self.workers):
+            if worker.group == "save" and worker.is_running:
+                with contextlib.suppress(Exception):  # a failed save was reported by the worker itself
+                    await worker.wait()
+
+    def _freeze_heap(self) -> None:
+        """Once the session is shown: move everything alive now (Textual, the SDK, the loaded session)
+        out of the collector's reach. Otherwise a full collection walks all of it every few seconds
+        while a reply streams, a pause of 100 ms or more that the keyboard feels."""
+        gc.collect()
+        gc.freeze()
+        self._heap_frozen = True
+
+    async def on_unmount(self) -> None:
+        """The HTTP client belongs to this app's event loop: close it, so a later app on the same session
+        (or the session's next user) builds its own instead of one tied to a closed loop."""
+        if self._heap_frozen:
+            gc.unfreeze()  # what this app froze may be collected again once it is gone
+            self._heap_frozen = False
+        if self.session is None:
+            return
+        await self.stop_mcp_servers()
+        with contextlib.suppress(Exception):  # closing a client that already failed must not stop the exit
+            await self.agent.aclose()
+
+    def on_session_saved(self, message: m.SessionSaved) -> None:
+        if message.error:
+            self.notify(f"could not save the session: {message.error}", severity="error")
+
+    async def on_switch_session(self, message: m.SwitchSession) -> None:
+        if not self._may_start("switching sessions"):
+            return
+        await self._settle_save()
+        try:
+            await asyncio.to_thread(self.save_now)
+            conversation = await asyncio.to_thread(self.session.store.load, message.conversation_id)
+        except Exception as exc:  # noqa: BLE001 - unreadable file, bad id: say so and stay
+            self.notify(f"could not open session {message.conversation_id}: {exc}", severity="error")
+            return
+        self.agent.conversation = conversation
+        await self.show_conversation()
+        await self.chat.add_notice("info", f"switched to session {conversation.conversation_id}")
+
+    @work(group="mcp", exit_on_error=False)
+    async def start_mcp_servers(self) -> None:
+        """After the first frame: the SDK is imported in a thread (a second of work), then every server
+        starts on this loop, where the turns call their tools; each change of state is a message."""
+        from xun.agent.tools.mcp import preload
+
+        names = [name for name, server in self.session.mcp.servers.items() if server.state != "disabled"]
+        if names:
+            self.post_message(m.Notice("info", f"MCP: starting {', '.join(names)} (/mcp shows their state)"))
+        await asyncio.to_thread(preload)
+        await self.session.mcp.start()
+
+    @work(group="mcp", exit_on_error=False)
+    async def restart_mcp_server(self, name: str) -> None:
+        from xun.agent.tools.mcp import preload
+
+        await asyncio.to_thread(preload)  # a disabled server may be the first to start
+        await self.session.mcp.restart(name)
+
+    async def stop_mcp_servers(self) -> None:
+        """On quit: no server process outlives the app."""
+        self.workers.cancel_group(self, "mcp")
+        if self.session is not None and self.session.mcp:
+            with contextlib.suppress(Exception):
+                await self.session.mcp.aclose()
+
+    async def on_mcp_server_changed(self, message: m.McpServerChanged) -> None:
+        from xun.tui.screens.mcp import McpScreen
+
+        event = message.event
+        if event.state == "ready":
+            count = f"{event.tools} tool{'s' if event.tools != 1 else ''}"
+            await self.chat.add_notice("info", f"MCP server {event.name}: ready with {count} (/mcp lists them)")
+        elif event.state == "failed":
+            text = f"MCP server {event.name} failed: {event.reason}"
+            await self.chat.add_notice("warning", text + " (/mcp restarts it)")
+            self.notify(text, title="MCP server failed", severity="warning", timeout=8)
+        for screen in self.screen_stack:
+            if isinstance(screen, McpScreen):
+                screen.refresh_servers()
+
+    async def action_quit_twice(self) -> None:
+        now = time.monotonic()
+        if now - self._last_ctrl_c <= QUIT_AGAIN_WITHIN:
+            await self.action_quit_saving()
+            return
+        self._last_ctrl_c = now
+        self.notify("Press Ctrl+C again to quit (the session is saved).", title="Quit?", timeout=QUIT_AGAIN_WITHIN)
+
+    async def action_quit_saving(self) -> None:
+        self.workers.cancel_group(self, "agent")
+        self.workers.cancel_group(self, "compaction")
+        await self._settle_save()
+        try:
+            await asyncio.to_thread(self.save_now)
+        except OSError as exc:
+            self.notify(f"could not save the session: {exc}", severity="error")
+        self.exit(0)

@@ -1,0 +1,160 @@
+"""The prompt line: a typed prompt goes to the agent, a slash command (`xun.tui.commands`) to its action;
+the commands that exist only as slash commands (/tokens, /retry, /revise, /clear, /render, /name) are
+here."""
+
+from __future__ import annotations
+
+from xun.context.messages import UserMessage
+from xun.context.usage import usage_totals_line
+from xun.tui.commands import UnknownCommand, parse
+from xun.tui.format import percent, tokens
+
+
+class SlashCommands:
+    """Prompts and slash commands, as typed (mixed into `XunApp`)."""
+
+    async def submit(self, text: str) -> None:
+        """A prompt or a slash command, as typed."""
+        try:
+            command = parse(text)
+        except UnknownCommand as exc:
+            self.notify(str(exc), severity="warning")
+            self.prompt.set_prompt(text)
+            return
+        if command is None:
+            await self.send_prompt(text[1:] if text.startswith("//") else text)
+            return
+        await self.run_command(command.name, command.argument)
+
+    async def run_command(self, name: str, argument: str) -> None:
+        if name in ("/compact", "/offload"):
+            if name == "/compact" and argument.lower() == "toolcall":
+                self.action_reclaim()
+            elif name == "/compact" and argument.lower() == "preview":
+                self.action_preview()
+            else:
+                self.action_compact(argument or None)
+        elif name == "/history":
+            self.action_history()
+        elif name == "/recall":
+            self.action_recall(argument)
+        elif name == "/context":
+            self.action_context()
+        elif name == "/render":
+            from xun.tui.export import ExportError, render_transcript
+
+            try:
+                path = render_transcript(self.conversation, argument, self.workdir)
+            except ExportError as exc:
+                self.notify(str(exc), severity="error")
+                return
+            await self.chat.add_notice("info", f"transcript written to {self.shown_path(str(path))}")
+        elif name == "/retry":
+            await self.action_retry()
+        elif name == "/revise":
+            await self.action_revise(argument)
+        elif name == "/clear":
+            await self.action_clear()
+        elif name == "/tokens":
+            await self.action_tokens()
+        elif name == "/mcp":
+            self.action_mcp()
+        elif name == "/sessions":
+            await self.action_sessions()
+        elif name == "/name":
+            title = " ".join(argument.split())
+            if not title:
+                self.notify(f"this session is called {self.conversation.session_title() or '(nothing yet)'}; "
+                            "/name TITLE names it", severity="warning")
+                return
+            self.conversation.title = title[:80]
+            await self.chat.add_notice("info", f"this session is now called {title[:80]!r}")
+            self.save_session()
+        elif name == "/config":
+            self.action_config()
+        elif name == "/help":
+            self.action_help()
+        elif name == "/quit":
+            await self.action_quit_saving()
+
+    async def send_prompt(self, text: str) -> None:
+        if self.busy is not None:
+            self._may_start("the prompt")
+            if not self.prompt.text.strip():
+                self.prompt.set_prompt(text)
+            return
+        unanswered, self._unanswered = self._unanswered, None
+        messages = self.conversation.messages
+        if unanswered is not None and messages and messages[-1] is unanswered:
+            self.conversation.pop_last_message_if_user()
+        await self.chat.add_user(text)
+        self._start_turn(text)
+
+    def _start_turn(self, prompt: str | None) -> None:
+        self._set_busy("turn", "thinking…")
+        self.run_turn(prompt)
+
+    async def action_tokens(self) -> None:
+        c = self.conversation
+        config = self.session.config
+        threshold = self.agent.threshold
+        window = self.agent.window
+        source = "auto_compact.token_threshold"
+        if window.tokens is not None and threshold < config.auto_compact.token_threshold:
+            source = f"{config.auto_compact.threshold_ratio:g} of the window"
+        archive = c.compacted_toolcalls
+        estimate = self.agent.request_tokens()
+        reported = f"reported {tokens(c.total_tokens)} (last model call)" if c.total_tokens is not None else \
+            "no count from the server since the last summary (or it sends none)"
+        lines = [
+            f"{reported} · estimate {tokens(estimate)} now (the next request)",
+            (f"threshold {tokens(threshold)} ({source}) · {window.describe()}"
+             f" · {percent(estimate, threshold)}% of the threshold"),
+            (f"{len(c.messages):,} messages · {len(archive)} reclaimed results · {self._summaries_in_context()} summaries"
+             f" · {c.tokens_per_char:.3f} tokens per char"),
+            usage_totals_line(c.usage_totals, self.agent.session_cost()),
+        ]
+        await self.chat.add_notice("info", "\n  ".join(lines))
+
+    async def action_retry(self) -> None:
+        if not self._may_start("/retry"):
+            return
+        if not any(isinstance(msg, UserMessage) for msg in self.conversation.messages):
+            await self.chat.add_notice("warning", "/retry: there is no prompt to send again")
+            return
+        await self._settle_save()
+        if self._unanswered is not None and self.prompt.text == self._unanswered.text:
+            self.prompt.clear()  # /retry sends the failed prompt: the copy in the input would send it twice
+        self.conversation.pop_from_last_user_message(inclusive=False)
+        await self.chat.remove_from_last_user(inclusive=False)
+        self._refresh_gauge()
+        self._start_turn(None)
+
+    async def action_revise(self, text: str = "") -> None:
+        if not self._may_start("/revise"):
+            return
+        await self._settle_save()
+        popped = self.conversation.pop_from_last_user_message(inclusive=True)
+        if not popped:
+            await self.chat.add_notice("warning", "/revise: there is no prompt to revise")
+            return
+        await self.chat.remove_from_last_user(inclusive=True)
+        self._refresh_gauge()
+        old = getattr(popped[0], "text", "")
+        if text.strip():
+            await self.send_prompt(text.strip())
+        else:
+            self.prompt.set_prompt(old)
+            self.prompt.focus()
+
+    async def action_clear(self) -> None:
+        if not self._may_start("/clear"):
+            return
+        await self._settle_save()
+        self.conversation.clear()
+        await self.chat.clear()
+        self.recoverable.load([])
+        self._refresh_gauge()
+        self.gauge.set_history([])
+        await self.chat.add_notice("info", "cleared: a fresh start in this session (the compaction log stays)")
+        self.save_session()
