@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from xun.compact.policy import CacheAwareCompactor, compactor_from_config
-from xun.context.conversation import Conversation
 from xun.base.errors import SessionFormatError
 from xun.base.events import ToolResultsReclaimed
+from xun.compact.breakdown import PLACEHOLDER_HEAD
+from xun.compact.policy import PAYBACK_CALLS, CacheAwareCompactor, compactor_from_config
+from xun.context.conversation import Conversation
+from xun.context.messages import RawOpenAIMessage, UserMessage
 
 from .helpers import make_agent, write_files
 
@@ -88,8 +90,10 @@ async def fill(agent, clock, files):
 
 async def test_the_low_water_mark_triggers_exactly_over_the_threshold(offline_server_factory, tmp_path):
     write_files(tmp_path, 10, lines=120)
+    # cached input as free as it gets: no reclaim below the threshold ever pays for its broken prefix
     server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
-                                             auto_compact__low_water=0.5, auto_compact__toolcall_keep_max=6)
+                                             auto_compact__low_water=0.5, auto_compact__toolcall_keep_max=6,
+                                             cache__cached_discount=0.0)
     await fill(agent, clock, range(1, 9))
     assert isinstance(agent.compactor, CacheAwareCompactor)
     tokens = agent.request_tokens()
@@ -131,6 +135,94 @@ async def test_the_idle_rule_reclaims_exactly_after_the_time_to_live(offline_ser
     assert [e.trigger for e in idle] == ["idle"] and idle[0].count == 3  # all but the newest 2 results
     assert server.cached_sizes[sent] == 0  # and the server did send that call uncached
     assert agent.conversation.compaction_counter.tool_rounds == rounds  # not a step towards a summary
+    assert not rec.of("summary_started")  # the reclaim reached the low-water mark: no summary
+
+
+@pytest.mark.parametrize("mode", ["auto", "ask", "off"])
+async def test_the_idle_rule_summarises_when_the_reclaim_leaves_the_context_above_the_low_water_mark(
+        offline_server_factory, tmp_path, mode):
+    write_files(tmp_path, 10)
+    server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
+                                             auto_compact__mode=mode,
+                                             auto_compact__toolcall_keep_max=2, auto_compact__low_water=0.1,
+                                             cache__cached_discount=0.0)  # no early reclaim ever pays: only the idle rule acts
+    await fill(agent, clock, range(1, 8))
+    agent.config.auto_compact.token_threshold = agent.request_tokens() + 1  # under it: only the idle rule can act
+    clock.now = agent.conversation.prompt_cache.last_call_at + TTL
+    await agent.compactor.auto_compact(agent)
+    assert not rec.of("tool_results_reclaimed") and not rec.of("summary_started")
+    clock.now += 1
+    sent = len(server.prompt_sizes)
+    await agent.run("please read f8.py")
+    assert [e.trigger for e in rec.of("tool_results_reclaimed")] == ["idle"]
+    summary = rec.of("summary_finished")
+    if mode != "auto":  # not needed yet: nobody is asked for it, and "off" is off
+        assert not rec.of("summary_started") and not rec.of("compaction_skipped")
+        return
+    assert [e.trigger for e in summary] == ["idle"] and summary[0].tokens_after < summary[0].tokens_before
+    assert server.cached_sizes[sent] == 0  # the summary request, at a cold cache like everything then
+
+
+def current_turn_results_intact(agent) -> bool:
+    messages = agent.conversation.messages
+    last_user = max(i for i, m in enumerate(messages) if isinstance(m, UserMessage))
+    return all(not str(m.raw.get("content", "")).startswith(PLACEHOLDER_HEAD) for m in messages[last_user:]
+               if isinstance(m, RawOpenAIMessage) and m.raw.get("role") == "tool")
+
+
+async def test_an_early_reclaim_runs_exactly_above_the_low_water_mark_and_pays_for_itself(offline_server_factory, tmp_path):
+    write_files(tmp_path, 10, lines=120)
+    server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
+                                             auto_compact__low_water=0.5, auto_compact__toolcall_keep_max=6)
+    await fill(agent, clock, range(1, 9))  # a threshold far above: nothing happens
+    assert not rec.of("tool_results_reclaimed")
+    tokens = agent.request_tokens()
+    assert agent.compactor.paying_keep(agent) is not None  # a reclaim now would pay
+    agent.config.auto_compact.token_threshold = 2 * tokens  # exactly at the low-water mark: nothing happens
+    await agent.compactor.auto_compact(agent)
+    assert not rec.of("tool_results_reclaimed")
+    agent.config.auto_compact.token_threshold = 2 * tokens - 2  # one token above it
+    await agent.compactor.auto_compact(agent)
+    [early] = rec.of("tool_results_reclaimed")
+    assert early.trigger == "early" and early.count > 0 and early.tokens_before == tokens
+    d = agent.config.cache.cached_discount
+    assert d * early.saved_per_call * PAYBACK_CALLS > (1 - d) * early.cache_miss_tokens  # it pays within the horizon
+    assert agent.compactor.paying_keep(agent) is None  # and once done, nothing more pays now
+    clock.now += 10
+    sent = len(server.prompt_sizes)
+    await agent.run("please read f9.py")
+    uncached = server.prompt_sizes[sent] - server.cached_sizes[sent]
+    assert abs(early.cache_miss_tokens - uncached) <= 0.1 * uncached + 30  # the break the server then reports
+
+
+async def test_early_reclaims_spare_the_current_turn_and_are_no_step_towards_a_summary(offline_server_factory, tmp_path):
+    write_files(tmp_path, 40)
+    server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
+                                             auto_compact__token_threshold=8000, auto_compact__toolcall_keep_max=12)
+    seen = []
+    record = agent.on_event
+
+    def watch(event):
+        record(event)
+        if event.type == "tool_results_reclaimed" and event.trigger == "early":
+            seen.append((current_turn_results_intact(agent), agent.conversation.compaction_counter.tool_rounds))
+
+    agent.on_event = watch
+    for i in range(1, 30):
+        clock.now += 10
+        await agent.run(f"read f{i}.py and f{i + 1}.py")
+    assert len(seen) >= 3 and all(intact for intact, _ in seen)
+    assert all(rounds == 0 for _, rounds in seen) or rec.of("summary_finished")
+
+
+async def test_no_early_reclaim_when_cached_input_costs_nothing(offline_server_factory, tmp_path):
+    write_files(tmp_path, 40)
+    server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
+                                             auto_compact__token_threshold=8000, cache__cached_discount=0.0)
+    for i in range(1, 20):
+        clock.now += 10
+        await agent.run(f"read f{i}.py and f{i + 1}.py")
+    assert rec.of("tool_results_reclaimed") and not [e for e in rec.of("tool_results_reclaimed") if e.trigger == "early"]
 
 
 def test_the_cache_aware_policy_is_the_default():

@@ -5,7 +5,10 @@
 The same 300-turn workload (default) for each policy, against the offline server with its prefix cache
 simulated (time to live 300 s) and its clock shared with the agent's, so time is simulated, never slept:
 20 s between turns, and every K turns (default 40) an idle gap of 10 minutes, longer than the cache's
-time to live. Turns read one or two files, search, list, or ask for a recap (as `bench_soak.py`).
+time to live. Turns read one or two files, search, list, or ask for a recap (as `bench_soak.py`), in the
+same order for both policies; the workspace holds 40 files of `--file-lines` lines (default 60); both
+policies run with the same threshold (default 12,000 tokens), low-water mark and time to live. The other
+workloads the README reports: `--file-lines 200` (larger tool results) and `--idle-every 0` (no idle gaps).
 
 One JSON line per policy: requests and prompt tokens the server saw (summary requests included), how
 many it served from its cache, billed input tokens (uncached + 0.1 x cached, in uncached-token units;
@@ -77,6 +80,8 @@ async def run(policy: str, turns: int, threshold: int, idle_every: int, low_wate
             "billed_input": round(billed_input(prompt - cached, cached, agent.config.cache.cached_discount)),
             "summaries": len(recorder.of("summary_finished")), "reclaims": len(reclaims),
             "idle_reclaims": sum(1 for e in reclaims if e.trigger == "idle"),
+            "early_reclaims": sum(1 for e in reclaims if e.trigger == "early"),
+            "idle_summaries": sum(1 for e in recorder.of("summary_finished") if e.trigger == "idle"),
             "peak_context": max(server.prompt_sizes), "seconds": round(seconds, 1),
         }
 

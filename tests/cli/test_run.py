@@ -8,6 +8,8 @@ import pty
 import signal
 import subprocess
 
+import pytest
+
 from .helpers import Cli, read_lines_until
 
 OFFLINE_NOTICE = "offline demo model (scripted, not an LLM)"
@@ -222,3 +224,30 @@ def test_workdir_option(cli: Cli, tmp_path):
 def test_the_offline_subcommand_still_passes_its_options_through(cli: Cli):
     done = subprocess.run(cli.command("offline-server", "--port", "not-a-port"), env=cli.env, capture_output=True, text=True, timeout=20)
     assert done.returncode == 2 and "port" in done.stderr
+
+
+def test_json_usage_events_carry_the_session_cost_billed_from_the_servers_cache_figures(cli: Cli):
+    """`xun run --json` on the offline server with its prefix cache: each server usage event's
+    `session_cost` is uncached input x input + cached x cached_input + completion x output over the
+    server's reports so far, and it goes on across a resume."""
+    cli.write("a.txt", "alpha\n" * 200)
+    cli.write("b.txt", "beta\n" * 200)
+    config = cli.home / ".config" / "xun" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[pricing."xun-offline"]\ninput = 3.0\ncached_input = 0.3\noutput = 12.0\n', encoding="utf-8")
+    env = {"XUN_OFFLINE_CACHE_TTL": "300"}
+    reports: list[dict] = []
+    for args in (("run", "--json", "read a.txt"), ("run", "--resume", "--json", "read b.txt")):
+        result = cli(*args, env=env).check(0)
+        for event in result.of("usage"):
+            if event["source"] != "server":
+                continue
+            reports.append(event)
+            prompt = sum(r["prompt_tokens"] for r in reports)
+            cached = sum(r["cached_tokens"] for r in reports)
+            completion = sum(r["completion_tokens"] for r in reports)
+            assert event["session_totals"] == {"calls": len(reports), "prompt": prompt, "completion": completion,
+                                               "cached_input": cached}
+            assert event["session_cost"] == pytest.approx(((prompt - cached) * 3 + cached * 0.3 + completion * 12) / 1e6)
+    assert len(reports) >= 4 and reports[-1]["cached_tokens"] > 0
+    assert "[usage] session:" not in result.stdout  # --json: only the events on stdout

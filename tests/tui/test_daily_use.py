@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xun.tui.app import XunApp
+from xun.tui.format import tokens
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_view import EarlierMarker
 from xun.tui.widgets.summary_divider import SummaryDivider
@@ -345,6 +346,40 @@ async def test_usage_of_the_last_call_the_session_and_its_cost_survive_a_resume(
         await wait_until(pilot, lambda: again.gauge.usage_text)
         assert again.conversation.usage_totals == totals
         assert again.gauge.usage_text.startswith("session ") and f"${expected:,.4f}" in again.gauge.usage_text
+
+
+async def test_the_cost_bills_cached_input_at_its_price_as_the_server_reported_it(offline_server_factory, session_factory, tmp_path):
+    """Over real HTTP, the offline server's prefix cache on: the cost under the gauge and in /tokens is
+    uncached input x input + cached x cached_input + output x output, from the server's own figures; it
+    survives a resume."""
+    for i in range(3):
+        (tmp_path / f"f{i}.txt").write_text("".join(f"part {i} line {j}\n" for j in range(40)))
+    server = offline_server_factory(cache_ttl=300)
+    prices = ("pricing.xun-offline.input=2", "pricing.xun-offline.cached_input=0.5", "pricing.xun-offline.output=8",
+              "model.name=xun-offline")
+    first = session_factory(server, *prices)
+    app = XunApp(first)
+    async with app.run_test(size=(140, 44)) as pilot:
+        for i in range(3):
+            await turn(pilot, f"read f{i}.txt")
+        totals = app.conversation.usage_totals
+        completion = totals["completion"]
+        # the server's own record of every chat request (a calibration probe, if any, included in both)
+        prompt, cached = sum(server.prompt_sizes), sum(server.cached_sizes)
+        assert cached > 0 and totals["prompt"] == prompt and totals["cached_input"] == cached
+        expected = ((prompt - cached) * 2 + cached * 0.5 + completion * 8) / 1e6
+        assert f"${expected:,.4f}" in app.gauge.usage_text, app.gauge.usage_text
+        assert f"({tokens(cached)} cached)" in app.gauge.usage_text
+        await submit(pilot, "/tokens")
+        await wait_until(pilot, lambda: f"cost ${expected:,.4f}" in str(app.chat.children[-1].render()))
+        assert f"{prompt - cached:,} input uncached · {cached:,} cached" in str(app.chat.children[-1].render())
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    first.close()
+    again = XunApp(session_factory(server, *prices, resume=first.conversation.conversation_id))
+    async with again.run_test(size=(140, 44)) as pilot:
+        await wait_until(pilot, lambda: again.gauge.usage_text)
+        assert again.conversation.usage_totals == totals and f"${expected:,.4f}" in again.gauge.usage_text
 
 
 async def test_a_large_paste_is_one_line_in_the_input_and_sent_in_full(offline_server, session_factory):

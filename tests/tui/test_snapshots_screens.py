@@ -89,7 +89,8 @@ def test_the_ask_modal(snap_compare, snapshot_app, size):  # noqa: F811
 
 @pytest.mark.parametrize("size", SIZES)
 def test_the_breakdown(snap_compare, snapshot_app, size):  # noqa: F811
-    app = snapshot_app("breakdown", size, "auto_compact.toolcall_keep_max=1", "model.context_window=5000")
+    app = snapshot_app("breakdown", size, "auto_compact.toolcall_keep_max=1", "model.context_window=5000",
+                       "auto_compact.policy=seed")  # the reclaim by hand only (no early reclaim of the cache-aware policy)
     (app.workdir / "AGENTS.md").write_text(AGENTS)
 
     async def run_before(pilot) -> None:

@@ -285,13 +285,15 @@ class AutoCompactSettings(_Section):
     )
     policy: Literal["cache-aware", "seed"] = Field(
         default="cache-aware",
-        description='"cache-aware" reclaims down to low_water so the prompt\'s prefix (and the server\'s prompt '
-        'cache) changes rarely, and reclaims when the cache has gone cold after an idle gap (cache.ttl_seconds); '
-        '"seed" reclaims just below the threshold each time.',
+        description='"cache-aware" prices compaction by the server\'s prompt cache: above low_water it reclaims '
+        'when that pays for the broken prefix, over the threshold it reclaims down to low_water, and after an idle '
+        'gap (cache.ttl_seconds) it reclaims and summarises while the cache is cold; "seed" reclaims just below '
+        'the threshold each time.',
     )
     low_water: float = Field(
         default=0.5, gt=0, le=1,
-        description="The cache-aware policy reclaims down to this fraction of the threshold when it reclaims.",
+        description="The cache-aware policy's low-water mark, a fraction of the threshold: reclaims over the "
+        "threshold go down to it; above it, reclaims that pay for themselves run early.",
     )
 
 

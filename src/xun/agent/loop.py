@@ -27,6 +27,7 @@ from xun.base.confined import open_regular_inside
 from xun.context.conversation import MESSAGE_TOKENS, Conversation
 from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage, message_length
 from xun.context.prompt_cache import cached_tokens_of
+from xun.context.usage import add_call, cost, price_for
 from xun.base.events import (
     AssistantMessage,
     CompactionEvent,
@@ -248,6 +249,8 @@ class Agent:
         self._max_tokens_param = "max_tokens"
         self._empty_for_null = False
         self.clock: Callable[[], float] = time.time
+        self.bills_to: Agent | None = None
+        """The agent whose session a helper's model calls are counted and billed in (None: this one's)."""
         """Wall-clock seconds; the cache-aware policy's idle rule reads it (tests and benchmarks set it)."""
 
     # ----------------------------------------------------------------- setup
@@ -327,6 +330,7 @@ class Agent:
             client=agent.client(),
         )
         child._shares_client = True
+        child.bills_to = agent.bills_to or agent
         child.reads_project_instructions = False  # the summarizer must not see AGENTS.md
         child.offline = agent.offline
         child.knowledge = agent.knowledge
@@ -387,6 +391,8 @@ class Agent:
             source="server" if usage is not None else "estimate",
             window_source=window.source if window.known else None,
             cached_tokens=c.prompt_cache.last_cached if usage is not None else None,
+            session_totals=dict(self.session_totals()),
+            session_cost=self.session_cost(),
         ))
 
     # ------------------------------------------------------- the window and the tokenizer
@@ -691,7 +697,19 @@ class Agent:
         """Keep the call's prompt-cache figures (when the server sent believable ones) and when it was made."""
         usage = usage if getattr(usage, "prompt_tokens", None) is not None else None
         prompt = int(usage.prompt_tokens) if usage is not None else None
-        self.conversation.prompt_cache.record(prompt, cached_tokens_of(usage, reply.timings), self.clock())
+        record = self.conversation.prompt_cache
+        record.record(prompt, cached_tokens_of(usage, reply.timings), self.clock())
+        if usage is not None:
+            add_call(self.session_totals(), prompt, getattr(usage, "completion_tokens", None), record.last_cached)
+
+    def session_totals(self) -> dict[str, int]:
+        """The session's usage totals (`xun.usage`), which a helper's calls (the summarizer's) count into too."""
+        return (self.bills_to or self).conversation.usage_totals
+
+    def session_cost(self) -> float | None:
+        """What the session's calls cost by the `pricing` of its model (None when it has no price)."""
+        owner = self.bills_to or self
+        return cost(owner.conversation.usage_totals, price_for(owner.config.pricing, owner.config.model.name))
 
     def _settle_interrupted_turn(self, start: int) -> str | None:
         """After a cancel: answer dangling tool calls, keep a reply cut short (marked as cancelled), and if

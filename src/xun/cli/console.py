@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from xun.base.valid_text import valid_text
+from xun.context.usage import usage_totals_line
 
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _DIM, _YELLOW, _RED, _RESET = "\x1b[2m", "\x1b[33m", "\x1b[31m", "\x1b[0m"
@@ -305,6 +306,8 @@ class TextPrinter(_Output):
             window = f" (window {usage.context_window:,}, {usage.window_source})" if usage.context_window else " (window unknown)"
             self.line(f"[context] ~{usage.estimated_tokens:,} tokens, estimated (last reported by the server: {reported}); "
                       f"compaction above {usage.threshold:,}{window}", _DIM)
+            if usage.session_totals and usage.session_totals.get("calls"):
+                self.line(f"[usage] {usage_totals_line(usage.session_totals, usage.session_cost)}", _DIM)
 
 
 # ------------------------------------------------------------------------------------ confirmations

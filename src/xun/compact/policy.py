@@ -154,28 +154,44 @@ def prompt_file(path: Path, workdir: Path) -> Any:
     return open_regular_inside(path, [Path(workdir), paths.user_config_path().parent])
 
 
-class CacheAwareCompactor(AutoCompactor):
-    """The seed's policy, made to change the prompt's prefix rarely, since every change makes the next
-    call pay full price for everything after it (a server's prompt cache serves only the common prefix):
+PAYBACK_CALLS = 20
+"""A reclaim below the threshold runs only when what it saves on the cached price of the calls after it
+pays, within this many calls, for the prefix it breaks (which the next call pays uncached)."""
 
-    - a reclaim goes down to `low_water` of the threshold (keeping fewer recent tool results, at least
-      one), not just under it, so the next one comes many turns later;
-    - a reclaim that reaches the low-water mark is enough: no escalation to a summary for it (a
-      summary rewrites the whole prefix); reclaims that fall short escalate as in the seed;
-    - after an idle gap longer than the cache's time to live, the prefix is sent at full price anyway:
-      old tool results are reclaimed then, before the call, at no cache cost.
+
+class CacheAwareCompactor(AutoCompactor):
+    """The seed's policy, priced by the server's prompt cache: a cached input token costs
+    `cache.cached_discount` (about a tenth) of an uncached one, and a change to a message makes the next
+    call pay full price for it and everything after it. Measured on `tests/benchmarks/bench_cache.py`:
+
+    - before a call between the low-water mark (`low_water` of the threshold) and the threshold, old tool
+      results are reclaimed when that pays for itself within PAYBACK_CALLS calls: the saving per call (the
+      discounted price of the reclaimed tokens) against the one-time price of the broken prefix. Reclaims
+      then come early and cut late in the conversation (cheap), instead of seldom and deep (every old
+      result stays in every call until then). The current turn's results are never reclaimed this way,
+      and at most the newest `toolcall_keep_max` are kept; below the mark nothing is reclaimed early;
+    - over the threshold, a reclaim goes down to `low_water` of the threshold (keeping fewer recent tool
+      results, at least one), and one that reaches the mark is enough: no escalation to a summary for it;
+      reclaims that fall short escalate as in the seed;
+    - after an idle gap longer than the cache's time to live, the whole prompt is paid in full anyway, so
+      compaction there costs nothing in cache: old tool results are reclaimed to the low-water mark, and
+      when the context is still above it, the older turns are summarised too (a summary that the
+      threshold would force later, at the price of a broken prefix; only in `auto_compact.mode` "auto").
     """
 
-    def __init__(self, *args: Any, low_water: float = 0.5, ttl_seconds: float = 300.0, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, low_water: float = 0.5, ttl_seconds: float = 300.0, cached_discount: float = 0.1,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.low_water = low_water
         self.ttl_seconds = ttl_seconds
+        self.cached_discount = cached_discount
 
     @classmethod
     def from_config(cls, settings: Any, cache: Any = None) -> CacheAwareCompactor:
         ttl = cache.ttl_seconds if cache is not None else 300.0
+        discount = cache.cached_discount if cache is not None else 0.1
         return cls(settings.toolcall_keep_max, settings.summary_keep_max, settings.escalation_rounds, settings.max_retries,
-                   low_water=settings.low_water, ttl_seconds=ttl)
+                   low_water=settings.low_water, ttl_seconds=ttl, cached_discount=discount)
 
     def cache_is_cold(self, agent: CompactionHost) -> bool:
         """Whether the last call was longer ago than the cache's time to live (by `agent.clock`)."""
@@ -201,18 +217,71 @@ class CacheAwareCompactor(AutoCompactor):
             return True
         return super().reclaim_was_enough(agent, attempt, estimate, target)
 
-    async def auto_compact(self, agent: CompactionHost) -> None:
+    def paying_keep(self, agent: CompactionHost) -> int | None:
+        """The number of newest tool results to keep for the reclaim that pays best within PAYBACK_CALLS
+        calls (None when none pays): never fewer than the current turn's results (the model has not
+        answered them yet), never more than `toolcall_keep_max`."""
         from xun.compact.breakdown import reclaim_preview
 
-        settings = agent.config.auto_compact
-        if settings.enabled and not self.suspended and self.cache_is_cold(agent):
-            keep = self.first_keep(agent, self.toolcall_keep_max)
-            if reclaim_preview(agent.conversation, keep).count:
-                counter = agent.conversation.compaction_counter
-                rounds = counter.tool_rounds
-                await agent.reclaim_tool_results(keep, trigger="idle")
-                counter.tool_rounds = rounds  # not a round of the escalation: nothing was over the threshold
+        conversation = agent.conversation
+        d = self.cached_discount
+        best, best_keep = 0.0, None
+        for keep in range(self.toolcall_keep_max, max(current_turn_results(conversation), 1) - 1, -1):
+            preview = reclaim_preview(conversation, keep)
+            first = first_tool_result(conversation, preview.ids) if preview.count else None
+            if first is None:
+                continue
+            broken = tokens_from(conversation, first) - preview.tokens_saved
+            gain = d * preview.tokens_saved * PAYBACK_CALLS - (1 - d) * broken
+            if gain > best:
+                best, best_keep = gain, keep
+        return best_keep
+
+    async def _reclaim_quietly(self, agent: CompactionHost, keep: int, trigger: str) -> None:
+        """A reclaim that is not a round of the escalation (nothing was over the threshold)."""
+        counter = agent.conversation.compaction_counter
+        rounds = counter.tool_rounds
+        await agent.reclaim_tool_results(keep, trigger=trigger)
+        counter.tool_rounds = rounds
+
+    async def compact_while_cold(self, agent: CompactionHost) -> None:
+        """The idle rule: reclaim to the low-water mark; then, still above it, summarise the older turns."""
+        from xun.compact.breakdown import reclaim_preview
+
+        keep = max(self.first_keep(agent, self.toolcall_keep_max), current_turn_results(agent.conversation), 1)
+        if reclaim_preview(agent.conversation, keep).count:
+            await self._reclaim_quietly(agent, keep, "idle")
+        if agent.request_tokens() <= agent.threshold * self.low_water or agent.config.auto_compact.mode != "auto":
+            return  # an optimisation, not a need: nobody is asked for it (mode "ask"), and "off" means off
+        keep_messages = worthwhile_keep(agent.conversation, self.summary_keep_max)
+        if keep_messages is not None:
+            result = await compact_conversation(agent, keep_recent=keep_messages,
+                                                instructions=agent.config.compression.instructions, trigger="idle")
+            if not result.compacted:
+                self.consecutive_failures += 1
+                await self._maybe_suspend(agent)
+
+    async def auto_compact(self, agent: CompactionHost) -> None:
+        if agent.config.auto_compact.enabled and not self.suspended:
+            if self.cache_is_cold(agent):
+                await self.compact_while_cold(agent)
+            elif (agent.threshold * self.low_water < agent.request_tokens() <= agent.threshold
+                  and (keep := self.paying_keep(agent)) is not None):
+                await self._reclaim_quietly(agent, keep, "early")
         await super().auto_compact(agent)
+
+
+def current_turn_results(conversation: Conversation) -> int:
+    """Tool results since the last user message: the current turn's, which the model has not answered."""
+    from xun.context.messages import RawOpenAIMessage, UserMessage
+
+    count = 0
+    for message in reversed(conversation.messages):
+        if isinstance(message, UserMessage):
+            break
+        if isinstance(message, RawOpenAIMessage) and message.raw.get("role") == "tool":
+            count += 1
+    return count
 
 
 def compactor_from_config(config: Any) -> AutoCompactor:

@@ -2,8 +2,12 @@
 the user gave prices for the model (`pricing` in the config, per million tokens).
 
 The totals are a plain dict kept on the conversation (saved with the session, so they survive a resume):
-"calls", "prompt", "completion", and "cached_input" once the server reports cached tokens. `add_call` is
-the one place they grow.
+"calls", "prompt", "completion", and "cached_input" once the server reports cached tokens. `add_call`, which
+the agent calls after each model call (the summarizer's too), is the one place they grow. The cost:
+
+    (prompt - cached_input) x input + cached_input x cached_input price + completion x output
+
+per million tokens; without a `cached_input` price, cached tokens cost as input.
 """
 
 from __future__ import annotations
@@ -44,3 +48,17 @@ def cost(usage: Mapping[str, Any], price: Price | None) -> float | None:
 
 def price_for(pricing: Mapping[str, Price], model: str) -> Price | None:
     return pricing.get(model)
+
+
+def cost_text(spent: float) -> str:
+    """A cost as the front ends show it: four decimals under one unit, else two."""
+    return f"${spent:,.4f}" if spent < 1 else f"${spent:,.2f}"
+
+
+def usage_totals_line(totals: Mapping[str, Any], spent: float | None) -> str:
+    """The session's totals in one line (`/tokens`, `xun run`): input uncached and cached, output, calls, cost."""
+    prompt, cached = int(totals.get("prompt") or 0), int(totals.get("cached_input") or 0)
+    calls = int(totals.get("calls") or 0)
+    line = (f"session: {prompt - cached:,} input uncached · {cached:,} cached · {int(totals.get('completion') or 0):,} output"
+            f" ({calls:,} call{'s' if calls != 1 else ''})")
+    return line + (f" · cost {cost_text(spent)}" if spent is not None else " · no price for the model (pricing)")

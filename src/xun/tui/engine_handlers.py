@@ -78,27 +78,25 @@ class EngineHandlers:
         return None
 
     def _count_usage(self, event: Any | None) -> None:
-        """The one place the app reads a model call's usage (the server's prompt and completion tokens):
-        added to the session's totals, shown under the gauge with the cost when `pricing` has the model."""
-        from xun.context.usage import add_call, cost, price_for
+        """The usage line under the gauge: the last model call's reported tokens, and the session's totals
+        (which the agent keeps: `xun.context.usage`) with their cost when `pricing` has the model."""
+        from xun.context.usage import cost_text
 
         totals = self.conversation.usage_totals
-        if event is not None:
-            prompt, completion = getattr(event, "prompt_tokens", None), getattr(event, "completion_tokens", None)
-            if add_call(totals, prompt, completion):
-                self._last_call = {"prompt": prompt or 0, "completion": completion or 0}
+        if event is not None and getattr(event, "prompt_tokens", None) is not None:
+            self._last_call = {"prompt": event.prompt_tokens or 0, "completion": event.completion_tokens or 0}
         if not totals.get("calls"):
             self.gauge.set_usage("")
             return
-        price = price_for(self.session.config.pricing, self.session.config.model.name)
         parts = []
         last = self._last_call
         if last is not None:
             parts.append(f"last call {last['prompt']:,} in · {last['completion']:,} out")
-        spent = cost(totals, price)
-        parts.append(f"session {tokens(totals['prompt'])} in · {tokens(totals['completion'])} out "
+        spent = self.agent.session_cost()
+        cached = f" ({tokens(totals['cached_input'])} cached)" if totals.get("cached_input") else ""
+        parts.append(f"session {tokens(totals['prompt'])} in{cached} · {tokens(totals['completion'])} out "
                      f"({totals['calls']:,} call{'s' if totals['calls'] != 1 else ''})"
-                     + ("" if spent is None else f" · ${spent:,.4f}" if spent < 1 else f" · ${spent:,.2f}"))
+                     + ("" if spent is None else f" · {cost_text(spent)}"))
         self.gauge.set_usage("\n".join(parts))
 
     def on_context_usage(self, message: m.ContextUsage) -> None:

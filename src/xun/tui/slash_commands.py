@@ -5,6 +5,7 @@ here."""
 from __future__ import annotations
 
 from xun.context.messages import UserMessage
+from xun.context.usage import usage_totals_line
 from xun.tui.commands import UnknownCommand, parse
 from xun.tui.format import percent, tokens
 
@@ -112,6 +113,7 @@ class SlashCommands:
              f" · {percent(estimate, threshold)}% of the threshold"),
             (f"{len(c.messages):,} messages · {len(archive)} reclaimed results · {self._summaries_in_context()} summaries"
              f" · {c.tokens_per_char:.3f} tokens per char"),
+            usage_totals_line(c.usage_totals, self.agent.session_cost()),
         ]
         await self.chat.add_notice("info", "\n  ".join(lines))
 
