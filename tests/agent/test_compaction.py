@@ -3,7 +3,8 @@
 import json
 
 from xun.agent.loop import Agent
-from xun.compact.policy import ESCALATION_RATIO, AutoCompactor, compact_conversation
+from xun.compact.policy import ESCALATION_RATIO, AutoCompactor
+from xun.compact.summary import compact_conversation
 from xun.context.conversation import Conversation
 from xun.context.offload import read_offload_log
 

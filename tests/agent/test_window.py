@@ -216,7 +216,7 @@ async def test_summaries_in_pieces_when_the_history_cannot_fit_one_request(offli
     for turn in range(8):
         agent.conversation.add_user_message(f"turn {turn}: remember src/module_{turn}.py " + "and its notes " * 150)
         agent.conversation.add_agent_message({"role": "assistant", "content": f"noted module {turn}"})
-    from xun.compact.policy import compact_conversation
+    from xun.compact.summary import compact_conversation
 
     await agent.start_discovery()
     assert agent.request_tokens() > 3000

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from xun.compact.policy import SummaryCompactResult
+from xun.context.compaction_results import SummaryCompactResult
 from xun.context.conversation import Conversation, StalePlanError
 from xun.context.messages import COMPACTED_SYSTEM_PROMPT, RawOpenAIMessage, SystemPrompt, UserMessage
 from xun.context.offload import HEADING, read_offload_log

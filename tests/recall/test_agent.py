@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.helpers import make_agent, write_files  # tests/ is on sys.path (rootdir-relative packages)
-from xun.compact.policy import compact_conversation
+from xun.compact.summary import compact_conversation
 
 from .test_engine import Broken
 

@@ -12,7 +12,7 @@ import pytest
 
 from agent.helpers import Recorder, make_agent, write_files  # tests/ is on sys.path (rootdir-relative packages)
 from xun.agent.loop import Agent
-from xun.compact.policy import compact_conversation
+from xun.compact.summary import compact_conversation
 from xun.agent.config import XunConfig
 from xun.context.offload import read_offload_log
 from xun.context.recall import HistoryIndex

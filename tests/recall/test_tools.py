@@ -7,7 +7,7 @@ import re
 import pytest
 
 from xun.agent.loop import Agent
-from xun.compact.policy import compact_conversation
+from xun.compact.summary import compact_conversation
 from xun.agent.config import XunConfig
 from xun.context.conversation import Conversation
 from xun.context.recall import HistoryIndex

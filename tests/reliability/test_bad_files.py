@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from xun.compact.policy import compact_conversation
+from xun.compact.summary import compact_conversation
 from xun.agent.config import ConfigError, load_config
 from xun.context.conversation import Conversation
 from xun.base.errors import SessionFormatError

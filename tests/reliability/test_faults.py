@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xun.agent.loop import Agent
-from xun.compact.policy import MAX_CONSECUTIVE_FAILURES, AutoCompactor, compact_conversation
+from xun.compact.policy import MAX_CONSECUTIVE_FAILURES, AutoCompactor
+from xun.compact.summary import compact_conversation
 from xun.agent.config import RetrySettings
 from xun.context.conversation import Conversation
 from xun.context.messages import UserMessage

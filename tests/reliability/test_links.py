@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 
-from xun.compact.policy import compact_conversation
+from xun.compact.summary import compact_conversation
 from xun.agent.config import XunConfig
 from xun.agent.tools import ToolContext, ToolError
 from xun.agent.tools.builtin import list_directory, read_file, write_file

@@ -18,7 +18,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xun.compact.policy import compact_conversation
+from xun.compact.summary import compact_conversation
 from xun.context.conversation import Conversation
 from xun.context.messages import SystemPrompt
 from xun.agent.tools import builtin

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from xun.compact.policy import compact_conversation
+from xun.compact.summary import compact_conversation
 from xun.context.conversation import Conversation
 from xun.offline import OfflineServer
 from xun.tui.export import ExportError, render_transcript

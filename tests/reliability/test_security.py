@@ -21,7 +21,7 @@ import stat
 import pytest
 
 from xun.agent.loop import Agent
-from xun.compact.policy import SUMMARY_PROMPT, compact_conversation
+from xun.compact.summary import SUMMARY_PROMPT, compact_conversation
 from xun.context.messages import COMPACTED_SYSTEM_PROMPT
 from xun.agent.tools import Decision
 

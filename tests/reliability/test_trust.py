@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from xun.compact.policy import _summarizer_prompt
+from xun.compact.summary import _summarizer_prompt
 from xun.agent.config import TRUST_REQUIRED_KEYS, load_config
 
 from .helpers import make_agent

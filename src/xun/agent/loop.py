@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from xun.agent.call_limits import gather_limited, valid_total_tokens, valid_usage, within_deadline
-from xun.compact.policy import CompactorAbstract, ToolCallCompactResult, compactor_from_config, first_tool_result, tokens_from
+from xun.compact.breakdown import first_tool_result, tokens_from
+from xun.compact.policy import CompactorAbstract, compactor_from_config
+from xun.context.compaction_results import ToolCallCompactResult
 from xun.agent.config import XunConfig, resolve_api_key
 from xun.base.confined import open_regular_inside
 from xun.context.conversation import MESSAGE_TOKENS, Conversation
@@ -515,7 +517,7 @@ class Agent:
         if not self.config.auto_compact.enabled:
             raise ContextTooLargeError(needed, budget, window, prompt=False,
                                        detail="automatic compaction is off; compact by hand (/compact, xun compact)")
-        from xun.compact.policy import fit_to_window
+        from xun.compact.summary import fit_to_window
 
         await fit_to_window(self, budget, trigger=trigger)
         needed = self.request_tokens()

@@ -18,10 +18,10 @@ _SEED_NAMES = {
     "AutoCompactor": "xun.compact.policy",
     "CacheAwareCompactor": "xun.compact.policy",
     "CompactorAbstract": "xun.compact.policy",
-    "compact_conversation": "xun.compact.policy",
-    "SummaryCompactResult": "xun.compact.policy",
-    "ToolCallCompactResult": "xun.compact.policy",
-    "CompactionCounter": "xun.compact.policy",
+    "compact_conversation": "xun.compact.summary",
+    "SummaryCompactResult": "xun.context.compaction_results",
+    "ToolCallCompactResult": "xun.context.compaction_results",
+    "CompactionCounter": "xun.context.compaction_results",
 }
 
 __all__ = list(_SEED_NAMES)

@@ -344,3 +344,23 @@ def reclaim_preview(conversation: Conversation, keep_max: int) -> ReclaimPreview
         before += message_length(messages[i])
         after += len(placeholder)
     return ReclaimPreview(tuple(ids), before, after, conversation.tokens_per_char, keep_max, len(positions))
+
+
+def tokens_from(conversation: Conversation, index: int) -> int:
+    """The estimated tokens of the messages from `index` to the end: after a change at `index`, what the
+    next request pays uncached (a prompt cache serves only the prefix before the first change)."""
+    from xun.context.conversation import MESSAGE_TOKENS
+
+    messages = conversation.messages[max(index, 0):]
+    return round(sum(message_length(m) for m in messages) * conversation.tokens_per_char) + MESSAGE_TOKENS * len(messages)
+
+
+def first_tool_result(conversation: Conversation, ids: tuple[str, ...] | list[str]) -> int | None:
+    """The position of the first tool result among `ids` (None when none is in the conversation)."""
+    from xun.context.messages import RawOpenAIMessage
+
+    wanted = set(ids)
+    for index, message in enumerate(conversation.messages):
+        if isinstance(message, RawOpenAIMessage) and message.raw.get("role") == "tool" and message.raw.get("tool_call_id") in wanted:
+            return index
+    return None

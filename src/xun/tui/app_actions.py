@@ -47,7 +47,7 @@ class AppActions:
         self.recoverable.focus_table()
 
     def action_preview(self) -> None:
-        from xun.compact.policy import first_tool_result, tokens_from
+        from xun.compact.breakdown import first_tool_result, tokens_from
         from xun.compact.breakdown import reclaim_preview
         from xun.tui.screens.preview import PreviewFigures, PreviewScreen, preview_rows
 
@@ -270,7 +270,7 @@ class AppActions:
 
     @work(group="compaction", exit_on_error=False)
     async def compact_now(self, focus: str | None) -> None:
-        from xun.compact.policy import compact_conversation
+        from xun.compact.summary import compact_conversation
 
         self._work_started = True
         try:

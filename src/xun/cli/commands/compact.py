@@ -41,7 +41,7 @@ async def _compact(session: Any, args: argparse.Namespace, printer: JsonPrinter 
     if args.toolcall:
         work = agent.reclaim_tool_results(keep_max=args.keep or settings.toolcall_keep_max, trigger="manual")
     else:
-        from xun.compact.policy import compact_conversation
+        from xun.compact.summary import compact_conversation
 
         work = compact_conversation(agent, keep_recent=args.keep or settings.summary_keep_max,
                                     instructions=args.focus, trigger="manual")
