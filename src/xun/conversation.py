@@ -56,7 +56,16 @@ from xun.valid_text import valid_text, valid_values
 if TYPE_CHECKING:
     from xun.recall import HistoryIndex
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+SESSION_LAYOUT = """\
+A session file is one compact JSON document:
+{"format_version":2,"compacted_count":N,"compacted_chars":C, ...the session..., "compacted_toolcalls":{...}}
+The archive of reclaimed originals comes last, and its entry count and exact length in characters come
+first, so a reader takes the session without parsing the archive (`read_session`); any JSON reader
+reads the whole. Format 1 was a JSON head line, then one JSON line per reclaimed original; format 0
+(no `format_version`) one JSON document with `compacted_toolcalls` mapping ids to originals."""
+_LAYOUT = re.compile(r'\{"format_version":(\d+),"compacted_count":(\d+),"compacted_chars":(\d+),')
+_ARCHIVE_KEY = ',"compacted_toolcalls":'
 DEFAULT_TOKENS_PER_CHAR = 0.25
 MESSAGE_TOKENS = 5
 """Tokens a chat template adds around each message (ChatML and Llama 3 use 5, OpenAI about 4)."""
@@ -788,8 +797,8 @@ class Conversation:
     # ------------------------------------------------------------ persistence
 
     def _head(self) -> dict[str, Any]:
+        """The session but its archive of reclaimed originals (`dumps` puts that last)."""
         return {
-            "format_version": FORMAT_VERSION,
             "conversation_id": self.conversation_id,
             "created_at": self.created_at,
             "updated_at": time.time(),
@@ -800,7 +809,6 @@ class Conversation:
             "usage": {"chars": self.usage_chars, "messages": self.usage_messages, "tokens_per_char": self.tokens_per_char,
                       "overhead_chars": self.overhead_chars, "fixed_tokens": self.fixed_tokens},
             "messages": [m.to_json() for m in self._messages],
-            "compacted_toolcalls": self._reclaimed.summary(),
             "pinned_toolcalls": sorted(self._pinned),
             "compaction": self.compaction_counter.to_json(),
             "prompt_cache": self.prompt_cache.to_json(),
@@ -817,14 +825,17 @@ class Conversation:
         return self.title
 
     def dumps(self) -> str:
-        """The session as text: one line of JSON (the session), then one JSON line per reclaimed original.
+        """The session as one JSON document (format 2, see `SESSION_LAYOUT`)."""
+        return self._dumps(ensure_ascii=False)
 
-        Compact JSON has no raw newline, so the first line is always the whole head; the archive lines
-        follow in the order the results were reclaimed (see `xun.reclaimed`).
-        """
+    def _dumps(self, ensure_ascii: bool) -> str:
+        archive = self._reclaimed.json_text()
+        if ensure_ascii:  # every non-ASCII character (lone surrogates too) as a JSON escape
+            archive = archive.encode("utf-8", "backslashreplace").decode("utf-8")
         with _gc_paused():
-            head = json.dumps(self._head(), ensure_ascii=False, separators=(",", ":"))
-        return f"{head}\n{self._reclaimed.lines()}"
+            head = json.dumps(self._head(), ensure_ascii=ensure_ascii, separators=(",", ":"))
+        prefix = f'{{"format_version":{FORMAT_VERSION},"compacted_count":{len(self._reclaimed)},"compacted_chars":{len(archive)}'
+        return f"{prefix},{head[1:-1]}{_ARCHIVE_KEY}{archive}}}"
 
     def dump(self, path: str | os.PathLike[str]) -> None:
         """Save atomically (temporary file, fsync, rename), readable by the owner only. Text that UTF-8
@@ -833,34 +844,18 @@ class Conversation:
         try:
             write_text_atomic(path, self.dumps())
         except UnicodeEncodeError:
-            write_text_atomic(path, self._dumps_ascii())
-
-    def _dumps_ascii(self) -> str:
-        """`dumps` with every non-ASCII character as a JSON escape (lone surrogates included)."""
-        with _gc_paused():
-            head = json.dumps(self._head(), ensure_ascii=True, separators=(",", ":"))
-        lines = self._reclaimed.lines()
-        return f"{head}\n{lines.encode('utf-8', 'backslashreplace').decode('utf-8')}"
+            write_text_atomic(path, self._dumps(ensure_ascii=True))
 
     def loads(self, text: str | bytes, source: str | os.PathLike[str] | None = None) -> Conversation:
-        """Load session text (this format or a legacy one); on any problem raise SessionFormatError, change nothing."""
+        """Load session text (this format or an older one); on any problem raise SessionFormatError, change nothing."""
         if isinstance(text, bytes):
             try:
                 text = text.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise SessionFormatError(source, f"not UTF-8 text ({exc})") from None
         with _gc_paused():
-            try:  # the head is the first line; the archive lines after it are not parsed now
-                data, end = _DECODER.raw_decode(text)
-                archive_at = end + 1 if text.startswith("\n", end) else len(text)
-            except ValueError:
-                data = None
-            if not isinstance(data, dict) or "format_version" not in data:
-                try:  # legacy files are one (often indented) JSON document
-                    data, archive_at = json.loads(text), len(text)
-                except ValueError as exc:
-                    raise SessionFormatError(source, f"not valid JSON ({exc}); the file may be truncated or corrupt") from None
-            state = _parse_session(data, text, archive_at, source)
+            data, archive = read_session(text, source)
+            state = _parse_session(data, archive, source)
         for name, value in state.items():
             setattr(self, name, value)
         return self
@@ -908,7 +903,55 @@ def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError])
         raise fail(f"a message is malformed ({exc!r})") from None
 
 
-def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[str, Any]:
+def session_head(text: str) -> tuple[dict[str, Any], int] | None:
+    """Format 2's session but its archive, parsed key by key up to the archive, and where the archive
+    starts; None when `text` does not open as format 2 does. Does not check the archive."""
+    layout = _LAYOUT.match(text)
+    if layout is None:
+        return None
+    data: dict[str, Any] = {"format_version": int(layout[1]), "compacted_count": int(layout[2]), "compacted_chars": int(layout[3])}
+    position = layout.end()
+    try:
+        while True:
+            key, colon = _DECODER.raw_decode(text, position)
+            if not isinstance(key, str) or text[colon] != ":":
+                return None
+            if key == "compacted_toolcalls":
+                return data, colon + 1
+            data[key], position = _DECODER.raw_decode(text, colon + 1)
+            if text[position] != ",":
+                return None
+            position += 1
+    except (ValueError, IndexError):
+        return None
+
+
+def read_session(text: str, source: Any = None) -> tuple[Any, ReclaimedArchive | None]:
+    """The parsed session but its archive, and the archive over `text`, not parsed; None when `data`
+    holds the archive (format 0, or a format 2 file another tool laid out anew). Raises
+    SessionFormatError when `text` is not JSON or its archive is not the length recorded."""
+    head = session_head(text)
+    if head is not None:
+        data, start = head
+        end = len(text) - 1
+        if end - start == data["compacted_chars"] and text.endswith("}"):
+            return data, ReclaimedArchive.from_json_text(text, start, end, data["compacted_count"], source)
+    try:  # format 1: the head is the first line, the archive lines follow it
+        data, end = _DECODER.raw_decode(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get("format_version") == 1:
+        archive_at = end + 1 if text.startswith("\n", end) else len(text)
+        return data, ReclaimedArchive.from_lines(text, archive_at, data.get("compacted_toolcalls") or {}, source)
+    if data is not None and not text[end:].strip():
+        return data, None
+    try:
+        return json.loads(text), None
+    except ValueError as exc:
+        raise SessionFormatError(source, f"not valid JSON ({exc}); the file may be truncated or corrupt") from None
+
+
+def _parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> dict[str, Any]:
     """Validate a parsed session (current or legacy) into Conversation attributes."""
 
     def fail(reason: str) -> SessionFormatError:
@@ -933,13 +976,16 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
     conversation_id = data.get("conversation_id") or uuid.uuid4().hex
     if not is_session_id(conversation_id):
         raise fail(f"conversation_id should be a file name (letters, digits, '_', '-', '.'), got {conversation_id!r}")
-    reclaimed_head = data.get("compacted_toolcalls") or {}
-    if not isinstance(reclaimed_head, dict):
-        raise fail("compacted_toolcalls should be an object")
-    if version == 0:
-        reclaimed = ReclaimedArchive.from_legacy(reclaimed_head, source)
+    if archive is not None:
+        reclaimed = archive
     else:
-        reclaimed = ReclaimedArchive.from_lines(text, archive_at, reclaimed_head, source)
+        stored = data.get("compacted_toolcalls") or {}
+        if not isinstance(stored, dict):
+            raise fail("compacted_toolcalls should be an object")
+        if version == 0:
+            reclaimed = ReclaimedArchive.from_legacy(stored, source)
+        else:
+            reclaimed = ReclaimedArchive.from_records(stored, data.get("compacted_count"), source)
     try:
         counter = CompactionCounter.from_json(data.get("compaction") or {})
     except ValueError as exc:

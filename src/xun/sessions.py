@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from xun import paths
 from xun.atomic import open_regular, private_dirs, remove_stale_temp_files
-from xun.conversation import Conversation, SessionFormatError, is_session_id
+from xun.conversation import Conversation, SessionFormatError, is_session_id, read_session, session_head
 from xun.errors import SessionLocked
 from xun.recall import HistoryIndex
 
@@ -32,7 +31,7 @@ save takes far less than ten minutes even for a large session on a slow disk."""
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
-    """One row of `xun sessions`: read from the session's head line only."""
+    """One row of `xun sessions`: read without parsing the session's archive of reclaimed originals."""
 
     conversation_id: str
     path: Path
@@ -173,19 +172,15 @@ class SessionStore:
 
 def _read_info(path: Path) -> SessionInfo:
     with open_regular(path) as handle:
-        head = handle.readline()
+        raw = handle.read()
     try:
-        data = json.loads(head)
-    except ValueError:
-        data = None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SessionFormatError(path, f"not UTF-8 text ({exc})") from None
+    head = session_head(text)  # the archive is not parsed (nor checked: a torn one is named at load)
+    data, archive = (head[0], None) if head is not None else read_session(text, path)
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-        try:  # a legacy, indented file: parse it whole
-            with open_regular(path) as handle:
-                data = json.loads(handle.read())
-        except ValueError as exc:
-            raise SessionFormatError(path, f"not valid JSON ({exc})") from None
-        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-            raise SessionFormatError(path, "not a xun session")
+        raise SessionFormatError(path, "not a xun session")
     if data.get("conversation_id") and not is_session_id(data["conversation_id"]):
         raise SessionFormatError(path, f"conversation_id {data['conversation_id']!r} is not a file name")
     counter = data.get("compaction") if isinstance(data.get("compaction"), dict) else {}
@@ -201,5 +196,5 @@ def _read_info(path: Path) -> SessionInfo:
         tokens=next((v for v in (data.get("tokens_now"), data.get("tokens_used")) if isinstance(v, int)), None),
         title=str(data.get("title") or ""),
         summaries=int(counter.get("summary_rounds", 0) or 0),
-        reclaimed=int(reclaimed.get("archived_lines", len(reclaimed)) or 0),
+        reclaimed=len(archive) if archive is not None else int(data.get("compacted_count", reclaimed.get("archived_lines", len(reclaimed))) or 0),
     )

@@ -58,18 +58,18 @@ def test_file_format_fields_and_owner_only_mode(tmp_path):
     path = tmp_path / "s.json"
     c.dump(path)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    head, _, archive = path.read_text().partition("\n")
-    data = json.loads(head)
+    data = json.loads(path.read_text())  # one JSON document
     for key in ("format_version", "conversation_id", "tokens_used", "messages", "compacted_toolcalls",
                 "compaction", "summarizations", "compaction_log"):
         assert key in data
     assert data["format_version"] == FORMAT_VERSION
     assert data["compaction"] == {"tool_rounds": 1, "summary_rounds": 1}
     assert data["summarizations"][0]["summary_message"] == "the summary"
-    lines = archive.splitlines()
-    assert len(lines) == data["compacted_toolcalls"]["archived_lines"] == len(c.compacted_toolcalls)
-    first = json.loads(lines[0])
-    assert set(first) == {"id", "tool", "arguments", "chars", "reclaimed_at", "original"}
+    archive = data["compacted_toolcalls"]
+    assert list(archive) == list(c.compacted_toolcalls) and data["compacted_count"] == len(archive)
+    assert list(data)[-1] == "compacted_toolcalls"  # last, so a loader can leave it unparsed
+    first = archive[next(iter(archive))]
+    assert set(first) == {"tool", "arguments", "chars", "reclaimed_at", "original"}
 
 
 def test_unicode_line_separators_in_originals_survive(tmp_path):
@@ -146,7 +146,7 @@ CORRUPTIONS = {
     "empty": lambda t: "",
     "truncated head": lambda t: t[: len(t.partition("\n")[0]) // 2],
     "truncated archive": lambda t: t[: len(t) - 40],
-    "archive line dropped": lambda t: t.rsplit("\n", 2)[0] + "\n",
+    "archive entry dropped": lambda t: t[: t.rindex(',"call_')] + "}}",
     "not json": lambda t: "hello there",
     "foreign json": lambda t: json.dumps({"name": "package.json"}),
     "messages not a list": lambda t: json.dumps({"format_version": 1, "messages": {}}),

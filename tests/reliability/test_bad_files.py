@@ -21,7 +21,7 @@ import pytest
 
 from xun.compact import compact_conversation
 from xun.config import ConfigError, load_config
-from xun.conversation import Conversation
+from xun.conversation import FORMAT_VERSION, Conversation
 from xun.errors import SessionFormatError
 from xun.launch import LATEST, open_session
 from xun.offload import append_offload, read_offload_log
@@ -73,7 +73,7 @@ def saved_session(workdir: Path, conversation_id: str = "good", turns: int = 3) 
     ("empty", lambda good: b"", "not valid JSON"),
     ("binary", lambda good: bytes(range(256)), "not UTF-8"),
     ("foreign_json", lambda good: b'{"name": "some-package", "version": "1.0.0"}', "not a xun session"),
-    ("newer", lambda good: good.replace(b'"format_version":1', b'"format_version":99', 1), "newer xun"),
+    ("newer", lambda good: good.replace(b'"format_version":%d' % FORMAT_VERSION, b'"format_version":99', 1), "newer xun"),
     ("torn_archive", lambda good: good[:-40], "truncated"),
 ])
 def test_a_corrupt_or_foreign_session_is_named_and_the_app_still_starts(tmp_path, name, content, reason):
