@@ -4,6 +4,7 @@ import json
 import os
 import stat
 import time
+from pathlib import Path
 
 import pytest
 
@@ -298,3 +299,130 @@ def test_a_temporary_file_that_cannot_be_removed_stops_nothing(tmp_path, monkeyp
 def test_session_ids_cannot_escape_the_store(bad):
     with pytest.raises(ValueError):
         check_session_id(bad)
+
+
+# ------------------------------------------------------------------ format 2: one JSON document
+
+
+def test_dumps_is_one_json_document_that_any_json_reader_round_trips(tmp_path):
+    c = compacted_session()
+    c.compacted_toolcall_result("call_0")  # text with quotes, newlines and separators in the originals
+    text = c.dumps()
+    data = json.loads(text)  # the whole file, as jq reads it
+    assert {k: v["original"] for k, v in data["compacted_toolcalls"].items()} == c.compacted_toolcalls.originals()
+    assert data["pinned_toolcalls"] == ["call_201"]
+    # laid out anew by another tool (`jq . s.json > s2.json`): still a session, read the slow way
+    path = tmp_path / "s2.json"
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=True))
+    back = Conversation().load(path)
+    assert back.completion_params() == c.completion_params()
+    assert back.compacted_toolcalls.originals() == c.compacted_toolcalls.originals()
+    assert dict(back.compacted_toolcalls) == dict(c.compacted_toolcalls)
+    assert json.loads(back.dumps())["compacted_toolcalls"] == data["compacted_toolcalls"]
+
+
+def test_an_edited_document_whose_archive_lost_an_entry_is_refused(tmp_path):
+    data = json.loads(compacted_session().dumps())
+    data["compacted_toolcalls"].popitem()
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(SessionFormatError, match="the file was edited") as info:
+        Conversation().load(path)
+    assert str(path) in str(info.value)
+
+
+FIXTURES = Path(__file__).parent / "sessions"
+
+
+@pytest.mark.parametrize("name", ["format1.json", "format1-first.json"])
+def test_format_1_files_written_by_earlier_xun_load_and_are_saved_as_one_document(tmp_path, name):
+    """format1.json: a head line, then one JSON line per original, as main wrote it at 1408d72;
+    format1-first.json: the same, with no archive length in the head, as the first engine wrote it."""
+    path = tmp_path / name
+    path.write_bytes((FIXTURES / name).read_bytes())
+    before = path.read_bytes()
+    c = Conversation().load(path)
+    assert path.read_bytes() == before  # loading never writes
+    assert c.conversation_id == "format1-fixture" and c.total_tokens == 4321
+    assert len(c.compacted_toolcalls) == 13
+    assert list(c.compacted_toolcalls)[:2] == ["call_0", "call_1"] and "call_21" not in c.compacted_toolcalls
+    assert c.compacted_toolcall_result("call_0").endswith('\n"quoted" \\ back\u2028sep\u00e9\u4e2d\U0001F600 {}')
+    assert c.compacted_toolcall_result("call_24") == "second batch 24\n" + "y" * 300
+    assert c.compacted_toolcalls["call_24"].tool_name == "read_file"
+    assert c.messages[0].is_compressed and c.messages[0].persist_sections == {"AGENTS.md": "rules"}
+    assert c.summarizations[0].summary_message == "the summary"
+    assert c.compact_toolcall(keep_max=3).reclaimed_count == 0  # call_21 was restored: it stays pinned
+    c.dump(path)
+    data = json.loads(path.read_text())
+    assert data["format_version"] == FORMAT_VERSION and len(data["compacted_toolcalls"]) == 13
+    again = Conversation().load(path)
+    assert again.completion_params() == c.completion_params()
+    assert again.compacted_toolcalls.originals() == c.compacted_toolcalls.originals()
+
+
+def test_format_1_with_a_torn_archive_line_is_named(tmp_path):
+    path = tmp_path / "s.json"
+    text = (FIXTURES / "format1.json").read_text()
+    cut = text.index('"original"', text.index("\n"))
+    path.write_text(text[:cut] + '"origXnal"' + text[cut + len('"original"'):])  # the same length
+    c = Conversation().load(path)
+    with pytest.raises(SessionFormatError, match="archive line 1 is unreadable") as info:
+        c.compacted_toolcall_result("call_0")
+    assert str(path) in str(info.value)
+
+
+class CountingDecoder(json.JSONDecoder):
+    """Counts what the archive module decodes (the standard decoder, counted)."""
+
+    calls = 0
+
+    def raw_decode(self, s, idx=0):
+        CountingDecoder.calls += 1
+        return super().raw_decode(s, idx)
+
+
+def test_loading_leaves_the_archive_unparsed_until_it_is_first_read(tmp_path, monkeypatch):
+    import xun.reclaimed
+
+    c = compacted_session()
+    text = c.dumps()
+    archive = text[text.rindex(',"compacted_toolcalls":') + len(',"compacted_toolcalls":'):-1]
+    monkeypatch.setattr(xun.reclaimed, "_DECODER", CountingDecoder())
+    monkeypatch.setattr(xun.reclaimed.json, "loads", lambda *a, **k: pytest.fail("an original was decoded"))
+    back = Conversation().loads(text)
+    assert len(back.compacted_toolcalls) == len(c.compacted_toolcalls)
+    saved = back.dumps()  # saved again unread: the block is copied as it is, not re-encoded
+    assert saved[saved.rindex(',"compacted_toolcalls":') + len(',"compacted_toolcalls":'):-1] == archive
+    assert CountingDecoder.calls == 0
+    assert back.compacted_toolcalls["call_0"].tool_name == "read_file"  # the first read parses the entries
+    assert CountingDecoder.calls == 2 * len(c.compacted_toolcalls)  # an id and a record each, once
+    monkeypatch.undo()
+    assert back.compacted_toolcalls.originals() == c.compacted_toolcalls.originals()
+
+
+def test_a_damaged_archive_of_the_right_length_is_named_when_first_read_and_the_file_kept(tmp_path):
+    path = tmp_path / "s.json"
+    compacted_session().dump(path)
+    text = path.read_text()
+    at = text.rindex('"original":')
+    path.write_text(text[:at] + '"original"!' + text[at + len('"original":'):])
+    before = path.read_bytes()
+    back = Conversation().load(path)  # the archive is not read yet
+    with pytest.raises(SessionFormatError, match="archive entry .* is unreadable") as info:
+        back.compacted_toolcall_result("call_0")
+    assert str(path) in str(info.value) and path.read_bytes() == before
+
+
+def test_new_reclaims_after_an_unread_load_and_a_repeated_id_save_as_valid_json(tmp_path):
+    c = long_conversation(rounds=6)
+    c.compact_toolcall(keep_max=1)
+    back = Conversation().loads(c.dumps())
+    tool_round(back, 0)  # a model that reuses an id already in the unread archive
+    tool_round(back, 99)
+    back.add_user_message("go on")
+    back.compact_toolcall(keep_max=0)
+    text = back.dumps()
+    assert json.loads(text)["compacted_count"] == len(back.compacted_toolcalls)
+    again = Conversation().loads(text)
+    assert again.compacted_toolcalls.originals() == back.compacted_toolcalls.originals()
+    assert set(again.compacted_toolcalls) == {f"call_{i}" for i in range(6)} | {"call_99"}
