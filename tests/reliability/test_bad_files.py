@@ -61,7 +61,7 @@ def saved_session(workdir: Path, conversation_id: str = "good", turns: int = 3) 
             {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]})
         conversation.add_tool_result(f"c{i}", f"the long output of call {i} " * 20)
         conversation.add_agent_message({"role": "assistant", "content": f"answer {i}"})
-    conversation.compact_toolcall(keep_max=1)  # archive lines after the head
+    conversation.compact_toolcall(keep_max=1)  # an archive of reclaimed originals at the end
     return store.save(conversation)
 
 
