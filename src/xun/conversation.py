@@ -76,7 +76,7 @@ PLACEHOLDER = (
     "[Compacted, ID: {id}. If this content is still needed, call extract_compacted_tool_result "
     "with this ID or re-run the tool.]"
 )
-_PLACEHOLDER_HEAD = "[Compacted, ID: "
+_PLACEHOLDER_HEAD, _PLACEHOLDER_TAIL = PLACEHOLDER.split("{id}")
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
@@ -220,6 +220,15 @@ async def _in_thread_despite_cancel(fn: Callable[[], None]) -> None:
     future.result()
     if cancelled and task is not None:
         task.cancel()
+
+
+def _named_call(assistant: dict[str, Any], call_id: str) -> tuple[str, str]:
+    """Name and arguments of the call `call_id` among an assistant message's tool calls, or two ""."""
+    for call in assistant.get("tool_calls") or ():
+        if call.get("id") == call_id:
+            function = call.get("function") or {}
+            return str(function.get("name", "")), str(function.get("arguments", ""))
+    return "", ""
 
 
 def tool_result_text(content: Any) -> str:
@@ -495,11 +504,7 @@ class Conversation:
             message = self._messages[j]
             if not isinstance(message, RawOpenAIMessage) or message.raw.get("role") == "tool":
                 continue
-            for call in message.raw.get("tool_calls") or ():
-                if call.get("id") == call_id:
-                    function = call.get("function") or {}
-                    return str(function.get("name", "")), str(function.get("arguments", ""))
-            break
+            return _named_call(message.raw, call_id)
         return "", ""
 
     def compact_toolcall(self, keep_max: int = 12, *, write_index: bool = True) -> ToolCallCompactResult:
@@ -530,29 +535,34 @@ class Conversation:
         indexed: list[tuple[ReclaimedToolResult, str]] = []
         now = time.time()
         if seen == keep_max:
+            archive, pinned, placeholders = self._reclaimed, self._pinned, {}
+            caller: dict[str, Any] | None = None  # the assistant message nearest before i, once one is passed
             for i in range(start, cutoff):
                 message = messages[i]
                 if type(message) is not RawOpenAIMessage:
                     continue
                 raw = message.raw
                 if raw.get("role") != "tool":
+                    caller = raw
                     continue
                 call_id = str(raw.get("tool_call_id", ""))
-                if call_id in self._pinned:
+                if call_id in pinned:
                     continue
-                text = content_text(raw.get("content"))
+                content = raw.get("content")
+                text = content if type(content) is str else content_text(content)
                 if text.startswith(_PLACEHOLDER_HEAD):
                     continue
-                placeholder = PLACEHOLDER.format(id=call_id)
+                placeholder = f"{_PLACEHOLDER_HEAD}{call_id}{_PLACEHOLDER_TAIL}"
                 if len(placeholder) >= len(text):
                     continue
-                name, arguments = self._tool_call_of(i, call_id)
+                name, arguments = _named_call(caller, call_id) if caller is not None else self._tool_call_of(i, call_id)
                 record = ReclaimedToolResult(call_id, name, arguments[:ARGUMENTS_PREVIEW], len(text), now)
-                self._reclaimed.add(record, text)
-                messages[i] = RawOpenAIMessage(raw={**raw, "content": placeholder})
+                archive.add(record, text)
+                placeholders[i] = RawOpenAIMessage(raw={**raw, "content": placeholder})
                 reclaimed.append(call_id)
                 if index is not None:
                     indexed.append((record, text))
+            messages.replace_at(placeholders)
             self._reclaim_frontier = cutoff
         else:
             self._reclaim_frontier = start
