@@ -43,6 +43,7 @@ from xun.conversation_message import (
     RawOpenAIMessage,
     SystemPrompt,
     UserMessage,
+    check_raw,
     content_text,
     message_from_json,
 )
@@ -839,13 +840,13 @@ class Conversation:
         return self._dumps(ensure_ascii=False)
 
     def _dumps(self, ensure_ascii: bool) -> str:
-        archive = self._reclaimed.json_text()
+        archive = self._reclaimed.json_chunks()
         if ensure_ascii:  # every non-ASCII character (lone surrogates too) as a JSON escape
-            archive = archive.encode("utf-8", "backslashreplace").decode("utf-8")
+            archive = ["".join(archive).encode("utf-8", "backslashreplace").decode("utf-8")]
+        layout = {"format_version": FORMAT_VERSION, "compacted_count": len(self._reclaimed), "compacted_chars": sum(map(len, archive))}
         with _gc_paused():
-            head = json.dumps(self._head(), ensure_ascii=ensure_ascii, separators=(",", ":"))
-        prefix = f'{{"format_version":{FORMAT_VERSION},"compacted_count":{len(self._reclaimed)},"compacted_chars":{len(archive)}'
-        return f"{prefix},{head[1:-1]}{_ARCHIVE_KEY}{archive}}}"
+            head = json.dumps({**layout, **self._head()}, ensure_ascii=ensure_ascii, separators=(",", ":"))
+        return "".join([head[:-1], _ARCHIVE_KEY, *archive, "}"])
 
     def dump(self, path: str | os.PathLike[str]) -> None:
         """Save atomically (temporary file, fsync, rename), readable by the owner only. Text that UTF-8
@@ -866,6 +867,7 @@ class Conversation:
         with _gc_paused():
             data, archive = read_session(text, source)
             state = _parse_session(data, archive, source)
+            del data  # its containers go now, before the collector is back and would walk them all
         for name, value in state.items():
             setattr(self, name, value)
         return self
@@ -893,14 +895,14 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError]) -> list[Message]:
-    """Typed messages from their stored forms; tool results and plain replies (most of them) inline,
-    messages with tool calls through `message_from_json`, which checks the calls."""
+    """Typed messages from their stored forms; replies and tool results (most of them) inline, with
+    their tool calls checked (`check_raw`), other messages through `message_from_json`."""
     raw_class = RawOpenAIMessage
     try:
         return [
-            raw_class(raw)
+            raw_class(check_raw(raw) if "tool_calls" in raw or raw.get("tool_call_id", "").__class__ is not str else raw)
             if m.__class__ is dict and m.get("kind") == "raw" and (raw := m["raw"]).__class__ is dict
-            and raw.get("role").__class__ is str and "tool_calls" not in raw and raw.get("tool_call_id", "").__class__ is str
+            and raw.get("role").__class__ is str
             else message_from_json(m)
             for m in items
         ]

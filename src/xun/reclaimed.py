@@ -196,15 +196,19 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         return parsed
 
     # persistence
-    def json_text(self) -> str:
-        """The archive as saved: one compact JSON object, its entries in the order they were reclaimed."""
+    def json_chunks(self) -> list[str]:
+        """The archive as saved, in pieces to join (no copy of the whole made here): one compact JSON
+        object, its entries in the order they were reclaimed."""
         if self._block_is_lines:
             self._parse_block()
-        new = ",".join(self._entries.values())
-        if not self._block_count:
-            return f"{{{new}}}"
-        block = self._text[self._start:self._end]
-        return f"{block[:-1]},{new}}}" if new else block
+        # a loaded block goes as it is, without its closing brace
+        chunks = [self._text[self._start:self._end - 1] if self._block_count else "{"]
+        separator = "," if self._block_count else ""
+        for entry in self._entries.values():
+            chunks += (separator, entry)
+            separator = ","
+        chunks.append("}")
+        return chunks
 
     @classmethod
     def from_json_text(cls, text: str, start: int, end: int, count: int, source: Any = None) -> ReclaimedArchive:
