@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from functools import lru_cache
 from json.encoder import encode_basestring, encode_basestring_ascii  # type: ignore[attr-defined]
-from typing import Any
+from typing import Any, NamedTuple
 
 from xun.errors import SessionFormatError
 
@@ -24,9 +24,9 @@ ARGUMENTS_PREVIEW = 200
 _DECODER = json.JSONDecoder()
 
 
-@dataclass(frozen=True, slots=True)
-class ReclaimedToolResult:
-    """What the recoverable-results list shows about one reclaimed result (not the original)."""
+class ReclaimedToolResult(NamedTuple):
+    """What the recoverable-results list shows about one reclaimed result (not the original). Immutable
+    (index writes take it to a worker thread), and a tuple: a first reclaim makes thousands at once."""
 
     tool_call_id: str
     tool_name: str = ""
@@ -55,11 +55,17 @@ def _json_text(text: str) -> str:
     return encode_basestring_ascii(text) if text.isascii() else encode_basestring(text)
 
 
+@lru_cache(maxsize=1)
+def _time_text(when: float) -> str:
+    """A time as JSON writes it (a reclaim stamps all its records with the same time)."""
+    return repr(float(when))
+
+
 def _entry(record: ReclaimedToolResult, original: str) -> str:
     """One archive entry as saved: `"id":{"tool":…,"original":…}` (compact JSON)."""
     return (
         f'{_json_text(record.tool_call_id)}:{{"tool":{_json_text(record.tool_name)},"arguments":'
-        f'{_json_text(record.arguments)},"chars":{int(record.chars)},"reclaimed_at":{float(record.reclaimed_at)!r},'
+        f'{_json_text(record.arguments)},"chars":{int(record.chars)},"reclaimed_at":{_time_text(record.reclaimed_at)},'
         f'"original":{_json_text(original)}}}'
     )
 
