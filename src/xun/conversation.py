@@ -864,7 +864,7 @@ class Conversation:
                 text = text.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise SessionFormatError(source, f"not UTF-8 text ({exc})") from None
-        with _gc_paused():
+        with _gc_paused(long_lived=True):
             data, archive = read_session(text, source)
             state = _parse_session(data, archive, source)
             del data  # its containers go now, before the collector is back and would walk them all
@@ -882,14 +882,23 @@ class Conversation:
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def _gc_paused(long_lived: bool = False) -> Iterator[None]:
     """Building or parsing a large session makes no reference cycles; pausing the collector saves it
-    from re-walking every live object many times over."""
+    from re-walking every live object many times over.
+
+    With `long_lived` (a loaded session, kept as long as it is open), what was made goes straight to the
+    collector's oldest generation (a freeze, then an unfreeze) rather than being walked by the next young
+    collection and then the middle one; not when something else has frozen objects (the app does), whose
+    freeze an unfreeze would undo.
+    """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if long_lived and not gc.get_freeze_count():
+            gc.freeze()
+            gc.unfreeze()
         if was_enabled:
             gc.enable()
 
