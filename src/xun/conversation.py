@@ -58,14 +58,8 @@ if TYPE_CHECKING:
     from xun.recall import HistoryIndex
 
 FORMAT_VERSION = 2
-SESSION_LAYOUT = """\
-A session file is one compact JSON document:
-{"format_version":2,"compacted_count":N,"compacted_chars":C, ...the session..., "compacted_toolcalls":{...}}
-The archive of reclaimed originals comes last, and its entry count and exact length in characters come
-first, so a reader takes the session without parsing the archive (`read_session`); any JSON reader
-reads the whole. Format 1 was a JSON head line, then one JSON line per reclaimed original; format 0
-(no `format_version`) one JSON document with `compacted_toolcalls` mapping ids to originals."""
-_LAYOUT = re.compile(r'\{"format_version":(\d+),"compacted_count":(\d+),"compacted_chars":(\d+),')
+FORMAT_2_OPENING = re.compile(r'\{"format_version":(\d+),"compacted_count":(\d+),"compacted_chars":(\d+),')
+"""How a session file of format 2 (or newer) opens."""
 _ARCHIVE_KEY = ',"compacted_toolcalls":'
 DEFAULT_TOKENS_PER_CHAR = 0.25
 MESSAGE_TOKENS = 5
@@ -836,7 +830,14 @@ class Conversation:
         return self.title
 
     def dumps(self) -> str:
-        """The session as one JSON document (format 2, see `SESSION_LAYOUT`)."""
+        """The session as one compact JSON document (format 2):
+        `{"format_version":2,"compacted_count":N,"compacted_chars":C, ...the session..., "compacted_toolcalls":{...}}`.
+
+        The archive of reclaimed originals comes last, its entry count and exact length in characters
+        first, so a reader takes the session without parsing the archive (`read_session`), and any JSON
+        reader reads the whole. Format 1 was a JSON head line, then one JSON line per reclaimed original;
+        format 0 (no `format_version`), one document whose `compacted_toolcalls` maps ids to originals.
+        """
         return self._dumps(ensure_ascii=False)
 
     def _dumps(self, ensure_ascii: bool) -> str:
@@ -927,7 +928,7 @@ def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError])
 def session_head(text: str) -> tuple[dict[str, Any], int] | None:
     """Format 2's session but its archive, parsed key by key up to the archive, and where the archive
     starts; None when `text` does not open as format 2 does. Does not check the archive."""
-    layout = _LAYOUT.match(text)
+    layout = FORMAT_2_OPENING.match(text)
     if layout is None:
         return None
     data: dict[str, Any] = {"format_version": int(layout[1]), "compacted_count": int(layout[2]), "compacted_chars": int(layout[3])}

@@ -10,16 +10,18 @@ means nothing.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import fcntl
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from xun import paths
 from xun.atomic import open_regular, private_dirs, remove_stale_temp_files
-from xun.conversation import Conversation, SessionFormatError, is_session_id, read_session, session_head
+from xun.conversation import FORMAT_2_OPENING, Conversation, SessionFormatError, is_session_id, read_session, session_head
 from xun.errors import SessionLocked
 from xun.recall import HistoryIndex
 
@@ -170,15 +172,34 @@ class SessionStore:
         return self.load(infos[0].conversation_id) if infos else None
 
 
-def _read_info(path: Path) -> SessionInfo:
+HEAD_READ = 1 << 18
+"""The first piece `xun sessions` reads of a session file (it doubles until the session part is whole)."""
+
+
+def _read_head(path: Path) -> Any:
+    """The session part of a session file (the archive of reclaimed originals neither read nor checked:
+    a torn one is named at load), read in growing pieces; older formats are read whole."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    text, size = "", HEAD_READ
     with open_regular(path) as handle:
-        raw = handle.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SessionFormatError(path, f"not UTF-8 text ({exc})") from None
-    head = session_head(text)  # the archive is not parsed (nor checked: a torn one is named at load)
-    data, archive = (head[0], None) if head is not None else read_session(text, path)
+        while True:
+            piece = handle.read(size)
+            try:
+                text += decoder.decode(piece, final=not piece)
+            except UnicodeDecodeError as exc:
+                raise SessionFormatError(path, f"not UTF-8 text ({exc})") from None
+            head = session_head(text)
+            if head is not None:
+                return head[0]
+            if not piece or not FORMAT_2_OPENING.match(text):
+                break
+            size *= 2
+        text += decoder.decode(handle.read(), final=True)
+    return read_session(text, path)[0]
+
+
+def _read_info(path: Path) -> SessionInfo:
+    data = _read_head(path)
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         raise SessionFormatError(path, "not a xun session")
     if data.get("conversation_id") and not is_session_id(data["conversation_id"]):
@@ -196,5 +217,5 @@ def _read_info(path: Path) -> SessionInfo:
         tokens=next((v for v in (data.get("tokens_now"), data.get("tokens_used")) if isinstance(v, int)), None),
         title=str(data.get("title") or ""),
         summaries=int(counter.get("summary_rounds", 0) or 0),
-        reclaimed=len(archive) if archive is not None else int(data.get("compacted_count", reclaimed.get("archived_lines", len(reclaimed))) or 0),
+        reclaimed=int(data.get("compacted_count", reclaimed.get("archived_lines", len(reclaimed))) or 0),
     )

@@ -426,3 +426,29 @@ def test_new_reclaims_after_an_unread_load_and_a_repeated_id_save_as_valid_json(
     again = Conversation().loads(text)
     assert again.compacted_toolcalls.originals() == back.compacted_toolcalls.originals()
     assert set(again.compacted_toolcalls) == {f"call_{i}" for i in range(6)} | {"call_99"}
+
+
+def test_listing_reads_the_session_part_only_and_still_lists_a_torn_archive(tmp_path, monkeypatch):
+    monkeypatch.delenv("XUN_HOME", raising=False)
+    store = SessionStore(tmp_path)
+    c = store.new()
+    c.add_user_message("big session")
+    for i in range(40):
+        tool_round(c, i, size=30_000)  # 1.2 MB of originals once reclaimed
+    c.compact_toolcall(keep_max=1)
+    path = store.save(c)
+    data = path.read_bytes()
+    archive_at = data.index(b',"compacted_toolcalls":')
+    assert len(data) - archive_at > 1_000_000
+    # a byte that is not UTF-8 deep in the archive: listing never reads it, loading names it
+    spoiled = data[: len(data) - 1000] + b"\xff" + data[len(data) - 999:]
+    path.write_bytes(spoiled)
+    [info] = store.list()
+    assert (info.conversation_id, info.messages, info.reclaimed) == (c.conversation_id, len(c.messages), 39)
+    with pytest.raises(SessionFormatError, match="not UTF-8"):
+        store.load(c.conversation_id)
+    path.write_bytes(data[:-100])  # torn inside the archive: still listed, and the load names the damage
+    assert [i.conversation_id for i in store.list()] == [c.conversation_id]
+    with pytest.raises(SessionFormatError, match="truncated"):
+        store.load(c.conversation_id)
+    assert path.read_bytes() == data[:-100]
