@@ -944,7 +944,7 @@ def session_head(text: str) -> tuple[dict[str, Any], int] | None:
             if text[position] != ",":
                 return None
             position += 1
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         return None
 
 
@@ -960,7 +960,7 @@ def read_session(text: str, source: Any = None) -> tuple[Any, ReclaimedArchive |
             return data, ReclaimedArchive.from_json_text(text, start, end, data["compacted_count"], source)
     try:  # format 1: the head is the first line, the archive lines follow it
         data, end = _DECODER.raw_decode(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     if isinstance(data, dict) and data.get("format_version") == 1:
         archive_at = end + 1 if text.startswith("\n", end) else len(text)
@@ -969,7 +969,7 @@ def read_session(text: str, source: Any = None) -> tuple[Any, ReclaimedArchive |
         return data, None
     try:
         return json.loads(text), None
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise SessionFormatError(source, f"not valid JSON ({exc}); the file may be truncated or corrupt") from None
 
 

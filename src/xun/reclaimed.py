@@ -177,7 +177,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
                 if text[after] not in ",}" or (text[after] == "}") != (after == end):
                     raise ValueError(f"expected ',' at character {after - self._start} of the archive")
                 record, _ = _record(tool_call_id, data)
-            except (ValueError, KeyError, TypeError, IndexError) as exc:
+            except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
                 raise self._fail(f"reclaimed-result archive entry {count} is unreadable ({exc})") from None
             parsed[tool_call_id] = (record, text[position:after])
             position = after + 1
@@ -196,7 +196,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
             try:
                 data = json.loads(line)
                 record, original = _record(data["id"], data)
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
                 raise self._fail(f"reclaimed-result archive line {number} is unreadable ({exc})") from None
             parsed[record.tool_call_id] = (record, _entry(record, original))
         return parsed
