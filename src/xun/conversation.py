@@ -989,9 +989,9 @@ def _parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> 
     if version > FORMAT_VERSION:
         raise fail(f"written by a newer xun (format {version}; this one reads up to {FORMAT_VERSION})")
     messages = _parse_messages(data["messages"], fail)
-    for i, message in enumerate(messages):
-        if isinstance(message, SystemPrompt) and i != 0:
-            raise fail(f"message {i}: a system prompt may only be message 0")
+    if SystemPrompt in map(type, messages[1:]):  # the stored kinds make exact classes
+        stray = next(i for i, m in enumerate(messages) if i and isinstance(m, SystemPrompt))
+        raise fail(f"message {stray}: a system prompt may only be message 0")
     tokens = data.get("tokens_used")
     if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
         raise fail(f"tokens_used should be a whole number or null, got {tokens!r}")

@@ -233,7 +233,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         count, checked by counting lines); the lines are parsed on first read."""
 
         def whole_number(key: str) -> int | None:
-            value = summary.get(key)
+            value = summary.get(key, None if key == "archive_chars" else 0)
             if value is None and key == "archive_chars":
                 return None
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:

@@ -452,3 +452,11 @@ def test_listing_reads_the_session_part_only_and_still_lists_a_torn_archive(tmp_
     with pytest.raises(SessionFormatError, match="truncated"):
         store.load(c.conversation_id)
     assert path.read_bytes() == data[:-100]
+
+
+def test_a_minimal_format_1_document_loads_and_a_stray_system_prompt_is_named():
+    c = Conversation().loads(json.dumps({"format_version": 1, "messages": [{"kind": "user", "text": "a"}]}))
+    assert c.messages == [UserMessage("a")] and len(c.compacted_toolcalls) == 0
+    stray = {"format_version": 1, "messages": [{"kind": "user", "text": "a"}, {"kind": "system", "content": "s"}]}
+    with pytest.raises(SessionFormatError, match="message 1: a system prompt may only be message 0"):
+        Conversation().loads(json.dumps(stray))
