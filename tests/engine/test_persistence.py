@@ -4,6 +4,7 @@ import json
 import os
 import stat
 import time
+from pathlib import Path
 
 import pytest
 
@@ -58,18 +59,18 @@ def test_file_format_fields_and_owner_only_mode(tmp_path):
     path = tmp_path / "s.json"
     c.dump(path)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    head, _, archive = path.read_text().partition("\n")
-    data = json.loads(head)
+    data = json.loads(path.read_text())  # one JSON document
     for key in ("format_version", "conversation_id", "tokens_used", "messages", "compacted_toolcalls",
                 "compaction", "summarizations", "compaction_log"):
         assert key in data
     assert data["format_version"] == FORMAT_VERSION
     assert data["compaction"] == {"tool_rounds": 1, "summary_rounds": 1}
     assert data["summarizations"][0]["summary_message"] == "the summary"
-    lines = archive.splitlines()
-    assert len(lines) == data["compacted_toolcalls"]["archived_lines"] == len(c.compacted_toolcalls)
-    first = json.loads(lines[0])
-    assert set(first) == {"id", "tool", "arguments", "chars", "reclaimed_at", "original"}
+    archive = data["compacted_toolcalls"]
+    assert list(archive) == list(c.compacted_toolcalls) and data["compacted_count"] == len(archive)
+    assert list(data)[-1] == "compacted_toolcalls"  # last, so a loader can leave it unparsed
+    first = archive[next(iter(archive))]
+    assert set(first) == {"tool", "arguments", "chars", "reclaimed_at", "original"}
 
 
 def test_unicode_line_separators_in_originals_survive(tmp_path):
@@ -146,7 +147,7 @@ CORRUPTIONS = {
     "empty": lambda t: "",
     "truncated head": lambda t: t[: len(t.partition("\n")[0]) // 2],
     "truncated archive": lambda t: t[: len(t) - 40],
-    "archive line dropped": lambda t: t.rsplit("\n", 2)[0] + "\n",
+    "archive entry dropped": lambda t: t[: t.rindex(',"call_')] + "}}",
     "not json": lambda t: "hello there",
     "foreign json": lambda t: json.dumps({"name": "package.json"}),
     "messages not a list": lambda t: json.dumps({"format_version": 1, "messages": {}}),
@@ -298,3 +299,164 @@ def test_a_temporary_file_that_cannot_be_removed_stops_nothing(tmp_path, monkeyp
 def test_session_ids_cannot_escape_the_store(bad):
     with pytest.raises(ValueError):
         check_session_id(bad)
+
+
+# ------------------------------------------------------------------ format 2: one JSON document
+
+
+def test_dumps_is_one_json_document_that_any_json_reader_round_trips(tmp_path):
+    c = compacted_session()
+    c.compacted_toolcall_result("call_0")  # text with quotes, newlines and separators in the originals
+    text = c.dumps()
+    data = json.loads(text)  # the whole file, as jq reads it
+    assert {k: v["original"] for k, v in data["compacted_toolcalls"].items()} == c.compacted_toolcalls.originals()
+    assert data["pinned_toolcalls"] == ["call_201"]
+    # laid out anew by another tool (`jq . s.json > s2.json`): still a session, read the slow way
+    path = tmp_path / "s2.json"
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=True))
+    back = Conversation().load(path)
+    assert back.completion_params() == c.completion_params()
+    assert back.compacted_toolcalls.originals() == c.compacted_toolcalls.originals()
+    assert dict(back.compacted_toolcalls) == dict(c.compacted_toolcalls)
+    assert json.loads(back.dumps())["compacted_toolcalls"] == data["compacted_toolcalls"]
+
+
+def test_an_edited_document_whose_archive_lost_an_entry_is_refused(tmp_path):
+    data = json.loads(compacted_session().dumps())
+    data["compacted_toolcalls"].popitem()
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(SessionFormatError, match="the file was edited") as info:
+        Conversation().load(path)
+    assert str(path) in str(info.value)
+
+
+FIXTURES = Path(__file__).parent / "sessions"
+
+
+@pytest.mark.parametrize("name", ["format1.json", "format1-first.json"])
+def test_format_1_files_written_by_earlier_xun_load_and_are_saved_as_one_document(tmp_path, name):
+    """format1.json: a head line, then one JSON line per original, as main wrote it at 1408d72;
+    format1-first.json: the same, with no archive length in the head, as the first engine wrote it."""
+    path = tmp_path / name
+    path.write_bytes((FIXTURES / name).read_bytes())
+    before = path.read_bytes()
+    c = Conversation().load(path)
+    assert path.read_bytes() == before  # loading never writes
+    assert c.conversation_id == "format1-fixture" and c.total_tokens == 4321
+    assert len(c.compacted_toolcalls) == 13
+    assert list(c.compacted_toolcalls)[:2] == ["call_0", "call_1"] and "call_21" not in c.compacted_toolcalls
+    assert c.compacted_toolcall_result("call_0").endswith('\n"quoted" \\ back\u2028sep\u00e9\u4e2d\U0001F600 {}')
+    assert c.compacted_toolcall_result("call_24") == "second batch 24\n" + "y" * 300
+    assert c.compacted_toolcalls["call_24"].tool_name == "read_file"
+    assert c.messages[0].is_compressed and c.messages[0].persist_sections == {"AGENTS.md": "rules"}
+    assert c.summarizations[0].summary_message == "the summary"
+    assert c.compact_toolcall(keep_max=3).reclaimed_count == 0  # call_21 was restored: it stays pinned
+    c.dump(path)
+    data = json.loads(path.read_text())
+    assert data["format_version"] == FORMAT_VERSION and len(data["compacted_toolcalls"]) == 13
+    again = Conversation().load(path)
+    assert again.completion_params() == c.completion_params()
+    assert again.compacted_toolcalls.originals() == c.compacted_toolcalls.originals()
+
+
+def test_format_1_with_a_torn_archive_line_is_named(tmp_path):
+    path = tmp_path / "s.json"
+    text = (FIXTURES / "format1.json").read_text()
+    cut = text.index('"original"', text.index("\n"))
+    path.write_text(text[:cut] + '"origXnal"' + text[cut + len('"original"'):])  # the same length
+    c = Conversation().load(path)
+    with pytest.raises(SessionFormatError, match="archive line 1 is unreadable") as info:
+        c.compacted_toolcall_result("call_0")
+    assert str(path) in str(info.value)
+
+
+class CountingDecoder(json.JSONDecoder):
+    """Counts what the archive module decodes (the standard decoder, counted)."""
+
+    calls = 0
+
+    def raw_decode(self, s, idx=0):
+        CountingDecoder.calls += 1
+        return super().raw_decode(s, idx)
+
+
+def test_loading_leaves_the_archive_unparsed_until_it_is_first_read(tmp_path, monkeypatch):
+    import xun.context.reclaimed
+
+    c = compacted_session()
+    text = c.dumps()
+    archive = text[text.rindex(',"compacted_toolcalls":') + len(',"compacted_toolcalls":'):-1]
+    monkeypatch.setattr(xun.context.reclaimed, "_DECODER", CountingDecoder())
+    monkeypatch.setattr(xun.context.reclaimed.json, "loads", lambda *a, **k: pytest.fail("an original was decoded"))
+    back = Conversation().loads(text)
+    assert len(back.compacted_toolcalls) == len(c.compacted_toolcalls)
+    saved = back.dumps()  # saved again unread: the block is copied as it is, not re-encoded
+    assert saved[saved.rindex(',"compacted_toolcalls":') + len(',"compacted_toolcalls":'):-1] == archive
+    assert CountingDecoder.calls == 0
+    assert back.compacted_toolcalls["call_0"].tool_name == "read_file"  # the first read parses the entries
+    assert CountingDecoder.calls == 2 * len(c.compacted_toolcalls)  # an id and a record each, once
+    monkeypatch.undo()
+    assert back.compacted_toolcalls.originals() == c.compacted_toolcalls.originals()
+
+
+def test_a_damaged_archive_of_the_right_length_is_named_when_first_read_and_the_file_kept(tmp_path):
+    path = tmp_path / "s.json"
+    compacted_session().dump(path)
+    text = path.read_text()
+    at = text.rindex('"original":')
+    path.write_text(text[:at] + '"original"!' + text[at + len('"original":'):])
+    before = path.read_bytes()
+    back = Conversation().load(path)  # the archive is not read yet
+    with pytest.raises(SessionFormatError, match="archive entry .* is unreadable") as info:
+        back.compacted_toolcall_result("call_0")
+    assert str(path) in str(info.value) and path.read_bytes() == before
+
+
+def test_new_reclaims_after_an_unread_load_and_a_repeated_id_save_as_valid_json(tmp_path):
+    c = long_conversation(rounds=6)
+    c.compact_toolcall(keep_max=1)
+    back = Conversation().loads(c.dumps())
+    tool_round(back, 0)  # a model that reuses an id already in the unread archive
+    tool_round(back, 99)
+    back.add_user_message("go on")
+    back.compact_toolcall(keep_max=0)
+    text = back.dumps()
+    assert json.loads(text)["compacted_count"] == len(back.compacted_toolcalls)
+    again = Conversation().loads(text)
+    assert again.compacted_toolcalls.originals() == back.compacted_toolcalls.originals()
+    assert set(again.compacted_toolcalls) == {f"call_{i}" for i in range(6)} | {"call_99"}
+
+
+def test_listing_reads_the_session_part_only_and_still_lists_a_torn_archive(tmp_path, monkeypatch):
+    monkeypatch.delenv("XUN_HOME", raising=False)
+    store = SessionStore(tmp_path)
+    c = store.new()
+    c.add_user_message("big session")
+    for i in range(40):
+        tool_round(c, i, size=30_000)  # 1.2 MB of originals once reclaimed
+    c.compact_toolcall(keep_max=1)
+    path = store.save(c)
+    data = path.read_bytes()
+    archive_at = data.index(b',"compacted_toolcalls":')
+    assert len(data) - archive_at > 1_000_000
+    # a byte that is not UTF-8 deep in the archive: listing never reads it, loading names it
+    spoiled = data[: len(data) - 1000] + b"\xff" + data[len(data) - 999:]
+    path.write_bytes(spoiled)
+    [info] = store.list()
+    assert (info.conversation_id, info.messages, info.reclaimed) == (c.conversation_id, len(c.messages), 39)
+    with pytest.raises(SessionFormatError, match="not UTF-8"):
+        store.load(c.conversation_id)
+    path.write_bytes(data[:-100])  # torn inside the archive: still listed, and the load names the damage
+    assert [i.conversation_id for i in store.list()] == [c.conversation_id]
+    with pytest.raises(SessionFormatError, match="truncated"):
+        store.load(c.conversation_id)
+    assert path.read_bytes() == data[:-100]
+
+
+def test_a_minimal_format_1_document_loads_and_a_stray_system_prompt_is_named():
+    c = Conversation().loads(json.dumps({"format_version": 1, "messages": [{"kind": "user", "text": "a"}]}))
+    assert c.messages == [UserMessage("a")] and len(c.compacted_toolcalls) == 0
+    stray = {"format_version": 1, "messages": [{"kind": "user", "text": "a"}, {"kind": "system", "content": "s"}]}
+    with pytest.raises(SessionFormatError, match="message 1: a system prompt may only be message 0"):
+        Conversation().loads(json.dumps(stray))

@@ -6,7 +6,7 @@ points from those counts, deterministically; each point runs in a fresh workdir 
 forks (so the imports are paid once per worker process, not per kill). After the kill, `check_point`
 looks at the files on disk as a restarted xun would:
 
-- the session file loads (archive lines included) and is byte for byte the last completed save, or
+- the session file loads (its archive of reclaimed originals included) and is byte for byte the last completed save, or
   the save that was in flight when the kill came (atomic saves: never a mix or a torn file);
 - the offload log parses (`read_offload_log`), the history index answers a search;
 - every message text that existed at the last completed save is in the session's messages, its

@@ -128,13 +128,12 @@ class _SummaryWatch:
 
 
 def _session_parts(path: Path) -> dict[str, int]:
-    """Bytes of the saved session by part: the head's fields (messages, summaries, log...) and the
-    archive lines of reclaimed originals after it."""
-    head, _, archive = path.read_text(encoding="utf-8").partition("\n")
-    data = json.loads(head)
+    """Bytes of the saved session by part: its fields (messages, summaries, log...) and the archive of
+    reclaimed originals."""
+    data = json.loads(path.read_text(encoding="utf-8"))
     parts = {key: len(json.dumps(data.get(key), ensure_ascii=False, separators=(",", ":")))
              for key in ("messages", "summarizations", "compaction_log", "kept_originals")}
-    parts["archive"] = len(archive.encode("utf-8"))
+    parts["archive"] = len(json.dumps(data.get("compacted_toolcalls"), ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     return parts
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from xun.compact.summary import compact_conversation
 from xun.agent.config import ConfigError, load_config
-from xun.context.conversation import Conversation
+from xun.context.conversation import FORMAT_VERSION, Conversation
 from xun.base.errors import SessionFormatError
 from xun.agent.launch import LATEST, open_session
 from xun.context.offload import append_offload, read_offload_log
@@ -61,7 +61,7 @@ def saved_session(workdir: Path, conversation_id: str = "good", turns: int = 3) 
             {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]})
         conversation.add_tool_result(f"c{i}", f"the long output of call {i} " * 20)
         conversation.add_agent_message({"role": "assistant", "content": f"answer {i}"})
-    conversation.compact_toolcall(keep_max=1)  # archive lines after the head
+    conversation.compact_toolcall(keep_max=1)  # an archive of reclaimed originals at the end
     return store.save(conversation)
 
 
@@ -73,7 +73,7 @@ def saved_session(workdir: Path, conversation_id: str = "good", turns: int = 3) 
     ("empty", lambda good: b"", "not valid JSON"),
     ("binary", lambda good: bytes(range(256)), "not UTF-8"),
     ("foreign_json", lambda good: b'{"name": "some-package", "version": "1.0.0"}', "not a xun session"),
-    ("newer", lambda good: good.replace(b'"format_version":1', b'"format_version":99', 1), "newer xun"),
+    ("newer", lambda good: good.replace(b'"format_version":%d' % FORMAT_VERSION, b'"format_version":99', 1), "newer xun"),
     ("torn_archive", lambda good: good[:-40], "truncated"),
 ])
 def test_a_corrupt_or_foreign_session_is_named_and_the_app_still_starts(tmp_path, name, content, reason):

@@ -2,7 +2,7 @@
 
 - Session loading (`Conversation.loads`/`load`): `tests/engine/test_properties.py` corrupts the text of a
   saved session (cuts, flipped and inserted characters); here the structure is fuzzed (any field of a
-  real session, archive line or message set to any JSON value, or random bytes): only
+  real session, archive entry or message set to any JSON value, or random bytes): only
   `SessionFormatError`, the file never modified, and what loads is usable (compaction, offload, save).
 - Config loading: `tests/test_config.py` fuzzes tables, TOML-ish text and `--set`; here arbitrary bytes
   in both files and arbitrary environment values: only `ConfigError`.
@@ -39,7 +39,7 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None,
 
 KEYS = ["kind", "raw", "role", "content", "text", "images", "messages", "time", "id", "original", "tool_calls",
         "function", "name", "arguments", "is_compressed", "persist_sections", "base_prompt", "response_schema",
-        "tool_call_id", "cutoff_index", "summary_message", "file_path", "type", "chars", "archived_lines"]
+        "tool_call_id", "cutoff_index", "summary_message", "file_path", "type", "chars", "compacted_count", "compacted_chars"]
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.sampled_from(["../x", "a/b", ""]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=4), inner, max_size=4),
@@ -71,8 +71,21 @@ def _sample_session() -> str:
 
 
 SAMPLE = _sample_session()
-HEAD, _, ARCHIVE = SAMPLE.partition("\n")
-HEAD_DATA = json.loads(HEAD)
+HEAD_DATA = json.loads(SAMPLE)  # format 2: one document, the archive last
+ARCHIVE_DATA = HEAD_DATA.pop("compacted_toolcalls")
+
+
+def _document(head: dict, archive: str) -> str:
+    """A session in format 2's layout (the archive last; its count and length first, as `head` has them)."""
+    return json.dumps(head, ensure_ascii=False, separators=(",", ":"))[:-1] + f',"compacted_toolcalls":{archive}}}'
+
+
+def _archive_text(entries: dict) -> str:
+    return json.dumps(entries, ensure_ascii=False, separators=(",", ":"))
+
+
+ARCHIVE = _archive_text(ARCHIVE_DATA)
+assert _document(HEAD_DATA, ARCHIVE) == SAMPLE
 
 
 def _paths(value, prefix=()):
@@ -86,7 +99,6 @@ def _paths(value, prefix=()):
 
 
 HEAD_PATHS = list(_paths(HEAD_DATA))[1:]
-ARCHIVE_LINES = ARCHIVE.splitlines(keepends=True)
 
 
 def _set(data, path, value):
@@ -122,17 +134,18 @@ def test_fuzz_session_structure_loads_or_raises_the_clear_error(tmp_path, change
             _set(head, path, value)
         except (KeyError, IndexError, TypeError):
             pass  # an earlier change replaced a parent
-    lines = list(ARCHIVE_LINES)
+    entries = copy.deepcopy(ARCHIVE_DATA)
+    archive_text = ARCHIVE
     if archive == "drop":
-        lines = []
-    elif archive == "mutate" and lines and isinstance(head.get("compacted_toolcalls"), dict):
-        # the recorded length follows the change, so only the line's content is wrong
-        index = data.draw(st.integers(0, len(lines) - 1))
-        record = json.loads(lines[index])
+        archive_text = "{}"
+    elif archive == "mutate" and entries:
+        # the recorded length follows the change, so only the entry's content is wrong
+        record = entries[data.draw(st.sampled_from(sorted(entries)))]
         record[data.draw(st.sampled_from(sorted(record)))] = line_value
-        lines[index] = json.dumps(record, ensure_ascii=False) + "\n"
-        head["compacted_toolcalls"]["archive_chars"] = len("".join(lines))
-    text = json.dumps(head, ensure_ascii=False) + "\n" + "".join(lines)
+        archive_text = _archive_text(entries)
+        if "compacted_chars" in head:
+            head["compacted_chars"] = len(archive_text)
+    text = _document(head, archive_text)
     with tempfile.TemporaryDirectory(dir=tmp_path) as folder:
         path = Path(folder) / "s.json"
         path.write_text(text, encoding="utf-8")
@@ -161,7 +174,7 @@ def test_a_session_id_that_is_not_a_file_name_is_refused(tmp_path, conversation_
     """The id names the offload log (`<id>.md`): from a foreign file it must not name a path elsewhere."""
     head = dict(HEAD_DATA, conversation_id=conversation_id)
     with pytest.raises(SessionFormatError, match="conversation_id"):
-        Conversation().loads(json.dumps(head) + "\n" + ARCHIVE)
+        Conversation().loads(_document(head, ARCHIVE))
 
 
 # -------------------------------------------------------------------------------------------------- config
@@ -313,7 +326,7 @@ def test_a_stored_session_with_a_foreign_id_is_listed_as_unreadable_and_writes_n
     store = SessionStore(tmp_path)
     store.root.mkdir(parents=True)
     head = dict(HEAD_DATA, conversation_id="../../../outside")
-    (store.root / "planted.json").write_text(json.dumps(head) + "\n" + ARCHIVE)
+    (store.root / "planted.json").write_text(_document(head, ARCHIVE))
     assert store.list() == []
     [(path, reason)] = store.unreadable()
     assert path.name == "planted.json" and "conversation_id" in reason

@@ -705,7 +705,7 @@ class Agent:
             add_call(self.session_totals(), prompt, getattr(usage, "completion_tokens", None), record.last_cached)
 
     def session_totals(self) -> dict[str, int]:
-        """The session's usage totals (`xun.usage`), which a helper's calls (the summarizer's) count into too."""
+        """The session's usage totals (`xun.context.usage`), which a helper's calls (the summarizer's) count into too."""
         return (self.bills_to or self).conversation.usage_totals
 
     def session_cost(self) -> float | None:

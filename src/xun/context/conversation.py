@@ -43,6 +43,7 @@ from xun.context.messages import (
     RawOpenAIMessage,
     SystemPrompt,
     UserMessage,
+    check_raw,
     content_text,
     message_from_json,
 )
@@ -67,7 +68,10 @@ class HistoryListener(Protocol):
     def forget_reclaimed(self, session: str, tool_call_ids: Iterable[str] | None = None) -> str | None: ...
 
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+FORMAT_2_OPENING = re.compile(r'\{"format_version":(\d+),"compacted_count":(\d+),"compacted_chars":(\d+),')
+"""How a session file of format 2 (or newer) opens."""
+_ARCHIVE_KEY = ',"compacted_toolcalls":'
 DEFAULT_TOKENS_PER_CHAR = 0.25
 MESSAGE_TOKENS = 5
 """Tokens a chat template adds around each message (ChatML and Llama 3 use 5, OpenAI about 4)."""
@@ -78,7 +82,7 @@ PLACEHOLDER = (
     "[Compacted, ID: {id}. If this content is still needed, call extract_compacted_tool_result "
     "with this ID or re-run the tool.]"
 )
-_PLACEHOLDER_HEAD = "[Compacted, ID: "
+_PLACEHOLDER_HEAD, _PLACEHOLDER_TAIL = PLACEHOLDER.split("{id}")
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
@@ -222,6 +226,15 @@ async def _in_thread_despite_cancel(fn: Callable[[], None]) -> None:
     future.result()
     if cancelled and task is not None:
         task.cancel()
+
+
+def _named_call(assistant: dict[str, Any], call_id: str) -> tuple[str, str]:
+    """Name and arguments of the call `call_id` among an assistant message's tool calls, or two ""."""
+    for call in assistant.get("tool_calls") or ():
+        if call.get("id") == call_id:
+            function = call.get("function") or {}
+            return str(function.get("name", "")), str(function.get("arguments", ""))
+    return "", ""
 
 
 def tool_result_text(content: Any) -> str:
@@ -497,11 +510,7 @@ class Conversation:
             message = self._messages[j]
             if not isinstance(message, RawOpenAIMessage) or message.raw.get("role") == "tool":
                 continue
-            for call in message.raw.get("tool_calls") or ():
-                if call.get("id") == call_id:
-                    function = call.get("function") or {}
-                    return str(function.get("name", "")), str(function.get("arguments", ""))
-            break
+            return _named_call(message.raw, call_id)
         return "", ""
 
     def compact_toolcall(self, keep_max: int = 12, *, write_index: bool = True) -> ToolCallCompactResult:
@@ -532,29 +541,34 @@ class Conversation:
         indexed: list[tuple[ReclaimedToolResult, str]] = []
         now = time.time()
         if seen == keep_max:
+            archive, pinned, placeholders = self._reclaimed, self._pinned, {}
+            caller: dict[str, Any] | None = None  # the assistant message nearest before i, once one is passed
             for i in range(start, cutoff):
                 message = messages[i]
                 if type(message) is not RawOpenAIMessage:
                     continue
                 raw = message.raw
                 if raw.get("role") != "tool":
+                    caller = raw
                     continue
                 call_id = str(raw.get("tool_call_id", ""))
-                if call_id in self._pinned:
+                if call_id in pinned:
                     continue
-                text = content_text(raw.get("content"))
+                content = raw.get("content")
+                text = content if type(content) is str else content_text(content)
                 if text.startswith(_PLACEHOLDER_HEAD):
                     continue
-                placeholder = PLACEHOLDER.format(id=call_id)
+                placeholder = f"{_PLACEHOLDER_HEAD}{call_id}{_PLACEHOLDER_TAIL}"
                 if len(placeholder) >= len(text):
                     continue
-                name, arguments = self._tool_call_of(i, call_id)
+                name, arguments = _named_call(caller, call_id) if caller is not None else self._tool_call_of(i, call_id)
                 record = ReclaimedToolResult(call_id, name, arguments[:ARGUMENTS_PREVIEW], len(text), now)
-                self._reclaimed.add(record, text)
-                messages[i] = RawOpenAIMessage(raw={**raw, "content": placeholder})
+                archive.add(record, text)
+                placeholders[i] = RawOpenAIMessage(raw={**raw, "content": placeholder})
                 reclaimed.append(call_id)
                 if index is not None:
                     indexed.append((record, text))
+            messages.replace_at(placeholders)
             self._reclaim_frontier = cutoff
         else:
             self._reclaim_frontier = start
@@ -799,8 +813,8 @@ class Conversation:
     # ------------------------------------------------------------ persistence
 
     def _head(self) -> dict[str, Any]:
+        """The session but its archive of reclaimed originals (`dumps` puts that last)."""
         return {
-            "format_version": FORMAT_VERSION,
             "conversation_id": self.conversation_id,
             "created_at": self.created_at,
             "updated_at": time.time(),
@@ -811,7 +825,6 @@ class Conversation:
             "usage": {"chars": self.usage_chars, "messages": self.usage_messages, "tokens_per_char": self.tokens_per_char,
                       "overhead_chars": self.overhead_chars, "fixed_tokens": self.fixed_tokens},
             "messages": [m.to_json() for m in self._messages],
-            "compacted_toolcalls": self._reclaimed.summary(),
             "pinned_toolcalls": sorted(self._pinned),
             "compaction": self.compaction_counter.to_json(),
             "prompt_cache": self.prompt_cache.to_json(),
@@ -828,14 +841,24 @@ class Conversation:
         return self.title
 
     def dumps(self) -> str:
-        """The session as text: one line of JSON (the session), then one JSON line per reclaimed original.
+        """The session as one compact JSON document (format 2):
+        `{"format_version":2,"compacted_count":N,"compacted_chars":C, ...the session..., "compacted_toolcalls":{...}}`.
 
-        Compact JSON has no raw newline, so the first line is always the whole head; the archive lines
-        follow in the order the results were reclaimed (see `xun.context.reclaimed`).
+        The archive of reclaimed originals comes last, its entry count and exact length in characters
+        first, so a reader takes the session without parsing the archive (`read_session`), and any JSON
+        reader reads the whole. Format 1 was a JSON head line, then one JSON line per reclaimed original;
+        format 0 (no `format_version`), one document whose `compacted_toolcalls` maps ids to originals.
         """
+        return self._dumps(ensure_ascii=False)
+
+    def _dumps(self, ensure_ascii: bool) -> str:
+        archive = self._reclaimed.json_chunks()
+        if ensure_ascii:  # every non-ASCII character (lone surrogates too) as a JSON escape
+            archive = ["".join(archive).encode("utf-8", "backslashreplace").decode("utf-8")]
+        layout = {"format_version": FORMAT_VERSION, "compacted_count": len(self._reclaimed), "compacted_chars": sum(map(len, archive))}
         with _gc_paused():
-            head = json.dumps(self._head(), ensure_ascii=False, separators=(",", ":"))
-        return f"{head}\n{self._reclaimed.lines()}"
+            head = json.dumps({**layout, **self._head()}, ensure_ascii=ensure_ascii, separators=(",", ":"))
+        return "".join([head[:-1], _ARCHIVE_KEY, *archive, "}"])
 
     def dump(self, path: str | os.PathLike[str]) -> None:
         """Save atomically (temporary file, fsync, rename), readable by the owner only. Text that UTF-8
@@ -844,34 +867,19 @@ class Conversation:
         try:
             write_text_atomic(path, self.dumps())
         except UnicodeEncodeError:
-            write_text_atomic(path, self._dumps_ascii())
-
-    def _dumps_ascii(self) -> str:
-        """`dumps` with every non-ASCII character as a JSON escape (lone surrogates included)."""
-        with _gc_paused():
-            head = json.dumps(self._head(), ensure_ascii=True, separators=(",", ":"))
-        lines = self._reclaimed.lines()
-        return f"{head}\n{lines.encode('utf-8', 'backslashreplace').decode('utf-8')}"
+            write_text_atomic(path, self._dumps(ensure_ascii=True))
 
     def loads(self, text: str | bytes, source: str | os.PathLike[str] | None = None) -> Conversation:
-        """Load session text (this format or a legacy one); on any problem raise SessionFormatError, change nothing."""
+        """Load session text (this format or an older one); on any problem raise SessionFormatError, change nothing."""
         if isinstance(text, bytes):
             try:
                 text = text.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise SessionFormatError(source, f"not UTF-8 text ({exc})") from None
-        with _gc_paused():
-            try:  # the head is the first line; the archive lines after it are not parsed now
-                data, end = _DECODER.raw_decode(text)
-                archive_at = end + 1 if text.startswith("\n", end) else len(text)
-            except ValueError:
-                data = None
-            if not isinstance(data, dict) or "format_version" not in data:
-                try:  # legacy files are one (often indented) JSON document
-                    data, archive_at = json.loads(text), len(text)
-                except ValueError as exc:
-                    raise SessionFormatError(source, f"not valid JSON ({exc}); the file may be truncated or corrupt") from None
-            state = _parse_session(data, text, archive_at, source)
+        with _gc_paused(long_lived=True):
+            data, archive = read_session(text, source)
+            state = _parse_session(data, archive, source)
+            del data  # its containers go now, before the collector is back and would walk them all
         for name, value in state.items():
             setattr(self, name, value)
         return self
@@ -886,27 +894,36 @@ class Conversation:
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def _gc_paused(long_lived: bool = False) -> Iterator[None]:
     """Building or parsing a large session makes no reference cycles; pausing the collector saves it
-    from re-walking every live object many times over."""
+    from re-walking every live object many times over.
+
+    With `long_lived` (a loaded session, kept as long as it is open), what was made goes straight to the
+    collector's oldest generation (a freeze, then an unfreeze) rather than being walked by the next young
+    collection and then the middle one; not when something else has frozen objects (the app does), whose
+    freeze an unfreeze would undo.
+    """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if long_lived and not gc.get_freeze_count():
+            gc.freeze()
+            gc.unfreeze()
         if was_enabled:
             gc.enable()
 
 
 def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError]) -> list[Message]:
-    """Typed messages from their stored forms; tool results and plain replies (most of them) inline,
-    messages with tool calls through `message_from_json`, which checks the calls."""
+    """Typed messages from their stored forms; replies and tool results (most of them) inline, with
+    their tool calls checked (`check_raw`), other messages through `message_from_json`."""
     raw_class = RawOpenAIMessage
     try:
         return [
-            raw_class(raw)
+            raw_class(check_raw(raw) if "tool_calls" in raw or raw.get("tool_call_id", "").__class__ is not str else raw)
             if m.__class__ is dict and m.get("kind") == "raw" and (raw := m["raw"]).__class__ is dict
-            and raw.get("role").__class__ is str and "tool_calls" not in raw and raw.get("tool_call_id", "").__class__ is str
+            and raw.get("role").__class__ is str
             else message_from_json(m)
             for m in items
         ]
@@ -919,7 +936,55 @@ def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError])
         raise fail(f"a message is malformed ({exc!r})") from None
 
 
-def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[str, Any]:
+def session_head(text: str) -> tuple[dict[str, Any], int] | None:
+    """Format 2's session but its archive, parsed key by key up to the archive, and where the archive
+    starts; None when `text` does not open as format 2 does. Does not check the archive."""
+    layout = FORMAT_2_OPENING.match(text)
+    if layout is None:
+        return None
+    data: dict[str, Any] = {"format_version": int(layout[1]), "compacted_count": int(layout[2]), "compacted_chars": int(layout[3])}
+    position = layout.end()
+    try:
+        while True:
+            key, colon = _DECODER.raw_decode(text, position)
+            if not isinstance(key, str) or text[colon] != ":":
+                return None
+            if key == "compacted_toolcalls":
+                return data, colon + 1
+            data[key], position = _DECODER.raw_decode(text, colon + 1)
+            if text[position] != ",":
+                return None
+            position += 1
+    except (ValueError, IndexError, RecursionError):
+        return None
+
+
+def read_session(text: str, source: Any = None) -> tuple[Any, ReclaimedArchive | None]:
+    """The parsed session but its archive, and the archive over `text`, not parsed; None when `data`
+    holds the archive (format 0, or a format 2 file another tool laid out anew). Raises
+    SessionFormatError when `text` is not JSON or its archive is not the length recorded."""
+    head = session_head(text)
+    if head is not None:
+        data, start = head
+        end = len(text) - 1
+        if end - start == data["compacted_chars"] and text.endswith("}"):
+            return data, ReclaimedArchive.from_json_text(text, start, end, data["compacted_count"], source)
+    try:  # format 1: the head is the first line, the archive lines follow it
+        data, end = _DECODER.raw_decode(text)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict) and data.get("format_version") == 1:
+        archive_at = end + 1 if text.startswith("\n", end) else len(text)
+        return data, ReclaimedArchive.from_lines(text, archive_at, data.get("compacted_toolcalls") or {}, source)
+    if data is not None and not text[end:].strip():
+        return data, None
+    try:
+        return json.loads(text), None
+    except (ValueError, RecursionError) as exc:
+        raise SessionFormatError(source, f"not valid JSON ({exc}); the file may be truncated or corrupt") from None
+
+
+def _parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> dict[str, Any]:
     """Validate a parsed session (current or legacy) into Conversation attributes."""
 
     def fail(reason: str) -> SessionFormatError:
@@ -935,22 +1000,25 @@ def _parse_session(data: Any, text: str, archive_at: int, source: Any) -> dict[s
     if version > FORMAT_VERSION:
         raise fail(f"written by a newer xun (format {version}; this one reads up to {FORMAT_VERSION})")
     messages = _parse_messages(data["messages"], fail)
-    for i, message in enumerate(messages):
-        if isinstance(message, SystemPrompt) and i != 0:
-            raise fail(f"message {i}: a system prompt may only be message 0")
+    if SystemPrompt in map(type, messages[1:]):  # the stored kinds make exact classes
+        stray = next(i for i, m in enumerate(messages) if i and isinstance(m, SystemPrompt))
+        raise fail(f"message {stray}: a system prompt may only be message 0")
     tokens = data.get("tokens_used")
     if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
         raise fail(f"tokens_used should be a whole number or null, got {tokens!r}")
     conversation_id = data.get("conversation_id") or uuid.uuid4().hex
     if not is_session_id(conversation_id):
         raise fail(f"conversation_id should be a file name (letters, digits, '_', '-', '.'), got {conversation_id!r}")
-    reclaimed_head = data.get("compacted_toolcalls") or {}
-    if not isinstance(reclaimed_head, dict):
-        raise fail("compacted_toolcalls should be an object")
-    if version == 0:
-        reclaimed = ReclaimedArchive.from_legacy(reclaimed_head, source)
+    if archive is not None:
+        reclaimed = archive
     else:
-        reclaimed = ReclaimedArchive.from_lines(text, archive_at, reclaimed_head, source)
+        stored = data.get("compacted_toolcalls") or {}
+        if not isinstance(stored, dict):
+            raise fail("compacted_toolcalls should be an object")
+        if version == 0:
+            reclaimed = ReclaimedArchive.from_legacy(stored, source)
+        else:
+            reclaimed = ReclaimedArchive.from_records(stored, data.get("compacted_count"), source)
     try:
         counter = CompactionCounter.from_json(data.get("compaction") or {})
     except ValueError as exc:

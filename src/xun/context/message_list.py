@@ -70,6 +70,22 @@ class MessageList(list):
             self._total += new - self._lengths[index]
             self._lengths[index] = new
 
+    def replace_at(self, replacements: dict[int, Message]) -> None:
+        """Put each message at its index (0 <= index < len), as one change: a reclaim swaps thousands at once."""
+        if not replacements:
+            return
+        put = super().__setitem__
+        lengths, counted, total = self._lengths, len(self._lengths), self._total
+        for index, message in replacements.items():
+            put(index, message)
+            if index < counted:
+                new = message_length(message)
+                total += new - lengths[index]
+                lengths[index] = new
+        self._total = total
+        self.edits += 1
+        self.low_water = min(self.low_water, min(replacements))
+
     def __delitem__(self, key: Any) -> None:
         if isinstance(key, slice):
             self._forget_from(self._slice_start(key))

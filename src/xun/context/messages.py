@@ -244,14 +244,15 @@ def check_raw(raw: dict[str, Any]) -> dict[str, Any]:
     if calls is not None:
         if not isinstance(calls, list):
             raise MessageFormatError(f"raw message field 'tool_calls' should be a list, got {type(calls).__name__}")
-        for index, call in enumerate(calls):
+        for call in calls:
             function = call.get("function", {}) if isinstance(call, dict) else None
-            if not isinstance(function, dict) or not isinstance(call.get("id", ""), str) or not all(
-                isinstance(function.get(key, ""), str) for key in ("name", "arguments")
+            if not (
+                isinstance(function, dict) and isinstance(call.get("id", ""), str)
+                and isinstance(function.get("name", ""), str) and isinstance(function.get("arguments", ""), str)
             ):
                 raise MessageFormatError(
-                    f"tool call {index} should be an object with a text 'id' and a 'function' object whose "
-                    "'name' and 'arguments' are text"
+                    f"tool call {calls.index(call)} should be an object with a text 'id' and a 'function' object "
+                    "whose 'name' and 'arguments' are text"
                 )
     if not isinstance(raw.get("tool_call_id", ""), str):
         raise MessageFormatError("raw message field 'tool_call_id' should be text")

@@ -1,26 +1,32 @@
 """The archive of reclaimed tool results: what tier 1 took out of the context, kept for recovery.
 
-Each result is kept as the JSON line it is saved as (`{"id", "tool", "arguments", "chars",
-"reclaimed_at", "original"}`), encoded once when it is reclaimed. A session file holds these lines after
-its head line, and a loaded session keeps them as one unparsed block until the archive is first read,
-so saving and loading a long session does not re-encode or re-decode thousands of large tool outputs.
+In a session file (format 2) the archive is the document's last value, `"compacted_toolcalls"`: an object
+from tool call id to `{"tool", "arguments", "chars", "reclaimed_at", "original"}`, in the order the results
+were reclaimed. Each entry is kept as the JSON text it is saved as, encoded once when it is reclaimed, and
+a loaded session keeps its archive as one unparsed block of the file's text until the archive is first
+read, so saving and loading a long session neither re-encodes nor re-decodes thousands of large tool
+outputs. Format 1 files (one JSON line per result after the session's head line) load the same lazy way
+and are saved in format 2.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from json.encoder import encode_basestring, encode_basestring_ascii  # type: ignore[attr-defined]
+from typing import Any, NamedTuple
 
 from xun.base.errors import SessionFormatError
 
 ARGUMENTS_PREVIEW = 200
+_DECODER = json.JSONDecoder()
 
 
-@dataclass(frozen=True, slots=True)
-class ReclaimedToolResult:
-    """What the recoverable-results list shows about one reclaimed result (not the original)."""
+class ReclaimedToolResult(NamedTuple):
+    """What the recoverable-results list shows about one reclaimed result (not the original). Immutable
+    (index writes take it to a worker thread), and a tuple: a first reclaim makes thousands at once."""
 
     tool_call_id: str
     tool_name: str = ""
@@ -43,24 +49,60 @@ class ReclaimedToolResult:
         )
 
 
-def _line(record: ReclaimedToolResult, original: str) -> str:
-    return json.dumps({"id": record.tool_call_id, **record.to_json(), "original": original}, ensure_ascii=False) + "\n"
+def _json_text(text: str) -> str:
+    """`text` as a JSON string, as `json.dumps(text, ensure_ascii=False)` writes it, without its
+    per-call overhead (ASCII text, most tool output, takes the faster ASCII encoder)."""
+    return encode_basestring_ascii(text) if text.isascii() else encode_basestring(text)
+
+
+@lru_cache(maxsize=1)
+def _time_text(when: float) -> str:
+    """A time as JSON writes it (a reclaim stamps all its records with the same time)."""
+    return repr(float(when))
+
+
+def _entry(record: ReclaimedToolResult, original: str) -> str:
+    """One archive entry as saved: `"id":{"tool":…,"original":…}` (compact JSON)."""
+    return (
+        f'{_json_text(record.tool_call_id)}:{{"tool":{_json_text(record.tool_name)},"arguments":'
+        f'{_json_text(record.arguments)},"chars":{int(record.chars)},"reclaimed_at":{_time_text(record.reclaimed_at)},'
+        f'"original":{_json_text(original)}}}'
+    )
+
+
+def _entry_original(entry: str) -> str:
+    _, end = _DECODER.raw_decode(entry)  # the id, then ":" and the record
+    return json.loads(entry[end + 1:])["original"]
+
+
+def _record(tool_call_id: Any, data: Any) -> tuple[ReclaimedToolResult, str]:
+    """A stored record and its original; raises TypeError, ValueError or KeyError when malformed."""
+    if not isinstance(tool_call_id, str) or not isinstance(data, dict) or not isinstance(data["original"], str):
+        raise TypeError("the id and the original should be strings")
+    try:
+        record = ReclaimedToolResult.from_json(tool_call_id, data)
+    except OverflowError as exc:
+        raise ValueError(str(exc)) from None
+    if not math.isfinite(record.reclaimed_at):
+        raise ValueError(f"reclaimed_at should be a time, got {record.reclaimed_at}")
+    return record, data["original"]
 
 
 class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
     """Reclaimed results by tool call id, in the order they were reclaimed.
 
-    Lines loaded from a session stay one unparsed block until the archive is first read; the load
-    checks their exact length, and a line that turns out unreadable then raises
-    SessionFormatError naming the session file.
+    The archive of a loaded session stays one unparsed block until it is first read; the load checks
+    its exact length, and a block that turns out unreadable then raises SessionFormatError naming the
+    session file.
     """
 
     def __init__(self) -> None:
         self._records: dict[str, ReclaimedToolResult] = {}
-        self._lines: dict[str, str] = {}
-        self._text = ""  # a loaded session's text; its archive lines start at `_start`
-        self._start = 0
+        self._entries: dict[str, str] = {}
+        self._text = ""  # a loaded session's text; its archive block is `_text[_start:_end]`
+        self._start = self._end = 0
         self._block_count = 0
+        self._block_is_lines = False  # format 1: one JSON line per result, rather than a JSON object
         self._source: Any = None
 
     def __getitem__(self, tool_call_id: str) -> ReclaimedToolResult:
@@ -80,17 +122,17 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
 
     def add(self, record: ReclaimedToolResult, original: str) -> None:
         self._records[record.tool_call_id] = record
-        self._lines[record.tool_call_id] = _line(record, original)
+        self._entries[record.tool_call_id] = _entry(record, original)
 
     def original(self, tool_call_id: str) -> str | None:
         if tool_call_id not in self:
             return None
-        return json.loads(self._lines[tool_call_id])["original"]
+        return _entry_original(self._entries[tool_call_id])
 
     def originals(self) -> dict[str, str]:
         """Every original by id (decodes them all: for offloading and exports, not for listing)."""
         self._parse_block()
-        return {k: json.loads(line)["original"] for k, line in self._lines.items()}
+        return {k: _entry_original(entry) for k, entry in self._entries.items()}
 
     def pop(self, tool_call_id: str) -> str:
         """Remove a record and return its original (used when it is restored into the context)."""
@@ -98,72 +140,139 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         if original is None:
             raise KeyError(tool_call_id)
         del self._records[tool_call_id]
-        del self._lines[tool_call_id]
+        del self._entries[tool_call_id]
         return original
 
     def clear(self) -> None:
         self._records.clear()
-        self._lines.clear()
-        self._text, self._start, self._block_count = "", 0, 0
+        self._entries.clear()
+        self._text, self._start, self._end, self._block_count = "", 0, 0, 0
+
+    def _fail(self, reason: str) -> SessionFormatError:
+        return SessionFormatError(self._source, reason)
 
     def _parse_block(self) -> None:
         if not self._block_count:
             return
-        records: dict[str, ReclaimedToolResult] = {}
-        lines: dict[str, str] = {}
+        parsed = self._parse_lines() if self._block_is_lines else self._parse_object()
+        records = {k: record for k, (record, _) in parsed.items()}
+        entries = {k: entry for k, (_, entry) in parsed.items()}
+        records.update(self._records)
+        entries.update(self._entries)
+        self._records, self._entries = records, entries
+        self._text, self._start, self._end, self._block_count = "", 0, 0, 0
+
+    def _parse_object(self) -> dict[str, tuple[ReclaimedToolResult, str]]:
+        """Format 2's block, entry by entry, keeping each entry's text as it is (nothing re-encoded)."""
+        text, position, end = self._text, self._start + 1, self._end - 1  # inside the braces
+        parsed: dict[str, tuple[ReclaimedToolResult, str]] = {}
+        count = 0  # entries, a repeated id among them (a later one wins, as in any JSON reader)
+        while position < end:
+            count += 1
+            try:
+                tool_call_id, colon = _DECODER.raw_decode(text, position)
+                if text[colon] != ":":
+                    raise ValueError(f"expected ':' at character {colon - self._start} of the archive")
+                data, after = _DECODER.raw_decode(text, colon + 1)
+                if text[after] not in ",}" or (text[after] == "}") != (after == end):
+                    raise ValueError(f"expected ',' at character {after - self._start} of the archive")
+                record, _ = _record(tool_call_id, data)
+            except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
+                raise self._fail(f"reclaimed-result archive entry {count} is unreadable ({exc})") from None
+            parsed[tool_call_id] = (record, text[position:after])
+            position = after + 1
+        if count != self._block_count:
+            raise self._fail(f"the reclaimed-result archive holds {count} results instead of {self._block_count}")
+        return parsed
+
+    def _parse_lines(self) -> dict[str, tuple[ReclaimedToolResult, str]]:
+        """Format 1's block: one JSON line per result (re-encoded as format 2 entries)."""
         # split on "\n" only: JSON written with ensure_ascii=False may hold U+2028 and friends raw
-        chunks = self._text[self._start:].split("\n")
+        chunks = self._text[self._start:self._end].split("\n")
         if chunks[-1] or len(chunks) - 1 != self._block_count:
-            raise SessionFormatError(
-                self._source, f"the reclaimed-result archive has {len(chunks) - 1} lines instead of {self._block_count}"
-            )
-        del chunks[-1]
-        for number, line in enumerate((chunk + "\n" for chunk in chunks), 1):
+            raise self._fail(f"the reclaimed-result archive has {len(chunks) - 1} lines instead of {self._block_count}")
+        parsed: dict[str, tuple[ReclaimedToolResult, str]] = {}
+        for number, line in enumerate(chunks[:-1], 1):
             try:
                 data = json.loads(line)
-                tool_call_id = data["id"]
-                if not isinstance(tool_call_id, str) or not isinstance(data["original"], str):
-                    raise TypeError("the id and the original should be strings")
-                records[tool_call_id] = ReclaimedToolResult.from_json(tool_call_id, data)
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                raise SessionFormatError(self._source, f"reclaimed-result archive line {number} is unreadable ({exc})") from None
-            lines[tool_call_id] = line
-        records.update(self._records)
-        lines.update(self._lines)
-        self._records, self._lines = records, lines
-        self._text, self._start, self._block_count = "", 0, 0
+                record, original = _record(data["id"], data)
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+                raise self._fail(f"reclaimed-result archive line {number} is unreadable ({exc})") from None
+            parsed[record.tool_call_id] = (record, _entry(record, original))
+        return parsed
 
     # persistence
-    def lines(self) -> str:
-        """The archive as text: one JSON line per original, in the order they were reclaimed."""
-        loaded = self._text[self._start:] if self._block_count else ""
-        return loaded + "".join(self._lines.values())
+    def json_chunks(self) -> list[str]:
+        """The archive as saved, in pieces to join (no copy of the whole made here): one compact JSON
+        object, its entries in the order they were reclaimed."""
+        if self._block_is_lines:
+            self._parse_block()
+        # a loaded block goes as it is, without its closing brace
+        chunks = [self._text[self._start:self._end - 1] if self._block_count else "{"]
+        separator = "," if self._block_count else ""
+        for entry in self._entries.values():
+            chunks += (separator, entry)
+            separator = ","
+        chunks.append("}")
+        return chunks
 
-    def summary(self) -> dict[str, int]:
-        """What the session's head records about the archive lines that follow it."""
-        loaded = len(self._text) - self._start if self._block_count else 0
-        return {"archived_lines": len(self), "archive_chars": loaded + sum(map(len, self._lines.values()))}
+    @classmethod
+    def from_json_text(cls, text: str, start: int, end: int, count: int, source: Any = None) -> ReclaimedArchive:
+        """An archive over the unparsed object `text[start:end]` (not copied) holding `count` entries,
+        parsed on first read. The caller has checked the block's length against the one recorded."""
+        if not (text.startswith("{", start) and text.startswith("}", end - 1)) or (count == 0) != (end - start == 2):
+            raise SessionFormatError(source, "the archive of reclaimed tool results is damaged; the file was edited")
+        archive = cls()
+        archive._text, archive._start, archive._end, archive._block_count, archive._source = text, start, end, count, source
+        return archive
 
     @classmethod
     def from_lines(cls, text: str, start: int, summary: Any, source: Any = None) -> ReclaimedArchive:
-        """An archive over the unparsed lines of `text` from `start` on (not copied), checked in O(1)
-        against the exact length the session's head recorded; the lines are parsed on first read."""
+        """Format 1: an archive over the unparsed lines of `text` from `start` on (not copied), checked
+        against the length the session's head recorded (the first format 1 files recorded only the
+        count, checked by counting lines); the lines are parsed on first read."""
 
-        def whole_number(key: str) -> int:
-            value = summary.get(key, 0)
+        def whole_number(key: str) -> int | None:
+            value = summary.get(key, None if key == "archive_chars" else 0)
+            if value is None and key == "archive_chars":
+                return None
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise SessionFormatError(source, f"compacted_toolcalls.{key} should be a whole number, got {value!r}")
             return value
 
+        if not isinstance(summary, dict):
+            raise SessionFormatError(source, "compacted_toolcalls should be an object")
         count, chars = whole_number("archived_lines"), whole_number("archive_chars")
-        if len(text) - start != chars or (count and not text.endswith("\n")):
+        damaged = (count and not text.endswith("\n")) or (
+            len(text) - start != chars if chars is not None else text.count("\n", start) != count
+        )
+        if damaged:
             raise SessionFormatError(
                 source,
                 f"the archive of {count} reclaimed tool results after the session's first line is "
                 f"{len(text) - start} characters instead of {chars}; the file is truncated or was edited",
             )
         archive = cls()
-        archive._text, archive._start, archive._block_count, archive._source = text, start, count, source
+        archive._text, archive._start, archive._end, archive._source = text, start, len(text), source
+        archive._block_count, archive._block_is_lines = count or 0, True
+        return archive
+
+    @classmethod
+    def from_records(cls, records: Any, count: Any, source: Any = None) -> ReclaimedArchive:
+        """Format 2's archive already parsed (a file another tool laid out anew, e.g. `jq .`), checked
+        against the `count` of entries recorded beside it."""
+        if not isinstance(records, dict):
+            raise SessionFormatError(source, "compacted_toolcalls should be an object")
+        if count != len(records):
+            raise SessionFormatError(
+                source, f"the archive holds {len(records)} reclaimed tool results instead of {count!r}; the file was edited"
+            )
+        archive = cls()
+        for number, (tool_call_id, data) in enumerate(records.items(), 1):
+            try:
+                archive.add(*_record(tool_call_id, data))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise SessionFormatError(source, f"reclaimed-result archive entry {number} is unreadable ({exc!r})") from None
         return archive
 
     @classmethod

@@ -10,17 +10,18 @@ means nothing.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import fcntl
-import json
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from xun.base import paths
 from xun.base.atomic import open_regular, private_dirs, remove_stale_temp_files
-from xun.context.conversation import Conversation, SessionFormatError, is_session_id
+from xun.context.conversation import FORMAT_2_OPENING, Conversation, SessionFormatError, is_session_id, read_session, session_head
 from xun.base.errors import SessionLocked
 from xun.context.recall import HistoryIndex
 
@@ -32,7 +33,7 @@ save takes far less than ten minutes even for a large session on a slow disk."""
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
-    """One row of `xun sessions`: read from the session's head line only."""
+    """One row of `xun sessions`: read without parsing the session's archive of reclaimed originals."""
 
     conversation_id: str
     path: Path
@@ -171,21 +172,36 @@ class SessionStore:
         return self.load(infos[0].conversation_id) if infos else None
 
 
-def _read_info(path: Path) -> SessionInfo:
+HEAD_READ = 1 << 18
+"""The first piece `xun sessions` reads of a session file (it doubles until the session part is whole)."""
+
+
+def _read_head(path: Path) -> Any:
+    """The session part of a session file (the archive of reclaimed originals neither read nor checked:
+    a torn one is named at load), read in growing pieces; older formats are read whole."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    text, size = "", HEAD_READ
     with open_regular(path) as handle:
-        head = handle.readline()
-    try:
-        data = json.loads(head)
-    except ValueError:
-        data = None
+        while True:
+            piece = handle.read(size)
+            try:
+                text += decoder.decode(piece, final=not piece)
+            except UnicodeDecodeError as exc:
+                raise SessionFormatError(path, f"not UTF-8 text ({exc})") from None
+            head = session_head(text)
+            if head is not None:
+                return head[0]
+            if not piece or not FORMAT_2_OPENING.match(text):
+                break
+            size *= 2
+        text += decoder.decode(handle.read(), final=True)
+    return read_session(text, path)[0]
+
+
+def _read_info(path: Path) -> SessionInfo:
+    data = _read_head(path)
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-        try:  # a legacy, indented file: parse it whole
-            with open_regular(path) as handle:
-                data = json.loads(handle.read())
-        except ValueError as exc:
-            raise SessionFormatError(path, f"not valid JSON ({exc})") from None
-        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-            raise SessionFormatError(path, "not a xun session")
+        raise SessionFormatError(path, "not a xun session")
     if data.get("conversation_id") and not is_session_id(data["conversation_id"]):
         raise SessionFormatError(path, f"conversation_id {data['conversation_id']!r} is not a file name")
     counter = data.get("compaction") if isinstance(data.get("compaction"), dict) else {}
@@ -201,5 +217,5 @@ def _read_info(path: Path) -> SessionInfo:
         tokens=next((v for v in (data.get("tokens_now"), data.get("tokens_used")) if isinstance(v, int)), None),
         title=str(data.get("title") or ""),
         summaries=int(counter.get("summary_rounds", 0) or 0),
-        reclaimed=int(reclaimed.get("archived_lines", len(reclaimed)) or 0),
+        reclaimed=int(data.get("compacted_count", reclaimed.get("archived_lines", len(reclaimed))) or 0),
     )
