@@ -26,7 +26,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "cli": {"base", "context", "compact", "offline", "agent", "tui"},
 }
 # The public faces at the top of the package: the seed's import paths and `python -m xun`.
-FACES = {"xun", "xun.__main__", "xun.conversation_message"}
+FACES = {"xun", "xun.__main__", "xun.conversation", "xun.conversation_message"}
 
 
 def _module_name(path: Path) -> str:
@@ -136,6 +136,7 @@ def test_the_checks_see_a_circle_and_an_upward_import() -> None:
         ("xun", ["Conversation", "Agent", "AutoCompactor", "CompactorAbstract"]),
         ("xun.compact", ["compact_conversation", "ESCALATION_RATIO", "AutoCompactor", "SummaryCompactResult"]),
         ("xun.conversation_message", ["SystemPrompt", "UserMessage", "RawOpenAIMessage", "message_from_json"]),
+        ("xun.conversation", ["Conversation"]),
     ],
 )
 def test_the_seed_names_stay_where_the_seed_puts_them(module: str, names: list[str]) -> None:

@@ -171,7 +171,8 @@ async def test_files_where_the_state_folders_should_be(offline_server, tmp_path)
     (state / "history.db").mkdir()
     write_files(tmp_path, 8)
     agent, rec, store = make_agent(offline_server, tmp_path, auto_compact__token_threshold=3000,
-                                   auto_compact__toolcall_keep_max=2, auto_compact__summary_keep_max=4)
+                                   auto_compact__toolcall_keep_max=2, auto_compact__summary_keep_max=4,
+                                   auto_compact__policy="seed")  # summaries early (cache-aware reclaims first)
     for i in range(1, 9):
         assert (await agent.run(f"please read f{i}.py")).status == "ok"
     assert rec.of("summary_finished")
