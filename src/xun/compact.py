@@ -155,6 +155,7 @@ class AutoCompactor(CompactorAbstract):
             if self.reclaim_was_enough(agent, attempt, estimate, target):
                 self.consecutive_failures = 0
                 return
+            why = self.why_summary(agent, attempt, keep, reclaimed, estimate, target)
             if not await agent.consent_to_summary():
                 off = agent.config.auto_compact.mode == "off"
                 reason = "automatic summaries are off (auto_compact.mode = off)" if off else "automatic summary declined"
@@ -167,7 +168,8 @@ class AutoCompactor(CompactorAbstract):
                     "(its own calls and results are never summarised)", trigger="auto"))
                 return
             keep_messages = worthwhile
-            result = await compact_conversation(agent, keep_recent=keep_messages, instructions=agent.config.compression.instructions, trigger="auto")
+            result = await compact_conversation(agent, keep_recent=keep_messages, instructions=agent.config.compression.instructions,
+                                                trigger="auto", why=why)
             if not result.compacted:
                 self.consecutive_failures += 1
                 await self._maybe_suspend(agent)
@@ -176,7 +178,7 @@ class AutoCompactor(CompactorAbstract):
             if tokens <= target:
                 self.consecutive_failures = 0
                 return
-            keep_tools, keep_messages = max(1, keep_tools // 2), max(1, keep_messages // 2)
+            keep_tools, keep_messages = max(reclaim_floor(conversation), keep_tools // 2), max(1, keep_messages // 2)
         self.consecutive_failures += 1
         await agent.emit(CompactionFailed(
             reason=f"still about {tokens} tokens after {self.max_retries + 1} compactions (threshold {threshold}); "
@@ -187,6 +189,24 @@ class AutoCompactor(CompactorAbstract):
     def first_keep(self, agent: Agent, keep_tools: int) -> int:
         """How many recent tool results the first reclaim keeps (the seed: `toolcall_keep_max`)."""
         return keep_tools
+
+    def why_summary(self, agent: Agent, attempt: int, keep: int, reclaimed: ToolCallCompactResult, estimate: int,
+                    target: float) -> str:
+        """Why the policy goes on to a summary after this reclaim, with the figures it judged (the
+        compaction log shows it, so that tier 2 never comes without saying why tier 1 was not enough)."""
+        from xun.context_breakdown import reclaim_preview
+
+        over = f"about {estimate:,} tokens, above {round(target):,} (95% of the threshold {agent.threshold:,})"
+        if attempt:
+            return f"still {over} after a summary: once more with fewer kept ({keep} tool results)"
+        if estimate > target and not reclaimed.reclaimed_count:
+            return f"a reclaim first replaced nothing ({reclaim_preview(agent.conversation, keep).why_nothing}): still {over}"
+        if estimate > target:
+            n = reclaimed.reclaimed_count
+            return f"a reclaim first replaced {n} tool result{'s' if n != 1 else ''}, keeping {keep}: still {over}"
+        rounds = agent.conversation.compaction_counter.tool_rounds
+        return (f"{rounds} reclaim rounds since the last summary, and auto_compact.escalation_rounds allows "
+                f"{self.escalation_rounds} before one: the next step is a summary")
 
     def reclaim_was_enough(self, agent: Agent, attempt: int, estimate: int, target: float) -> bool:
         """Whether to stop after a reclaim: under the target, and (on the first attempt) fewer than
@@ -201,6 +221,15 @@ class AutoCompactor(CompactorAbstract):
             await agent.emit(Warning(
                 f"automatic compaction failed {self.consecutive_failures} times in a row and is off for this "
                 "session; compact by hand (/compact, F5) when needed"))
+
+
+def reclaim_floor(conversation: Conversation) -> int:
+    """The fewest recent tool results an automatic reclaim keeps: one while the turn in progress has a
+    result of its own (the model is working with it), none when the newest belong to finished turns (the
+    model's reply took them in, and a placeholder costs far less than summarising their turn away)."""
+    from xun.context_breakdown import current_turn_results
+
+    return min(1, current_turn_results(conversation))
 
 
 def prompt_file(path: Path, workdir: Path) -> Any:
@@ -242,15 +271,16 @@ class CacheAwareCompactor(AutoCompactor):
 
     def first_keep(self, agent: Agent, keep_tools: int) -> int:
         """The most recent tool results a reclaim can keep and still bring the estimate to the low-water
-        mark (1 when even that does not)."""
+        mark (`reclaim_floor` when even that does not)."""
         from xun.context_breakdown import reclaim_preview
 
         target = agent.threshold * self.low_water
         tokens = agent.request_tokens()
-        for keep in range(keep_tools, 0, -1):
+        floor = reclaim_floor(agent.conversation)
+        for keep in range(keep_tools, floor, -1):
             if tokens - reclaim_preview(agent.conversation, keep).tokens_saved <= target:
                 return keep
-        return 1
+        return floor
 
     def reclaim_was_enough(self, agent: Agent, attempt: int, estimate: int, target: float) -> bool:
         """As the seed's, except that a reclaim reaching the low-water mark is always enough: the cheap
@@ -499,7 +529,7 @@ async def _write_summary(agent: Agent, plan: CompactionPlan, prompt: str, replac
 
 
 async def compact_conversation(
-    agent: Agent, keep_recent: int = 16, instructions: str | None = None, trigger: str = "manual"
+    agent: Agent, keep_recent: int = 16, instructions: str | None = None, trigger: str = "manual", why: str = ""
 ) -> SummaryCompactResult:
     """Tier 2 now: a helper agent summarises all but the newest `keep_recent` messages.
 
@@ -508,7 +538,8 @@ async def compact_conversation(
     `max_tokens`; when they cannot fit the window, they go in pieces that each fit. A summary that is cut
     off or lacks the required sections is asked for once more; if it is still unusable, xun writes an
     extractive one. A summary is applied only if the context gets smaller by the same estimate as the
-    gauge's; every rejection is a row of the compaction log.
+    gauge's; every rejection is a row of the compaction log. `why` (the automatic policy's reason for a
+    summary) is recorded with the outcome.
     """
     conversation = agent.conversation
     Status = SummaryCompactResult.Status
@@ -568,7 +599,7 @@ async def compact_conversation(
     await agent.emit(SummaryFinished(
         status=result.status.value, message=result.message, condensed=result.condensed_count, kept=result.kept_count,
         tokens_before=tokens_before, tokens_after=(after := agent.request_tokens()), offload_path=result.offload_path,
-        warning=result.warning, trigger=trigger, method=written.method, pieces=written.pieces,
+        warning=result.warning, trigger=trigger, method=written.method, pieces=written.pieces, why=why,
         cache_miss_tokens=tokens_from(conversation, 0), saved_per_call=tokens_before - after))
     if result.warning:
         await agent.emit(Warning(result.warning))

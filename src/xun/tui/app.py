@@ -531,7 +531,7 @@ class XunApp(App[int], inherit_bindings=False):
         self.recoverable.focus_table()
 
     def action_preview(self) -> None:
-        from xun.compact import first_tool_result, tokens_from
+        from xun.compact import AutoCompactor, first_tool_result, tokens_from
         from xun.context_breakdown import reclaim_preview
         from xun.tui.screens.preview import PreviewFigures, PreviewScreen, preview_rows
 
@@ -544,11 +544,15 @@ class XunApp(App[int], inherit_bindings=False):
         now = self.agent.request_tokens()
         condensed = plan.estimated_length_before - plan.estimated_length_after
         first = first_tool_result(c, reclaim.ids)
+        policy = self.agent.compactor
+        automatic = (reclaim_preview(c, policy.first_keep(self.agent, policy.toolcall_keep_max))
+                     if isinstance(policy, AutoCompactor) and policy.needs_compaction(self.agent) else None)
         figures = PreviewFigures(
             tokens_now=now, tokens_after=max(now - round(condensed * c.tokens_per_char), 0), reported=c.total_tokens,
             threshold=self.agent.threshold, condensed=plan.condensed_count, kept=len(plan.kept),
             nothing_to_condense=plan.nothing_to_condense, keep_recent=settings.summary_keep_max, reclaim=reclaim,
-            reclaim_cache_miss=tokens_from(c, first) - reclaim.tokens_saved if first is not None else None)
+            reclaim_cache_miss=tokens_from(c, first) - reclaim.tokens_saved if first is not None else None,
+            automatic=automatic)
 
         def chosen(what: str | None) -> None:
             if what == "compact":
@@ -1191,10 +1195,9 @@ class XunApp(App[int], inherit_bindings=False):
             if event.count:
                 self.gauge.add_point(self.agent.request_tokens())
             elif event.trigger == "manual":
-                from xun.context_breakdown import reclaim_preview
-
                 keep = self.session.config.auto_compact.toolcall_keep_max
-                self.notify(f"Nothing to reclaim: {reclaim_preview(conversation, keep).why_nothing}.", title="reclaim")
+                self.notify(f"Nothing to reclaim: {event.reason} (F6 keeps auto_compact.toolcall_keep_max = {keep}).",
+                            title="reclaim")
         elif isinstance(event, events.SummaryFinished):
             text = SummaryDivider.describe(event.condensed, event.kept, self.shown_path(event.offload_path),
                                            self._pending_focus)

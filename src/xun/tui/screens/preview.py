@@ -62,6 +62,8 @@ class PreviewFigures:
     reclaim: ReclaimPreview
     reclaim_cache_miss: int | None = None
     """Tokens after the first result a reclaim would replace: what the next call pays uncached."""
+    automatic: ReclaimPreview | None = None
+    """What the automatic policy's reclaim would replace before the next call (None under the threshold)."""
 
 
 def _describe(message: object) -> tuple[str, str, bool]:
@@ -134,13 +136,18 @@ def summary_line(f: PreviewFigures) -> str:
 
 
 def reclaim_line(f: PreviewFigures) -> str:
-    r = f.reclaim
+    r, a = f.reclaim, f.automatic
+    automatic = ""
+    if a is not None and a.keep_max != r.keep_max:  # over the threshold the policy keeps fewer than F6
+        automatic = (f" · over the threshold, the automatic reclaim before the next call keeps the newest {a.keep_max}: "
+                     + (f"{a.count} result{'s' if a.count != 1 else ''}, about {tokens(a.tokens_saved)} tokens"
+                        if a.count else f"nothing ({a.why_nothing})"))
     if not r.count:
-        return f"reclaim: nothing to replace now: {r.why_nothing}"
+        return f"reclaim (F6): nothing to replace now: {r.why_nothing}{automatic}"
     cache = (f" · cache: the next call pays about {tokens(f.reclaim_cache_miss)} uncached, then "
              f"{tokens(r.tokens_saved)} less per call") if f.reclaim_cache_miss is not None else ""
-    return (f"reclaim: {r.count} tool result{'s' if r.count != 1 else ''} older than the newest {r.keep_max} "
-            f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed{cache}")
+    return (f"reclaim (F6): {r.count} tool result{'s' if r.count != 1 else ''} older than the newest {r.keep_max} "
+            f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed{cache}{automatic}")
 
 
 class PreviewScreen(ModalScreen[str | None]):
