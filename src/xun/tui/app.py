@@ -233,7 +233,9 @@ class XunApp(App[int], inherit_bindings=False):
             return
         self.header.status = "opening the session…"
         self.chat.border_subtitle = "opening the session…"
-        self._open_session()
+        # after the first frame: a thread started now would take the interpreter's lock from the first
+        # frame's styling, layout and rendering
+        self.call_after_refresh(self._open_session)
 
     @work(thread=True, group="open", exit_on_error=False)
     def _open_session(self) -> None:
