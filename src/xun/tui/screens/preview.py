@@ -138,10 +138,9 @@ def summary_line(f: PreviewFigures) -> str:
 def reclaim_line(f: PreviewFigures) -> str:
     r, a = f.reclaim, f.automatic
     automatic = ""
-    if a is not None and a.keep_max != r.keep_max:  # over the threshold the policy keeps fewer than F6
+    if a is not None and a.count > r.count:  # over the threshold the policy keeps fewer than F6
         automatic = (f" · over the threshold, the automatic reclaim before the next call keeps the newest {a.keep_max}: "
-                     + (f"{a.count} result{'s' if a.count != 1 else ''}, about {tokens(a.tokens_saved)} tokens"
-                        if a.count else f"nothing ({a.why_nothing})"))
+                     f"{a.count} result{'s' if a.count != 1 else ''}, about {tokens(a.tokens_saved)} tokens")
     if not r.count:
         return f"reclaim (F6): nothing to replace now: {r.why_nothing}{automatic}"
     cache = (f" · cache: the next call pays about {tokens(f.reclaim_cache_miss)} uncached, then "
