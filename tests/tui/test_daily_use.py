@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xun.tui.app import XunApp
+from xun.tui.screens.breakdown import BreakdownScreen
 from xun.tui.screens.preview import PreviewScreen
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_view import EarlierMarker
@@ -412,6 +413,15 @@ async def test_a_low_threshold_reclaims_before_it_summarises_and_every_nothing_s
         if not f.reclaim.count:
             assert f.reclaim.why_nothing in line and done["reason"] == f.reclaim.why_nothing
             assert any(f.reclaim.why_nothing in n.message for n in app._notifications)
+
+        # /context says the same in a line
+        await submit(pilot, "/context")
+        await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen), what="the breakdown")
+        outlook = str(app.screen.query_one("#breakdown-outlook").render())
+        reclaim = app.preview_figures()[0].reclaim
+        assert (f"F6 would reclaim {reclaim.count} tool result" in outlook if reclaim.count
+                else f"F6 would reclaim nothing ({reclaim.why_nothing})" in outlook), outlook
+        await pilot.press("escape")
 
         # F7's summary figures are F5's
         await pilot.press("f7")

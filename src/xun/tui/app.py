@@ -46,7 +46,9 @@ from xun.tui.widgets.user_block import UserBlock
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
 if TYPE_CHECKING:
-    from xun.conversation import Conversation
+    from xun.context_breakdown import ReclaimPreview
+    from xun.conversation import CompactionPlan, Conversation
+    from xun.tui.screens.preview import PreviewFigures
     from xun.launch import Session
     from xun.tui.bridge import EventBridge
 
@@ -533,13 +535,12 @@ class XunApp(App[int], inherit_bindings=False):
             main.add_class("-side-shown")  # the panel takes the chat's place until Esc or F4
         self.recoverable.focus_table()
 
-    def action_preview(self) -> None:
+    def preview_figures(self) -> tuple[PreviewFigures, CompactionPlan, ReclaimPreview]:
+        """What a summary (F5), a reclaim (F6) and the automatic policy would do now: F7 and /context show it."""
         from xun.compact import AutoCompactor, first_tool_result, tokens_from
         from xun.context_breakdown import reclaim_preview
-        from xun.tui.screens.preview import PreviewFigures, PreviewScreen, preview_rows
+        from xun.tui.screens.preview import PreviewFigures
 
-        if isinstance(self.screen, PreviewScreen):
-            return
         c = self.conversation
         settings = self.session.config.auto_compact
         plan = c.plan_compaction(settings.summary_keep_max)
@@ -556,6 +557,15 @@ class XunApp(App[int], inherit_bindings=False):
             nothing_to_condense=plan.nothing_to_condense, keep_recent=settings.summary_keep_max, reclaim=reclaim,
             reclaim_cache_miss=tokens_from(c, first) - reclaim.tokens_saved if first is not None else None,
             automatic=automatic)
+        return figures, plan, reclaim
+
+    def action_preview(self) -> None:
+        from xun.tui.screens.preview import PreviewScreen, preview_rows
+
+        if isinstance(self.screen, PreviewScreen):
+            return
+        figures, plan, reclaim = self.preview_figures()
+        c = self.conversation
 
         def chosen(what: str | None) -> None:
             if what == "compact":
@@ -588,6 +598,7 @@ class XunApp(App[int], inherit_bindings=False):
     def action_context(self) -> None:
         from xun.context_breakdown import context_breakdown
         from xun.tui.screens.breakdown import BreakdownScreen
+        from xun.tui.screens.preview import outlook_line
 
         if isinstance(self.screen, BreakdownScreen):
             return
@@ -602,7 +613,7 @@ class XunApp(App[int], inherit_bindings=False):
             if index is not None:
                 self.run_worker(self.jump_to_message(index), group="jump", exclusive=True)
 
-        self.push_screen(BreakdownScreen(breakdown), chosen)
+        self.push_screen(BreakdownScreen(breakdown, outlook_line(self.preview_figures()[0])), chosen)
 
     def on_open_breakdown(self, message: m.OpenBreakdown) -> None:
         message.stop()

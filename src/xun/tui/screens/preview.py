@@ -149,6 +149,22 @@ def reclaim_line(f: PreviewFigures) -> str:
             f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed{cache}{automatic}")
 
 
+def outlook_line(f: PreviewFigures) -> str:
+    """What compaction would do now, in one line (for /context; F7 shows it message by message)."""
+    r, a = f.reclaim, f.automatic
+    if r.count:
+        reclaim = f"F6 would reclaim {r.count} tool result{'s' if r.count != 1 else ''} (about {tokens(r.tokens_saved)} tokens)"
+    else:
+        reclaim = f"F6 would reclaim nothing ({r.why_nothing})"
+    if a is not None and a.count > r.count:
+        reclaim += f"; the automatic reclaim, keeping {a.keep_max}, {a.count} (about {tokens(a.tokens_saved)})"
+    if f.nothing_to_condense:
+        summary = f"F5 would summarise nothing (all {f.kept} messages are in the part a summary keeps)"
+    else:
+        summary = f"F5 would summarise {f.condensed} messages and keep {f.kept}"
+    return f"compaction now: {reclaim} · {summary} · F7 shows each message"
+
+
 class PreviewScreen(ModalScreen[str | None]):
     """Dismisses with "compact" (run the summary), "reclaim" (run the reclaim) or None."""
 
