@@ -125,12 +125,14 @@ async def test_a_second_manual_compaction_waits_for_the_first(offline_server_fac
 
 
 async def test_automatic_compaction_inside_a_turn_shows_in_the_log(offline_server, session_factory, tmp_path: Path):
-    names = write_files(tmp_path)
+    names = write_files(tmp_path, 5)
     app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=1500", "auto_compact.summary_keep_max=4"))
     async with app.run_test(size=(140, 44)) as pilot:
         await read_all(pilot, names)
         kinds = [(e.kind, e.trigger) for e in app.log_pane.entries]
-        assert ("summary", "auto") in kinds
+        # reclaims first; a summary once they have run auto_compact.escalation_rounds times
+        assert ("reclaim", "auto") in kinds and ("summary", "auto") in kinds
+        assert kinds.index(("reclaim", "auto")) < kinds.index(("summary", "auto"))
         assert app.chat.query(SummaryDivider)
         assert app.gauge.threshold == 1500
 
@@ -139,8 +141,10 @@ async def test_ask_mode_asks_before_an_automatic_summary(offline_server, session
     from xun.tui.screens.consent import ConsentScreen
 
     names = write_files(tmp_path)
+    # the seed's policy keeps the newest 12 results when it reclaims, so each time it is over the threshold it
+    # asks for a summary (the cache-aware one would reclaim the finished turn's result first)
     app = XunApp(session_factory(offline_server, "auto_compact.mode=ask", "auto_compact.token_threshold=1500",
-                                 "auto_compact.summary_keep_max=4"))
+                                 "auto_compact.summary_keep_max=4", "auto_compact.policy=seed"))
     async with app.run_test(size=(140, 44)) as pilot:
         await turn(pilot, "hello")
         await submit(pilot, f"read {names[0]}")  # its tool result puts the next call over the threshold

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from xun.tui.app import XunApp
 from xun.tui.format import tokens
+from xun.tui.screens.breakdown import BreakdownScreen
+from xun.tui.screens.preview import PreviewScreen
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_view import EarlierMarker
 from xun.tui.widgets.summary_divider import SummaryDivider
@@ -404,3 +406,64 @@ async def test_a_large_paste_is_one_line_in_the_input_and_sent_in_full(offline_s
         await finish(pilot, lambda: pilot.press("enter"))
         assert of_type(seen, m.PromptSubmitted)[-1].text == f"sum {pasted}a small paste"
         assert any(getattr(msg, "text", None) == f"sum {pasted}a small paste" for msg in app.conversation.messages)
+
+
+async def test_a_low_threshold_reclaims_before_it_summarises_and_every_nothing_says_why(offline_server, session_factory,
+                                                                                      tmp_path):
+    """Item 13: with token_threshold=3000 and 12 turns that read files, tier 1 runs (the newest result of a
+    finished turn is reclaimed rather than its whole turn summarised), every automatic summary says why a
+    reclaim was not enough, every reclaim that replaced nothing says why, and F7's figures are what F6
+    and the automatic policy then do."""
+    for i in range(1, 13):
+        (tmp_path / f"f{i}.txt").write_text("".join(f"line {n} of file {i}: alpha beta gamma delta omega sigma "
+                                                    f"beta gamma alpha omega\n" for n in range(60)))
+    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=3000"))
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        for i in range(1, 13):
+            await turn(pilot, f"read f{i}.txt")
+        log = app.conversation.compaction_log
+        summaries = [r for r in log if r["type"] == "summary_finished"]
+        reclaims = [r for r in log if r["type"] == "tool_results_reclaimed"]
+        first_summary = log.index(summaries[0]) if summaries else len(log)
+        assert any(r["count"] for r in log[first_summary:] if r in reclaims), \
+            "tier 1 runs after the first summary too, not a summary on every turn"
+        assert sum(1 for r in reclaims if r["count"]) > len(summaries)
+        assert all(r["why"] for r in summaries if r["trigger"] == "auto"), summaries
+        assert all(r["reason"] for r in reclaims if not r["count"]), reclaims
+        # the log's rows and details say the same
+        rows = [e for e in app.log_pane.entries if e.kind == "summary"]
+        assert rows and all("reason: " in e.detail() for e in rows)
+        if app.log_pane.unchanged:
+            assert "changed nothing" in app.log_pane.tooltip and ": " in app.log_pane.unchanged_detail()
+
+        # F7 says what F6 would do now, and F6 then does exactly that (and says why when it is nothing)
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen), what="the preview")
+        f = app.screen.figures
+        line = str(app.screen.query_one("#preview-reclaim").render())
+        await pilot.press("escape")
+        await finish(pilot, lambda: pilot.press("f6"))
+        done = app.conversation.compaction_log[-1]
+        assert done["type"] == "tool_results_reclaimed" and done["count"] == f.reclaim.count
+        if not f.reclaim.count:
+            assert f.reclaim.why_nothing in line and done["reason"] == f.reclaim.why_nothing
+            assert any(f.reclaim.why_nothing in n.message for n in app._notifications)
+
+        # /context says the same in a line
+        await submit(pilot, "/context")
+        await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen), what="the breakdown")
+        outlook = str(app.screen.query_one("#breakdown-outlook").render())
+        reclaim = app.preview_figures()[0].reclaim
+        assert (f"F6 would reclaim {reclaim.count} tool result" in outlook if reclaim.count
+                else f"F6 would reclaim nothing ({reclaim.why_nothing})" in outlook), outlook
+        await pilot.press("escape")
+
+        # F7's summary figures are F5's
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen), what="the preview")
+        f = app.screen.figures
+        await pilot.press("escape")
+        if not f.nothing_to_condense:
+            await finish(pilot, lambda: pilot.press("f5"))
+            last = app.conversation.summarizations[-1]
+            assert (last.condensed_count, last.kept_count) == (f.condensed, f.kept)

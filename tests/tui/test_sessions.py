@@ -47,6 +47,12 @@ async def test_resume_restores_transcript_gauge_log_and_list(offline_server, ses
     async with again.run_test(size=(140, 44)) as pilot:
         await wait_until(pilot, lambda: again.recoverable.records, what="the recoverable list")
         assert again.header.query_one("#session-id").render().plain.endswith(conversation_id)
+        again.chat.focus()
+        for _ in range(5):  # what the first screen does not show comes in as the view goes up
+            if not again.chat.older_count:
+                break
+            await pilot.press("home")
+            await wait_until(pilot, lambda: not again.chat._loading_older)
         children = list(again.chat.children)
         assert isinstance(children[0], UserBlock) and children[0].has_class("-summarised"), "the whole history"
         divider = next(child for child in children if isinstance(child, SummaryDivider))

@@ -544,15 +544,18 @@ class Agent:
 
     async def reclaim_tool_results(self, keep_max: int | None = None, trigger: str = "manual", tokens_before: int | None = None) -> ToolCallCompactResult:
         """Tier 1 now, reported as an event (also what `/compact toolcall` and F6 run)."""
+        from xun.compact.breakdown import reclaim_preview
+
         c = self.conversation
         before = tokens_before if tokens_before is not None else self.request_tokens()
         keep = keep_max if keep_max is not None else self.config.auto_compact.toolcall_keep_max
         result = await c.acompact_toolcall(keep_max=keep)  # the index is written in a worker thread
         after = self.request_tokens()
         first = first_tool_result(c, result.reclaimed_ids)
+        reason = "" if result.reclaimed_count else reclaim_preview(c, keep).why_nothing
         await self.emit(ToolResultsReclaimed(
             ids=result.reclaimed_ids, count=result.reclaimed_count, fraction=result.reclaimed_fraction,
-            tokens_before=before, tokens_after=after, trigger=trigger,
+            tokens_before=before, tokens_after=after, trigger=trigger, reason=reason,
             cache_miss_tokens=tokens_from(c, first) if first is not None else None,
             saved_per_call=before - after if first is not None else None,
         ))

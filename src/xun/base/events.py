@@ -182,6 +182,8 @@ class ToolResultsReclaimed(PrefixChange):
     fraction: float = 0.0
     tokens_before: int = 0
     tokens_after: int = 0
+    reason: str = ""
+    """Why nothing was replaced ("" when something was)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +211,8 @@ class SummaryFinished(PrefixChange):
     """"model" (the model's summary), or "extractive" (xun's own, when the model's was unusable)."""
     pieces: int = 1
     """Summary requests the condensed messages were split into, so that each fits the window."""
+    why: str = ""
+    """Why the automatic policy summarised (what the reclaim before it left), "" when asked for by hand."""
 
 
 @dataclass(frozen=True, slots=True)

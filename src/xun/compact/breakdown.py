@@ -151,6 +151,9 @@ class ReclaimPreview:
     keep_max: int
     tool_results: int
     """Tool results in the conversation (kept, reclaimed or restored)."""
+    skipped: tuple[int, int, int] = (0, 0, 0)
+    """Of the older results, those left as they are: (placeholders already, restored by hand, shorter than a
+    placeholder)."""
 
     @property
     def count(self) -> int:
@@ -169,11 +172,27 @@ class ReclaimPreview:
         """Why a reclaim now would replace nothing ("" when it would replace something)."""
         if self.count:
             return ""
-        if self.tool_results <= self.keep_max:
-            return (f"the newest {self.keep_max} tool results are always kept (auto_compact.toolcall_keep_max) "
-                    f"and there {'is' if self.tool_results == 1 else 'are'} {self.tool_results}")
-        return (f"the {self.tool_results - self.keep_max} older than the newest {self.keep_max} are placeholders "
-                "already, restored by hand, or shorter than a placeholder")
+        n = self.tool_results
+        if n == 0:
+            return "there are no tool results in the context"
+        if n <= self.keep_max:
+            kept = "the newest tool result is" if self.keep_max == 1 else f"the newest {self.keep_max} tool results are"
+            return f"{kept} kept and there {'is' if n == 1 else 'are'} {n}"
+        parts = [f"{k} {what}" for k, what in zip(self.skipped, ("placeholders already", "restored by hand (they stay)",
+                                                                   "shorter than a placeholder")) if k]
+        return f"of the {n - self.keep_max} older than the newest {self.keep_max}: {', '.join(parts)}"
+
+
+def current_turn_results(conversation: Conversation) -> int:
+    """Tool results after the last user message: what the model is working with in the turn now."""
+    messages = conversation.messages
+    count = 0
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if isinstance(message, UserMessage):
+            break
+        count += _is_tool_result(message)
+    return count
 
 
 @dataclass(slots=True)
@@ -331,19 +350,22 @@ def reclaim_preview(conversation: Conversation, keep_max: int) -> ReclaimPreview
     older = positions[: len(positions) - keep_max] if len(positions) >= keep_max else []
     ids: list[str] = []
     before = after = 0
+    skipped = [0, 0, 0]
     for i in older:
         raw = messages[i].raw  # type: ignore[union-attr]
         call_id = str(raw.get("tool_call_id", ""))
         text = content_text(raw.get("content"))
-        if call_id in pinned or text.startswith(PLACEHOLDER_HEAD):
-            continue
         placeholder = PLACEHOLDER.format(id=call_id)
-        if len(placeholder) >= len(text):
+        why = (0 if text.startswith(PLACEHOLDER_HEAD) else 1 if call_id in pinned
+               else 2 if len(placeholder) >= len(text) else None)
+        if why is not None:
+            skipped[why] += 1
             continue
         ids.append(call_id)
         before += message_length(messages[i])
         after += len(placeholder)
-    return ReclaimPreview(tuple(ids), before, after, conversation.tokens_per_char, keep_max, len(positions))
+    return ReclaimPreview(tuple(ids), before, after, conversation.tokens_per_char, keep_max, len(positions),
+                          (skipped[0], skipped[1], skipped[2]))
 
 
 def tokens_from(conversation: Conversation, index: int) -> int:

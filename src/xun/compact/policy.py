@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from xun.base.events import CompactionFailed, CompactionSkipped, Warning
 
-from xun.compact.breakdown import first_tool_result, tokens_from
+from xun.compact.breakdown import current_turn_results, first_tool_result, reclaim_preview, tokens_from
 from xun.compact.summary import compact_conversation, worthwhile_keep
 
 if TYPE_CHECKING:
     from xun.compact.host import CompactionHost
+    from xun.context.compaction_results import ToolCallCompactResult
     from xun.context.conversation import Conversation
 
 
@@ -73,6 +74,7 @@ class AutoCompactor(CompactorAbstract):
             if self.reclaim_was_enough(agent, attempt, estimate, target):
                 self.consecutive_failures = 0
                 return
+            why = self.why_summary(agent, attempt, keep, reclaimed, estimate, target)
             if not await agent.consent_to_summary():
                 off = agent.config.auto_compact.mode == "off"
                 reason = "automatic summaries are off (auto_compact.mode = off)" if off else "automatic summary declined"
@@ -85,7 +87,8 @@ class AutoCompactor(CompactorAbstract):
                     "(its own calls and results are never summarised)", trigger="auto"))
                 return
             keep_messages = worthwhile
-            result = await compact_conversation(agent, keep_recent=keep_messages, instructions=agent.config.compression.instructions, trigger="auto")
+            result = await compact_conversation(agent, keep_recent=keep_messages, instructions=agent.config.compression.instructions,
+                                                trigger="auto", why=why)
             if not result.compacted:
                 self.consecutive_failures += 1
                 await self._maybe_suspend(agent)
@@ -94,7 +97,7 @@ class AutoCompactor(CompactorAbstract):
             if tokens <= target:
                 self.consecutive_failures = 0
                 return
-            keep_tools, keep_messages = max(1, keep_tools // 2), max(1, keep_messages // 2)
+            keep_tools, keep_messages = max(reclaim_floor(conversation), keep_tools // 2), max(1, keep_messages // 2)
         self.consecutive_failures += 1
         await agent.emit(CompactionFailed(
             reason=f"still about {tokens} tokens after {self.max_retries + 1} compactions (threshold {threshold}); "
@@ -105,6 +108,22 @@ class AutoCompactor(CompactorAbstract):
     def first_keep(self, agent: CompactionHost, keep_tools: int) -> int:
         """How many recent tool results the first reclaim keeps (the seed: `toolcall_keep_max`)."""
         return keep_tools
+
+    def why_summary(self, agent: CompactionHost, attempt: int, keep: int, reclaimed: ToolCallCompactResult,
+                    estimate: int, target: float) -> str:
+        """Why the policy goes on to a summary after this reclaim, with the figures it judged (the
+        compaction log shows it, so that tier 2 never comes without saying why tier 1 was not enough)."""
+        over = f"about {estimate:,} tokens, above {round(target):,} (95% of the threshold {agent.threshold:,})"
+        if attempt:
+            return f"still {over} after a summary: once more with fewer kept ({keep} tool results)"
+        if estimate > target and not reclaimed.reclaimed_count:
+            return f"a reclaim first replaced nothing ({reclaim_preview(agent.conversation, keep).why_nothing}): still {over}"
+        if estimate > target:
+            n = reclaimed.reclaimed_count
+            return f"a reclaim first replaced {n} tool result{'s' if n != 1 else ''}, keeping {keep}: still {over}"
+        rounds = agent.conversation.compaction_counter.tool_rounds
+        return (f"{rounds} reclaim rounds since the last summary, and auto_compact.escalation_rounds allows "
+                f"{self.escalation_rounds} before one: the next step is a summary")
 
     def reclaim_was_enough(self, agent: CompactionHost, attempt: int, estimate: int, target: float) -> bool:
         """Whether to stop after a reclaim: under the target, and (on the first attempt) fewer than
@@ -167,15 +186,14 @@ class CacheAwareCompactor(AutoCompactor):
 
     def first_keep(self, agent: CompactionHost, keep_tools: int) -> int:
         """The most recent tool results a reclaim can keep and still bring the estimate to the low-water
-        mark (1 when even that does not)."""
-        from xun.compact.breakdown import reclaim_preview
-
+        mark (`reclaim_floor` when even that does not)."""
         target = agent.threshold * self.low_water
         tokens = agent.request_tokens()
-        for keep in range(keep_tools, 0, -1):
+        floor = reclaim_floor(agent.conversation)
+        for keep in range(keep_tools, floor, -1):
             if tokens - reclaim_preview(agent.conversation, keep).tokens_saved <= target:
                 return keep
-        return 1
+        return floor
 
     def reclaim_was_enough(self, agent: CompactionHost, attempt: int, estimate: int, target: float) -> bool:
         """As the seed's, except that a reclaim reaching the low-water mark is always enough: the cheap
@@ -188,8 +206,6 @@ class CacheAwareCompactor(AutoCompactor):
         """The number of newest tool results to keep for the reclaim that pays best within PAYBACK_CALLS
         calls (None when none pays): never fewer than the current turn's results (the model has not
         answered them yet), never more than `toolcall_keep_max`."""
-        from xun.compact.breakdown import reclaim_preview
-
         conversation = agent.conversation
         d = self.cached_discount
         best, best_keep = 0.0, None
@@ -213,8 +229,6 @@ class CacheAwareCompactor(AutoCompactor):
 
     async def compact_while_cold(self, agent: CompactionHost) -> None:
         """The idle rule: reclaim to the low-water mark; then, still above it, summarise the older turns."""
-        from xun.compact.breakdown import reclaim_preview
-
         keep = max(self.first_keep(agent, self.toolcall_keep_max), current_turn_results(agent.conversation), 1)
         if reclaim_preview(agent.conversation, keep).count:
             await self._reclaim_quietly(agent, keep, "idle")
@@ -238,17 +252,11 @@ class CacheAwareCompactor(AutoCompactor):
         await super().auto_compact(agent)
 
 
-def current_turn_results(conversation: Conversation) -> int:
-    """Tool results since the last user message: the current turn's, which the model has not answered."""
-    from xun.context.messages import RawOpenAIMessage, UserMessage
-
-    count = 0
-    for message in reversed(conversation.messages):
-        if isinstance(message, UserMessage):
-            break
-        if isinstance(message, RawOpenAIMessage) and message.raw.get("role") == "tool":
-            count += 1
-    return count
+def reclaim_floor(conversation: Conversation) -> int:
+    """The fewest recent tool results an automatic reclaim keeps: one while the turn in progress has a
+    result of its own (the model is working with it), none when the newest belong to finished turns (the
+    model's reply took them in, and a placeholder costs far less than summarising their turn away)."""
+    return min(1, current_turn_results(conversation))
 
 
 def compactor_from_config(config: Any) -> AutoCompactor:

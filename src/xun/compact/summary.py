@@ -278,7 +278,8 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
 
 
 async def compact_conversation(
-    agent: CompactionHost, keep_recent: int = 16, instructions: str | None = None, trigger: str = "manual"
+    agent: CompactionHost, keep_recent: int = 16, instructions: str | None = None, trigger: str = "manual",
+    why: str = "",
 ) -> SummaryCompactResult:
     """Tier 2 now: a helper agent summarises all but the newest `keep_recent` messages.
 
@@ -287,7 +288,8 @@ async def compact_conversation(
     `max_tokens`; when they cannot fit the window, they go in pieces that each fit. A summary that is cut
     off or lacks the required sections is asked for once more; if it is still unusable, xun writes an
     extractive one. A summary is applied only if the context gets smaller by the same estimate as the
-    gauge's; every rejection is a row of the compaction log.
+    gauge's; every rejection is a row of the compaction log. `why` (the automatic policy's reason for a
+    summary) is recorded with the outcome.
     """
     conversation = agent.conversation
     Status = SummaryCompactResult.Status
@@ -347,7 +349,7 @@ async def compact_conversation(
     await agent.emit(SummaryFinished(
         status=result.status.value, message=result.message, condensed=result.condensed_count, kept=result.kept_count,
         tokens_before=tokens_before, tokens_after=(after := agent.request_tokens()), offload_path=result.offload_path,
-        warning=result.warning, trigger=trigger, method=written.method, pieces=written.pieces,
+        warning=result.warning, trigger=trigger, method=written.method, pieces=written.pieces, why=why,
         cache_miss_tokens=tokens_from(conversation, 0), saved_per_call=tokens_before - after))
     if result.warning:
         await agent.emit(Warning(result.warning))

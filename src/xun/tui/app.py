@@ -222,7 +222,9 @@ class XunApp(
             return
         self.header.status = "opening the session…"
         self.chat.border_subtitle = "opening the session…"
-        self._open_session()
+        # after the first frame: a thread started now would take the interpreter's lock from the first
+        # frame's styling, layout and rendering
+        self.call_after_refresh(self._open_session)
 
     def on_resize(self, event: Resize) -> None:
         self.query_one("#main").set_class(event.size.width < NARROW, "-narrow")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.screen import ModalScreen
@@ -18,6 +19,11 @@ from xun.tui.transcript import PLACEHOLDER_HEAD, reasoning_of
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.user_block import UserBlock
 
+
+if TYPE_CHECKING:
+    from xun.compact.breakdown import ReclaimPreview
+    from xun.context.conversation import CompactionPlan
+    from xun.tui.screens.preview import PreviewFigures
 
 class AppActions:
     """The actions behind the keys and the palette, and the workers they start (mixed into `XunApp`)."""
@@ -46,13 +52,12 @@ class AppActions:
             main.add_class("-side-shown")  # the panel takes the chat's place until Esc or F4
         self.recoverable.focus_table()
 
-    def action_preview(self) -> None:
-        from xun.compact.breakdown import first_tool_result, tokens_from
-        from xun.compact.breakdown import reclaim_preview
-        from xun.tui.screens.preview import PreviewFigures, PreviewScreen, preview_rows
+    def preview_figures(self) -> tuple[PreviewFigures, CompactionPlan, ReclaimPreview]:
+        """What a summary (F5), a reclaim (F6) and the automatic policy would do now: F7 and /context show it."""
+        from xun.compact.breakdown import first_tool_result, reclaim_preview, tokens_from
+        from xun.compact.policy import AutoCompactor
+        from xun.tui.screens.preview import PreviewFigures
 
-        if isinstance(self.screen, PreviewScreen):
-            return
         c = self.conversation
         settings = self.session.config.auto_compact
         plan = c.plan_compaction(settings.summary_keep_max)
@@ -60,11 +65,24 @@ class AppActions:
         now = self.agent.request_tokens()
         condensed = plan.estimated_length_before - plan.estimated_length_after
         first = first_tool_result(c, reclaim.ids)
+        policy = self.agent.compactor
+        automatic = (reclaim_preview(c, policy.first_keep(self.agent, policy.toolcall_keep_max))
+                     if isinstance(policy, AutoCompactor) and policy.needs_compaction(self.agent) else None)
         figures = PreviewFigures(
             tokens_now=now, tokens_after=max(now - round(condensed * c.tokens_per_char), 0), reported=c.total_tokens,
             threshold=self.agent.threshold, condensed=plan.condensed_count, kept=len(plan.kept),
             nothing_to_condense=plan.nothing_to_condense, keep_recent=settings.summary_keep_max, reclaim=reclaim,
-            reclaim_cache_miss=tokens_from(c, first) - reclaim.tokens_saved if first is not None else None)
+            reclaim_cache_miss=tokens_from(c, first) - reclaim.tokens_saved if first is not None else None,
+            automatic=automatic)
+        return figures, plan, reclaim
+
+    def action_preview(self) -> None:
+        from xun.tui.screens.preview import PreviewScreen, preview_rows
+
+        if isinstance(self.screen, PreviewScreen):
+            return
+        figures, plan, reclaim = self.preview_figures()
+        c = self.conversation
 
         def chosen(what: str | None) -> None:
             if what == "compact":
@@ -97,6 +115,7 @@ class AppActions:
     def action_context(self) -> None:
         from xun.compact.breakdown import context_breakdown
         from xun.tui.screens.breakdown import BreakdownScreen
+        from xun.tui.screens.preview import outlook_line
 
         if isinstance(self.screen, BreakdownScreen):
             return
@@ -111,7 +130,7 @@ class AppActions:
             if index is not None:
                 self.run_worker(self.jump_to_message(index), group="jump", exclusive=True)
 
-        self.push_screen(BreakdownScreen(breakdown), chosen)
+        self.push_screen(BreakdownScreen(breakdown, outlook_line(self.preview_figures()[0])), chosen)
 
     def on_open_breakdown(self, message: m.OpenBreakdown) -> None:
         message.stop()

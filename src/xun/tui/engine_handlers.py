@@ -139,10 +139,9 @@ class EngineHandlers:
             if event.count:
                 self.gauge.add_point(self.agent.request_tokens())
             elif event.trigger == "manual":
-                from xun.compact.breakdown import reclaim_preview
-
                 keep = self.session.config.auto_compact.toolcall_keep_max
-                self.notify(f"Nothing to reclaim: {reclaim_preview(conversation, keep).why_nothing}.", title="reclaim")
+                self.notify(f"Nothing to reclaim: {event.reason} (F6 keeps auto_compact.toolcall_keep_max = {keep}).",
+                            title="reclaim")
         elif isinstance(event, events.SummaryFinished):
             text = SummaryDivider.describe(event.condensed, event.kept, self.shown_path(event.offload_path),
                                            self._pending_focus)

@@ -42,7 +42,8 @@ class SessionLifecycle:
 
     async def on_session_opened(self, message: m.SessionOpened) -> None:
         self._attach(message.session)
-        await self._show_session()
+        with self.batch_update():  # one layout and one frame for the header, the transcript and the panes
+            await self._show_session()
         self.refresh_bindings()
         if message.session.config.withheld:
             self._ask_trust(message.session)

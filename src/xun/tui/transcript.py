@@ -21,10 +21,10 @@ from xun.context.messages import (
     UserMessage,
     content_text,
 )
-from xun.context.offload import OffloadSection, read_offload_log
 
 if TYPE_CHECKING:
     from xun.context.conversation import Conversation
+    from xun.context.offload import OffloadSection
 
 PLACEHOLDER_HEAD = "[Compacted, ID: "
 
@@ -153,6 +153,8 @@ def _sections(path: str) -> list[OffloadSection]:
     key = (stat.st_size, stat.st_mtime_ns)
     cached = _sections_cache.get(path)
     if cached is None or cached[0] != key:
+        from xun.context.offload import read_offload_log  # only when summarised turns are shown: not before the first frame
+
         cached = (key, read_offload_log(path))
         _sections_cache[path] = cached
     return cached[1]

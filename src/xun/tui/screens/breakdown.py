@@ -79,9 +79,11 @@ class BreakdownScreen(ModalScreen[int | None]):
         *(Binding(str(n), f"jump({n})", f"Show message {n}", id=f"context.jump{n}", show=False) for n in range(1, 6)),
     ]
 
-    def __init__(self, breakdown: ContextBreakdown) -> None:
+    def __init__(self, breakdown: ContextBreakdown, outlook: str = "") -> None:
         super().__init__(id="breakdown")
         self.breakdown = breakdown
+        self.outlook = outlook
+        """What compaction would do now (one line), "" for none."""
 
     def compose(self) -> ComposeResult:
         b = self.breakdown
@@ -89,6 +91,8 @@ class BreakdownScreen(ModalScreen[int | None]):
             box.border_title = f"what fills the context · {tokens(b.used)} of {tokens(b.threshold)} ({percent(b.used, b.threshold)}%)"
             box.border_subtitle = "1-5 or enter: show the message in the chat · esc close"
             yield Label(Text(figures_line(b)), id="breakdown-figures")
+            if self.outlook:
+                yield Label(Text(self.outlook), id="breakdown-outlook")
             yield BreakdownBar(b, id="breakdown-bar")
             with VerticalScroll(id="breakdown-body"):
                 yield Static(parts_content(b), id="breakdown-parts")

@@ -62,6 +62,8 @@ class PreviewFigures:
     reclaim: ReclaimPreview
     reclaim_cache_miss: int | None = None
     """Tokens after the first result a reclaim would replace: what the next call pays uncached."""
+    automatic: ReclaimPreview | None = None
+    """What the automatic policy's reclaim would replace before the next call (None under the threshold)."""
 
 
 def _describe(message: object) -> tuple[str, str, bool]:
@@ -134,13 +136,33 @@ def summary_line(f: PreviewFigures) -> str:
 
 
 def reclaim_line(f: PreviewFigures) -> str:
-    r = f.reclaim
+    r, a = f.reclaim, f.automatic
+    automatic = ""
+    if a is not None and a.count > r.count:  # over the threshold the policy keeps fewer than F6
+        automatic = (f" · over the threshold, the automatic reclaim before the next call keeps the newest {a.keep_max}: "
+                     f"{a.count} result{'s' if a.count != 1 else ''}, about {tokens(a.tokens_saved)} tokens")
     if not r.count:
-        return f"reclaim: nothing to replace now: {r.why_nothing}"
+        return f"reclaim (F6): nothing to replace now: {r.why_nothing}{automatic}"
     cache = (f" · cache: the next call pays about {tokens(f.reclaim_cache_miss)} uncached, then "
              f"{tokens(r.tokens_saved)} less per call") if f.reclaim_cache_miss is not None else ""
-    return (f"reclaim: {r.count} tool result{'s' if r.count != 1 else ''} older than the newest {r.keep_max} "
-            f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed{cache}")
+    return (f"reclaim (F6): {r.count} tool result{'s' if r.count != 1 else ''} older than the newest {r.keep_max} "
+            f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed{cache}{automatic}")
+
+
+def outlook_line(f: PreviewFigures) -> str:
+    """What compaction would do now, in one line (for /context; F7 shows it message by message)."""
+    r, a = f.reclaim, f.automatic
+    if r.count:
+        reclaim = f"F6 would reclaim {r.count} tool result{'s' if r.count != 1 else ''} (about {tokens(r.tokens_saved)} tokens)"
+    else:
+        reclaim = f"F6 would reclaim nothing ({r.why_nothing})"
+    if a is not None and a.count > r.count:
+        reclaim += f"; the automatic reclaim, keeping {a.keep_max}, {a.count} (about {tokens(a.tokens_saved)})"
+    if f.nothing_to_condense:
+        summary = f"F5 would summarise nothing (all {f.kept} messages are in the part a summary keeps)"
+    else:
+        summary = f"F5 would summarise {f.condensed} messages and keep {f.kept}"
+    return f"compaction now: {reclaim} · {summary} · F7 shows each message"
 
 
 class PreviewScreen(ModalScreen[str | None]):

@@ -1,4 +1,7 @@
-"""One assistant reply: optional reasoning above, the Markdown text streamed into it."""
+"""One assistant reply: optional reasoning above, the Markdown text streamed into it. A reply that is
+already complete (the history of a resumed session, a reply that was not streamed) is drawn once as a
+single widget, as a long reply's sealed parts are: a Markdown widget is a widget per paragraph and list
+item, and mounting those was most of what a resumed session's first screen cost."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from textual.timer import Timer
 from xun.tui.widgets.reasoning_block import ReasoningBlock
 
 if TYPE_CHECKING:
+    from textual.widgets import Markdown, Static
     from textual.widgets.markdown import MarkdownStream
 
 FLUSH_EVERY = 0.2
@@ -42,8 +46,17 @@ def seal_point(text: str) -> int:
     return text.rfind(" ") + 1
 
 
+def drawn_once(text: str) -> Static:
+    """Markdown drawn as one widget (Rich's renderer): for text that will not change."""
+    from rich.markdown import Markdown as RichMarkdown
+    from textual.widgets import Static
+
+    return Static(RichMarkdown(text), classes="reply-sealed")
+
+
 class AssistantBlock(Vertical):
-    """Owns its `MarkdownStream` while streaming; `finish()` (or unmounting) stops it."""
+    """Owns its `MarkdownStream` while streaming; `finish()` (or unmounting) stops it. Only a block made
+    with `streaming=True` has a live `markdown` to write into; a complete reply is drawn once."""
 
     def __init__(self, content: str = "", reasoning: str = "", *, streaming: bool = False) -> None:
         super().__init__(classes="block assistant")
@@ -61,15 +74,27 @@ class AssistantBlock(Vertical):
         self.sealed: list[Static] = []
         """Parts of a long streamed reply drawn once (see SEAL_CHARS)."""
         self.reasoning: ReasoningBlock | None = None
-        from textual.widgets import Markdown  # here, not above: an empty chat's first frame does without it
+        self.markdown: Markdown | None = None
+        if streaming or not content:
+            from textual.widgets import Markdown  # here, not above: an empty chat's first frame does without it
 
-        self.markdown = Markdown(content, classes="reply")
+            self.markdown = Markdown(content, classes="reply")
+        else:
+            self.sealed.append(drawn_once(content))
 
     def compose(self) -> ComposeResult:
         if self._reasoning_text:
             self.reasoning = ReasoningBlock(self._reasoning_text, collapsed=not self.streaming)
             yield self.reasoning
-        yield self.markdown
+        yield from self.sealed
+        if self.markdown is not None:
+            yield self.markdown
+
+    @property
+    def live(self) -> Markdown:
+        """The Markdown a streaming block writes into."""
+        assert self.markdown is not None, "a complete reply is drawn once; only a streaming block is written into"
+        return self.markdown
 
     @property
     def text(self) -> str:
@@ -94,7 +119,7 @@ class AssistantBlock(Vertical):
         if not text:
             return
         if self._stream is None:
-            self._stream = self.markdown.get_stream(self.markdown)
+            self._stream = self.live.get_stream(self.live)
         await self._stream.write(text)
         self._live.append(text)
         self._live_chars += len(text)
@@ -102,9 +127,6 @@ class AssistantBlock(Vertical):
             await self._seal()
 
     async def _seal(self) -> None:
-        from rich.markdown import Markdown as RichMarkdown
-        from textual.widgets import Static
-
         live = "".join(self._live)
         cut = seal_point(live)
         if cut <= 0:
@@ -113,10 +135,10 @@ class AssistantBlock(Vertical):
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()
-        part = Static(RichMarkdown(done), classes="reply-sealed")
+        part = drawn_once(done)
         self.sealed.append(part)
-        await self.mount(part, before=self.markdown)
-        await self.markdown.update(rest)
+        await self.mount(part, before=self.live)
+        await self.live.update(rest)
         self._live = [rest] if rest else []
         self._live_chars = len(rest)
 
@@ -125,7 +147,7 @@ class AssistantBlock(Vertical):
             return
         if self.reasoning is None:
             self.reasoning = ReasoningBlock(collapsed=False)
-            await self.mount(self.reasoning, before=self.markdown)
+            await self.mount(self.reasoning, before=self.live)
         self.reasoning.append(fragment)
 
     async def finish(self, content: str | None = None, reasoning: str | None = None) -> None:
@@ -136,10 +158,10 @@ class AssistantBlock(Vertical):
             shown = self.text
             self._text_parts = [content]
             if shown and content.startswith(shown):  # e.g. a cancelled reply's mark: only the end is new
-                await self.markdown.append(content[len(shown):])
+                await self.live.append(content[len(shown):])
             else:
                 await self._remove_sealed()
-                await self.markdown.update(content)
+                await self.live.update(content)
         if reasoning is not None and self.reasoning is not None and reasoning != self.reasoning.text:
             self.reasoning.replace(reasoning)
         if self.reasoning is not None:
@@ -152,7 +174,7 @@ class AssistantBlock(Vertical):
         await self._stop_stream()
         self._text_parts = []
         await self._remove_sealed()
-        await self.markdown.update("")
+        await self.live.update("")
         if self.reasoning is not None:
             await self.reasoning.remove()
             self.reasoning = None

@@ -100,8 +100,10 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
     if kind == "reclaim":
         n = int(record.get("count", 0) or 0)
         count = f"{n} result{'s' if n != 1 else ''}" if n else "nothing to reclaim"
+        reason = str(record.get("reason") or "")
     elif kind in ("summary", "emergency"):
         count = f"{int(record.get('condensed', 0) or 0)} summarised, {int(record.get('kept', 0) or 0)} kept"
+        reason = str(record.get("why") or "")
         offload = shown_path(record.get("offload_path")) or None
     elif kind == "restore":
         count = f"id …{str(record.get('id', ''))[-8:]}"
@@ -145,6 +147,8 @@ class CompactionLog(DataTable[str]):
         """The rows, oldest first."""
         self.unchanged = 0
         """Automatic checks that changed nothing (not rows)."""
+        self.last_unchanged: LogEntry | None = None
+        """The newest of them: its reason is in the pane's tooltip."""
 
     def on_mount(self) -> None:
         self.add_column("time", key="time")
@@ -169,6 +173,7 @@ class CompactionLog(DataTable[str]):
         if entry.changed_nothing or (entry.kind == "skipped" and entry.trigger != "manual" and any(
                 e.kind == "skipped" and e.reason == entry.reason for e in self.entries[-3:])):
             self.unchanged += 1  # a repeated automatic skip says nothing new either
+            self.last_unchanged = entry
             return entry
         self.entries.append(entry)
         self._add_row(entry)
@@ -179,17 +184,20 @@ class CompactionLog(DataTable[str]):
         if entry is not None and self.entries and self.entries[-1] is entry:
             self.move_cursor(row=self.row_count - 1, animate=False)
         self._update_subtitle()
+        self._update_tooltip()
         return entry
 
     def load(self, records: list[dict[str, Any]]) -> None:
         self.entries = []
         self.unchanged = 0
+        self.last_unchanged = None
         self.clear()
         for record in records:
             self._take(record)
         if self.row_count:
             self.move_cursor(row=self.row_count - 1, animate=False)
         self._update_subtitle()
+        self._update_tooltip()
 
     @property
     def highlighted(self) -> LogEntry | None:
@@ -197,14 +205,26 @@ class CompactionLog(DataTable[str]):
         return self.entries[row] if self.entries and 0 <= row < len(self.entries) else None
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._update_tooltip()
+
+    def unchanged_detail(self) -> str:
+        """Why the newest check that changed nothing changed nothing ("" when none did)."""
+        last = self.last_unchanged
+        if last is None:
+            return ""
+        what = last.count if last.kind == "reclaim" else last.kind
+        return f"the last check that changed nothing ({last.time}): {what}" + (f": {last.reason}" if last.reason else "")
+
+    def _update_tooltip(self) -> None:
         entry = self.highlighted
-        self.tooltip = entry.detail() if entry else None
+        self.tooltip = "\n\n".join(part for part in (entry.detail() if entry else "", self.unchanged_detail()) if part) or None
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
         entry = self.highlighted
         if entry is not None:
-            self.app.notify(entry.detail(), title="compaction log", timeout=12)
+            self.app.notify("\n\n".join(part for part in (entry.detail(), self.unchanged_detail()) if part),
+                            title="compaction log", timeout=12)
 
     def _update_subtitle(self) -> None:
         saved = sum(entry.saved for entry in self.entries if entry.kind in ("reclaim", "summary", "emergency"))
