@@ -251,6 +251,7 @@ async def session(workdir: Path) -> None:
         config.auto_compact.token_threshold = 3000
         config.auto_compact.toolcall_keep_max = 2
         config.auto_compact.summary_keep_max = 6
+        config.auto_compact.policy = "seed"  # a summary every few turns: many offload and apply points to kill at
         store = SessionStore(workdir)
         conversation = store.new()
         conversation.conversation_id = CONVERSATION_ID
