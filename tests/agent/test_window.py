@@ -228,6 +228,29 @@ async def test_summaries_in_pieces_when_the_history_cannot_fit_one_request(offli
     assert "src/module_0.py" in agent.conversation.messages[0].content
 
 
+async def test_a_window_too_small_for_any_summary_request_gets_xuns_own_summary(offline_server_factory, tmp_path):
+    """An earlier summary already fills most of a small window: no request could carry it and a piece of
+    the history, so xun writes the summary from the messages itself (none is sent), instead of failing."""
+    server = offline_server_factory(context_window=1700, profile="vllm")
+    agent, rec = make_agent(server, tmp_path)
+    earlier = "## overview\n" + "the earlier work on src/module_old.py went on for a long time; " * 40
+    agent.conversation.set_system_message_content(earlier, is_compressed=True)
+    for turn in range(3):
+        agent.conversation.add_user_message(f"turn {turn}: remember src/module_{turn}.py " + "and its notes " * 40)
+        agent.conversation.add_agent_message({"role": "assistant", "content": f"noted module {turn}"})
+    from xun.compact.summary import compact_conversation
+
+    await agent.start_discovery()
+    asked = len(server.prompt_sizes)
+    result = await compact_conversation(agent, keep_recent=1)
+    assert result.compacted, result.message
+    finished = rec.of("summary_finished")[-1]
+    assert finished.method == "extractive" and finished.pieces == 0
+    assert len(server.prompt_sizes) == asked, "no summary request was sent"
+    summary = agent.conversation.messages[0].content
+    assert "leaves no room for a summary request" in summary and "src/module_2.py" in summary
+
+
 def test_a_server_that_trickles_its_answer_cannot_hold_discovery(tmp_path):
     """A byte every 50 ms forever on every endpoint: discovery gives up within its time, window unknown."""
     import threading

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from xun.base import events
-from xun.cli.console import JsonPrinter, TextPrinter, short_arguments, strip_controls
+from xun.cli.console import JsonPrinter, TextPrinter, _discard_typed_ahead, short_arguments, strip_controls
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -125,3 +125,10 @@ def test_short_arguments(raw, shown):
 
 def test_strip_controls_keeps_newlines_and_tabs():
     assert strip_controls("a\tb\nc\x00d\x1b[0me") == "a\tb\ncde"
+
+
+@pytest.mark.parametrize("stream", [io.StringIO("y\n"), None], ids=["no file descriptor", "no stream"])
+def test_discarding_typed_ahead_keys_is_quiet_when_there_is_no_terminal(stream):
+    """Before a confirmation the keys typed ahead are dropped; a stream with no descriptor has none to drop
+    (it once fell through to code of another function and raised NameError)."""
+    assert _discard_typed_ahead(stream) is None

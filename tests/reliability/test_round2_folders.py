@@ -73,7 +73,7 @@ async def test_history_search_works_on_a_read_only_file_system(offline_server, t
 
 
 def test_the_offline_server_closes_a_half_sent_request():
-    with OfflineServer(idle_timeout=0.5) as server:
+    with OfflineServer(idle_timeout=2.0) as server:
         host, port = server.base_url.split("//")[1].split("/")[0].rsplit(":", 1)
         before = threading.active_count()
         sockets = []
@@ -81,8 +81,10 @@ def test_the_offline_server_closes_a_half_sent_request():
             sock = socket.create_connection((host, int(port)))
             sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"mod")
             sockets.append(sock)
-        time.sleep(0.3)
-        assert threading.active_count() >= before + 20  # a thread each, waiting for the rest
+        started = time.monotonic() + 1.5  # a thread each, waiting for the rest (until the idle timeout)
+        while threading.active_count() < before + 20 and time.monotonic() < started:
+            time.sleep(0.02)
+        assert threading.active_count() >= before + 20
         deadline = time.monotonic() + 10
         while threading.active_count() > before and time.monotonic() < deadline:
             time.sleep(0.1)

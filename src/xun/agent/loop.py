@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xun.agent.call_limits import gather_limited, valid_total_tokens, valid_usage, within_deadline
+from xun.agent.call_limits import gather_limited, valid_usage, within_deadline
 from xun.compact.breakdown import first_tool_result, tokens_from
 from xun.compact.policy import CompactorAbstract, compactor_from_config
 from xun.context.compaction_results import ToolCallCompactResult

@@ -390,9 +390,3 @@ def _discard_typed_ahead(stream: TextIO) -> None:
             termios.tcflush(stream.fileno(), termios.TCIFLUSH)
     except (ImportError, OSError, ValueError, AttributeError):
         pass
-        word = answer.strip().lower()
-        if word in ("y", "yes"):
-            return Decision.ALLOW_ONCE
-        if word in ("a", "always"):
-            return Decision.ALLOW_SESSION
-        return Decision.DENY

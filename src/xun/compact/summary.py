@@ -255,10 +255,12 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
         frame = len(PIECE_PROMPT) + len(prompt) + firmer + running_chars
         room = window - max_tokens - fixed - _tokens(frame, ratio, 2)
         room_chars = int(room / max(ratio, 0.05))
-        if room_chars < 200:
-            return _Written(None, error=f"the window ({window:,} tokens) leaves no room for a summary request")
-        texts = _pieces(entries, room_chars)
-        pieces, error = len(texts), None
+        if room_chars < 200:  # no model request can hold the summary so far and a piece: xun writes it
+            error, unusable = f"the window ({window:,} tokens) leaves no room for a summary request", True
+            texts, pieces = [], 0
+        else:
+            texts = _pieces(entries, room_chars)
+            pieces, error = len(texts), None
         running = system
         for index, text in enumerate(texts, 1):
             piece_prompt = PIECE_PROMPT.format(index=index, count=len(texts), transcript=text, prompt=prompt)
@@ -272,7 +274,8 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
     if not unusable:
         return _Written(None, pieces=pieces, error=error)
     hint = f"the offload log ({conversation.offload_dir / (conversation.conversation_id + '.md')})" if conversation.offload_dir else "the session file"
-    text = extractive_summary(list(plan.condensed), reason="the model's summary was unusable twice", offload_hint=hint,
+    reason = "the model's summary was unusable twice" if pieces else str(error)
+    text = extractive_summary(list(plan.condensed), reason=reason, offload_hint=hint,
                               max_chars=min(int(max_tokens / max(ratio, 0.05)), max(replaced_chars - 1, 0)))
     return _Written(text, "extractive", pieces)
 
