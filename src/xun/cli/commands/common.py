@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 from xun.cli.exits import LATEST, CommandError
 
 if TYPE_CHECKING:
+    from xun.agent.config import XunConfig
     from xun.agent.launch import Session
     from xun.context.sessions import SessionStore
 
@@ -22,6 +23,19 @@ SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 def workdir_of(args: argparse.Namespace) -> Path:
     return Path(args.workdir) if args.workdir else Path.cwd()
+
+
+def settings_of(args: argparse.Namespace) -> XunConfig:
+    """The settings as the command line gives them: the files, `--set`, `--base-url` and `--model`
+    (raises ConfigError)."""
+    from xun.agent.config import load_config
+
+    overrides = list(args.overrides)
+    if args.base_url:
+        overrides.append(f"provider.base_url={args.base_url}")
+    if args.model:
+        overrides.append(f"model.name={args.model}")
+    return load_config(workdir_of(args), overrides)
 
 
 def store_of(args: argparse.Namespace) -> SessionStore:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from xun.cli.exits import EXIT_OK
-from xun.cli.commands.common import workdir_of
+from xun.cli.commands.common import settings_of, workdir_of
 
 
 def show_value(value: Any) -> str:
@@ -62,14 +62,9 @@ def _path(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from xun.agent.config import describe_config, load_config, resolve_api_key
+    from xun.agent.config import describe_config, resolve_api_key
 
-    overrides = list(args.overrides)
-    if args.base_url:
-        overrides.append(f"provider.base_url={args.base_url}")
-    if args.model:
-        overrides.append(f"model.name={args.model}")
-    config = load_config(workdir_of(args), overrides)
+    config = settings_of(args)
     items = describe_config(config)
     key_set = resolve_api_key(config) is not None
     out = sys.stdout

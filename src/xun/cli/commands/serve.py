@@ -44,7 +44,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from xun.cli.exits import EXIT_FAILED, EXIT_OK, LATEST, CommandError
-from xun.cli.commands.common import latest_session_id, resolve_session_id, store_of, workdir_of
+from xun.cli.commands.common import latest_session_id, resolve_session_id, settings_of, store_of, workdir_of
 
 QUIT_TIMEOUT = 10.0
 """Seconds the apps get to quit (and save) once the server is told to stop; then they are killed."""
@@ -167,14 +167,9 @@ def app_command(args: argparse.Namespace) -> list[str]:
 
 def _check_settings(args: argparse.Namespace) -> None:
     """Fail here, on the terminal, on settings every app process would fail on; say when the demo answers."""
-    from xun.agent.config import load_config, uses_offline_demo
+    from xun.agent.config import uses_offline_demo
 
-    overrides = list(args.overrides)
-    if args.base_url:
-        overrides.append(f"provider.base_url={args.base_url}")
-    if args.model:
-        overrides.append(f"model.name={args.model}")
-    config = load_config(workdir_of(args), overrides)
+    config = settings_of(args)
     if config.withheld:
         from xun.agent.trust import describe_withheld
 
