@@ -979,6 +979,12 @@ def withhold_untrusted(data: dict[str, Any]) -> dict[str, str]:
     return dict(sorted(removed.items()))
 
 
+def flag_overrides(overrides: Iterable[str], base_url: str | None = None, model: str | None = None) -> list[str]:
+    """`--set KEY=VALUE` overrides with `--base-url` and `--model` after them, so that those two win."""
+    return [*overrides, *([f"provider.base_url={base_url}"] if base_url else []),
+            *([f"model.name={model}"] if model else [])]
+
+
 def load_config(
     workdir: str | os.PathLike[str] | None = None,
     overrides: Iterable[str] = (),

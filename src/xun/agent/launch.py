@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xun.agent.loop import Agent, ConsentCallback, EventCallback
-from xun.agent.config import XunConfig, load_config, uses_offline_demo
+from xun.agent.config import XunConfig, flag_overrides, load_config, uses_offline_demo
 from xun.context.conversation import Conversation
 from xun.context.sessions import SessionStore
 from xun.agent.tools import ConfirmCallback
@@ -102,12 +102,7 @@ def open_session(
     `read_only` opens it without the lock and never saves it.
     """
     folder = Path(workdir) if workdir is not None else Path.cwd()
-    overrides = list(overrides)
-    if base_url:
-        overrides.append(f"provider.base_url={base_url}")
-    if model:
-        overrides.append(f"model.name={model}")
-    config = load_config(folder, overrides, environ)
+    config = load_config(folder, flag_overrides(overrides, base_url, model), environ)
     store = SessionStore(folder)
     conversation = _conversation(store, resume, fork=fork, read_only=read_only)
     if not config.offload.enabled:

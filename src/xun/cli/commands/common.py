@@ -28,14 +28,9 @@ def workdir_of(args: argparse.Namespace) -> Path:
 def settings_of(args: argparse.Namespace) -> XunConfig:
     """The settings as the command line gives them: the files, `--set`, `--base-url` and `--model`
     (raises ConfigError)."""
-    from xun.agent.config import load_config
+    from xun.agent.config import flag_overrides, load_config
 
-    overrides = list(args.overrides)
-    if args.base_url:
-        overrides.append(f"provider.base_url={args.base_url}")
-    if args.model:
-        overrides.append(f"model.name={args.model}")
-    return load_config(workdir_of(args), overrides)
+    return load_config(workdir_of(args), flag_overrides(args.overrides, args.base_url, args.model))
 
 
 def store_of(args: argparse.Namespace) -> SessionStore:
