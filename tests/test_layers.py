@@ -70,6 +70,20 @@ def test_every_module_belongs_to_a_layer_or_is_a_public_face() -> None:
     assert stray == [], f"modules outside the layer folders: {stray}"
 
 
+def test_only_the_interfaces_import_textual() -> None:
+    """The engine (base, context, compact, agent) and the offline server never import Textual: the app
+    turns the engine's events into messages, the engine knows nothing of it."""
+    found = []
+    for name, path in MODULES.items():
+        if _layer(name) in ("tui", "cli") or name in FACES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [f"{name} imports {m}" for m in modules if m.split(".")[0] in ("textual", "textual_serve")]
+    assert found == []
+
+
 def test_imports_only_go_down_the_layers() -> None:
     upward = []
     for name, imported in GRAPH.items():
