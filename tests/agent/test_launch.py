@@ -31,6 +31,16 @@ def test_offline_never_sends_the_users_key(tmp_path):
         assert helper.client().api_key != "sk-test-secret"
 
 
+async def test_resume_latest_names_the_files_it_could_not_read(tmp_path):
+    """Every session file is damaged: "nothing to resume" would hide them, so the error names each one."""
+    with open_session(tmp_path, environ={}) as first:
+        await first.agent.run("hello")
+        saved = first.save()
+    saved.write_text(saved.read_text()[:40])
+    with pytest.raises(NoSessionToResume, match=r"that can be read \(.*" + saved.name + r".*not valid JSON"):
+        open_session(tmp_path, resume=LATEST, environ={})
+
+
 async def test_resume_latest_and_by_id(tmp_path):
     with pytest.raises(NoSessionToResume):
         open_session(tmp_path, resume=LATEST, environ={})

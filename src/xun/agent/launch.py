@@ -143,7 +143,9 @@ def _conversation(store: SessionStore, resume: str | None, *, fork: bool, read_o
         if resume == LATEST:
             infos = store.list()
             if not infos:
-                raise NoSessionToResume(f"there is no saved session to resume in {store.root}")
+                bad = "; ".join(f"{path}: {reason}" for path, reason in store.unreadable())
+                raise NoSessionToResume(f"there is no saved session to resume in {store.root}"
+                                        + (f" that can be read ({bad})" if bad else ""))
             ident = infos[0].conversation_id
         if not (fork or read_only):
             store.lock(ident)
