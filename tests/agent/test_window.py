@@ -292,3 +292,63 @@ def test_a_server_that_trickles_its_answer_cannot_hold_discovery(tmp_path):
         stop.set()
         server.shutdown()
         server.server_close()
+
+
+def summarising(window: int, fill: bool = False):
+    """A server with a `window` (4 characters of message text a token) that refuses longer requests as
+    OpenAI does, answers a summary request with the eight sections (`fill`: padded to its `max_tokens`, as
+    a wordy model writes) and anything else with "fine"."""
+
+    def answer(method: str, path: str, body):
+        if method != "POST" or not path.endswith("/chat/completions"):
+            return NOT_FOUND
+        tokens = -(-prompt_chars(body) // 4)
+        if tokens > window:
+            return overflow_shapes(window, tokens)["openai"]
+        if "system_context" in json.dumps(body["messages"][-1]):
+            limit = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+            padding = " detail" * max(0, (4 * limit - len(SUMMARY) - 8) // 7) if fill else ""
+            return Stream([SUMMARY + padding])
+        return Stream(["fine"])
+
+    return answer
+
+
+@pytest.mark.parametrize("window, repeats, method", [(2000, 300, "model"), (1000, 45, "extractive")])
+async def test_a_later_summary_folds_in_a_turn_too_small_to_pay_for_a_new_frame(window, repeats, method, scripted, tmp_path):
+    """Found against llama.cpp with a small window: one earlier turn (under the size that pays for a first
+    summary's frame) was left out of every summary, and the next prompt could not be sent. A summary that
+    updates an earlier one pays no new frame, so that turn is folded in and the prompt goes. In the
+    smaller window no summary request fits: xun's own summary quotes that turn's prompt cut in its middle."""
+    server = scripted(summarising(window))
+    agent, rec = make_agent(server, tmp_path, model__context_window=window)
+    agent.toolbox = Toolbox()  # the scripted server counts message text only
+    agent.conversation.set_system_message_content(SUMMARY, is_compressed=True)
+    earlier = "the earlier turn: " + "notes about the parser " * 52
+    agent.conversation.add_user_message(earlier)
+    agent.conversation.add_agent_message({"role": "assistant", "content": "noted"})
+    finished = await agent.run("and now the next task: " + "check the build " * repeats)
+    assert finished.status == "ok", finished.error
+    summary = rec.of("summary_finished")
+    assert len(summary) == 1 and summary[0].condensed == 2 and summary[0].trigger == "auto" and summary[0].method == method
+    assert all(-(-prompt_chars(b) // 4) <= window - agent.output_reserve(window) for b in server.chat_bodies())
+    if method == "extractive":
+        text = agent.conversation.messages[0].content
+        assert earlier[:100] in text and earlier[-100:] in text and "characters of this prompt are cut here" in text
+
+
+async def test_a_summary_leaves_room_for_the_prompt_it_was_written_for(scripted, tmp_path):
+    """A long prompt after a long history, in a small window: a summary as long as a quarter of the window
+    would leave no room for the prompt, so the summary is asked for (and kept) shorter, and the turn goes."""
+    window = 3000
+    server = scripted(summarising(window, fill=True))
+    agent, rec = make_agent(server, tmp_path, model__context_window=window)
+    agent.toolbox = Toolbox()
+    long_history(agent, turns=4, chars=4000)
+    finished = await agent.run("the new task, word for word: " + "rename the parser's entry point " * 237)
+    assert finished.status == "ok", finished.error
+    assert rec.of("summary_finished")
+    summary_limits = [b["max_tokens"] for b in server.chat_bodies() if "system_context" in json.dumps(b["messages"][-1])]
+    assert summary_limits and max(summary_limits) < window // 4
+    budget = window - agent.output_reserve(window)
+    assert all(-(-prompt_chars(b) // 4) <= budget for b in server.chat_bodies())

@@ -511,7 +511,7 @@ class Agent:
         needed = self.request_tokens()
         if needed <= budget:
             return
-        floor = self._floor_tokens()
+        floor = self.floor_tokens()
         if floor > budget:
             raise ContextTooLargeError(floor, budget, window, prompt=self._last_is_user())
         if not self.config.auto_compact.enabled:
@@ -528,7 +528,7 @@ class Agent:
         messages = self.conversation.messages
         return bool(messages) and isinstance(messages[-1], UserMessage)
 
-    def _floor_tokens(self) -> int:
+    def floor_tokens(self) -> int:
         """The smallest request compaction could make: the system message, the newest user message (kept
         word for word) and the tool definitions, at the calibrated ratio."""
         c = self.conversation

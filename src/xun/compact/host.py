@@ -35,6 +35,14 @@ class CompactionHost(Protocol):
 
     def request_tokens(self) -> int: ...
 
+    def floor_tokens(self) -> int:
+        """The smallest request compaction could make: system message, tool definitions, newest prompt."""
+        ...
+
+    def output_reserve(self, window: int) -> int:
+        """Tokens of the window kept free for the reply."""
+        ...
+
     async def emit(self, event: Event) -> None: ...
 
     async def reclaim_tool_results(

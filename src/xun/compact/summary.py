@@ -138,16 +138,22 @@ async def fit_to_window(agent: CompactionHost, budget: int, trigger: str = "emer
         keep_messages = max(1, keep_messages // 2)
 
 
-WORTHWHILE_CHARS = len(COMPACTED_SYSTEM_PROMPT) + 1000
-"""A summary pays for its frame and its own length only when it replaces at least this much."""
+WORTHWHILE_CHARS = 1000
+"""A summary is worth asking for only when it replaces at least this much more than its frame costs."""
 
 
 def worthwhile_keep(conversation: Conversation, keep: int) -> int | None:
     """`keep`, or fewer (halving), so that a summary keeping that many recent messages replaces enough
-    to make the context smaller; None when none does (an automatic summary then is not tried)."""
+    to make the context smaller; None when none does (an automatic summary then is not tried).
+
+    The first summary adds its frame (COMPACTED_SYSTEM_PROMPT), so it must replace that much more. A later
+    one updates the earlier summary, whose frame is already paid: the messages it condenses are the gain.
+    Counting the frame again there left a small window stuck with one turn it could never fold in."""
+    system = conversation.messages[0] if conversation.messages else None
+    frame = 0 if isinstance(system, SystemPrompt) and system.is_compressed else len(COMPACTED_SYSTEM_PROMPT)
     while True:
         plan = conversation.plan_compaction(keep)
-        if plan.estimated_length_before - plan.estimated_length_after >= WORTHWHILE_CHARS:
+        if not plan.nothing_to_condense and plan.estimated_length_before - plan.estimated_length_after >= frame + WORTHWHILE_CHARS:
             return keep
         if keep <= 1:
             return None
@@ -155,11 +161,36 @@ def worthwhile_keep(conversation: Conversation, keep: int) -> int | None:
 
 
 def summary_budget(agent: CompactionHost, replaced_chars: int) -> int:
-    """`max_tokens` of a summary: at most SUMMARY_MAX_TOKENS, less than what it replaces, and a quarter of
-    the window at most, so that the request and its reply fit."""
+    """`max_tokens` of a summary: at most SUMMARY_MAX_TOKENS, less than what it replaces, and, when the
+    window is known, a quarter of it at most, so that the request and its reply fit; and no more than
+    `summary_room`, so that the next request fits too (unless not even MIN_SUMMARY_TOKENS would: then
+    the newest prompt cannot be sent anyway, and a starved summary would only lose the history)."""
     budget = min(SUMMARY_MAX_TOKENS, max(MIN_SUMMARY_TOKENS, _tokens(replaced_chars, agent.conversation.tokens_per_char) - 1))
     window = agent.window.tokens
-    return min(budget, max(MIN_SUMMARY_TOKENS, window // 4)) if window is not None else budget
+    if window is None:
+        return budget
+    room = summary_room(agent, window)
+    return min(budget, max(MIN_SUMMARY_TOKENS, window // 4), *([room] if room >= MIN_SUMMARY_TOKENS else []))
+
+
+def summary_room(agent: CompactionHost, window: int) -> int:
+    """The tokens a summary can take with the smallest request still fitting the window: the summary's
+    frame, the system prompt, the tool definitions, the newest prompt (kept word for word) and the reply's
+    reserve. A summary longer than this could never be sent with the prompt it was written for."""
+    conversation = agent.conversation
+    messages = conversation.messages
+    system = messages[0] if messages and isinstance(messages[0], SystemPrompt) else None
+    floor = agent.floor_tokens()
+    if system is not None and system.is_compressed:  # the new summary replaces this one inside its frame
+        others = floor - round(len(system.content) * conversation.tokens_per_char)
+    else:
+        others = floor + round(len(COMPACTED_SYSTEM_PROMPT) * conversation.tokens_per_char)
+    return int(ROOM_SHARE * (window - agent.output_reserve(window) - others))
+
+
+ROOM_SHARE = 0.95
+"""Of the room a summary could fill, the share it is given: the estimate of the request around it is off
+by a few tokens either way (message framing, the join of the prompt and the summary)."""
 
 
 def _tokens(chars: int, ratio: float, messages: int = 0) -> int:
