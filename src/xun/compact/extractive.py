@@ -3,8 +3,9 @@
 A weak model (a 135M one on a small window, say) writes summaries that are cut off, that have none of the
 required sections, or that are longer than what they replace. Applying one would erase the task from the
 context, so compaction checks every summary (`summary_problem`) and, when the model fails twice, writes
-a deterministic extractive summary instead (`extractive_summary`): the user's prompts word for word, the
-file paths, commands, error lines, tool names and ids, and where the originals are. No model is involved.
+a deterministic extractive summary instead (`extractive_summary`): the user's prompts word for word (the
+newest alone, cut in its middle, when the room is that small), the file paths, commands, error lines, tool
+names and ids, and where the originals are. No model is involved.
 """
 
 from __future__ import annotations
@@ -26,6 +27,18 @@ _PATH_KEYS = ("path", "file", "filename", "directory", "dir", "cwd")
 MAX_ITEMS = 40
 MAX_LINE = 200
 CUT_NOTE = "\n…(the rest of this earlier summary is kept in the session file's summaries)"
+PROMPT_CUT_NOTE = "characters of this prompt are cut here; the whole is in the offload log"
+PROMPT_END = 120
+"""Characters kept at each end of the one prompt a summary too small for it still quotes."""
+
+
+def _cut_middle(text: str, size: int) -> str:
+    """`text` in about `size` characters: its start and its end (PROMPT_END each at least), the middle
+    named as cut. The last resort of a summary that must fit a small window."""
+    half = max(PROMPT_END, (size - len(PROMPT_CUT_NOTE) - 16) // 2)
+    if 2 * half >= len(text):
+        return text
+    return f"{text[:half]} …[{len(text) - 2 * half:,} {PROMPT_CUT_NOTE}]… {text[-half:]}"
 
 
 def summary_problem(text: str, finish_reason: str | None) -> str | None:
@@ -71,8 +84,8 @@ def _calls(message: Message) -> list[tuple[str, str, dict[str, Any]]]:
 
 def extractive_summary(messages: list[Message], *, reason: str, offload_hint: str, max_chars: int) -> str:
     """A summary of `messages` made of what they literally say, in the required sections, at most
-    `max_chars` long when it can be: when it must be cut, the newest prompts and facts are kept first, and an
-    earlier summary it carries forward is cut at its end last of all."""
+    `max_chars` long when it can be: when it must be cut, the newest prompts and facts are kept first, an
+    earlier summary it carries forward is cut at its end, and last of all the one prompt left in its middle."""
     previous = ""
     prompts: list[str] = []
     paths: list[str] = []
@@ -133,6 +146,8 @@ def extractive_summary(messages: list[Message], *, reason: str, offload_hint: st
         elif previous and not previous.endswith(CUT_NOTE):
             keep = max(0, len(previous) - (len(text) - max_chars) - len(CUT_NOTE))
             previous = previous[:keep] + CUT_NOTE
+        elif len(prompt_items) == 1 and PROMPT_CUT_NOTE not in prompt_items[0] and len(prompt_items[0]) > 2 * PROMPT_END:
+            prompt_items[0] = _cut_middle(prompt_items[0], len(prompt_items[0]) - (len(text) - max_chars))
         else:
             break
         text = render(prompt_items, fact_cut)
