@@ -26,6 +26,19 @@ async def wait_until(pilot: Pilot[Any], predicate: Callable[[], object], timeout
         await pilot.pause(0.01)
 
 
+async def at_the_end(pilot: Pilot[Any], view: Any, what: str = "the view") -> None:
+    """`view` scrolled to its end, and its height steady over three polls: a Markdown block lays itself
+    out over a few refreshes after it mounts, and a screen under a modal is laid out only when refreshed."""
+    heights: list[int] = []
+
+    def steady() -> bool:
+        view.scroll_end(animate=False, immediate=True)
+        heights.append(view.virtual_size.height)
+        return len(heights) >= 3 and len(set(heights[-3:])) == 1 and view.scroll_y == view.max_scroll_y
+
+    await wait_until(pilot, steady, what=f"{what} at its end, its height steady")
+
+
 def idle(app: XunApp) -> bool:
     busy_groups = {"agent", "compaction", "save"}
     return app.busy is None and not any(w.is_running for w in app.workers if w.group in busy_groups)

@@ -14,7 +14,7 @@ from xun.tui.screens.consent import ConsentScreen
 from xun.tui.screens.preview import PreviewScreen
 from xun.tui.screens.recall import RecallScreen
 
-from .helpers import finish, submit, turn, wait_until
+from .helpers import at_the_end, finish, submit, turn, wait_until
 from .test_snapshots import SIZES, read_parts, settle, snapshot_app  # noqa: F401 - the fixture is used by name
 
 AGENTS = "Keep the answers short; quote the files you read.\n"
@@ -79,7 +79,7 @@ def test_the_ask_modal(snap_compare, snapshot_app, size):  # noqa: F811
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
         assert app.screen.timeout == 600 and app.screen.keep_text
         assert app.screen.query_one("#now").has_focus
-        app.chat.scroll_end(animate=False)  # the question may come while the chat is still scrolling
+        await at_the_end(pilot, app.chat, "the chat")  # the question may come while the chat still lays out
         settle_all(app)
         await pilot.pause()
         await pilot.pause()

@@ -22,6 +22,8 @@ from xun.tui.export import ExportError, render_transcript, transcript_markdown
 from xun.tui.format import tokens
 from xun.tui.screens.confirm import diff_content
 from xun.tui.transcript import AssistantItem, ToolItem, UserItem, transcript
+from xun.tui.widgets.assistant_block import AssistantBlock
+from xun.tui.widgets.chat_view import ChatView
 from xun.tui.widgets.compaction_log import CompactionLog, entry_from_record
 from xun.tui.widgets.context_bar import ESTIMATED, FILLED, MARK, bar_cells
 from xun.tui.widgets.context_gauge import ContextGauge, zone_of
@@ -97,6 +99,42 @@ def test_the_bar_marks_the_threshold():
 def test_token_figures():
     assert [tokens(x) for x in (None, 0, 886, 999.6, 1041, 143_200, 192_000, 1_250_000, 2_000_000)] == [
         "—", "0", "886", "1k", "1.0k", "143.2k", "192k", "1.2M", "2M"]
+
+
+# ----------------------------------------------------------------------------------------------- chat
+
+
+async def test_a_short_chat_starts_at_the_top_and_a_long_one_follows_its_end():
+    """The chat follows its end (it is anchored), but while its blocks are shorter than the view they start
+    at its top: Textual 8.2.8 gave them a negative scroll and drew them against the bottom (textual#6652)."""
+    chat = ChatView(shown_path=lambda path: path or "")
+    async with Host(chat).run_test(size=(80, 24)) as pilot:
+        first = await chat.add_user("hello there")
+        await pilot.pause()
+        await pilot.pause()
+        assert chat.scroll_y == 0 and first.region.y == chat.content_region.y, "the first block is at the top of the view"
+        for n in range(12):
+            await chat.add_user(f"prompt {n}")
+        last = chat.children[-1]
+        await wait_until(pilot, lambda: chat.scroll_y == chat.max_scroll_y > 0
+                         and last.region.bottom + last.styles.margin.bottom == chat.content_region.bottom,
+                         what="the newest block at the bottom of the view")
+
+
+async def test_a_streamed_reply_is_measured_again_when_it_is_complete():
+    """Textual 8.2.8 does not count a change of text made while a block's layout is pending, and keeps the
+    size it measured before: about one run in fifteen drew a session's first reply as its first line. The
+    race is forced here (the pending flag set by hand); the finished reply is laid out again."""
+    block = AssistantBlock(streaming=True)
+    text = "xun-offline here: a deterministic scripted demo model. " + "the quick brown fox jumps " * 30
+    async with Host(block).run_test(size=(80, 24)) as pilot:
+        await block.write(text[:32])
+        await wait_until(pilot, lambda: block.live.children and block.live.children[0].size.height == 1, what="one line")
+        paragraph = block.live.children[0]
+        paragraph._layout_required = True  # measured, its layout still pending: the moment the race needs
+        await block.write(text[32:])
+        await block.finish(text)
+        await wait_until(pilot, lambda: paragraph.size.height > 5, what="the whole reply laid out")
 
 
 # ------------------------------------------------------------------------------------------------ log

@@ -166,6 +166,20 @@ class AssistantBlock(Vertical):
             self.reasoning.replace(reasoning)
         if self.reasoning is not None:
             self.reasoning.collapsed = True
+        self.call_after_refresh(self._measure_again)
+
+    def _measure_again(self, tries: int = 3) -> None:
+        """Lay the reply's blocks out once more. Textual 8.2.8 keeps the size a block was measured at when
+        its text changes while that layout is still pending (it does not count the change), so a streamed
+        paragraph could stay as tall as its first fragment: a reply of seven lines was drawn as one."""
+        live = self.markdown
+        if live is None or not live.is_attached:
+            return
+        if tries and any(child._layout_required for child in live.children):  # the stale layout is not applied yet
+            self.call_after_refresh(self._measure_again, tries - 1)
+            return
+        for child in live.children:
+            child.refresh(layout=True)
 
     async def discard(self) -> None:
         """A retry: what streamed so far is thrown away."""

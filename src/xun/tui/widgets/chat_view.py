@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
+from textual.reactive import Reactive
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
@@ -70,6 +71,14 @@ class ChatView(VerticalScroll):
 
     def on_mount(self) -> None:
         self.anchor()
+
+    def set_reactive(self, reactive: Reactive[Any], value: Any) -> None:
+        """Never a scroll above the top. Textual 8.2.8 anchors a view whose blocks are shorter than it at a
+        negative `scroll_y`, set here past its validator (textual#6652): the blocks were drawn against the
+        bottom with a void above them, and a layout a few lines short at that moment hid the newest lines."""
+        if reactive.name in ("scroll_y", "scroll_target_y") and value < 0:
+            value = 0
+        super().set_reactive(reactive, value)
 
     # ------------------------------------------------------------------------------ history
 
