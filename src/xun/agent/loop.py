@@ -251,9 +251,9 @@ class Agent:
         self._max_tokens_param = "max_tokens"
         self._empty_for_null = False
         self.clock: Callable[[], float] = time.time
+        """Wall-clock seconds; the cache-aware policy's idle rule reads it (tests and benchmarks set it)."""
         self.bills_to: Agent | None = None
         """The agent whose session a helper's model calls are counted and billed in (None: this one's)."""
-        """Wall-clock seconds; the cache-aware policy's idle rule reads it (tests and benchmarks set it)."""
 
     # ----------------------------------------------------------------- setup
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from xun.context.conversation import CompactionPlan
     from xun.tui.screens.preview import PreviewFigures
 
+
 class AppActions:
     """The actions behind the keys and the palette, and the workers they start (mixed into `XunApp`)."""
 

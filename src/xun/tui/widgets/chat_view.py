@@ -14,8 +14,8 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
-from textual.reactive import Reactive
 from textual.containers import VerticalScroll
+from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
