@@ -202,6 +202,25 @@ async def test_index_warnings_become_notifications_and_an_empty_box_says_what_is
         assert [h.tool_call_id for h in screen.hits] == list(app.conversation.compacted_toolcalls), "rebuilt, found"
 
 
+async def test_a_damaged_index_found_while_counting_is_reported_with_no_search(
+        offline_server, session_factory, tmp_path: Path):
+    """The empty box's count can be the first to meet the damage (and rebuild the index): its warning is shown
+    then, not left in the index for a search that may never come."""
+    names = write_files(tmp_path, 2)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44), notifications=True) as pilot:
+        await read_all(pilot, names)
+        await finish(pilot, lambda: pilot.press("f6"))
+        app.session.store.history.path.write_bytes(b"this is not a database" * 100)
+        screen = await open_recall(pilot, app)
+        await wait_until(pilot, lambda: any(n.title == "history index" for n in app._notifications), what="the warning")
+        warning = next(n for n in app._notifications if n.title == "history index")
+        assert warning.severity == "warning" and "could not be used" in warning.message
+        await wait_until(pilot, lambda: "1 reclaimed result indexed here" in str(screen.query_one("#recall-status").render()),
+                         what="the count of the rebuilt index")
+        assert screen.searches == 0
+
+
 # --------------------------------------------------------------------------------------------- preview
 
 

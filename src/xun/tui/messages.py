@@ -249,11 +249,13 @@ class RecallEntryLoaded(Message):
 
 @dataclass
 class RecallStats(Message):
-    """What the index holds, for the empty search box."""
+    """What the index holds, for the empty search box, and the index's warnings met while counting (a
+    damaged file the count moved aside and rebuilt)."""
 
     offloaded: int
     reclaimed: int
     sessions: int
+    warnings: list[str] = field(default_factory=list)
 
 
 def event_payload(event: Any) -> dict[str, Any]:

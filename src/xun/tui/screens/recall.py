@@ -183,11 +183,15 @@ class RecallScreen(ModalScreen[None]):
 
     @work(thread=True, group="recall-stats", exit_on_error=False)
     def _load_stats(self) -> None:
+        """In a thread: the counts and the warnings met (each worker takes the warnings it may have added, so
+        none waits unseen in the index for a later search)."""
         try:
             stats = self.index.stats()
-        except HistoryError:
+        except HistoryError:  # the search says so; only the warnings are this worker's to hand on
+            if warnings := self.index.take_warnings():
+                self.app.call_from_thread(self._warn, warnings)
             return
-        self.post_message(m.RecallStats(stats.offloaded, stats.reclaimed, stats.sessions))
+        self.post_message(m.RecallStats(stats.offloaded, stats.reclaimed, stats.sessions, self.index.take_warnings()))
 
     def _warn(self, warnings: list[str], error: str | None = None) -> None:
         for warning in warnings:
@@ -197,6 +201,7 @@ class RecallScreen(ModalScreen[None]):
 
     def on_recall_stats(self, message: m.RecallStats) -> None:
         message.stop()
+        self._warn(message.warnings)
         self._stats_text = (f"{message.offloaded:,} offloaded message{'s' if message.offloaded != 1 else ''} and "
                             f"{message.reclaimed:,} reclaimed result{'s' if message.reclaimed != 1 else ''} indexed here")
         if not self.query_shown and self._timer is None and not self.query_one("#recall-query", Input).value.strip():
