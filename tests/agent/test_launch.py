@@ -59,3 +59,44 @@ async def test_resume_latest_and_by_id(tmp_path):
 def test_offload_off_keeps_originals_in_the_session(tmp_path):
     with open_session(tmp_path, overrides=["offload.enabled=false"], environ={}) as session:
         assert session.conversation.offload_dir is None
+
+
+async def test_a_session_opener_reads_and_locks_the_conversation_first_then_opens_around_it(tmp_path):
+    from xun.agent.opener import SessionOpener
+    from xun.base.errors import SessionLocked
+    from xun.context.sessions import SessionStore
+
+    with open_session(tmp_path, environ={}) as first:
+        await first.agent.run("hello")
+        first.save()
+        ident = first.conversation.conversation_id
+    assert SessionOpener(tmp_path, environ={}).conversation() is None, "a new session has nothing to show first"
+    opener = SessionOpener(tmp_path, resume=ident[:6], resolve=lambda store, text: next(
+        info.conversation_id for info in store.list() if info.conversation_id.startswith(text)), environ={})
+    conversation = opener.conversation()
+    assert conversation is not None and conversation.conversation_id == ident
+    assert opener.conversation() is conversation, "read once"
+    with pytest.raises(SessionLocked):
+        SessionStore(tmp_path).lock(ident)  # locked from the moment it is read
+    with opener() as session:
+        assert session.conversation is conversation and session.resumed
+        assert "hello" in session.conversation.messages[-2].text
+    SessionStore(tmp_path).lock(ident)  # closed: the lock is free again
+
+
+async def test_a_session_that_fails_to_open_after_its_conversation_was_read_leaves_no_lock(tmp_path):
+    from xun.agent.config import ConfigError
+    from xun.agent.opener import SessionOpener
+    from xun.context.sessions import SessionStore
+
+    with open_session(tmp_path, environ={}) as first:
+        first.save()
+        ident = first.conversation.conversation_id
+    (tmp_path / ".xun" / "config.toml").write_text('[auto_compact]\ntoken_threshold = "lots"\n')
+    opener = SessionOpener(tmp_path, resume=LATEST, environ={})
+    assert opener.conversation().conversation_id == ident
+    with pytest.raises(ConfigError):
+        opener()
+    store = SessionStore(tmp_path)
+    store.lock(ident)  # not left held by the failed opening
+    store.unlock()

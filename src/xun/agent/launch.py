@@ -7,7 +7,6 @@ in-process on a free loopback port and the agent talks to it over real HTTP.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,20 +15,16 @@ from typing import TYPE_CHECKING, Any
 from xun.agent.loop import Agent, ConsentCallback, EventCallback
 from xun.agent.config import XunConfig, flag_overrides, load_config, uses_offline_demo
 from xun.context.conversation import Conversation
-from xun.context.sessions import SessionStore
+from xun.context.sessions import LATEST, NoSessionToResume, SessionStore
 from xun.agent.tools import ConfirmCallback
 
 if TYPE_CHECKING:
     from xun.offline import OfflineServer
     from xun.agent.tools.mcp import McpManager
 
+__all__ = ["LATEST", "OFFLINE_MODEL", "NoSessionToResume", "Session", "open_session"]
+
 OFFLINE_MODEL = "xun-offline"
-LATEST = ""
-"""Pass as `resume` to continue the newest session."""
-
-
-class NoSessionToResume(LookupError):
-    """`--resume` with no saved session in this working directory."""
 
 
 @dataclass
@@ -93,34 +88,43 @@ def open_session(
     consent: ConsentCallback | None = None,
     fork: bool = False,
     read_only: bool = False,
+    opened: tuple[SessionStore, Conversation] | None = None,
 ) -> Session:
     """Load settings (raises ConfigError), pick the model server, and load or start the conversation.
 
     `resume`: None starts a new session, `LATEST` ("") continues the newest, an id continues that one
     (raises NoSessionToResume, FileNotFoundError or SessionFormatError). The session is locked for this
     process (SessionLocked when another one has it); `fork` continues a copy under a new id instead,
-    `read_only` opens it without the lock and never saves it.
+    `read_only` opens it without the lock and never saves it. `opened`: the store and the conversation
+    its `open(resume, fork=, read_only=)` returned already (`SessionOpener`); released if this raises.
     """
     folder = Path(workdir) if workdir is not None else Path.cwd()
-    config = load_config(folder, flag_overrides(overrides, base_url, model), environ)
-    store = SessionStore(folder)
-    conversation = _conversation(store, resume, fork=fork, read_only=read_only)
-    if not config.offload.enabled:
-        conversation.offload_dir = None
+    store, conversation = opened if opened is not None else (SessionStore(folder), None)
     server = None
-    if offline or uses_offline_demo(config, environ):
-        from xun.offline import OfflineServer
+    try:
+        config = load_config(folder, flag_overrides(overrides, base_url, model), environ)
+        if conversation is None:
+            conversation = store.open(resume, fork=fork, read_only=read_only)
+        if not config.offload.enabled:
+            conversation.offload_dir = None
+        if offline or uses_offline_demo(config, environ):
+            from xun.offline import OfflineServer
 
-        server = OfflineServer(context_window=config.model.context_window)
-        server.start()
-        config.set_here("provider.base_url", server.base_url, "the offline demo server (no API key)")
-        if config.source_of("model.name") == "default":
-            config.set_here("model.name", OFFLINE_MODEL, "the offline demo server (no API key)")
-    agent = Agent(config, conversation=conversation, workdir=folder, on_event=on_event, confirm=confirm,
-                  consent=consent, environ=dict(environ) if environ is not None else None)
-    agent.offline = server is not None
-    return Session(config=config, agent=agent, store=store, offline_server=server, resumed=resume is not None,
-                   mcp=_mcp_manager(config, agent, folder, environ), read_only=read_only)
+            server = OfflineServer(context_window=config.model.context_window)
+            server.start()
+            config.set_here("provider.base_url", server.base_url, "the offline demo server (no API key)")
+            if config.source_of("model.name") == "default":
+                config.set_here("model.name", OFFLINE_MODEL, "the offline demo server (no API key)")
+        agent = Agent(config, conversation=conversation, workdir=folder, on_event=on_event, confirm=confirm,
+                      consent=consent, environ=dict(environ) if environ is not None else None)
+        agent.offline = server is not None
+        return Session(config=config, agent=agent, store=store, offline_server=server, resumed=resume is not None,
+                       mcp=_mcp_manager(config, agent, folder, environ), read_only=read_only)
+    except BaseException:  # nothing half-open is left: the session's lock and the demo server go
+        store.unlock()
+        if server is not None:
+            server.stop()
+        raise
 
 
 def _mcp_manager(config: XunConfig, agent: Agent, folder: Path, environ: Mapping[str, str] | None) -> McpManager:
@@ -131,31 +135,3 @@ def _mcp_manager(config: XunConfig, agent: Agent, folder: Path, environ: Mapping
 
     return McpManager(config.mcp, agent.toolbox, workdir=folder, log_dir=paths.xun_home(folder) / "mcp",
                       environ=environ, on_change=agent.emit)
-
-
-def _conversation(store: SessionStore, resume: str | None, *, fork: bool, read_only: bool) -> Conversation:
-    """The conversation to continue (or a new one), locked for this process unless read-only; the lock
-    is taken before the file is read, so what is loaded is what no one else is writing."""
-    if resume is None:
-        conversation = store.new()
-    else:
-        ident = resume
-        if resume == LATEST:
-            infos = store.list()
-            if not infos:
-                bad = "; ".join(f"{path}: {reason}" for path, reason in store.unreadable())
-                raise NoSessionToResume(f"there is no saved session to resume in {store.root}"
-                                        + (f" that can be read ({bad})" if bad else ""))
-            ident = infos[0].conversation_id
-        if not (fork or read_only):
-            store.lock(ident)
-        try:
-            conversation = store.load(ident)
-        except BaseException:
-            store.unlock()
-            raise
-        if fork:
-            conversation.conversation_id = uuid.uuid4().hex
-    if not read_only and (resume is None or fork):
-        store.lock(conversation.conversation_id)
-    return conversation

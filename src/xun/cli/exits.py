@@ -9,7 +9,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 LATEST = ""
-"""`--resume` with no id: the newest session (the same value as `xun.agent.launch.LATEST`)."""
+"""`--resume` with no id: the newest session (the same value as `xun.context.sessions.LATEST`)."""
 
 
 class CommandError(Exception):

@@ -364,8 +364,8 @@ def _describe_error(exc: BaseException) -> tuple[int, str]:
     if config is not None and isinstance(exc, config.ConfigError):
         lines = [str(problem) for problem in exc.problems] or [str(exc)]
         return EXIT_USAGE, "\nxun: ".join(f"configuration error: {line}" for line in lines)
-    launch = sys.modules.get("xun.agent.launch")
-    if launch is not None and isinstance(exc, launch.NoSessionToResume):
+    sessions = sys.modules.get("xun.context.sessions")
+    if sessions is not None and isinstance(exc, sessions.NoSessionToResume):
         return EXIT_USAGE, str(exc)
     errors = sys.modules.get("xun.base.errors")
     if errors is not None and isinstance(exc, errors.SessionFormatError):

@@ -15,6 +15,7 @@ import contextlib
 import fcntl
 import os
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,12 @@ STALE_TEMP_SECONDS = 600.0
 """A temporary file of a session save older than this (by mtime) is left over from a killed save and is
 removed. Younger ones are kept: another xun process on the same folder may be writing it right now, and a
 save takes far less than ten minutes even for a large session on a slow disk."""
+LATEST = ""
+"""Pass as `resume` to continue the newest session."""
+
+
+class NoSessionToResume(LookupError):
+    """`--resume` with no saved session in this working directory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +120,37 @@ class SessionStore:
     def new(self) -> Conversation:
         """A fresh conversation whose summaries offload into this store's history folder (and its index)."""
         return Conversation(offload_dir=self.offload_dir, history_index=self.history)
+
+    def open(self, resume: str | None, *, fork: bool = False, read_only: bool = False) -> Conversation:
+        """The conversation a session works on, locked for this process unless read-only; the lock is taken
+        before the file is read, so what is loaded is what no one else is writing.
+
+        `resume`: None starts a new one, `LATEST` ("") continues the newest, an id continues that one
+        (raises NoSessionToResume, FileNotFoundError, SessionFormatError or SessionLocked); `fork`
+        continues a copy under a new id, `read_only` takes no lock."""
+        if resume is None:
+            conversation = self.new()
+        else:
+            ident = resume
+            if resume == LATEST:
+                infos = self.list()
+                if not infos:
+                    bad = "; ".join(f"{path}: {reason}" for path, reason in self.unreadable())
+                    raise NoSessionToResume(f"there is no saved session to resume in {self.root}"
+                                            + (f" that can be read ({bad})" if bad else ""))
+                ident = infos[0].conversation_id
+            if not (fork or read_only):
+                self.lock(ident)
+            try:
+                conversation = self.load(ident)
+            except BaseException:
+                self.unlock()
+                raise
+            if fork:
+                conversation.conversation_id = uuid.uuid4().hex
+        if not read_only and (resume is None or fork):
+            self.lock(conversation.conversation_id)
+        return conversation
 
     def save(self, conversation: Conversation) -> Path:
         path = self.path_for(conversation.conversation_id)

@@ -14,6 +14,7 @@ from xun.cli.exits import LATEST, CommandError
 if TYPE_CHECKING:
     from xun.agent.config import XunConfig
     from xun.agent.launch import Session
+    from xun.agent.opener import SessionOpener
     from xun.context.sessions import SessionStore
 
 T = TypeVar("T")
@@ -93,21 +94,33 @@ def open_model_session(
     confirm: Callable[[Any], Awaitable[Any]] | None = None,
 ) -> Session:
     """Open the session the global options describe (settings, model server, conversation, agent)."""
-    from xun.agent.launch import open_session
+    return session_opener(args, resume=resume, extra_overrides=extra_overrides, on_event=on_event, confirm=confirm)()
 
-    if resume not in (None, LATEST):
-        resume = resolve_session_id(store_of(args), resume)
-    return open_session(
+
+def session_opener(
+    args: argparse.Namespace,
+    *,
+    resume: str | None,
+    extra_overrides: Iterable[str] = (),
+    on_event: Callable[[Any], Any] | None = None,
+    confirm: Callable[[Any], Awaitable[Any]] | None = None,
+) -> SessionOpener:
+    """`open_model_session` not yet called: the app reads the conversation first and shows it while the rest
+    opens (`SessionOpener`)."""
+    from xun.agent.opener import SessionOpener
+
+    return SessionOpener(
         workdir_of(args),
+        resume=resume,
+        resolve=resolve_session_id,
+        fork=getattr(args, "fork", False),
+        read_only=getattr(args, "read_only", False),
         overrides=[*args.overrides, *extra_overrides],
         base_url=args.base_url,
         model=args.model,
         offline=args.offline,
-        resume=resume,
         on_event=on_event,
         confirm=confirm,
-        fork=getattr(args, "fork", False),
-        read_only=getattr(args, "read_only", False),
     )
 
 
