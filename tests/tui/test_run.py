@@ -118,6 +118,42 @@ async def test_the_app_draws_before_the_session_opens_and_sends_an_early_prompt(
             session.close()  # type: ignore[attr-defined]
 
 
+async def test_a_resumed_transcript_is_shown_while_the_rest_of_the_session_opens(offline_server, tmp_path: Path):
+    """`xun --resume` shows the transcript as soon as the conversation is read, then mounts nothing twice."""
+    from xun.agent.opener import SessionOpener
+    from xun.tui.widgets.user_block import UserBlock
+
+    with open_session(tmp_path, base_url=offline_server.base_url, environ={}) as first:
+        for n in range(3):
+            await first.agent.run(f"question {n}")
+        first.save()
+        ident = first.conversation.conversation_id
+    gate = threading.Event()
+
+    class GatedOpener(SessionOpener):
+        def __call__(self):
+            assert gate.wait(15), "the test never let the session open"
+            return super().__call__()
+
+    app = XunApp(opener=GatedOpener(tmp_path, resume=ident, base_url=offline_server.base_url, environ={}))
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_until(pilot, lambda: app.chat.query(UserBlock), what="the transcript")
+            assert app.session is None and app.header.status.startswith("opening the session")
+            assert [b.text for b in app.chat.query(UserBlock)] == [f"question {n}" for n in range(3)]
+            blocks = list(app.chat.children)
+            await submit(pilot, "asked while it opens")
+            gate.set()
+            await wait_until(pilot, lambda: app.finished_work >= 1, what="the early prompt's turn")
+            assert app.header.status == "ready" and app.conversation.conversation_id == ident
+            assert list(app.chat.children)[:len(blocks)] == blocks, "the transcript was not mounted again"
+            assert "asked while it opens" in app.conversation.messages[-2].text
+            await pilot.press("ctrl+q")
+    finally:
+        if app.opened_session is not None:
+            app.opened_session.close()
+
+
 def test_run_opens_the_session_it_is_given_a_way_to_open_and_closes_it(tmp_path: Path):
     opened = []
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the engine loads with the session, after the first frame
     from xun.base import events
     from xun.agent.launch import Session
     from xun.agent.tools import ConfirmationRequest, Decision
+    from xun.context.conversation import Conversation
 
 # ------------------------------------------------------------------------------------ the session
 
@@ -31,6 +32,14 @@ class SessionOpened(Message):
     """The session the app was started to open is ready (posted from the opening thread)."""
 
     session: Session
+
+
+@dataclass
+class TranscriptLoaded(Message):
+    """A resumed conversation is read; the settings and the agent are still loading (posted from the opening
+    thread, before `SessionOpened`, so the transcript shows sooner)."""
+
+    conversation: Conversation
 
 
 @dataclass

@@ -30,15 +30,28 @@ class SessionLifecycle:
 
     @work(thread=True, group="open", exit_on_error=False)
     def _open_session(self) -> None:
-        """Settings, model server, conversation and agent, off the event loop (after the first frame)."""
+        """Settings, model server, conversation and agent, off the event loop (after the first frame); a
+        `SessionOpener` reads a resumed conversation first, and its transcript is shown while the rest loads."""
+        from xun.agent.opener import SessionOpener
+
         assert self._opener is not None
         try:
+            if isinstance(self._opener, SessionOpener) and (conversation := self._opener.conversation()) is not None:
+                self.post_message(m.TranscriptLoaded(conversation))
             session = self._opener()
         except Exception as exc:  # noqa: BLE001 - the app exits and `run()` raises it, as the command line would
             self.post_message(m.SessionOpenFailed(exc))
             return
         self.opened_session = session
         self.post_message(m.SessionOpened(session))
+
+    async def on_transcript_loaded(self, message: m.TranscriptLoaded) -> None:
+        """The chat shows the resumed transcript before the session is ready (prompts typed meanwhile wait)."""
+        if self.session is not None:
+            return  # a reopening (after a trust answer): the session's conversation is shown already
+        self.header.set_session(message.conversation.conversation_id)
+        await self.chat.show_transcript(transcript(message.conversation).items)
+        self._transcript_shown = message.conversation
 
     async def on_session_opened(self, message: m.SessionOpened) -> None:
         self._attach(message.session)
@@ -103,7 +116,9 @@ class SessionLifecycle:
         """Fill every pane from the conversation (start, resume, session switch)."""
         conversation = self.conversation
         self.header.set_session(conversation.conversation_id)
-        await self.chat.show_transcript(transcript(conversation).items)
+        shown, self._transcript_shown = self._transcript_shown, None
+        if conversation is not shown:
+            await self.chat.show_transcript(transcript(conversation).items)
         self._refresh_gauge()
         self.gauge.set_history(self._history_points(conversation))
         self._last_call = None
