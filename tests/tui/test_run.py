@@ -121,11 +121,16 @@ async def test_the_app_draws_before_the_session_opens_and_sends_an_early_prompt(
 async def test_a_resumed_transcript_is_shown_while_the_rest_of_the_session_opens(offline_server, tmp_path: Path):
     """`xun --resume` shows the transcript as soon as the conversation is read, then mounts nothing twice."""
     from xun.agent.opener import SessionOpener
+    from xun.compact.summary import compact_conversation
+    from xun.tui.widgets.summary_divider import SummaryDivider
     from xun.tui.widgets.user_block import UserBlock
 
     with open_session(tmp_path, base_url=offline_server.base_url, environ={}) as first:
+        (tmp_path / "notes.txt").write_text("".join(f"line {i} of the notes\n" for i in range(200)))
         for n in range(3):
-            await first.agent.run(f"question {n}")
+            await first.agent.run(f"question {n}: read notes.txt")
+        assert (await compact_conversation(first.agent, keep_recent=2, trigger="manual")).compacted
+        await first.agent.run("question 3")
         first.save()
         ident = first.conversation.conversation_id
     gate = threading.Event()
@@ -140,7 +145,11 @@ async def test_a_resumed_transcript_is_shown_while_the_rest_of_the_session_opens
         async with app.run_test(size=(120, 30)) as pilot:
             await wait_until(pilot, lambda: app.chat.query(UserBlock), what="the transcript")
             assert app.session is None and app.header.status.startswith("opening the session")
-            assert [b.text for b in app.chat.query(UserBlock)] == [f"question {n}" for n in range(3)]
+            shown = [b.text[:10] for b in app.chat.query(UserBlock)]
+            assert shown[-2:] == ["question 2", "question 3"] and "question 1" in shown, shown
+            [divider] = app.chat.query(SummaryDivider)
+            assert str(tmp_path / ".xun") not in str(divider.render()), "the offload log's path, shown relative"
+            assert app.chat.query(".-summarised"), "the summarised turns, from the offload log"
             blocks = list(app.chat.children)
             await submit(pilot, "asked while it opens")
             gate.set()
@@ -180,3 +189,4 @@ def test_a_session_that_cannot_be_opened_ends_the_app_and_is_raised(tmp_path: Pa
     (tmp_path / ".xun" / "config.toml").write_text('[auto_compact]\ntoken_threshold = "lots"\n')
     with pytest.raises(ConfigError, match="auto_compact.token_threshold"):
         run(lambda: open_session(tmp_path, offline=True, environ={}), headless=True, size=(100, 30))
+

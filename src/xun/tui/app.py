@@ -28,8 +28,9 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
-from xun.context.messages import UserMessage
+from xun.agent.opener import SessionOpener
 from xun.base.paths import styles_dir
+from xun.context.messages import UserMessage
 from xun.tui import messages as m
 from xun.tui.format import Presentation, shown_path
 from xun.tui.widgets.chat_view import ChatView
@@ -166,6 +167,9 @@ class XunApp(
 
     @property
     def workdir(self) -> Path:
+        """The session's folder (the opener's while a resumed transcript shows before the session is open)."""
+        if self.session is None and isinstance(self._opener, SessionOpener):
+            return self._opener.workdir
         return Path(self.session.agent.workdir)
 
     def shown_path(self, path: str | None) -> str:
