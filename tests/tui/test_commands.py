@@ -6,6 +6,7 @@ from pathlib import Path
 
 from textual.widgets import DataTable, RichLog
 
+from xun.base.paths import styles_dir
 from xun.context.messages import UserMessage
 from xun.tui import messages as m
 from xun.tui.app import XunApp
@@ -125,6 +126,24 @@ async def test_tokens_history_config_and_help(offline_server, session_factory):
         await pilot.press("escape")
         await pilot.press("f1")
         assert isinstance(app.screen, HelpScreen)
+
+
+async def test_the_modal_style_sheet_is_read_when_the_first_modal_opens(offline_server, session_factory):
+    """Not before the first frame (its parsing cost the frame several ms), and then it styles every modal."""
+    modals = str(styles_dir() / "modals.tcss")
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert not app.stylesheet.has_source(modals, "")
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        box = app.screen.query_one("#help-box")
+        assert app.stylesheet.has_source(modals, "")
+        assert box.styles.border_top[0] == "round" and box.outer_size.width == 108, "90% of 120 columns, in a round border"
+        await pilot.press("escape")
+        await submit(pilot, "/history")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        assert app.screen.query_one("#history-box").styles.border_top[0] == "round", "the next modal too"
 
 
 async def test_history_shows_tool_calls_and_their_results(offline_server, session_factory, tmp_path: Path):

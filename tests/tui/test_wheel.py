@@ -43,6 +43,10 @@ async def main(workdir):
                 if app.finished_work:
                     break
             facts["reply"] = app.agent.last_reply()
+            await pilot.press("f1")
+            await pilot.pause(0.2)
+            facts["help_border"] = app.screen.query_one("#help-box").styles.border_top[0]
+            await pilot.press("escape")
             await pilot.press("ctrl+q")
         facts["return_code"] = app.return_code
     print(json.dumps(facts))
@@ -67,7 +71,7 @@ def test_the_installed_wheel_runs_the_app_with_its_styles(tmp_path: Path):
     assert len(wheels) == 1
     with zipfile.ZipFile(wheels[0]) as archive:
         names = archive.namelist()
-    assert "xun/styles/xun.tcss" in names
+    assert "xun/styles/xun.tcss" in names and "xun/styles/modals.tcss" in names
     assert "xun/tui/app.py" in names
 
     venv = tmp_path / "venv"
@@ -85,5 +89,6 @@ def test_the_installed_wheel_runs_the_app_with_its_styles(tmp_path: Path):
     assert any(p.startswith(str(venv)) and p.endswith("xun/styles/xun.tcss") for p in facts["css_paths"])
     assert facts["chat_layout"] == "stream", "a rule of xun.tcss is in force"
     assert facts["badge_has_background"]
+    assert facts["help_border"] == "round", "modals.tcss, read from the wheel when F1 opens"
     assert "xun-offline" in facts["reply"]
     assert facts["return_code"] == 0

@@ -12,11 +12,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
 from xun.compact.breakdown import ContextBreakdown
 from xun.tui.format import percent, tokens
+from xun.tui.screens.modal import Modal
 from xun.tui.widgets.breakdown_bar import (
     BEYOND,
     BEYOND_STYLE,
@@ -71,7 +71,7 @@ def figures_line(breakdown: ContextBreakdown) -> str:
             f" · {window}")
 
 
-class BreakdownScreen(ModalScreen[int | None]):
+class BreakdownScreen(Modal[int | None]):
     """Dismisses with the index (into `conversation.messages`) of the message to show in the chat."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

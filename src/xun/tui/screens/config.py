@@ -9,10 +9,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
 from xun.agent.config import ConfigItem
+from xun.tui.screens.modal import Modal
 
 
 def shown_value(value: object) -> str:
@@ -27,7 +27,7 @@ def shown_value(value: object) -> str:
     return str(value)
 
 
-class ConfigScreen(ModalScreen[None]):
+class ConfigScreen(Modal[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Close", id="config.close")]
 
     def __init__(self, items: list[ConfigItem]) -> None:

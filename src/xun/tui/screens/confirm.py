@@ -19,10 +19,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.highlight import highlight
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from xun.agent.tools import CONFIRM_GUARD_SECONDS, CONFIRM_KEYS, ConfirmationRequest, Decision
+from xun.tui.screens.modal import Modal
 
 DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "$text-accent"), ("+", "$text-success"), ("-", "$text-error"))
 
@@ -60,7 +60,7 @@ ANSWER_LABELS = {Decision.ALLOW_ONCE: "Allow once", Decision.ALLOW_SESSION: "All
                  Decision.DENY: "Deny"}
 
 
-class ConfirmScreen(ModalScreen[Decision]):
+class ConfirmScreen(Modal[Decision]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(key + (",escape" if decision is Decision.DENY else ""), f"answer('{decision.value}')",
                 ANSWER_LABELS[decision], id=f"confirm.{decision.value}")

@@ -11,14 +11,15 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label
+
+from xun.tui.screens.modal import Modal
 
 ANSWERS = ("now", "not_now", "off")
 """What the screen dismisses with: summarise now, not now (for this turn), off for this session."""
 
 
-class ConsentScreen(ModalScreen[str]):
+class ConsentScreen(Modal[str]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y,f5", "answer('now')", "Summarise now", id="consent.yes"),
         Binding("n,escape", "answer('not_now')", "Not now", id="consent.no"),

@@ -9,11 +9,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from xun.tui.screens.modal import Modal
 
-class HelpScreen(ModalScreen[None]):
+
+class HelpScreen(Modal[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss(None)", "Close", id="help.close")]
 
     def __init__(self, sections: list[tuple[str, list[tuple[str, str]]]]) -> None:

@@ -8,13 +8,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import RichLog
+
+from xun.tui.screens.modal import Modal
 
 ROLE_STYLES = {"system": "bold magenta", "user": "bold green", "assistant": "bold cyan", "tool": "bold yellow"}
 
 
-class HistoryScreen(ModalScreen[None]):
+class HistoryScreen(Modal[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Close", id="history.close")]
 
     def __init__(self, records: list[dict[str, str]], subtitle: str) -> None:

@@ -15,12 +15,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.highlight import highlight
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from xun.base.atomic import write_text_atomic
 from xun.context.reclaimed import ReclaimedToolResult
 from xun.tui.format import TOKENS_PER_CHAR, one_line, tokens
+from xun.tui.screens.modal import Modal
 
 HIGHLIGHT_LIMIT = 200_000
 """Longer originals are shown as plain text: highlighting them would stall the screen."""
@@ -82,7 +82,7 @@ def suggested_name(record: ReclaimedToolResult, language: str | None, original: 
     return f"{record.tool_name or 'result'}-{record.tool_call_id[-8:]}{extension}"
 
 
-class InspectorScreen(ModalScreen[str | None]):
+class InspectorScreen(Modal[str | None]):
     """Dismisses with "restore" when the user asks to restore the result, else None."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

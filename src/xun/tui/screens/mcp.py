@@ -12,10 +12,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
 from xun.tui.format import tokens
+from xun.tui.screens.modal import Modal
 
 if TYPE_CHECKING:
     from xun.agent.tools.mcp import McpManager
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 STATE_STYLE = {"ready": "green", "failed": "red", "starting": "yellow", "stopped": "dim", "disabled": "dim"}
 
 
-class McpScreen(ModalScreen[None]):
+class McpScreen(Modal[None]):
     """Shows the manager's servers as they are now; `refresh_servers()` redraws after a change of state."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -15,7 +15,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, OptionList
 from textual.widgets.option_list import Option
 
@@ -29,6 +28,7 @@ from xun.context.messages import (
     message_length,
 )
 from xun.tui.format import one_line, tokens
+from xun.tui.screens.modal import Modal
 
 CUT_ID = "cut"
 FATE_STYLES = {"stays": "$primary", "summarise": "$warning", "carried": "$success", "keep": "$success"}
@@ -165,7 +165,7 @@ def outlook_line(f: PreviewFigures) -> str:
     return f"compaction now: {reclaim} · {summary} · F7 shows each message"
 
 
-class PreviewScreen(ModalScreen[str | None]):
+class PreviewScreen(Modal[str | None]):
     """Dismisses with "compact" (run the summary), "reclaim" (run the reclaim) or None."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -18,13 +18,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from xun.context.recall import HistoryEntry, HistoryError, HistoryHit, HistoryIndex
 from xun.tui import messages as m
+from xun.tui.screens.modal import Modal
 
 DEBOUNCE = 0.15
 """Seconds after the last key before the search runs."""
@@ -70,7 +70,7 @@ def lead_to_match(snippet: str, width: int, marks: tuple[str, str] = MARKS) -> s
     return "…" + snippet[start:].lstrip("…")
 
 
-class RecallScreen(ModalScreen[None]):
+class RecallScreen(Modal[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,f9", "close", "Close", id="recall.close"),
         Binding("ctrl+r", "restore", "Restore into context", id="recall.restore"),

@@ -10,14 +10,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
 from xun.context.sessions import SessionInfo
 from xun.tui.format import tokens
+from xun.tui.screens.modal import Modal
 
 
-class SessionsScreen(ModalScreen[str | None]):
+class SessionsScreen(Modal[str | None]):
     """Dismisses with the chosen conversation id (None to stay)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Close", id="sessions.close")]

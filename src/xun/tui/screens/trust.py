@@ -11,11 +11,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from xun.tui.screens.modal import Modal
 
-class TrustScreen(ModalScreen[bool]):
+
+class TrustScreen(Modal[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n,escape", "answer(False)", "Do not trust", id="trust.no"),
     ]
