@@ -110,6 +110,9 @@ def child(kind: str, workdir: str, resume: str | None) -> None:
     if kind == "minimal":
         minimal_child()
         return
+    import gc
+
+    gc.disable()  # as `xun.tui.run` does until the session shows (the app resumes the collector then)
     from xun.agent.opener import SessionOpener
     from xun.tui.app import XunApp
     from xun.tui.widgets.user_block import UserBlock
@@ -123,7 +126,7 @@ def child(kind: str, workdir: str, resume: str | None) -> None:
         moment = [time.time(), time.perf_counter() - STARTED]
         if not first:
             first.extend(moment)
-        if resume and not shown and app.chat.query(UserBlock):
+        if resume and not shown and app.screen.query(UserBlock):  # (a frame may come before the chat is composed)
             shown.extend(moment)
         if first and not ready and app.session is not None and app.header.status == "ready":
             ready.extend(moment)

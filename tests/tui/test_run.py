@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 from pathlib import Path
@@ -189,4 +190,26 @@ def test_a_session_that_cannot_be_opened_ends_the_app_and_is_raised(tmp_path: Pa
     (tmp_path / ".xun" / "config.toml").write_text('[auto_compact]\ntoken_threshold = "lots"\n')
     with pytest.raises(ConfigError, match="auto_compact.token_threshold"):
         run(lambda: open_session(tmp_path, offline=True, environ={}), headless=True, size=(100, 30))
+    assert gc.isenabled(), "the collector paused for the start runs again although no session showed"
 
+
+def test_the_collector_is_paused_until_the_session_shows_then_runs_on_a_frozen_heap(tmp_path: Path):
+    """The start makes objects that live as long as the app: the collector waits, then the app collects once
+    and freezes them (a full collection while a reply streams would otherwise walk all of them)."""
+    seen: dict[str, object] = {}
+
+    def opener():
+        seen["collecting_while_opening"] = gc.isenabled()
+        return open_session(tmp_path, offline=True, environ={})
+
+    async def drive(pilot) -> None:
+        await wait_until(pilot, lambda: pilot.app.session is not None and pilot.app.header.status == "ready")
+        await wait_until(pilot, lambda: gc.isenabled())
+        seen["frozen"] = gc.get_freeze_count()
+        await pilot.press("ctrl+q")
+
+    assert gc.isenabled()
+    assert run(opener, headless=True, size=(100, 30), auto_pilot=drive) == 0
+    assert seen["collecting_while_opening"] is False
+    assert seen["frozen"] > 10_000, "what the start made was frozen when the collector resumed"
+    assert gc.isenabled() and gc.get_freeze_count() == 0, "the app unfroze its heap on the way out"

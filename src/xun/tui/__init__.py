@@ -28,22 +28,35 @@ def run(session: Session | Callable[[], Session], *, headless: bool = False, siz
     opens one: the app then draws its first frame at once and opens the session in a thread; it closes
     what that function opened, and raises what it raised. Returns the exit code (0 after a normal quit).
     `headless`, `size` and `auto_pilot` are Textual's `App.run` options (for tests and demos: the pilot
-    drives the app)."""
-    from xun.tui.app import XunApp
+    drives the app).
 
-    app = XunApp(opener=session) if callable(session) else XunApp(session)
+    The cyclic garbage collector is paused from here until the session shows: what is made meanwhile
+    (Textual, the app, the SDK, the loaded session) lives as long as the app, and the app then collects
+    once, freezes it and resumes the collector (`_freeze_heap`); walking it over and over while it is built
+    cost the first frame 10 ms."""
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        result = app.run(headless=headless, size=size, auto_pilot=auto_pilot)
-    finally:
-        try:  # the app saves on quit; this also covers a crash, and costs one write when it did
-            app.save_now()
-        except OSError as exc:
-            import sys
+        from xun.tui.app import XunApp
 
-            print(f"xun: could not save the session: {exc}", file=sys.stderr)
+        app = XunApp(opener=session) if callable(session) else XunApp(session)
+        try:
+            result = app.run(headless=headless, size=size, auto_pilot=auto_pilot)
         finally:
-            if app.opened_session is not None:
-                app.opened_session.close()
+            try:  # the app saves on quit; this also covers a crash, and costs one write when it did
+                app.save_now()
+            except OSError as exc:
+                import sys
+
+                print(f"xun: could not save the session: {exc}", file=sys.stderr)
+            finally:
+                if app.opened_session is not None:
+                    app.opened_session.close()
+    finally:
+        if collecting:
+            gc.enable()  # (the app resumed it when the session showed; not if none did)
     if app.open_error is not None:
         raise app.open_error
     if app.saved and app.session is not None:  # as `xun run` does: say how to come back

@@ -196,9 +196,11 @@ class SessionLifecycle:
     def _freeze_heap(self) -> None:
         """Once the session is shown: move everything alive now (Textual, the SDK, the loaded session)
         out of the collector's reach. Otherwise a full collection walks all of it every few seconds
-        while a reply streams, a pause of 100 ms or more that the keyboard feels."""
+        while a reply streams, a pause of 100 ms or more that the keyboard feels. The collector, paused
+        while the app started (`xun.tui.run`), runs again from here."""
         gc.collect()
         gc.freeze()
+        gc.enable()
         self._heap_frozen = True
 
     async def on_unmount(self) -> None:
