@@ -92,7 +92,7 @@ async def test_resume_shows_the_whole_history_from_the_offload_log(offline_serve
             if not again.chat.older_count:
                 break
             await pilot.press("home")
-            await wait_until(pilot, lambda: not again.chat._loading_older)
+            await wait_until(pilot, lambda: not (again.chat._older_wanted or again.chat._loading_older))
         assert not again.chat.older_count and not again.chat.query(EarlierMarker)
         rows = chat_rows(again)
         users = [text for kind, text, _ in rows if kind == "user"]

@@ -52,7 +52,7 @@ async def test_resume_restores_transcript_gauge_log_and_list(offline_server, ses
             if not again.chat.older_count:
                 break
             await pilot.press("home")
-            await wait_until(pilot, lambda: not again.chat._loading_older)
+            await wait_until(pilot, lambda: not (again.chat._older_wanted or again.chat._loading_older))
         children = list(again.chat.children)
         assert isinstance(children[0], UserBlock) and children[0].has_class("-summarised"), "the whole history"
         divider = next(child for child in children if isinstance(child, SummaryDivider))
@@ -168,6 +168,21 @@ async def test_scrolling_up_reaches_the_first_message(offline_server, session_fa
         assert 1 <= pages <= math.ceil((90 - PAGE) / OLDER_PAGE)  # some pages came with the first screen
         assert chat.query(UserBlock).first().text == "question 0: read src/file0.py"
         assert len(chat.query(UserBlock)) == 30 and len(chat.query(ToolBlock)) == 30
+
+
+async def test_quitting_while_the_chat_asks_for_older_blocks_is_clean(offline_server, session_factory, tmp_path: Path):
+    """The chat reaching its top just as the app quits: the older page is not loaded into a chat that is gone
+    (the app once looked for the chat to load it and raised NoMatches on the way out)."""
+    conversation_id = big_session(tmp_path, rounds=60)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.chat
+        await wait_until(pilot, lambda: chat.max_scroll_y > 0 and not chat._older_wanted, what="a filled view")
+        chat.scroll_to(y=0, animate=False, immediate=True)
+        assert chat._older_wanted
+        await chat.remove()
+        await pilot.pause(0.1)  # (the old way raised NoMatches here, out of run_test)
+    assert not chat.is_attached
 
 
 async def test_a_tall_terminal_fills_itself_with_older_blocks(offline_server, session_factory, tmp_path: Path):

@@ -250,6 +250,3 @@ class XunApp(
         if event.state == WorkerState.ERROR:
             error = event.worker.error
             self.notify(f"{event.worker.name} failed: {type(error).__name__}: {error}", severity="error")
-
-    async def on_older_blocks_wanted(self, message: m.OlderBlocksWanted) -> None:
-        await self.chat.load_older()

@@ -219,11 +219,6 @@ class SwitchSession(Message):
 
 
 @dataclass
-class OlderBlocksWanted(Message):
-    """The chat was scrolled to its top while older messages are still unmounted."""
-
-
-@dataclass
 class OpenBreakdown(Message):
     """Enter (or a click) on the gauge: show what fills the context."""
 

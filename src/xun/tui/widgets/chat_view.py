@@ -1,9 +1,9 @@
 """The chat pane: an anchored scroll of blocks (user, assistant, tool, notices, summary dividers).
 
 A long history is mounted newest first: `show_transcript` mounts the last `PAGE` blocks, and the rest
-come in pages when the view reaches its top (the app is told with `OlderBlocksWanted`). The turns a
-summary took out of the context are read from the offload log only when their page is reached, and are
-shown dimmed (`-summarised`) above the divider that replaced them.
+come in pages when the view reaches its top (the chat loads them itself, after the scroll that asked).
+The turns a summary took out of the context are read from the offload log only when their page is
+reached, and are shown dimmed (`-summarised`) above the divider that replaced them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
-from xun.tui.messages import OlderBlocksWanted
 from xun.tui.transcript import AssistantItem, Item, OffloadedItem, SummaryItem, ToolItem, UserItem, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.notice_block import NoticeBlock
@@ -192,9 +191,11 @@ class ChatView(VerticalScroll):
             self._want_older()
 
     def _want_older(self) -> None:
+        """Load the next older page once this scroll (or layout) is over; a chat removed meanwhile (the app
+        quitting) loads nothing."""
         if self._older and not self._older_wanted:
             self._older_wanted = True
-            self.post_message(OlderBlocksWanted())
+            self.call_later(self.load_older)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
