@@ -171,7 +171,7 @@ def spawn_first_frame(kind: str, workdir: Path, resume: str | None) -> tuple[flo
     started = time.time()
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"the app did not start:\n{done.stderr[-2000:]}")
+        raise SystemExit(f"the app did not start:\n{done.stderr[-6000:]}")
     facts = json.loads(done.stdout.strip().splitlines()[-1])
     facts["ready"] = facts["ready_at"] - started
     if facts.get("transcript_at"):
