@@ -77,6 +77,26 @@ async def test_keys_typed_as_the_dialog_opens_do_not_answer_it(offline_server, s
     assert not (tmp_path / "pwned").exists()
 
 
+async def test_a_sentence_typed_once_the_dialog_is_ready_does_not_answer_it(offline_server, session_factory, tmp_path):
+    """Someone typing their next prompt, not looking: "turn 8: read notes" holds an "n" (deny) and an "s"
+    (allow for the session) after other letters; the first letter that is no answer takes the dialog back to
+    waiting, and a lone answer key after a pause still answers."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, "run `touch pwned`")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        screen = app.screen
+        await wait_until(pilot, lambda: screen.armed, what="the dialog to take answers")
+        for key in "turn 8: read notes and s":
+            await pilot.press("space" if key == " " else key)
+            assert app.screen is screen and not screen.armed, f"{key!r} found the dialog ready"
+        assert not (tmp_path / "pwned").exists()
+        assert screen.query_one("#confirm-box").border_subtitle == ConfirmScreen.WAITING
+        await wait_until(pilot, lambda: screen.armed, what="the dialog to take answers again")
+        await finish(pilot, lambda: pilot.press("y"))
+    assert (tmp_path / "pwned").exists(), "a lone y after the pause allowed it once"
+
+
 async def test_the_app_keys_are_the_command_line_keys(offline_server, session_factory, tmp_path):
     assert {k: d for k, d in CONFIRM_KEYS.items()} == {"y": Decision.ALLOW_ONCE, "s": Decision.ALLOW_SESSION,
                                                        "n": Decision.DENY}
@@ -85,9 +105,10 @@ async def test_the_app_keys_are_the_command_line_keys(offline_server, session_fa
         await submit(pilot, "run `touch by-a`")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.armed,
                          what="the confirmation")
-        await pilot.press("a")  # "allow once" before, "always" in xun run: now nothing
+        await pilot.press("a")  # "allow once" before, "always" in xun run: now no answer (the dialog waits again)
         await pilot.pause(0.3)
         assert isinstance(app.screen, ConfirmScreen) and not (tmp_path / "by-a").exists()
+        await wait_until(pilot, lambda: app.screen.armed, what="the dialog to take answers again")
         await finish(pilot, lambda: pilot.press("y"))
     assert (tmp_path / "by-a").exists()
 

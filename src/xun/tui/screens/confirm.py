@@ -4,7 +4,9 @@ keys of `xun.agent.tools.CONFIRM_KEYS`, the same as on the command line); Enter 
 
 Keys typed ahead must not answer: until the dialog has been shown for `CONFIRM_GUARD_SECONDS` and no key
 has come for as long, the answer keys do nothing and the buttons are disabled (the preview can already
-be scrolled). Every key that arrives meanwhile restarts the wait."""
+be scrolled). Every key that arrives meanwhile restarts the wait, and so does a typed character that is
+not an answer once the dialog is ready: someone typing a sentence (meant for the prompt) is not answering,
+and the "n" or "s" in its next word must not decide."""
 
 from __future__ import annotations
 
@@ -96,17 +98,22 @@ class ConfirmScreen(Modal[Decision]):
         self.set_interval(0.1, self._arm_when_quiet, name="confirm guard")
 
     def on_key(self, event: events.Key) -> None:
+        if self.armed and event.is_printable and event.character not in CONFIRM_KEYS:
+            event.stop()
+            self._set_armed(False)
         if not self.armed:
             self._quiet_since = time.monotonic()
 
     def _arm_when_quiet(self) -> None:
-        if self.armed or time.monotonic() - self._quiet_since < CONFIRM_GUARD_SECONDS:
-            return
-        self.armed = True
+        if not self.armed and time.monotonic() - self._quiet_since >= CONFIRM_GUARD_SECONDS:
+            self._set_armed(True)
+
+    def _set_armed(self, armed: bool) -> None:
+        self.armed = armed
         for button in self.query(Button):
-            button.disabled = False
-        self.query_one("#deny", Button).focus()
-        self.query_one("#confirm-box").border_subtitle = self.SUBTITLE
+            button.disabled = not armed
+        self.query_one("#deny" if armed else "#confirm-preview").focus()
+        self.query_one("#confirm-box").border_subtitle = self.SUBTITLE if armed else self.WAITING
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
