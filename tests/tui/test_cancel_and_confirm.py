@@ -142,6 +142,8 @@ async def test_allow_once_and_allow_for_the_session(offline_server, session_fact
         await finish(pilot, lambda: pilot.press("s"))
         assert (tmp_path / "second.txt").read_text() == "again"
         assert len(of_type(seen, m.ConfirmationAsked)) == 2
+        notices = [block.text for block in app.chat.query(NoticeBlock)]
+        assert any(text.startswith("write_file is allowed without asking") for text in notices), notices
 
         await turn(pilot, "write more to third.txt")
         assert (tmp_path / "third.txt").read_text() == "more"

@@ -294,6 +294,9 @@ class EngineHandlers:
                 self._open_asks.remove(screen)
             if not answer.done():
                 answer.set_result(decision if isinstance(decision, Decision) else Decision.DENY)
+            if decision is Decision.ALLOW_SESSION:  # later calls run unasked: the chat says since when
+                self.call_later(self.chat.add_notice, "warning", f"{message.request.tool} is allowed without "
+                                "asking for the rest of this session (restart xun to be asked again)")
 
         self._open_asks.append(screen)
         answer.add_done_callback(lambda _f: self._close_ask(screen))
