@@ -205,20 +205,27 @@ async def test_a_summarised_reclaimed_result_is_marked_and_r_says_why(offline_se
 
 async def test_clear_leaves_no_stale_state(offline_server, session_factory, tmp_path):
     (tmp_path / "a.txt").write_text("words to read here, and more of them\n" * 80)  # enough for a summary to pay
-    app = XunApp(session_factory(offline_server, *KEEP))
+    app = XunApp(session_factory(offline_server, *KEEP, "auto_compact.toolcall_keep_max=2"))
     async with app.run_test(size=(140, 44)) as pilot:
-        for _ in range(2):
+        for _ in range(3):
             await turn(pilot, "read a.txt")
+        await finish(pilot, lambda: pilot.press("f6"))  # a reclaimed result the summary then takes away
         await finish(pilot, lambda: pilot.press("f5"))
         assert "1 summary" in app.chat.border_subtitle
+        assert app.recoverable.summarised and "summarised (read only)" in app.recoverable.border_subtitle
+        assert "since the summary" in app.gauge.detail_text()
         await submit(pilot, "/clear")
         await wait_until(pilot, lambda: not app.conversation.messages or len(app.conversation.messages) <= 1)
         # nothing but the tool definitions is left for the next request
         assert app.chat.border_subtitle.startswith("0 messages in the context · 1% of"), app.chat.border_subtitle
         assert app.history_records() == [], "no empty system message left behind (nor saved)"
+        assert not app.recoverable.summarised and "summarised" not in app.recoverable.border_subtitle
+        assert app.gauge.detail_text().endswith("no count from the server yet"), app.gauge.detail_text()
+        assert "last call" not in app.gauge.usage_text, "the last call was made on the context /clear ended"
         await submit(pilot, "/tokens")
         await wait_until(pilot, lambda: "0 summaries" in str(app.chat.children[-1].render()))
-        assert "0 messages" in str(app.chat.children[-1].render())
+        tokens_text = str(app.chat.children[-1].render())
+        assert "0 messages" in tokens_text and "since the last summary" not in tokens_text
 
 
 async def test_a_tool_block_shows_the_run_time_not_the_time_spent_answering(offline_server, session_factory):

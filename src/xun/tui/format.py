@@ -26,6 +26,10 @@ def tokens(count: float | None) -> str:
     return text + suffix
 
 
+NO_SERVER_COUNT = "no count from the server for the context as it is (no call since it changed, or none sent)"
+"""Why only an estimate stands (/tokens, the breakdown): the context changed after the last call (a summary,
+/clear, another session), no call was made yet, or the server sends no usage."""
+
 TOKENS_PER_CHAR = 0.25
 """The usual rule of thumb (four characters a token) for the size of one text, such as a tool result.
 The conversation's calibrated ratio includes fixed overheads (tool schemas) and is far off for one text."""

@@ -119,6 +119,7 @@ class SessionLifecycle:
         shown, self._transcript_shown = self._transcript_shown, None
         if conversation is not shown:
             await self.chat.show_transcript(transcript(conversation).items)
+        self.gauge.context_replaced()
         self._refresh_gauge()
         self.gauge.set_history(self._history_points(conversation))
         self._last_call = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from xun.context.messages import UserMessage
 from xun.context.usage import usage_totals_line
 from xun.tui.commands import UnknownCommand, parse
-from xun.tui.format import percent, tokens
+from xun.tui.format import NO_SERVER_COUNT, percent, tokens
 
 
 class SlashCommands:
@@ -105,8 +105,7 @@ class SlashCommands:
             source = f"{config.auto_compact.threshold_ratio:g} of the window"
         archive = c.compacted_toolcalls
         estimate = self.agent.request_tokens()
-        reported = f"reported {tokens(c.total_tokens)} (last model call)" if c.total_tokens is not None else \
-            "no count from the server since the last summary (or it sends none)"
+        reported = f"reported {tokens(c.total_tokens)} (last model call)" if c.total_tokens is not None else NO_SERVER_COUNT
         lines = [
             f"{reported} · estimate {tokens(estimate)} now (the next request)",
             (f"threshold {tokens(threshold)} ({source}) · {window.describe()}"
@@ -155,6 +154,9 @@ class SlashCommands:
         self.conversation.clear()
         await self.chat.clear()
         self.recoverable.load([])
+        self.gauge.context_replaced()
+        self._last_call = None
+        self._count_usage(None)
         self._refresh_gauge()
         self.gauge.set_history([])
         await self.chat.add_notice("info", "cleared: a fresh start in this session (the compaction log stays)")

@@ -15,7 +15,7 @@ from textual.content import Content
 from textual.widgets import DataTable, Label, Static
 
 from xun.compact.breakdown import ContextBreakdown
-from xun.tui.format import percent, tokens
+from xun.tui.format import NO_SERVER_COUNT, percent, tokens
 from xun.tui.screens.modal import Modal
 from xun.tui.widgets.breakdown_bar import (
     BEYOND,
@@ -63,7 +63,7 @@ def parts_content(breakdown: ContextBreakdown) -> Content:
 
 def figures_line(breakdown: ContextBreakdown) -> str:
     reported = (f"reported {tokens(breakdown.reported_tokens)} at the last model call" if breakdown.reported_tokens is not None
-                else "no count from the server since the last summary (or it sends none)")
+                else NO_SERVER_COUNT)
     window = (f"window {tokens(breakdown.window)} ({breakdown.window_source})" if breakdown.window and breakdown.window_source
               else f"window {tokens(breakdown.window)}" if breakdown.window else "window unknown")
     return (f"{reported} · estimate {tokens(breakdown.live_estimate)} now · the parts: {breakdown.chars:,} chars × "

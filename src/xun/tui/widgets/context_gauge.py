@@ -118,6 +118,12 @@ class ContextGauge(Vertical, can_focus=True):
         """After each model call: whether the server sent its count (usage) with the reply."""
         self.server_counts = counted
 
+    def context_replaced(self) -> None:
+        """/clear or another session: no model call has seen this context, so no count or cache share is its."""
+        self.server_counts = None
+        self.cache_share = None
+        self._show()
+
     def set_figures(self, *, reported: int | None, estimate: int, threshold: int, window: int | None,
                     window_source: str | None = None) -> None:
         self.reported = reported

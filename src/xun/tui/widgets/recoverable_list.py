@@ -66,6 +66,7 @@ class RecoverableList(Vertical):
 
     def load(self, records: Iterable[ReclaimedToolResult]) -> None:
         self.records = {record.tool_call_id: record for record in records}
+        self.summarised &= self.records.keys()  # (none left after /clear)
         self._refill()
 
     def add(self, records: Iterable[ReclaimedToolResult]) -> None:
