@@ -124,6 +124,25 @@ async def test_a_second_manual_compaction_waits_for_the_first(offline_server_fac
         assert len(of_type(seen, m.SummaryBegan)) == 1
 
 
+async def test_a_command_that_has_to_wait_stays_in_the_input(offline_server_factory, session_factory, tmp_path: Path):
+    """/clear (or /compact) typed while a turn runs is not run and not lost: it waits in the input, and says so."""
+    server = offline_server_factory(faults="slow:0.2@1")
+    app = XunApp(session_factory(server))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await submit(pilot, "a slow question")
+        await wait_until(pilot, lambda: app.busy == "turn", what="the turn")
+        await submit(pilot, "/clear")
+        assert app.prompt.text == "/clear"
+        assert any("/clear is back in the input" in n.message for n in app._notifications)
+        await finish(pilot, lambda: None)
+        assert len(app.conversation.messages) > 1, "/clear did not run meanwhile"
+        assert app.prompt.text == "/clear"
+        app.prompt.focus()
+        await pilot.press("enter")  # sent again once the turn is over: it runs
+        await wait_until(pilot, lambda: len(app.conversation.messages) <= 1, what="/clear")
+        assert app.prompt.text == ""
+
+
 async def test_automatic_compaction_inside_a_turn_shows_in_the_log(offline_server, session_factory, tmp_path: Path):
     names = write_files(tmp_path, 5)
     app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=1500", "auto_compact.summary_keep_max=4"))

@@ -105,6 +105,8 @@ class XunApp(
         self.open_error: Exception | None = None
         """Why the opener failed; the app then exits and `run()` raises it."""
         self._early_prompt: str | None = None
+        self._command_typed: str | None = None
+        """The slash command being run, as typed: one that has to wait goes back into the input."""
         """A prompt sent before the session was open: it goes out once the session is ready."""
         self._transcript_shown: Conversation | None = None
         """The resumed conversation the chat shows already (`TranscriptLoaded`), not to be mounted twice."""

@@ -273,7 +273,11 @@ class AppActions:
             return True
         doing = {"turn": "a turn is running", "compact": "a summary is running", "reclaim": "a reclaim is running",
                  "restore": "a restore is running"}.get(self.busy, "something is running")
-        self.notify(f"{what} has to wait: {doing} (Esc cancels it).", severity="warning")
+        typed, back = self._command_typed, ""
+        if typed is not None and not self.prompt.text.strip():  # a slash command is not lost: it waits in the input
+            self.prompt.set_prompt(typed)
+            back = f" {typed.split()[0]} is back in the input: send it again when that is over."
+        self.notify(f"{what} has to wait: {doing} (Esc cancels it).{back}", severity="warning")
         return False
 
     @work(exclusive=True, group="agent", exit_on_error=False)

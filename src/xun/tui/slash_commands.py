@@ -24,7 +24,11 @@ class SlashCommands:
         if command is None:
             await self.send_prompt(text[1:] if text.startswith("//") else text)
             return
-        await self.run_command(command.name, command.argument)
+        self._command_typed = text
+        try:
+            await self.run_command(command.name, command.argument)
+        finally:
+            self._command_typed = None
 
     async def run_command(self, name: str, argument: str) -> None:
         if name in ("/compact", "/offload"):
