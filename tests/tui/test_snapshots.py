@@ -153,7 +153,7 @@ def test_after_a_summary(snap_compare, snapshot_app, size):
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", [*SIZES, pytest.param((60, 20), id="60x20")])
 def test_the_confirmation_modal(snap_compare, snapshot_app, size):
     app = snapshot_app("confirm", size)
 
@@ -164,6 +164,8 @@ def test_the_confirmation_modal(snap_compare, snapshot_app, size):
         assert app.screen.request.kind == "diff"
         assert "+The gauge shows tokens and the threshold." in app.screen.request.preview
         await wait_until(pilot, lambda: app.screen.armed, what="the confirmation to take answers")
+        deny = app.screen.query_one("#deny")
+        assert deny.region.right <= size[0] and deny.region.width >= len("Deny"), "every answer is on screen"
         settle(app)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -88,7 +88,7 @@ class ConfirmScreen(Modal[Decision]):
                 yield Static(preview_renderable(request), id="confirm-preview-text")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Allow once", id="allow_once", variant="success", compact=True, disabled=True)
-                yield Button(f"Allow {request.tool} for this session", id="allow_session", variant="primary",
+                yield Button(ANSWER_LABELS[Decision.ALLOW_SESSION], id="allow_session", variant="primary",
                              compact=True, disabled=True)
                 yield Button("Deny", id="deny", variant="error", compact=True, disabled=True)
 
