@@ -225,7 +225,19 @@ async def test_clear_leaves_no_stale_state(offline_server, session_factory, tmp_
         await submit(pilot, "/tokens")
         await wait_until(pilot, lambda: "0 summaries" in str(app.chat.children[-1].render()))
         tokens_text = str(app.chat.children[-1].render())
-        assert "0 messages" in tokens_text and "since the last summary" not in tokens_text
+        assert "0 messages · 0 reclaimed results · 0 summaries" in tokens_text and "since the last summary" not in tokens_text
+
+
+def test_counts_read_as_english():
+    """Issue 14's small ones: "1 lines", "1 reclaimed results", "all 0 messages are in the part a summary keeps"."""
+    from xun.tui.format import counted
+    from xun.tui.screens.preview import kept_whole
+
+    assert [counted(n, "line") for n in (0, 1, 2, 2000)] == ["0 lines", "1 line", "2 lines", "2,000 lines"]
+    assert counted(1, "summary", "summaries") == "1 summary" and counted(3, "summary", "summaries") == "3 summaries"
+    assert kept_whole(0) == "there are no messages yet"
+    assert kept_whole(1) == "the one message is in the part a summary keeps"
+    assert kept_whole(4) == "all 4 messages are in the part a summary keeps"
 
 
 async def test_a_tool_block_shows_the_run_time_not_the_time_spent_answering(offline_server, session_factory):

@@ -35,6 +35,11 @@ TOKENS_PER_CHAR = 0.25
 The conversation's calibrated ratio includes fixed overheads (tool schemas) and is far off for one text."""
 
 
+def counted(number: int, noun: str, plural: str = "") -> str:
+    """`1 message`, `0 messages`, `2,000 messages` (`plural` where an s is wrong: summary, summaries)."""
+    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
+
+
 def percent(part: float, whole: float) -> int:
     return round(100 * part / whole) if whole > 0 else 0
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from xun.context.messages import UserMessage
 from xun.context.usage import usage_totals_line
 from xun.tui.commands import UnknownCommand, parse
-from xun.tui.format import NO_SERVER_COUNT, percent, tokens
+from xun.tui.format import NO_SERVER_COUNT, counted, percent, tokens
 
 
 class SlashCommands:
@@ -114,7 +114,8 @@ class SlashCommands:
             f"{reported} · estimate {tokens(estimate)} now (the next request)",
             (f"threshold {tokens(threshold)} ({source}) · {window.describe()}"
              f" · {percent(estimate, threshold)}% of the threshold"),
-            (f"{len(c.messages):,} messages · {len(archive)} reclaimed results · {self._summaries_in_context()} summaries"
+            (f"{counted(len(c.messages), 'message')} · {counted(len(archive), 'reclaimed result')} · "
+             f"{counted(self._summaries_in_context(), 'summary', 'summaries')}"
              f" · {c.tokens_per_char:.3f} tokens per char"),
             usage_totals_line(c.usage_totals, self.agent.session_cost()),
         ]

@@ -124,9 +124,16 @@ def cut_content(figures: PreviewFigures, width: int = 0) -> Content:
     return Content.styled("─" * 2 + text + "─" * (fill - 2), "bold $accent")
 
 
+def kept_whole(kept: int) -> str:
+    """Why a summary would condense nothing: every message is in the part it keeps (or there is none)."""
+    if kept == 0:
+        return "there are no messages yet"
+    return f"{'the one message is' if kept == 1 else f'all {kept:,} messages are'} in the part a summary keeps"
+
+
 def summary_line(f: PreviewFigures) -> str:
     if f.nothing_to_condense:
-        return (f"summary: nothing to condense: all {f.kept} messages are in the part a summary keeps (the last "
+        return (f"summary: nothing to condense: {kept_whole(f.kept)} (the last "
                 f"turn when it has at most {f.keep_recent} messages, else the newest {f.keep_recent}) · now "
                 f"{tokens(f.tokens_now)} of {tokens(f.threshold)}")
     return (f"summary: {f.condensed} messages summarised, {f.kept} kept · {tokens(f.tokens_now)} now → "
@@ -159,7 +166,7 @@ def outlook_line(f: PreviewFigures) -> str:
     if a is not None and a.count > r.count:
         reclaim += f"; the automatic reclaim, keeping {a.keep_max}, {a.count} (about {tokens(a.tokens_saved)})"
     if f.nothing_to_condense:
-        summary = f"F5 would summarise nothing (all {f.kept} messages are in the part a summary keeps)"
+        summary = f"F5 would summarise nothing ({kept_whole(f.kept)})"
     else:
         summary = f"F5 would summarise {f.condensed} messages and keep {f.kept}"
     return f"compaction now: {reclaim} · {summary} · F7 shows each message"
