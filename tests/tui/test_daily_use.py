@@ -157,6 +157,17 @@ async def test_esc_always_brings_the_keyboard_back_to_the_prompt(offline_server,
             if app.prompt.has_focus:
                 break
         assert ring == ["gauge", "compaction-log", "recoverable-table", "chat", "prompt"], ring
+        # PageUp and PageDown from the prompt scroll the chat; the typing stays in the prompt
+        app.prompt.load_text("half a thought")
+        app.chat.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        bottom = app.chat.scroll_y
+        assert bottom > 0
+        await pilot.press("pageup")
+        await wait_until(pilot, lambda: app.chat.scroll_y < bottom, what="the chat to scroll up")
+        assert app.prompt.has_focus and app.prompt.text == "half a thought"
+        await pilot.press("pagedown")
+        await wait_until(pilot, lambda: app.chat.scroll_y == bottom, what="the chat to scroll back")
 
 
 async def test_brackets_select_blocks_and_enter_opens_the_selected_tool_call(offline_server, session_factory, tmp_path):

@@ -90,6 +90,10 @@ class XunApp(
                 tooltip="Back to the prompt (from any pane; after cancelling a turn or closing a screen too)"),
         Binding("ctrl+q", "quit_saving", "Quit", id="quit", priority=True, tooltip="Save the session and quit"),
         Binding("ctrl+c", "quit_twice", "Quit", id="quit_twice", show=False),
+        Binding("pageup", "chat_page(-1)", "Page up", id="chat_page_up", show=False,
+                tooltip="Scroll the chat a page up (from the prompt too)"),
+        Binding("pagedown", "chat_page(1)", "Page down", id="chat_page_down", show=False,
+                tooltip="Scroll the chat a page down (from the prompt too)"),
     ]
 
     def __init__(self, session: Session | None = None, *, opener: Callable[[], Session] | None = None,

@@ -191,6 +191,14 @@ class AppActions:
             self.post_message(m.AgentWorkDone(kind))
         self.action_focus_prompt()
 
+    def action_chat_page(self, direction: int) -> None:
+        """PageUp and PageDown where the focused pane has no use for them (the prompt): the chat scrolls, and
+        the typing stays where it is."""
+        if direction < 0:
+            self.chat.scroll_page_up()
+        else:
+            self.chat.scroll_page_down()
+
     def action_focus_prompt(self) -> None:
         """Esc from anywhere on the main screen: the keyboard goes back to the prompt."""
         self.chat.select(None)

@@ -19,7 +19,7 @@ AGENT_ACTIONS = frozenset({"compact", "reclaim", "focus_recoverable", "cancel_tu
 
 def key_display(keys: str) -> str:
     """`f5` -> `F5`, `ctrl+q` -> `Ctrl+Q`, `escape` -> `Esc`; several keys joined by " / "."""
-    names = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "up": "Up", "down": "Down", "home": "Home"}
+    names = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "up": "Up", "down": "Down", "home": "Home", "pageup": "PgUp", "pagedown": "PgDn"}
     shown = []
     for key in keys.split(","):
         parts = [names.get(part, part.upper() if len(part) <= 3 else part.capitalize()) for part in key.strip().split("+")]
@@ -33,6 +33,8 @@ class KeysAndHelp:
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in AGENT_ACTIONS and (self.session is None or isinstance(self.screen, ModalScreen)):
             return False
+        if action == "chat_page" and isinstance(self.screen, ModalScreen):
+            return False  # (not the chat behind a modal)
         return not (action == "cancel_turn" and self.busy is None)
 
     def _keys_of(self, binding: Binding) -> str | None:
@@ -72,7 +74,7 @@ class KeysAndHelp:
                 ("Tab", "complete the slash command"),
                 ("//text", "send a prompt that starts with a slash"),
             ]),
-            ("The chat (Tab to it, or Esc then Shift+Tab)", [
+            ("The chat (Shift+Tab from the prompt; PgUp and PgDn scroll it from the prompt too)", [
                 ("[ / ]", "select the previous / next block (a prompt, a reply, a tool call, a divider)"),
                 ("Enter / Space", "open or fold the selected tool call (or the reply's reasoning)"),
                 ("Home / End", "the top of the whole history (older turns load as you go) / the newest"),

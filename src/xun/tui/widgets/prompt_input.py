@@ -21,8 +21,10 @@ PASTE_CHARS = 4_000
 
 
 class PromptInput(TextArea, inherit_bindings=False):
-    # TextArea's F6 (select line) and F7 (select all) would shadow the app's F6; the rest stay.
-    BINDINGS: ClassVar[list[BindingType]] = [binding for binding in TextArea.BINDINGS if getattr(binding, "key", "") not in ("f6", "f7")]
+    # TextArea's F6 (select line) and F7 (select all) would shadow the app's F6 and F7, and its PageUp and
+    # PageDown (a page of a prompt that is a line or two) the app's, which scroll the chat; the rest stay.
+    BINDINGS: ClassVar[list[BindingType]] = [binding for binding in TextArea.BINDINGS
+                                             if getattr(binding, "key", "") not in ("f6", "f7", "pageup", "pagedown")]
 
     def __init__(self, menu: CommandMenu, *, cursor_blink: bool = True) -> None:
         super().__init__(id="prompt", soft_wrap=True, show_line_numbers=False, tab_behavior="focus",
