@@ -94,6 +94,7 @@ async def test_a_sentence_typed_once_the_dialog_is_ready_does_not_answer_it(offl
         assert screen.query_one("#confirm-box").border_subtitle == ConfirmScreen.WAITING
         await wait_until(pilot, lambda: screen.armed, what="the dialog to take answers again")
         await finish(pilot, lambda: pilot.press("y"))
+        assert app.prompt.text == "turn 8: read notes and s", "what was typed went on into the prompt"
     assert (tmp_path / "pwned").exists(), "a lone y after the pause allowed it once"
 
 

@@ -303,6 +303,9 @@ class EngineHandlers:
         self.header.status = "waiting for you"
         self.push_screen(screen, answered)
 
+    def on_typed_aside(self, message: m.TypedAside) -> None:
+        self.prompt.insert(message.text)
+
     def on_consent_asked(self, message: m.ConsentAsked) -> None:
         from xun.tui.screens.consent import ConsentScreen
 

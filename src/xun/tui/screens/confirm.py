@@ -6,7 +6,8 @@ Keys typed ahead must not answer: until the dialog has been shown for `CONFIRM_G
 has come for as long, the answer keys do nothing and the buttons are disabled (the preview can already
 be scrolled). Every key that arrives meanwhile restarts the wait, and so does a typed character that is
 not an answer once the dialog is ready: someone typing a sentence (meant for the prompt) is not answering,
-and the "n" or "s" in its next word must not decide."""
+and the "n" or "s" in its next word must not decide. What is typed while the dialog waits goes on into the
+prompt behind it (`TypedAside`), so the sentence is not lost either."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from textual.highlight import highlight
 from textual.widgets import Button, Label, Static
 
 from xun.agent.tools import CONFIRM_GUARD_SECONDS, CONFIRM_KEYS, ConfirmationRequest, Decision
+from xun.tui import messages as m
 from xun.tui.screens.modal import Modal
 
 DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "$text-accent"), ("+", "$text-success"), ("-", "$text-error"))
@@ -98,11 +100,15 @@ class ConfirmScreen(Modal[Decision]):
         self.set_interval(0.1, self._arm_when_quiet, name="confirm guard")
 
     def on_key(self, event: events.Key) -> None:
-        if self.armed and event.is_printable and event.character not in CONFIRM_KEYS:
-            event.stop()
+        typed = event.is_printable and event.character is not None
+        if self.armed and typed and event.character not in CONFIRM_KEYS:
             self._set_armed(False)
         if not self.armed:
             self._quiet_since = time.monotonic()
+            if typed:
+                event.stop()
+                event.prevent_default()
+                self.post_message(m.TypedAside(event.character))
 
     def _arm_when_quiet(self) -> None:
         if not self.armed and time.monotonic() - self._quiet_since >= CONFIRM_GUARD_SECONDS:
