@@ -10,6 +10,7 @@ from textual.widgets import Input, Static
 
 from xun.context.messages import RawOpenAIMessage
 from xun.tui.app import XunApp
+from xun.tui.format import tokens
 from xun.tui.screens.inspector import InspectorScreen, detect_language
 from xun.tui.widgets.tool_block import ToolBlock
 
@@ -133,6 +134,8 @@ async def test_restore_puts_the_original_back(offline_server, session_factory, t
         assert call_id not in app.recoverable.records
         entry = app.log_pane.entries[-1]
         assert entry.kind == "restore" and entry.count.endswith(call_id[-8:])
+        assert f"{tokens(entry.tokens_after - entry.tokens_before)} restored" in app.log_pane.border_subtitle, \
+            "the log's footer counts what came back, not only what was freed"
         assert app.gauge.now > before
         block = app.chat.tool_block(call_id)
         assert isinstance(block, ToolBlock) and block.restored and "restored" in block.title

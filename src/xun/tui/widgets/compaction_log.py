@@ -228,10 +228,14 @@ class CompactionLog(DataTable[str]):
 
     def _update_subtitle(self) -> None:
         saved = sum(entry.saved for entry in self.entries if entry.kind in ("reclaim", "summary", "emergency"))
+        back = sum(entry.tokens_after - entry.tokens_before for entry in self.entries if entry.kind == "restore"
+                   and entry.tokens_before is not None and entry.tokens_after is not None)
         n = len(self.entries)
         parts = [f"{n} event{'s' if n != 1 else ''}"]
         if saved:
             parts.append(f"{tokens(saved)} tokens freed")
+        if back > 0:  # what restores brought back into the context
+            parts.append(f"{tokens(back)} restored")
         if self.unchanged:
             parts.append(f"{self.unchanged} check{'s' if self.unchanged != 1 else ''} changed nothing")
         self.border_subtitle = " · ".join(parts)
