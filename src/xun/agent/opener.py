@@ -1,7 +1,7 @@
 """Opening a session in two steps, so the app can show a resumed transcript before the rest is ready.
 
 Importing this module costs nothing (the command line builds an opener before the app's first frame);
-the opener's steps run in the app's thread.
+both steps run in the thread the app opens the session in.
 """
 
 from __future__ import annotations
