@@ -292,6 +292,23 @@ async def test_after_turning_automatic_summaries_off_the_log_does_not_repeat_its
         assert not [n for n in app._notifications if "runs in" in n.message], "no toast to outlive the question"
 
 
+async def test_the_header_keeps_the_session_id_s_useful_part_when_narrow(offline_server, session_factory):
+    """Cut at its end, the id left only "session …" at 60 columns: narrower, it shortens to what
+    `xun --resume` needs, and the tooltip has all of it."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        ident = app.conversation.conversation_id
+        label = app.header.query_one("#session-id")
+        shown = {}
+        for width in (160, 80, 60):
+            await pilot.resize_terminal(width, 24)
+            await pilot.pause()
+            shown[width] = str(label.render())
+        assert shown == {160: f"session {ident}", 80: f"session {ident[:8]}", 60: ident[:8]}, shown
+        assert label.tooltip == f"session {ident}"
+
+
 async def test_narrow_terminals_switch_between_the_chat_and_the_side_panel(offline_server, session_factory, tmp_path):
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:

@@ -3,6 +3,7 @@ the agent is doing right now."""
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.reactive import reactive
@@ -30,7 +31,17 @@ class XunHeader(Horizontal):
         return "offline demo model" if self._offline else self._provider
 
     def _session_text(self) -> str:
-        return f"session {self._session_id}" if self._session_id else ""
+        """The whole id where there is room; narrower, its first 8 characters (enough for `xun --resume`),
+        then without the word: cutting the end would keep only "session …"."""
+        ident, width = self._session_id, self.size.width
+        if not ident:
+            return ""
+        if width and width < 100:
+            return ident[:8] if width < 70 else f"session {ident[:8]}"
+        return f"session {ident}"
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_session(self._session_id)
 
     def show_model(self, *, model: str, provider: str, offline: bool) -> None:
         """Once the session is open (the app may draw its first frame before)."""
@@ -44,7 +55,9 @@ class XunHeader(Horizontal):
     def set_session(self, session_id: str) -> None:
         self._session_id = session_id
         if self.is_mounted:
-            self.query_one("#session-id", Label).update(self._session_text())
+            label = self.query_one("#session-id", Label)
+            label.update(self._session_text())
+            label.tooltip = f"session {session_id}" if session_id else None
 
     def watch_status(self, status: str) -> None:
         if not self.is_mounted:
