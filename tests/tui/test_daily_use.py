@@ -311,7 +311,7 @@ async def test_the_header_keeps_the_session_id_s_useful_part_when_narrow(offline
 
 async def test_narrow_terminals_switch_between_the_chat_and_the_side_panel(offline_server, session_factory, tmp_path):
     app = XunApp(session_factory(offline_server))
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await turn(pilot, "hello")
         main = app.query_one("#main")
         side, column = app.query_one("#side"), app.query_one("#chat-column")
@@ -326,6 +326,7 @@ async def test_narrow_terminals_switch_between_the_chat_and_the_side_panel(offli
         await pilot.press("f8")
         await pilot.pause()
         assert side.region.width == 80 and app.recoverable.table.has_focus
+        assert any("No reclaimed tool results yet" in n.message for n in app._notifications), "F8 on an empty list says so"
         await pilot.press("f4")
         await pilot.pause()
         assert column.region.width == 80 and app.prompt.has_focus

@@ -48,6 +48,10 @@ class AppActions:
         self.reclaim_now()
 
     def action_focus_recoverable(self) -> None:
+        if not self.recoverable.records:  # (an empty list said nothing)
+            self.notify(f"No reclaimed tool results yet: {self.key_of('reclaim')} (or an automatic reclaim) "
+                        "replaces old ones with placeholders; they are listed here to read or restore. Esc goes "
+                        "back to the prompt.")
         main = self.query_one("#main")
         if main.has_class("-narrow"):
             main.add_class("-side-shown")  # the panel takes the chat's place until Esc or F4
