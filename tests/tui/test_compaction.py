@@ -7,6 +7,7 @@ from pathlib import Path
 
 from xun.tui import messages as m
 from xun.tui.app import XunApp
+from xun.tui.widgets.compaction_log import WHAT_MIN
 from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.tool_block import ToolBlock
 
@@ -154,6 +155,18 @@ async def test_automatic_compaction_inside_a_turn_shows_in_the_log(offline_serve
         assert kinds.index(("reclaim", "auto")) < kinds.index(("summary", "auto"))
         assert app.chat.query(SummaryDivider)
         assert app.gauge.threshold == 1500
+        # each row fits the pane at any width: "what" takes what the other columns leave, cut with an ellipsis
+        log = app.log_pane
+        for width in (140, 200, 100):
+            await pilot.resize_terminal(width, 44)
+            await pilot.pause()
+            if width == 100:  # a pane too narrow for all four: "what" keeps its least width, the table scrolls
+                assert log.columns["what"].width == WHAT_MIN
+                continue
+            assert 0 < log.virtual_size.width <= log.content_region.width, (width, log.virtual_size)
+            cells = [str(log.get_cell(str(i), "what")) for i in range(log.row_count)]
+            assert [e.what[:5] for e in log.entries] == [cell[:5] for cell in cells], "rows and entries agree"
+        assert log.row_count == len(log.entries) and log.cursor_row == log.row_count - 1
 
 
 async def test_ask_mode_asks_before_an_automatic_summary(offline_server, session_factory, tmp_path: Path):

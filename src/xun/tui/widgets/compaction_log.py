@@ -1,7 +1,9 @@
 """The compaction log: one row per compaction event in columns (time, kind, tokens before -> after,
 what), filled from the session's saved log on resume. The detail (offload file, focus, reason, trigger,
-what it costs in the server's prompt cache) is the highlighted row's tooltip and opens with Enter. Checks that changed nothing (a reclaim with
-nothing to replace, an automatic skip repeated) are not rows: the pane's footer counts them."""
+what it costs in the server's prompt cache) is the highlighted row's tooltip and opens with Enter. Checks
+that changed nothing (a reclaim with nothing to replace, an automatic skip repeated) are not rows: the
+pane's footer counts them. The "what" column takes the width the others leave, its text cut with an
+ellipsis (the table is laid out again when the pane's width or the other columns' change)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.widgets import DataTable
 
 from xun.tui.format import one_line, tokens
@@ -23,7 +26,9 @@ KINDS = {
     "summary_rejected": "rejected",
 }
 WHAT_CHARS = 40
-"""The "what" column is cut here (the whole text is in the detail)."""
+"""The "what" column is cut here at most (the whole text is in the detail)."""
+WHAT_MIN = 8
+"""Narrower than this, the "what" column keeps this width and the table scrolls sideways."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,24 +152,62 @@ class CompactionLog(DataTable[str]):
         """The rows, oldest first."""
         self.unchanged = 0
         """Automatic checks that changed nothing (not rows)."""
+        self._what_fitted: int | None = None
+        """The width the "what" column was laid out with."""
         self.last_unchanged: LogEntry | None = None
         """The newest of them: its reason is in the pane's tooltip."""
 
     def on_mount(self) -> None:
+        self._lay_out()
+        self._update_subtitle()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_what()
+
+    def _what_width(self) -> int | None:
+        """What the pane leaves for "what" beside the other columns, each as wide as its widest cell (None
+        before the pane has a size)."""
+        room = self.content_region.width - self.styles.scrollbar_size_vertical  # (room for the scrollbar, always)
+        if room <= 0:
+            return None
+        others = [max([len(label), *(len(cell) for cell in cells)]) for label, cells in (
+            ("time", [e.time for e in self.entries]), ("kind", [e.kind for e in self.entries]),
+            ("tokens", [e.figures for e in self.entries]))]
+        return max(room - sum(others) - 4 * 2 * self.cell_padding, WHAT_MIN)
+
+    def _lay_out(self) -> None:
+        """The columns, the last as wide as the pane leaves it, and every row again."""
+        cursor = self.cursor_row
+        self._what_fitted = self._what_width()
+        self.clear(columns=True)
         self.add_column("time", key="time")
         self.add_column("kind", key="kind")
         self.add_column("tokens", key="tokens")
-        self.add_column("what", key="what")
-        self._update_subtitle()
+        self.add_column("what", key="what", width=self._what_fitted)
+        for index, entry in enumerate(self.entries):
+            self._add_cells(index, entry)
+        if self.entries:
+            self.move_cursor(row=min(max(cursor, 0), len(self.entries) - 1), animate=False)
 
-    def _add_row(self, entry: LogEntry) -> None:
+    def _fit_what(self) -> None:
+        if self.columns and self._what_width() != self._what_fitted:
+            self._lay_out()
+
+    def _add_cells(self, index: int, entry: LogEntry) -> None:
         self.add_row(
             Text(entry.time, style="dim"),
             Text(entry.kind, style=STYLES.get(entry.kind, "bold")),
             Text(entry.figures, justify="right"),
-            Text(one_line(entry.what, WHAT_CHARS), style="italic" if entry.reason else ""),
-            key=str(len(self.entries) - 1),
+            Text(one_line(entry.what, WHAT_CHARS), style="italic" if entry.reason else "", no_wrap=True,
+                 overflow="ellipsis"),
+            key=str(index),
         )
+
+    def _add_row(self, entry: LogEntry) -> None:
+        if self._what_width() != self._what_fitted:  # a wider figure makes the tokens column wider
+            self._lay_out()  # (the entry is in `entries` already)
+        else:
+            self._add_cells(len(self.entries) - 1, entry)
 
     def _take(self, record: dict[str, Any]) -> LogEntry | None:
         entry = entry_from_record(record, self._clock, self._shown_path)
