@@ -210,6 +210,7 @@ class CompactionLog(DataTable[str]):
             self._add_cells(len(self.entries) - 1, entry)
 
     def _take(self, record: dict[str, Any]) -> LogEntry | None:
+        """The record's entry, kept in `entries` when it is a row (not yet in the table)."""
         entry = entry_from_record(record, self._clock, self._shown_path)
         if entry is None:
             return None
@@ -219,12 +220,12 @@ class CompactionLog(DataTable[str]):
             self.last_unchanged = entry
             return entry
         self.entries.append(entry)
-        self._add_row(entry)
         return entry
 
     def add_record(self, record: dict[str, Any]) -> LogEntry | None:
         entry = self._take(record)
         if entry is not None and self.entries and self.entries[-1] is entry:
+            self._add_row(entry)
             self.move_cursor(row=self.row_count - 1, animate=False)
         self._update_subtitle()
         self._update_tooltip()
@@ -234,9 +235,9 @@ class CompactionLog(DataTable[str]):
         self.entries = []
         self.unchanged = 0
         self.last_unchanged = None
-        self.clear()
         for record in records:
             self._take(record)
+        self._lay_out()  # once, for all the rows (a resumed session's whole log)
         if self.row_count:
             self.move_cursor(row=self.row_count - 1, animate=False)
         self._update_subtitle()
