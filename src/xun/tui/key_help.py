@@ -19,7 +19,8 @@ AGENT_ACTIONS = frozenset({"compact", "reclaim", "focus_recoverable", "cancel_tu
 
 def key_display(keys: str) -> str:
     """`f5` -> `F5`, `ctrl+q` -> `Ctrl+Q`, `escape` -> `Esc`; several keys joined by " / "."""
-    names = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "up": "Up", "down": "Down", "home": "Home", "pageup": "PgUp", "pagedown": "PgDn"}
+    names = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "up": "Up", "down": "Down", "home": "Home",
+             "pageup": "PgUp", "pagedown": "PgDn"}
     shown = []
     for key in keys.split(","):
         parts = [names.get(part, part.upper() if len(part) <= 3 else part.capitalize()) for part in key.strip().split("+")]
