@@ -92,6 +92,11 @@ def test_text_printer_puts_the_reply_on_stdout_and_the_rest_on_stderr():
         "[compaction] emergency: Summarised 4 messages, kept 2. ~1,000 -> ~300 tokens; originals in /x.md",
         "[context] ~950 tokens, estimated (last reported by the server: 900); compaction above 2,000 (window unknown)",
     ]
+    printer(events.Usage(total_tokens=None, estimated_tokens=50, threshold=2000))
+    printer(events.TurnFinished())
+    assert err.getvalue().splitlines()[-1].startswith(
+        "[context] ~50 tokens, estimated (last reported by the server: none for the context as it is)"
+    ), "no summary to blame when the server simply sent no count"
 
 
 def test_text_printer_on_a_terminal_removes_escape_sequences_and_ends_lines():

@@ -302,7 +302,7 @@ class TextPrinter(_Output):
         self.finish()
         usage = self.last_usage
         if usage is not None:
-            reported = f"{usage.total_tokens:,}" if usage.total_tokens is not None else "none since the last summary"
+            reported = f"{usage.total_tokens:,}" if usage.total_tokens is not None else "none for the context as it is"
             window = f" (window {usage.context_window:,}, {usage.window_source})" if usage.context_window else " (window unknown)"
             self.line(f"[context] ~{usage.estimated_tokens:,} tokens, estimated (last reported by the server: {reported}); "
                       f"compaction above {usage.threshold:,}{window}", _DIM)
