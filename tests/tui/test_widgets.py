@@ -27,6 +27,7 @@ from xun.tui.widgets.chat_view import ChatView
 from xun.tui.widgets.compaction_log import CompactionLog, entry_from_record
 from xun.tui.widgets.context_bar import ESTIMATED, FILLED, MARK, bar_cells
 from xun.tui.widgets.context_gauge import ContextGauge, zone_of
+from xun.tui.widgets.user_block import UserBlock
 
 from .helpers import wait_until
 
@@ -119,6 +120,47 @@ async def test_a_short_chat_starts_at_the_top_and_a_long_one_follows_its_end():
         await wait_until(pilot, lambda: chat.scroll_y == chat.max_scroll_y > 0
                          and last.region.bottom + last.styles.margin.bottom == chat.content_region.bottom,
                          what="the newest block at the bottom of the view")
+
+
+async def test_older_pages_asked_for_while_a_transcript_is_shown_come_once_and_in_order(monkeypatch):
+    """Home pressed while a resumed transcript was still reading its newest page from the offload log
+    loaded an older page from the same list at once: two turns came twice and three never (seen in CI).
+    The offload log is read slowly here so that the request always lands meanwhile."""
+    import xun.tui.widgets.chat_view as chat_view
+    from xun.tui.transcript import OffloadedItem
+
+    turns = {f"log{n}": [UserItem(f"summarised {n}.{k}", summarised=True) for k in range(8)] for n in range(3)}
+
+    def slow_history(items, workdir=None):
+        import time
+        time.sleep(0.15)
+        out = []
+        for item in items:
+            out += turns[item.path] if isinstance(item, OffloadedItem) else [item]
+        return out, []
+
+    monkeypatch.setattr(chat_view, "whole_history", slow_history)
+    items = []
+    for n in range(3):
+        items.append(OffloadedItem(f"log{n}", None, n, "c", 8))
+        items += [UserItem(f"live {n}.{k}", index=n * 10 + k) for k in range(4)]
+    chat = ChatView(shown_path=lambda path: path or "")
+    async with Host(chat).run_test(size=(80, 24)) as pilot:
+        showing = asyncio.ensure_future(chat.show_transcript(items))
+        await asyncio.sleep(0.05)
+        chat.action_scroll_home()  # Home, while the newest page is being read
+        await showing
+        for _ in range(30):
+            await wait_until(pilot, lambda: not (chat._older_wanted or chat._loading_older))
+            if not chat.older_count:
+                break
+            chat.action_scroll_home()
+        await pilot.pause()
+        shown = [child.text for child in chat.children if isinstance(child, UserBlock)]
+        expected = []
+        for n in range(3):
+            expected += [f"summarised {n}.{k}" for k in range(8)] + [f"live {n}.{k}" for k in range(4)]
+        assert shown == expected
 
 
 async def test_a_streamed_reply_is_measured_again_when_it_is_complete():

@@ -62,7 +62,11 @@ class ChatView(VerticalScroll):
         self.reply: AssistantBlock | None = None
         """The assistant block being streamed into, if any."""
         self._loading_older = False
+        """A page is being read and mounted (the newest by `show_transcript`, or an older one): one at a time."""
         self._older_wanted = False
+        self._generation = 0
+        """Which history `_older` holds: a page read for one replaced meanwhile (a session switch, /clear) is
+        dropped, never mounted into the next."""
         self._going_home = False
         """Home was pressed: each page that loads leaves the view at the top."""
         self.selected: Widget | None = None
@@ -108,25 +112,44 @@ class ChatView(VerticalScroll):
         return SummaryDivider(SummaryDivider.describe(item.condensed, item.kept, self._shown_path(item.offload_path)))
 
     async def show_transcript(self, items: list[Item]) -> None:
-        """Replace everything with a history: the newest page now, older pages on scroll-up."""
-        await self.remove_children()
-        self.reply = None
-        self._marker = None
-        self._older = list(items)
-        newest = await self._take_page(PAGE)
-        widgets = [self._widget_for(item) for item in newest]
-        if self._older:
-            self._marker = EarlierMarker(self._marker_text(), id="earlier")
-            widgets.insert(0, self._marker)
-        if not widgets and self._welcome is not None:
-            widgets.append(self._welcome())
-        if widgets:
-            await self.mount_all(widgets)
+        """Replace everything with a history: the newest page now, older pages on scroll-up (a scroll-up
+        while the newest page is read waits for it: two reads of one list mounted some turns twice)."""
+        generation = self._new_history(list(items))
+        self._loading_older = True
+        try:
+            await self.remove_children()
+            newest = await self._take_page(PAGE, generation)
+            if newest is None:
+                return
+            widgets = [self._widget_for(item) for item in newest]
+            if self._older:
+                self._marker = EarlierMarker(self._marker_text(), id="earlier")
+                widgets.insert(0, self._marker)
+            if not widgets and self._welcome is not None:
+                widgets.append(self._welcome())
+            if widgets:
+                await self.mount_all(widgets)
+        finally:
+            if generation == self._generation:
+                self._loading_older = False
         self.anchor()
         self.call_after_refresh(self._fill_view)
+        if self._going_home:
+            self._want_older()
 
-    async def _take_page(self, size: int) -> list[Item | NoticeBlock]:
-        """The newest `size` items not mounted yet, reading the offload log for summarised turns among them."""
+    def _new_history(self, items: list[Item]) -> int:
+        """Forget the shown history (a page still being read for it is dropped); the new one's generation."""
+        self._generation += 1
+        self._older = items
+        self._marker = None
+        self.reply = None
+        self._older_wanted = False
+        self._loading_older = False
+        return self._generation
+
+    async def _take_page(self, size: int, generation: int) -> list[Item | NoticeBlock] | None:
+        """The newest `size` items not mounted yet, reading the offload log for summarised turns among them;
+        None when another history replaced this one while the log was read."""
         while True:
             page = self._older[-size:]
             lazy = [i for i, item in enumerate(page) if isinstance(item, OffloadedItem)]
@@ -134,6 +157,8 @@ class ChatView(VerticalScroll):
                 break
             at = len(self._older) - len(page) + lazy[-1]
             items, problems = await asyncio.to_thread(whole_history, [self._older[at]])
+            if generation != self._generation:
+                return None
             notices = [NoticeBlock("warning", problem) for problem in problems]
             self._older[at:at + 1] = [*items, *notices]
         taken, self._older = self._older[-size:] if size else [], self._older[:-size] if size else self._older
@@ -157,14 +182,20 @@ class ChatView(VerticalScroll):
         if not self._older or self._loading_older:
             return 0
         self._loading_older = True
+        generation = self._generation
         try:
-            page = await self._take_page(OLDER_PAGE)
+            page = await self._take_page(OLDER_PAGE, generation)
+            if page is None:
+                return 0
             widgets = [self._widget_for(item) for item in page]
             height_before = self.virtual_size.height
             if self._marker is not None:
                 await self.mount_all(widgets, after=self._marker)
             else:
                 await self.mount_all(widgets, before=0)
+            if generation != self._generation:  # replaced while mounting: the page belongs to no history shown
+                await self.remove_children([widget for widget in widgets if widget.is_attached])
+                return 0
             if not self._older and self._marker is not None:
                 await self._marker.remove()
                 self._marker = None
@@ -183,7 +214,8 @@ class ChatView(VerticalScroll):
             self.call_after_refresh(self._fill_view)
             return len(widgets)
         finally:
-            self._loading_older = False
+            if generation == self._generation:
+                self._loading_older = False
 
     def _fill_view(self) -> None:
         """A view the mounted blocks do not fill (a tall terminal, short blocks) asks for older ones."""
@@ -326,8 +358,8 @@ class ChatView(VerticalScroll):
                 break
             if isinstance(child, (UserBlock, AssistantBlock, ToolBlock)):
                 child.add_class("-summarised")
-        self._older = [replace(item, summarised=True) if isinstance(item, (UserItem, AssistantItem, ToolItem)) else item
-                       for item in self._older]
+        self._older[:] = [replace(item, summarised=True) if isinstance(item, (UserItem, AssistantItem, ToolItem))
+                          else item for item in self._older]  # in place, one for one: a page being read keeps its place
         return divider
 
     async def remove_from_last_user(self, inclusive: bool) -> None:
@@ -345,7 +377,5 @@ class ChatView(VerticalScroll):
             await self.remove_children(doomed)
 
     async def clear(self) -> None:
-        self._older = []
-        self._marker = None
-        self.reply = None
+        self._new_history([])
         await self.remove_children()
