@@ -129,7 +129,9 @@ async def test_a_summary_before_a_call_inside_a_turn_keeps_the_turn_and_nothing_
     assert roles[-4:] == ["user", "assistant", "tool", "assistant"]  # the turn, whole
 
 
-def test_the_plan_inside_a_turn_never_cuts_into_it():
+def test_the_plan_inside_a_turn_carries_its_prompt_and_records_every_condensed_call():
+    """Round 3 (issue 23): the turn is cut like any other history, never a dead end; the goal of the
+    round-2 rule (nothing runs twice) is kept by the turn ledger, which names every condensed call."""
     c = Conversation()
     c.set_system_message_content("role")
     for i in range(3):
@@ -138,9 +140,15 @@ def test_the_plan_inside_a_turn_never_cuts_into_it():
     c.add_user_message("do it")
     for i in range(6):
         c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "run_command", "arguments": "{}"}}]})
+            {"id": f"c{i}", "type": "function", "function": {"name": "run_command", "arguments": f'{{"command": "step {i}"}}'}}]})
         c.add_tool_result(f"c{i}", f"result {i}")
     plan = c.plan_compaction(keep_recent=2)
-    assert plan.kept[0].role == "user" and plan.kept[0].text == "do it"
-    assert len(plan.kept) == 13 and plan.carried_user is None
-    assert all(m.role in ("system", "user", "assistant") for m in plan.condensed)
+    assert plan.carried_user is not None and plan.carried_user.text == "do it"
+    assert [m.role for m in plan.kept] == ["user", "assistant", "tool"]
+    assert plan.turn_rounds == 5
+    result = c.apply_compaction(plan, "a summary")
+    assert result.compacted and result.turn_rounds == 5
+    system = c.completion_params()[0]["content"]
+    for i in range(5):
+        assert f'command="step {i}"' in system and f"[id c{i}]" in system
+    assert "never repeat one" in system

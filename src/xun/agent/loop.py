@@ -23,6 +23,7 @@ from typing import Any
 from xun.agent.call_limits import gather_limited, valid_usage, within_deadline
 from xun.compact.breakdown import first_tool_result, tokens_from
 from xun.compact.policy import CompactorAbstract, compactor_from_config
+from xun.compact.summary import ledger_budget
 from xun.context.compaction_results import ToolCallCompactResult
 from xun.agent.config import XunConfig, resolve_api_key
 from xun.base.confined import open_regular_inside
@@ -595,6 +596,7 @@ class Agent:
         await self._learn_server()
         judged = self.request_tokens()
         await self.emit_usage()
+        self.conversation.ledger_max_chars = ledger_budget(self)
         try:
             await self.compactor.auto_compact(self)
         except asyncio.CancelledError:

@@ -45,6 +45,8 @@ class AutoCompactor(CompactorAbstract):
         self.escalation_rounds = escalation_rounds
         self.max_retries = max_retries
         self.consecutive_failures = 0
+        self._told_dead_end: tuple[int, int] | None = None
+        """The turn and summary count of the last "nothing more can be done" notice: one per turn."""
         self.suspended = False
         """Set after MAX_CONSECUTIVE_FAILURES automatic failures: no more automatic compaction this session."""
 
@@ -82,9 +84,10 @@ class AutoCompactor(CompactorAbstract):
                 return
             worthwhile = worthwhile_keep(conversation, keep_messages)
             if worthwhile is None:
-                await agent.emit(CompactionSkipped(
-                    reason="a summary now would not make the context smaller: too little lies before the current turn "
-                    "(its own calls and results are never summarised)", trigger="auto"))
+                await self._dead_end(agent, CompactionSkipped(
+                    reason=f"nothing more to compact: about {estimate:,} tokens, and a summary now would not make the "
+                    "context smaller (what lies before the newest messages is too small to condense); the next "
+                    "prompt or tool result may change that", trigger="auto"))
                 return
             keep_messages = worthwhile
             result = await compact_conversation(agent, keep_recent=keep_messages, instructions=agent.config.compression.instructions,
@@ -99,10 +102,21 @@ class AutoCompactor(CompactorAbstract):
                 return
             keep_tools, keep_messages = max(reclaim_floor(conversation), keep_tools // 2), max(1, keep_messages // 2)
         self.consecutive_failures += 1
-        await agent.emit(CompactionFailed(
+        await self._dead_end(agent, CompactionFailed(
             reason=f"still about {tokens} tokens after {self.max_retries + 1} compactions (threshold {threshold}); "
             "no further progress is possible", trigger="auto"))
         await self._maybe_suspend(agent)
+
+    async def _dead_end(self, agent: CompactionHost, event: CompactionSkipped | CompactionFailed) -> None:
+        """Say once per turn (and again only after a summary) that compaction can do no more: a long turn
+        calls the policy before every model call, and the same notice on every call says nothing new."""
+        conversation = agent.conversation
+        anchor = conversation.turn_prompt_index()
+        key = (id(conversation.messages[anchor]) if anchor >= 0 else -1, conversation.compaction_counter.summary_rounds)
+        if key == self._told_dead_end:
+            return
+        self._told_dead_end = key
+        await agent.emit(event)
 
 
     def first_keep(self, agent: CompactionHost, keep_tools: int) -> int:

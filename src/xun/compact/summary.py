@@ -138,6 +138,16 @@ async def fit_to_window(agent: CompactionHost, budget: int, trigger: str = "emer
         keep_messages = max(1, keep_messages // 2)
 
 
+LEDGER_SHARE = 0.15
+"""Of the compaction threshold, the share the turn ledger may fill (it is bounded by merging)."""
+
+
+def ledger_budget(agent: CompactionHost) -> int:
+    """The turn ledger's bound in characters: LEDGER_SHARE of the threshold, at the calibrated ratio."""
+    ratio = max(agent.conversation.tokens_per_char, 0.05)
+    return max(800, min(24_000, int(LEDGER_SHARE * agent.threshold / ratio)))
+
+
 WORTHWHILE_CHARS = 1000
 """A summary is worth asking for only when it replaces at least this much more than its frame costs."""
 
@@ -266,7 +276,7 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
     condensed = list(plan.condensed)
     system = condensed[0] if condensed and isinstance(condensed[0], SystemPrompt) else None
     if system is not None:  # the summarizer sees no persistent sections (AGENTS.md)
-        condensed[0] = system = SystemPrompt(system.content, system.is_compressed, {}, system.base_prompt)
+        condensed[0] = system = SystemPrompt(system.content, system.is_compressed, {}, system.base_prompt, system.ledger)
     calibration = agent.knowledge.calibration
     fixed = calibration.fixed_for(False) if calibration is not None else 0
     firmer = len(FIRMER_PROMPT) + 400  # the second try's prompt is longer: it must fit too
@@ -328,6 +338,7 @@ async def compact_conversation(
     conversation = agent.conversation
     Status = SummaryCompactResult.Status
     tokens_before = agent.request_tokens()
+    conversation.ledger_max_chars = ledger_budget(agent)
     plan = conversation.plan_compaction(keep_recent)
     if plan.nothing_to_condense:
         result = conversation.apply_compaction(plan, None)
@@ -342,7 +353,8 @@ async def compact_conversation(
     if system is not None and system.is_compressed:
         replaced += len(system.content)
     def length_after(text: str) -> int:
-        new = SystemPrompt(text, True, dict(system.persist_sections) if system else {}, _base_prompt(system))
+        new = SystemPrompt(text, True, dict(system.persist_sections) if system else {}, _base_prompt(system),
+                           system.ledger if system else None)  # the ledger's growth is in the plan's length
         return plan.estimated_length_after - (message_length(system) if system else 0) + message_length(new)
 
     def shrinks(text: str) -> bool:

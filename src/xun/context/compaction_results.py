@@ -37,6 +37,12 @@ class SummaryCompactResult:
     length_after: int = 0
     offload_path: str | None = None
     warning: str | None = None
+    turn_rounds: int = 0
+    """Tool calls of the running turn this summary condensed (0: it cut between turns)."""
+    ledger_entries: int = 0
+    """Lines of the turn ledger after it (merged entries count once)."""
+    ledger_calls: int = 0
+    """Calls the ledger records in all."""
 
     @property
     def compacted(self) -> bool:

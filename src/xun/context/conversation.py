@@ -41,12 +41,14 @@ from xun.context.messages import (
     Message,
     MessageFormatError,
     RawOpenAIMessage,
+    TURN_LEDGER_PROMPT,
     SystemPrompt,
     UserMessage,
     check_raw,
     content_text,
     message_from_json,
 )
+from xun.context.ledger import TurnLedger, condensed_calls
 from xun.context.message_list import MessageList
 from xun.context.prompt_cache import PromptCacheRecord
 from xun.base.errors import SessionFormatError
@@ -92,6 +94,15 @@ def is_session_id(text: object) -> bool:
     return isinstance(text, str) and bool(_SESSION_ID.match(text)) and ".." not in text
 
 
+DEFAULT_LEDGER_CHARS = 6000
+"""The turn ledger's bound when nothing set it (about 1,500 tokens)."""
+
+
+def _ledger_chars(ledger: TurnLedger | None) -> int:
+    """What a ledger adds to the system message's estimated length."""
+    return len(TURN_LEDGER_PROMPT) + len(ledger.render()) if ledger is not None and ledger.entries else 0
+
+
 class StalePlanError(RuntimeError):
     """The conversation changed (other than by appending) after the compaction plan was made."""
 
@@ -101,8 +112,10 @@ class CompactionPlan:
     """What a summary would do now: messages[1:cut_index] condensed, `kept` the new tail.
 
     `condensed` is what the summarizer is shown (the system message first, when there is one);
-    `carried_user` is the last user message when it lies before the cut and is carried to the head
-    of the tail. Lengths are estimated characters; `estimated_length_after` leaves the summary out.
+    `carried_user` is the turn's prompt (the last user message not written by the agent) when it lies
+    before the cut and is carried to the head of the tail. `turn_rounds` counts the tool calls of that
+    turn the cut condenses (they go into the turn ledger). Lengths are estimated characters;
+    `estimated_length_after` leaves the summary out.
     """
 
     cut_index: int
@@ -113,6 +126,11 @@ class CompactionPlan:
     estimated_length_after: int
     message_count: int
     edits: int
+    turn_start: int = -1
+    """The index of the carried prompt when the cut lies inside its turn, else -1."""
+    turn_rounds: int = 0
+    ledger: TurnLedger | None = None
+    """The turn ledger the new summary frame carries (its growth is in `estimated_length_after`)."""
 
     @property
     def nothing_to_condense(self) -> bool:
@@ -305,6 +323,8 @@ class Conversation:
         self._reclaimed = ReclaimedArchive()
         self._pinned: set[str] = set()
         self._reclaim_frontier = 0
+        self.ledger_max_chars = DEFAULT_LEDGER_CHARS
+        """The turn ledger's bound (`xun.context.ledger`); the agent sets it from the threshold."""
 
     # ----------------------------------------------------------------- messages
 
@@ -342,7 +362,8 @@ class Conversation:
             base = current.base_prompt if current.is_compressed else current.content
             prompt = SystemPrompt(content=content, is_compressed=True, persist_sections=sections, base_prompt=base)
         elif current.is_compressed:
-            prompt = SystemPrompt(content=current.content, is_compressed=True, persist_sections=sections, base_prompt=content)
+            prompt = SystemPrompt(content=current.content, is_compressed=True, persist_sections=sections, base_prompt=content,
+                                  ledger=current.ledger)
         else:
             prompt = SystemPrompt(content=content, persist_sections=sections)
         self._messages[0] = prompt
@@ -361,7 +382,8 @@ class Conversation:
         elif sections.pop(name, None) is None:
             return
         self._messages[0] = SystemPrompt(
-            content=current.content, is_compressed=current.is_compressed, persist_sections=sections, base_prompt=current.base_prompt
+            content=current.content, is_compressed=current.is_compressed, persist_sections=sections, base_prompt=current.base_prompt,
+            ledger=current.ledger,
         )
 
     def add_user_message(self, content: str, images: Sequence[Any] | None = None) -> None:
@@ -405,6 +427,14 @@ class Conversation:
             if isinstance(self._messages[i], UserMessage):
                 return i
         return -1
+
+    def turn_prompt_index(self) -> int:
+        """The turn's prompt: the last user message the agent did not write itself (`is_synthetic`)."""
+        for i in range(len(self._messages) - 1, -1, -1):
+            message = self._messages[i]
+            if isinstance(message, UserMessage) and not message.is_synthetic:
+                return i
+        return self._last_user_index()
 
     def pop_from_last_user_message(self, inclusive: bool = True) -> list[Message]:
         """Pop what follows the last user message (`/retry`), and the message too when `inclusive` (`/revise`)."""
@@ -667,14 +697,15 @@ class Conversation:
     def plan_compaction(self, keep_recent: int) -> CompactionPlan:
         """Choose the cut for a summary keeping about `keep_recent` recent messages, changing nothing.
 
-        1. If the tail from the last user message has at most `keep_recent` messages, cut there.
+        The anchor is the turn's prompt: the last user message the agent did not write itself.
+        1. If the tail from the anchor has at most `keep_recent` messages, cut there.
         2. Otherwise cut at `len - keep_recent` and move forward past tool results, so the tail never
-           opens on a tool result whose call was condensed (parallel results stay together).
-        3. In the middle of a turn (the last message is the prompt, a tool call or a tool result), the cut
-           never passes the turn's user message: the turn's tool calls and results are kept word for
-           word, since a turn whose own results were summarised away repeated their side effects. When
-           that turn is all there is, there is nothing to condense.
-        4. Otherwise a last user message before the cut is carried verbatim to the head of the tail.
+           opens on a tool result whose call was condensed (parallel results stay together). This also
+           cuts inside a turn still running (one prompt, hundreds of tool rounds): its older rounds are
+           summarised like anything else, and xun writes their calls into the turn ledger
+           (`xun.context.ledger`) beside the summary, so that the model, whatever the summary says,
+           knows every call that already ran and repeats none.
+        3. A prompt before the cut is carried word for word to the head of the tail.
         """
         if keep_recent < 0:
             raise ValueError("keep_recent must be >= 0")
@@ -682,21 +713,29 @@ class Conversation:
         n = len(messages)
         has_system = self._system() is not None
         first = 1 if has_system else 0
-        last_user = self._last_user_index()
-        if last_user >= 0 and (n - last_user <= keep_recent or self._turn_in_progress()):
-            cut = last_user  # rule 1, or rule 3: a turn still running keeps its calls and results
+        anchor = self.turn_prompt_index()
+        if anchor >= 0 and n - anchor <= keep_recent:
+            cut = anchor  # rule 1
         else:
             cut = max(n - keep_recent, first)
             while cut < n and messages[cut].role == "tool":
                 cut += 1
         cut = max(cut, first)
-        carried = messages[last_user] if first <= last_user < cut else None
+        carried = messages[anchor] if first <= anchor < cut else None
         condensed = list(messages[:cut])
         kept = ([carried] if carried is not None else []) + list(messages[cut:])
         before = messages.estimated_length()
         after = before - messages.counted_length(first, cut)
         if carried is not None:
-            after += messages.counted_length(last_user, last_user + 1)
+            after += messages.counted_length(anchor, anchor + 1)
+        turn_start = anchor if carried is not None else -1
+        turn_rounds = 0
+        if carried is not None:
+            turn_rounds = sum(len(m.raw.get("tool_calls") or ()) for m in messages[anchor + 1:cut] if isinstance(m, RawOpenAIMessage))
+        ledger = self._turn_ledger(anchor, turn_start, cut) if first <= cut else None
+        system = self._system()
+        old_ledger = system.ledger if system is not None else None
+        after += _ledger_chars(ledger) - _ledger_chars(old_ledger)
         return CompactionPlan(
             cut_index=cut,
             condensed=condensed,
@@ -706,17 +745,40 @@ class Conversation:
             estimated_length_after=after,
             message_count=n,
             edits=messages.edits,
+            turn_start=turn_start,
+            turn_rounds=turn_rounds,
+            ledger=ledger,
         )
 
-    def _turn_in_progress(self) -> bool:
-        """Whether the newest turn is unfinished: its last message is the prompt, a tool call or a tool
-        result, not the model's final reply."""
-        if not self._messages:
-            return False
-        last = self._messages[-1]
-        if isinstance(last, UserMessage):
-            return True
-        return isinstance(last, RawOpenAIMessage) and (last.raw.get("role") == "tool" or bool(last.raw.get("tool_calls")))
+    def _turn_ledger(self, anchor: int, turn_start: int, cut: int) -> TurnLedger | None:
+        """The ledger the new summary frame carries: the current one extended by the calls of the
+        running turn that the cut condenses (`turn_start` is its prompt's index, -1 when the cut is not
+        inside it); kept as it is while its turn is still in the context; dropped once that turn's prompt
+        is condensed (the summarizer is shown it)."""
+        system = self._system()
+        current = system.ledger if system is not None else None
+        prompt = self._messages[anchor] if anchor >= 0 else None
+        if not isinstance(prompt, UserMessage):
+            return None
+        if current is not None and current.prompt != prompt.text:
+            current = None  # an earlier turn's ledger: that turn is summarised now
+        messages = self._messages[turn_start + 1:cut] if turn_start >= 0 else []
+        if not any(isinstance(m, RawOpenAIMessage) and m.raw.get("tool_calls") for m in messages):
+            return current
+        params = []
+        for message in messages:
+            param = message.completion_param()
+            content = param.get("content")
+            if param.get("role") == "tool" and isinstance(content, str) and content.startswith("[Compacted"):
+                original = self._reclaimed.original(str(param.get("tool_call_id")))
+                if original is not None:
+                    param = {**param, "content": original}
+            params.append(param)
+        ledger = TurnLedger(prompt.text, current.calls, list(current.entries), current.where) if current else TurnLedger(prompt.text)
+        if self.offload_dir is not None:
+            ledger.where = str(self.offload_dir / f"{self.conversation_id}.md")
+        ledger.add_calls(condensed_calls(params), self.ledger_max_chars)
+        return ledger
 
     def apply_compaction(self, plan: CompactionPlan, summary: str | None, *, write_index: bool = True) -> SummaryCompactResult:
         """Apply a plan with the summary written for `plan.condensed`.
@@ -758,8 +820,11 @@ class Conversation:
                         self.write_history_index()
                         warning = job.warning
         new_tail = plan.kept + list(self._messages[plan.message_count:])
+        ledger = plan.ledger
         self.set_system_message_content(summary, is_compressed=True)
         system = self._messages[0]
+        if ledger is not None:
+            system = self._messages[0] = dataclasses.replace(system, ledger=ledger)
         self.messages = [system, *new_tail]
         self.total_tokens = None
         self.compaction_counter = CompactionCounter(tool_rounds=0, summary_rounds=self.compaction_counter.summary_rounds + 1)
@@ -773,9 +838,14 @@ class Conversation:
         self.summarizations.append(event)
         if job is not None and not write_index:  # the index's warning, when it is written, is the summary's
             job.settle = lambda index_warning: setattr(event, "warning", index_warning)
+        inside = f"; inside the turn: {plan.turn_rounds} calls condensed, ledger {len(ledger.entries)} entries" if (
+            plan.turn_rounds and ledger is not None) else ""
         return SummaryCompactResult(
             Status.COMPACTED,
-            f"Summarised {len(leaving)} messages, kept {len(new_tail)}.",
+            f"Summarised {len(leaving)} messages, kept {len(new_tail)}{inside}.",
+            turn_rounds=plan.turn_rounds,
+            ledger_entries=len(ledger.entries) if ledger is not None else 0,
+            ledger_calls=ledger.calls if ledger is not None else 0,
             reclaimed_fraction=1 - after / before if before else 0.0,
             condensed_count=len(leaving),
             kept_count=len(new_tail),
