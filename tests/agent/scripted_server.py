@@ -28,6 +28,8 @@ class Stream:
     texts: list[str] = field(default_factory=lambda: ["ok"])
     finish_reason: str = "stop"
     usage: dict[str, int] | None = None
+    tool_calls: list[tuple[str, str, str]] = field(default_factory=list)
+    """(id, name, arguments JSON) of each call the reply makes, streamed after the text."""
 
 
 EMPTY_STREAM = object()
@@ -92,8 +94,13 @@ class ScriptedServer:
                 self.end_headers()
                 chunks = [{"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
                            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]} for text in reply.texts]
+                for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
+                    call = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+                    chunks.append({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                                   "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]})
+                finish = "tool_calls" if reply.tool_calls and reply.finish_reason == "stop" else reply.finish_reason
                 chunks.append({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                               "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]})
+                               "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
                 if reply.usage is not None:
                     chunks.append({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
                                    "choices": [], "usage": reply.usage})

@@ -213,6 +213,12 @@ class SummaryFinished(PrefixChange):
     """Summary requests the condensed messages were split into, so that each fits the window."""
     why: str = ""
     """Why the automatic policy summarised (what the reclaim before it left), "" when asked for by hand."""
+    turn_rounds: int = 0
+    """Tool calls of the running turn this summary condensed (0: it cut between turns)."""
+    ledger_entries: int = 0
+    """Lines of the turn ledger the summary frame carries now (older calls merge into one line)."""
+    ledger_calls: int = 0
+    """Calls that ledger records in all."""
 
 
 @dataclass(frozen=True, slots=True)

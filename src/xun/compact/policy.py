@@ -45,8 +45,8 @@ class AutoCompactor(CompactorAbstract):
         self.escalation_rounds = escalation_rounds
         self.max_retries = max_retries
         self.consecutive_failures = 0
-        self._told_dead_end: tuple[int, int] | None = None
-        """The turn and summary count of the last "nothing more can be done" notice: one per turn."""
+        self._told_dead_end: int | None = None
+        """The turn (its prompt's identity) of the last "nothing more can be done" notice: one per turn."""
         self.suspended = False
         """Set after MAX_CONSECUTIVE_FAILURES automatic failures: no more automatic compaction this session."""
 
@@ -83,6 +83,8 @@ class AutoCompactor(CompactorAbstract):
                 await agent.emit(CompactionSkipped(reason=reason, trigger="auto"))
                 return
             worthwhile = worthwhile_keep(conversation, keep_messages)
+            if worthwhile is None and attempt and estimate <= threshold:
+                return  # an earlier round brought it under the threshold: nothing to report
             if worthwhile is None:
                 await self._dead_end(agent, CompactionSkipped(
                     reason=f"nothing more to compact: about {estimate:,} tokens, and a summary now would not make the "
@@ -108,11 +110,11 @@ class AutoCompactor(CompactorAbstract):
         await self._maybe_suspend(agent)
 
     async def _dead_end(self, agent: CompactionHost, event: CompactionSkipped | CompactionFailed) -> None:
-        """Say once per turn (and again only after a summary) that compaction can do no more: a long turn
-        calls the policy before every model call, and the same notice on every call says nothing new."""
+        """Say once per turn that compaction can do no more: a long turn calls the policy before every
+        model call, and the same notice on every call says nothing new."""
         conversation = agent.conversation
         anchor = conversation.turn_prompt_index()
-        key = (id(conversation.messages[anchor]) if anchor >= 0 else -1, conversation.compaction_counter.summary_rounds)
+        key = id(conversation.messages[anchor]) if anchor >= 0 else -1
         if key == self._told_dead_end:
             return
         self._told_dead_end = key

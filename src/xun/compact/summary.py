@@ -138,14 +138,14 @@ async def fit_to_window(agent: CompactionHost, budget: int, trigger: str = "emer
         keep_messages = max(1, keep_messages // 2)
 
 
-LEDGER_SHARE = 0.15
+LEDGER_SHARE = 0.06
 """Of the compaction threshold, the share the turn ledger may fill (it is bounded by merging)."""
 
 
 def ledger_budget(agent: CompactionHost) -> int:
     """The turn ledger's bound in characters: LEDGER_SHARE of the threshold, at the calibrated ratio."""
     ratio = max(agent.conversation.tokens_per_char, 0.05)
-    return max(800, min(24_000, int(LEDGER_SHARE * agent.threshold / ratio)))
+    return max(600, min(16_000, int(LEDGER_SHARE * agent.threshold / ratio)))
 
 
 WORTHWHILE_CHARS = 1000
@@ -195,6 +195,9 @@ def summary_room(agent: CompactionHost, window: int) -> int:
         others = floor - round(len(system.content) * conversation.tokens_per_char)
     else:
         others = floor + round(len(COMPACTED_SYSTEM_PROMPT) * conversation.tokens_per_char)
+    # the turn ledger may grow to its bound beside the new summary
+    current = len(system.ledger.render()) if system is not None and system.ledger is not None else 0
+    others += round(max(conversation.ledger_max_chars - current, 0) * conversation.tokens_per_char)
     return int(ROOM_SHARE * (window - agent.output_reserve(window) - others))
 
 
@@ -317,7 +320,7 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
     hint = f"the offload log ({conversation.offload_dir / (conversation.conversation_id + '.md')})" if conversation.offload_dir else "the session file"
     reason = "the model's summary was unusable twice" if pieces else str(error)
     text = extractive_summary(list(plan.condensed), reason=reason, offload_hint=hint,
-                              max_chars=min(int(max_tokens / max(ratio, 0.05)), max(replaced_chars - 1, 0)))
+                              max_chars=min(int(max_tokens / max(ratio, 0.05)), max(replaced_chars // 2, 0)))
     return _Written(text, "extractive", pieces)
 
 
@@ -396,6 +399,7 @@ async def compact_conversation(
         status=result.status.value, message=result.message, condensed=result.condensed_count, kept=result.kept_count,
         tokens_before=tokens_before, tokens_after=(after := agent.request_tokens()), offload_path=result.offload_path,
         warning=result.warning, trigger=trigger, method=written.method, pieces=written.pieces, why=why,
+        turn_rounds=result.turn_rounds, ledger_entries=result.ledger_entries, ledger_calls=result.ledger_calls,
         cache_miss_tokens=tokens_from(conversation, 0), saved_per_call=tokens_before - after))
     if result.warning:
         await agent.emit(Warning(result.warning))

@@ -112,6 +112,7 @@ class CompactionPlan:
     """What a summary would do now: messages[1:cut_index] condensed, `kept` the new tail.
 
     `condensed` is what the summarizer is shown (the system message first, when there is one);
+    Lengths are in characters, the framing of the messages that leave counted at the calibrated ratio.
     `carried_user` is the turn's prompt (the last user message not written by the agent) when it lies
     before the cut and is carried to the head of the tail. `turn_rounds` counts the tool calls of that
     turn the cut condenses (they go into the turn ledger). Lengths are estimated characters;
@@ -728,6 +729,8 @@ class Conversation:
         after = before - messages.counted_length(first, cut)
         if carried is not None:
             after += messages.counted_length(anchor, anchor + 1)
+        # each message also costs its framing (MESSAGE_TOKENS), which a long turn's small rounds are mostly made of
+        after -= round(MESSAGE_TOKENS / max(self.tokens_per_char, 0.05)) * max(cut - first - (carried is not None), 0)
         turn_start = anchor if carried is not None else -1
         turn_rounds = 0
         if carried is not None:

@@ -20,7 +20,7 @@ from typing import Any
 ERROR_STEPS = 12
 """How many failed steps a merged entry names (the rest are counted)."""
 
-DETAILED = 8
+DETAILED = 4
 """The newest entries that are never merged: the model's most recent steps, one line each."""
 
 ARGUMENT_CHARS = 160
