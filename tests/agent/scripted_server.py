@@ -2,7 +2,7 @@
 overflow errors, their model cards, a 200 stream with no data, a summary cut off or without sections).
 
 `ScriptedServer(answer)` calls `answer(method, path, body)` for every request and sends back what it
-returns: `Json(status, body)`, `Stream(texts, finish_reason)` (server-sent events), or `EMPTY_STREAM`
+returns: `Json(status, body)`, `Stream(texts, finish_reason, tool_calls=...)` (server-sent events), or `EMPTY_STREAM`
 (HTTP 200 and an empty body, then the connection closes, as llama-cpp-python does on an overflow). Every request is
 kept in `requests` as (method, path, parsed body). Loopback only; stopped by the fixture.
 """
@@ -28,6 +28,8 @@ class Stream:
     texts: list[str] = field(default_factory=lambda: ["ok"])
     finish_reason: str = "stop"
     usage: dict[str, int] | None = None
+    tool_calls: list[tuple[str, str, str]] = field(default_factory=list)
+    """(id, name, arguments) of tool calls streamed after the text (set `finish_reason` to "tool_calls")."""
 
 
 EMPTY_STREAM = object()
@@ -92,6 +94,11 @@ class ScriptedServer:
                 self.end_headers()
                 chunks = [{"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
                            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]} for text in reply.texts]
+                chunks += [{"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                            "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
+                                {"index": n, "id": call_id, "type": "function",
+                                 "function": {"name": name, "arguments": arguments}}]}}]}
+                           for n, (call_id, name, arguments) in enumerate(reply.tool_calls)]
                 chunks.append({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
                                "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]})
                 if reply.usage is not None:
