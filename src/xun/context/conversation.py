@@ -1,6 +1,7 @@
 """The conversation: typed messages, length estimates, the two compaction tiers, persistence.
 
-Tier 1 (`compact_toolcall`) swaps old tool results for placeholders and keeps the originals;
+Tier 1 (`compact_toolcall`) swaps old tool results, and the large arguments of their calls, for
+placeholders and keeps the originals;
 tier 2 (`plan_compaction` + `apply_compaction`, or `compact`/`acompact`) replaces older turns with a
 summary, after appending their originals to the offload log. Nothing is ever dropped: every text is
 in the messages, the reclaimed originals, the offload log or (when the log cannot be written) the

@@ -483,7 +483,7 @@ async def extract_compacted_tool_result(
     toolcall_id: Annotated[str, Field(min_length=1)], *, context: ToolContext
 ) -> str:
     """Return the original content of a tool result that was compacted to save context, by the ID shown
-    in its "[Compacted, ID: ...]" placeholder (an ID ending in ":arguments" returns an old call's arguments).
+    in its "[Compacted, ID: ...]" placeholder.
 
     Args:
         toolcall_id: The ID from the placeholder, exactly as written.
