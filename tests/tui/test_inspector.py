@@ -185,6 +185,7 @@ async def test_reclaimed_call_arguments_are_listed_inspected_and_restored(offlin
         assert set(keys) <= set(app.recoverable.records)
         rows = {key: app.recoverable.table.get_row(key) for key in keys}
         assert all(str(row[0]) == "write_file args" for row in rows.values()), "the list marks them as arguments"
+        assert app.log_pane.entries[-1].count == "2 call args"
 
         screen = await open_row(pilot, app, "write_file", "args alpha")
         key = screen.record.tool_call_id
@@ -201,4 +202,5 @@ async def test_reclaimed_call_arguments_are_listed_inspected_and_restored(offlin
         assert call_arguments(app, call_id) == screen.original, "the original arguments are back in the call"
         assert key not in app.conversation.compacted_toolcalls and key not in app.recoverable.records
         assert app.log_pane.entries[-1].kind == "restore"
+        assert app.log_pane.entries[-1].count == f"id …{call_id[-8:]} args"
         assert app.gauge.now > before
