@@ -180,3 +180,5 @@ def test_compact_toolcall_reclaims_large_call_arguments_and_says_how_many(cli: C
     archive = saved["compacted_toolcalls"]
     assert [archive[f"{c['id']}:arguments"]["kind"] for c in calls[:2]] == ["arguments", "arguments"]
     assert [json.loads(archive[f"{c['id']}:arguments"]["original"])["content"] for c in calls[:2]] == texts[:2]
+    hits = cli.inproc("history", "search", "note1-word-42", "--json").check(0).events
+    assert [(h["source"], h["role"], h["tool_call_id"]) for h in hits] == [("reclaimed", "tool_call", f"{calls[1]['id']}:arguments")]
