@@ -367,20 +367,36 @@ def reclaim_preview(conversation: Conversation, keep_max: int) -> ReclaimPreview
 
     keep_max = max(int(keep_max), 0)
     messages = conversation.messages
-    positions = [i for i, message in enumerate(messages) if _is_tool_result(message)]
+    positions: list[int] = []
+    large: dict[int, int] = {}  # result position -> its caller's, when the caller has large arguments
+    caller, caller_large = -1, False
+    for i, message in enumerate(messages):
+        if type(message) is RawOpenAIMessage:
+            if message.raw.get("role") == "tool":
+                positions.append(i)
+                if caller_large:
+                    large[i] = caller
+            else:
+                caller, caller_large = i, False
+                for call in message.raw.get("tool_calls") or ():
+                    function = call.get("function") if isinstance(call, dict) else None
+                    if isinstance(function, dict) and len(function.get("arguments") or "") > ARGUMENTS_RECLAIM_AT:
+                        caller_large = True
+                        break
     # Results restored by hand stay until they leave the conversation (the conversation keeps their ids).
     pinned = getattr(conversation, "_pinned", set())
     older = positions[: len(positions) - keep_max] if len(positions) >= keep_max else []
     current = _current_round(messages)
-    calls = _older_calls(messages, older)
     ids: list[str] = []
     before = after = arguments = 0
     skipped = [0, 0, 0]
     for i in older:
         raw = messages[i].raw  # type: ignore[union-attr]
         call_id = str(raw.get("tool_call_id", ""))
-        at, call = calls.get(i, (None, None))
-        if at is not None and at != current and call is not None:
+        at = large.get(i, current)
+        call = next((c for c in messages[at].raw.get("tool_calls") or ()  # type: ignore[union-attr]
+                     if isinstance(c, dict) and c.get("id") == call_id), None) if at != current else None
+        if call is not None:
             text = (call.get("function") or {}).get("arguments")
             key = arguments_id(call_id)
             if isinstance(text, str) and len(text) > ARGUMENTS_RECLAIM_AT and key not in pinned \
@@ -414,28 +430,6 @@ def _current_round(messages: list[Any]) -> int:
         if message.raw.get("role") != "tool":
             return j if message.raw.get("tool_calls") else -1
     return -1
-
-
-def _older_calls(messages: list[Any], results: list[int]) -> dict[int, tuple[int, dict[str, Any]]]:
-    """For each tool result position, the position of the assistant message that called it and the call."""
-    found: dict[int, tuple[int, dict[str, Any]]] = {}
-    caller = -1
-    wanted = iter(results)
-    target = next(wanted, None)
-    for i, message in enumerate(messages):
-        if target is None:
-            break
-        if type(message) is RawOpenAIMessage and message.raw.get("role") != "tool":
-            caller = i
-        if i == target:
-            call_id = message.raw.get("tool_call_id")
-            if caller >= 0:
-                call = next((c for c in messages[caller].raw.get("tool_calls") or ()
-                             if isinstance(c, dict) and c.get("id") == call_id), None)
-                if call is not None:
-                    found[i] = (caller, call)
-            target = next(wanted, None)
-    return found
 
 
 def tokens_from(conversation: Conversation, index: int) -> int:
