@@ -34,6 +34,7 @@ def test_reclaimed_arguments_are_found_by_their_words_and_restorable_by_their_id
                                                                            "call_w1:arguments")]
     entry = store.history.entry(hits[0].id)
     assert entry.text == c.compacted_toolcall_result("call_w1:arguments") and entry.speaker == "AI tool call"
+    assert entry.arguments == ""  # the text is the arguments themselves
     assert json.loads(entry.text)["content"].startswith("file 1 about the narwhal module")
     assert store.history.search("pangolin") == []  # the newest call's arguments are still in the context
     c.restore_toolcall(hits[0].tool_call_id)  # what the recall screen's Ctrl+R restores

@@ -266,9 +266,10 @@ def reclaimed_row(session: str, record: ReclaimedToolResult, original: str, fall
     `tool_call_id` is the archive id, the one a restore takes."""
     session, call_id = _clean(session), _clean(record.tool_call_id)
     at = record.reclaimed_at or fallback_time
-    role, speaker = ("tool_call", "AI tool call") if record.kind == ARGUMENTS else ("tool", "Tool")
+    arguments = record.kind == ARGUMENTS  # then the text is the arguments: no preview of them beside it
+    role, speaker = ("tool_call", "AI tool call") if arguments else ("tool", "Tool")
     return ("r:" + _digest(session, call_id), "reclaimed", session, at, role, speaker, _clean(record.tool_name), call_id,
-            _clean(record.arguments), "", 0, _clean(original))
+            "" if arguments else _clean(record.arguments), "", 0, _clean(original))
 
 
 def as_logged(entries: Iterable[OffloadEntry]) -> list[OffloadEntry]:
