@@ -45,6 +45,7 @@ __all__ = [
     "Part",
     "ReclaimPreview",
     "context_breakdown",
+    "arguments_reclaimed",
     "reclaim_preview",
 ]
 
@@ -170,6 +171,14 @@ class ReclaimPreview:
         return self.count - self.arguments
 
     @property
+    def what(self) -> str:
+        """What would be replaced, in words: "3 tool results and the arguments of 2 calls"."""
+        results, arguments = self.results, self.arguments
+        parts = [f"{results} tool result{'s' if results != 1 else ''}" if results or not arguments else "",
+                 f"the arguments of {arguments} call{'s' if arguments != 1 else ''}" if arguments else ""]
+        return " and ".join(filter(None, parts))
+
+    @property
     def chars_saved(self) -> int:
         return self.chars_before - self.chars_after
 
@@ -233,7 +242,7 @@ def _call_arguments_chars(calls: Iterable[Any]) -> tuple[int, int]:
     return chars, count
 
 
-def _arguments_reclaimed(call: Any) -> bool:
+def arguments_reclaimed(call: Any) -> bool:
     """Whether a tool call's arguments are a reclaim's placeholder (they name their archive id)."""
     if not isinstance(call, dict):
         return False
@@ -294,7 +303,7 @@ def context_breakdown(conversation: Conversation, *, threshold: int, window: int
             calls = raw.get("tool_calls") or ()
             call_chars, call_count = _call_arguments_chars(calls)
             call_chars = min(call_chars, chars)
-            reclaimed_chars, reclaimed_calls = _call_arguments_chars(c for c in calls if _arguments_reclaimed(c))
+            reclaimed_chars, reclaimed_calls = _call_arguments_chars(c for c in calls if arguments_reclaimed(c))
             if call_count > reclaimed_calls:
                 tally[TOOL_CALLS].add(call_chars - reclaimed_chars, call_count - reclaimed_calls)
             if reclaimed_calls:
@@ -400,7 +409,7 @@ def reclaim_preview(conversation: Conversation, keep_max: int) -> ReclaimPreview
             text = (call.get("function") or {}).get("arguments")
             key = arguments_id(call_id)
             if isinstance(text, str) and len(text) > ARGUMENTS_RECLAIM_AT and key not in pinned \
-                    and not _arguments_reclaimed(call):
+                    and not arguments_reclaimed(call):
                 shown = len(arguments_placeholder(text, key))
                 if shown < len(text):
                     ids.append(key)
