@@ -161,3 +161,24 @@ def test_compact_errors(cli: Cli):
     short = cli.inproc("compact").check(0)
     assert "skipped: Nothing to condense" in short.stdout
     assert cli.inproc("compact", "nosuch").check(2).stderr.startswith("xun: no session 'nosuch'")
+
+
+def test_compact_toolcall_reclaims_large_call_arguments_and_says_how_many(cli: Cli):
+    texts = [" ".join(f"note{n}-word-{i}" for i in range(70)) for n in range(3)]
+    cli("run", "--yes", "--", f"write `{texts[0]}` to n0.txt").check(0)
+    for n in (1, 2):
+        cli("run", "--yes", "--resume", "--", f"write `{texts[n]}` to n{n}.txt").check(0)
+    result = cli("compact", "--toolcall", "--keep", "2", "--json").check(0)
+    event = result.of("tool_results_reclaimed")[0]
+    assert event["arguments"] == 1 and event["count"] == 1 and event["ids"][0].endswith(":arguments")
+    text = cli("compact", "--toolcall", "--keep", "1").check(0)
+    assert "[compaction] manual: reclaimed the arguments of 1 old call (" in text.stdout
+    saved = cli.only_session()
+    calls = [c for m in saved["messages"] for c in m.get("raw", {}).get("tool_calls") or ()]
+    assert [json.loads(c["function"]["arguments"])["path"] for c in calls] == ["n0.txt", "n1.txt", "n2.txt"]
+    assert ["[Compacted, ID: " in c["function"]["arguments"] for c in calls] == [True, True, False]
+    archive = saved["compacted_toolcalls"]
+    assert [archive[f"{c['id']}:arguments"]["kind"] for c in calls[:2]] == ["arguments", "arguments"]
+    assert [json.loads(archive[f"{c['id']}:arguments"]["original"])["content"] for c in calls[:2]] == texts[:2]
+    hits = cli.inproc("history", "search", "note1-word-42", "--json").check(0).events
+    assert [(h["source"], h["role"], h["tool_call_id"]) for h in hits] == [("reclaimed", "tool_call", f"{calls[1]['id']}:arguments")]

@@ -242,6 +242,24 @@ async def test_extract_compacted_tool_result(toolbox, make_context):
     assert detached.is_error and "no conversation" in detached.text
 
 
+async def test_extract_compacted_tool_result_reads_a_calls_reclaimed_arguments(toolbox, make_context):
+    from xun.context.conversation import Conversation
+
+    c = Conversation()
+    c.add_user_message("write two files")
+    for i in range(2):
+        arguments = json.dumps({"path": f"f{i}.txt", "content": f"content {i} " * 100})
+        c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{i}", "type": "function", "function": {"name": "write_file", "arguments": arguments}}]})
+        c.add_tool_result(f"call_{i}", "written")
+    c.compact_toolcall(keep_max=1)
+    shown = json.loads(c.messages[1].raw["tool_calls"][0]["function"]["arguments"])["content"]
+    wanted = shown[shown.index("[Compacted, ID: ") + len("[Compacted, ID: "):].split(". ")[0]  # as a model reads it
+    found = await call(toolbox, make_context(conversation=c), "extract_compacted_tool_result", toolcall_id=wanted)
+    assert wanted == "call_0:arguments" and not found.is_error
+    assert json.loads(found.text) == {"path": "f0.txt", "content": "content 0 " * 100}
+
+
 @pytest.mark.parametrize("name", ["read_file", "list_directory", "search_text", "extract_compacted_tool_result"])
 async def test_read_only_tools_never_ask(toolbox, make_context, workspace, name):
     (workspace / "f.txt").write_text("x\n")

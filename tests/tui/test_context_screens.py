@@ -473,3 +473,29 @@ async def test_the_cache_share_the_log_row_and_the_preview_cost(offline_server_f
         sent = len(server.prompt_sizes)
         uncached = server.prompt_sizes[sent - 2] - server.cached_sizes[sent - 2]  # the first call after the reclaim
         assert abs(reclaim["cache_miss_tokens"] - uncached) <= 0.1 * uncached
+
+
+def test_the_preview_marks_calls_whose_arguments_a_reclaim_replaces():
+    import json
+
+    from xun.context.conversation import Conversation
+    from xun.tui.screens.preview import PreviewFigures, outlook_line, preview_rows, reclaim_line
+
+    c = Conversation()
+    c.add_user_message("write three files")
+    for i in range(3):
+        arguments = json.dumps({"path": f"f{i}.txt", "content": f"text {i} " * 100})
+        c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{i}", "type": "function", "function": {"name": "write_file", "arguments": arguments}}]})
+        c.add_tool_result(f"call_{i}", "written")
+    reclaim = reclaim_preview(c, 1)
+    assert reclaim.ids == ("call_0:arguments", "call_1:arguments") and reclaim.what == "the arguments of 2 calls"
+    plan = c.plan_compaction(16)
+    rows = preview_rows(c, plan, reclaim)
+    assert [row.index for row in rows if row.reclaim] == [1, 3], "the two older calls, not their short results"
+    figures = PreviewFigures(100, 50, None, 1000, plan.condensed_count, len(plan.kept), plan.nothing_to_condense, 16, reclaim)
+    assert "reclaim (F6): the arguments of 2 calls older than the newest 1 become placeholders" in reclaim_line(figures)
+    assert "F6 would reclaim the arguments of 2 calls (about " in outlook_line(figures)
+    c.compact_toolcall(keep_max=1)
+    after = preview_rows(c, c.plan_compaction(16), reclaim_preview(c, 1))
+    assert [row.index for row in after if row.placeholder] == [1, 3] and not any(row.reclaim for row in after)

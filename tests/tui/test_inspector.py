@@ -160,3 +160,47 @@ def test_language_detection():
     assert detect_language("read_file", '{"path": "x.py"}', "[x.py: lines 1-2]\n 1\timport os") == "python"
     assert detect_language("read_file", '{"path": "notes.unknownext"}', "plain") is None
     assert detect_language("search_text", '{"pattern": "x"}', "{not json") is None
+
+
+def call_arguments(app: XunApp, call_id: str) -> str:
+    for message in app.conversation.messages:
+        if isinstance(message, RawOpenAIMessage):
+            for call in message.raw.get("tool_calls") or ():
+                if call["id"] == call_id:
+                    return call["function"]["arguments"]
+    raise AssertionError(call_id)
+
+
+async def test_reclaimed_call_arguments_are_listed_inspected_and_restored(offline_server, session_factory, tmp_path: Path):
+    texts = {name: " ".join(f"{name}-word-{i}" for i in range(70)) for name in ("alpha", "beta", "gamma")}
+    app = XunApp(session_factory(offline_server, "auto_confirm=true", "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for name, text in texts.items():
+            await turn(pilot, f"write `{text}` to {name}.txt")
+        assert (tmp_path / "gamma.txt").read_text() == texts["gamma"]
+        await finish(pilot, lambda: pilot.press("f6"))
+        archive = app.conversation.compacted_toolcalls
+        keys = [key for key in archive if archive[key].kind == "arguments"]
+        assert len(keys) == 2, "the two older write_file calls' arguments (the newest round is kept)"
+        assert set(keys) <= set(app.recoverable.records)
+        rows = {key: app.recoverable.table.get_row(key) for key in keys}
+        assert all(str(row[0]) == "write_file args" for row in rows.values()), "the list marks them as arguments"
+        assert app.log_pane.entries[-1].count == "2 call args"
+
+        screen = await open_row(pilot, app, "write_file", "args alpha")
+        key = screen.record.tool_call_id
+        call_id = key.removesuffix(":arguments")
+        assert json.loads(screen.original) == {"path": "alpha.txt", "content": texts["alpha"]}
+        assert json.loads(call_arguments(app, call_id))["content"].endswith(f"[Compacted, ID: {key}. {len(texts['alpha']):,} chars]")
+        assert "write_file call arguments" in screen.query_one("#inspector-box").border_title
+        assert "the arguments of this call" in str(screen.query_one("#inspector-summary").render())
+        assert screen.language == "json" and screen.restorable
+        before = app.gauge.now
+        await finish(pilot, lambda: pilot.press("r"))
+
+        assert not isinstance(app.screen, InspectorScreen)
+        assert call_arguments(app, call_id) == screen.original, "the original arguments are back in the call"
+        assert key not in app.conversation.compacted_toolcalls and key not in app.recoverable.records
+        assert app.log_pane.entries[-1].kind == "restore"
+        assert app.log_pane.entries[-1].count == f"id …{call_id[-8:]} args"
+        assert app.gauge.now > before

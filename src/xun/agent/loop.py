@@ -555,7 +555,8 @@ class Agent:
         first = first_tool_result(c, result.reclaimed_ids)
         reason = "" if result.reclaimed_count else reclaim_preview(c, keep).why_nothing
         await self.emit(ToolResultsReclaimed(
-            ids=result.reclaimed_ids, count=result.reclaimed_count, fraction=result.reclaimed_fraction,
+            ids=result.reclaimed_ids, count=result.reclaimed_count, arguments=result.arguments_count,
+            fraction=result.reclaimed_fraction,
             tokens_before=before, tokens_after=after, trigger=trigger, reason=reason,
             cache_miss_tokens=tokens_from(c, first) if first is not None else None,
             saved_per_call=before - after if first is not None else None,

@@ -176,9 +176,13 @@ class PrefixChange(CompactionEvent):
 
 @dataclass(frozen=True, slots=True)
 class ToolResultsReclaimed(PrefixChange):
+    """Tier 1 ran: `ids` are the archive ids it replaced (`call_7` a result, `call_7:arguments` a call's
+    arguments), `count` how many, `arguments` how many of them were call arguments."""
+
     type: ClassVar[str] = "tool_results_reclaimed"
     ids: tuple[str, ...] = ()
     count: int = 0
+    arguments: int = 0
     fraction: float = 0.0
     tokens_before: int = 0
     tokens_after: int = 0

@@ -270,7 +270,10 @@ class TextPrinter(_Output):
         if not event.count:
             self._compaction(event, "no old tool results to reclaim")
             return
-        self._compaction(event, f"reclaimed {_plural(event.count, 'old tool result')} "
+        results, arguments = event.count - event.arguments, event.arguments
+        what = " and ".join(filter(None, (_plural(results, "old tool result") if results else "",
+                                          f"the arguments of {_plural(arguments, 'old call')}" if arguments else "")))
+        self._compaction(event, f"reclaimed {what} "
                                 f"({event.fraction:.0%} of the estimated length): ~{event.tokens_before:,} -> "
                                 f"~{event.tokens_after:,} tokens{_cache_cost(event)}; recoverable with extract_compacted_tool_result")
 

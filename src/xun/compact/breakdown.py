@@ -9,7 +9,7 @@ show these figures, the tests check them against the conversation's own estimate
     breakdown.largest      # the five largest messages (index into conversation.messages)
 
     preview = reclaim_preview(conversation, keep_max=config.auto_compact.toolcall_keep_max)
-    preview.count, preview.tokens_saved
+    preview.count, preview.arguments, preview.tokens_saved   # results and call arguments it would replace
 
 Sizes are the engine's estimated characters (`message_length`: content, text, reasoning and tool-call
 arguments), so the message parts add up to `conversation.estimated_message_length()` exactly, and the
@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from xun.context.reclaimed import ARGUMENTS_RECLAIM_AT, arguments_id, arguments_placeholder
 from xun.context.messages import (
     COMPACTED_SYSTEM_PROMPT,
     RawOpenAIMessage,
@@ -44,6 +45,7 @@ __all__ = [
     "Part",
     "ReclaimPreview",
     "context_breakdown",
+    "arguments_reclaimed",
     "reclaim_preview",
 ]
 
@@ -52,9 +54,9 @@ LARGEST = 5
 PREVIEW_CHARS = 120
 
 # The part kinds, in the order they are shown (persistent sections come right after the system prompt).
-SYSTEM, SECTION, SUMMARY, USER, ASSISTANT, TOOL_CALLS, TOOL_RESULTS, PLACEHOLDERS, OTHER, OVERHEAD = (
-    "system", "section", "summary", "user", "assistant", "tool_calls", "tool_results", "placeholders", "other",
-    "overhead")
+SYSTEM, SECTION, SUMMARY, USER, ASSISTANT, TOOL_CALLS, CALL_PLACEHOLDERS, TOOL_RESULTS, PLACEHOLDERS, OTHER, OVERHEAD = (
+    "system", "section", "summary", "user", "assistant", "tool_calls", "call_placeholders", "tool_results",
+    "placeholders", "other", "overhead")
 LABELS = {
     OVERHEAD: "tool definitions (every request)",
     SYSTEM: "system prompt",
@@ -62,6 +64,7 @@ LABELS = {
     USER: "user messages",
     ASSISTANT: "assistant messages",
     TOOL_CALLS: "tool calls",
+    CALL_PLACEHOLDERS: "tool calls (reclaimed arguments)",
     TOOL_RESULTS: "tool results (kept)",
     PLACEHOLDERS: "tool results (reclaimed placeholders)",
     OTHER: "other messages",
@@ -140,11 +143,12 @@ class ContextBreakdown:
 
 @dataclass(frozen=True, slots=True)
 class ReclaimPreview:
-    """What `Conversation.compact_toolcall(keep_max)` would replace now."""
+    """What `Conversation.compact_toolcall(keep_max)` would replace now: tool results, and the arguments of
+    their calls (ids `<call id>:arguments`)."""
 
     ids: tuple[str, ...]
     chars_before: int
-    """Characters of those results now."""
+    """Characters of those results and arguments now."""
     chars_after: int
     """Characters of their placeholders."""
     tokens_per_char: float
@@ -154,10 +158,25 @@ class ReclaimPreview:
     skipped: tuple[int, int, int] = (0, 0, 0)
     """Of the older results, those left as they are: (placeholders already, restored by hand, shorter than a
     placeholder)."""
+    arguments: int = 0
+    """Of `count`, the calls whose arguments would be replaced."""
 
     @property
     def count(self) -> int:
         return len(self.ids)
+
+    @property
+    def results(self) -> int:
+        """Of `count`, the tool results."""
+        return self.count - self.arguments
+
+    @property
+    def what(self) -> str:
+        """What would be replaced, in words: "3 tool results and the arguments of 2 calls"."""
+        results, arguments = self.results, self.arguments
+        parts = [f"{results} tool result{'s' if results != 1 else ''}" if results or not arguments else "",
+                 f"the arguments of {arguments} call{'s' if arguments != 1 else ''}" if arguments else ""]
+        return " and ".join(filter(None, parts))
 
     @property
     def chars_saved(self) -> int:
@@ -223,6 +242,15 @@ def _call_arguments_chars(calls: Iterable[Any]) -> tuple[int, int]:
     return chars, count
 
 
+def arguments_reclaimed(call: Any) -> bool:
+    """Whether a tool call's arguments are a reclaim's placeholder (they name their archive id)."""
+    if not isinstance(call, dict):
+        return False
+    function = call.get("function")
+    arguments = function.get("arguments") if isinstance(function, dict) else None
+    return isinstance(arguments, str) and f"{PLACEHOLDER_HEAD}{arguments_id(str(call.get('id', '')))}." in arguments
+
+
 def _system_parts(system: SystemPrompt, total: int) -> tuple[int, int, list[tuple[str, int]]]:
     """(system prompt chars, summary chars, [(section name, chars)]) adding up to `total`."""
     sections = [(name, len(text)) for name, text in system.persist_sections.items() if text]
@@ -275,15 +303,18 @@ def context_breakdown(conversation: Conversation, *, threshold: int, window: int
             calls = raw.get("tool_calls") or ()
             call_chars, call_count = _call_arguments_chars(calls)
             call_chars = min(call_chars, chars)
-            if call_count:
-                tally[TOOL_CALLS].add(call_chars, call_count)
+            reclaimed_chars, reclaimed_calls = _call_arguments_chars(c for c in calls if arguments_reclaimed(c))
+            if call_count > reclaimed_calls:
+                tally[TOOL_CALLS].add(call_chars - reclaimed_chars, call_count - reclaimed_calls)
+            if reclaimed_calls:
+                tally[CALL_PLACEHOLDERS].add(reclaimed_chars, reclaimed_calls)
             tally[ASSISTANT].add(chars - call_chars)
             first = next((c for c in calls if isinstance(c, dict)), None)
             function = (first or {}).get("function") or {}
             text = content_text(raw.get("content"))
             shown = text or (f"calls {function.get('name', '?')} {function.get('arguments', '')}" if first else "")
             sizes.append(LargeMessage(index, "assistant", chars, 0, _preview(shown), str(function.get("name", "")),
-                                      str((first or {}).get("id", ""))))
+                                      str((first or {}).get("id", "")), bool(reclaimed_calls)))
         else:
             tally[OTHER].add(chars)
     parts: list[Part] = []
@@ -306,7 +337,7 @@ def context_breakdown(conversation: Conversation, *, threshold: int, window: int
     add(SYSTEM, tally[SYSTEM].chars, tally[SYSTEM].count)
     for name, chars in sections.items():
         add(SECTION, chars, 1, name)
-    for kind in (SUMMARY, USER, ASSISTANT, TOOL_CALLS, TOOL_RESULTS, PLACEHOLDERS, OTHER):
+    for kind in (SUMMARY, USER, ASSISTANT, TOOL_CALLS, CALL_PLACEHOLDERS, TOOL_RESULTS, PLACEHOLDERS, OTHER):
         add(kind, tally[kind].chars, tally[kind].count)
     estimate = round(total * ratio)
     live = conversation.estimated_tokens()
@@ -337,23 +368,54 @@ def _tool_name(conversation: Conversation, index: int, raw: dict[str, Any]) -> s
 
 
 def reclaim_preview(conversation: Conversation, keep_max: int) -> ReclaimPreview:
-    """The tool results a reclaim keeping the newest `keep_max` would replace now, as
+    """The tool results and call arguments a reclaim keeping the newest `keep_max` would replace now, as
     `Conversation.compact_toolcall` chooses them: older than the newest `keep_max` results, not a
-    placeholder already, not restored by hand, and longer than their placeholder."""
+    placeholder already, not restored by hand, and longer than their placeholder; and the arguments of
+    those results' calls when longer than ARGUMENTS_RECLAIM_AT, but for the round at work."""
     from xun.context.conversation import PLACEHOLDER
 
     keep_max = max(int(keep_max), 0)
     messages = conversation.messages
-    positions = [i for i, message in enumerate(messages) if _is_tool_result(message)]
+    positions: list[int] = []
+    large: dict[int, int] = {}  # result position -> its caller's, when the caller has large arguments
+    caller, caller_large = -1, False
+    for i, message in enumerate(messages):
+        if type(message) is RawOpenAIMessage:
+            if message.raw.get("role") == "tool":
+                positions.append(i)
+                if caller_large:
+                    large[i] = caller
+            else:
+                caller, caller_large = i, False
+                for call in message.raw.get("tool_calls") or ():
+                    function = call.get("function") if isinstance(call, dict) else None
+                    if isinstance(function, dict) and len(function.get("arguments") or "") > ARGUMENTS_RECLAIM_AT:
+                        caller_large = True
+                        break
     # Results restored by hand stay until they leave the conversation (the conversation keeps their ids).
     pinned = getattr(conversation, "_pinned", set())
     older = positions[: len(positions) - keep_max] if len(positions) >= keep_max else []
+    current = _current_round(messages)
     ids: list[str] = []
-    before = after = 0
+    before = after = arguments = 0
     skipped = [0, 0, 0]
     for i in older:
         raw = messages[i].raw  # type: ignore[union-attr]
         call_id = str(raw.get("tool_call_id", ""))
+        at = large.get(i, current)
+        call = next((c for c in messages[at].raw.get("tool_calls") or ()  # type: ignore[union-attr]
+                     if isinstance(c, dict) and c.get("id") == call_id), None) if at != current else None
+        if call is not None:
+            text = (call.get("function") or {}).get("arguments")
+            key = arguments_id(call_id)
+            if isinstance(text, str) and len(text) > ARGUMENTS_RECLAIM_AT and key not in pinned \
+                    and not arguments_reclaimed(call):
+                shown = len(arguments_placeholder(text, key))
+                if shown < len(text):
+                    ids.append(key)
+                    before += len(text)
+                    after += shown
+                    arguments += 1
         text = content_text(raw.get("content"))
         placeholder = PLACEHOLDER.format(id=call_id)
         why = (0 if text.startswith(PLACEHOLDER_HEAD) else 1 if call_id in pinned
@@ -365,7 +427,18 @@ def reclaim_preview(conversation: Conversation, keep_max: int) -> ReclaimPreview
         before += message_length(messages[i])
         after += len(placeholder)
     return ReclaimPreview(tuple(ids), before, after, conversation.tokens_per_char, keep_max, len(positions),
-                          (skipped[0], skipped[1], skipped[2]))
+                          (skipped[0], skipped[1], skipped[2]), arguments)
+
+
+def _current_round(messages: list[Any]) -> int:
+    """As `Conversation._current_round`: the assistant message of the round at work, else -1."""
+    for j in range(len(messages) - 1, -1, -1):
+        message = messages[j]
+        if type(message) is not RawOpenAIMessage:
+            return -1
+        if message.raw.get("role") != "tool":
+            return j if message.raw.get("tool_calls") else -1
+    return -1
 
 
 def tokens_from(conversation: Conversation, index: int) -> int:
@@ -378,11 +451,16 @@ def tokens_from(conversation: Conversation, index: int) -> int:
 
 
 def first_tool_result(conversation: Conversation, ids: tuple[str, ...] | list[str]) -> int | None:
-    """The position of the first tool result among `ids` (None when none is in the conversation)."""
-    from xun.context.messages import RawOpenAIMessage
-
+    """The position of the first message a reclaim or restore of `ids` changes: a tool result among `ids`,
+    or the message calling a tool whose arguments are among them (None when none is in the conversation)."""
     wanted = set(ids)
     for index, message in enumerate(conversation.messages):
-        if isinstance(message, RawOpenAIMessage) and message.raw.get("role") == "tool" and message.raw.get("tool_call_id") in wanted:
-            return index
+        if isinstance(message, RawOpenAIMessage):
+            raw = message.raw
+            if raw.get("role") == "tool":
+                if raw.get("tool_call_id") in wanted:
+                    return index
+            elif any(isinstance(call, dict) and arguments_id(str(call.get("id", ""))) in wanted
+                     for call in raw.get("tool_calls") or ()):
+                return index
     return None

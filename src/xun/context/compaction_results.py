@@ -10,13 +10,16 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class ToolCallCompactResult:
-    """Outcome of tier 1: how many tool results became placeholders, and the share of length removed."""
+    """Outcome of tier 1: how many tool results and call arguments became placeholders (their archive ids,
+    `call_7` for a result, `call_7:arguments` for arguments), and the share of length removed."""
 
     reclaimed_count: int
     reclaimed_fraction: float
     reclaimed_ids: tuple[str, ...] = ()
     length_before: int = 0
     length_after: int = 0
+    arguments_count: int = 0
+    """Of `reclaimed_count`, the calls whose arguments were replaced."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """The conversation: typed messages, length estimates, the two compaction tiers, persistence.
 
-Tier 1 (`compact_toolcall`) swaps old tool results for placeholders and keeps the originals;
+Tier 1 (`compact_toolcall`) swaps old tool results, and the large arguments of their calls, for
+placeholders and keeps the originals;
 tier 2 (`plan_compaction` + `apply_compaction`, or `compact`/`acompact`) replaces older turns with a
 summary, after appending their originals to the offload log. Nothing is ever dropped: every text is
 in the messages, the reclaimed originals, the offload log or (when the log cannot be written) the
@@ -53,7 +54,15 @@ from xun.context.message_list import MessageList
 from xun.context.prompt_cache import PromptCacheRecord
 from xun.base.errors import SessionFormatError
 from xun.context.offload import append_offload, utc_now_iso
-from xun.context.reclaimed import ARGUMENTS_PREVIEW, ReclaimedArchive, ReclaimedToolResult
+from xun.context.reclaimed import (
+    ARGUMENTS,
+    ARGUMENTS_PREVIEW,
+    ARGUMENTS_RECLAIM_AT,
+    ReclaimedArchive,
+    ReclaimedToolResult,
+    arguments_id,
+    arguments_placeholder,
+)
 from xun.base.valid_text import valid_text, valid_values
 
 
@@ -254,6 +263,26 @@ def _named_call(assistant: dict[str, Any], call_id: str) -> tuple[str, str]:
             function = call.get("function") or {}
             return str(function.get("name", "")), str(function.get("arguments", ""))
     return "", ""
+
+
+def _with_arguments(assistant: dict[str, Any], call_id: str, arguments: str) -> dict[str, Any]:
+    """A copy of an assistant message whose call `call_id` has `arguments` (the message itself is untouched:
+    messages are values)."""
+    calls = [
+        {**call, "function": {**(call.get("function") or {}), "arguments": arguments}} if call.get("id") == call_id else call
+        for call in assistant.get("tool_calls") or ()
+    ]
+    return {**assistant, "tool_calls": calls}
+
+
+def _pinnable(messages: Iterable[Message]) -> Iterator[str]:
+    """The ids a restore can pin among `messages`: their tool results', and their calls' arguments'."""
+    for m in messages:
+        if isinstance(m, RawOpenAIMessage):
+            if m.raw.get("role") == "tool":
+                yield str(m.raw.get("tool_call_id"))
+            else:
+                yield from (arguments_id(str(call.get("id", ""))) for call in m.raw.get("tool_calls") or ())
 
 
 def tool_result_text(content: Any) -> str:
@@ -535,19 +564,37 @@ class Conversation:
         """The original of a reclaimed tool result, or None if that id was never reclaimed."""
         return self._reclaimed.original(toolcall_id)
 
-    def _tool_call_of(self, index: int, call_id: str) -> tuple[str, str]:
-        """Name and arguments of the call that produced the tool result at `index`."""
+    def _caller_index(self, index: int) -> int | None:
+        """The assistant message that made the call whose result is at `index` (the nearest before it)."""
         for j in range(index - 1, -1, -1):
             message = self._messages[j]
             if not isinstance(message, RawOpenAIMessage) or message.raw.get("role") == "tool":
                 continue
-            return _named_call(message.raw, call_id)
-        return "", ""
+            return j
+        return None
+
+    def _current_round(self) -> int:
+        """The index of the assistant message whose calls are the newest round when the conversation ends
+        in it or its results (a turn at work), else -1: its arguments are never reclaimed."""
+        messages = self._messages
+        for j in range(len(messages) - 1, -1, -1):
+            message = messages[j]
+            if type(message) is not RawOpenAIMessage:
+                return -1
+            raw = message.raw
+            if raw.get("role") != "tool":
+                return j if raw.get("tool_calls") else -1
+        return -1
 
     def compact_toolcall(self, keep_max: int = 12, *, write_index: bool = True) -> ToolCallCompactResult:
-        """Tier 1: replace all but the newest `keep_max` tool results with recoverable placeholders.
+        """Tier 1: replace all but the newest `keep_max` tool results with recoverable placeholders, and the
+        large arguments of their calls too.
 
-        A result is replaced only when the placeholder is shorter. Results restored with
+        A result is replaced only when the placeholder is shorter. A call whose result is replaced by this
+        rule's position (older than the newest `keep_max`; whether or not the result itself was long enough
+        to replace) has its arguments replaced when they are longer than ARGUMENTS_RECLAIM_AT characters,
+        by `arguments_placeholder` (valid JSON, its short fields kept), the original archived under
+        `arguments_id(call_id)`; never the calls of the round at work. Results and arguments restored with
         `restore_toolcall` stay until they leave the conversation. Repeat calls reclaim nothing new
         but still count a tool round, and cost in proportion to what changed since the last call.
         With `write_index=False` the index write is only queued (`acompact_toolcall` runs it in a thread).
@@ -568,21 +615,34 @@ class Conversation:
                 seen += 1
                 cutoff = i
         reclaimed: list[str] = []
+        arguments_count = 0
         index = self.history_index
         indexed: list[tuple[ReclaimedToolResult, str]] = []
         now = time.time()
         if seen == keep_max:
             archive, pinned, placeholders = self._reclaimed, self._pinned, {}
-            caller: dict[str, Any] | None = None  # the assistant message nearest before i, once one is passed
+            current = self._current_round()
+            caller: int | None = None  # the assistant message nearest before i, once one is passed
             for i in range(start, cutoff):
                 message = messages[i]
                 if type(message) is not RawOpenAIMessage:
                     continue
                 raw = message.raw
                 if raw.get("role") != "tool":
-                    caller = raw
+                    caller = i
                     continue
                 call_id = str(raw.get("tool_call_id", ""))
+                at = caller if caller is not None else self._caller_index(i)
+                call = (placeholders.get(at) or messages[at]) if at is not None else None
+                name, arguments = _named_call(call.raw, call_id) if type(call) is RawOpenAIMessage else ("", "")
+                if at is not None and at != current:
+                    replaced = self._reclaim_arguments(call, call_id, name, arguments, now)  # type: ignore[arg-type]
+                    if replaced is not None:
+                        record, placeholders[at] = replaced
+                        reclaimed.append(record.tool_call_id)
+                        arguments_count += 1
+                        if index is not None:
+                            indexed.append((record, arguments))
                 if call_id in pinned:
                     continue
                 content = raw.get("content")
@@ -592,7 +652,6 @@ class Conversation:
                 placeholder = f"{_PLACEHOLDER_HEAD}{call_id}{_PLACEHOLDER_TAIL}"
                 if len(placeholder) >= len(text):
                     continue
-                name, arguments = _named_call(caller, call_id) if caller is not None else self._tool_call_of(i, call_id)
                 record = ReclaimedToolResult(call_id, name, arguments[:ARGUMENTS_PREVIEW], len(text), now)
                 archive.add(record, text)
                 placeholders[i] = RawOpenAIMessage(raw={**raw, "content": placeholder})
@@ -600,7 +659,8 @@ class Conversation:
                 if index is not None:
                     indexed.append((record, text))
             messages.replace_at(placeholders)
-            self._reclaim_frontier = cutoff
+            # the round at work is scanned again next time: its arguments may be reclaimed once it is done
+            self._reclaim_frontier = current if 0 <= current < cutoff else cutoff
         else:
             self._reclaim_frontier = start
         messages.low_water = sys.maxsize
@@ -616,7 +676,24 @@ class Conversation:
             reclaimed_ids=tuple(reclaimed),
             length_before=before,
             length_after=after,
+            arguments_count=arguments_count,
         )
+
+    def _reclaim_arguments(self, call: RawOpenAIMessage, call_id: str, name: str, arguments: str,
+                           now: float) -> tuple[ReclaimedToolResult, RawOpenAIMessage] | None:
+        """Archive the arguments of `call_id` and return the record and `call` with their placeholder, or None
+        when they stay (short, restored by hand, reclaimed already, or no shorter as a placeholder)."""
+        if len(arguments) <= ARGUMENTS_RECLAIM_AT:
+            return None
+        key = arguments_id(call_id)
+        if key in self._pinned or key in self._reclaimed:
+            return None
+        shown = arguments_placeholder(arguments, key)
+        if len(shown) >= len(arguments):
+            return None
+        record = ReclaimedToolResult(key, name, arguments[:ARGUMENTS_PREVIEW], len(arguments), now, ARGUMENTS)
+        self._reclaimed.add(record, arguments)
+        return record, RawOpenAIMessage(raw=_with_arguments(call.raw, call_id, shown))
 
     async def acompact_toolcall(self, keep_max: int = 12) -> ToolCallCompactResult:
         """`compact_toolcall` for the event loop: the placeholders go in at once, the index is written in
@@ -663,7 +740,8 @@ class Conversation:
         return taken
 
     def restore_toolcall(self, toolcall_id: str, *, write_index: bool = True) -> None:
-        """Put a reclaimed original back in place of its placeholder, and keep it there.
+        """Put a reclaimed original (a result, or a call's arguments) back in place of its placeholder, and
+        keep it there.
 
         Raises KeyError for an id that was never reclaimed, ValueError when its message has since
         left the conversation in a summary (the original stays readable by id). With `write_index=False`
@@ -671,22 +749,62 @@ class Conversation:
         """
         if toolcall_id not in self._reclaimed:
             raise KeyError(f"no reclaimed tool result has the id {toolcall_id!r}")
+        record = self._reclaimed[toolcall_id]
+        i = self._placeholder_index(record)
+        if i is None:
+            what = "the call" if record.kind == ARGUMENTS else "tool result"
+            raise ValueError(
+                f"{what} {toolcall_id!r} was summarised away; its original is still available by id but "
+                "there is no place left in the conversation to restore it to"
+            )
+        raw = self._messages[i].raw  # type: ignore[union-attr]
+        original = self._reclaimed.pop(toolcall_id)
+        if record.kind == ARGUMENTS:
+            self._messages[i] = RawOpenAIMessage(raw=_with_arguments(raw, record.call_id, original))
+        else:
+            self._messages[i] = RawOpenAIMessage(raw={**raw, "content": original})
+        self._pinned.add(toolcall_id)
+        if self.history_index is not None:
+            index, session = self.history_index, self.conversation_id
+            self._queue_index_write(lambda: index.forget_reclaimed(session, [toolcall_id]), self._history_warning)
+        if write_index:
+            self.write_history_index()
+
+    def _placeholder_index(self, record: ReclaimedToolResult) -> int | None:
+        """Where the placeholder of an archived original is now: the tool result's message, or the message
+        holding the call whose arguments it is; None when a summary took it out of the conversation."""
+        call_id, arguments = record.call_id, record.kind == ARGUMENTS
         for i in range(len(self._messages) - 1, -1, -1):
             message = self._messages[i]
-            if type(message) is RawOpenAIMessage and message.raw.get("role") == "tool" and message.raw.get("tool_call_id") == toolcall_id:
-                original = self._reclaimed.pop(toolcall_id)
-                self._messages[i] = RawOpenAIMessage(raw={**message.raw, "content": original})
-                self._pinned.add(toolcall_id)
-                if self.history_index is not None:
-                    index, session = self.history_index, self.conversation_id
-                    self._queue_index_write(lambda: index.forget_reclaimed(session, [toolcall_id]), self._history_warning)
-                if write_index:
-                    self.write_history_index()
-                return
-        raise ValueError(
-            f"tool result {toolcall_id!r} was summarised away; its original is still available by id but "
-            "there is no place left in the conversation to restore it to"
-        )
+            if type(message) is not RawOpenAIMessage:
+                continue
+            raw = message.raw
+            if arguments:
+                if raw.get("role") != "tool" and any(call.get("id") == call_id for call in raw.get("tool_calls") or ()):
+                    return i
+            elif raw.get("role") == "tool" and raw.get("tool_call_id") == call_id:
+                return i
+        return None
+
+    def reclaimed_in_context(self) -> set[str]:
+        """The archive ids whose placeholder is still in the conversation (restorable); the others were
+        summarised away after they were reclaimed (still readable by id)."""
+        archive = self._reclaimed
+        found: set[str] = set()
+        for message in self._messages:
+            if type(message) is not RawOpenAIMessage:
+                continue
+            raw = message.raw
+            if raw.get("role") == "tool":
+                key = str(raw.get("tool_call_id", ""))
+                if key in archive:
+                    found.add(key)
+                continue
+            for call in raw.get("tool_calls") or ():
+                key = arguments_id(str(call.get("id", "")))
+                if key in archive:
+                    found.add(key)
+        return found
 
     async def arestore_toolcall(self, toolcall_id: str) -> None:
         """`restore_toolcall` for the event loop: the index write runs in a worker thread."""
@@ -831,9 +949,7 @@ class Conversation:
         self.messages = [system, *new_tail]
         self.total_tokens = None
         self.compaction_counter = CompactionCounter(tool_rounds=0, summary_rounds=self.compaction_counter.summary_rounds + 1)
-        self._pinned.intersection_update(
-            str(m.raw.get("tool_call_id")) for m in new_tail if isinstance(m, RawOpenAIMessage) and m.raw.get("role") == "tool"
-        )
+        self._pinned.intersection_update(_pinnable(new_tail))
         after = self.estimated_message_length()
         before = plan.estimated_length_before
         event = SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from xun.base.atomic import fsync_dir, open_regular, private_dirs
 from xun.context.messages import Message, SystemPrompt, UserMessage, content_text
+from xun.context.reclaimed import arguments_id
 
 HEADING = "## Offloaded at "
 INDENT = "    "
@@ -55,7 +56,8 @@ def _entry(speaker: str, text: str, detail: str = "") -> str:
 
 
 def transcript_entries(messages: Iterable[Message], reclaimed: Mapping[str, str] | None = None) -> list[OffloadEntry]:
-    """The log entries for `messages`; reclaimed tool results are written as their originals."""
+    """The log entries for `messages`; reclaimed tool results and call arguments are written as their
+    originals (`reclaimed` maps archive ids to originals)."""
     reclaimed = reclaimed or {}
     names: dict[str, str] = {}
     out: list[OffloadEntry] = []
@@ -90,6 +92,10 @@ def transcript_entries(messages: Iterable[Message], reclaimed: Mapping[str, str]
             name = str(function.get("name", "?"))
             call_id = str(call.get("id", ""))
             names[call_id] = name
+            original = reclaimed.get(arguments_id(call_id))
+            if original is not None:
+                out.append(OffloadEntry("AI tool call", original, f"{name}, id {call_id}, reclaimed earlier"))
+                continue
             arguments = function.get("arguments", "")
             if not isinstance(arguments, str):
                 arguments = json.dumps(arguments, ensure_ascii=False)

@@ -51,7 +51,7 @@ from xun.base import paths
 from xun.base.atomic import private_dirs
 from xun.base.errors import SessionFormatError
 from xun.context.offload import OffloadEntry, read_offload_log, transcript_entries
-from xun.context.reclaimed import ReclaimedToolResult
+from xun.context.reclaimed import ARGUMENTS, ARGUMENTS_SUFFIX, ReclaimedToolResult
 
 if TYPE_CHECKING:
     from xun.context.conversation import Conversation
@@ -92,11 +92,13 @@ _COLUMNS = (
 _ROW_COLUMNS = _COLUMNS[1:]
 _INSERT = f"INSERT OR IGNORE INTO entries ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})"
 _NOT_TWICE = (
-    " AND NOT (e.source = 'offload' AND e.role = 'tool' AND e.detail LIKE '%, reclaimed earlier' AND EXISTS ("
-    "SELECT 1 FROM entries r WHERE r.session = e.session AND r.source = 'reclaimed' AND r.tool_call_id = e.tool_call_id))"
+    " AND NOT (e.source = 'offload' AND e.role IN ('tool', 'tool_call') AND e.detail LIKE '%, reclaimed earlier' AND EXISTS ("
+    "SELECT 1 FROM entries r WHERE r.session = e.session AND r.source = 'reclaimed' AND r.tool_call_id = "
+    f"CASE e.role WHEN 'tool' THEN e.tool_call_id ELSE e.tool_call_id || '{ARGUMENTS_SUFFIX}' END))"
 )
-"""A tool result reclaimed and later summarised is in the index twice with the same text (its reclaimed
-original, and the log's "reclaimed earlier" entry); a search shows it once, as the reclaimed result."""
+"""A tool result (or a call's arguments) reclaimed and later summarised is in the index twice with the same
+text (its reclaimed original, and the log's "reclaimed earlier" entry); a search shows it once, as the
+reclaimed original (restorable while its placeholder is in the context)."""
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
 _TOKEN_CHAR = re.compile(r"[^\W_]")  # what FTS5's unicode61 tokenizer keeps: letters and digits
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
@@ -260,10 +262,14 @@ def offload_rows(session: str, when: str, entries: Sequence[OffloadEntry]) -> li
 
 
 def reclaimed_row(session: str, record: ReclaimedToolResult, original: str, fallback_time: float = 0.0) -> Row:
+    """A reclaimed original's row: a tool result, or a call's arguments (role "tool_call"); its
+    `tool_call_id` is the archive id, the one a restore takes."""
     session, call_id = _clean(session), _clean(record.tool_call_id)
     at = record.reclaimed_at or fallback_time
-    return ("r:" + _digest(session, call_id), "reclaimed", session, at, "tool", "Tool", _clean(record.tool_name), call_id,
-            _clean(record.arguments), "", 0, _clean(original))
+    arguments = record.kind == ARGUMENTS  # then the text is the arguments: no preview of them beside it
+    role, speaker = ("tool_call", "AI tool call") if arguments else ("tool", "Tool")
+    return ("r:" + _digest(session, call_id), "reclaimed", session, at, role, speaker, _clean(record.tool_name), call_id,
+            "" if arguments else _clean(record.arguments), "", 0, _clean(original))
 
 
 def as_logged(entries: Iterable[OffloadEntry]) -> list[OffloadEntry]:

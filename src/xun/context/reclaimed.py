@@ -1,8 +1,11 @@
-"""The archive of reclaimed tool results: what tier 1 took out of the context, kept for recovery.
+"""The archive of reclaimed tool results and call arguments: what tier 1 took out of the context, kept
+for recovery.
 
 In a session file (format 2) the archive is the document's last value, `"compacted_toolcalls"`: an object
 from tool call id to `{"tool", "arguments", "chars", "reclaimed_at", "original"}`, in the order the results
-were reclaimed. Each entry is kept as the JSON text it is saved as, encoded once when it is reclaimed, and
+were reclaimed. The large arguments of an old call are archived under the call's id with `ARGUMENTS_SUFFIX`
+(`call_7:arguments`) and `"kind": "arguments"` (a result has no `kind`, so files written before arguments
+were reclaimed read the same). Each entry is kept as the JSON text it is saved as, encoded once when it is reclaimed, and
 a loaded session keeps its archive as one unparsed block of the file's text until the archive is first
 read, so saving and loading a long session neither re-encodes nor re-decodes thousands of large tool
 outputs. Format 1 files (one JSON line per result after the session's head line) load the same lazy way
@@ -23,29 +26,90 @@ from xun.base.errors import SessionFormatError
 ARGUMENTS_PREVIEW = 200
 _DECODER = json.JSONDecoder()
 
+RESULT, ARGUMENTS = "result", "arguments"
+"""The kinds of archive entry: a tool result, or the arguments of a tool call."""
+ARGUMENTS_SUFFIX = ":arguments"
+"""A call's id with this suffix is the archive id of its reclaimed arguments (what the placeholder names)."""
+ARGUMENTS_RECLAIM_AT = 500
+"""A call's arguments are reclaimed only when longer than this many characters: short calls (a path to read,
+a short command) stay word for word, where they cost little and say exactly what was done."""
+ARGUMENT_VALUE_KEPT = 100
+"""A string value of at most this many characters (a path, a short command) stays verbatim in the placeholder
+arguments; a longer one keeps its first ARGUMENT_HEAD characters and the placeholder mark."""
+ARGUMENT_HEAD = 40
+
+
+def arguments_id(call_id: str) -> str:
+    """The archive id of a call's reclaimed arguments."""
+    return call_id + ARGUMENTS_SUFFIX
+
+
+def arguments_placeholder(arguments: str, archive_id: str) -> str:
+    """Valid JSON standing for `arguments` once reclaimed (servers reject a call whose arguments are not
+    JSON): an object keeps its keys, short values verbatim, and each long value becomes its head followed
+    by `…[Compacted, ID: <archive_id>. <n> chars]`; anything else becomes `{"arguments": <that mark>}`.
+    The mark has the shape of a result's placeholder, so extract_compacted_tool_result reads it back."""
+
+    def mark(size: int) -> str:
+        return f"[Compacted, ID: {archive_id}. {size:,} chars]"
+
+    try:
+        value = json.loads(arguments)
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        return json.dumps({"arguments": mark(len(arguments))}, ensure_ascii=False)
+    shown: dict[str, Any] = {}
+    for key, item in value.items():
+        if isinstance(item, str):
+            shown[key] = item if len(item) <= ARGUMENT_VALUE_KEPT else f"{item[:ARGUMENT_HEAD]}…{mark(len(item))}"
+        elif isinstance(item, (dict, list)):
+            text = json.dumps(item, ensure_ascii=False)
+            shown[key] = item if len(text) <= ARGUMENT_VALUE_KEPT else mark(len(text))
+        else:
+            shown[key] = item
+    return json.dumps(shown, ensure_ascii=False)
+
 
 class ReclaimedToolResult(NamedTuple):
-    """What the recoverable-results list shows about one reclaimed result (not the original). Immutable
-    (index writes take it to a worker thread), and a tuple: a first reclaim makes thousands at once."""
+    """What the recoverable-results list shows about one reclaimed result or call's arguments (not the
+    original). Immutable (index writes take it to a worker thread), and a tuple: a first reclaim makes
+    thousands at once. `tool_call_id` is the archive id (`call_id` is the call's own)."""
 
     tool_call_id: str
     tool_name: str = ""
     arguments: str = ""
     chars: int = 0
     reclaimed_at: float = 0.0
+    kind: str = RESULT
+    """RESULT, or ARGUMENTS: the call's arguments (`arguments` then previews the original itself)."""
+
+    @property
+    def call_id(self) -> str:
+        """The id of the tool call this came from."""
+        if self.kind == ARGUMENTS and self.tool_call_id.endswith(ARGUMENTS_SUFFIX):
+            return self.tool_call_id[: -len(ARGUMENTS_SUFFIX)]
+        return self.tool_call_id
 
     def to_json(self) -> dict[str, Any]:
-        return {"tool": self.tool_name, "arguments": self.arguments, "chars": self.chars, "reclaimed_at": self.reclaimed_at}
+        data = {"tool": self.tool_name, "arguments": self.arguments, "chars": self.chars, "reclaimed_at": self.reclaimed_at}
+        if self.kind != RESULT:
+            data["kind"] = self.kind
+        return data
 
     @classmethod
     def from_json(cls, tool_call_id: str, data: dict[str, Any]) -> ReclaimedToolResult:
         """Raises TypeError or ValueError on a malformed record."""
+        kind = data.get("kind", RESULT)
+        if kind not in (RESULT, ARGUMENTS):
+            raise ValueError(f"kind should be {RESULT!r} or {ARGUMENTS!r}, got {kind!r}")
         return cls(
             tool_call_id,
             str(data.get("tool", "")),
             str(data.get("arguments", "")),
             int(data.get("chars", 0)),
             float(data.get("reclaimed_at") or 0.0),
+            kind,
         )
 
 
@@ -62,11 +126,12 @@ def _time_text(when: float) -> str:
 
 
 def _entry(record: ReclaimedToolResult, original: str) -> str:
-    """One archive entry as saved: `"id":{"tool":…,"original":…}` (compact JSON)."""
+    """One archive entry as saved: `"id":{"tool":…,"original":…}` (compact JSON; `"kind"` only for arguments)."""
+    kind = f'"kind":{_json_text(record.kind)},' if record.kind != RESULT else ""
     return (
         f'{_json_text(record.tool_call_id)}:{{"tool":{_json_text(record.tool_name)},"arguments":'
         f'{_json_text(record.arguments)},"chars":{int(record.chars)},"reclaimed_at":{_time_text(record.reclaimed_at)},'
-        f'"original":{_json_text(original)}}}'
+        f'{kind}"original":{_json_text(original)}}}'
     )
 
 

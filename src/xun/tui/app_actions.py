@@ -15,7 +15,7 @@ from textual.widget import Widget
 from xun.context.messages import RawOpenAIMessage, UserMessage, content_text
 from xun.tui import messages as m
 from xun.tui.format import one_line, tokens
-from xun.tui.transcript import PLACEHOLDER_HEAD, reasoning_of
+from xun.tui.transcript import reasoning_of
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.user_block import UserBlock
 
@@ -359,11 +359,7 @@ class AppActions:
             restorable=self._restorable(call_id)), closed)
 
     def _restorable(self, call_id: str) -> bool:
-        for msg in self.conversation.messages:
-            if type(msg) is RawOpenAIMessage and msg.raw.get("role") == "tool" and msg.raw.get("tool_call_id") == call_id:
-                content = msg.raw.get("content")
-                return isinstance(content, str) and content.startswith(PLACEHOLDER_HEAD)
-        return False
+        return call_id in self.conversation.reclaimed_in_context()
 
     def on_restore_requested(self, message: m.RestoreRequested) -> None:
         if not self._may_start("a restore"):

@@ -271,9 +271,9 @@ class EngineHandlers:
         self.refresh_bindings()
 
     def _mark_summarised_results(self) -> None:
-        """Reclaimed results whose placeholder a summary took out of the context can no longer be restored."""
-        in_context = {str(msg.raw.get("tool_call_id")) for msg in self.conversation.messages
-                      if type(msg) is RawOpenAIMessage and msg.raw.get("role") == "tool"}
+        """Reclaimed results (and call arguments) whose placeholder a summary took out of the context can no
+        longer be restored."""
+        in_context = self.conversation.reclaimed_in_context()
         self.recoverable.set_summarised(i for i in self.recoverable.records if i not in in_context)
 
     def _close_ask(self, screen: ModalScreen[Any]) -> None:

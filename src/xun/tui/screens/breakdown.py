@@ -27,7 +27,8 @@ from xun.tui.widgets.breakdown_bar import (
 )
 
 SWATCH = "██"
-COUNTED = {"user": "msg", "assistant": "msg", "tool_calls": "call", "tool_results": "result", "placeholders": "result",
+COUNTED = {"user": "msg", "assistant": "msg", "tool_calls": "call", "call_placeholders": "call", "tool_results": "result",
+           "placeholders": "result",
            "other": "msg"}
 ROLE_NAMES = {"user": "you", "assistant": "assistant", "tool": "tool result"}
 

@@ -1,5 +1,5 @@
-"""The inspector: a reclaimed tool result in full (highlighted when it is code or JSON), with actions to
-copy it, save it to a file, and restore it into the context."""
+"""The inspector: a reclaimed tool result, or a call's reclaimed arguments, in full (highlighted when it is
+code or JSON), with actions to copy it, save it to a file, and restore it into the context."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from textual.highlight import highlight
 from textual.widgets import Button, Input, Label, Static
 
 from xun.base.atomic import write_text_atomic
-from xun.context.reclaimed import ReclaimedToolResult
+from xun.context.reclaimed import ARGUMENTS, ReclaimedToolResult
 from xun.tui.format import TOKENS_PER_CHAR, one_line, tokens
 from xun.tui.screens.modal import Modal
 
@@ -58,7 +58,7 @@ _WHOLE_FILE = re.compile(r"^\[[^\n]*: lines 1-(\d+) of \1, the whole file\]\n")
 def file_content(record: ReclaimedToolResult, original: str) -> str | None:
     """The file itself when `original` is read_file's view of a whole file (its header and line numbers
     taken off), else None: what `s` saves, so a saved `.py` is the code and not the numbered view."""
-    if record.tool_name != "read_file":
+    if record.tool_name != "read_file" or record.kind == ARGUMENTS:
         return None
     match = _WHOLE_FILE.match(original)
     if match is None:
@@ -79,7 +79,8 @@ def suggested_name(record: ReclaimedToolResult, language: str | None, original: 
         except (ValueError, AttributeError):
             path = ""
         extension = Path(path).suffix or ".txt"
-    return f"{record.tool_name or 'result'}-{record.tool_call_id[-8:]}{extension}"
+    what = "-arguments" if record.kind == ARGUMENTS else ""
+    return f"{record.tool_name or 'result'}-{record.call_id[-8:]}{what}{extension}"
 
 
 class InspectorScreen(Modal[str | None]):
@@ -106,7 +107,8 @@ class InspectorScreen(Modal[str | None]):
     def compose(self) -> ComposeResult:
         record = self.record
         with Vertical(id="inspector-box") as box:
-            box.border_title = f"{record.tool_name or 'tool result'} · {record.tool_call_id}"
+            what = f"{record.tool_name or 'tool'} call arguments" if record.kind == ARGUMENTS else record.tool_name or "tool result"
+            box.border_title = f"{what} · {record.tool_call_id}"
             box.border_subtitle = "c copy · s save · r restore · esc close"
             yield Label(Text(self.summary_line()), id="inspector-summary")
             with VerticalScroll(id="inspector-body"):
@@ -128,6 +130,8 @@ class InspectorScreen(Modal[str | None]):
         size = f"{len(self.original):,} chars (~{tokens(len(self.original) * TOKENS_PER_CHAR)} tokens)"
         kind = self.language or "text"
         gone = "" if self.restorable else " · summarised since (read only)"
+        if record.kind == ARGUMENTS:  # the original is the arguments themselves: no need to repeat their start
+            return f"the arguments of this call · {size} · {kind} · reclaimed {self.when}{gone}"
         return f"{one_line(record.arguments, 90)} · {size} · {kind} · reclaimed {self.when}{gone}"
 
     @property

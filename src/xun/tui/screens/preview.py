@@ -18,8 +18,9 @@ from textual.content import Content
 from textual.widgets import Button, Label, OptionList
 from textual.widgets.option_list import Option
 
-from xun.compact.breakdown import PLACEHOLDER_HEAD, ReclaimPreview
+from xun.compact.breakdown import PLACEHOLDER_HEAD, ReclaimPreview, arguments_reclaimed
 from xun.context.conversation import CompactionPlan, Conversation
+from xun.context.reclaimed import arguments_id
 from xun.context.messages import (
     RawOpenAIMessage,
     SystemPrompt,
@@ -44,7 +45,7 @@ class PreviewRow:
     tokens: int
     text: str
     reclaim: bool = False
-    """A reclaim would replace this tool result with its placeholder."""
+    """A reclaim would replace this tool result (or this message's calls' arguments) with its placeholder."""
     placeholder: bool = False
 
 
@@ -82,7 +83,7 @@ def _describe(message: object) -> tuple[str, str, bool]:
     calls = [str((c.get("function") or {}).get("name", "?")) for c in raw.get("tool_calls") or () if isinstance(c, dict)]
     if calls:
         text = (text + " " if text else "") + "→ " + ", ".join(calls)
-    return role, text, False
+    return role, text, any(arguments_reclaimed(c) for c in raw.get("tool_calls") or ())
 
 
 def preview_rows(conversation: Conversation, plan: CompactionPlan, reclaim: ReclaimPreview) -> list[PreviewRow]:
@@ -99,9 +100,13 @@ def preview_rows(conversation: Conversation, plan: CompactionPlan, reclaim: Recl
         else:
             fate = "keep"
         role, text, placeholder = _describe(message)
-        call_id = str(message.raw.get("tool_call_id", "")) if isinstance(message, RawOpenAIMessage) else ""
+        raw = message.raw if isinstance(message, RawOpenAIMessage) else {}
+        call_id = str(raw.get("tool_call_id", ""))
+        # a tool result, or a message whose calls' arguments, a reclaim would replace
+        keys = [call_id] if call_id else [arguments_id(str(c.get("id", ""))) for c in raw.get("tool_calls") or ()
+                                          if isinstance(c, dict)]
         rows.append(PreviewRow(index, fate, role, round(message_length(message) * ratio), text,
-                               reclaim=bool(call_id) and call_id in replaced, placeholder=placeholder))
+                               reclaim=any(key in replaced for key in keys), placeholder=placeholder))
     return rows
 
 
@@ -147,12 +152,13 @@ def reclaim_line(f: PreviewFigures) -> str:
     automatic = ""
     if a is not None and a.count > r.count:  # over the threshold the policy keeps fewer than F6
         automatic = (f" · over the threshold, the automatic reclaim before the next call keeps the newest {a.keep_max}: "
-                     f"{a.count} result{'s' if a.count != 1 else ''}, about {tokens(a.tokens_saved)} tokens")
+                     f"{a.what if a.arguments else f'{a.count} result' + ('s' if a.count != 1 else '')}, "
+                     f"about {tokens(a.tokens_saved)} tokens")
     if not r.count:
         return f"reclaim (F6): nothing to replace now: {r.why_nothing}{automatic}"
     cache = (f" · cache: the next call pays about {tokens(f.reclaim_cache_miss)} uncached, then "
              f"{tokens(r.tokens_saved)} less per call") if f.reclaim_cache_miss is not None else ""
-    return (f"reclaim (F6): {r.count} tool result{'s' if r.count != 1 else ''} older than the newest {r.keep_max} "
+    return (f"reclaim (F6): {r.what} older than the newest {r.keep_max} "
             f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed{cache}{automatic}")
 
 
@@ -160,7 +166,7 @@ def outlook_line(f: PreviewFigures) -> str:
     """What compaction would do now, in one line (for /context; F7 shows it message by message)."""
     r, a = f.reclaim, f.automatic
     if r.count:
-        reclaim = f"F6 would reclaim {r.count} tool result{'s' if r.count != 1 else ''} (about {tokens(r.tokens_saved)} tokens)"
+        reclaim = f"F6 would reclaim {r.what} (about {tokens(r.tokens_saved)} tokens)"
     else:
         reclaim = f"F6 would reclaim nothing ({r.why_nothing})"
     if a is not None and a.count > r.count:

@@ -19,6 +19,7 @@ PART_STYLES = {
     "user": "$success",
     "assistant": "$secondary",
     "tool_calls": "$warning-darken-2",
+    "call_placeholders": "$warning-darken-2 40%",
     "tool_results": "$warning",
     "placeholders": "$warning 40%",
     "other": "$error",

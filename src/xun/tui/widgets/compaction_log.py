@@ -15,6 +15,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import DataTable
 
+from xun.context.reclaimed import ARGUMENTS_SUFFIX
 from xun.tui.format import one_line, tokens
 
 KINDS = {
@@ -104,7 +105,10 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
     offload = None
     if kind == "reclaim":
         n = int(record.get("count", 0) or 0)
-        count = f"{n} result{'s' if n != 1 else ''}" if n else "nothing to reclaim"
+        arguments = int(record.get("arguments", 0) or 0)  # of n, calls' arguments (older records have none)
+        parts = [f"{n - arguments} result{'s' if n - arguments != 1 else ''}" if n > arguments else "",
+                 f"{arguments} call args" if arguments else ""]
+        count = ", ".join(filter(None, parts)) or "nothing to reclaim"
         reason = str(record.get("reason") or "")
     elif kind in ("summary", "emergency"):
         count = f"{int(record.get('condensed', 0) or 0)} summarised, {int(record.get('kept', 0) or 0)} kept"
@@ -115,7 +119,9 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         reason = str(record.get("why") or "")
         offload = shown_path(record.get("offload_path")) or None
     elif kind == "restore":
-        count = f"id …{str(record.get('id', ''))[-8:]}"
+        restored = str(record.get("id", ""))
+        call_id = restored.removesuffix(ARGUMENTS_SUFFIX)
+        count = f"id …{call_id[-8:]}" + (" args" if call_id != restored else "")
     elif kind == "rejected":
         then = {"retry": "asked once more", "extractive": "xun's extractive summary instead"}.get(str(record.get("next")), "")
         reason = str(record.get("reason", "")) + (f"; {then}" if then else "")

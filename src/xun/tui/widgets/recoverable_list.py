@@ -1,5 +1,6 @@
-"""The recoverable tool results: one row per reclaimed result (short id, tool, arguments, original
-size in tokens, when reclaimed), filtered by typing; Enter opens the inspector."""
+"""The recoverable tool results: one row per reclaimed result or call's arguments (tool, marked "args" for
+arguments; arguments; original size in tokens; when reclaimed; short id), filtered by typing; Enter opens
+the inspector."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input
 
-from xun.context.reclaimed import ReclaimedToolResult
+from xun.context.reclaimed import ARGUMENTS, ReclaimedToolResult
 from xun.tui.format import TOKENS_PER_CHAR, tokens
 from xun.tui.messages import OpenInspector
 from xun.tui.widgets.tool_block import call_subject
@@ -87,7 +88,8 @@ class RecoverableList(Vertical):
     def matches(self, record: ReclaimedToolResult, needle: str) -> bool:
         if not needle:
             return True
-        haystack = f"{record.tool_call_id} {record.tool_name} {record.arguments}".lower()
+        kind = "args arguments" if record.kind == ARGUMENTS else ""
+        haystack = f"{record.tool_call_id} {record.tool_name} {kind} {record.arguments}".lower()
         return all(word in haystack for word in needle.lower().split())
 
     def _refill(self) -> None:
@@ -104,13 +106,16 @@ class RecoverableList(Vertical):
                 continue
             gone = record.tool_call_id in self.summarised
             dim = "dim" if gone else ""
+            tool = Text(record.tool_name or "?", style=dim)
+            if record.kind == ARGUMENTS:  # the call's own arguments, not its result
+                tool.append(" args", style="italic dim" if gone else "italic")
             table.add_row(
-                Text(record.tool_name or "?", style=dim),
+                tool,
                 Text(call_subject(record.arguments, 28), style=dim),
                 Text(tokens(record.chars * ratio), justify="right", style=dim),
                 Text("summarised" if gone else self._clock(record.reclaimed_at) if record.reclaimed_at else "—",
                      style="italic dim" if gone else ""),
-                Text(short_id(record.tool_call_id), style="dim"),
+                Text(short_id(record.call_id), style="dim"),
                 key=record.tool_call_id,
             )
             self.shown.append(record.tool_call_id)
