@@ -91,4 +91,4 @@ class StepPlanner:
     def task(self) -> str:
         if self.tool == "run_command":
             return f"Append the numbers 1 to {self.steps} to steps.txt, one run_command call per number."
-        return f"Write the files step1.txt to step{self.steps}.txt, one write_file call per file."
+        return f"Write the files stepK.txt for K = 1 to {self.steps}, one write_file call per file."

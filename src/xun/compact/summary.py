@@ -163,7 +163,8 @@ def worthwhile_keep(conversation: Conversation, keep: int) -> int | None:
     frame = 0 if isinstance(system, SystemPrompt) and system.is_compressed else len(COMPACTED_SYSTEM_PROMPT)
     while True:
         plan = conversation.plan_compaction(keep)
-        if not plan.nothing_to_condense and plan.estimated_length_before - plan.estimated_length_after >= frame + WORTHWHILE_CHARS:
+        gain = plan.estimated_length_before - plan.estimated_length_after + plan.framing_chars
+        if not plan.nothing_to_condense and gain >= frame + WORTHWHILE_CHARS:
             return keep
         if keep <= 1:
             return None
@@ -361,10 +362,10 @@ async def compact_conversation(
         return plan.estimated_length_after - (message_length(system) if system else 0) + message_length(new)
 
     def shrinks(text: str) -> bool:
-        return length_after(text) < plan.estimated_length_before
+        return length_after(text) - plan.framing_chars < plan.estimated_length_before
 
     # what a summary may add to the earlier one (which it updates, never drops) and still shrink the context
-    room = plan.estimated_length_before - length_after(system.content if system is not None and system.is_compressed else "")
+    room = plan.estimated_length_before + plan.framing_chars - length_after(system.content if system is not None and system.is_compressed else "")
     smallest = round(MIN_SUMMARY_TOKENS / max(conversation.tokens_per_char, 0.05))
     if room < smallest:  # no model call for a summary that cannot be both useful and shorter
         written = _Written(None, error=f"too little to condense: a useful summary (at least {smallest} characters) is "

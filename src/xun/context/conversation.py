@@ -121,7 +121,8 @@ class CompactionPlan:
     """What a summary would do now: messages[1:cut_index] condensed, `kept` the new tail.
 
     `condensed` is what the summarizer is shown (the system message first, when there is one);
-    Lengths are in characters, the framing of the messages that leave counted at the calibrated ratio.
+    Lengths are in characters; `framing_chars` is what the leaving messages' framing (MESSAGE_TOKENS
+    each) is worth in characters at the calibrated ratio, which the lengths leave out.
     `carried_user` is the turn's prompt (the last user message not written by the agent) when it lies
     before the cut and is carried to the head of the tail. `turn_rounds` counts the tool calls of that
     turn the cut condenses (they go into the turn ledger). Lengths are estimated characters;
@@ -141,6 +142,7 @@ class CompactionPlan:
     turn_rounds: int = 0
     ledger: TurnLedger | None = None
     """The turn ledger the new summary frame carries (its growth is in `estimated_length_after`)."""
+    framing_chars: int = 0
 
     @property
     def nothing_to_condense(self) -> bool:
@@ -848,10 +850,10 @@ class Conversation:
         if carried is not None:
             after += messages.counted_length(anchor, anchor + 1)
         # each message also costs its framing (MESSAGE_TOKENS), which a long turn's small rounds are mostly made of
-        after -= round(MESSAGE_TOKENS / max(self.tokens_per_char, 0.05)) * max(cut - first - (carried is not None), 0)
-        turn_start = anchor if carried is not None else -1
+        framing = round(MESSAGE_TOKENS / max(self.tokens_per_char, 0.05)) * max(cut - first - (carried is not None), 0)
+        turn_start = anchor if carried is not None and self.turn_in_progress() else -1
         turn_rounds = 0
-        if carried is not None:
+        if turn_start >= 0:
             turn_rounds = sum(len(m.raw.get("tool_calls") or ()) for m in messages[anchor + 1:cut] if isinstance(m, RawOpenAIMessage))
         ledger = self._turn_ledger(anchor, turn_start, cut) if first <= cut else None
         system = self._system()
@@ -869,7 +871,18 @@ class Conversation:
             turn_start=turn_start,
             turn_rounds=turn_rounds,
             ledger=ledger,
+            framing_chars=framing,
         )
+
+    def turn_in_progress(self) -> bool:
+        """Whether the newest turn is unfinished: its last message is a prompt, a tool call or a tool result,
+        not the model's final reply. Only such a turn gets a ledger: a finished one is summarised whole."""
+        if not self._messages:
+            return False
+        last = self._messages[-1]
+        if isinstance(last, UserMessage):
+            return True
+        return isinstance(last, RawOpenAIMessage) and (last.raw.get("role") == "tool" or bool(last.raw.get("tool_calls")))
 
     def _turn_ledger(self, anchor: int, turn_start: int, cut: int) -> TurnLedger | None:
         """The ledger the new summary frame carries: the current one extended by the calls of the
