@@ -15,7 +15,8 @@ The `xun` launched is this tree's (`PYTHONPATH` is set in the command; `python3 
 `xun` command). Its bytecode is written first (`compileall`), as an installed package has it:
 `PYTHONDONTWRITEBYTECODE` would otherwise make every run compile xun anew (about 50 ms). The tmux server
 is a private one (its own socket), so other tmux sessions are not touched.
-Options: --runs N (each, default 9), --rounds N (of the resumed session, default 12500), --only NAME.
+Options: --runs N (each, default 9), --rounds N (of the resumed session, default 12500), --only NAME,
+--src DIR (the xun source tree to launch, e.g. an older commit's for a comparison; default this checkout's).
 """
 
 from __future__ import annotations
@@ -70,10 +71,10 @@ def time_to_marker(command: str, marker: str, cwd: Path, timeout: float = 20.0) 
         tmux("kill-session", "-t", name)
 
 
-def xun_command(*args: str) -> tuple[str, str]:
-    """The command line that launches this tree's xun, and how (the `xun` command or `python3 -m xun`)."""
+def xun_command(src: Path, *args: str) -> tuple[str, str]:
+    """The command line that launches the xun in `src`, and how (the `xun` command or `python3 -m xun`)."""
     launcher = ["xun"] if shutil.which("xun") else [sys.executable, "-m", "xun"]
-    line = f"PYTHONPATH={shlex.quote(str(SRC))} " + " ".join(shlex.quote(a) for a in [*launcher, *args])
+    line = f"PYTHONPATH={shlex.quote(str(src))} " + " ".join(shlex.quote(a) for a in [*launcher, *args])
     return line, " ".join(launcher)
 
 
@@ -103,10 +104,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--rounds", type=int, default=12_500)
     parser.add_argument("--only", choices=("first_frame_terminal", "resume_50000"))
+    parser.add_argument("--src", type=Path, default=SRC)
     args = parser.parse_args()
+    src = args.src.resolve()
     if not shutil.which("tmux"):
         raise SystemExit("tmux is needed (apt-get install tmux)")
-    compileall.compile_dir(str(SRC), quiet=1)
+    compileall.compile_dir(str(src), quiet=1)
     with tempfile.TemporaryDirectory(prefix="bench-first-frame-") as folder:
         root = Path(folder)
         minimal_app = root / "minimal_textual_app.py"
@@ -117,25 +120,25 @@ def main() -> None:
             if args.only in (None, "first_frame_terminal"):
                 empty = root / "empty"
                 empty.mkdir()
-                command, launcher = xun_command("--offline")
+                command, launcher = xun_command(src, "--offline")
                 xun, base = interleaved(args.runs, (command, "context", empty), minimal)
                 ratio = statistics.median(xun) / statistics.median(base)
                 emit("first_frame_terminal", seconds_median=round(statistics.median(xun), 3),
                      minimal_textual_median=round(statistics.median(base), 3), ratio_to_minimal=round(ratio, 2),
                      seconds=[round(t, 3) for t in xun], minimal_seconds=[round(t, 3) for t in base],
-                     launcher=launcher, runs=args.runs, load_average=os.getloadavg()[0], target_ratio=1.3,
+                     launcher=launcher, src=str(src), runs=args.runs, load_average=os.getloadavg()[0], target_ratio=1.3,
                      ok=ratio <= 1.3)
             if args.only in (None, "resume_50000"):
                 big = root / "big"
                 big.mkdir()
                 ident, newest = big_session(big, args.rounds)
                 size = (big / ".xun" / "sessions" / f"{ident}.json").stat().st_size
-                command, launcher = xun_command("--offline", "--resume")
+                command, launcher = xun_command(src, "--offline", "--resume")
                 resume, base = interleaved(args.runs, (command, newest, big), minimal)
                 emit("resume_50000", seconds_median=round(statistics.median(resume), 3),
                      seconds_max=round(max(resume), 3), minimal_textual_median=round(statistics.median(base), 3),
                      ratio_to_minimal=round(statistics.median(resume) / statistics.median(base), 2),
-                     messages=4 * args.rounds, session_bytes=size, launcher=launcher, runs=args.runs,
+                     messages=4 * args.rounds, session_bytes=size, launcher=launcher, src=str(src), runs=args.runs,
                      load_average=os.getloadavg()[0], target_seconds=0.5, ok=statistics.median(resume) <= 0.5)
         finally:
             tmux("kill-server")
