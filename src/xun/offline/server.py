@@ -66,7 +66,7 @@ def demo_cache_ttl(environ: Mapping[str, str]) -> float | None:
     """The prompt cache of the demo server `xun` starts itself: `$XUN_OFFLINE_CACHE_TTL` seconds (0: none),
     else `DEMO_CACHE_TTL`."""
     text = environ.get(CACHE_TTL_ENV, "").strip()
-    return _env_cache_ttl(text) or None if text else DEMO_CACHE_TTL
+    return (_env_cache_ttl(text) or None) if text else DEMO_CACHE_TTL
 
 
 def resolve_loopback(host: str) -> tuple[int, str]:
