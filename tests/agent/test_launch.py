@@ -19,6 +19,28 @@ def test_no_key_starts_the_offline_demo_server(tmp_path):
     assert session.offline_server is None  # closed
 
 
+async def test_the_offline_demo_server_simulates_a_prompt_cache_by_default(tmp_path, monkeypatch):
+    """A newcomer sees the cache share on the gauge without configuring anything: the second call of a
+    session reports the prefix it shares with the first as cached, over real HTTP."""
+    monkeypatch.delenv("XUN_OFFLINE_CACHE_TTL", raising=False)
+    with open_session(tmp_path, environ={}) as session:
+        assert session.offline_server.prefix_cache is not None
+        await session.agent.run("hello")
+        await session.agent.run("and again")
+        record = session.conversation.prompt_cache
+        assert record.last_cached is not None and record.last_cached > 0
+        assert 0 < session.conversation.prompt_cache.last_hit_share < 1
+
+
+def test_xun_offline_cache_ttl_zero_turns_the_demo_cache_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("XUN_OFFLINE_CACHE_TTL", "0")
+    with open_session(tmp_path, environ={}) as session:
+        assert session.offline_server.prefix_cache is None
+    monkeypatch.setenv("XUN_OFFLINE_CACHE_TTL", "60")
+    with open_session(tmp_path, environ={}) as session:
+        assert session.offline_server.prefix_cache.ttl == 60
+
+
 def test_a_key_means_the_configured_provider(tmp_path):
     with open_session(tmp_path, environ={"OPENAI_API_KEY": "sk-test-123"}) as session:
         assert not session.offline and session.config.provider.base_url is None

@@ -11,7 +11,7 @@ import pytest
 from xun.base import atomic
 from xun.context.conversation import FORMAT_VERSION, Conversation, SessionFormatError
 from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage
-from xun.context.sessions import STALE_TEMP_SECONDS, SessionStore, check_session_id
+from xun.context.sessions import LATEST, STALE_TEMP_SECONDS, SessionStore, check_session_id
 
 from .builders import long_conversation, tool_round
 
@@ -197,6 +197,52 @@ def test_store_lists_newest_first_and_loads_latest(tmp_path, monkeypatch):
     (store.root / "junk.json").write_text("{not json")
     assert len(store.list()) == 3
     assert store.unreadable()[0][0].name == "junk.json"
+
+
+def test_resume_latest_reads_only_the_opening_of_each_session_file(tmp_path, monkeypatch):
+    """`--resume` finds the newest session by the save time at the start of each file, without parsing
+    every session's messages (a 50,000-message session took most of a second each); the order is the
+    one `xun sessions` shows."""
+    import xun.context.sessions as sessions
+
+    monkeypatch.delenv("XUN_HOME", raising=False)
+    store = SessionStore(tmp_path)
+    ids = []
+    for n in range(3):
+        c = store.new()
+        for i in range(50):
+            c.add_user_message(f"session {n} prompt {i}")
+        store.save(c)
+        ids.append(c.conversation_id)
+        time.sleep(0.01)
+    assert [i.conversation_id for i in store.list()] == ids[::-1]
+    read = []
+    real_read_head = sessions._read_head
+    monkeypatch.setattr(sessions, "_read_head", lambda path: read.append(path) or real_read_head(path))
+    latest = SessionStore(tmp_path).open(LATEST, read_only=True)
+    assert latest.conversation_id == ids[-1] and read == []
+
+
+def test_resume_latest_passes_over_a_newest_session_whose_messages_cannot_be_read(tmp_path, monkeypatch):
+    """As `xun sessions` does: a file whose session part is damaged is not the newest session; one whose
+    archive alone is damaged is, and its error is raised (tests/reliability/test_bad_files.py)."""
+    monkeypatch.delenv("XUN_HOME", raising=False)
+    store = SessionStore(tmp_path)
+    older = store.new()
+    older.add_user_message("the older one")
+    store.save(older)
+    time.sleep(0.01)
+    newer = store.new()
+    newer.add_user_message("the newer one")
+    path = store.save(newer)
+    text = path.read_text()
+    path.write_text(text.replace('"the newer one"', '"the newer one'))  # the messages are no longer JSON
+    again = SessionStore(tmp_path)
+    assert [i.conversation_id for i in again.list()] == [older.conversation_id]
+    resumed = again.open(LATEST)
+    assert resumed.conversation_id == older.conversation_id
+    assert set(again._locks) == {older.conversation_id}  # the damaged one's lock was let go
+    again.unlock()
 
 
 def test_xun_home_replaces_dot_xun(tmp_path, monkeypatch):

@@ -164,6 +164,45 @@ async def test_a_resumed_transcript_is_shown_while_the_rest_of_the_session_opens
             app.opened_session.close()
 
 
+async def test_the_rest_of_a_resumed_session_opens_after_the_transcripts_frame(offline_server, tmp_path: Path):
+    """The opening thread's heavy part (the SDK's imports, the settings, the agent) waits until the frame
+    that shows the resumed transcript is drawn: run beside it, it took the interpreter's lock from that
+    frame half the time (a 50,000-message resume, tests/benchmarks/bench_first_frame.py)."""
+    from xun.agent.opener import SessionOpener
+    from xun.tui.widgets.user_block import UserBlock
+
+    with open_session(tmp_path, base_url=offline_server.base_url, environ={}) as first:
+        await first.agent.run("question 0")
+        first.save()
+        ident = first.conversation.conversation_id
+    seen: list[tuple[int, int]] = []
+
+    class WatchingOpener(SessionOpener):
+        def __call__(self):
+            seen.append((len(app.chat.query(UserBlock)), frames[0]))
+            return super().__call__()
+
+    app = XunApp(opener=WatchingOpener(tmp_path, resume=ident, base_url=offline_server.base_url, environ={}))
+    frames = [0]
+    real_display = app._display
+
+    def display(screen, renderable):
+        real_display(screen, renderable)
+        if renderable is not None and app.chat.query(UserBlock):
+            frames[0] += 1
+
+    app._display = display
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_until(pilot, lambda: app.session is not None, what="the session")
+            [(blocks, frames_drawn)] = seen
+            assert blocks == 1 and frames_drawn >= 1, seen
+            await pilot.press("ctrl+q")
+    finally:
+        if app.opened_session is not None:
+            app.opened_session.close()
+
+
 def test_run_opens_the_session_it_is_given_a_way_to_open_and_closes_it(tmp_path: Path):
     opened = []
 

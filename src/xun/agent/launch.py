@@ -108,9 +108,9 @@ def open_session(
         if not config.offload.enabled:
             conversation.offload_dir = None
         if offline or uses_offline_demo(config, environ):
-            from xun.offline import OfflineServer
+            from xun.offline.server import OfflineServer, demo_cache_ttl
 
-            server = OfflineServer(context_window=config.model.context_window)
+            server = OfflineServer(context_window=config.model.context_window, cache_ttl=demo_cache_ttl(os.environ))
             server.start()
             config.set_here("provider.base_url", server.base_url, "the offline demo server (no API key)")
             if config.source_of("model.name") == "default":

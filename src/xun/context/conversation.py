@@ -1138,9 +1138,10 @@ def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError])
         raise fail(f"a message is malformed ({exc!r})") from None
 
 
-def session_head(text: str) -> tuple[dict[str, Any], int] | None:
+def session_head(text: str, stop_after: str | None = None) -> tuple[dict[str, Any], int] | None:
     """Format 2's session but its archive, parsed key by key up to the archive, and where the archive
-    starts; None when `text` does not open as format 2 does. Does not check the archive."""
+    starts; None when `text` does not open as format 2 does. Does not check the archive. With
+    `stop_after`, only the keys up to that one (and where the next begins), None when it never comes."""
     layout = FORMAT_2_OPENING.match(text)
     if layout is None:
         return None
@@ -1154,6 +1155,8 @@ def session_head(text: str) -> tuple[dict[str, Any], int] | None:
             if key == "compacted_toolcalls":
                 return data, colon + 1
             data[key], position = _DECODER.raw_decode(text, colon + 1)
+            if key == stop_after:
+                return data, position
             if text[position] != ",":
                 return None
             position += 1

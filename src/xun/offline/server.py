@@ -17,7 +17,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -46,9 +46,27 @@ IDLE_TIMEOUT = 60.0
 """Seconds a connection may send nothing (a request half sent, an idle keep-alive) before it is closed:
 otherwise every such connection kept a thread forever."""
 CACHE_TTL_ENV = "XUN_OFFLINE_CACHE_TTL"
-"""Seconds of the simulated prompt cache of an in-process server created without `cache_ttl`."""
+"""Seconds of the simulated prompt cache of an in-process server created without `cache_ttl`; for the
+server `xun` starts itself, 0 turns its cache off."""
+DEMO_CACHE_TTL = 300.0
+"""Seconds of the simulated prompt cache of the demo server `xun` starts itself (a provider's cache lives
+about five minutes): a newcomer sees the cache share and the cache-aware policy without configuring it."""
 MODEL_CREATED = 1_735_689_600  # 2025-01-01, fixed so /v1/models is deterministic
 MODEL_DESCRIPTION = "xun-offline: a deterministic scripted demo model served by xun (not an LLM)."
+
+
+def _env_cache_ttl(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"${CACHE_TTL_ENV} should be a number of seconds, not {text!r}") from None
+
+
+def demo_cache_ttl(environ: Mapping[str, str]) -> float | None:
+    """The prompt cache of the demo server `xun` starts itself: `$XUN_OFFLINE_CACHE_TTL` seconds (0: none),
+    else `DEMO_CACHE_TTL`."""
+    text = environ.get(CACHE_TTL_ENV, "").strip()
+    return (_env_cache_ttl(text) or None) if text else DEMO_CACHE_TTL
 
 
 def resolve_loopback(host: str) -> tuple[int, str]:
@@ -547,10 +565,7 @@ class OfflineServer:
         self.prompt_sizes: list[int] = []
         """The prompt tokens of every chat-completion request received, in order (what tests check)."""
         if cache_ttl is None and os.environ.get(CACHE_TTL_ENV):  # like the faults: for the server `xun` starts itself
-            try:
-                cache_ttl = float(os.environ[CACHE_TTL_ENV])
-            except ValueError:
-                raise ValueError(f"${CACHE_TTL_ENV} should be a number of seconds, not {os.environ[CACHE_TTL_ENV]!r}") from None
+            cache_ttl = _env_cache_ttl(os.environ[CACHE_TTL_ENV]) or None  # 0: no cache
         self.prefix_cache = PrefixCache(cache_ttl, clock or time.monotonic) if cache_ttl is not None else None
         """The simulated prompt cache (`--cache-ttl`); `clock` lets tests and benchmarks move time."""
         self.cached_sizes: list[int] = []

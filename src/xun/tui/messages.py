@@ -13,6 +13,7 @@ app's handlers update the panes. Two kinds arrive at a high rate while a reply s
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +38,13 @@ class SessionOpened(Message):
 @dataclass
 class TranscriptLoaded(Message):
     """A resumed conversation is read; the settings and the agent are still loading (posted from the opening
-    thread, before `SessionOpened`, so the transcript shows sooner)."""
+    thread, before `SessionOpened`, so the transcript shows sooner). `items` is its transcript, walked in
+    that thread too: tens of thousands of messages are a tenth of a second the event loop need not spend."""
 
     conversation: Conversation
+    items: list[Any]
+    drawn: threading.Event
+    """Set after the frame that shows it: the opening thread goes on then."""
 
 
 @dataclass

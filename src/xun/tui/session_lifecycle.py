@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 
 QUIT_AGAIN_WITHIN = 2.0
 """Seconds within which a second Ctrl+C quits."""
+TRANSCRIPT_FRAME_WAIT = 2.0
+"""Seconds the opening thread waits at most for the frame that shows a resumed transcript."""
 
 
 class SessionLifecycle:
@@ -37,7 +40,11 @@ class SessionLifecycle:
         assert self._opener is not None
         try:
             if isinstance(self._opener, SessionOpener) and (conversation := self._opener.conversation()) is not None:
-                self.post_message(m.TranscriptLoaded(conversation))
+                drawn = threading.Event()
+                self.post_message(m.TranscriptLoaded(conversation, transcript(conversation).items, drawn))
+                # the rest (the SDK's imports, the settings) waits for the transcript's frame: run beside it, it
+                # took the interpreter's lock from that frame's mounting and layout half the time
+                drawn.wait(TRANSCRIPT_FRAME_WAIT)
             session = self._opener()
         except Exception as exc:  # noqa: BLE001 - the app exits and `run()` raises it, as the command line would
             self.post_message(m.SessionOpenFailed(exc))
@@ -47,11 +54,14 @@ class SessionLifecycle:
 
     async def on_transcript_loaded(self, message: m.TranscriptLoaded) -> None:
         """The chat shows the resumed transcript before the session is ready (prompts typed meanwhile wait)."""
-        if self.session is not None:
-            return  # a reopening (after a trust answer): the session's conversation is shown already
-        self.header.set_session(message.conversation.conversation_id)
-        await self.chat.show_transcript(transcript(message.conversation).items)
-        self._transcript_shown = message.conversation
+        try:
+            if self.session is not None:
+                return  # a reopening (after a trust answer): the session's conversation is shown already
+            self.header.set_session(message.conversation.conversation_id)
+            await self.chat.show_transcript(message.items)
+            self._transcript_shown = message.conversation
+        finally:
+            self.call_after_refresh(message.drawn.set)
 
     async def on_session_opened(self, message: m.SessionOpened) -> None:
         self._attach(message.session)

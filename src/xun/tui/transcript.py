@@ -118,28 +118,36 @@ def transcript(conversation: Conversation) -> Transcript:
                                             event.summary_message, event.time))
         if not conversation.summarizations:
             result.items.append(SummaryItem(0, 0, None, first.content))
+    # one walk of tens of thousands of messages on a resume: the exact class first, the costly calls only
+    # where needed (a reply's reasoning, content that is not plain text)
+    raw_class = RawOpenAIMessage
     results: dict[str, str] = {}
     for message in messages:
-        if type(message) is RawOpenAIMessage and message.raw.get("role") == "tool":
-            results[str(message.raw.get("tool_call_id", ""))] = content_text(message.raw.get("content"))
+        if message.__class__ is raw_class and (raw := message.raw).get("role") == "tool":
+            content = raw.get("content")
+            results[str(raw.get("tool_call_id", ""))] = content if content.__class__ is str else content_text(content)
+    append = result.items.append
     for index, message in enumerate(messages):
-        if isinstance(message, UserMessage):
-            result.items.append(UserItem(message.text, index))
-        elif type(message) is RawOpenAIMessage and message.raw.get("role") == "assistant":
+        if message.__class__ is raw_class:
             raw = message.raw
-            text = content_text(raw.get("content"))
-            reasoning = reasoning_of(raw)
+            if raw.get("role") != "assistant":
+                continue
+            content = raw.get("content")
+            text = content if content.__class__ is str else content_text(content)
+            reasoning = reasoning_of(raw) if "reasoning_content" in raw or "reasoning" in raw else ""
             if text or reasoning:
-                result.items.append(AssistantItem(text, reasoning, index))
+                append(AssistantItem(text, reasoning, index))
             for call in raw.get("tool_calls") or ():
                 call_id = str(call.get("id", ""))
                 function = call.get("function") or {}
                 output = results.get(call_id)
                 reclaimed = output is not None and output.startswith(PLACEHOLDER_HEAD)
-                result.items.append(ToolItem(
+                append(ToolItem(
                     call_id, str(function.get("name", "")), str(function.get("arguments", "")), output,
                     None if reclaimed or output is None else len(output), reclaimed, index,
                 ))
+        elif isinstance(message, UserMessage):
+            append(UserItem(message.text, index))
     return result
 
 
