@@ -68,7 +68,9 @@ from xun.agent.window import (
 
 PROJECT_INSTRUCTION_FILES = ("AGENTS.md", "Agents.md", "agents.md")
 PROJECT_SECTION = "AGENTS.md"
-DEFAULT_MAX_ITERATIONS = 50
+DEFAULT_MAX_ITERATIONS = 500
+"""Model calls in one turn before it stops: long turns (hundreds of tool rounds) are what compaction is for
+(xun-agent 1.4.3 allows 512)."""
 CANCELLED_TOOL_RESULT = "[Cancelled] The user cancelled the turn before this tool call finished."
 CANCELLED_REPLY_MARK = "\n\n[cancelled by the user]"
 """Ends a reply cut short by a cancel: what streamed is kept, and the model (and the user) see why it stops."""
