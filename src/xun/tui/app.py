@@ -129,6 +129,8 @@ class XunApp(
         self._turn_prompt: str | None = None
         """The prompt of the turn now running (None for /retry), given back if it is cancelled unsent."""
         self._last_ctrl_c = 0.0
+        self.quitting = False
+        """Ctrl+Q (or Ctrl+C twice) was pressed: the running work winds down, the session is saved, the app exits."""
         self._pending_divider: SummaryDivider | None = None
         self._pending_focus: str | None = None
         self._consent_declined = False

@@ -79,7 +79,7 @@ class SlashCommands:
         elif name == "/help":
             self.action_help()
         elif name == "/quit":
-            await self.action_quit_saving()
+            self.action_quit_saving()
 
     async def send_prompt(self, text: str) -> None:
         if self.busy is not None:

@@ -1,0 +1,61 @@
+"""Quitting from every state is clean (exit 0, the session saved); nothing typed ahead is lost."""
+
+from __future__ import annotations
+
+from textual.messages import ExitApp
+
+from xun.tui.app import XunApp
+from xun.tui.screens.confirm import ConfirmScreen
+
+from .helpers import submit, wait_until
+from .terminal import terminal  # noqa: F401 - a fixture
+
+
+async def quit_and_wait(pilot, seen: list, *keys: str) -> None:
+    """Press the quit keys, then wait until the app handles its exit (what was queued before it is handled
+    by then; the old quit let the cancelled turn post its last events after it, onto unmounted panes)."""
+    await pilot.press(*keys)
+    await wait_until(pilot, lambda: any(isinstance(message, ExitApp) for message in seen), what="the exit")
+
+
+async def test_ctrl_q_while_a_reply_streams_exits_cleanly(offline_server_factory, session_factory):
+    server = offline_server_factory(tokens_per_second=200)
+    session = session_factory(server)
+    app = XunApp(session)
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "write 5000 tokens")
+        await wait_until(pilot, lambda: app.chat.reply is not None and len(app.chat.reply.text) > 40, what="streaming")
+        await quit_and_wait(pilot, seen, "ctrl+q")
+    assert app.return_code == 0
+    assert app.saved
+    assert session.store.path_for(session.conversation.conversation_id).exists()
+
+
+async def test_ctrl_c_twice_while_a_confirmation_is_open_exits_cleanly(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "run `touch never`")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await quit_and_wait(pilot, seen, "ctrl+c", "ctrl+c")
+    assert app.return_code == 0
+    assert app.saved
+
+
+def ready(screen: str) -> bool:
+    return "% of the threshold" in screen and "Ask the agent" in screen
+
+
+def test_ctrl_q_while_a_reply_streams_in_a_real_terminal_exits_0_and_saves(terminal):
+    term = terminal(env={"XUN_OFFLINE_FAULTS": "slow:0.3@1"})  # the first reply streams slowly
+    term.wait_for(ready, what="the app")
+    term.type("write 5000 tokens")
+    term.wait_for(lambda s: "write 5000 tokens" in s, what="the typed prompt")
+    term.keys("Enter")
+    term.wait_for(lambda s: "streaming…" in s, what="the reply streaming")
+    term.keys("C-q")
+    assert term.wait_exit() == 0, term.screen()
+    screen = term.screen()
+    assert "Error" not in screen and "saved; continue it with: xun --resume" in screen, screen
+    assert list((term.workdir / ".xun" / "sessions").glob("*.json"))
