@@ -303,6 +303,19 @@ class EngineHandlers:
         self.header.status = "waiting for you"
         self.push_screen(screen, answered)
 
+    def _why_summary_now(self) -> str:
+        """What is true when the policy asks: it asks after reclaiming old tool results, so the context may
+        be back under the threshold yet above what a summary aims for (ESCALATION_RATIO of it)."""
+        from xun.compact.policy import ESCALATION_RATIO
+
+        now, threshold = self.agent.request_tokens(), self.agent.threshold
+        figures = f"{tokens(now)} / {tokens(threshold)}"
+        if now > threshold:
+            return f"The context is over the threshold ({figures})."
+        return (f"The context passed the threshold; with old tool results reclaimed it is at {figures}, still above "
+                f"the {tokens(int(threshold * ESCALATION_RATIO))} ({ESCALATION_RATIO:.0%} of the threshold) "
+                "that automatic compaction brings it under.")
+
     def on_typed_aside(self, message: m.TypedAside) -> None:
         self.prompt.insert(message.text)
 
@@ -319,8 +332,7 @@ class EngineHandlers:
         settings = self.session.config.auto_compact
         plan = c.plan_compaction(settings.summary_keep_max)
         keep_text = "" if plan.nothing_to_condense else f"{plan.condensed_count} messages summarised, {len(plan.kept)} kept"
-        figures = f"{tokens(self.agent.request_tokens())} / {tokens(self.agent.threshold)}"
-        screen = ConsentScreen(figures, settings.ask_timeout, keep_text=keep_text)
+        screen = ConsentScreen(self._why_summary_now(), settings.ask_timeout, keep_text=keep_text)
 
         def answered(choice: str | None) -> None:
             if screen in self._open_asks:

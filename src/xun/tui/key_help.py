@@ -106,7 +106,8 @@ class KeysAndHelp:
                 ("1-5 / Enter", "show one of the five largest messages in the chat"),
             ]),
             ("MCP servers (/mcp)", [("r", "restart the highlighted server (after it failed, or a disabled one)")]),
-            ("Confirmations", [("a / s / d", "allow once · allow for this session · deny")]),
+            # the keys of `xun.agent.tools.CONFIRM_KEYS` (not imported: the help is built before the engine loads)
+            ("Confirmations", [("y / s / n", "allow once · allow for this session · deny")]),
             ("Ask mode (auto_compact.mode = \"ask\")", [
                 ("y / n / o", "summarise now · not now · turn automatic summaries off for this session"),
             ]),
