@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from textual.messages import ExitApp
 
+from xun.context.messages import UserMessage
 from xun.tui.app import XunApp
+from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.screens.confirm import ConfirmScreen
 
 from .helpers import submit, wait_until
@@ -59,3 +61,43 @@ def test_ctrl_q_while_a_reply_streams_in_a_real_terminal_exits_0_and_saves(termi
     screen = term.screen()
     assert "Error" not in screen and "saved; continue it with: xun --resume" in screen, screen
     assert list((term.workdir / ".xun" / "sessions").glob("*.json"))
+
+
+async def test_prompts_typed_in_one_burst_are_queued_and_sent_in_order(offline_server_factory, session_factory,
+                                                                      tmp_path):
+    for i in (1, 2, 3):
+        (tmp_path / f"mod{i}.py").write_text(f"x = {i}\n")
+    server = offline_server_factory(faults="slow:1@1")  # the first turn is still running while the rest is typed
+    app = XunApp(session_factory(server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.prompt.focus()
+        for line in ("read mod1.py", "read mod2.py", "read mod3.py"):
+            await pilot.press(*line, "enter")
+        assert app.busy == "turn"
+        assert [text for text, _ in app.queued_prompts] == ["read mod2.py", "read mod3.py"]
+        assert app.prompt.text == "", "nothing typed is left half-sent in the input"
+        notices = [block.text for block in app.chat.query(NoticeBlock)]
+        assert any(text.startswith("queued: read mod3.py") for text in notices), notices
+        await wait_until(pilot, lambda: app.finished_work == 3 and app.busy is None, timeout=30, what="three turns")
+        prompts = [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)]
+        assert prompts == ["read mod1.py", "read mod2.py", "read mod3.py"]
+        assert not app.queued_prompts
+        assert not [b for b in app.chat.query(NoticeBlock) if b.text.startswith("queued:")], "sent: no longer queued"
+
+
+async def test_escape_takes_the_queued_prompts_back_into_the_input(offline_server_factory, session_factory):
+    server = offline_server_factory(faults="slow:0.3@1")
+    app = XunApp(session_factory(server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.prompt.focus()
+        await pilot.press(*"write 500 tokens", "enter")
+        await pilot.press(*"second", "enter")
+        await pilot.press(*"//third", "enter")
+        assert [text for text, _ in app.queued_prompts] == ["second", "/third"]
+        await pilot.press(*"typing")
+        await wait_until(pilot, lambda: app.chat.reply is not None and app.chat.reply.text, what="the reply")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.busy is None, what="the cancel")
+        assert app.prompt.text == "second\n//third\ntyping"
+        assert not app.queued_prompts
+        assert [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)] == ["write 500 tokens"]

@@ -186,6 +186,7 @@ class AppActions:
         if self.busy is None:
             return
         kind, started = self.busy, self._work_started
+        self._queue_held = True
         self.workers.cancel_group(self, "agent")
         self.workers.cancel_group(self, "compaction")
         if not started:  # cancelled before its first step (Enter and Esc in one burst of keys): the worker

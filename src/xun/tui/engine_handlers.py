@@ -169,6 +169,8 @@ class EngineHandlers:
                 self.notify(f"compaction {verb}: {event.reason}", severity="warning")
 
     async def on_turn_ended(self, message: m.TurnEnded) -> None:
+        if message.status in ("cancelled", "error"):
+            self._queue_held = True
         if message.status == "cancelled":
             if message.restored_prompt is not None:
                 await self.chat.remove_from_last_user(inclusive=True)
@@ -221,6 +223,11 @@ class EngineHandlers:
                 changed(message.kind)
         self.finished_work += 1
         self.save_session()
+        held, self._queue_held = self._queue_held, False
+        if held:
+            await self.take_back_queued()
+        else:
+            await self.send_queued()
 
     def _refresh_gauge(self) -> None:
         conversation = self.conversation

@@ -74,6 +74,7 @@ class KeysAndHelp:
                 ("Up / Down", "earlier and later prompts (from the first or last line)"),
                 ("Tab", "complete the slash command"),
                 ("//text", "send a prompt that starts with a slash"),
+                ("Enter while busy", "queue the prompt: it goes out when the turn is over (Esc takes it back)"),
             ]),
             ("The chat (Shift+Tab from the prompt; PgUp and PgDn scroll it from the prompt too)", [
                 ("[ / ]", "select the previous / next block (a prompt, a reply, a tool call, a divider)"),
