@@ -101,3 +101,31 @@ async def test_escape_takes_the_queued_prompts_back_into_the_input(offline_serve
         assert app.prompt.text == "second\n//third\ntyping"
         assert not app.queued_prompts
         assert [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)] == ["write 500 tokens"]
+
+
+def test_a_large_bracketed_paste_from_a_real_terminal_is_one_marker_line(terminal):
+    """tmux, like a terminal, sends the pasted lines ended by CR; 40 lines (with a final newline) are 40."""
+    term = terminal(size=(120, 30))
+    term.wait_for(ready, what="the app")
+    term.paste("".join(f"pasted line {i}\n" for i in range(1, 41)))
+    screen = term.wait_for(lambda s: "[pasted" in s, what="the paste marker")
+    assert "[pasted 40 lines #1]" in screen, screen
+    assert "pasted line 2" not in screen
+
+
+async def test_a_paste_counts_lines_and_ctrl_u_twice_clears_a_long_prompt(offline_server, session_factory):
+    from textual import events
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.prompt.focus()
+        app.prompt.post_message(events.Paste("".join(f"line {i}\r" for i in range(40))))
+        await wait_until(pilot, lambda: app.prompt.text == "[pasted 40 lines #1]", what="the marker")
+        await pilot.press("ctrl+u")
+        assert app.prompt.text == ""
+        await pilot.press(*"first", "shift+enter", *"second", "shift+enter", *"third")
+        assert app.prompt.text == "first\nsecond\nthird"
+        await pilot.press("ctrl+u")
+        assert app.prompt.text == "first\nsecond\n", "the first Ctrl+U deletes to the start of the line"
+        await pilot.press("ctrl+u")
+        assert app.prompt.text == "", "at the start of a line it clears the whole prompt"

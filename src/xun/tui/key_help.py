@@ -73,6 +73,7 @@ class KeysAndHelp:
                 ("Shift+Enter / Ctrl+J", "new line"),
                 ("Up / Down", "earlier and later prompts (from the first or last line)"),
                 ("Tab", "complete the slash command"),
+                ("Ctrl+U", "delete to the start of the line; at its start (Ctrl+U twice), clear the whole prompt"),
                 ("//text", "send a prompt that starts with a slash"),
                 ("Enter while busy", "queue the prompt: it goes out when the turn is over (Esc takes it back)"),
             ]),
