@@ -129,3 +129,12 @@ async def test_a_paste_counts_lines_and_ctrl_u_twice_clears_a_long_prompt(offlin
         assert app.prompt.text == "first\nsecond\n", "the first Ctrl+U deletes to the start of the line"
         await pilot.press("ctrl+u")
         assert app.prompt.text == "", "at the start of a line it clears the whole prompt"
+
+
+async def test_the_palette_offers_cancel_only_while_something_runs(offline_server_factory, session_factory):
+    app = XunApp(session_factory(offline_server_factory(faults="slow:0.5@1")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        titles = lambda: {command.title for command in app.get_system_commands(app.screen)}  # noqa: E731
+        assert "Cancel the turn" not in titles()
+        await submit(pilot, "hello")
+        assert app.busy == "turn" and "Cancel the turn" in titles()

@@ -124,7 +124,8 @@ class KeysAndHelp:
         yield SystemCommand("Summarise now", "Summary compaction of older turns (F5, /compact)", self.action_compact)
         yield SystemCommand("Reclaim tool results", "Replace old tool results with placeholders (F6)", self.action_reclaim)
         yield SystemCommand("Recoverable results", "Focus the reclaimed tool results (F8)", self.action_focus_recoverable)
-        yield SystemCommand("Cancel the turn", "Stop the running turn (Esc)", self.action_cancel_turn)
+        if self.busy is not None:  # nothing to cancel otherwise
+            yield SystemCommand("Cancel the turn", "Stop the running turn (Esc)", self.action_cancel_turn)
         yield SystemCommand("Preview compaction", "What a summary and a reclaim would do now (F7, /compact preview)",
                             self.action_preview)
         yield SystemCommand("Recall", "Search what compaction took out of the context (F9, /recall)", self.action_recall)
