@@ -138,3 +138,22 @@ async def test_the_palette_offers_cancel_only_while_something_runs(offline_serve
         assert "Cancel the turn" not in titles()
         await submit(pilot, "hello")
         assert app.busy == "turn" and "Cancel the turn" in titles()
+
+
+async def test_a_manual_summary_that_leaves_the_context_over_the_threshold_says_so(offline_server, session_factory):
+    """Issue 25: after a huge reply F5 went 74.5k -> 61.8k (309% of the threshold) without a word."""
+    from .helpers import finish, turn
+
+    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=2000",
+                                 "auto_compact.summary_keep_max=2"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for i in range(3):
+            await turn(pilot, f"hello there {i}, " * 30)
+        await turn(pilot, "write 3000 tokens")
+        assert app.agent.request_tokens() > 2000
+        await finish(pilot, lambda: pilot.press("f5"))
+        assert app.conversation.summarizations
+        assert app.agent.request_tokens() > 2000, "the kept reply alone is over the threshold"
+        said = [b.text for b in app.chat.query(NoticeBlock) if "still over the threshold" in b.text]
+        assert len(said) == 1, [b.text for b in app.chat.query(NoticeBlock)]
+        assert "F6 reclaims" in said[0] and "/compact FOCUS" in said[0] and "2 messages it kept" in said[0]

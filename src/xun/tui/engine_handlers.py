@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage
 from xun.tui import messages as m
 from xun.tui.commands import as_typed
-from xun.tui.format import one_line, percent, tokens
+from xun.tui.format import counted, one_line, percent, tokens
 from xun.tui.widgets.summary_divider import SummaryDivider
 
 
@@ -153,6 +153,8 @@ class EngineHandlers:
             self._mark_summarised_results()
             self._refresh_gauge()
             self.gauge.add_point(self.agent.request_tokens())
+            if event.trigger == "manual":
+                await self._say_if_still_over(event.kept)
         elif isinstance(event, events.ToolResultRestored):
             block = self.chat.tool_block(event.id)
             if block is not None:
@@ -167,6 +169,23 @@ class EngineHandlers:
                 divider.set_text(f"summary {verb}: {event.reason}", verb)
             if event.trigger == "manual":
                 self.notify(f"compaction {verb}: {event.reason}", severity="warning")
+
+    async def _say_if_still_over(self, kept: int) -> None:
+        """A manual summary that leaves the context over the threshold: what is left, why, what would help."""
+        from xun.context.messages import message_length
+
+        now, threshold = self.agent.request_tokens(), self.agent.threshold
+        if now <= threshold:
+            return
+        conversation = self.conversation
+        sizes = [round(message_length(msg) * conversation.tokens_per_char) for msg in conversation.messages[1:]]
+        largest = max(sizes, default=0)
+        why = (f"the {counted(kept, 'message')} it kept hold {tokens(sum(sizes))}, one of them {tokens(largest)}"
+               if sizes else "what is left is the system prompt and the tools")
+        await self.chat.add_notice(
+            "warning", f"after the summary the context is still over the threshold: {tokens(now)} / {tokens(threshold)} "
+            f"({percent(now, threshold)}%): {why}. What helps: {self.key_of('reclaim')} reclaims old tool results; "
+            f"/compact FOCUS (or a smaller auto_compact.summary_keep_max) keeps less; /context shows what fills it.")
 
     async def on_turn_ended(self, message: m.TurnEnded) -> None:
         if message.status in ("cancelled", "error"):
