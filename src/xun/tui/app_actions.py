@@ -279,6 +279,10 @@ class AppActions:
                 self.post_message(m.SwitchSession(conversation_id))
 
         infos = await asyncio.to_thread(self.session.store.list)  # reads every session's head: off the loop
+        # this session's file may be older than what the app holds (e.g. after /revise): its row shows the live figures
+        current = self.conversation
+        infos = [dataclasses.replace(info, messages=len(current.messages), tokens=self.agent.request_tokens())
+                 if info.conversation_id == current.conversation_id else info for info in infos]
         self.push_screen(SessionsScreen(infos, self.conversation.conversation_id, self.presentation.moment), chosen)
 
     def _may_start(self, what: str) -> bool:
