@@ -56,6 +56,19 @@ def test_config_set_show_unset_and_path(cli: Cli):
     assert cli.inproc("config", "path", "--project").check(0).stdout.strip() == str(project)
 
 
+def test_config_set_of_a_trusted_key_in_an_untrusted_folder_warns_that_it_is_ignored(cli: Cli):
+    done = cli.inproc("config", "set", "provider.base_url", "http://127.0.0.1:9/v1").check(0)
+    assert "written to" in done.stdout
+    assert "not trusted" in done.stderr and "provider.base_url" in done.stderr and "xun trust" in done.stderr
+    quiet = cli.inproc("config", "set", "auto_compact.token_threshold", "5000").check(0)
+    assert quiet.stderr == "", "an ordinary key needs no trust"
+    user = cli.inproc("config", "set", "provider.base_url", "http://127.0.0.1:9/v1", "--user").check(0)
+    assert user.stderr == "", "the user's own config is always read"
+    cli.inproc("trust").check(0)
+    trusted = cli.inproc("config", "set", "provider.base_url", "http://127.0.0.1:9/v1").check(0)
+    assert trusted.stderr == ""
+
+
 def test_config_set_errors_name_the_file_and_the_key(cli: Cli):
     project = cli.state / "config.toml"
     unknown = cli.inproc("config", "set", "auto_compact.token_treshold", "5").check(2)

@@ -48,6 +48,9 @@ def test_json_mode_prints_exactly_one_event_object_per_line(cli: Cli):
     usage = result.of("usage")[-1]
     assert usage["total_tokens"] > 0 and usage["threshold"] == 192000
     assert events[-1] == {"type": "turn_finished", "status": "ok", "iterations": 2, "error": None, "restored_prompt": None}
+    lines = result.stdout.splitlines()
+    repeats = [a for a, b in zip(lines, lines[1:]) if a == b and json.loads(a)["type"] == "usage"]
+    assert not repeats, "a usage event is not sent twice in a row"
     text = "".join(e["text"] for e in result.of("text_delta"))
     assert text == result.of("assistant_message")[-1]["content"]
     assert OFFLINE_NOTICE in result.stderr  # notes go to stderr, never into the JSON stream

@@ -72,6 +72,17 @@ async def test_revise_alone_takes_the_prompt_back_for_editing(offline_server, se
         assert app.prompt.has_focus
 
 
+async def test_revise_keeps_the_slash_escape_of_a_prompt_that_starts_with_a_slash(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await turn(pilot, "//etc/hosts is a path")
+        assert user_texts(app) == ["/etc/hosts is a path"]
+        await submit(pilot, "/revise")
+        await wait_until(pilot, lambda: app.prompt.text == "//etc/hosts is a path", what="the prompt, escaped")
+        await finish(pilot, lambda: pilot.press("enter"))
+        assert user_texts(app) == ["/etc/hosts is a path"], "sent again as a prompt, not an unknown command"
+
+
 async def test_clear_starts_over_and_keeps_the_log(offline_server, session_factory, tmp_path: Path):
     (tmp_path / "a.txt").write_text("alpha\n" * 100)
     (tmp_path / "b.txt").write_text("beta\n" * 100)

@@ -499,3 +499,33 @@ def test_the_preview_marks_calls_whose_arguments_a_reclaim_replaces():
     c.compact_toolcall(keep_max=1)
     after = preview_rows(c, c.plan_compaction(16), reclaim_preview(c, 1))
     assert [row.index for row in after if row.placeholder] == [1, 3] and not any(row.reclaim for row in after)
+
+
+async def test_the_question_says_what_is_true_and_counts_down(offline_server, session_factory, tmp_path: Path):
+    """Asked after old tool results were reclaimed, the context may be under the threshold again (issue 25:
+    "over the threshold (5.2k / 8k)"); and the "runs in" figure counts down to the automatic summary."""
+    names = write_files(tmp_path)
+    app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=30", "auto_compact.token_threshold=2560")
+    async with app.run_test(size=(140, 44)) as pilot:
+        await over_the_threshold(pilot, names)
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        text = lambda: str(app.screen.query_one("#consent-text").render())  # noqa: E731
+        # the first call of the second turn passed 2,560; reclaiming brought it to about 2,500, above 95%
+        assert 0.95 * app.agent.threshold < app.agent.request_tokens() <= app.agent.threshold
+        assert "over the threshold" not in text() and "passed the threshold" in text(), text()
+        assert "runs in 30 s" in text()
+        await wait_until(pilot, lambda: "runs in 28 s" in text(), timeout=5, what="the countdown")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+
+
+async def test_the_help_lists_the_confirmation_keys_the_dialog_takes(offline_server, session_factory):
+    from xun.agent.tools import CONFIRM_KEYS, Decision
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)):
+        rows = dict(dict(app.help_sections())["Confirmations"])
+        keys, words = next(iter(rows.items()))
+        assert keys.split(" / ") == list(CONFIRM_KEYS)
+        assert [d for d in CONFIRM_KEYS.values()] == [Decision.ALLOW_ONCE, Decision.ALLOW_SESSION, Decision.DENY]
+        assert words == "allow once · allow for this session · deny"

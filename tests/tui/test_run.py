@@ -100,6 +100,8 @@ async def test_the_app_draws_before_the_session_opens_and_sends_an_early_prompt(
         async with app.run_test(size=(120, 30)) as pilot:
             await pilot.pause()
             assert app.session is None and app.header.status.startswith("opening the session")
+            figures = str(app.query_one("#gauge-figures").render())
+            assert "0 / 1" not in figures and "(0%)" not in figures and "opening" in figures, figures
             assert not app.query(WelcomeBlock)
             assert app.check_action("compact", ()) is False and app.check_action("help", ()) is True
             await pilot.press("f5")  # disabled until the session is open: nothing starts
@@ -146,6 +148,8 @@ async def test_a_resumed_transcript_is_shown_while_the_rest_of_the_session_opens
         async with app.run_test(size=(120, 30)) as pilot:
             await wait_until(pilot, lambda: app.chat.query(UserBlock), what="the transcript")
             assert app.session is None and app.header.status.startswith("opening the session")
+            figures = str(app.query_one("#gauge-figures").render())
+            assert "0 / 1" not in figures and "(0%)" not in figures and "opening" in figures, figures
             shown = [b.text[:10] for b in app.chat.query(UserBlock)]
             assert shown[-2:] == ["question 2", "question 3"] and "question 1" in shown, shown
             [divider] = app.chat.query(SummaryDivider)

@@ -105,6 +105,25 @@ async def test_sessions_screen_switches_session(offline_server, session_factory,
         assert app.session.store.load(current).messages
 
 
+async def test_the_sessions_screen_counts_this_sessions_messages_as_they_are_now(offline_server, session_factory):
+    """After /revise the file still holds the turn taken back; the row of the current session must not."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await turn(pilot, "one")
+        await turn(pilot, "two")
+        await turn(pilot, "three")
+        await submit(pilot, "/revise")
+        await wait_until(pilot, lambda: app.prompt.text == "three", what="the prompt taken back")
+        on_disk = app.session.store.load(app.conversation.conversation_id)
+        assert len(on_disk.messages) > len(app.conversation.messages), "the file is older than the app's state"
+        await submit(pilot, "/sessions")
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen), what="the sessions screen")
+        row = next(i for i in app.screen.sessions if i.conversation_id == app.conversation.conversation_id)
+        assert row.messages == len(app.conversation.messages)
+        cells = app.screen.query_one(DataTable).get_row(row.conversation_id)
+        assert str(cells[3]) == f"{len(app.conversation.messages):,}"
+
+
 def big_session(tmp_path: Path, rounds: int = 500) -> str:
     """2,000 messages: each round is a prompt, a tool call, its result and an answer."""
     from xun.context.sessions import SessionStore

@@ -234,6 +234,8 @@ class Agent:
         self.toolbox = toolbox if toolbox is not None else default_toolbox()
         self.compactor = compactor if compactor is not None else compactor_from_config(self.config)
         self.on_event = on_event
+        self._last_event: Event | None = None
+        """The event handed to `on_event` last: a usage event equal to it is not sent again."""
         self.confirm = confirm
         self.consent = consent
         self.environ = environ
@@ -377,6 +379,10 @@ class Agent:
         """Record compaction events in the session's log, then hand the event to the front end."""
         if isinstance(event, CompactionEvent) and event.logged:
             self.conversation.compaction_log.append(event.to_json())
+        repeated = isinstance(event, Usage) and event == self._last_event
+        self._last_event = event
+        if repeated:  # e.g. after the tools and again before the next call, nothing between: said once
+            return
         if self.on_event is not None:
             result = self.on_event(event)
             if inspect.isawaitable(result):

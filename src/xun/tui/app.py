@@ -129,6 +129,13 @@ class XunApp(
         self._turn_prompt: str | None = None
         """The prompt of the turn now running (None for /retry), given back if it is cancelled unsent."""
         self._last_ctrl_c = 0.0
+        self.quitting = False
+        self.queued_prompts: list[tuple[str, Any]] = []
+        """Prompts sent while something ran, in order, each with its "queued:" notice in the chat: the oldest
+        goes out when the work is over; Esc (or a failed turn) puts them back into the input instead."""
+        self._queue_held = False
+        """The work now ending was cancelled or failed: the queued prompts go back to the input, not out."""
+        """Ctrl+Q (or Ctrl+C twice) was pressed: the running work winds down, the session is saved, the app exits."""
         self._pending_divider: SummaryDivider | None = None
         self._pending_focus: str | None = None
         self._consent_declined = False

@@ -186,6 +186,7 @@ class AppActions:
         if self.busy is None:
             return
         kind, started = self.busy, self._work_started
+        self._queue_held = True
         self.workers.cancel_group(self, "agent")
         self.workers.cancel_group(self, "compaction")
         if not started:  # cancelled before its first step (Enter and Esc in one burst of keys): the worker
@@ -278,6 +279,10 @@ class AppActions:
                 self.post_message(m.SwitchSession(conversation_id))
 
         infos = await asyncio.to_thread(self.session.store.list)  # reads every session's head: off the loop
+        # this session's file may be older than what the app holds (e.g. after /revise): its row shows the live figures
+        current = self.conversation
+        infos = [dataclasses.replace(info, messages=len(current.messages), tokens=self.agent.request_tokens())
+                 if info.conversation_id == current.conversation_id else info for info in infos]
         self.push_screen(SessionsScreen(infos, self.conversation.conversation_id, self.presentation.moment), chosen)
 
     def _may_start(self, what: str) -> bool:

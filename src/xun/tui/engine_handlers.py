@@ -10,7 +10,8 @@ from textual.screen import ModalScreen
 
 from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage
 from xun.tui import messages as m
-from xun.tui.format import one_line, percent, tokens
+from xun.tui.commands import as_typed
+from xun.tui.format import counted, one_line, percent, tokens
 from xun.tui.widgets.summary_divider import SummaryDivider
 
 
@@ -152,6 +153,8 @@ class EngineHandlers:
             self._mark_summarised_results()
             self._refresh_gauge()
             self.gauge.add_point(self.agent.request_tokens())
+            if event.trigger == "manual":
+                await self._say_if_still_over(event.kept)
         elif isinstance(event, events.ToolResultRestored):
             block = self.chat.tool_block(event.id)
             if block is not None:
@@ -167,12 +170,31 @@ class EngineHandlers:
             if event.trigger == "manual":
                 self.notify(f"compaction {verb}: {event.reason}", severity="warning")
 
+    async def _say_if_still_over(self, kept: int) -> None:
+        """A manual summary that leaves the context over the threshold: what is left, why, what would help."""
+        from xun.context.messages import message_length
+
+        now, threshold = self.agent.request_tokens(), self.agent.threshold
+        if now <= threshold:
+            return
+        conversation = self.conversation
+        sizes = [round(message_length(msg) * conversation.tokens_per_char) for msg in conversation.messages[1:]]
+        largest = max(sizes, default=0)
+        why = (f"the {counted(kept, 'message')} it kept hold {tokens(sum(sizes))}, one of them {tokens(largest)}"
+               if sizes else "what is left is the system prompt and the tools")
+        await self.chat.add_notice(
+            "warning", f"after the summary the context is still over the threshold: {tokens(now)} / {tokens(threshold)} "
+            f"({percent(now, threshold)}%): {why}. What helps: {self.key_of('reclaim')} reclaims old tool results; "
+            f"/compact FOCUS (or a smaller auto_compact.summary_keep_max) keeps less; /context shows what fills it.")
+
     async def on_turn_ended(self, message: m.TurnEnded) -> None:
+        if message.status in ("cancelled", "error"):
+            self._queue_held = True
         if message.status == "cancelled":
             if message.restored_prompt is not None:
                 await self.chat.remove_from_last_user(inclusive=True)
                 if not self.prompt.text.strip():
-                    self.prompt.set_prompt(message.restored_prompt)
+                    self.prompt.set_prompt(as_typed(message.restored_prompt))
                     await self.chat.add_notice("cancelled", "cancelled; the prompt is back in the input")
                 else:  # never replace what the user typed meanwhile; the prompt stays in the input's history
                     await self.chat.add_notice(
@@ -190,7 +212,7 @@ class EngineHandlers:
         elif message.status == "error" and message.restored_prompt is not None:  # never sent: too large to fit
             await self.chat.remove_from_last_user(inclusive=True)
             if not self.prompt.text.strip():
-                self.prompt.set_prompt(message.restored_prompt)
+                self.prompt.set_prompt(as_typed(message.restored_prompt))
             await self.chat.add_notice("error", f"{message.error}. The prompt is back in the input, and not in the session.")
         elif message.status == "error":
             messages = self.conversation.messages
@@ -198,7 +220,7 @@ class EngineHandlers:
             if isinstance(last, UserMessage):  # the prompt got nothing at all: offer it again
                 self._unanswered = last
                 if not self.prompt.text.strip():
-                    self.prompt.set_prompt(last.text)
+                    self.prompt.set_prompt(as_typed(last.text))
                 await self.chat.add_notice(
                     "info", "the prompt is kept in the session and is back in the input: Enter sends it again "
                     "(in place of the unanswered one), or /retry")
@@ -220,6 +242,11 @@ class EngineHandlers:
                 changed(message.kind)
         self.finished_work += 1
         self.save_session()
+        held, self._queue_held = self._queue_held, False
+        if held:
+            await self.take_back_queued()
+        else:
+            await self.send_queued()
 
     def _refresh_gauge(self) -> None:
         conversation = self.conversation
@@ -303,6 +330,19 @@ class EngineHandlers:
         self.header.status = "waiting for you"
         self.push_screen(screen, answered)
 
+    def _why_summary_now(self) -> str:
+        """What is true when the policy asks: it asks after reclaiming old tool results, so the context may
+        be back under the threshold yet above what a summary aims for (ESCALATION_RATIO of it)."""
+        from xun.compact.policy import ESCALATION_RATIO
+
+        now, threshold = self.agent.request_tokens(), self.agent.threshold
+        figures = f"{tokens(now)} / {tokens(threshold)}"
+        if now > threshold:
+            return f"The context is over the threshold ({figures})."
+        return (f"The context passed the threshold; with old tool results reclaimed it is at {figures}, still above "
+                f"the {tokens(int(threshold * ESCALATION_RATIO))} ({ESCALATION_RATIO:.0%} of the threshold) "
+                "that automatic compaction brings it under.")
+
     def on_typed_aside(self, message: m.TypedAside) -> None:
         self.prompt.insert(message.text)
 
@@ -319,8 +359,7 @@ class EngineHandlers:
         settings = self.session.config.auto_compact
         plan = c.plan_compaction(settings.summary_keep_max)
         keep_text = "" if plan.nothing_to_condense else f"{plan.condensed_count} messages summarised, {len(plan.kept)} kept"
-        figures = f"{tokens(self.agent.request_tokens())} / {tokens(self.agent.threshold)}"
-        screen = ConsentScreen(figures, settings.ask_timeout, keep_text=keep_text)
+        screen = ConsentScreen(self._why_summary_now(), settings.ask_timeout, keep_text=keep_text)
 
         def answered(choice: str | None) -> None:
             if screen in self._open_asks:

@@ -73,7 +73,9 @@ class KeysAndHelp:
                 ("Shift+Enter / Ctrl+J", "new line"),
                 ("Up / Down", "earlier and later prompts (from the first or last line)"),
                 ("Tab", "complete the slash command"),
+                ("Ctrl+U", "delete to the start of the line; at its start (Ctrl+U twice), clear the whole prompt"),
                 ("//text", "send a prompt that starts with a slash"),
+                ("Enter while busy", "queue the prompt: it goes out when the turn is over (Esc takes it back)"),
             ]),
             ("The chat (Shift+Tab from the prompt; PgUp and PgDn scroll it from the prompt too)", [
                 ("[ / ]", "select the previous / next block (a prompt, a reply, a tool call, a divider)"),
@@ -106,7 +108,8 @@ class KeysAndHelp:
                 ("1-5 / Enter", "show one of the five largest messages in the chat"),
             ]),
             ("MCP servers (/mcp)", [("r", "restart the highlighted server (after it failed, or a disabled one)")]),
-            ("Confirmations", [("a / s / d", "allow once · allow for this session · deny")]),
+            # the keys of `xun.agent.tools.CONFIRM_KEYS` (not imported: the help is built before the engine loads)
+            ("Confirmations", [("y / s / n", "allow once · allow for this session · deny")]),
             ("Ask mode (auto_compact.mode = \"ask\")", [
                 ("y / n / o", "summarise now · not now · turn automatic summaries off for this session"),
             ]),
@@ -121,7 +124,8 @@ class KeysAndHelp:
         yield SystemCommand("Summarise now", "Summary compaction of older turns (F5, /compact)", self.action_compact)
         yield SystemCommand("Reclaim tool results", "Replace old tool results with placeholders (F6)", self.action_reclaim)
         yield SystemCommand("Recoverable results", "Focus the reclaimed tool results (F8)", self.action_focus_recoverable)
-        yield SystemCommand("Cancel the turn", "Stop the running turn (Esc)", self.action_cancel_turn)
+        if self.busy is not None:  # nothing to cancel otherwise
+            yield SystemCommand("Cancel the turn", "Stop the running turn (Esc)", self.action_cancel_turn)
         yield SystemCommand("Preview compaction", "What a summary and a reclaim would do now (F7, /compact preview)",
                             self.action_preview)
         yield SystemCommand("Recall", "Search what compaction took out of the context (F9, /recall)", self.action_recall)

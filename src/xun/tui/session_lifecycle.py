@@ -285,20 +285,36 @@ class SessionLifecycle:
             if isinstance(screen, McpScreen):
                 screen.refresh_servers()
 
-    async def action_quit_twice(self) -> None:
+    def action_quit_twice(self) -> None:
         now = time.monotonic()
         if now - self._last_ctrl_c <= QUIT_AGAIN_WITHIN:
-            await self.action_quit_saving()
+            self.action_quit_saving()
             return
         self._last_ctrl_c = now
         self.notify("Press Ctrl+C again to quit (the session is saved).", title="Quit?", timeout=QUIT_AGAIN_WITHIN)
 
-    async def action_quit_saving(self) -> None:
+    def action_quit_saving(self) -> None:
+        if self.quitting:
+            return
+        self.quitting = True
+        self._quit_worker()
+
+    @work(group="quit", exit_on_error=False)
+    async def _quit_worker(self) -> None:
+        """Cancel the running work and wait until it has wound down, in a worker: meanwhile the app goes on
+        handling the events the cancelled turn still posts (a notice, the end of the turn), while every
+        widget is still mounted. Then save and exit."""
+        running = [w for w in self.workers if w.group in ("agent", "compaction") and w.is_running]
         self.workers.cancel_group(self, "agent")
         self.workers.cancel_group(self, "compaction")
+        for worker in running:
+            with contextlib.suppress(Exception):
+                await worker.wait()
         await self._settle_save()
         try:
             await asyncio.to_thread(self.save_now)
         except OSError as exc:
             self.notify(f"could not save the session: {exc}", severity="error")
-        self.exit(0)
+        # through the queue: the events the cancelled work posted are handled first (once `exit` is
+        # called no widget may be mounted, and a notice they add would fail the quit)
+        self.call_later(self.exit, 0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from xun.context.messages import UserMessage
 from xun.context.usage import usage_totals_line
-from xun.tui.commands import UnknownCommand, parse
+from xun.tui.commands import UnknownCommand, as_typed, parse
 from xun.tui.format import NO_SERVER_COUNT, counted, percent, tokens
 
 
@@ -79,13 +79,13 @@ class SlashCommands:
         elif name == "/help":
             self.action_help()
         elif name == "/quit":
-            await self.action_quit_saving()
+            self.action_quit_saving()
 
     async def send_prompt(self, text: str) -> None:
-        if self.busy is not None:
-            self._may_start("the prompt")
-            if not self.prompt.text.strip():
-                self.prompt.set_prompt(text)
+        if self.busy is not None or self.queued_prompts:  # typed ahead: it waits its turn, in order
+            notice = await self.chat.add_notice(
+                "info", f"queued: {text} (goes out when the turn is over; Esc takes the queued prompts back)")
+            self.queued_prompts.append((text, notice))
             return
         unanswered, self._unanswered = self._unanswered, None
         messages = self.conversation.messages
@@ -93,6 +93,27 @@ class SlashCommands:
             self.conversation.pop_last_message_if_user()
         await self.chat.add_user(text)
         self._start_turn(text)
+
+    async def send_queued(self) -> None:
+        """After a turn that ended well: the oldest queued prompt goes out (the next when that one is over)."""
+        if not self.queued_prompts or self.busy is not None or self.quitting:
+            return
+        text, notice = self.queued_prompts.pop(0)
+        await notice.remove()
+        waiting, self.queued_prompts = self.queued_prompts, []
+        await self.send_prompt(text)
+        self.queued_prompts = waiting
+
+    async def take_back_queued(self) -> None:
+        """Esc, or a turn that failed: the queued prompts go back into the input, before what is typed there."""
+        if not self.queued_prompts:
+            return
+        queued, self.queued_prompts = self.queued_prompts, []
+        for _, notice in queued:
+            await notice.remove()
+        typed = self.prompt.text
+        self.prompt.set_prompt("\n".join([as_typed(text) for text, _ in queued] + ([typed] if typed.strip() else [])))
+        await self.chat.add_notice("info", f"{counted(len(queued), 'queued prompt')} back in the input, not sent")
 
     def _start_turn(self, prompt: str | None) -> None:
         self._set_busy("turn", "thinking…")
@@ -149,7 +170,7 @@ class SlashCommands:
         if text.strip():
             await self.send_prompt(text.strip())
         else:
-            self.prompt.set_prompt(old)
+            self.prompt.set_prompt(as_typed(old))
             self.prompt.focus()
 
     async def action_clear(self) -> None:

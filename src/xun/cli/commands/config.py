@@ -39,12 +39,25 @@ def main(args: argparse.Namespace) -> int:
     if action == "set":
         value = set_config_value(target, args.key, args.value)
         print(f"{args.key.strip()} = {show_value(value)}  (written to {target})")
+        _warn_if_withheld(args, args.key.strip())
         return EXIT_OK
     if unset_config_value(target, args.key):
         print(f"{args.key.strip()} removed from {target}")
     else:
         print(f"xun: {args.key.strip()} is not set in {target}; nothing changed", file=sys.stderr)
     return EXIT_OK
+
+
+def _warn_if_withheld(args: argparse.Namespace, key: str) -> None:
+    """A key the project file may set only in a trusted folder: written, but ignored until then; say so."""
+    from xun.agent.config import TRUST_REQUIRED_KEYS
+    from xun.agent.trust import describe_withheld, is_trusted
+
+    if args.user or not any(key == k or key.startswith(k + ".") for k in TRUST_REQUIRED_KEYS):
+        return
+    folder = workdir_of(args)
+    if not is_trusted(folder):
+        print(f"xun: warning: {describe_withheld([key], folder)}", file=sys.stderr)
 
 
 def _path(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ and the app closes this screen)."""
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 from rich.text import Text
@@ -26,10 +27,12 @@ class ConsentScreen(Modal[str]):
         Binding("o", "answer('off')", "Off for this session", id="consent.off"),
     ]
 
-    def __init__(self, tokens_text: str, timeout: float, *, keep_text: str = "") -> None:
+    def __init__(self, situation: str, timeout: float, *, keep_text: str = "") -> None:
         super().__init__(id="consent")
-        self.tokens_text = tokens_text
+        self.situation = situation
+        """Why it asks, as it is now: e.g. "The context is over the threshold (9.1k / 8k)."."""
         self.timeout = timeout
+        self._opened = time.monotonic()
         self.keep_text = keep_text
         """What the summary would do, e.g. "9 messages summarised, 4 kept" (empty when unknown)."""
 
@@ -37,17 +40,24 @@ class ConsentScreen(Modal[str]):
         with Vertical(id="consent-box") as box:
             box.border_title = "summarise the conversation?"
             box.border_subtitle = "y run now · n not now · o off for this session"
-            what = f" ({self.keep_text})" if self.keep_text else ""
-            yield Label(Text(f"The context is over the threshold ({self.tokens_text}). Summarise older turns now{what}? "
-                             f"Without an answer it runs in {self.timeout:g} s."), id="consent-text")
+            yield Label(self._text(self.timeout), id="consent-text")
             with Horizontal(id="consent-buttons"):
                 yield Button("Run now (y)", id="now", variant="primary", compact=True)
                 yield Button("Not now (n)", id="not_now", compact=True)
                 yield Button("Off for this session (o)", id="off", variant="warning", compact=True,
                              tooltip='Sets auto_compact.mode = "off" until the app quits; F5 still summarises')
 
+    def _text(self, left: float) -> Text:
+        what = f" ({self.keep_text})" if self.keep_text else ""
+        return Text(f"{self.situation} Summarise older turns now{what}? Without an answer it runs in {left:.0f} s.")
+
     def on_mount(self) -> None:
         self.query_one("#now", Button).focus()
+        self.set_interval(1, self._count_down, name="consent countdown")
+
+    def _count_down(self) -> None:
+        left = max(0.0, self.timeout - (time.monotonic() - self._opened))
+        self.query_one("#consent-text", Label).update(self._text(left))
 
     def action_answer(self, answer: str) -> None:
         self.dismiss(answer if answer in ANSWERS else "not_now")

@@ -15,3 +15,12 @@ ResultType = TypeVar("ResultType")
 
 class Modal(ModalScreen[ResultType]):
     CSS_PATH: ClassVar[list[str | Path]] = [styles_dir() / "modals.tcss"]
+
+    def action_copy_text(self) -> None:
+        """Ctrl+C copies the selected text; with none it counts toward quitting, as on the main screen
+        (a modal hides the app's own, non-priority Ctrl+C)."""
+        selection = self.get_selected_text()
+        if selection is None:
+            self.app.action_quit_twice()
+            return
+        self.app.copy_to_clipboard(selection)

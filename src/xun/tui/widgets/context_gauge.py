@@ -49,6 +49,8 @@ class ContextGauge(Vertical, can_focus=True):
         self.reported: int | None = None
         self.estimate = 0
         self.threshold = 1
+        self.known = False
+        """False until the first figures (the session is still opening): the gauge says so, not "0 / 1"."""
         self.window: int | None = None
         self.window_source: str | None = None
         self.server_counts: bool | None = None
@@ -94,6 +96,8 @@ class ContextGauge(Vertical, can_focus=True):
         return round(self.estimate + self.streaming_chars * TOKENS_PER_CHAR)
 
     def figures_text(self) -> str:
+        if not self.known:
+            return "… / … (the session is opening)"
         now, threshold = self.now, self.threshold
         text = f"{tokens(now)} / {tokens(threshold)} ({percent(now, threshold)}%)"
         if self.window:
@@ -103,6 +107,8 @@ class ContextGauge(Vertical, can_focus=True):
 
     def detail_text(self) -> str:
         """"reported" only for the server's own count; without one, the estimate says why it stands alone."""
+        if not self.known:
+            return "no figures yet"
         if self.reported is not None:
             cache = f" · cache {percent(self.cache_share, 1)}%" if self.cache_share is not None else ""
             return f"reported {tokens(self.reported)} · estimate {tokens(self.now)}{cache}"
@@ -126,6 +132,7 @@ class ContextGauge(Vertical, can_focus=True):
 
     def set_figures(self, *, reported: int | None, estimate: int, threshold: int, window: int | None,
                     window_source: str | None = None) -> None:
+        self.known = True
         self.reported = reported
         self.estimate = estimate
         self.threshold = max(threshold, 1)
@@ -178,4 +185,4 @@ class ContextGauge(Vertical, can_focus=True):
         sparkline.data = self.history[-width:] if self.history else []
         sparkline.display = len(self.history) >= 2
         label = {"calm": "calm", "warning": "warning", "alarm": "over threshold"}[zone]
-        self.border_subtitle = f"{label} · {percent(now, self.threshold)}%"
+        self.border_subtitle = f"{label} · {percent(now, self.threshold)}%" if self.known else "opening…"

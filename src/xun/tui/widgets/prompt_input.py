@@ -20,6 +20,11 @@ PASTE_CHARS = 4_000
 """A paste of this many lines or characters is shown as one marker line (and sent in full)."""
 
 
+def paste_marker(pasted: str, number: int) -> str:
+    """The line a large paste shows as; its count is of lines, so a final newline starts none."""
+    return f"[pasted {len(pasted.splitlines()):,} lines #{number}]"
+
+
 class PromptInput(TextArea, inherit_bindings=False):
     # TextArea's F6 (select line) and F7 (select all) would shadow the app's F6 and F7, and its PageUp and
     # PageDown (a page of a prompt that is a line or two) the app's, which scroll the chat; the rest stay.
@@ -53,24 +58,34 @@ class PromptInput(TextArea, inherit_bindings=False):
         self._history_at = None
 
     async def _on_paste(self, event: events.Paste) -> None:
-        """A large paste is one line in the input, `[pasted 1,024 lines #1]`; the prompt sent has it all."""
-        lines = event.text.count("\n") + 1
-        if self.read_only or (lines < PASTE_LINES and len(event.text) < PASTE_CHARS):
-            return  # TextArea's own handler (next in the MRO) inserts it
+        """A large paste is one line in the input, `[pasted 1,024 lines #1]`; the prompt sent has it all.
+        Terminals end the lines of a bracketed paste with CR: every paste is read with LF line ends."""
         event.prevent_default()
         event.stop()
-        self._pastes.append(event.text)
-        marker = f"[pasted {lines:,} lines #{len(self._pastes)}]"
-        if result := self._replace_via_keyboard(marker, *self.selection):
+        if self.read_only:
+            return
+        text = event.text.replace("\r\n", "\n").replace("\r", "\n")
+        if len(text.splitlines()) >= PASTE_LINES or len(text) >= PASTE_CHARS:
+            self._pastes.append(text)
+            text = paste_marker(text, len(self._pastes))
+        if result := self._replace_via_keyboard(text, *self.selection):
             self.move_cursor(result.end_location)
             self.focus()
 
     def expanded(self, text: str) -> str:
         """`text` with each paste marker replaced by what was pasted."""
         for number, pasted in enumerate(self._pastes, 1):
-            marker = f"[pasted {pasted.count(chr(10)) + 1:,} lines #{number}]"
-            text = text.replace(marker, pasted)
+            text = text.replace(paste_marker(pasted, number), pasted)
         return text
+
+    def action_delete_to_start_of_line(self) -> None:
+        """Ctrl+U deletes to the start of the line; at the start of a line (so a second Ctrl+U) it clears
+        the whole prompt, however many lines it has."""
+        if self.cursor_location[1] == 0 and not self.selected_text:
+            self.set_prompt("")
+            self._pastes = []
+            return
+        super().action_delete_to_start_of_line()
 
     def _submit(self) -> None:
         text = self.text.strip()

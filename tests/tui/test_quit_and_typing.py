@@ -1,0 +1,159 @@
+"""Quitting from every state is clean (exit 0, the session saved); nothing typed ahead is lost."""
+
+from __future__ import annotations
+
+from textual.messages import ExitApp
+
+from xun.context.messages import UserMessage
+from xun.tui.app import XunApp
+from xun.tui.widgets.notice_block import NoticeBlock
+from xun.tui.screens.confirm import ConfirmScreen
+
+from .helpers import submit, wait_until
+from .terminal import terminal  # noqa: F401 - a fixture
+
+
+async def quit_and_wait(pilot, seen: list, *keys: str) -> None:
+    """Press the quit keys, then wait until the app handles its exit (what was queued before it is handled
+    by then; the old quit let the cancelled turn post its last events after it, onto unmounted panes)."""
+    await pilot.press(*keys)
+    await wait_until(pilot, lambda: any(isinstance(message, ExitApp) for message in seen), what="the exit")
+
+
+async def test_ctrl_q_while_a_reply_streams_exits_cleanly(offline_server_factory, session_factory):
+    server = offline_server_factory(tokens_per_second=200)
+    session = session_factory(server)
+    app = XunApp(session)
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "write 5000 tokens")
+        await wait_until(pilot, lambda: app.chat.reply is not None and len(app.chat.reply.text) > 40, what="streaming")
+        await quit_and_wait(pilot, seen, "ctrl+q")
+    assert app.return_code == 0
+    assert app.saved
+    assert session.store.path_for(session.conversation.conversation_id).exists()
+
+
+async def test_ctrl_c_twice_while_a_confirmation_is_open_exits_cleanly(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "run `touch never`")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await quit_and_wait(pilot, seen, "ctrl+c", "ctrl+c")
+    assert app.return_code == 0
+    assert app.saved
+
+
+def ready(screen: str) -> bool:
+    return "% of the threshold" in screen and "Ask the agent" in screen
+
+
+def test_ctrl_q_while_a_reply_streams_in_a_real_terminal_exits_0_and_saves(terminal):
+    term = terminal(env={"XUN_OFFLINE_FAULTS": "slow:0.3@1"})  # the first reply streams slowly
+    term.wait_for(ready, what="the app")
+    term.type("write 5000 tokens")
+    term.wait_for(lambda s: "write 5000 tokens" in s, what="the typed prompt")
+    term.keys("Enter")
+    term.wait_for(lambda s: "streaming…" in s, what="the reply streaming")
+    term.keys("C-q")
+    assert term.wait_exit() == 0, term.screen()
+    screen = term.screen()
+    assert "Error" not in screen and "saved; continue it with: xun --resume" in screen, screen
+    assert list((term.workdir / ".xun" / "sessions").glob("*.json"))
+
+
+async def test_prompts_typed_in_one_burst_are_queued_and_sent_in_order(offline_server_factory, session_factory,
+                                                                      tmp_path):
+    for i in (1, 2, 3):
+        (tmp_path / f"mod{i}.py").write_text(f"x = {i}\n")
+    server = offline_server_factory(faults="slow:1@1")  # the first turn is still running while the rest is typed
+    app = XunApp(session_factory(server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.prompt.focus()
+        for line in ("read mod1.py", "read mod2.py", "read mod3.py"):
+            await pilot.press(*line, "enter")
+        assert app.busy == "turn"
+        assert [text for text, _ in app.queued_prompts] == ["read mod2.py", "read mod3.py"]
+        assert app.prompt.text == "", "nothing typed is left half-sent in the input"
+        notices = [block.text for block in app.chat.query(NoticeBlock)]
+        assert any(text.startswith("queued: read mod3.py") for text in notices), notices
+        await wait_until(pilot, lambda: app.finished_work == 3 and app.busy is None, timeout=30, what="three turns")
+        prompts = [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)]
+        assert prompts == ["read mod1.py", "read mod2.py", "read mod3.py"]
+        assert not app.queued_prompts
+        assert not [b for b in app.chat.query(NoticeBlock) if b.text.startswith("queued:")], "sent: no longer queued"
+
+
+async def test_escape_takes_the_queued_prompts_back_into_the_input(offline_server_factory, session_factory):
+    server = offline_server_factory(faults="slow:0.3@1")
+    app = XunApp(session_factory(server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.prompt.focus()
+        await pilot.press(*"write 500 tokens", "enter")
+        await pilot.press(*"second", "enter")
+        await pilot.press(*"//third", "enter")
+        assert [text for text, _ in app.queued_prompts] == ["second", "/third"]
+        await pilot.press(*"typing")
+        await wait_until(pilot, lambda: app.chat.reply is not None and app.chat.reply.text, what="the reply")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.busy is None, what="the cancel")
+        assert app.prompt.text == "second\n//third\ntyping"
+        assert not app.queued_prompts
+        assert [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)] == ["write 500 tokens"]
+
+
+def test_a_large_bracketed_paste_from_a_real_terminal_is_one_marker_line(terminal):
+    """tmux, like a terminal, sends the pasted lines ended by CR; 40 lines (with a final newline) are 40."""
+    term = terminal(size=(120, 30))
+    term.wait_for(ready, what="the app")
+    term.paste("".join(f"pasted line {i}\n" for i in range(1, 41)))
+    screen = term.wait_for(lambda s: "[pasted" in s, what="the paste marker")
+    assert "[pasted 40 lines #1]" in screen, screen
+    assert "pasted line 2" not in screen
+
+
+async def test_a_paste_counts_lines_and_ctrl_u_twice_clears_a_long_prompt(offline_server, session_factory):
+    from textual import events
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.prompt.focus()
+        app.prompt.post_message(events.Paste("".join(f"line {i}\r" for i in range(40))))
+        await wait_until(pilot, lambda: app.prompt.text == "[pasted 40 lines #1]", what="the marker")
+        await pilot.press("ctrl+u")
+        assert app.prompt.text == ""
+        await pilot.press(*"first", "shift+enter", *"second", "shift+enter", *"third")
+        assert app.prompt.text == "first\nsecond\nthird"
+        await pilot.press("ctrl+u")
+        assert app.prompt.text == "first\nsecond\n", "the first Ctrl+U deletes to the start of the line"
+        await pilot.press("ctrl+u")
+        assert app.prompt.text == "", "at the start of a line it clears the whole prompt"
+
+
+async def test_the_palette_offers_cancel_only_while_something_runs(offline_server_factory, session_factory):
+    app = XunApp(session_factory(offline_server_factory(faults="slow:0.5@1")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        titles = lambda: {command.title for command in app.get_system_commands(app.screen)}  # noqa: E731
+        assert "Cancel the turn" not in titles()
+        await submit(pilot, "hello")
+        assert app.busy == "turn" and "Cancel the turn" in titles()
+
+
+async def test_a_manual_summary_that_leaves_the_context_over_the_threshold_says_so(offline_server, session_factory):
+    """Issue 25: after a huge reply F5 went 74.5k -> 61.8k (309% of the threshold) without a word."""
+    from .helpers import finish, turn
+
+    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=2000",
+                                 "auto_compact.summary_keep_max=2"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        for i in range(3):
+            await turn(pilot, f"hello there {i}, " * 30)
+        await turn(pilot, "write 3000 tokens")
+        assert app.agent.request_tokens() > 2000
+        await finish(pilot, lambda: pilot.press("f5"))
+        assert app.conversation.summarizations
+        assert app.agent.request_tokens() > 2000, "the kept reply alone is over the threshold"
+        said = [b.text for b in app.chat.query(NoticeBlock) if "still over the threshold" in b.text]
+        assert len(said) == 1, [b.text for b in app.chat.query(NoticeBlock)]
+        assert "F6 reclaims" in said[0] and "/compact FOCUS" in said[0] and "2 messages it kept" in said[0]
