@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["escape_control", "valid_text", "valid_values"]
+__all__ = ["escape_control", "escape_control_json", "valid_text", "valid_values"]
 
 _SURROGATES = re.compile(r"[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
 
@@ -68,3 +68,9 @@ def escape_control(text: str, *, keep_newlines: bool = True) -> str:
     if not keep_newlines:
         out = out.replace("\n", "\\n").replace("\t", "\\t")
     return out
+
+
+def escape_control_json(document: str) -> str:
+    """A JSON text with the control characters JSON leaves raw (DEL, C1, separators, bidi overrides) written as
+    `\\u009b` escapes: the same document for a program, nothing a terminal would act on."""
+    return _CONTROL.sub(lambda match: f"\\u{ord(match.group()):04x}", document)
