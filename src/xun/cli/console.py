@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from xun.base.valid_text import valid_text
+from xun.base.valid_text import escape_control, escape_control_json, valid_text
 from xun.context.usage import usage_totals_line
 
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -34,6 +34,22 @@ def _isatty(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
         return False
+
+
+class Visible:
+    """A stream for text from outside xun (files, sessions, offload logs, config keys, servers) printed by a
+    command: every control character is shown (`\\x1b`, or `\\u001b` in JSON lines), so an escape code in a
+    file cannot set the terminal's title, write its clipboard or clear it."""
+
+    def __init__(self, stream: TextIO, *, json_lines: bool = False) -> None:
+        self.stream = stream
+        self.escape = escape_control_json if json_lines else escape_control
+
+    def write(self, text: str) -> int:
+        return self.stream.write(self.escape(valid_text(text)))
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def strip_controls(text: str) -> str:
@@ -114,7 +130,7 @@ class JsonPrinter(_Output):
         self.err = err if err is not None else sys.stderr
 
     def __call__(self, event: Any) -> None:
-        line = json.dumps(event.to_json(), ensure_ascii=False, separators=(",", ":"), default=str)
+        line = escape_control_json(json.dumps(event.to_json(), ensure_ascii=False, separators=(",", ":"), default=str))
         self.write(self.out, line + "\n")
 
     def note(self, text: str) -> None:

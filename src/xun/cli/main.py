@@ -19,6 +19,7 @@ from typing import NoReturn
 
 from xun import __version__
 from xun.base.arguments import positive_int
+from xun.base.valid_text import escape_control
 from xun.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, LATEST, CommandError
 
 COMMANDS = ("run", "sessions", "history", "compact", "config", "mcp", "trust", "serve", "offline-server")
@@ -349,7 +350,7 @@ def _exit_code(exc: SystemExit) -> int:
         return EXIT_OK
     if isinstance(exc.code, int):
         return exc.code
-    print(exc.code, file=sys.stderr)
+    print(escape_control(str(exc.code)), file=sys.stderr)
     return EXIT_FAILED
 
 
@@ -387,7 +388,7 @@ def _report(message: str, debug: bool) -> None:
     if debug:
         traceback.print_exc(file=sys.stderr)
     prefix = "" if message.startswith("xun ") else "xun: "  # "xun run: …" names its command already
-    print(f"{prefix}{message}", file=sys.stderr, flush=True)
+    print(f"{prefix}{escape_control(message)}", file=sys.stderr, flush=True)  # errors quote files and keys
 
 
 def _end_process(code: int) -> NoReturn:

@@ -8,8 +8,10 @@ length estimates incrementally.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,10 +23,55 @@ punctuation or attributes (`</conversation_summary >`, `< /Conversation-Summary 
 it linear on hostile text."""
 
 
+LOOK_ALIKES = str.maketrans({
+    # Cyrillic and Greek letters drawn like the Latin letters of "conversation summary", and brackets drawn like <
+    "а": "a", "А": "a", "α": "a", "Α": "a", "с": "c", "С": "c", "ϲ": "c", "Ϲ": "c", "е": "e", "Е": "e", "ε": "e",
+    "Ε": "e", "і": "i", "І": "i", "ı": "i", "ι": "i", "Ι": "i", "м": "m", "М": "m", "Μ": "m", "п": "n", "η": "n",
+    "Ν": "n", "о": "o", "О": "o", "ο": "o", "Ο": "o", "σ": "o", "г": "r", "ѕ": "s", "Ѕ": "s", "т": "t", "Т": "t",
+    "τ": "t", "Τ": "t", "υ": "u", "μ": "u", "ѵ": "v", "ν": "v", "у": "y", "У": "y", "γ": "y", "Υ": "y",
+    "‹": "<", "〈": "<", "⟨": "<", "ᐸ": "<",
+})
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def _skeleton(text: str) -> tuple[str, list[int]]:
+    """What a reader sees: each character NFKC-normalised (fullwidth and styled letters become plain ones),
+    invisible ones (format characters such as a soft hyphen or a zero-width space, combining marks) left out,
+    look-alikes folded; with, for each character of the result, where it came from in `text`."""
+    parts: list[str] = []
+    origin: list[int] = []
+    at = 0
+    for run in _NOT_ASCII.finditer(text):
+        parts.append(text[at:run.start()])
+        origin.extend(range(at, run.start()))
+        for index in range(run.start(), run.end()):
+            for char in unicodedata.normalize("NFKC", text[index]).translate(LOOK_ALIKES):
+                if unicodedata.category(char) not in ("Cf", "Mn"):
+                    parts.append(char)
+                    origin.append(index)
+        at = run.end()
+    parts.append(text[at:])
+    origin.extend(range(at, len(text)))
+    return "".join(parts), origin
+
+
+@functools.lru_cache(maxsize=8)  # every request carries the summary: ~17 ms for 32k characters of Chinese
 def neutralise_summary_tags(text: str) -> str:
     """A summary (which may quote tool output) cannot open or close its block early: every look-alike
-    tag's `<` becomes `&lt;`, so the template's own tags are the only ones."""
-    return SUMMARY_TAG.sub("&lt;", text)
+    tag's `<` becomes `&lt;`, so the template's own tags are the only ones. Tags hidden from the pattern
+    but not from a reader (a soft hyphen or zero-width space inside, Cyrillic letters, a fullwidth `＜`)
+    are found in the text's `_skeleton`."""
+    if text.isascii():
+        return SUMMARY_TAG.sub("&lt;", text)
+    skeleton, origin = _skeleton(text)
+    starts = sorted({origin[match.start()] for match in SUMMARY_TAG.finditer(skeleton)})
+    pieces: list[str] = []
+    at = 0
+    for start in starts:
+        pieces += [text[at:start], "&lt;"]
+        at = start + 1
+    pieces.append(text[at:])
+    return "".join(pieces)
 
 
 COMPACTED_SYSTEM_PROMPT = """\

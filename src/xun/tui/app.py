@@ -30,6 +30,7 @@ from textual.worker import Worker, WorkerState
 
 from xun.agent.opener import SessionOpener
 from xun.base.paths import styles_dir
+from xun.base.valid_text import escape_control
 from xun.context.messages import UserMessage
 from xun.tui import messages as m
 from xun.tui.format import Presentation, shown_path
@@ -152,6 +153,14 @@ class XunApp(
         self._heap_frozen = False
         self._last_call: dict[str, int] | None = None
         """The last model call's reported tokens, for the usage line under the gauge."""
+
+    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        """Every toast (the app's, a screen's, a widget's) as text: its message and title often carry what a
+        server, a config key or an MCP server wrote, which Textual would read as markup (a `[@click=…]`
+        that answers the dialog under it, a `[/]` that crashes the app). Control characters show as `\\x1b`."""
+        super().notify(escape_control(message), title=escape_control(title, keep_newlines=False), severity=severity,
+                       timeout=timeout, markup=False)
 
     def get_default_screen(self) -> Screen[Any]:
         from xun.tui.screens.main import MainScreen

@@ -1,4 +1,5 @@
-"""How numbers, times and sizes read on screen, and the knobs that make a screenshot repeatable."""
+"""How numbers, times and sizes read on screen, text from outside xun as text, and the knobs that make a
+screenshot repeatable."""
 
 from __future__ import annotations
 
@@ -6,6 +7,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from textual.content import Content
+
+from xun.base.valid_text import escape_control
+
+
+def literal(text: str, *, flat: bool = False) -> Content:
+    """Text xun did not write (a file, a server's error, a model's reply, a config key, MCP stderr) for any
+    widget, toast, title, tooltip or table cell: never read as markup (`[@click=…]` is not a link, `[/]`
+    is not an error), and its control characters shown as `\\x1b`, so no escape code reaches the terminal.
+    Textual reads a plain `str` as markup almost everywhere; this is the one way such text goes on screen."""
+    return Content(escape_control(text, keep_newlines=not flat))
 
 
 def tokens(count: float | None) -> str:
@@ -79,8 +92,8 @@ def shown_path(path: str | None, workdir: Path) -> str:
 
 
 def one_line(text: str, limit: int = 80) -> str:
-    """Whitespace collapsed, cut with an ellipsis."""
-    flat = " ".join(text.split())
+    """Whitespace collapsed, control characters shown (`\\x1b`), cut with an ellipsis."""
+    flat = " ".join(escape_control(text).split())
     return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from xun.base.valid_text import valid_text
+from xun.base.valid_text import escape_control, valid_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from xun.agent.config import XunConfig
@@ -190,24 +190,6 @@ class ToolOutcome:
 
 
 # ------------------------------------------------------------------------------------------ text helpers
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def escape_control(text: str, *, keep_newlines: bool = True) -> str:
-    """Make control characters visible (`\\x1b`, `\\r`, bidi overrides...) so a prompt shows what is real."""
-
-    def visible(match: re.Match[str]) -> str:
-        code = ord(match.group())
-        if code == 0x0D:
-            return "\\r"
-        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-    out = _CONTROL.sub(visible, text)
-    if not keep_newlines:
-        out = out.replace("\n", "\\n").replace("\t", "\\t")
-    return out
-
 
 def cut_note(cut: int, limit: int) -> str:
     """The note put where output was cut: how much, and how to see the rest."""

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from xun.base.valid_text import escape_control
 from xun.cli.exits import LATEST, CommandError
 
 if TYPE_CHECKING:
@@ -130,14 +131,15 @@ def announce_provider(session: Session, args: argparse.Namespace, err: TextIO) -
     if session.config.withheld:
         from xun.agent.trust import describe_withheld
 
-        print(f"xun: {describe_withheld(session.config.withheld, session.agent.workdir)}", file=err, flush=True)
+        print(f"xun: {escape_control(describe_withheld(session.config.withheld, session.agent.workdir))}", file=err,
+              flush=True)  # the key names are the folder's own
     if not session.offline:
         return
     if args.offline:
         why = "--offline"
     else:
         why = f"no API key is set (${session.config.provider.api_key_env}) and no --base-url"
-    print(f"xun: {why}: using the {session.describe_provider()}", file=err, flush=True)
+    print(f"xun: {why}: using the {escape_control(session.describe_provider())}", file=err, flush=True)
 
 
 def api_key_of(session: Session) -> str | None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from xun.cli.console import Visible
 from xun.cli.exits import EXIT_OK
 from xun.cli.commands.common import settings_of, workdir_of
 
@@ -36,15 +37,20 @@ def main(args: argparse.Namespace) -> int:
     from xun.agent.config import set_config_value, unset_config_value
 
     target = _file(args)
+    out, err = Visible(sys.stdout), Visible(sys.stderr)
     if action == "set":
         value = set_config_value(target, args.key, args.value)
+<<<<<<< HEAD
         print(f"{args.key.strip()} = {show_value(value)}  (written to {target})")
         _warn_if_withheld(args, args.key.strip())
+=======
+        print(f"{args.key.strip()} = {show_value(value)}  (written to {target})", file=out)
+>>>>>>> markup
         return EXIT_OK
     if unset_config_value(target, args.key):
-        print(f"{args.key.strip()} removed from {target}")
+        print(f"{args.key.strip()} removed from {target}", file=out)
     else:
-        print(f"xun: {args.key.strip()} is not set in {target}; nothing changed", file=sys.stderr)
+        print(f"xun: {args.key.strip()} is not set in {target}; nothing changed", file=err)
     return EXIT_OK
 
 
@@ -80,7 +86,7 @@ def _show(args: argparse.Namespace) -> int:
     config = settings_of(args)
     items = describe_config(config)
     key_set = resolve_api_key(config) is not None
-    out = sys.stdout
+    out = Visible(sys.stdout, json_lines=bool(args.json))  # keys and values come from config files
     if args.json:
         for item in items:
             out.write(json.dumps({"key": item.key, "value": item.value, "source": item.source,

@@ -9,6 +9,7 @@ import json
 import sys
 from typing import Any
 
+from xun.cli.console import Visible
 from xun.cli.exits import EXIT_FAILED, EXIT_OK
 from xun.cli.commands.common import InterruptGuard, workdir_of
 
@@ -27,7 +28,7 @@ def main(args: argparse.Namespace) -> int:
               f"({paths.user_config_path()})", file=sys.stderr)
         return EXIT_OK
     rows = asyncio.run(_listing(manager))
-    out = sys.stdout
+    out = Visible(sys.stdout, json_lines=bool(args.json))  # names, descriptions and errors come from the servers
     if args.json:
         for row in rows:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")

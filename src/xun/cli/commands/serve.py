@@ -43,6 +43,7 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
+from xun.base.valid_text import escape_control
 from xun.cli.exits import EXIT_FAILED, EXIT_OK, LATEST, CommandError
 from xun.cli.commands.common import latest_session_id, resolve_session_id, settings_of, store_of, workdir_of
 
@@ -173,7 +174,7 @@ def _check_settings(args: argparse.Namespace) -> None:
     if config.withheld:
         from xun.agent.trust import describe_withheld
 
-        print(f"xun: {describe_withheld(config.withheld, workdir_of(args))}; every browser session asks",
+        print(f"xun: {escape_control(describe_withheld(config.withheld, workdir_of(args)))}; every browser session asks",
               file=sys.stderr, flush=True)
     if args.offline:
         why = "--offline"

@@ -7,6 +7,7 @@ import json
 import sys
 import time
 
+from xun.cli.console import Visible
 from xun.cli.exits import EXIT_OK
 from xun.cli.commands.common import store_of
 
@@ -16,7 +17,7 @@ COLUMNS = ("ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED", "TIT
 def main(args: argparse.Namespace) -> int:
     store = store_of(args)
     infos = store.list()
-    out = sys.stdout
+    out, err = Visible(sys.stdout, json_lines=bool(args.json)), Visible(sys.stderr)  # titles are what was typed or read
     if args.json:
         for info in infos:
             out.write(json.dumps({
@@ -44,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
             cells.append(row[-1])
             out.write("  ".join(cells).rstrip() + "\n")
     else:
-        print(f"xun: no saved sessions in {store.root}", file=sys.stderr)
+        print(f"xun: no saved sessions in {store.root}", file=err)
     for path, problem in store.unreadable():
-        print(f"xun: cannot read session file {path}: {problem}", file=sys.stderr)
+        print(f"xun: cannot read session file {path}: {problem}", file=err)
     return EXIT_OK

@@ -14,6 +14,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import DataTable, Label, Static
 
+from xun.base.valid_text import escape_control
 from xun.compact.breakdown import ContextBreakdown
 from xun.tui.format import NO_SERVER_COUNT, percent, tokens
 from xun.tui.screens.modal import Modal
@@ -107,8 +108,8 @@ class BreakdownScreen(Modal[int | None]):
                         what += f" {message.tool}"
                     if message.reclaimed:
                         what += " (placeholder)"
-                    table.add_row(Text(str(n), style="bold"), Text(f"#{message.index} {what}"),
-                                  Text(tokens(message.tokens), justify="right"), Text(message.preview),
+                    table.add_row(Text(str(n), style="bold"), Text(escape_control(f"#{message.index} {what}")),
+                                  Text(tokens(message.tokens), justify="right"), Text(escape_control(message.preview)),
                                   key=str(message.index))
                 yield table
 

@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Label
 
 from xun.agent.config import ConfigItem
+from xun.base.valid_text import escape_control
 from xun.tui.screens.modal import Modal
 
 
@@ -41,7 +42,8 @@ class ConfigScreen(Modal[None]):
             table: DataTable[Text] = DataTable(id="config-table", cursor_type="row")
             table.add_columns("key", "value", "from")
             for item in self.items:
-                table.add_row(Text(item.key), Text(shown_value(item.value)), Text(item.source), key=item.key)
+                table.add_row(Text(escape_control(item.key)), Text(escape_control(shown_value(item.value))),
+                              Text(escape_control(item.source)), key=item.key)
             yield table
             yield Label("", id="config-description")
 
@@ -53,7 +55,7 @@ class ConfigScreen(Modal[None]):
     def _describe(self, row: int) -> None:
         if 0 <= row < len(self.items):
             item = self.items[row]
-            self.query_one("#config-description", Label).update(Text(f"{item.key}: {item.description}"))
+            self.query_one("#config-description", Label).update(Text(escape_control(f"{item.key}: {item.description}")))
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -25,7 +24,9 @@ from textual.highlight import highlight
 from textual.widgets import Button, Label, Static
 
 from xun.agent.tools import CONFIRM_GUARD_SECONDS, CONFIRM_KEYS, ConfirmationRequest, Decision
+from xun.base.valid_text import escape_control
 from xun.tui import messages as m
+from xun.tui.format import literal
 from xun.tui.screens.modal import Modal
 
 DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "$text-accent"), ("+", "$text-success"), ("-", "$text-error"))
@@ -42,7 +43,7 @@ def diff_content(text: str) -> Content:
 
 def preview_renderable(request: ConfirmationRequest) -> Content:
     """The preview highlighted as a diff, a shell command, or the new file's language."""
-    text = request.preview.expandtabs(4)
+    text = escape_control(request.preview.expandtabs(4))  # made by a tool from the model's arguments
     if request.kind == "diff":
         return diff_content(text)
     if request.kind == "command":
@@ -83,9 +84,9 @@ class ConfirmScreen(Modal[Decision]):
     def compose(self) -> ComposeResult:
         request = self.request
         with Vertical(id="confirm-box") as box:
-            box.border_title = f"{request.tool} wants to run"
+            box.border_title = literal(f"{request.tool} wants to run", flat=True)
             box.border_subtitle = self.WAITING
-            yield Label(Text(request.title), id="confirm-title")
+            yield Label(literal(request.title), id="confirm-title")
             with VerticalScroll(id="confirm-preview"):
                 yield Static(preview_renderable(request), id="confirm-preview-text")
             with Horizontal(id="confirm-buttons"):

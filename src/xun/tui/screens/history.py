@@ -10,6 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import RichLog
 
+from xun.base.valid_text import escape_control
 from xun.tui.screens.modal import Modal
 
 ROLE_STYLES = {"system": "bold magenta", "user": "bold green", "assistant": "bold cyan", "tool": "bold yellow"}
@@ -32,8 +33,8 @@ class HistoryScreen(Modal[None]):
     def on_mount(self) -> None:
         log = self.query_one(RichLog)
         for number, record in enumerate(self.records):
-            head = Text(f"#{number} {record['role']}", style=ROLE_STYLES.get(record["role"], "bold"))
+            head = Text(escape_control(f"#{number} {record['role']}"), style=ROLE_STYLES.get(record["role"], "bold"))
             log.write(head)
-            log.write(Text(record["content"] or "(no text)"))
+            log.write(Text(escape_control(record["content"]) or "(no text)"))
             log.write(Text(""))
         log.focus()

@@ -18,8 +18,14 @@ from textual.highlight import highlight
 from textual.widgets import Button, Input, Label, Static
 
 from xun.base.atomic import write_text_atomic
+<<<<<<< HEAD
 from xun.context.reclaimed import ARGUMENTS, ReclaimedToolResult
 from xun.tui.format import TOKENS_PER_CHAR, one_line, tokens
+=======
+from xun.base.valid_text import escape_control
+from xun.context.reclaimed import ReclaimedToolResult
+from xun.tui.format import TOKENS_PER_CHAR, literal, one_line, tokens
+>>>>>>> markup
 from xun.tui.screens.modal import Modal
 
 HIGHLIGHT_LIMIT = 200_000
@@ -107,10 +113,14 @@ class InspectorScreen(Modal[str | None]):
     def compose(self) -> ComposeResult:
         record = self.record
         with Vertical(id="inspector-box") as box:
+<<<<<<< HEAD
             what = f"{record.tool_name or 'tool'} call arguments" if record.kind == ARGUMENTS else record.tool_name or "tool result"
             box.border_title = f"{what} · {record.tool_call_id}"
+=======
+            box.border_title = literal(f"{record.tool_name or 'tool result'} · {record.tool_call_id}", flat=True)
+>>>>>>> markup
             box.border_subtitle = "c copy · s save · r restore · esc close"
-            yield Label(Text(self.summary_line()), id="inspector-summary")
+            yield Label(literal(self.summary_line()), id="inspector-summary")
             with VerticalScroll(id="inspector-body"):
                 yield Static(self._renderable(), id="inspector-text")
             with Horizontal(id="inspector-save-row"):
@@ -142,7 +152,7 @@ class InspectorScreen(Modal[str | None]):
     @property
     def shown_text(self) -> str:
         """What the screen shows: the original with its tabs expanded (copy and save use the original)."""
-        return self.original.expandtabs(4)
+        return escape_control(self.original.expandtabs(4))
 
     def _renderable(self) -> Content:
         if self.language and len(self.original) <= HIGHLIGHT_LIMIT:
@@ -154,7 +164,7 @@ class InspectorScreen(Modal[str | None]):
         self.query_one("#inspector-body").focus()
 
     def _status(self, text: str) -> None:
-        self.query_one("#inspector-status", Label).update(Text(text))
+        self.query_one("#inspector-status", Label).update(literal(text))
 
     # ----------------------------------------------------------------------------------- actions
 

@@ -14,6 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Label, Static
 
+from xun.base.valid_text import escape_control
 from xun.tui.format import tokens
 from xun.tui.screens.modal import Modal
 
@@ -47,8 +48,8 @@ class McpScreen(Modal[None]):
             with VerticalScroll(id="mcp-detail"):
                 yield Static("", id="mcp-detail-text")
             if not self.manager.servers:
-                yield Label("No MCP servers are configured: add [mcp.servers.NAME] to the user config "
-                            "(command = \"...\" or url = \"...\"); `xun config path --user` shows where it is.")
+                yield Label(Text("No MCP servers are configured: add [mcp.servers.NAME] to the user config "
+                                 "(command = \"...\" or url = \"...\"); `xun config path --user` shows where it is."))
 
     def on_mount(self) -> None:
         self.refresh_servers()
@@ -63,11 +64,11 @@ class McpScreen(Modal[None]):
         table.clear()
         sizes = self.manager.definition_chars()
         for server in self.manager.servers.values():
-            state = Text(server.summary() if server.state != "failed" else "failed",
+            state = Text(escape_control(server.summary()) if server.state != "failed" else "failed",
                          style=STATE_STYLE.get(server.state, ""))
             cost = f"~{tokens(self._tokens(sizes.get(server.name, 0)))} tokens" if server.tools else "-"
-            table.add_row(Text(server.name), state, Text(str(len(server.tools)), justify="right"),
-                          Text(cost, justify="right"), Text(server.target, overflow="ellipsis", no_wrap=True),
+            table.add_row(Text(escape_control(server.name)), state, Text(str(len(server.tools)), justify="right"),
+                          Text(cost, justify="right"), Text(escape_control(server.target), overflow="ellipsis", no_wrap=True),
                           key=server.name)
         if self.manager.servers:
             table.move_cursor(row=min(max(row, 0), len(self.manager.servers) - 1))
@@ -84,20 +85,20 @@ class McpScreen(Modal[None]):
             return
         server = self.manager.servers[names[row]]
         text = Text()
-        text.append(f"{server.name}", style="bold")
-        text.append(f" · {server.transport} · {server.target}\n")
-        text.append(f"{server.summary()}\n", style=STATE_STYLE.get(server.state, ""))
+        text.append(escape_control(server.name), style="bold")  # names, targets, stderr, tool descriptions:
+        text.append(escape_control(f" · {server.transport} · {server.target}") + "\n")  # what a server says
+        text.append(escape_control(server.summary()) + "\n", style=STATE_STYLE.get(server.state, ""))
         text.append("trusted: its tools run without asking\n" if server.settings.trust
                     else "its tools ask before they run (trust = true in the user config skips that)\n", style="dim")
         for item in server.tools:
             cost = self._tokens(len(json.dumps(item.schema(), ensure_ascii=False)))
             first = " ".join(item.description.split("\n\n")[0].split())
-            text.append(f"  {item.name}", style="bold")
-            text.append(f"  ~{tokens(cost)} tokens  {first[:120]}\n")
+            text.append(escape_control(f"  {item.name}"), style="bold")
+            text.append(escape_control(f"  ~{tokens(cost)} tokens  {first[:120]}") + "\n")
         for skipped in server.skipped:
-            text.append(f"  not offered: {skipped}\n", style="dim")
+            text.append(escape_control(f"  not offered: {skipped}") + "\n", style="dim")
         if server.log_path is not None and server.transport == "stdio":
-            text.append(f"its standard error: {server.log_path}\n", style="dim")
+            text.append(escape_control(f"its standard error: {server.log_path}") + "\n", style="dim")
         self.query_one("#mcp-detail-text", Static).update(text)
 
     @on(DataTable.RowHighlighted)

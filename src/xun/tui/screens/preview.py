@@ -18,7 +18,12 @@ from textual.content import Content
 from textual.widgets import Button, Label, OptionList
 from textual.widgets.option_list import Option
 
+<<<<<<< HEAD
 from xun.compact.breakdown import PLACEHOLDER_HEAD, ReclaimPreview, arguments_reclaimed
+=======
+from xun.base.valid_text import escape_control
+from xun.compact.breakdown import PLACEHOLDER_HEAD, ReclaimPreview
+>>>>>>> markup
 from xun.context.conversation import CompactionPlan, Conversation
 from xun.context.reclaimed import arguments_id
 from xun.context.messages import (
@@ -202,8 +207,8 @@ class PreviewScreen(Modal[str | None]):
         with Vertical(id="preview-box") as box:
             box.border_title = "preview · what compaction would do now"
             box.border_subtitle = "f5/s summarise · f6/r reclaim · esc close"
-            yield Label(Text(summary_line(f)), id="preview-summary")
-            yield Label(Text(reclaim_line(f)), id="preview-reclaim")
+            yield Label(Text(escape_control(summary_line(f))), id="preview-summary")
+            yield Label(Text(escape_control(reclaim_line(f))), id="preview-reclaim")
             yield OptionList(id="preview-list")
             with Horizontal(id="preview-buttons"):
                 yield Button("Summarise now (F5)", id="compact", variant="primary", compact=True,

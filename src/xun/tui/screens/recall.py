@@ -22,8 +22,10 @@ from textual.timer import Timer
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from xun.base.valid_text import escape_control
 from xun.context.recall import HistoryEntry, HistoryError, HistoryHit, HistoryIndex
 from xun.tui import messages as m
+from xun.tui.format import literal
 from xun.tui.screens.modal import Modal
 
 DEBOUNCE = 0.15
@@ -230,7 +232,7 @@ class RecallScreen(Modal[None]):
             text = self._stats_text or "type to search"
             if not self.hits:
                 self._show_entry(None)
-        self.query_one("#recall-status", Label).update(Text(text))
+        self.query_one("#recall-status", Label).update(literal(text))
 
     # ----------------------------------------------------------------------------------- results
 
@@ -240,7 +242,8 @@ class RecallScreen(Modal[None]):
         head = [self.clock(hit.time), role + (f" {hit.tool}" if hit.tool else ""), hit.source]
         if hit.session != self.session:
             head.append(f"session {hit.session}")
-        first, second = Content.styled(" · ".join(head), "dim"), snippet_content(lead_to_match(hit.snippet, width))
+        first = Content.styled(escape_control(" · ".join(head), keep_newlines=False), "dim")
+        second = snippet_content(lead_to_match(escape_control(hit.snippet), width))
         if width > 0:
             first, second = first.truncate(width, ellipsis=True), second.truncate(width, ellipsis=True)
         return Content.assemble(first, "\n", second)
@@ -300,12 +303,12 @@ class RecallScreen(Modal[None]):
         if entry.tool_call_id:
             head.append(f"id {entry.tool_call_id}")
         head.append(f"session {entry.session}")
-        text.append(" · ".join(head) + "\n", style="bold")
-        if entry.arguments:
-            text.append(f"arguments {entry.arguments}\n", style="dim")
+        text.append(escape_control(" · ".join(head), keep_newlines=False) + "\n", style="bold")
+        if entry.arguments:  # everything here was written by a model, a tool or a file: escape codes show
+            text.append(escape_control(f"arguments {entry.arguments}") + "\n", style="dim")
         if entry.detail:
-            text.append(f"{entry.detail}\n", style="dim")
-        body = entry.text.expandtabs(4)
+            text.append(escape_control(entry.detail) + "\n", style="dim")
+        body = escape_control(entry.text.expandtabs(4))
         if len(body) > SHOWN_LIMIT:
             body = body[:SHOWN_LIMIT] + f"\n… ({len(entry.text):,} characters in all)"
         text.append("\n" + body)
@@ -337,7 +340,7 @@ class RecallScreen(Modal[None]):
         ok, why = self.restore_state()
         button = self.query_one("#restore", Button)
         button.disabled = not ok
-        button.tooltip = why or "Put the original back in place of its placeholder"
+        button.tooltip = literal(why or "Put the original back in place of its placeholder")
 
     def context_changed(self, kind: str) -> None:
         """The app finished some work (a turn, a compaction, a restore): what may be restored changed."""
@@ -345,7 +348,7 @@ class RecallScreen(Modal[None]):
         call_id, self._restoring = self._restoring, None
         if kind == "restore" and call_id is not None:
             still = self.entry is not None and self.entry.tool_call_id == call_id and self.restore_state()[0]
-            self.query_one("#recall-status", Label).update(Text(
+            self.query_one("#recall-status", Label).update(literal(
                 f"could not restore {call_id} (see the notification)" if still else f"restored {call_id} into the context"))
 
     def action_restore(self) -> None:
@@ -358,7 +361,7 @@ class RecallScreen(Modal[None]):
             return
         self._restoring = entry.tool_call_id
         self.app.post_message(m.RestoreRequested(entry.tool_call_id))
-        self.query_one("#recall-status", Label).update(Text(f"restoring {entry.tool_call_id} into the context…"))
+        self.query_one("#recall-status", Label).update(literal(f"restoring {entry.tool_call_id} into the context…"))
 
     def action_scope(self) -> None:
         self.only_this_session = not self.only_this_session

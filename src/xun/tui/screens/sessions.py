@@ -12,6 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import DataTable, Label
 
+from xun.base.valid_text import escape_control
 from xun.context.sessions import SessionInfo
 from xun.tui.format import tokens
 from xun.tui.screens.modal import Modal
@@ -37,13 +38,14 @@ class SessionsScreen(Modal[str | None]):
             for info in self.sessions:
                 table.add_row(
                     Text("●" if info.conversation_id == self.current else ""),
-                    Text(info.title[:48] or "(no prompt yet)", style="" if info.title else "dim"),
+                    Text(escape_control(info.title[:48], keep_newlines=False) or "(no prompt yet)",
+                         style="" if info.title else "dim"),
                     Text(self.clock(info.updated_at)),
                     Text(f"{info.messages:,}", justify="right"),
                     Text(tokens(info.tokens), justify="right"),
                     Text(str(info.summaries), justify="right"),
                     Text(str(info.reclaimed), justify="right"),
-                    Text(info.conversation_id, style="dim"),
+                    Text(escape_control(info.conversation_id), style="dim"),
                     key=info.conversation_id,
                 )
             yield table

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.timer import Timer
 
+from xun.base.valid_text import escape_control
 from xun.tui.widgets.reasoning_block import ReasoningBlock
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def drawn_once(text: str) -> Static:
     from rich.markdown import Markdown as RichMarkdown
     from textual.widgets import Static
 
-    return Static(RichMarkdown(text), classes="reply-sealed")
+    return Static(RichMarkdown(escape_control(text)), classes="reply-sealed")
 
 
 class AssistantBlock(Vertical):
@@ -78,7 +79,7 @@ class AssistantBlock(Vertical):
         if streaming or not content:
             from textual.widgets import Markdown  # here, not above: an empty chat's first frame does without it
 
-            self.markdown = Markdown(content, classes="reply")
+            self.markdown = Markdown(escape_control(content), classes="reply")
         else:
             self.sealed.append(drawn_once(content))
 
@@ -120,7 +121,9 @@ class AssistantBlock(Vertical):
             return
         if self._stream is None:
             self._stream = self.live.get_stream(self.live)
-        await self._stream.write(text)
+        await self._stream.write(escape_control(text))  # a reply's escape codes (a clipboard write, a title,
+        # a screen clear) are shown, never sent to the terminal; escaping one character at a time, fragments
+        # can be escaped apart
         self._live.append(text)
         self._live_chars += len(text)
         if self._live_chars >= SEAL_CHARS:
@@ -138,7 +141,7 @@ class AssistantBlock(Vertical):
         part = drawn_once(done)
         self.sealed.append(part)
         await self.mount(part, before=self.live)
-        await self.live.update(rest)
+        await self.live.update(escape_control(rest))
         self._live = [rest] if rest else []
         self._live_chars = len(rest)
 
@@ -158,10 +161,10 @@ class AssistantBlock(Vertical):
             shown = self.text
             self._text_parts = [content]
             if shown and content.startswith(shown):  # e.g. a cancelled reply's mark: only the end is new
-                await self.live.append(content[len(shown):])
+                await self.live.append(escape_control(content[len(shown):]))
             else:
                 await self._remove_sealed()
-                await self.live.update(content)
+                await self.live.update(escape_control(content))
         if reasoning is not None and self.reasoning is not None and reasoning != self.reasoning.text:
             self.reasoning.replace(reasoning)
         if self.reasoning is not None:

@@ -15,8 +15,13 @@ from rich.text import Text
 from textual import events
 from textual.widgets import DataTable
 
+<<<<<<< HEAD
 from xun.context.reclaimed import ARGUMENTS_SUFFIX
 from xun.tui.format import one_line, tokens
+=======
+from xun.base.valid_text import escape_control
+from xun.tui.format import literal, one_line, tokens
+>>>>>>> markup
 
 KINDS = {
     "tool_results_reclaimed": "reclaim",
@@ -208,7 +213,7 @@ class CompactionLog(DataTable[str]):
             Text(entry.time, style="dim"),
             Text(entry.kind, style=STYLES.get(entry.kind, "bold")),
             Text(entry.figures, justify="right"),
-            Text(one_line(entry.what, WHAT_CHARS), style="italic" if entry.reason else "", no_wrap=True,
+            Text(escape_control(one_line(entry.what, WHAT_CHARS)), style="italic" if entry.reason else "", no_wrap=True,
                  overflow="ellipsis"),
             key=str(index),
         )
@@ -271,7 +276,8 @@ class CompactionLog(DataTable[str]):
 
     def _update_tooltip(self) -> None:
         entry = self.highlighted
-        self.tooltip = "\n\n".join(part for part in (entry.detail() if entry else "", self.unchanged_detail()) if part) or None
+        detail = "\n\n".join(part for part in (entry.detail() if entry else "", self.unchanged_detail()) if part)
+        self.tooltip = literal(detail) if detail else None  # reasons come from servers and models: text, not markup
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -17,7 +17,7 @@ from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Sparkline, Static
 
-from xun.tui.format import TOKENS_PER_CHAR, percent, tokens
+from xun.tui.format import TOKENS_PER_CHAR, literal, percent, tokens
 from xun.tui.messages import OpenBreakdown
 from xun.tui.widgets.context_bar import ContextBar
 
@@ -138,8 +138,8 @@ class ContextGauge(Vertical, can_focus=True):
         self.threshold = max(threshold, 1)
         self.window = window
         self.window_source = window_source
-        self.tooltip = "Enter (or a click): what fills the context\n" + (
-            f"window {window:,}: {window_source}" if window else "window unknown: the server did not say it")
+        self.tooltip = literal("Enter (or a click): what fills the context\n" + (
+            f"window {window:,}: {window_source}" if window else "window unknown: the server did not say it"))
         self._show()
 
     def set_estimate(self, estimate: int, reported: int | None) -> None:

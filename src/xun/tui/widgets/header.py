@@ -9,6 +9,8 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import Label
 
+from xun.tui.format import literal
+
 
 class XunHeader(Horizontal):
     status: reactive[str] = reactive("ready")
@@ -22,10 +24,11 @@ class XunHeader(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Label("xun", id="app-name")
-        yield Label(self._model, id="model-name")
-        yield Label(self._provider_text(), id="provider", classes="badge" if self._offline else "")
-        yield Label(self._session_text(), id="session-id")
-        yield Label(self.status, id="status")
+        yield Label(literal(self._model, flat=True), id="model-name")  # the model's name and the provider come
+        yield Label(literal(self._provider_text(), flat=True), id="provider",  # from a config: text, not markup
+                    classes="badge" if self._offline else "")
+        yield Label(literal(self._session_text(), flat=True), id="session-id")
+        yield Label(literal(self.status, flat=True), id="status")
 
     def _provider_text(self) -> str:
         return "offline demo model" if self._offline else self._provider
@@ -47,21 +50,21 @@ class XunHeader(Horizontal):
         """Once the session is open (the app may draw its first frame before)."""
         self._model, self._provider, self._offline = model, provider, offline
         if self.is_mounted:
-            self.query_one("#model-name", Label).update(model)
+            self.query_one("#model-name", Label).update(literal(model, flat=True))
             badge = self.query_one("#provider", Label)
-            badge.update(self._provider_text())
+            badge.update(literal(self._provider_text(), flat=True))
             badge.set_class(offline, "badge")
 
     def set_session(self, session_id: str) -> None:
         self._session_id = session_id
         if self.is_mounted:
             label = self.query_one("#session-id", Label)
-            label.update(self._session_text())
-            label.tooltip = f"session {session_id}" if session_id else None
+            label.update(literal(self._session_text(), flat=True))
+            label.tooltip = literal(f"session {session_id}") if session_id else None
 
     def watch_status(self, status: str) -> None:
         if not self.is_mounted:
             return
         label = self.query_one("#status", Label)
-        label.update(status)
+        label.update(literal(status, flat=True))
         label.set_class(status != "ready", "-busy")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
+from xun.tui.format import literal
+
 ICONS = {"info": "·", "warning": "!", "error": "✗", "retry": "↻", "cancelled": "■"}
 
 
 class NoticeBlock(Static):
     def __init__(self, level: str, text: str) -> None:
-        super().__init__(f"{ICONS.get(level, '·')} {text}", markup=False, classes=f"block -{level}")
+        super().__init__(literal(f"{ICONS.get(level, '·')} {text}"), classes=f"block -{level}")
         self.level = level
         self.text = text

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 from textual.widgets import Collapsible, Static
 
+from xun.tui.format import literal
+
 
 class ReasoningBlock(Collapsible):
     def __init__(self, text: str = "", *, collapsed: bool = False) -> None:
         self._parts: list[str] = [text] if text else []
-        self._body = Static(text, markup=False, classes="reasoning-text")
-        super().__init__(self._body, title=self._heading(), collapsed=collapsed, classes="reasoning")
+        self._body = Static(literal(text), classes="reasoning-text")
+        super().__init__(self._body, title=literal(self._heading()), collapsed=collapsed, classes="reasoning")
+        self.title = self._heading()
         self._title.can_focus = False  # opened with Enter on its selected reply, or a click
 
     @property
     def text(self) -> str:
         return "".join(self._parts)
+
+    def _watch_title(self, title: str) -> None:
+        self._title.label = literal(title, flat=True) if isinstance(title, str) else title
 
     def _heading(self) -> str:
         size = sum(map(len, self._parts))
@@ -24,10 +30,10 @@ class ReasoningBlock(Collapsible):
         if not text:
             return
         self._parts.append(text)
-        self._body.update(self.text)
+        self._body.update(literal(self.text))
         self.title = self._heading()
 
     def replace(self, text: str) -> None:
         self._parts = [text] if text else []
-        self._body.update(text)
+        self._body.update(literal(text))
         self.title = self._heading()

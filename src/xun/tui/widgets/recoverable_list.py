@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Input
 
+from xun.base.valid_text import escape_control
 from xun.context.reclaimed import ARGUMENTS, ReclaimedToolResult
 from xun.tui.format import TOKENS_PER_CHAR, tokens
 from xun.tui.messages import OpenInspector
@@ -106,16 +107,16 @@ class RecoverableList(Vertical):
                 continue
             gone = record.tool_call_id in self.summarised
             dim = "dim" if gone else ""
-            tool = Text(record.tool_name or "?", style=dim)
+            tool = Text(escape_control(record.tool_name or "?", keep_newlines=False), style=dim)
             if record.kind == ARGUMENTS:  # the call's own arguments, not its result
                 tool.append(" args", style="italic dim" if gone else "italic")
             table.add_row(
                 tool,
-                Text(call_subject(record.arguments, 28), style=dim),
+                Text(escape_control(call_subject(record.arguments, 28)), style=dim),
                 Text(tokens(record.chars * ratio), justify="right", style=dim),
                 Text("summarised" if gone else self._clock(record.reclaimed_at) if record.reclaimed_at else "—",
                      style="italic dim" if gone else ""),
-                Text(short_id(record.call_id), style="dim"),
+                Text(escape_control(short_id(record.call_id)), style="dim"),
                 key=record.tool_call_id,
             )
             self.shown.append(record.tool_call_id)

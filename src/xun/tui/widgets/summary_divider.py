@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
+from xun.tui.format import literal
+
 
 class SummaryDivider(Static):
     def __init__(self, text: str = "", *, state: str = "done") -> None:
-        super().__init__(text, markup=False, classes=f"block -{state}")
+        super().__init__(literal(text), classes=f"block -{state}")
         self.text = text
         self.state = state
 
@@ -21,4 +23,4 @@ class SummaryDivider(Static):
         self.remove_class(f"-{self.state}")
         self.text, self.state = text, state
         self.add_class(f"-{state}")
-        self.update(text)
+        self.update(literal(text))

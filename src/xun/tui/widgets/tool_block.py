@@ -7,7 +7,7 @@ import json
 
 from textual.widgets import Collapsible, Static
 
-from xun.tui.format import one_line, tokens
+from xun.tui.format import literal, one_line, tokens
 
 RESULT_PREVIEW_LINES = 12
 RESULT_PREVIEW_CHARS = 2_000
@@ -71,14 +71,19 @@ class ToolBlock(Collapsible):
         self.restored = False
         self.result_text: str | None = None
         self._result_view: Static | None = None
-        super().__init__(title=self._heading(), collapsed=True, classes="block tool -running")
+        super().__init__(title=literal(self._heading(), flat=True), collapsed=True, classes="block tool -running")
+        self.title = self._heading()
         self._title.can_focus = False  # the chat's [ and ] select a block and Enter opens it: Tab skips hundreds of titles
+
+    def _watch_title(self, title: str) -> None:
+        """The tool's name and arguments come from the model: the title is text, never markup."""
+        self._title.label = literal(title, flat=True) if isinstance(title, str) else title
 
     def watch_collapsed(self, collapsed: bool) -> None:
         if not collapsed and self._result_view is None and self.is_mounted:
-            self._result_view = Static(result_preview(self.result_text or ""), markup=False, classes="tool-result")
+            self._result_view = Static(literal(result_preview(self.result_text or "")), classes="tool-result")
             self.query_one(Collapsible.Contents).mount(
-                Static(pretty_arguments(self.arguments), markup=False, classes="tool-arguments"), self._result_view)
+                Static(literal(pretty_arguments(self.arguments)), classes="tool-arguments"), self._result_view)
 
     def _heading(self) -> str:
         """`read_file src/app.py · reclaimed · 2.1k chars · 5 ms`: the marks first, so a narrow pane keeps them."""
@@ -113,7 +118,7 @@ class ToolBlock(Collapsible):
         if result is not None:
             self.result_text = result
             if self._result_view is not None:
-                self._result_view.update(result_preview(result))
+                self._result_view.update(literal(result_preview(result)))
         self.title = self._heading()
 
     def mark_reclaimed(self) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
+from xun.tui.format import literal
+
 
 class UserBlock(Static):
     def __init__(self, text: str) -> None:
-        super().__init__(text, markup=False, classes="block")
+        super().__init__(literal(text), classes="block")
         self.text = text
         self.border_title = "you"

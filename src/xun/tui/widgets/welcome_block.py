@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
+from xun.tui.format import literal
+
 
 class WelcomeBlock(Static):
     def __init__(self, model: str, provider: str) -> None:
@@ -14,4 +16,4 @@ class WelcomeBlock(Static):
             "Enter on the gauge: what fills the context · F4 side panel on/off\n"
             "Esc cancel · F1 help · Ctrl+P every action · Ctrl+Q save and quit"
         )
-        super().__init__(self.text, markup=False, id="welcome")
+        super().__init__(literal(self.text), id="welcome")
