@@ -40,12 +40,8 @@ def main(args: argparse.Namespace) -> int:
     out, err = Visible(sys.stdout), Visible(sys.stderr)
     if action == "set":
         value = set_config_value(target, args.key, args.value)
-<<<<<<< HEAD
-        print(f"{args.key.strip()} = {show_value(value)}  (written to {target})")
-        _warn_if_withheld(args, args.key.strip())
-=======
         print(f"{args.key.strip()} = {show_value(value)}  (written to {target})", file=out)
->>>>>>> markup
+        _warn_if_withheld(args, args.key.strip())
         return EXIT_OK
     if unset_config_value(target, args.key):
         print(f"{args.key.strip()} removed from {target}", file=out)
@@ -63,7 +59,7 @@ def _warn_if_withheld(args: argparse.Namespace, key: str) -> None:
         return
     folder = workdir_of(args)
     if not is_trusted(folder):
-        print(f"xun: warning: {describe_withheld([key], folder)}", file=sys.stderr)
+        print(f"xun: warning: {describe_withheld([key], folder)}", file=Visible(sys.stderr))
 
 
 def _path(args: argparse.Namespace) -> int:

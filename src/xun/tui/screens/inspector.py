@@ -18,14 +18,9 @@ from textual.highlight import highlight
 from textual.widgets import Button, Input, Label, Static
 
 from xun.base.atomic import write_text_atomic
-<<<<<<< HEAD
-from xun.context.reclaimed import ARGUMENTS, ReclaimedToolResult
-from xun.tui.format import TOKENS_PER_CHAR, one_line, tokens
-=======
 from xun.base.valid_text import escape_control
-from xun.context.reclaimed import ReclaimedToolResult
+from xun.context.reclaimed import ARGUMENTS, ReclaimedToolResult
 from xun.tui.format import TOKENS_PER_CHAR, literal, one_line, tokens
->>>>>>> markup
 from xun.tui.screens.modal import Modal
 
 HIGHLIGHT_LIMIT = 200_000
@@ -113,12 +108,8 @@ class InspectorScreen(Modal[str | None]):
     def compose(self) -> ComposeResult:
         record = self.record
         with Vertical(id="inspector-box") as box:
-<<<<<<< HEAD
             what = f"{record.tool_name or 'tool'} call arguments" if record.kind == ARGUMENTS else record.tool_name or "tool result"
-            box.border_title = f"{what} · {record.tool_call_id}"
-=======
-            box.border_title = literal(f"{record.tool_name or 'tool result'} · {record.tool_call_id}", flat=True)
->>>>>>> markup
+            box.border_title = literal(f"{what} · {record.tool_call_id}", flat=True)
             box.border_subtitle = "c copy · s save · r restore · esc close"
             yield Label(literal(self.summary_line()), id="inspector-summary")
             with VerticalScroll(id="inspector-body"):

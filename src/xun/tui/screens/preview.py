@@ -18,12 +18,8 @@ from textual.content import Content
 from textual.widgets import Button, Label, OptionList
 from textual.widgets.option_list import Option
 
-<<<<<<< HEAD
-from xun.compact.breakdown import PLACEHOLDER_HEAD, ReclaimPreview, arguments_reclaimed
-=======
 from xun.base.valid_text import escape_control
-from xun.compact.breakdown import PLACEHOLDER_HEAD, ReclaimPreview
->>>>>>> markup
+from xun.compact.breakdown import PLACEHOLDER_HEAD, ReclaimPreview, arguments_reclaimed
 from xun.context.conversation import CompactionPlan, Conversation
 from xun.context.reclaimed import arguments_id
 from xun.context.messages import (

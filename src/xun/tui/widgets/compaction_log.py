@@ -15,13 +15,9 @@ from rich.text import Text
 from textual import events
 from textual.widgets import DataTable
 
-<<<<<<< HEAD
-from xun.context.reclaimed import ARGUMENTS_SUFFIX
-from xun.tui.format import one_line, tokens
-=======
 from xun.base.valid_text import escape_control
+from xun.context.reclaimed import ARGUMENTS_SUFFIX
 from xun.tui.format import literal, one_line, tokens
->>>>>>> markup
 
 KINDS = {
     "tool_results_reclaimed": "reclaim",
