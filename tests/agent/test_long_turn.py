@@ -74,3 +74,13 @@ async def test_the_dead_end_notice_is_said_once_per_turn_not_once_per_call(plann
     notices = [e for e in rec.events if e.type in ("compaction_skipped", "compaction_failed") and getattr(e, "trigger", "") == "auto"]
     assert len(notices) <= 1, [e.reason for e in notices]
     assert steps_written(tmp_path, "run_command") == list(range(1, 41))
+
+
+async def test_a_large_result_is_not_summarised_away_and_read_again(offline_server, tmp_path):
+    """The newcomer's loop: with the threshold at 3,000, a third read of an 80-line file ran to
+    max_iterations, each summary taking the read away and the model reading it again."""
+    (tmp_path / "notes.txt").write_text("".join(f"note line {i}: " + "words " * 10 + "\n" for i in range(80)))
+    agent, rec = make_agent(offline_server, tmp_path, auto_compact__token_threshold=3000)
+    for _ in range(3):
+        finished = await agent.run("read notes.txt", max_iterations=20)
+        assert finished.status == "ok" and finished.iterations <= 3, finished

@@ -136,3 +136,20 @@ def test_ledger_round_trip_json():
     ledger = TurnLedger("task")
     ledger.add_calls([("read_file", '{"path": "a.py"}', "c1", False), ("run_command", "not json", "c2", True)], 5000)
     assert TurnLedger.from_json(json.loads(json.dumps(ledger.to_json()))) == ledger
+
+
+def test_the_newest_round_of_a_running_turn_is_never_condensed():
+    """Found by a newcomer in the app: a file larger than what a summary could keep was read, the summary
+    took the read away, and the model read it again, 50 times. The round the model has not answered stays."""
+    c = Conversation()
+    c.set_system_message_content("role")
+    for i in range(3):
+        c.add_user_message(f"earlier {i}")
+        c.add_agent_message({"role": "assistant", "content": "done " + "z" * 400})
+    c.add_user_message("read notes.txt")
+    assistant_call(c, ("call_read", "read_file", {"path": "notes.txt"}))
+    c.add_tool_result("call_read", "line\n" * 2000)
+    for keep in (4, 2, 1, 0):
+        plan = c.plan_compaction(keep)
+        assert [m.role for m in plan.kept][-2:] == ["assistant", "tool"], keep
+        assert plan.turn_rounds == 0

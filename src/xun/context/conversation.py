@@ -107,6 +107,10 @@ DEFAULT_LEDGER_CHARS = 6000
 """The turn ledger's bound when nothing set it (about 1,500 tokens)."""
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def _ledger_chars(ledger: TurnLedger | None) -> int:
     """What a ledger adds to the system message's estimated length."""
     return len(TURN_LEDGER_PROMPT) + len(ledger.render()) if ledger is not None and ledger.entries else 0
@@ -827,6 +831,9 @@ class Conversation:
            (`xun.context.ledger`) beside the summary, so that the model, whatever the summary says,
            knows every call that already ran and repeats none.
         3. A prompt before the cut is carried word for word to the head of the tail.
+        4. The newest round of a running turn (the last tool call and its results) is always kept: the model
+           has not answered it yet, and without it a model that needs the result calls the tool again (a
+           file larger than what a summary may keep was read, summarised away and read again, forever).
         """
         if keep_recent < 0:
             raise ValueError("keep_recent must be >= 0")
@@ -841,6 +848,8 @@ class Conversation:
             cut = max(n - keep_recent, first)
             while cut < n and messages[cut].role == "tool":
                 cut += 1
+        if anchor >= 0 and self.turn_in_progress():
+            cut = min(cut, self._newest_round(anchor))  # rule 4
         cut = max(cut, first)
         carried = messages[anchor] if first <= anchor < cut else None
         condensed = list(messages[:cut])
@@ -873,6 +882,14 @@ class Conversation:
             ledger=ledger,
             framing_chars=framing,
         )
+
+    def _newest_round(self, anchor: int) -> int:
+        """The index of the last assistant message after `anchor` that calls tools (the end: none)."""
+        for i in range(len(self._messages) - 1, anchor, -1):
+            message = self._messages[i]
+            if isinstance(message, RawOpenAIMessage) and message.raw.get("tool_calls"):
+                return i
+        return len(self._messages)
 
     def turn_in_progress(self) -> bool:
         """Whether the newest turn is unfinished: its last message is a prompt, a tool call or a tool result,
@@ -970,7 +987,7 @@ class Conversation:
         self.summarizations.append(event)
         if job is not None and not write_index:  # the index's warning, when it is written, is the summary's
             job.settle = lambda index_warning: setattr(event, "warning", index_warning)
-        inside = f"; inside the turn: {plan.turn_rounds} calls condensed, ledger {len(ledger.entries)} entries" if (
+        inside = f"; inside the turn: {_count(plan.turn_rounds, 'call')} condensed, ledger {_count(len(ledger.entries), 'entry', 'entries')}" if (
             plan.turn_rounds and ledger is not None) else ""
         return SummaryCompactResult(
             Status.COMPACTED,

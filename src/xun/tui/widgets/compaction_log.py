@@ -116,7 +116,8 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         inside = int(record.get("turn_rounds", 0) or 0)
         if inside:
             entries = int(record.get("ledger_entries", 0) or 0)
-            count = f"inside the turn: {inside} calls condensed, ledger {entries} entr{'ies' if entries != 1 else 'y'}; {count}"
+            calls = f"{inside} call{'s' if inside != 1 else ''}"
+            count = f"inside the turn: {calls} condensed, ledger {entries} entr{'ies' if entries != 1 else 'y'}; {count}"
         reason = str(record.get("why") or "")
         offload = shown_path(record.get("offload_path")) or None
     elif kind == "restore":
