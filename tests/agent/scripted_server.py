@@ -25,7 +25,8 @@ class Json:
 
 @dataclass
 class Stream:
-    texts: list[str] = field(default_factory=lambda: ["ok"])
+    texts: list[Any] = field(default_factory=lambda: ["ok"])
+    """Each a piece of the reply's text, or a whole delta (`{"tool_calls": [...]}`, `{"reasoning_content": ...}`)."""
     finish_reason: str = "stop"
     usage: dict[str, int] | None = None
 
@@ -91,7 +92,8 @@ class ScriptedServer:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 chunks = [{"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                           "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]} for text in reply.texts]
+                           "choices": [{"index": 0, "delta": text if isinstance(text, dict) else {"content": text},
+                                        "finish_reason": None}]} for text in reply.texts]
                 chunks.append({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
                                "choices": [{"index": 0, "delta": {}, "finish_reason": reply.finish_reason}]})
                 if reply.usage is not None:
