@@ -25,7 +25,8 @@ class Json:
 
 @dataclass
 class Stream:
-    texts: list[str] = field(default_factory=lambda: ["ok"])
+    texts: list[Any] = field(default_factory=lambda: ["ok"])
+    """Each a piece of the reply's text, or a whole delta (`{"tool_calls": [...]}`, `{"reasoning_content": ...}`)."""
     finish_reason: str = "stop"
     usage: dict[str, int] | None = None
     tool_calls: list[tuple[str, str, str]] = field(default_factory=list)
@@ -93,7 +94,8 @@ class ScriptedServer:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 chunks = [{"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                           "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]} for text in reply.texts]
+                           "choices": [{"index": 0, "delta": text if isinstance(text, dict) else {"content": text},
+                                        "finish_reason": None}]} for text in reply.texts]
                 for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
                     call = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
                     chunks.append({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
