@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xun.agent.sdk_request import untransformed
 from xun.agent.call_limits import gather_limited, valid_usage, within_deadline
 from xun.compact.breakdown import first_tool_result, tokens_from
 from xun.compact.policy import CompactorAbstract, compactor_from_config
@@ -49,6 +48,7 @@ from xun.base.events import (
     Usage,
     Warning,
 )
+from xun.agent.sdk_request import untransformed
 from xun.agent.tools import ConfirmCallback, Toolbox, ToolContext, default_toolbox
 from xun.agent.window import (
     ASSUMED,

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from xun.offline.planner import progress_lines
 from xun.offline.quoting import (
     clip_line,
     code,
@@ -416,10 +417,18 @@ def write_summary(messages: list[dict[str, Any]], request_text: str) -> str:
     messages = [*messages, *transcript_messages(request_text)]
     budget = summary_budget(messages)
     summary = ""
+    progress = progress_lines(messages)  # a long task's steps done, so its next call repeats none
     for max_items, max_chars in _SHRINK_LEVELS:
         facts = _read_transcript(messages, excerpt_chars=max(24, max_chars // 2))
         sections, keywords = _build_sections(facts, request_text, excerpt_chars=max(24, max_chars // 2))
+        sections["key_facts"].pinned[:0] = progress
         summary = _render(sections, keywords, max_items, max_chars)
         if count_text_tokens(summary) <= budget:
             break
     return summary
+
+
+def useless_summary() -> str:
+    """The eight sections with nothing in them: what a summarizer that fails its job writes (the offline
+    server's `--useless-summaries`, for showing what xun itself must keep)."""
+    return "\n".join(f"## {name}\n- (nothing useful)\n" for name in SECTIONS)
