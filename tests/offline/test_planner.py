@@ -93,3 +93,10 @@ def test_a_faithful_summary_lists_the_steps_done_and_a_useless_one_nothing(offli
     faithful, useless_text = texts
     assert "Steps done (echo K >> steps.txt): 1-12" in faithful
     assert "key_facts" in useless_text and "echo" not in useless_text and "Steps done" not in useless_text
+
+
+def test_a_step_whose_result_is_an_error_is_issued_again(client):
+    messages = [*user(APPEND.format(n=20)), *_call(1, 1), *_call(2, 2)]
+    messages[-1]["content"] = "[Error] the arguments for run_command are not valid JSON"
+    [(_, arguments)] = calls_of(client.chat.completions.create(model="m", messages=messages, tools=BUILTIN_TOOLS).choices[0].message)
+    assert arguments["command"] == "echo 2 >> steps.txt"

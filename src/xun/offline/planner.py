@@ -8,8 +8,8 @@ Two prompts start a long turn (one tool call per step, so a turn of N steps take
 
 Like an LLM, the planner remembers nothing between requests: it reads the steps it can see done anywhere
 in the request but the prompt itself (tool-call arguments, tool results, and summary or ledger text in
-system messages, including the "Steps done" lines the offline summary writes), issues the lowest step not
-seen, and answers in text once all N are seen. So a record lost to compaction shows up as a repeated step.
+system messages, including the "Steps done" lines the offline summary writes; a call whose result is an
+"[Error]" does not count), issues the lowest step not seen, and answers in text once all N are seen. So a record lost to compaction shows up as a repeated step.
 """
 
 from __future__ import annotations
@@ -57,11 +57,17 @@ def read_task(text: str) -> Task | None:
     return None
 
 
-def _message_texts(message: dict[str, Any]) -> Iterable[str]:
-    yield message_text(message)
+def _failed_calls(messages: list[dict[str, Any]]) -> set[str]:
+    """Ids of the calls whose result in the request is an error (such a step is not done)."""
+    return {str(m.get("tool_call_id")) for m in messages if m.get("role") == "tool" and message_text(m).startswith("[Error]")}
+
+
+def _message_texts(message: dict[str, Any], failed: set[str] = frozenset()) -> Iterable[str]:
+    if not (message.get("role") == "tool" and str(message.get("tool_call_id")) in failed):
+        yield message_text(message)
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+        if isinstance(function, dict) and isinstance(function.get("arguments"), str) and str(call.get("id")) not in failed:
             yield function["arguments"]
 
 
@@ -105,13 +111,15 @@ def compact_ranges(numbers: Iterable[int]) -> str:
 
 def progress_lines(messages: list[dict[str, Any]]) -> list[str]:
     """The "Steps done" lines a faithful summary of `messages` carries (read back by the planner)."""
-    seen = steps_seen(text for message in messages for text in _message_texts(message))
+    failed = _failed_calls(messages)
+    seen = steps_seen(text for message in messages for text in _message_texts(message, failed))
     return [f"Steps done ({label}): {compact_ranges(numbers)}" for label, numbers in sorted(seen.items()) if numbers]
 
 
 def next_step(task: Task, messages: list[dict[str, Any]], prompt_index: int) -> int | None:
     """The lowest step of `task` not seen done in the request (the prompt excluded), or None when all are."""
-    texts = (text for index, message in enumerate(messages) if index != prompt_index for text in _message_texts(message))
+    failed = _failed_calls(messages)
+    texts = (text for index, message in enumerate(messages) if index != prompt_index for text in _message_texts(message, failed))
     done = steps_seen(texts).get(task.label, set())
     for step in range(1, task.steps + 1):
         if step not in done:
