@@ -79,7 +79,7 @@ async def compact_and_check(summarizer: str, turns: int, window: int) -> list[di
     def empty_summaries(request, *args, **kwargs):
         users = [m for m in request.messages if m.get("role") == "user"]
         if users and is_summary_request(message_text(users[-1])):
-            return Reply(FixedText(""))
+            return Reply(FixedText("I have nothing to add."))  # no sections: unusable, twice
         return real_decide(request, *args, **kwargs)
 
     if summarizer == "extractive":
