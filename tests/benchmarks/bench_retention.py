@@ -8,7 +8,7 @@ path (in a call's arguments), an error line (in a tool result), a decision (in a
 constraint (in a prompt: "never …") and an id (in a tool result). Then one more prompt goes to the offline
 server over real HTTP, and the agent's own policy compacts before the model call (window `--window`,
 threshold at 60% of it), twice: with the offline server's summarizer (`offline`) and with a server whose
-summaries are empty, so xun writes its extractive summary (`extractive`, src/xun/compact/extractive.py).
+summaries have none of the sections, so xun writes its extractive summary (`extractive`, src/xun/compact/extractive.py).
 
 For each fact: `context` (its text is in the request the model gets: summary, kept tail), `recall` (one
 `search_history` call with its words finds it), or `lost`. One JSON line per fact and per summarizer's
