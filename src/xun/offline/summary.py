@@ -44,7 +44,7 @@ SECTIONS = (
 SUMMARY_TOKEN_CAP = 1000  # stays under the seed's 1024 with room to spare
 SUMMARY_TOKEN_FLOOR = 240
 CARRIED_ITEM_CHARS = 300
-KEY_FACTS_SHARE = 2  # key_facts may hold this many times the items of other sections
+KEY_FACTS_SHARE = 2  # key_facts and user_preferences (the user's rules) may hold this many times the items of other sections
 MAX_RECLAIMED_IDS = 12
 MAX_LISTED_PATHS = 12
 MAX_LISTED_COMMANDS = 6
@@ -362,7 +362,7 @@ def _render(sections: dict[str, _Section], keywords: list[str], max_items: int, 
     lines: list[str] = []
     for name in SECTIONS:
         lines.append(f"## {name}")
-        limit = max_items * (KEY_FACTS_SHARE if name == "key_facts" else 1)
+        limit = max_items * (KEY_FACTS_SHARE if name in ("key_facts", "user_preferences") else 1)
         items = sections[name].choose(limit, keywords)
         if not items:
             lines.append("- (none)")
