@@ -120,14 +120,14 @@ async def compact_and_check(summarizer: str, turns: int, window: int) -> list[di
                     continue
                 outcome = await agent.toolbox.call("search_history", {"query": item["query"]}, tool_context)
                 item["where"] = "recall" if not outcome.is_error and item["query"].lower() in outcome.text.lower() else "lost"
-            summaries = sum(1 for e in events if getattr(e, "type", "") in ("compaction_finished", "summary_compacted", "compacted"))
+            summaries = [e for e in events if getattr(e, "type", "") == "summary_finished"]
             for item in facts:
                 item["summarizer"] = summarizer
             facts.append({"summarizer": summarizer, "totals": True, "requests": len(requests), "final_messages": len(final),
                           "turn": getattr(turn, "status", None), "turn_error": getattr(turn, "error", None),
                           "compaction_failures": [f[:300] for f in failures],
-                          "events": sorted({getattr(e, "type", "?") for e in events if "compact" in getattr(e, "type", "")}),
-                          "summary_events": summaries})
+                          "summaries": [{"method": getattr(e, "method", None), "condensed": getattr(e, "condensed", None),
+                                         "kept": getattr(e, "kept", None)} for e in summaries]})
             agent.close() if hasattr(agent, "close") else None
             return facts
     finally:
