@@ -4,7 +4,7 @@ overflow errors, their model cards, a 200 stream with no data, a summary cut off
 `ScriptedServer(answer)` calls `answer(method, path, body)` for every request and sends back what it
 returns: `Json(status, body)`, `Stream(texts, finish_reason)` (server-sent events), or `EMPTY_STREAM`
 (HTTP 200 and an empty body, then the connection closes, as llama-cpp-python does on an overflow). Every request is
-kept in `requests` as (method, path, parsed body). Loopback only; stopped by the fixture.
+kept in `requests` as (method, path, parsed body), and its raw body in `raw_bodies`. Loopback only; stopped by the fixture.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class ScriptedServer:
     def __init__(self, answer: Callable[[str, str, Any], Any]) -> None:
         self.answer = answer
         self.requests: list[tuple[str, str, Any]] = []
+        self.raw_bodies: list[bytes] = []  # every request's body as it came over the wire
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -63,6 +64,7 @@ class ScriptedServer:
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                owner.raw_bodies.append(raw)
                 try:
                     body = json.loads(raw) if raw else None
                 except ValueError:

@@ -216,3 +216,35 @@ async def test_ask_mode_declined_skips_the_summary(offline_server, tmp_path):
     agent.consent = decline
     await read_many(agent, 1, 12)
     assert not rec.of("summary_started") and rec.of("compaction_skipped")
+
+
+
+def test_a_summary_request_is_sized_as_the_summarizers_preflight_sizes_it():
+    """800 condensed messages: sized at 4 tokens a message of framing, a 200-turn session's summary request
+    fit the window by compaction's count and not by the summarizer's own preflight (5 a message), which
+    refused it, and the turn died with "compaction could not bring it under" (bench_retention.py)."""
+    from xun.compact.summary import _tokens
+    from xun.context.messages import message_length
+
+    helper = Conversation()
+    for turn in range(200):
+        helper.add_user_message(f"turn {turn}: look at module_{turn}.py")
+        helper.add_agent_message({"role": "assistant", "content": f"module_{turn}.py computes 29 values."})
+    messages = list(helper.messages)
+    assert _tokens(sum(message_length(m) for m in messages), helper.tokens_per_char, len(messages)) == helper.estimated_tokens()
+
+
+def test_the_extractive_summary_keeps_the_users_rules_when_old_prompts_are_shed():
+    """bench_retention.py: 7 of 12 "never …" constraints were out of the context after an extractive summary."""
+    from xun.compact.extractive import extractive_summary
+    from xun.context.messages import UserMessage
+
+    messages = []
+    for turn in range(120):
+        rule = f"; never edit the folder vendor_q{turn}c (it is generated)" if turn % 10 == 0 else ""
+        messages.append(UserMessage(f"turn {turn}: look at module_{turn}.py and tell me what each function returns{rule}"))
+    text = extractive_summary(messages, reason="a test", offload_hint="the log", max_chars=3000)
+    assert len(text) <= 3000
+    assert "turn 0:" not in text  # old prompts were shed ...
+    for turn in range(0, 120, 10):  # ... and every rule is still there
+        assert f"vendor_q{turn}c" in text

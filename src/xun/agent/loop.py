@@ -49,6 +49,7 @@ from xun.base.events import (
     Usage,
     Warning,
 )
+from xun.agent.sdk_request import untransformed
 from xun.agent.tools import ConfirmCallback, Toolbox, ToolContext, default_toolbox
 from xun.agent.window import (
     ASSUMED,
@@ -480,7 +481,7 @@ class Agent:
             return None  # the probe would not fit: no measure this session (the server's counts teach it)
         try:
             request = {**self._request(stream=False), "messages": params, self._max_tokens_param: 1}
-            response = await asyncio.wait_for(self.client().chat.completions.create(**request), CALIBRATION_DEADLINE)
+            response = await asyncio.wait_for(self.client().chat.completions.create(**untransformed(request)), CALIBRATION_DEADLINE)
             prompt_tokens = int(response.usage.prompt_tokens)
         except Exception:  # noqa: BLE001 - a server that refuses the probe stays uncalibrated
             return None
@@ -837,7 +838,7 @@ class Agent:
 
     async def _stream_once(self) -> _Reply:
         reply = self._partial = _Reply(reasoning_field=self.config.model.reasoning_field)
-        stream = await self.client().chat.completions.create(**self._request(stream=True))
+        stream = await self.client().chat.completions.create(**untransformed(self._request(stream=True)))
         chunks = 0
         try:
             async for chunk in stream:

@@ -24,6 +24,8 @@ _PATH = re.compile(r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|(?<![\w/.-])[
                    r"js|ts|tsx|jsx|rs|go|c|h|cpp|hpp|java|rb|sh|cfg|ini|lock|html|css|sql|csv)\b")
 _ERROR = re.compile(r"\b(error|exception|traceback|failed|fatal|denied|not found)\b", re.IGNORECASE)
 _PATH_KEYS = ("path", "file", "filename", "directory", "dir", "cwd")
+_CONSTRAINT = re.compile(r"\b(?:never|always|don't|do not|must(?: not)?|avoid|only|prefer|keep)\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"(?<=[.;!?\n])\s+")
 MAX_ITEMS = 40
 MAX_LINE = 200
 CUT_NOTE = "\n…(the rest of this earlier summary is kept in the session file's summaries)"
@@ -92,6 +94,7 @@ def extractive_summary(messages: list[Message], *, reason: str, offload_hint: st
     commands: list[str] = []
     tools: list[str] = []
     errors: list[str] = []
+    constraints: list[str] = []  # the user's rules ("never …", "always …"): kept longer than old prompts
     for message in messages:
         if isinstance(message, SystemPrompt):
             if message.is_compressed:
@@ -99,6 +102,7 @@ def extractive_summary(messages: list[Message], *, reason: str, offload_hint: st
             continue
         if isinstance(message, UserMessage):
             prompts.append(message.text)
+            constraints += [_clip(c.strip()) for c in _CLAUSE.split(message.text) if _CONSTRAINT.search(c)]
             paths += _PATH.findall(message.text)
             continue
         raw = message.raw if isinstance(message, RawOpenAIMessage) else {}
@@ -111,11 +115,12 @@ def extractive_summary(messages: list[Message], *, reason: str, offload_hint: st
             text = content_text(raw.get("content"))
             errors += [_clip(line) for line in text.splitlines()[:400] if _ERROR.search(line)][:5]
     paths, commands, tools, errors = (_unique(x)[-MAX_ITEMS:] for x in (paths, commands, tools, errors))
+    constraints = _unique(constraints)[-MAX_ITEMS:]
 
     def bullets(items: list[str], code: bool = False) -> str:
         return "\n".join(f"- `{_clip(i)}`" if code else f"- {i}" for i in items) or "- (none)"
 
-    def render(prompt_items: list[str], fact_cut: int) -> str:
+    def render(prompt_items: list[str], fact_cut: int, rules: list[str]) -> str:
         left_out = len(prompts) - len(prompt_items)
         quoted = "\n".join(f"- {json.dumps(p, ensure_ascii=False)}" for p in prompt_items) or "- (none)"
         if left_out:
@@ -127,20 +132,22 @@ def extractive_summary(messages: list[Message], *, reason: str, offload_hint: st
             f"their originals are in {offload_hint}, and search_history finds them by their words.",
             "## key_facts\nFiles:\n" + bullets(keep(paths), True) + "\nCommands run:\n" + bullets(keep(commands), True)
             + "\nTool calls:\n" + bullets(keep(tools)) + "\nError lines in tool results:\n" + bullets(keep(errors), True),
-            "## user_preferences\n- (not extracted; see the user's prompts)",
+            "## user_preferences\nThe user's rules, word for word (from the prompts):\n" + bullets([json.dumps(r, ensure_ascii=False) for r in rules]),
             "## decisions\n- (not extracted)",
             "## pending_tasks\nThe user's prompts, word for word, oldest first:\n" + quoted,
             "## open_questions\n- (not extracted)",
             "## tone_context\n- (not extracted)",
         ])
 
-    prompt_items, fact_cut = list(prompts), MAX_ITEMS
-    text = render(prompt_items, fact_cut)
-    while len(text) > max_chars:  # shed old facts, then old prompts, and last the end of the earlier summary
+    prompt_items, fact_cut, rules = list(prompts), MAX_ITEMS, list(constraints)
+    text = render(prompt_items, fact_cut, rules)
+    while len(text) > max_chars:  # shed old facts, then old prompts, old rules, and last the end of the earlier summary
         if fact_cut > 3:
             fact_cut //= 2
         elif len(prompt_items) > 1:
             prompt_items.pop(0)
+        elif len(rules) > 1:
+            rules.pop(0)
         elif fact_cut:
             fact_cut = 0
         elif previous and not previous.endswith(CUT_NOTE):
@@ -150,5 +157,5 @@ def extractive_summary(messages: list[Message], *, reason: str, offload_hint: st
             prompt_items[0] = _cut_middle(prompt_items[0], len(prompt_items[0]) - (len(text) - max_chars))
         else:
             break
-        text = render(prompt_items, fact_cut)
+        text = render(prompt_items, fact_cut, rules)
     return text

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xun.context.conversation import MESSAGE_TOKENS
 from xun.context.messages import COMPACTED_SYSTEM_PROMPT, Message, SystemPrompt, message_length
 from xun.context.compaction_results import SummaryCompactResult
 from xun.base.events import CompactionFailed, CompactionSkipped, SummaryFinished, SummaryRejected, SummaryStarted, Warning
@@ -208,7 +209,9 @@ by a few tokens either way (message framing, the join of the prompt and the summ
 
 
 def _tokens(chars: int, ratio: float, messages: int = 0) -> int:
-    return round(chars * ratio) + 4 * messages
+    """The estimate the summarizer's own preflight makes (`Conversation.estimated_tokens`): a request that
+    fits by this one must fit by that one, or the summary is refused before it is sent."""
+    return round(chars * ratio) + MESSAGE_TOKENS * messages
 
 
 async def _ask_model(agent: CompactionHost, messages: list[Message], prompt: str, max_tokens: int) -> tuple[str, str | None, str | None]:

@@ -69,6 +69,10 @@ def build_parser(prog: str = "xun offline-server") -> argparse.ArgumentParser:
         help="simulate a prompt prefix cache whose entries live SECONDS after their last use, and report the "
         "cached tokens in the profile's shape (default: no cache, no cache figures)",
     )
+    parser.add_argument(
+        "--useless-summaries", action="store_true",
+        help="answer every compaction summary request with empty sections (a summarizer that writes nothing useful)",
+    )
     parser.add_argument("--tokens-per-second", type=_positive_float, default=None, metavar="N", help="pace streamed replies (default: unpaced)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each request line to stderr (never headers)")
     return parser
@@ -94,6 +98,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             tokens_per_second=args.tokens_per_second,
             profile=args.profile,
             cache_ttl=args.cache_ttl,
+            useless_summaries=args.useless_summaries,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -30,9 +30,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from xun.offline.planner import final_answer, next_step, read_task, step_call
 from xun.offline.protocol import ChatRequest
 from xun.offline.quoting import code, count_lines, message_text, one_line, parse_arguments, quote_tool_text, quote_words
-from xun.offline.summary import is_summary_request, write_summary
+from xun.offline.summary import is_summary_request, useless_summary, write_summary
 
 MAX_LONG_REPLY_TOKENS = 1_000_000
 # Three-letter words: each plus a space is exactly one token under the 4-characters rule.
@@ -554,7 +555,9 @@ def _plain_answer(text: str, unavailable: list[str]) -> str:
     return (
         f"xun-offline here: a deterministic scripted demo model, not an LLM. You said {said}. "
         "Mention a file path and I read it; say list, search (or grep), run `a command`, or write … to a file, "
-        "and I call the matching tool when the request offers it."
+        "and I call the matching tool when the request offers it. For a long turn, say \"append the numbers 1 to N "
+        "to steps.txt\" or \"write files step1 to stepN\" (optionally \"of C characters\"): one tool call a step, the "
+        "next one read from what the request shows done."
     )
 
 
@@ -562,8 +565,9 @@ def _plain_answer(text: str, unavailable: list[str]) -> str:
 # The decision
 
 
-def decide_reply(request: ChatRequest, with_reasoning: bool = False) -> Reply:
-    """The scripted model's whole decision for one request (deterministic)."""
+def decide_reply(request: ChatRequest, with_reasoning: bool = False, useless_summaries: bool = False) -> Reply:
+    """The scripted model's whole decision for one request (deterministic). With `useless_summaries`, a
+    summary request gets the eight sections with nothing in them (a summarizer that fails its job)."""
     messages = request.messages
     user_index = last_user_index(messages)
     if user_index is None:
@@ -573,10 +577,20 @@ def decide_reply(request: ChatRequest, with_reasoning: bool = False) -> Reply:
     tail = messages[user_index + 1 :]
 
     if is_summary_request(user_text):
-        summary = write_summary(messages[:user_index], user_text)
+        summary = useless_summary() if useless_summaries else write_summary(messages[:user_index], user_text)
         reply = Reply(FixedText(summary))
         note = f"This is a compaction summary request; I condense the {user_index} earlier messages into the eight sections."
         return _with_reasoning(reply, note, with_reasoning)
+
+    task = read_task(user_text)
+    if task is not None and step_call(task, 1)[0] in request.offered_tool_names:
+        step = next_step(task, messages, user_index)
+        if step is None:
+            return _with_reasoning(Reply(FixedText(final_answer(task))), f"All {task.steps} steps show as done; I answer.", with_reasoning)
+        name, arguments = step_call(task, step)
+        call = PlannedToolCall(id=tool_call_id(request_fingerprint(request), 0), name=name, arguments=json.dumps(arguments))
+        note = f"A task of {task.steps} steps; the lowest step I cannot see done in this request is {step}."
+        return _with_reasoning(Reply(tool_calls=[call]), note, with_reasoning)
 
     long_source = _long_reply_source(user_text)
     if long_source is not None:

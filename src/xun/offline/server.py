@@ -368,7 +368,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "empty":
             reply = Reply(FixedText(""))
         else:
-            reply = decide_reply(request, with_reasoning=app.reasoning is not None)
+            reply = decide_reply(request, with_reasoning=app.reasoning is not None, useless_summaries=app.useless_summaries)
         cache = app.prefix_cache
         meta = ReplyMeta(
             completion_id=_completion_id(request),
@@ -557,11 +557,14 @@ class OfflineServer:
         idle_timeout: float = IDLE_TIMEOUT,
         cache_ttl: float | None = None,
         clock: Callable[[], float] | None = None,
+        useless_summaries: bool = False,
     ):
         self._family, self._bind_address = resolve_loopback(host)
         if profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
         self.profile: Profile = PROFILES[profile]
+        self.useless_summaries = useless_summaries
+        """Answer every summary request with empty sections (a summarizer that writes nothing useful)."""
         self.prompt_sizes: list[int] = []
         """The prompt tokens of every chat-completion request received, in order (what tests check)."""
         if cache_ttl is None and os.environ.get(CACHE_TTL_ENV):  # like the faults: for the server `xun` starts itself

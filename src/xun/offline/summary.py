@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from xun.offline.planner import progress_lines
 from xun.offline.quoting import (
     clip_line,
     code,
@@ -43,7 +44,7 @@ SECTIONS = (
 SUMMARY_TOKEN_CAP = 1000  # stays under the seed's 1024 with room to spare
 SUMMARY_TOKEN_FLOOR = 240
 CARRIED_ITEM_CHARS = 300
-KEY_FACTS_SHARE = 2  # key_facts may hold this many times the items of other sections
+KEY_FACTS_SHARE = 2  # key_facts and user_preferences (the user's rules) may hold this many times the items of other sections
 MAX_RECLAIMED_IDS = 12
 MAX_LISTED_PATHS = 12
 MAX_LISTED_COMMANDS = 6
@@ -361,7 +362,7 @@ def _render(sections: dict[str, _Section], keywords: list[str], max_items: int, 
     lines: list[str] = []
     for name in SECTIONS:
         lines.append(f"## {name}")
-        limit = max_items * (KEY_FACTS_SHARE if name == "key_facts" else 1)
+        limit = max_items * (KEY_FACTS_SHARE if name in ("key_facts", "user_preferences") else 1)
         items = sections[name].choose(limit, keywords)
         if not items:
             lines.append("- (none)")
@@ -416,10 +417,18 @@ def write_summary(messages: list[dict[str, Any]], request_text: str) -> str:
     messages = [*messages, *transcript_messages(request_text)]
     budget = summary_budget(messages)
     summary = ""
+    progress = progress_lines(messages)  # a long task's steps done, so its next call repeats none
     for max_items, max_chars in _SHRINK_LEVELS:
         facts = _read_transcript(messages, excerpt_chars=max(24, max_chars // 2))
         sections, keywords = _build_sections(facts, request_text, excerpt_chars=max(24, max_chars // 2))
+        sections["key_facts"].pinned[:0] = progress
         summary = _render(sections, keywords, max_items, max_chars)
         if count_text_tokens(summary) <= budget:
             break
     return summary
+
+
+def useless_summary() -> str:
+    """The eight sections with nothing in them: what a summarizer that fails its job writes (the offline
+    server's `--useless-summaries`, for showing what xun itself must keep)."""
+    return "\n".join(f"## {name}\n- (nothing useful)\n" for name in SECTIONS)
