@@ -210,7 +210,8 @@ async def test_every_action_is_in_the_command_palette(offline_server, session_fa
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
         titles = {command.title for command in app.get_system_commands(app.screen)}
-        for title in ("Summarise now", "Reclaim tool results", "Recoverable results", "Cancel the turn", "History",
+        # ("Cancel the turn" only while something runs: tests/tui/test_quit_and_typing.py)
+        for title in ("Summarise now", "Reclaim tool results", "Recoverable results", "History",
                       "Sessions", "Settings", "Tokens", "Retry", "Revise", "Clear", "Render transcript", "Help",
                       "Save and quit"):
             assert title in titles
