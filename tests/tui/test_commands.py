@@ -210,7 +210,8 @@ async def test_every_action_is_in_the_command_palette(offline_server, session_fa
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
         titles = {command.title for command in app.get_system_commands(app.screen)}
-        for title in ("Summarise now", "Reclaim tool results", "Recoverable results", "Cancel the turn", "History",
+        # ("Cancel the turn" only while something runs: tests/tui/test_quit_and_typing.py)
+        for title in ("Summarise now", "Reclaim tool results", "Recoverable results", "History",
                       "Sessions", "Settings", "Tokens", "Retry", "Revise", "Clear", "Render transcript", "Help",
                       "Save and quit"):
             assert title in titles
@@ -255,3 +256,18 @@ async def test_quit_command_and_an_empty_session_leaves_no_file(offline_server, 
     assert app.return_code == 0
     assert not session.store.path_for(session.conversation.conversation_id).exists()
     assert session.store.list() == []
+
+
+async def test_config_shows_a_long_value_whole_under_the_table(offline_server, session_factory):
+    """Issue 25: /config values were cut with no ellipsis; the highlighted row's whole value is below the table."""
+    long_value = "keep the file names, the error messages and every decision taken, " * 3
+    app = XunApp(session_factory(offline_server, f"compression.instructions={long_value.strip()}"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await submit(pilot, "/config")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfigScreen))
+        table = app.screen.query_one(DataTable)
+        keys = [item.key for item in app.screen.items]
+        table.move_cursor(row=keys.index("compression.instructions"))
+        await pilot.pause()
+        shown = str(app.screen.query_one("#config-description").render())
+        assert long_value.strip() in shown.replace("\n", " ").replace("  ", " ") or long_value.strip() in shown, shown

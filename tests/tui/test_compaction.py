@@ -238,3 +238,23 @@ async def test_an_engine_warning_is_a_toast_and_a_notice(offline_server, session
         app.bridge(events.Warning(text))
         await wait_until(pilot, lambda: any(n.level == "warning" for n in app.chat.query(NoticeBlock)))
         assert any(n.severity == "warning" and n.message == text for n in app._notifications)
+
+
+async def test_the_recoverable_list_keeps_every_column_on_screen(offline_server, session_factory, tmp_path: Path):
+    """Issue 25: at 160 columns "summarised" was cut to "summaris" and the id column was off-screen. The
+    arguments column gives way (with an ellipsis) so that "when" and the id stay whole."""
+    names = [f"a_rather_long_folder_name/and_a_long_file_name_{i}.py" for i in range(3)]
+    for name in names:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("".join(f"line {j}\n" for j in range(60)))
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=2"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await read_all(pilot, names)
+        await finish(pilot, lambda: pilot.press("f6"))
+        await finish(pilot, lambda: pilot.press("f5"))
+        assert app.recoverable.summarised, "a summary took a reclaimed result's placeholder out"
+        await pilot.pause()
+        table = app.recoverable.table
+        assert 0 < table.virtual_size.width <= table.content_region.width, (table.virtual_size, table.content_region)
+        whens = [str(table.get_cell(key, "when")) for key in app.recoverable.shown]
+        assert "summarised" in whens

@@ -359,7 +359,8 @@ class EngineHandlers:
         settings = self.session.config.auto_compact
         plan = c.plan_compaction(settings.summary_keep_max)
         keep_text = "" if plan.nothing_to_condense else f"{plan.condensed_count} messages summarised, {len(plan.kept)} kept"
-        screen = ConsentScreen(self._why_summary_now(), settings.ask_timeout, keep_text=keep_text)
+        screen = ConsentScreen(self._why_summary_now(), settings.ask_timeout, keep_text=keep_text,
+                               countdown=self.presentation.countdown)
 
         def answered(choice: str | None) -> None:
             if screen in self._open_asks:

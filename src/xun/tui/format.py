@@ -106,8 +106,10 @@ class Presentation:
     moment: Callable[[float], str] = local_moment
     duration: Callable[[float], str] = short_duration
     cursor_blink: bool = True
+    countdown: bool = True
+    """Whether a question's "runs in N s" counts down (a screenshot's stays at its start)."""
 
     @classmethod
     def fixed(cls) -> Presentation:
         return cls(clock=lambda _t: "12:00:00", moment=lambda _t: "2026-01-01 12:00", duration=lambda _s: "5 ms",
-                   cursor_blink=False)
+                   cursor_blink=False, countdown=False)

@@ -55,7 +55,9 @@ class ConfigScreen(Modal[None]):
     def _describe(self, row: int) -> None:
         if 0 <= row < len(self.items):
             item = self.items[row]
-            self.query_one("#config-description", Label).update(Text(escape_control(f"{item.key}: {item.description}")))
+            # the whole value too (wrapped): a long one is cut in the table's column
+            self.query_one("#config-description", Label).update(
+                Text(escape_control(f"{item.key} = {shown_value(item.value)}  ({item.source})\n{item.description}")))
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -27,12 +27,13 @@ class ConsentScreen(Modal[str]):
         Binding("o", "answer('off')", "Off for this session", id="consent.off"),
     ]
 
-    def __init__(self, situation: str, timeout: float, *, keep_text: str = "") -> None:
+    def __init__(self, situation: str, timeout: float, *, keep_text: str = "", countdown: bool = True) -> None:
         super().__init__(id="consent")
         self.situation = situation
         """Why it asks, as it is now: e.g. "The context is over the threshold (9.1k / 8k)."."""
         self.timeout = timeout
         self._opened = time.monotonic()
+        self.countdown = countdown
         self.keep_text = keep_text
         """What the summary would do, e.g. "9 messages summarised, 4 kept" (empty when unknown)."""
 
@@ -53,7 +54,8 @@ class ConsentScreen(Modal[str]):
 
     def on_mount(self) -> None:
         self.query_one("#now", Button).focus()
-        self.set_interval(1, self._count_down, name="consent countdown")
+        if self.countdown:
+            self.set_interval(1, self._count_down, name="consent countdown")
 
     def _count_down(self) -> None:
         left = max(0.0, self.timeout - (time.monotonic() - self._opened))

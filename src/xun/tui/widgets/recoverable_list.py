@@ -23,6 +23,10 @@ def short_id(call_id: str) -> str:
     return call_id[-8:] if len(call_id) > 8 else call_id
 
 
+ARGUMENTS_MIN = 8
+"""Narrower than this, the arguments column keeps this width and the table scrolls sideways."""
+
+
 class RecoverableList(Vertical):
     def __init__(self, *, clock: Callable[[float], str], cursor_blink: bool = True) -> None:
         super().__init__(id="recoverable", classes="pane")
@@ -93,30 +97,54 @@ class RecoverableList(Vertical):
         haystack = f"{record.tool_call_id} {record.tool_name} {kind} {record.arguments}".lower()
         return all(word in haystack for word in needle.lower().split())
 
+    def _lay_out_columns(self, rows: list[list[str]]) -> None:
+        """Every column as wide as its widest cell but "arguments", which takes what the pane leaves (its
+        text cut with an ellipsis): the "when" and id columns stay on screen in a narrow panel."""
+        table = self.table
+        table.clear(columns=True)
+        labels = ("tool", "arguments", "tokens", "when", "id")
+        widths = [max([len(label), *(len(cells[i]) for cells in rows)]) for i, label in enumerate(labels)]
+        room = table.content_region.width - table.styles.scrollbar_size_vertical
+        others = sum(widths) - widths[1] + len(labels) * 2 * table.cell_padding
+        arguments = min(widths[1], max(room - others, ARGUMENTS_MIN)) if room > 0 else widths[1]
+        for label, width in zip(labels, widths):
+            table.add_column(label, key=label, width=arguments if label == "arguments" else width)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._refill()
+
     def _refill(self) -> None:
         if not self.is_mounted:
             return
         table = self.table
         selected = self.selected_id
-        table.clear()
         needle = self.filter_text.strip()
         ratio = TOKENS_PER_CHAR
-        self.shown = []
+        rows = []
         for record in reversed(list(self.records.values())):
             if not self.matches(record, needle):
                 continue
             gone = record.tool_call_id in self.summarised
+            rows.append((record, gone, [
+                (record.tool_name or "?") + (" args" if record.kind == ARGUMENTS else ""),
+                call_subject(record.arguments, 60),
+                tokens(record.chars * ratio),
+                "summarised" if gone else self._clock(record.reclaimed_at) if record.reclaimed_at else "—",
+                short_id(record.call_id),
+            ]))
+        self._lay_out_columns([cells for _, _, cells in rows])
+        self.shown = []
+        for record, gone, (tool, arguments, size, when, ident) in rows:
             dim = "dim" if gone else ""
             tool = Text(escape_control(record.tool_name or "?", keep_newlines=False), style=dim)
             if record.kind == ARGUMENTS:  # the call's own arguments, not its result
                 tool.append(" args", style="italic dim" if gone else "italic")
             table.add_row(
                 tool,
-                Text(escape_control(call_subject(record.arguments, 28)), style=dim),
-                Text(tokens(record.chars * ratio), justify="right", style=dim),
-                Text("summarised" if gone else self._clock(record.reclaimed_at) if record.reclaimed_at else "—",
-                     style="italic dim" if gone else ""),
-                Text(escape_control(short_id(record.call_id)), style="dim"),
+                Text(escape_control(arguments), style=dim, no_wrap=True, overflow="ellipsis"),
+                Text(size, justify="right", style=dim),
+                Text(when, style="italic dim" if gone else ""),
+                Text(escape_control(ident), style="dim"),
                 key=record.tool_call_id,
             )
             self.shown.append(record.tool_call_id)
