@@ -8,7 +8,8 @@ Two prompts start a long turn (one tool call per step, so a turn of N steps take
 
 Like an LLM, the planner remembers nothing between requests: it reads the steps it can see done anywhere
 in the request but the prompt itself (tool-call arguments, tool results, and summary or ledger text in
-system messages, including the "Steps done" lines the offline summary writes; a call whose result is an
+system messages, including the "Steps done" lines the offline summary writes and the runs of xun's turn
+ledger, "first … last", read as every step between; a call whose result is an
 "[Error]" does not count), issues the lowest step not seen, and answers in text once all N are seen. So a record lost to compaction shows up as a repeated step.
 """
 
@@ -30,6 +31,8 @@ _WRITE = re.compile(r"\bwrite files step1\s*(?:to|\.\.\.|…|-|through)\s*step(\
 _PROGRESS = re.compile(r"Steps done \((echo K >> [\w./-]+|write_file stepK\.txt)\): ([\d ,\-]+)")
 _ECHO = re.compile(r"echo (\d{1,6}) >> ([\w./-]+)")
 _STEP_FILE = re.compile(r"\bstep(\d{1,6})\.txt\b")
+_LEDGER_RUN = re.compile(r'first \w+="(?:echo (\d{1,6}) >> ([\w./-]+)|step(\d{1,6})\.txt)[^\n]*? … last \w+="(?:echo (\d{1,6}) >> [\w./-]+|step(\d{1,6})\.txt)')
+"""A merged line of xun's turn ledger: a run of calls from its first to its last, all of which ran."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,13 @@ def steps_seen(texts: Iterable[str]) -> dict[str, set[int]]:
             seen.setdefault(f"echo K >> {match.group(2)}", set()).add(int(match.group(1)))
         for match in _STEP_FILE.finditer(text):
             seen.setdefault("write_file stepK.txt", set()).add(int(match.group(1)))
+        for match in _LEDGER_RUN.finditer(text):
+            first, target, first_file, last, last_file = match.groups()
+            if first and last:
+                seen.setdefault(f"echo K >> {target}", set()).update(range(int(first), min(int(last), int(first) + MAX_STEPS) + 1))
+            elif first_file and last_file:
+                seen.setdefault("write_file stepK.txt", set()).update(
+                    range(int(first_file), min(int(last_file), int(first_file) + MAX_STEPS) + 1))
     return seen
 
 
