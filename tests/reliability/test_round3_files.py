@@ -1,0 +1,37 @@
+"""Round 3 (issue 22) attacks on the files xun writes, run against the real code."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+import tomli_w
+
+from cli.helpers import Cli
+from mcp_servers.conftest import Servers, need_module
+
+
+def test_a_planted_mcp_log_link_does_not_empty_its_target(tmp_path):
+    """22.2: `ln -s ~/.bashrc .xun/mcp/time.log` in a clone, then `xun mcp list` with the user's own time
+    server: the target stays as it was, and `.xun/mcp` and the logs are private."""
+    need_module("mcp_server_time", "mcp-server-time")
+    cli = Cli(tmp_path)
+    servers = Servers(tmp_path)
+    config = cli.home / ".config" / "xun" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(tomli_w.dumps({"mcp": {"servers": {"time": servers.time(trust=True),
+                                                          "other": servers.time(trust=True)}}}))
+    bashrc = cli.home / ".bashrc"
+    bashrc.write_text("export PATH=precious\n")
+    mcp = cli.workdir / ".xun" / "mcp"
+    mcp.mkdir(parents=True)
+    os.chmod(mcp, 0o755)
+    (mcp / "time.log").symlink_to(bashrc)
+    listed = cli("mcp", "list", timeout=90)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert "time" in listed.stdout
+    assert bashrc.read_text() == "export PATH=precious\n"
+    assert (mcp / "time.log").is_symlink()
+    assert stat.S_IMODE(mcp.stat().st_mode) == 0o700
+    assert stat.S_IMODE((mcp / "other.log").stat().st_mode) == 0o600
