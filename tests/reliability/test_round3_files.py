@@ -54,3 +54,38 @@ def test_an_html_export_fetches_no_remote_image_and_is_private(tmp_path):
     assert "attacker.example/p.png?k=SECRET" in page  # shown as text, nothing lost
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
+
+
+
+def _tamper_first_line(path, change) -> None:
+    import json
+    lines = path.read_text().splitlines(keepends=True)
+    head = json.loads(lines[0])
+    change(head)
+    lines[0] = json.dumps(head) + "\n"
+    path.write_text("".join(lines))
+
+
+def test_tampered_times_and_offload_lines_give_no_crash(tmp_path):
+    """22.7: `updated_at: 1e300` in a session (`xun sessions`), `compaction_log[].time: 1e300` (the app's
+    log on resume), and an offload log line cut after `<!-- xun conversation ` (`xun history --json`)."""
+    import time
+
+    from xun.tui.widgets.compaction_log import entry_from_record
+
+    cli = Cli(tmp_path)
+    cli("run", "hello").check()
+    [session] = (cli.workdir / ".xun" / "sessions").glob("*.json")
+    _tamper_first_line(session, lambda head: head.update(updated_at=1e300))
+    listed = cli("sessions")
+    assert listed.returncode == 0, listed.stderr
+    assert session.stem in listed.stdout
+    entry = entry_from_record({"type": "tool_result_restored", "time": 1e300},
+                              lambda t: time.strftime("%H:%M:%S", time.localtime(t)), str)
+    assert entry is not None and entry.time == "--:--:--"
+    offload = cli.workdir / ".xun" / "conversation_history" / f"{session.stem}.md"
+    offload.parent.mkdir(parents=True, exist_ok=True)
+    offload.write_text("## Offloaded at 2026-01-01T00:00:00Z\n\n<!-- xun conversation \n\n")
+    for argv in (("history", "--json"), ("history", "search", "anything"), ("history", "--reindex")):
+        done = cli(*argv)
+        assert "IndexError" not in done.stderr and "Traceback" not in done.stderr, (argv, done.stderr)
