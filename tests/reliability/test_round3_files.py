@@ -89,3 +89,15 @@ def test_tampered_times_and_offload_lines_give_no_crash(tmp_path):
     for argv in (("history", "--json"), ("history", "search", "anything"), ("history", "--reindex")):
         done = cli(*argv)
         assert "IndexError" not in done.stderr and "Traceback" not in done.stderr, (argv, done.stderr)
+
+
+def test_a_tampered_summary_file_path_is_not_read(tmp_path):
+    """22.7: `summarizations[].file_path` pointing outside the session's offload folder (a 3 GB file took
+    6.2 GB on scroll-up) is refused with a clear error; nothing is read."""
+    from xun.tui.transcript import OffloadedItem, offloaded_items
+
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("## Offloaded at 2026-01-01T00:00:00Z\n\n<!-- xun conversation abc, 1 entries -->\n\n"
+                       "**Human:**\n    secret from elsewhere\n")
+    with pytest.raises(OSError, match="only those are read"):
+        offloaded_items(OffloadedItem(str(outside), "2026-01-01T00:00:00Z", 0, "abc", 1), tmp_path / "ws")
