@@ -226,3 +226,18 @@ async def test_an_idle_session_is_closed_and_its_app_quits(served):
         await asyncio.sleep(0.1)
     assert server.app_processes() == {}
     assert "no input for 2 s" in server.stop()
+
+
+async def test_no_page_may_frame_the_app(served):
+    """Issue 22.3 (in part): the page, the redirect and refusals all forbid framing, so another origin
+    cannot lay the app under a decoy and have its approval clicked."""
+    server = served()
+    async with _session() as session:
+        async with session.get(server.url, allow_redirects=False) as first:
+            assert first.headers.get("X-Frame-Options") == "DENY"
+        async with session.get(server.base + "/") as page:
+            assert page.status == 200
+            assert page.headers.get("X-Frame-Options") == "DENY"
+            assert "frame-ancestors 'none'" in page.headers.get("Content-Security-Policy", "")
+    async with _session() as session, session.get(server.base + "/") as refused:
+        assert refused.status == 403 and refused.headers.get("X-Frame-Options") == "DENY"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 from textual.content import Content
@@ -116,6 +117,12 @@ async def test_copy_and_save(offline_server, session_factory, tmp_path: Path):
         assert screen.saved_to == saved
         assert "saved" in str(screen.query_one("#inspector-status").render())
         assert isinstance(app.screen, InspectorScreen), "saving keeps the inspector open"
+        await pilot.press("s")  # saved again: the file 0600 and the folders made 0700, like .xun (issue 25.12)
+        suggested = tmp_path / screen.query_one("#inspector-save-path", Input).value
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.saved_to == suggested, what="the second save")
+        assert stat.S_IMODE(suggested.stat().st_mode) == 0o600
+        assert stat.S_IMODE(suggested.parent.stat().st_mode) == 0o700
 
 
 async def test_restore_puts_the_original_back(offline_server, session_factory, tmp_path: Path):

@@ -9,6 +9,7 @@ sent to `on_event`; the engine never imports a front end.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import inspect
 import json
@@ -68,6 +69,9 @@ from xun.agent.window import (
 )
 
 PROJECT_INSTRUCTION_FILES = ("AGENTS.md", "Agents.md", "agents.md")
+MAX_PROJECT_INSTRUCTION_BYTES = 256 * 1024
+"""The most of AGENTS.md read into the context (a 1.5 GB one took 10.8 GB whole); the rest is cut, and
+the section says so."""
 PROJECT_SECTION = "AGENTS.md"
 DEFAULT_MAX_ITERATIONS = 500
 """Model calls in one turn before it stops: long turns (hundreds of tool rounds) are what compaction is for
@@ -308,7 +312,15 @@ class Agent:
             path = self.workdir / name
             try:  # never through a link out of the workspace (a planted AGENTS.md -> ~/.ssh/id_rsa)
                 with open_regular_inside(path, [self.workdir]) as handle:
-                    text = handle.read().decode("utf-8").strip()
+                    data = handle.read(MAX_PROJECT_INSTRUCTION_BYTES + 1)
+                    size = os.fstat(handle.fileno()).st_size
+                cut = len(data) > MAX_PROJECT_INSTRUCTION_BYTES
+                # a character split at the cut is held back, not an error
+                text = codecs.getincrementaldecoder("utf-8")().decode(data[:MAX_PROJECT_INSTRUCTION_BYTES],
+                                                                     final=not cut).strip()
+                if cut:
+                    text += (f"\n\n[... {name} cut: only its first {MAX_PROJECT_INSTRUCTION_BYTES // 1024} KB "
+                             f"of {size:,} bytes are read]")
             except (OSError, UnicodeDecodeError):
                 continue
             if text:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from xun.base.atomic import open_regular, write_text_atomic
+from xun.base.timestamps import sane_timestamp
 from xun.context.compaction_results import CompactionCounter, SummaryCompactResult, ToolCallCompactResult
 from xun.context.messages import (
     Message,
@@ -1262,7 +1263,7 @@ def _parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> 
                     cutoff_index=int(event["cutoff_index"]),
                     summary_message=str(event["summary_message"]),
                     file_path=event.get("file_path"),
-                    time=float(event.get("time") or 0.0),
+                    time=sane_timestamp(event.get("time")),
                     condensed_count=int(event.get("condensed_count") or 0),
                     kept_count=int(event.get("kept_count") or 0),
                     warning=event.get("warning"),

@@ -193,7 +193,8 @@ def read_offload_log(path: str | os.PathLike[str]) -> list[OffloadSection]:
             current.text += "\n" + line[len(INDENT):]
             continue
         if line.startswith("<!-- xun conversation "):
-            sections[-1].conversation_id = line.split()[3].rstrip(",")
+            words = line.split()  # a cut or tampered line may stop after "conversation"
+            sections[-1].conversation_id = words[3].rstrip(",") if len(words) > 3 else ""
             continue
         match = _ENTRY.match(line)
         if match:

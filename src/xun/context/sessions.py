@@ -24,6 +24,7 @@ from xun.base import paths
 from xun.base.atomic import open_regular, private_dirs, remove_stale_temp_files
 from xun.context.conversation import FORMAT_2_OPENING, Conversation, SessionFormatError, is_session_id, read_session, session_head
 from xun.base.errors import SessionLocked
+from xun.base.timestamps import sane_timestamp
 from xun.context.recall import HistoryIndex
 
 STALE_TEMP_SECONDS = 600.0
@@ -290,7 +291,7 @@ def _read_info(path: Path) -> SessionInfo:
     return SessionInfo(
         conversation_id=str(data.get("conversation_id") or path.stem),
         path=path,
-        updated_at=float(updated) if isinstance(updated, (int, float)) else path.stat().st_mtime,
+        updated_at=sane_timestamp(updated, path.stat().st_mtime),
         messages=len(data["messages"]),
         # the context as it is now (a reclaim or a summary after the last call made it smaller), else the
         # last reported figure of a session saved before "tokens_now" was

@@ -8,6 +8,7 @@ bounded and wakes on `stop()`, and every bad request gets an OpenAI-shaped JSON 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import ipaddress
 import json
@@ -33,7 +34,13 @@ from xun.offline.tokenizer import count_prompt_tokens, count_text_tokens
 logger = logging.getLogger("xun.offline")
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
-MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""The largest request body (413 above it); a 200,000-token context is about 1 MB of JSON."""
+LARGE_BODY_BYTES = 1024 * 1024
+LARGE_BODIES_AT_ONCE = 2
+"""Requests with a body over LARGE_BODY_BYTES (or chunked, size unknown) are handled this many at a time,
+the others wait: six parallel 61 MB bodies took the server to 3.2 GB."""
+_large_bodies = threading.BoundedSemaphore(LARGE_BODIES_AT_ONCE)
 STREAM_PIECE_CHARS = 32  # unpaced: up to 8 tokens per content chunk
 PACED_PIECE_CHARS = 4  # paced: one token per chunk
 FAULT_CHUNKS_BEFORE = 3  # chunks sent before a disconnect or truncate
@@ -325,6 +332,15 @@ class _ChatHandler(BaseHTTPRequestHandler):
             self._send_json(200, {"count": count, "max_model_len": self.server.app.context_window, "tokens": list(range(count))})
 
     def _post(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = 0
+        large = length > LARGE_BODY_BYTES or "chunked" in self.headers.get("Transfer-Encoding", "").lower()
+        with _large_bodies if large else contextlib.nullcontext():
+            self._post_bounded()
+
+    def _post_bounded(self) -> None:
         route = self._route()
         app = self.server.app
         tokenize_routes = {"llamacpp": ("/tokenize", "/extras/tokenize/count"), "vllm": ("/tokenize",)}.get(app.profile.tokenize or "", ())

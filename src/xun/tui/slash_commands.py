@@ -178,6 +178,7 @@ class SlashCommands:
             return
         await self._settle_save()
         self.conversation.clear()
+        self.agent.toolbox.forget_permissions()  # "allow for this session" ends with a fresh start
         await self.chat.clear()
         self.recoverable.load([])
         self.gauge.context_replaced()

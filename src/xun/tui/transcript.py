@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xun.base import paths
 from xun.context.messages import (
     RawOpenAIMessage,
     SystemPrompt,
@@ -178,6 +179,10 @@ def _section_of(item: OffloadedItem) -> OffloadSection | None:
     return own[item.ordinal] if item.ordinal < len(own) else None
 
 
+MAX_OFFLOAD_LOG_BYTES = 256 * 1024 * 1024
+"""The largest offload log read back on scroll-up (it is read whole; a 3 GB file took 6.2 GB)."""
+
+
 def offloaded_items(item: OffloadedItem, workdir: str | os.PathLike[str] | None = None) -> list[Item]:
     """The summarised turns of one offload, as transcript items marked `summarised`.
 
@@ -185,6 +190,12 @@ def offloaded_items(item: OffloadedItem, workdir: str | os.PathLike[str] | None 
     path = Path(item.path)
     if not path.is_absolute() and workdir is not None:
         path = Path(workdir) / path
+    folder = paths.offload_dir("/").name  # the app's transcript does not know the workspace: the folder's name
+    real = path.resolve()
+    if real.parent.name != folder or real.suffix != ".md":  # a tampered file_path: never read what it names
+        raise OSError(f"{item.path} is not an offload log (.xun/{folder}/*.md); only those are read")
+    if real.stat().st_size > MAX_OFFLOAD_LOG_BYTES:
+        raise OSError(f"the offload log {item.path} is over {MAX_OFFLOAD_LOG_BYTES // 2**20} MB; open it in an editor")
     section = _section_of(OffloadedItem(str(path), item.when, item.ordinal, item.conversation_id, item.condensed))
     if section is None:
         raise LookupError(f"the offload log {item.path} has no section for this summary")

@@ -59,6 +59,12 @@ MAX_REVIEW_LINES = 4_000
 """The most a confirmation shows. It always shows all of what will run or be written (never a middle
 left out); what is larger cannot be reviewed, so it is refused with the reason instead of asked."""
 _BINARY_SAMPLE = 8192
+MAX_LINE_CHARS = 100_000
+"""The most of one line read_file holds: the rest of a longer line (an 800 MB one-line file) is skipped in
+pieces of this size and the line is marked cut, so memory stays bounded whatever the file."""
+MAX_PATTERN_SIZE = 100_000
+"""The most units a search pattern may expand to (counted repeats multiplied through their nesting):
+`(?:x{65535}){65535}` compiles to billions and took 5.6 GB before any time limit could apply."""
 
 
 def _is_binary(sample: bytes) -> bool:
@@ -137,11 +143,14 @@ def read_file(
         handle.seek(0)
         text = io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="")
         end = None if limit is None else offset + limit
-        for index, line in enumerate(text):
+        for index, (line, cut) in enumerate(_bounded_lines(text)):
             total = index + 1
             if index < offset or (end is not None and index >= end) or stopped_at is not None:
                 continue
-            numbered = f"{index + 1:>6}\t{line.rstrip(chr(10)).rstrip(chr(13))}"
+            line = line.rstrip(chr(10)).rstrip(chr(13))
+            if cut:
+                line += f" [... line cut at {MAX_LINE_CHARS:,} characters]"
+            numbered = f"{index + 1:>6}\t{line}"
             if picked and used + len(numbered) + 1 > budget:
                 stopped_at = index
                 continue
@@ -164,6 +173,25 @@ def read_file(
     else:
         header = f"[{shown}: lines {first}-{last} of {total}, to the end of the file]"
     return header + "\n" + "\n".join(picked)
+
+
+def _bounded_lines(text: io.TextIOBase):
+    """(line, cut) for each line of `text`, each at most MAX_LINE_CHARS long: the rest of a longer line is
+    read and dropped in pieces of that size (never held whole)."""
+    while True:
+        line = text.readline(MAX_LINE_CHARS)
+        if not line:
+            return
+        cut = False
+        if not line.endswith(("\n", "\r")):
+            while True:
+                rest = text.readline(MAX_LINE_CHARS)
+                if not rest:
+                    break
+                cut = True
+                if rest.endswith(("\n", "\r")):
+                    break
+        yield line, cut
 
 
 # --------------------------------------------------------------------------------------------- list
@@ -226,6 +254,40 @@ def _skipped_dirs(root: Path) -> set[Path]:
     return skipped
 
 
+def _pattern_size(pattern: str) -> int:
+    """About how many units `pattern` compiles to: each counted repeat multiplies what it repeats (read
+    with the standard library's parser; a pattern it cannot read counts every `{m,n}` as nested)."""
+    import re._constants as codes
+    import re._parser as parser
+
+    def size(items) -> int:
+        total = 0
+        for op, value in items:
+            if op in (codes.MAX_REPEAT, codes.MIN_REPEAT, getattr(codes, "POSSESSIVE_REPEAT", None)):
+                low, high, inner = value
+                count = low if high == codes.MAXREPEAT else high
+                total += max(1, count) * size(inner)
+            elif op is codes.SUBPATTERN:
+                total += size(value[-1])
+            elif op in (codes.ATOMIC_GROUP,) if hasattr(codes, "ATOMIC_GROUP") else ():
+                total += size(value)
+            elif op is codes.BRANCH:
+                total += sum(size(branch) for branch in value[1])
+            elif op in (codes.ASSERT, codes.ASSERT_NOT):
+                total += size(value[1])
+            else:
+                total += 1
+        return total
+
+    try:
+        return size(parser.parse(pattern))
+    except Exception:  # noqa: BLE001 - syntax only the regex package knows: count conservatively
+        product = 1
+        for low, high in regex.findall(r"\{\s*(\d*)\s*(?:,\s*(\d*)\s*)?\}", pattern):
+            product *= max(1, int(high or low or 1)) if len(high or low or "") < 10 else 10**9
+        return product
+
+
 def search_text(pattern: str, path: str = ".", *, context: ToolContext) -> str:
     """Search text files for a regular expression (Python syntax), like grep -rn.
 
@@ -236,6 +298,10 @@ def search_text(pattern: str, path: str = ".", *, context: ToolContext) -> str:
         pattern: Regular expression to look for in each line.
         path: File or folder to search, relative to the workspace; "." searches everything.
     """
+    size = _pattern_size(pattern)
+    if size > MAX_PATTERN_SIZE:
+        raise ToolError(f"the pattern /{pattern[:200]}/ is too big: its counted repeats expand to about "
+                        f"{size:,} units (at most {MAX_PATTERN_SIZE:,}); use smaller counts or + and *")
     try:
         compiled = regex.compile(pattern)
     except (regex.error, ValueError, OverflowError, RecursionError) as exc:

@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import inspect
 import json
 import os
 import re
+import stat
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
+from xun.base.atomic import private_dirs
+from xun.base.confined import dir_fd_beneath, open_beneath
 from xun.base.events import McpServerChanged
 from xun.agent.tools.toolbox import ConfirmationRequest, Tool, Toolbox, ToolContext, ToolError, ToolResult, escape_control
 
@@ -153,6 +157,28 @@ def _error_text(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = str(exc).strip() or type(exc).__name__
     return " ".join(text.split())[:400]
+
+
+def _open_log(path: Path) -> int:
+    """A descriptor of a server's log `<xun home>/mcp/NAME.log`, emptied, opened without following a link
+    below the xun home (a planted `mcp/NAME.log -> ~/.bashrc` is refused, not emptied); the folder is made
+    0700 and the log 0600, as the rest of `.xun`."""
+    home = path.parent.parent
+    private_dirs(home)
+    with dir_fd_beneath(home, path.parent.name, create=True) as folder:
+        os.fchmod(folder, 0o700)
+    fd = open_beneath(home, PurePath(path.parent.name, path.name),
+                      os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0), 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.ftruncate(fd, 0)
+        os.fchmod(fd, 0o600)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class McpManager:
@@ -320,11 +346,11 @@ class McpManager:
         errlog: Any = open(os.devnull, "w")  # noqa: SIM115 - closed by the stack
         if server.log_path is not None:
             try:
-                server.log_path.parent.mkdir(parents=True, exist_ok=True)
+                fd = _open_log(server.log_path)
                 errlog.close()
-                errlog = open(server.log_path, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+                errlog = os.fdopen(fd, "w", encoding="utf-8", errors="replace")
             except OSError:
-                pass  # no log then; the server still runs
+                pass  # no log then (a planted link or FIFO is refused); the server still runs
         stack.callback(errlog.close)
         env = dict(settings.env)
         environ = os.environ if self.environ is None else self.environ
@@ -362,7 +388,9 @@ class McpManager:
         if server.log_path is None:
             return ""
         try:
-            with open(server.log_path, "rb") as handle:
+            with os.fdopen(open_beneath(server.log_path.parent.parent, PurePath(server.log_path.parent.name,
+                                                                          server.log_path.name),
+                                        os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
                 handle.seek(0, os.SEEK_END)
                 handle.seek(max(0, handle.tell() - 4096))
                 lines = handle.read().decode("utf-8", "replace").strip().splitlines()

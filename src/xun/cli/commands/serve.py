@@ -196,6 +196,15 @@ def _run_app(args: argparse.Namespace) -> int:
     return int(run_tui(lambda: open_model_session(args, resume=args.resume)))
 
 
+def _unframed(response: Any) -> Any:
+    """No page of another origin may frame the app (a click-jacked approval): every response not yet sent
+    says so (a WebSocket's handshake went out already)."""
+    if not response.prepared:
+        response.headers["Content-Security-Policy"] = "frame-ancestors 'none'"
+        response.headers["X-Frame-Options"] = "DENY"
+    return response
+
+
 def _make_server(command: list[str], *, host: str, port: int, url: str, debug: bool, token: str,
                  hosts: frozenset[str] | None, max_sessions: int, idle_timeout: float) -> Any:
     """textual-serve's Server, extended (see the module's docstring). Imports textual-serve and aiohttp."""
@@ -272,12 +281,12 @@ def _make_server(command: list[str], *, host: str, port: int, url: str, debug: b
                                     cookie_token=request.cookies.get(cookie_name(port)), token=token, hosts=hosts)
             if refused is not None:
                 log.warning("refused %s %s: %s", request.method, request.path, refused)
-                return web.Response(status=403, text=f"xun serve: {refused}\n")
+                return _unframed(web.Response(status=403, text=f"xun serve: {refused}\n"))
             if query_token and request.path == "/" and request.method == "GET":
                 response = web.Response(status=303, headers={"Location": str(request.rel_url.with_query({k: v for k, v in request.query.items() if k != TOKEN_PARAMETER}))})
                 response.set_cookie(cookie_name(port), token, httponly=True, samesite="Strict", path="/")
-                return response
-            return await handler(request)
+                return _unframed(response)
+            return _unframed(await handler(request))
 
         async def _make_app(self) -> web.Application:
             app = await super()._make_app()

@@ -189,7 +189,7 @@ class InspectorScreen(Modal[str | None]):
         if not path.is_absolute():
             path = self.workdir / path
         try:
-            write_text_atomic(path, self.save_text, mode=0o644, folder_mode=0o755)
+            write_text_atomic(path, self.save_text)  # 0600 in 0700 folders (.xun/exports), as the rest of .xun
         except OSError as exc:
             self._status(f"could not save to {path}: {exc.strerror or exc}")
             self.app.notify(f"could not save to {path}: {exc.strerror or exc}", severity="error")

@@ -15,6 +15,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import DataTable
 
+from xun.base.timestamps import sane_timestamp
 from xun.base.valid_text import escape_control
 from xun.context.reclaimed import ARGUMENTS_SUFFIX
 from xun.tui.format import literal, one_line, tokens
@@ -136,7 +137,7 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         cache = f"cache: next call {tokens(miss)} uncached, {'saves' if saves >= 0 else 'adds'} {tokens(abs(saves))}/call"
         cache_short = f"cache {tokens(miss)} once, {'-' if saves >= 0 else '+'}{tokens(abs(saves))}/call"
     return LogEntry(
-        time=clock(float(moment)) if isinstance(moment, (int, float)) else "--:--:--",
+        time=clock(sane_timestamp(moment)) if sane_timestamp(moment, -1.0) >= 0 else "--:--:--",
         kind=kind,
         trigger=trigger,
         tokens_before=int(before) if isinstance(before, (int, float)) else None,
