@@ -96,7 +96,9 @@ async def test_a_long_turn_of_large_write_file_calls_reclaims_their_arguments(pl
     calls = [call for message in server.chat_bodies()[-1]["messages"] for call in message.get("tool_calls") or ()]
     shown = [json.loads(call["function"]["arguments"]) for call in calls]
     reclaimed = [a for a in shown if "[Compacted, ID: " in a["content"]]
-    assert reclaimed and all(STEP.fullmatch(a["path"]) for a in reclaimed)
+    assert all(STEP.fullmatch(a["path"]) for a in reclaimed)
+    # with summaries inside the turn, the last request may hold only the newest rounds (none reclaimed)
+    assert reclaimed or rec.of("summary_finished")
     assert all(len(call["function"]["arguments"]) < 200 for call in calls[:-1] if "[Compacted" in call["function"]["arguments"])
     conversation = agent.conversation
     for call in calls:
