@@ -37,6 +37,9 @@ class SummaryCompactResult:
     length_after: int = 0
     offload_path: str | None = None
     warning: str | None = None
+    did_not_fit: bool = False
+    """SUMMARIZE_FAILED because a summary request did not fit the window: a planning bug, never a reason
+    to switch automatic compaction off."""
 
     @property
     def compacted(self) -> bool:
