@@ -60,8 +60,10 @@ def missing() -> str | None:
 def llama_server_binary() -> Path | None:
     """llama.cpp's own server: $XUN_LLAMA_SERVER, else where build_llama_server.sh puts it."""
     named = os.environ.get("XUN_LLAMA_SERVER")
-    if named:
-        return Path(named) if Path(named).is_file() else None
+    if named:  # CI's: a binary it names must be there (the tests fail rather than skip)
+        if not Path(named).is_file():
+            pytest.fail(f"XUN_LLAMA_SERVER={named} is not a file; build it with {BUILD}")
+        return Path(named)
     cache = os.environ.get("XUN_LLAMA_SERVER_CACHE") or str(
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xun" / f"llama-server-{LLAMA_SERVER_VERSION}")
     path = Path(cache) / "llama-server"
