@@ -130,11 +130,13 @@ class LlamaServer:
 
 
 def start_server(kind: str, folder: Path) -> LlamaServer:
-    """Start one of SERVERS with the model, its log in `folder` (fails the test when it does not start)."""
+    """Start one of SERVERS with the model, its log in `folder` (fails the test when it does not start).
+    llama-server runs one thread that sleeps when idle (`-t 1 --poll 0`): on a busy 2-core machine two
+    spinning threads generated 1 token a second, one generates 25."""
     port = _free_port()
     if kind == "llama-server":
         command = [str(llama_server_binary()), "-m", str(model_path()), "-c", str(N_CTX), "--jinja", "-np", "1",
-                   "--host", "127.0.0.1", "--port", str(port), "-t", "2", "--no-webui"]
+                   "--host", "127.0.0.1", "--port", str(port), "-t", "1", "--poll", "0", "--no-webui"]
         return _start(command, kind, folder, "/health")
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()), "--n_ctx", str(N_CTX),
                "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2"]

@@ -331,7 +331,8 @@ def _http_json(url: str, body: Any | None, headers: dict[str, str], timeout: flo
 
 
 def _from_models(answer: Any, model: str) -> int | None:
-    """`max_model_len` (vLLM), `context_length` (OpenRouter, LM Studio) or the like, for `model`."""
+    """`max_model_len` (vLLM), `context_length` (OpenRouter, LM Studio), `meta.n_ctx` (llama-server) or the
+    like, for `model`."""
     items = answer.get("data") if isinstance(answer, dict) else None
     if not isinstance(items, list):
         return None
@@ -344,6 +345,9 @@ def _from_models(answer: Any, model: str) -> int | None:
                 return value
         top = card.get("top_provider")
         if isinstance(top, dict) and (value := _plausible(top.get("context_length"))) is not None:
+            return value
+        meta = card.get("meta")  # llama.cpp's llama-server: the context it runs with (n_ctx_train is the model's)
+        if isinstance(meta, dict) and (value := _plausible(meta.get("n_ctx"))) is not None:
             return value
     return None
 
