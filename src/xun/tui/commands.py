@@ -70,13 +70,6 @@ def parse(line: str) -> ParsedCommand | None:
     return ParsedCommand(name, argument.strip())
 
 
-def as_typed(prompt: str) -> str:
-    """A prompt put back into the input, in the form that sends it again as a prompt: one that starts
-    with a slash gets its `//` back (else Enter would take it for a command)."""
-    stripped = prompt.lstrip()
-    return "/" + stripped if stripped.startswith("/") else prompt
-
-
 def completions(text: str) -> list[SlashCommand]:
     """Commands worth offering for what was typed: while the line is one slash word, those whose usage
     starts with it; after a space, the fixed arguments that start with it (`/compact to`)."""

@@ -10,7 +10,6 @@ from textual.screen import ModalScreen
 
 from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage
 from xun.tui import messages as m
-from xun.tui.commands import as_typed
 from xun.tui.format import one_line, percent, tokens
 from xun.tui.widgets.summary_divider import SummaryDivider
 
@@ -173,7 +172,7 @@ class EngineHandlers:
             if message.restored_prompt is not None:
                 await self.chat.remove_from_last_user(inclusive=True)
                 if not self.prompt.text.strip():
-                    self.prompt.set_prompt(as_typed(message.restored_prompt))
+                    self.prompt.set_prompt(message.restored_prompt)
                     await self.chat.add_notice("cancelled", "cancelled; the prompt is back in the input")
                 else:  # never replace what the user typed meanwhile; the prompt stays in the input's history
                     await self.chat.add_notice(
@@ -191,7 +190,7 @@ class EngineHandlers:
         elif message.status == "error" and message.restored_prompt is not None:  # never sent: too large to fit
             await self.chat.remove_from_last_user(inclusive=True)
             if not self.prompt.text.strip():
-                self.prompt.set_prompt(as_typed(message.restored_prompt))
+                self.prompt.set_prompt(message.restored_prompt)
             await self.chat.add_notice("error", f"{message.error}. The prompt is back in the input, and not in the session.")
         elif message.status == "error":
             messages = self.conversation.messages
@@ -199,7 +198,7 @@ class EngineHandlers:
             if isinstance(last, UserMessage):  # the prompt got nothing at all: offer it again
                 self._unanswered = last
                 if not self.prompt.text.strip():
-                    self.prompt.set_prompt(as_typed(last.text))
+                    self.prompt.set_prompt(last.text)
                 await self.chat.add_notice(
                     "info", "the prompt is kept in the session and is back in the input: Enter sends it again "
                     "(in place of the unanswered one), or /retry")

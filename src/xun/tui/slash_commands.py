@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from xun.context.messages import UserMessage
 from xun.context.usage import usage_totals_line
-from xun.tui.commands import UnknownCommand, as_typed, parse
+from xun.tui.commands import UnknownCommand, parse
 from xun.tui.format import NO_SERVER_COUNT, counted, percent, tokens
 
 
@@ -85,7 +85,7 @@ class SlashCommands:
         if self.busy is not None:
             self._may_start("the prompt")
             if not self.prompt.text.strip():
-                self.prompt.set_prompt(as_typed(text))
+                self.prompt.set_prompt(text)
             return
         unanswered, self._unanswered = self._unanswered, None
         messages = self.conversation.messages
@@ -149,7 +149,7 @@ class SlashCommands:
         if text.strip():
             await self.send_prompt(text.strip())
         else:
-            self.prompt.set_prompt(as_typed(old))
+            self.prompt.set_prompt(old)
             self.prompt.focus()
 
     async def action_clear(self) -> None:
