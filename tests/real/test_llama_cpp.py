@@ -57,8 +57,8 @@ def test_twelve_resumed_turns_fit_the_window_and_summaries_happen(llama_server: 
 
 
 def test_an_unknown_window_is_learned_once_and_then_kept(llama_server: LlamaServer, cli: Cli):
-    """No window configured, twelve resumed turns of ~1,000 characters. llama-server says its window in
-    /props: nothing is ever refused. llama-cpp-python does not say it: the first overflow (a 200 stream
+    """No window configured, twelve resumed turns of ~1,000 characters. llama-server says its window (in
+    /v1/models and /props): nothing is ever refused. llama-cpp-python does not say it: the first overflow (a 200 stream
     with no data) teaches it, the turn still succeeds, and later sessions start from what was learned."""
     mark = llama_server.mark()
     turns = []
@@ -71,7 +71,7 @@ def test_an_unknown_window_is_learned_once_and_then_kept(llama_server: LlamaServ
     windows = [e for t in turns for e in t.of("usage") if e["context_window"]]
     if llama_server.kind == "llama-server":
         assert refused == [], f"the server refused {len(refused)} requests as longer than its window: {refused}"
-        assert windows and all(e["context_window"] == N_CTX and "/props" in e["window_source"] for e in windows)
+        assert windows and all(e["context_window"] == N_CTX and "the server's" in e["window_source"] for e in windows)
     else:
         assert len(refused) <= 1, refused
     if refused:
@@ -141,7 +141,7 @@ async def test_a_reclaims_predicted_cache_cost_matches_what_the_server_then_repo
     agent = Agent(config, conversation=Conversation(offload_dir=tmp_path / "history"), workdir=tmp_path, environ={},
                   on_event=events.append)
     agent.system("You are a careful assistant. Answer in one short sentence.")
-    tool_history(agent.conversation)
+    tool_history(agent.conversation, lines=12)
     try:
         first = await agent.run("Which module handles page 1?")
         assert first.status == "ok", first.error
