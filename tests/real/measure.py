@@ -12,11 +12,7 @@ from pathlib import Path
 
 from xun.agent.config import XunConfig
 from xun.agent.loop import Agent
-from xun.agent.window import LearnedWindows
-try:
-    from xun.agent.window import LearnedEstimates
-except ImportError:  # older code
-    LearnedEstimates = None
+from xun.agent.window import LearnedEstimates, LearnedWindows
 from xun.context.conversation import Conversation
 
 TOPICS = ("the parser", "the build", "the test suite", "the release notes", "the cache", "the web client",
@@ -83,8 +79,7 @@ async def measure_session(base_url: str, state: Path, work: Path, requests: int 
     agent = MeasuredAgent(config, conversation=Conversation(offload_dir=work / "history"), workdir=work, environ={})
     agent.rows = []
     agent.learned_windows = LearnedWindows(state / "windows.json")
-    if LearnedEstimates is not None:
-        agent.learned_estimates = LearnedEstimates(state / "estimates.json")
+    agent.learned_estimates = LearnedEstimates(state / "estimates.json")
     agent.system("You are a careful assistant. Answer in one short sentence.")
     measured = Measured(agent.rows)
     try:
