@@ -10,7 +10,7 @@ import pytest
 
 from xun.agent.config import XunConfig
 from xun.agent.tools import Toolbox
-from xun.agent.window import LearnedWindows, is_overflow_text, overflow_window, requested_tokens
+from xun.agent.window import Calibration, LearnedEstimates, LearnedWindows, is_overflow_text, overflow_window, requested_tokens
 
 from .helpers import make_agent
 from .scripted_server import EMPTY_STREAM, NOT_FOUND, Json, ScriptedServer, Stream, prompt_chars
@@ -129,10 +129,12 @@ async def test_a_learned_window_is_kept_for_the_next_session(scripted, tmp_path)
 @pytest.mark.parametrize("card, expected", [
     ({"id": "xun-offline", "max_model_len": 32768}, 32768),  # vLLM
     ({"id": "xun-offline", "context_length": 131072}, 131072),  # OpenRouter, LM Studio
+    ({"id": "/models/SmolLM2.gguf", "meta": {"n_ctx": 2048, "n_ctx_train": 8192}}, 2048),  # llama-server (its only card)
     ({"id": "other"}, None),
 ])
 async def test_the_window_is_discovered_from_the_model_card(card, expected, scripted, tmp_path):
-    server = scripted(refusing("openai", models=Json(200, {"object": "list", "data": [card, {"id": "unrelated", "context_length": 8}]})))
+    cards = [card] if "meta" in card else [card, {"id": "unrelated", "context_length": 8}]
+    server = scripted(refusing("openai", models=Json(200, {"object": "list", "data": cards})))
     agent, _ = make_agent(server, tmp_path)
     await agent.start_discovery()
     assert agent.window.tokens == expected
@@ -352,3 +354,43 @@ async def test_a_summary_leaves_room_for_the_prompt_it_was_written_for(scripted,
     assert summary_limits and max(summary_limits) < window // 4
     budget = window - agent.output_reserve(window)
     assert all(-(-prompt_chars(b) // 4) <= budget for b in server.chat_bodies())
+
+
+def test_each_reply_corrects_the_measure_quickly_up_and_slowly_down(tmp_path):
+    """One bad calibration (a ratio far too low) is corrected by the first reply's count; a count below
+    the estimate only halves the gap (an estimate too low is what sends a request over the window)."""
+    measure = Calibration(tokens_per_char=0.1, fixed_tokens=30, tool_tokens=1000)
+    # 4,000 characters in 5 messages, no tools: the server counted 1,025 tokens (0.25 per character)
+    assert measure.estimate(4000, 5, with_tools=False) == 425
+    assert measure.learn(1025, 4000, 5, with_tools=False) == pytest.approx(0.25)
+    assert measure.estimate(4000, 5, with_tools=False) == 1025 and measure.replies == 1
+    measure.learn(825, 4000, 5, with_tools=False)  # 0.2 per character now
+    assert measure.tokens_per_char == pytest.approx(0.225)
+    assert measure.learn(10, 50, 1, with_tools=False) is None, "a few words say nothing of the ratio"
+    store = LearnedEstimates(tmp_path / "estimates.json")
+    assert store.get("http://127.0.0.1:8080/v1", "m") is None
+    assert store.remember("http://127.0.0.1:8080/v1", "m", measure) is None
+    again = store.get("http://127.0.0.1:8080/v1/", "m")
+    assert again == measure and store.get("http://127.0.0.1:8080/v1", "other") is None
+    (tmp_path / "estimates.json").write_text(json.dumps({"http://127.0.0.1:8080/v1 m": {"tokens_per_char": 7, "fixed_tokens": 1,
+                                                                                         "tool_tokens": 0, "replies": 1}}))
+    assert store.get("http://127.0.0.1:8080/v1", "m") is None, "a figure out of range is not believed"
+
+
+async def test_a_summary_that_did_not_fit_never_switches_automatic_compaction_off(scripted, tmp_path, monkeypatch):
+    """Three summaries failing because their request did not fit the window are xun's planning bug, not
+    the model's failure: automatic compaction stays on. Three failing otherwise switch it off."""
+    from xun.compact import policy
+    from xun.context.compaction_results import SummaryCompactResult
+
+    agent, rec = make_agent(scripted(refusing("openai")), tmp_path, auto_compact__token_threshold=1000)
+    long_history(agent)
+    for did_not_fit, suspended in ((True, False), (False, True)):
+        async def failing(*args, **kwargs):
+            return SummaryCompactResult(SummaryCompactResult.Status.SUMMARIZE_FAILED, "Summary failed", did_not_fit=did_not_fit)
+
+        monkeypatch.setattr(policy, "compact_conversation", failing)
+        compactor = policy.AutoCompactor()
+        for _ in range(3):
+            await compactor.auto_compact(agent)
+        assert compactor.suspended is suspended

@@ -153,3 +153,15 @@ def test_the_request_overhead_is_a_part_of_its_own():
     assert b.parts[0].kind == "overhead" and b.parts[0].chars == 400
     assert b.parts[0].label == "tool definitions (every request)"
     assert b.chars == c.estimated_message_length() + 400 == sum(p.chars for p in b.parts)
+
+
+def test_tool_definitions_cost_what_the_server_measured():
+    """llama-server's SmolLM2 template ignores tool definitions: calibrated, their part is the measured
+    fixed cost (here 25 tokens for 4,959 characters), not their characters times the ratio (1.3k)."""
+    c = small_conversation()
+    c.calibrate(0.25, 25)
+    b = context_breakdown(c, threshold=1000, tool_definitions={"": 4959})
+    tools = b.part("overhead")
+    assert tools is not None and tools.chars == 4959 and tools.tokens == 25
+    assert b.chars == c.estimated_message_length() and b.fixed_tokens == 25
+    assert b.estimated_tokens == round(b.chars * 0.25) + 25

@@ -58,9 +58,11 @@ from xun.agent.window import (
     LEARNED,
     UNKNOWN,
     Calibration,
+    LearnedEstimates,
     LearnedWindows,
     ServerKnowledge,
     Window,
+    count_prompt,
     count_tokens,
     discover_window,
     is_overflow_text,
@@ -116,6 +118,10 @@ class ContextOverflowError(Exception):
         super().__init__(message)
         self.window = window
         self.requested = requested
+
+
+class ContextStillTooLongError(RuntimeError):
+    """The server refused a request as too long again, after compacting to fit the window it named."""
 
 
 class ContextTooLargeError(Exception):
@@ -246,6 +252,8 @@ class Agent:
         self.environ = environ
         self._client = client
         self.last_error: str | None = None
+        self.last_error_did_not_fit = False
+        """The last turn failed because its request did not fit the window (refused before or by the server)."""
         self.reads_project_instructions = True
         self._shares_client = False  # set by inherit: a helper never closes its parent's client
         self._partial: _Reply | None = None
@@ -255,6 +263,9 @@ class Agent:
         self.knowledge = ServerKnowledge()
         """The window and the tokenizer's measure, as learned this session (shared with helpers)."""
         self.learned_windows = LearnedWindows()
+        self.learned_estimates = LearnedEstimates()
+        self._sent: tuple[int, int, bool] | None = None
+        """The last request's shape as sent (message characters, messages, with tools), for `_learn_estimate`."""
         self.reply_budget: int | None = None
         """`max_tokens` of every request, when set (the summarizer's is bounded by what it replaces)."""
         self.last_finish_reason: str | None = None
@@ -356,6 +367,7 @@ class Agent:
         child.knowledge = agent.knowledge
         child._max_tokens_param, child._empty_for_null = agent._max_tokens_param, agent._empty_for_null
         child.learned_windows = agent.learned_windows
+        child.learned_estimates = agent.learned_estimates
         child.conversation.tokens_per_char = agent.conversation.tokens_per_char
         return child
 
@@ -437,6 +449,8 @@ class Agent:
         k = self.knowledge
         base_url, model = self.config.provider.base_url, self.config.model.name
         k.remembered = self.learned_windows.get(base_url, model)
+        if k.calibration is None:
+            k.calibration = self.learned_estimates.get(base_url, model)
         if self.config.model.context_window is None and base_url:
             try:
                 k.discovered = await discover_window(base_url, model, self._auth_headers())
@@ -457,9 +471,10 @@ class Agent:
             c.calibrate(k.calibration.tokens_per_char, k.calibration.fixed_for(bool(self.toolbox.schemas())))
 
     async def _calibrate_once(self) -> None:
-        """Once per session, for a server that has sent no usage: measure its tokenizer."""
+        """Once per session, unless an earlier session's measure of this server is remembered: measure
+        its tokenizer (a resumed session too: the summarizer's requests are planned with it)."""
         k, c = self.knowledge, self.conversation
-        if k.calibrated or c.total_tokens is not None or not self.config.provider.base_url:
+        if k.calibrated or k.calibration is not None or not self.config.provider.base_url:
             return
         k.calibrated = True
         calibration = await self._calibrate()
@@ -491,19 +506,38 @@ class Agent:
         window = self.window
         if window.known and round(chars * ratio) + MESSAGE_TOKENS * len(params) + 1 > window.tokens:
             return None  # the probe would not fit: no measure this session (the server's counts teach it)
-        try:
-            request = {**self._request(stream=False), "messages": params, self._max_tokens_param: 1}
-            response = await asyncio.wait_for(self.client().chat.completions.create(**untransformed(request)), CALIBRATION_DEADLINE)
-            prompt_tokens = int(response.usage.prompt_tokens)
-        except Exception:  # noqa: BLE001 - a server that refuses the probe stays uncalibrated
-            return None
         schemas = self.toolbox.schemas()
+        try:  # llama.cpp: the chat template rendered with the tools, counted by its tokenizer (no inference)
+            prompt_tokens = await count_prompt(base_url, params, schemas, headers)
+        except Exception:  # noqa: BLE001 - best effort
+            prompt_tokens = None
+        if prompt_tokens is None:
+            try:
+                request = {**self._request(stream=False), "messages": params, self._max_tokens_param: 1}
+                response = await asyncio.wait_for(self.client().chat.completions.create(**untransformed(request)), CALIBRATION_DEADLINE)
+                prompt_tokens = int(response.usage.prompt_tokens)
+            except Exception:  # noqa: BLE001 - a server that refuses the probe stays uncalibrated
+                return None
         tool_tokens = 0
         if schemas:
             with contextlib.suppress(Exception):
                 tool_tokens = await count_tokens(base_url, model, json.dumps(schemas, ensure_ascii=False), headers) or 0
         fixed = prompt_tokens - round(chars * ratio) - MESSAGE_TOKENS * len(params)
         return Calibration(tokens_per_char=ratio, fixed_tokens=fixed, tool_tokens=tool_tokens)
+
+    async def _learn_estimate(self, prompt_tokens: int) -> None:
+        """Correct the tokenizer's measure by the server's count of the request just sent, apply it to the
+        conversation, and remember it for this server and model (a later session starts from it)."""
+        calibration, sent = self.knowledge.calibration, self._sent
+        if calibration is None or sent is None:
+            return
+        chars, messages, with_tools = sent
+        if calibration.learn(prompt_tokens, chars, messages, with_tools) is None:
+            return
+        self.conversation.calibrate(calibration.tokens_per_char, calibration.fixed_for(bool(self.toolbox.schemas())))
+        problem = self.learned_estimates.remember(self.config.provider.base_url, self.config.model.name, calibration)
+        if problem:
+            await self.emit(Warning(problem))
 
     async def _learn_from_overflow(self, exc: ContextOverflowError, estimate: int) -> None:
         """Take what an overflow error says: the window (remembered for this base URL and model when the
@@ -678,6 +712,7 @@ class Agent:
         self.sync_project_instructions()
         await self.emit(TurnStarted(prompt=prompt))
         self.last_error = None
+        self.last_error_did_not_fit = False
         iterations = 0
         finished: TurnFinished | None = None
         self._partial = None
@@ -691,6 +726,7 @@ class Agent:
                 usage = valid_usage(reply.usage)  # absurd figures from a server are not believed
                 if usage is not None:  # a server that reports nothing leaves the estimate as it is, labelled so
                     c.record_usage(int(usage.total_tokens), overhead_chars=self._schema_chars())
+                    await self._learn_estimate(int(usage.prompt_tokens))
                 self._record_cache(usage, reply)
                 await self.emit(AssistantMessage(content=reply.content, reasoning=reply.reasoning, tool_calls=len(calls)))
                 await self.emit_usage(usage)
@@ -709,6 +745,7 @@ class Agent:
         except Exception as exc:  # the user's message stays in the conversation: /retry sends it again
             message = str(exc) or type(exc).__name__
             self.last_error = message
+            self.last_error_did_not_fit = isinstance(exc, ContextTooLargeError | ContextOverflowError | ContextStillTooLongError)
             self._answer_dangling_calls(start)
             restored = None
             if isinstance(exc, ContextTooLargeError) and exc.prompt:  # never sent: it goes back to the user
@@ -771,6 +808,8 @@ class Agent:
         while True:
             attempt += 1
             estimate = self.request_tokens()
+            c = self.conversation
+            self._sent = (c.estimated_message_length(), len(c.messages), bool(self.toolbox.schemas()))
             try:
                 reply = await within_deadline(self._stream_once(), self.config.provider.deadline)
             except asyncio.CancelledError:
@@ -782,7 +821,7 @@ class Agent:
                                                f"({self.window.describe()})")
                 if isinstance(exc, ContextOverflowError):
                     if overflowed:
-                        raise RuntimeError(f"the context is too long for the model even after compacting to fit "
+                        raise ContextStillTooLongError(f"the context is too long for the model even after compacting to fit "
                                            f"{self.window.describe()}: {exc}") from None
                     overflowed = True
                     await self._learn_from_overflow(exc, estimate)

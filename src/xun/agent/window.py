@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from xun.base.atomic import open_regular, write_text_atomic
+from xun.context.conversation import MESSAGE_TOKENS, TOKENS_PER_CHAR_RANGE
 
 DISCOVERY_TIMEOUT = 3.0
 """Seconds for one discovery or tokenize request, in all (a server that does not answer is simply unknown)."""
@@ -139,13 +140,14 @@ def _key(base_url: str | None, model: str) -> str:
     return f"{(base_url or 'https://api.openai.com/v1').rstrip('/')} {model}"
 
 
-class LearnedWindows:
-    """Windows named by overflow errors, per base URL and model, in `windows.json` (written atomically).
+class _StateFile:
+    """A JSON object in the state folder, one entry per base URL and model (written atomically). A broken
+    or unreadable file is treated as empty: it only ever holds what can be learned again."""
 
-    A broken or unreadable file is treated as empty: it only ever holds what can be learned again."""
+    name = ""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path if path is not None else state_dir() / "windows.json"
+        self.path = path if path is not None else state_dir() / self.name
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -155,10 +157,29 @@ class LearnedWindows:
             return {}
         return data if isinstance(data, dict) else {}
 
+    def _entry(self, base_url: str | None, model: str) -> dict[str, Any] | None:
+        entry = self._read().get(_key(base_url, model))
+        return entry if isinstance(entry, dict) else None
+
+    def _write(self, base_url: str | None, model: str, entry: dict[str, Any], what: str) -> str | None:
+        data = self._read()
+        data[_key(base_url, model)] = {**entry, "time": time.time()}
+        try:
+            write_text_atomic(self.path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+        except OSError as exc:
+            return f"could not remember the {what} in {self.path} ({exc.strerror or exc})"
+        return None
+
+
+class LearnedWindows(_StateFile):
+    """Windows named by overflow errors, per base URL and model, in `windows.json`."""
+
+    name = "windows.json"
+
     def get(self, base_url: str | None, model: str) -> Window:
         """What an earlier session learned (or assumed) of this server's window; UNKNOWN when nothing."""
-        entry = self._read().get(_key(base_url, model))
-        tokens = _plausible(entry.get("tokens")) if isinstance(entry, dict) else None
+        entry = self._entry(base_url, model)
+        tokens = _plausible(entry.get("tokens")) if entry is not None else None
         if tokens is None:
             return UNKNOWN
         if entry.get("kind") == ASSUMED:
@@ -168,32 +189,80 @@ class LearnedWindows:
     def remember(self, base_url: str | None, model: str, window: Window) -> str | None:
         """Store a learned (or assumed) window; returns a problem (never raises) when the file cannot be
         written. An assumed figure never replaces one the server named."""
-        data = self._read()
-        key = _key(base_url, model)
-        old = data.get(key)
-        if window.kind == ASSUMED and isinstance(old, dict) and old.get("kind") == LEARNED:
+        old = self._entry(base_url, model)
+        if window.kind == ASSUMED and old is not None and old.get("kind") == LEARNED:
             return None
-        data[key] = {"tokens": window.tokens, "kind": window.kind, "time": time.time()}
-        try:
-            write_text_atomic(self.path, json.dumps(data, indent=1, sort_keys=True) + "\n")
-        except OSError as exc:
-            return f"could not remember the window in {self.path} ({exc.strerror or exc})"
-        return None
+        return self._write(base_url, model, {"tokens": window.tokens, "kind": window.kind}, "window")
+
+
+class LearnedEstimates(_StateFile):
+    """The estimate's measure of each server's tokenizer (`Calibration`, corrected by every reply's
+    count), per base URL and model, in `estimates.json`: a new or resumed session starts from it."""
+
+    name = "estimates.json"
+
+    def get(self, base_url: str | None, model: str) -> Calibration | None:
+        entry = self._entry(base_url, model)
+        return Calibration.from_json(entry) if entry is not None else None
+
+    def remember(self, base_url: str | None, model: str, calibration: Calibration) -> str | None:
+        return self._write(base_url, model, calibration.to_json(), "estimate's calibration")
 
 
 @dataclass(slots=True)
 class Calibration:
     """A measure of the server's tokenizer: tokens per character of message text, and the tokens a
-    request costs besides its messages' characters when it carries `tool_tokens` of tool definitions."""
+    request costs besides its messages' characters and their framing when it carries `tool_tokens` of
+    tool definitions. Measured once (the tokenize endpoint, the rendered template) and corrected by
+    every reply's `usage.prompt_tokens` (`learn`)."""
 
     tokens_per_char: float
     fixed_tokens: int
     tool_tokens: int
+    replies: int = 0
+    """How many replies' counts corrected it."""
 
     def fixed_for(self, with_tools: bool) -> int:
         """The fixed cost of a request with the tools measured, or with none (a server that ignores
         tool definitions measured no cost for them: never below what was measured without)."""
         return self.fixed_tokens if with_tools else min(self.fixed_tokens, max(0, self.fixed_tokens - self.tool_tokens))
+
+    def estimate(self, chars: int, messages: int, with_tools: bool) -> int:
+        """Tokens of a request of `chars` characters of message text in `messages` messages."""
+        return round(chars * self.tokens_per_char) + MESSAGE_TOKENS * messages + self.fixed_for(with_tools)
+
+    def learn(self, prompt_tokens: int, chars: int, messages: int, with_tools: bool) -> float | None:
+        """Take the server's count of a request it was sent: the ratio that count implies (its fixed cost
+        and framing taken out) replaces the measure when higher (an estimate too low is what sends a
+        request over the window), else the two are averaged. Returns the implied ratio (None: too little
+        text to judge)."""
+        if chars < LEARN_MIN_CHARS:
+            return None
+        low, high = TOKENS_PER_CHAR_RANGE
+        implied = min(max((prompt_tokens - MESSAGE_TOKENS * messages - self.fixed_for(with_tools)) / chars, low), high)
+        self.tokens_per_char = implied if implied > self.tokens_per_char else (self.tokens_per_char + implied) / 2
+        self.replies += 1
+        return implied
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tokens_per_char": self.tokens_per_char, "fixed_tokens": self.fixed_tokens,
+                "tool_tokens": self.tool_tokens, "replies": self.replies}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Calibration | None:
+        """The calibration from `estimates.json`; None when any figure is not believable."""
+        ratio, fixed, tools, replies = (data.get(k) for k in ("tokens_per_char", "fixed_tokens", "tool_tokens", "replies"))
+        low, high = TOKENS_PER_CHAR_RANGE
+        if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not low <= ratio <= high:
+            return None
+        whole = [v for v in (fixed, tools, replies) if isinstance(v, int) and not isinstance(v, bool) and abs(v) < MAX_WINDOW]
+        if len(whole) != 3 or tools < 0 or replies < 0:
+            return None
+        return cls(float(ratio), fixed, tools, replies)
+
+
+LEARN_MIN_CHARS = 200
+"""Below this much message text, a reply's count says more about the framing than about the ratio."""
 
 
 @dataclass(slots=True)
@@ -206,6 +275,8 @@ class ServerKnowledge:
     remembered: Window = UNKNOWN
     """Learned in an earlier session (`LearnedWindows`)."""
     calibration: Calibration | None = None
+    """The tokenizer's measure: measured this session, or remembered (`LearnedEstimates`); corrected by
+    every reply."""
     discovery: Any = None
     """The discovery task, once started."""
     calibrated: bool = False
@@ -260,7 +331,8 @@ def _http_json(url: str, body: Any | None, headers: dict[str, str], timeout: flo
 
 
 def _from_models(answer: Any, model: str) -> int | None:
-    """`max_model_len` (vLLM), `context_length` (OpenRouter, LM Studio) or the like, for `model`."""
+    """`max_model_len` (vLLM), `context_length` (OpenRouter, LM Studio), `meta.n_ctx` (llama-server) or the
+    like, for `model`."""
     items = answer.get("data") if isinstance(answer, dict) else None
     if not isinstance(items, list):
         return None
@@ -273,6 +345,9 @@ def _from_models(answer: Any, model: str) -> int | None:
                 return value
         top = card.get("top_provider")
         if isinstance(top, dict) and (value := _plausible(top.get("context_length"))) is not None:
+            return value
+        meta = card.get("meta")  # llama.cpp's llama-server: the context it runs with (n_ctx_train is the model's)
+        if isinstance(meta, dict) and (value := _plausible(meta.get("n_ctx"))) is not None:
             return value
     return None
 
@@ -333,6 +408,30 @@ def count_tokens_sync(base_url: str, model: str, text: str, headers: dict[str, s
     if isinstance(answer, dict) and isinstance(answer.get("count"), int):
         return answer["count"]
     return None
+
+
+def count_prompt_sync(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                      headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> int | None:
+    """Tokens of a whole chat request as llama.cpp's server sends it to the model: its chat template
+    rendered with the tool definitions (`/apply-template`), counted by its tokenizer (`/tokenize`, with
+    the special tokens the model sees). None when the server has no such endpoints."""
+    root = server_root(base_url)
+    body: dict[str, Any] = {"messages": messages}
+    if tools:
+        body["tools"] = tools
+    rendered = _http_json(f"{root}/apply-template", body, headers, timeout)
+    if not isinstance(rendered, dict) or not isinstance(rendered.get("prompt"), str):
+        return None
+    answer = _http_json(f"{root}/tokenize", {"content": rendered["prompt"], "add_special": True, "parse_special": True},
+                        headers, timeout)
+    if isinstance(answer, dict) and isinstance(answer.get("tokens"), list):
+        return len(answer["tokens"])
+    return None
+
+
+async def count_prompt(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                       headers: dict[str, str]) -> int | None:
+    return await asyncio.to_thread(count_prompt_sync, base_url, messages, tools, headers)
 
 
 async def discover_window(base_url: str, model: str, headers: dict[str, str]) -> Window:

@@ -131,6 +131,10 @@ class ContextBreakdown:
     messages: int
     window_source: str | None = None
     """Where the window's figure came from (the config, the server, an overflow error)."""
+    fixed_tokens: int | None = None
+    """The server's measured cost of a request besides its messages (the tool definitions as it renders
+    them, or ignores them): the tool-definition parts share it, and it is added to `chars` times the ratio
+    (None: not measured; the definitions are priced by their characters)."""
 
     def part(self, kind: str, name: str = "") -> Part | None:
         return next((p for p in self.parts if p.kind == kind and p.name == name), None)
@@ -319,27 +323,31 @@ def context_breakdown(conversation: Conversation, *, threshold: int, window: int
             tally[OTHER].add(chars)
     parts: list[Part] = []
 
+    fixed = getattr(conversation, "fixed_tokens", None)
+    overhead = getattr(conversation, "overhead_chars", 0) or 0  # measured by newer engines only
+    definitions = dict(tool_definitions) if tool_definitions is not None else ({"": overhead} if isinstance(overhead, int) and overhead > 0 else {})
+    definition_chars = sum(definitions.values())
+
     def add(kind: str, chars: int, count: int, name: str = "") -> None:
         if chars or (count and kind != SYSTEM):
             label = f"{name} (persistent)" if kind == SECTION else LABELS[kind]
             if kind == OVERHEAD and tool_definitions is not None:
                 label = f"tool definitions: {f'MCP server {name}' if name else 'built-in tools'} (every request)"
-            parts.append(Part(kind, label, chars, round(chars * ratio), count, name))
+            tokens = round(chars * ratio)
+            if kind == OVERHEAD and fixed is not None:  # what the server counts for them (llama.cpp may ignore them)
+                tokens = round(max(fixed, 0) * chars / max(definition_chars, 1))
+            parts.append(Part(kind, label, chars, tokens, count, name))
 
-    overhead = getattr(conversation, "overhead_chars", 0) or 0  # measured by newer engines only
-    if tool_definitions is not None:
-        for source, chars in tool_definitions.items():
-            add(OVERHEAD, chars, 0, source)
+    for source, chars in definitions.items():
+        add(OVERHEAD, chars, 0, source)
+        if fixed is None:
             total += chars
-    elif isinstance(overhead, int) and overhead > 0:
-        add(OVERHEAD, overhead, 0)
-        total += overhead
     add(SYSTEM, tally[SYSTEM].chars, tally[SYSTEM].count)
     for name, chars in sections.items():
         add(SECTION, chars, 1, name)
     for kind in (SUMMARY, USER, ASSISTANT, TOOL_CALLS, CALL_PLACEHOLDERS, TOOL_RESULTS, PLACEHOLDERS, OTHER):
         add(kind, tally[kind].chars, tally[kind].count)
-    estimate = round(total * ratio)
+    estimate = round(total * ratio) + (max(fixed, 0) if fixed is not None else 0)
     live = conversation.estimated_tokens()
     used = max(estimate, live)
     threshold = max(int(threshold), 1)
@@ -351,7 +359,7 @@ def context_breakdown(conversation: Conversation, *, threshold: int, window: int
     top = [LargeMessage(m.index, m.role, m.chars, round(m.chars * ratio), m.preview, m.tool, m.tool_call_id, m.reclaimed)
            for m in top]
     return ContextBreakdown(parts, free, top, total, estimate, live, conversation.total_tokens, ratio, threshold, window,
-                            len(conversation.messages), window_source)
+                            len(conversation.messages), window_source, fixed)
 
 
 def _tool_name(conversation: Conversation, index: int, raw: dict[str, Any]) -> str:

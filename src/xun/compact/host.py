@@ -25,6 +25,7 @@ class CompactionHost(Protocol):
     clock: Callable[[], float]
     reply_budget: int | None
     last_error: str | None
+    last_error_did_not_fit: bool
     last_finish_reason: str | None
 
     @property

@@ -95,8 +95,9 @@ class AutoCompactor(CompactorAbstract):
             result = await compact_conversation(agent, keep_recent=keep_messages, instructions=agent.config.compression.instructions,
                                                 trigger="auto", why=why)
             if not result.compacted:
-                self.consecutive_failures += 1
-                await self._maybe_suspend(agent)
+                if not result.did_not_fit:  # a request that did not fit is xun's bug, not the model's failure
+                    self.consecutive_failures += 1
+                    await self._maybe_suspend(agent)
                 return
             tokens = agent.request_tokens()
             if tokens <= target:
@@ -254,7 +255,7 @@ class CacheAwareCompactor(AutoCompactor):
         if keep_messages is not None:
             result = await compact_conversation(agent, keep_recent=keep_messages,
                                                 instructions=agent.config.compression.instructions, trigger="idle")
-            if not result.compacted:
+            if not result.compacted and not result.did_not_fit:
                 self.consecutive_failures += 1
                 await self._maybe_suspend(agent)
 

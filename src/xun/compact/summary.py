@@ -110,6 +110,7 @@ class _Written:
     method: str = "model"
     pieces: int = 1
     error: str | None = None
+    did_not_fit: bool = False
 
 
 async def fit_to_window(agent: CompactionHost, budget: int, trigger: str = "emergency") -> None:
@@ -214,8 +215,22 @@ def _tokens(chars: int, ratio: float, messages: int = 0) -> int:
     return round(chars * ratio) + MESSAGE_TOKENS * messages
 
 
+def _measure(agent: CompactionHost) -> tuple[float, int]:
+    """The ratio and fixed cost a summary request is planned with: the server's measure (the same the
+    summarizer's own window check uses, corrected by every reply), else the conversation's ratio."""
+    calibration = agent.knowledge.calibration
+    if calibration is not None:
+        return calibration.tokens_per_char, calibration.fixed_for(False)
+    return agent.conversation.tokens_per_char, 0
+
+
+class _DidNotFit(Exception):
+    """A summary request did not fit the window (the helper refused to send it, or the server refused it)."""
+
+
 async def _ask_model(agent: CompactionHost, messages: list[Message], prompt: str, max_tokens: int) -> tuple[str, str | None, str | None]:
-    """One summary request by a helper agent: (text, finish_reason, error)."""
+    """One summary request by a helper agent: (text, finish_reason, error); raises _DidNotFit when the
+    request did not fit the window."""
     helper = agent.summarizer()
     helper.conversation.messages = messages
     helper.conversation.add_user_message(prompt)
@@ -223,6 +238,8 @@ async def _ask_model(agent: CompactionHost, messages: list[Message], prompt: str
     finished = await helper.execute(max_iterations=1)
     text = helper.last_reply().strip() if finished.status == "ok" else ""
     error = None if finished.status == "ok" else (helper.last_error or f"the summary request ended: {finished.status}")
+    if error is not None and getattr(helper, "last_error_did_not_fit", False):
+        raise _DidNotFit(error)
     return text, helper.last_finish_reason, error
 
 
@@ -277,23 +294,28 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
     from xun.context.offload import transcript_entries
 
     conversation = agent.conversation
-    ratio = conversation.tokens_per_char
+    ratio, fixed = _measure(agent)
     window = agent.window.tokens
     max_tokens = summary_budget(agent, replaced_chars)
     condensed = list(plan.condensed)
     system = condensed[0] if condensed and isinstance(condensed[0], SystemPrompt) else None
     if system is not None:  # the summarizer sees no persistent sections (AGENTS.md)
         condensed[0] = system = SystemPrompt(system.content, system.is_compressed, {}, system.base_prompt, system.ledger)
-    calibration = agent.knowledge.calibration
-    fixed = calibration.fixed_for(False) if calibration is not None else 0
     firmer = len(FIRMER_PROMPT) + 400  # the second try's prompt is longer: it must fit too
     request = _tokens(sum(message_length(m) for m in condensed) + len(prompt) + firmer, ratio, len(condensed) + 1) + fixed
     summary: str | None = None
     pieces = 1
     unusable = False
-    if window is None or request + max_tokens <= window:
-        summary, error, unusable = await _checked(agent, condensed, prompt, max_tokens, trigger)
-    else:
+    one_request = window is None or request + max_tokens <= window
+    if one_request:
+        try:
+            summary, error, unusable = await _checked(agent, condensed, prompt, max_tokens, trigger)
+        except _DidNotFit:  # the estimate was low: in pieces (the window is known now, learned if it was not)
+            window, one_request = agent.window.tokens, False
+            ratio *= 1.25
+            if window is None:
+                return _Written(None, error="the summary request did not fit the window, which is unknown", did_not_fit=True)
+    if not one_request:
         entries = transcript_entries(condensed[1:] if system is not None else condensed)
         base = _base_prompt(system)
         # each request: the summary so far (the earlier one, or at most max_tokens, wrapped), one piece in
@@ -312,8 +334,11 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
         running = system
         for index, text in enumerate(texts, 1):
             piece_prompt = PIECE_PROMPT.format(index=index, count=len(texts), transcript=text, prompt=prompt)
-            summary, error, unusable = await _checked(agent, [running] if running is not None else [], piece_prompt,
-                                                      max_tokens, trigger, label=f"piece {index} of {len(texts)}: ")
+            try:
+                summary, error, unusable = await _checked(agent, [running] if running is not None else [], piece_prompt,
+                                                          max_tokens, trigger, label=f"piece {index} of {len(texts)}: ")
+            except _DidNotFit as exc:
+                return _Written(None, pieces=len(texts), error=f"piece {index} of {len(texts)} did not fit: {exc}", did_not_fit=True)
             if summary is None:
                 break
             running = SystemPrompt(summary, True, {}, base)
@@ -395,7 +420,8 @@ async def compact_conversation(
         error = f"the summary ({len(summary)} characters) is not shorter than what it would replace ({replaced})"
         summary = None
     if summary is None:
-        result = SummaryCompactResult(Status.SUMMARIZE_FAILED, f"Summary failed: {error}; nothing changed.")
+        result = SummaryCompactResult(Status.SUMMARIZE_FAILED, f"Summary failed: {error}; nothing changed.",
+                                      did_not_fit=written.did_not_fit)
         await agent.emit(CompactionFailed(reason=result.message, trigger=trigger))
         return result
     result = await conversation.aapply_compaction(plan, summary)  # the offload is indexed in a worker thread

@@ -46,6 +46,9 @@ class SummaryCompactResult:
     """Lines of the turn ledger after it (merged entries count once)."""
     ledger_calls: int = 0
     """Calls the ledger records in all."""
+    did_not_fit: bool = False
+    """SUMMARIZE_FAILED because a summary request did not fit the window: a planning bug, never a reason
+    to switch automatic compaction off."""
 
     @property
     def compacted(self) -> bool:

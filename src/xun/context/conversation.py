@@ -520,6 +520,8 @@ class Conversation:
         self.usage_chars = chars
         self.usage_messages = len(self._messages)
         self.overhead_chars = overhead_chars
+        if self.fixed_tokens is not None:
+            return  # calibrated: the ratio is the tokenizer's, corrected by each reply's prompt count (the agent's)
         if chars + overhead_chars > 0:
             low, high = TOKENS_PER_CHAR_RANGE
             self.tokens_per_char = min(max(total_tokens / (chars + overhead_chars), low), high)

@@ -68,8 +68,9 @@ def figures_line(breakdown: ContextBreakdown) -> str:
                 else NO_SERVER_COUNT)
     window = (f"window {tokens(breakdown.window)} ({breakdown.window_source})" if breakdown.window and breakdown.window_source
               else f"window {tokens(breakdown.window)}" if breakdown.window else "window unknown")
+    fixed = f" + {breakdown.fixed_tokens:,} per request (measured)" if breakdown.fixed_tokens is not None else ""
     return (f"{reported} · estimate {tokens(breakdown.live_estimate)} now · the parts: {breakdown.chars:,} chars × "
-            f"{breakdown.tokens_per_char:.3f} = {tokens(breakdown.estimated_tokens)} · threshold {tokens(breakdown.threshold)}"
+            f"{breakdown.tokens_per_char:.3f}{fixed} = {tokens(breakdown.estimated_tokens)} · threshold {tokens(breakdown.threshold)}"
             f" · {window}")
 
 
