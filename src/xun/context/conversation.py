@@ -524,7 +524,8 @@ class Conversation:
             return  # calibrated: the ratio is the tokenizer's, corrected by each reply's prompt count (the agent's)
         if chars + overhead_chars > 0:
             low, high = TOKENS_PER_CHAR_RANGE
-            self.tokens_per_char = min(max(total_tokens / (chars + overhead_chars), low), high)
+            framing = MESSAGE_TOKENS * len(self._messages)  # counted apart by `estimated_tokens`, so not in the ratio
+            self.tokens_per_char = min(max(max(total_tokens - framing, 1) / (chars + overhead_chars), low), high)
 
     def calibrate(self, tokens_per_char: float, fixed_tokens: int) -> None:
         """Take a measure of the server's tokenizer (`xun.agent.window`): tokens per character of message text,
