@@ -119,7 +119,9 @@ def run_case(name: str, prompt: str, steps: int, useless: bool, timeout: float, 
             home.mkdir(), work.mkdir()
             env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "XUN_"))}
             env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), OPENAI_API_KEY="bench-no-key")
-            command = [sys.executable, "-m", "xun", "run", "--yes", "--max-iterations", "2000", "--json",
+            # the 2,000, or one more than the steps: N steps and the final answer are N + 1 model calls
+            iterations = str(max(2000, steps + 1))
+            command = [sys.executable, "-m", "xun", "run", "--yes", "--max-iterations", iterations, "--json",
                        "--base-url", server.base_url, "--model", "xun-offline", "--workdir", str(work),
                        "--set", f"model.context_window={WINDOW}", "--set", f"auto_compact.token_threshold={THRESHOLD}",
                        *(arg for setting in settings for arg in ("--set", setting)), prompt.format(n=steps)]
