@@ -482,7 +482,7 @@ async def test_a_low_threshold_reclaims_before_it_summarises_and_every_nothing_s
         rows = [e for e in app.log_pane.entries if e.kind == "summary"]
         assert rows and all("reason: " in e.detail() for e in rows)
         if app.log_pane.unchanged:
-            assert "changed nothing" in app.log_pane.tooltip and ": " in app.log_pane.unchanged_detail()
+            assert "changed nothing" in str(app.log_pane.tooltip) and ": " in app.log_pane.unchanged_detail()
 
         # F7 says what F6 would do now, and F6 then does exactly that (and says why when it is nothing)
         await pilot.press("f7")

@@ -145,7 +145,7 @@ async def test_a_manual_summary_that_leaves_the_context_over_the_threshold_says_
     from .helpers import finish, turn
 
     app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=2000",
-                                 "auto_compact.summary_keep_max=2"))
+                                 "auto_compact.summary_keep_max=2", "auto_compact.enabled=false"))  # F5's summary alone
     async with app.run_test(size=(140, 44)) as pilot:
         for i in range(3):
             await turn(pilot, f"hello there {i}, " * 30)
