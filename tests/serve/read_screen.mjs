@@ -9,7 +9,11 @@
 // Then it reads its standard input, one JSON object a line: {"type": TEXT, "wait": TEXT2} types TEXT
 // and Enter into the page (real key events, as a person would) and prints
 //   {"event": "typed", "found": bool, "lines": [...]}
-// once TEXT2 is on the screen (or after 20 s). When its standard input closes it watches the page for
+// once TEXT2 is on the screen (or after 20 s). {"goto": URL2} leaves the page as a link on it would
+// (`location.assign`, in the same tab and profile) and prints {"event": "went", "url": ...} once URL2 has
+// loaded; with "expect": [TEXT...] it then waits for those on the screen and prints the screen too.
+// {"state": true} prints {"event": "state", "url": ..., "cookies": [every cookie of the profile],
+// "session": {the page's sessionStorage}}. When its standard input closes it watches the page for
 // textual-serve's "Session ended" (up to 15 s), prints {"event": "closed", "closed": bool, "lines": [...]}
 // and quits the browser.
 //
@@ -86,8 +90,8 @@ try {
   page.on('pageerror', (error) => process.stderr.write(`page error: ${error}\n`));
   page.on('console', (message) => process.stderr.write(`page console: ${message.text()}\n`));
   await page.addInitScript(captureTerminals);
-  const origin = new URL(url).origin;  // nothing from outside (the page asks for a web font)
-  await context.route('**/*', (route) => (new URL(route.request().url()).origin === origin ? route.continue() : route.abort()));
+  const origins = new Set([new URL(url).origin]);  // nothing from outside (the page asks for a web font)
+  await context.route('**/*', (route) => (origins.has(new URL(route.request().url()).origin) ? route.continue() : route.abort()));
   await page.goto(url, { waitUntil: 'load', timeout: 15000 });
 
   const screen = await waitFor(page, expected, SCREEN_TIMEOUT_MS);
@@ -97,6 +101,19 @@ try {
   for await (const line of createInterface({ input: process.stdin })) {
     if (!line.trim()) continue;
     const command = JSON.parse(line);
+    if (command.goto) {
+      origins.add(new URL(command.goto).origin);
+      await page.evaluate((address) => { setTimeout(() => window.location.assign(address), 0); }, command.goto);
+      await page.waitForURL(command.goto, { waitUntil: 'load', timeout: 15000 });
+      const screen = command.expect ? await waitFor(page, command.expect, SCREEN_TIMEOUT_MS) : {};
+      emit({ event: 'went', ...screen, url: page.url() });
+      continue;
+    }
+    if (command.state) {
+      const session = await page.evaluate(() => Object.fromEntries(Object.entries(window.sessionStorage)));
+      emit({ event: 'state', url: page.url(), cookies: await context.cookies(), session });
+      continue;
+    }
     await page.focus('.xterm-helper-textarea');  // where xterm.js takes the keyboard
     await page.keyboard.type(command.type, { delay: 20 });
     await page.keyboard.press('Enter');

