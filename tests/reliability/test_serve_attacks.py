@@ -4,8 +4,10 @@ Every test starts a real `xun serve --offline` process on a free loopback port a
 HTTP and WebSocket (aiohttp's client): a page on another origin, a request without the token, a DNS
 rebinding page (a foreign Host header), too many sessions, a 100000 x 100000 terminal, an idle session.
 The attack's goal is the one that was reproduced: type a prompt that makes the app run `touch pwned`
-and approve it. `test_with_the_token_the_app_runs_the_command` is the control: the same keys, sent with
-the printed URL's cookie, do create the file, so the refusals below are what stops the others.
+and approve it. `test_with_the_token_the_app_runs_the_command` is the control: the same keys, sent on a
+WebSocket that offers the printed token as its subprotocol (as the page does), do create the file, so the
+refusals below are what stops the others. Issue 22.3: the token is never in a cookie (the cookie earlier
+versions set, or the token in the WebSocket's URL, drives nothing) and never in the log, even with --debug.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from xun.cli.commands.serve import MAX_COLUMNS, MAX_ROWS, cookie_name
+from xun.cli.commands.serve import MAX_COLUMNS, MAX_ROWS, PROTOCOL, TOKEN_PROTOCOL
 
 SCRUBBED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME", "XUN_OFFLINE_FAULTS")
 ATTACK_KEYS = "run `touch pwned`\r"
@@ -123,6 +125,16 @@ def _session(**kwargs) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True), **kwargs)
 
 
+def _offering(token: str) -> tuple[str, str]:
+    """The subprotocols the page offers on its WebSocket: the token goes in the second."""
+    return (PROTOCOL, TOKEN_PROTOCOL + token)
+
+
+def _old_cookie(server: Served) -> str:
+    """The cookie earlier versions set on the first visit (and the browser then sent to every port)."""
+    return f"xun-serve-token-{server.port}={server.token}"
+
+
 async def _handshake_status(url: str, **kwargs) -> int:
     async with _session() as session:
         try:
@@ -137,12 +149,12 @@ async def test_with_the_token_the_app_runs_the_command(served):
     server = served()
     async with _session() as session:
         async with session.get(server.url, allow_redirects=False) as first:
-            assert first.status == 303 and first.headers["Location"] == "/"
-            cookie = first.cookies[cookie_name(server.port)]
-            assert cookie.value == server.token and cookie["httponly"] and cookie["samesite"] == "Strict"
-        async with session.get(server.base + "/") as page:  # the cookie is enough from now on
-            assert page.status == 200 and "xun" in await page.text()
-        async with session.ws_connect(server.base + "/ws?width=100&height=30", origin=server.base) as ws:
+            assert first.status == 200 and "Set-Cookie" not in first.headers  # the page, and no cookie
+            text = await first.text()
+            assert "sessionStorage" in text and server.token not in text
+        async with session.ws_connect(server.base + "/ws?width=100&height=30", origin=server.base,
+                                      protocols=_offering(server.token)) as ws:
+            assert ws.protocol == PROTOCOL  # the answer names `xun`, never the token
             await _drive(ws, ATTACK_KEYS)
             for _ in range(50):
                 if (server.workdir / "pwned").exists():
@@ -151,26 +163,35 @@ async def test_with_the_token_the_app_runs_the_command(served):
     assert (server.workdir / "pwned").exists()
 
 
-@pytest.mark.parametrize("attack", ["foreign origin", "no token", "wrong token", "dns rebinding"])
+@pytest.mark.parametrize("attack", ["foreign origin", "no token", "wrong token", "dns rebinding", "old cookie",
+                                    "token in the url"])
 async def test_a_page_without_the_token_or_from_elsewhere_cannot_drive_the_app(served, attack):
     server = served()
     ws_url = server.base + "/ws"
     kwargs: dict = {}
-    if attack == "foreign origin":  # a web page the user visits, even one that somehow had the cookie
-        kwargs = {"origin": "http://evil.example", "headers": {"Cookie": f"{cookie_name(server.port)}={server.token}"}}
+    page_url = server.base + "/"
+    if attack == "foreign origin":  # a web page the user visits, even one that somehow had the token
+        kwargs = {"origin": "http://evil.example", "protocols": _offering(server.token)}
     elif attack == "wrong token":
-        ws_url += "?token=" + "x" * len(server.token)
+        kwargs = {"origin": server.base, "protocols": _offering("x" * len(server.token))}
+        page_url += "?token=" + "x" * len(server.token)
     elif attack == "dns rebinding":  # evil.example resolved to 127.0.0.1: the browser sends its own Host
-        kwargs = {"origin": f"http://evil.example:{server.port}",
-                  "headers": {"Host": f"evil.example:{server.port}"}}
-        ws_url += "?token=" + server.token  # even knowing the token
+        kwargs = {"origin": f"http://evil.example:{server.port}", "protocols": _offering(server.token),
+                  "headers": {"Host": f"evil.example:{server.port}"}}  # even knowing the token
+    elif attack == "old cookie":  # issue 22.3: what another port received from the browser, replayed
+        kwargs = {"origin": server.base, "headers": {"Cookie": _old_cookie(server)}}
+    elif attack == "token in the url":  # tokens in URLs end up in logs: /ws takes it only as a subprotocol
+        ws_url += "?token=" + server.token
+        kwargs = {"origin": server.base}
     assert await _handshake_status(ws_url, **kwargs) == 403
     headers = dict(kwargs.get("headers", {}))
     if "origin" in kwargs:
         headers["Origin"] = kwargs["origin"]
-    async with _session() as session:  # the page itself is refused too
-        async with session.get(server.base + "/", headers=headers) as page:
-            assert page.status == 403
+    async with _session() as session:  # the page: refused to a foreign Origin or Host and a wrong token, and
+        async with session.get(page_url, headers=headers) as page:  # else without anything secret in it
+            text = await page.text()
+            assert page.status == (200 if attack in ("no token", "old cookie", "token in the url") else 403), text
+            assert server.token not in text and "Set-Cookie" not in page.headers
     assert not (server.workdir / "pwned").exists()
     assert server.app_processes() == {}
     assert "refused" in server.stop()
@@ -178,13 +199,13 @@ async def test_a_page_without_the_token_or_from_elsewhere_cannot_drive_the_app(s
 
 async def test_sessions_are_capped_and_the_terminal_size_is_clamped(served):
     server = served("--max-sessions", "2")
-    cookies = {cookie_name(server.port): server.token}
-    async with _session(cookies=cookies) as session:
+    offered = _offering(server.token)
+    async with _session() as session:
         big = f"{server.base}/ws?width=100000&height=100000"
-        first = await session.ws_connect(big, origin=server.base)
-        second = await session.ws_connect(big, origin=server.base)
+        first = await session.ws_connect(big, origin=server.base, protocols=offered)
+        second = await session.ws_connect(big, origin=server.base, protocols=offered)
         with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
-            await session.ws_connect(big, origin=server.base)
+            await session.ws_connect(big, origin=server.base, protocols=offered)
         assert refused.value.status == 503
         await _read_for(first, 2.0)
         await first.send_json(["resize", {"width": 100000, "height": 100000}])
@@ -202,7 +223,7 @@ async def test_sessions_are_capped_and_the_terminal_size_is_clamped(served):
         assert server.app_processes() == {}
         for _ in range(100):  # room again once the server has seen both pages go
             try:
-                third = await session.ws_connect(f"{server.base}/ws", origin=server.base)
+                third = await session.ws_connect(f"{server.base}/ws", origin=server.base, protocols=offered)
                 break
             except aiohttp.WSServerHandshakeError as exc:
                 assert exc.status == 503
@@ -214,8 +235,8 @@ async def test_sessions_are_capped_and_the_terminal_size_is_clamped(served):
 
 async def test_an_idle_session_is_closed_and_its_app_quits(served):
     server = served("--idle-timeout", "2")
-    async with _session(cookies={cookie_name(server.port): server.token}) as session:
-        ws = await session.ws_connect(f"{server.base}/ws", origin=server.base)
+    async with _session() as session:
+        ws = await session.ws_connect(f"{server.base}/ws", origin=server.base, protocols=_offering(server.token))
         started = time.monotonic()
         await _read_for(ws, 30.0)  # returns when the server closes the socket
         assert ws.closed
@@ -233,11 +254,36 @@ async def test_no_page_may_frame_the_app(served):
     cannot lay the app under a decoy and have its approval clicked."""
     server = served()
     async with _session() as session:
-        async with session.get(server.url, allow_redirects=False) as first:
-            assert first.headers.get("X-Frame-Options") == "DENY"
-        async with session.get(server.base + "/") as page:
+        async with session.get(server.url, allow_redirects=False) as page:
             assert page.status == 200
             assert page.headers.get("X-Frame-Options") == "DENY"
             assert "frame-ancestors 'none'" in page.headers.get("Content-Security-Policy", "")
-    async with _session() as session, session.get(server.base + "/") as refused:
-        assert refused.status == 403 and refused.headers.get("X-Frame-Options") == "DENY"
+            assert page.headers.get("Referrer-Policy") == "no-referrer"  # its address (with ?token=) stays home
+        async with session.get(server.base + "/ws") as refused:
+            assert refused.status == 403 and refused.headers.get("X-Frame-Options") == "DENY"
+
+
+async def test_the_debug_log_holds_no_token(served):
+    """Issue 22.3: `--debug` writes aiohttp's access log (request lines with `?token=`, Referers) and
+    aiohttp's own warnings (a handshake's subprotocols): every line is redacted, this run's token and any."""
+    server = served("--debug")
+    stale = "y" * len(server.token)
+    async with _session() as session:
+        for url, headers in ((server.url, {}), (server.base + "/?token=" + stale, {}),
+                             (server.base + "/static/css/xterm.css", {"Referer": server.url}),
+                             (server.base + "/ws?token=" + server.token, {}),
+                             (server.base + "/ws", {"Sec-WebSocket-Protocol": TOKEN_PROTOCOL + server.token})):
+            async with session.get(url, headers=headers) as response:
+                await response.read()
+        # only the token offered (no `xun`): aiohttp warns with the offered list; then the page's way
+        async with session.ws_connect(server.base + "/ws", origin=server.base,
+                                      protocols=(TOKEN_PROTOCOL + server.token,)) as ws:
+            await _read_for(ws, 1.0)
+        async with session.ws_connect(server.base + "/ws", origin=server.base, protocols=_offering(server.token)) as ws:
+            await _read_for(ws, 2.0)
+    log = server.stop()
+    assert server.token not in log and stale not in log, log
+    assert '"GET /?token=[redacted] HTTP/1.1" 200' in log, log  # the access log was written, redacted
+    assert '"GET /?token=[redacted] HTTP/1.1" 403' in log, log
+    assert '"GET /ws?token=[redacted] HTTP/1.1" 403' in log, log
+    assert "xun-token.[redacted]" in log, log
