@@ -210,8 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "Serve the full-screen app over HTTP on loopback and print its URL: every browser tab that\n"
                     "opens it runs its own app, with the global options given here. Ctrl+C stops the server\n"
                     "(the apps quit and save their sessions first). The URL carries a secret token, new every run:\n"
-                    "only a browser that opened it (and got its cookie) can use the app. The app runs commands\n"
-                    "and writes files, so a --host that is not a loopback address needs --public too.")
+                    "only the browser tab that opened it can use the app (its page keeps the token; no cookie).\n"
+                    "The app runs commands and writes files, so a --host that is not a loopback address needs\n"
+                    "--public too.")
     serve.add_argument("--host", default="127.0.0.1", metavar="HOST", help="the address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=positive_int, default=8000, metavar="PORT", help="the port (default 8000)")
     serve.add_argument("--public", action="store_true", help="allow a --host that other machines can reach")
