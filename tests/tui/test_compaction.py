@@ -181,6 +181,7 @@ async def test_ask_mode_asks_before_an_automatic_summary(offline_server, session
         await turn(pilot, "hello")
         await submit(pilot, f"read {names[0]}")  # its tool result puts the next call over the threshold
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         assert app.agent.request_tokens() > 1500
         await pilot.press("n")
         await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
@@ -189,6 +190,7 @@ async def test_ask_mode_asks_before_an_automatic_summary(offline_server, session
 
         await submit(pilot, "hello")
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question again")
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         await pilot.press("y")
         await wait_until(pilot, lambda: app.finished_work == 3, what="the turn")
         assert ("summary", "auto") in [(e.kind, e.trigger) for e in app.log_pane.entries]

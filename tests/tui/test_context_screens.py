@@ -310,6 +310,7 @@ async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(off
     async with app.run_test(size=(140, 44), notifications=True) as pilot:
         await over_the_threshold(pilot, names)
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         assert not any(n.title == "automatic summary" for n in app._notifications), \
             "the question and its countdown are on screen: no toast to outlive the answer (issue 14)"
         assert "runs in" in str(app.screen.query_one("#consent-text").render())
@@ -333,6 +334,7 @@ async def test_an_unanswered_question_closes_itself_and_the_summary_runs(offline
     async with app.run_test(size=(140, 44)) as pilot:
         await over_the_threshold(pilot, names)
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
         assert not isinstance(app.screen, ConsentScreen) and not app._open_asks
         assert ("summary", "auto") in [(e.kind, e.trigger) for e in app.log_pane.entries]
@@ -346,6 +348,7 @@ async def test_run_now_holds_for_the_rest_of_the_turn(offline_server, session_fa
     async with app.run_test(size=(140, 44), message_hook=seen.append) as pilot:
         await over_the_threshold(pilot, names)
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         await pilot.click("#now")
         await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
         asked = [msg for msg in seen if type(msg).__name__ == "ConsentAsked"]
@@ -509,6 +512,7 @@ async def test_the_question_says_what_is_true_and_counts_down(offline_server, se
     async with app.run_test(size=(140, 44)) as pilot:
         await over_the_threshold(pilot, names)
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         text = lambda: str(app.screen.query_one("#consent-text").render())  # noqa: E731
         # the first call of the second turn passed 2,560; reclaiming brought it to about 2,500, above 95%
         assert 0.95 * app.agent.threshold < app.agent.request_tokens() <= app.agent.threshold
@@ -529,3 +533,29 @@ async def test_the_help_lists_the_confirmation_keys_the_dialog_takes(offline_ser
         assert keys.split(" / ") == list(CONFIRM_KEYS)
         assert [d for d in CONFIRM_KEYS.values()] == [Decision.ALLOW_ONCE, Decision.ALLOW_SESSION, Decision.DENY]
         assert words == "allow once · allow for this session · deny"
+
+
+async def test_a_sentence_typed_at_the_question_answers_nothing_and_goes_to_the_prompt(offline_server,
+                                                                                     session_factory, tmp_path: Path):
+    """Issue 25, a newcomer's trial: typed as the ask-mode question stood open, "hello there" answered it
+    with the "o" of "hello" (automatic summaries off for the session) and the sentence was gone."""
+    names = write_files(tmp_path)
+    app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=600")
+    async with app.run_test(size=(140, 44)) as pilot:
+        await over_the_threshold(pilot, names)
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        question = app.screen
+        for key in "on":  # keys typed as it opens answer nothing
+            await pilot.press(key)
+        await wait_until(pilot, lambda: question.armed, what="the question to take answers")
+        for key in "hello there":
+            await pilot.press("space" if key == " " else key)
+            await pilot.pause(0.05)
+        await pilot.pause(0.2)
+        assert app.screen is question, "a typed sentence answered the question"
+        assert app.session.config.auto_compact.mode == "ask"
+        assert app.prompt.text == "onhello there"
+        await wait_until(pilot, lambda: question.armed, what="the question to take answers again")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        assert app.session.config.auto_compact.mode == "ask"

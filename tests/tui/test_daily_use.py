@@ -282,6 +282,7 @@ async def test_after_turning_automatic_summaries_off_the_log_does_not_repeat_its
         await turn(pilot, "please remember: " + "the quick brown fox jumps " * 80)
         await submit(pilot, "read f0.txt and f1.txt")  # their results put the next call over the threshold
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         await pilot.press("o")
         await wait_until(pilot, lambda: app.busy is None and app.finished_work == 2, what="the turn")
         for i in (2, 3):

@@ -77,6 +77,7 @@ def test_the_ask_modal(snap_compare, snapshot_app, size):  # noqa: F811
         await turn(pilot, "please remember: " + "the quick brown fox jumps " * 80)
         await submit(pilot, "read part0.txt and part1.txt")  # their results put the next call over the threshold
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         assert app.screen.timeout == 600 and app.screen.keep_text
         assert app.screen.query_one("#now").has_focus
         await at_the_end(pilot, app.chat, "the chat")  # the question may come while the chat still lays out

@@ -2,20 +2,14 @@
 diff or preview, scrollable), and the answer: y allow once, s allow for this session, n / Esc deny (the
 keys of `xun.agent.tools.CONFIRM_KEYS`, the same as on the command line); Enter on the focused Deny denies.
 
-Keys typed ahead must not answer: until the dialog has been shown for `CONFIRM_GUARD_SECONDS` and no key
-has come for as long, the answer keys do nothing and the buttons are disabled (the preview can already
-be scrolled). Every key that arrives meanwhile restarts the wait, and so does a typed character that is
-not an answer once the dialog is ready: someone typing a sentence (meant for the prompt) is not answering,
-and the "n" or "s" in its next word must not decide. What is typed while the dialog waits goes on into the
-prompt behind it (`TypedAside`), so the sentence is not lost either."""
+Keys typed ahead cannot answer (`GuardedQuestion`)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import ClassVar
 
-from textual import events, on
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -23,11 +17,10 @@ from textual.content import Content
 from textual.highlight import highlight
 from textual.widgets import Button, Label, Static
 
-from xun.agent.tools import CONFIRM_GUARD_SECONDS, CONFIRM_KEYS, ConfirmationRequest, Decision
+from xun.agent.tools import CONFIRM_KEYS, ConfirmationRequest, Decision
 from xun.base.valid_text import escape_control
-from xun.tui import messages as m
 from xun.tui.format import literal
-from xun.tui.screens.modal import Modal
+from xun.tui.screens.guarded import GuardedQuestion
 
 DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "$text-accent"), ("+", "$text-success"), ("-", "$text-error"))
 
@@ -65,21 +58,19 @@ ANSWER_LABELS = {Decision.ALLOW_ONCE: "Allow once", Decision.ALLOW_SESSION: "All
                  Decision.DENY: "Deny"}
 
 
-class ConfirmScreen(Modal[Decision]):
+class ConfirmScreen(GuardedQuestion[Decision]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(key + (",escape" if decision is Decision.DENY else ""), f"answer('{decision.value}')",
                 ANSWER_LABELS[decision], id=f"confirm.{decision.value}")
         for key, decision in CONFIRM_KEYS.items()
     ]
+    ANSWER_KEYS = frozenset(CONFIRM_KEYS)
+    BOX_ID = "confirm-box"
     SUBTITLE = "y allow once · s allow for session · n deny"
-    WAITING = "wait… (keys typed ahead are ignored)"
 
     def __init__(self, request: ConfirmationRequest) -> None:
         super().__init__(id="confirm")
         self.request = request
-        self.armed = False
-        """False until the guard has passed: answers are ignored."""
-        self._quiet_since = time.monotonic()
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -95,38 +86,8 @@ class ConfirmScreen(Modal[Decision]):
                              compact=True, disabled=True)
                 yield Button("Deny", id="deny", variant="error", compact=True, disabled=True)
 
-    def on_mount(self) -> None:
-        self._quiet_since = time.monotonic()
-        self.query_one("#confirm-preview").focus()
-        self.set_interval(0.1, self._arm_when_quiet, name="confirm guard")
-
-    def on_key(self, event: events.Key) -> None:
-        typed = event.is_printable and event.character is not None
-        if self.armed and typed and event.character not in CONFIRM_KEYS:
-            self._set_armed(False)
-        if not self.armed:
-            self._quiet_since = time.monotonic()
-            if typed:
-                event.stop()
-                event.prevent_default()
-                self.post_message(m.TypedAside(event.character))
-
-    def _arm_when_quiet(self) -> None:
-        if not self.armed and time.monotonic() - self._quiet_since >= CONFIRM_GUARD_SECONDS:
-            self._set_armed(True)
-
-    def _set_armed(self, armed: bool) -> None:
-        self.armed = armed
-        for button in self.query(Button):
-            button.disabled = not armed
+    def focus_for(self, armed: bool) -> None:
         self.query_one("#deny" if armed else "#confirm-preview").focus()
-        self.query_one("#confirm-box").border_subtitle = self.SUBTITLE if armed else self.WAITING
-        self.refresh_bindings()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "answer" and not self.armed:
-            return False
-        return True
 
     def action_answer(self, answer: str) -> None:
         if self.armed:
