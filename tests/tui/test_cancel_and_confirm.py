@@ -174,3 +174,34 @@ async def test_the_buttons_answer_too(offline_server, session_factory, tmp_path:
         await finish(pilot, lambda: pilot.click("#allow_once"))
         assert of_type(seen, m.ConfirmationAsked)[-1].answer.result() is Decision.ALLOW_ONCE
         assert (tmp_path / "by-button").exists()
+
+
+async def test_escape_at_a_confirmation_denies_and_stops_the_turn(offline_server, session_factory, tmp_path: Path):
+    """Issue 25, a newcomer's trial: a model asks again for what was denied (the offline planner does, by
+    design), so `n` brought the same dialog back each time and Esc only denied: no way out but to allow or
+    quit. Esc denies and stops the turn, at once (no key guard: nobody types Esc inside a sentence)."""
+    app = XunApp(session_factory(offline_server))
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "append the numbers 1 to 60 to steps.txt")
+        for count, key in ((1, "y"), (2, "y"), (3, "n")):
+            await wait_until(pilot, lambda: len(of_type(seen, m.ConfirmationAsked)) == count
+                             and isinstance(app.screen, ConfirmScreen), what=f"confirmation {count}")
+            await armed(pilot)
+            await pilot.press(key)
+        await wait_until(pilot, lambda: len(of_type(seen, m.ConfirmationAsked)) == 4
+                         and isinstance(app.screen, ConfirmScreen), what="the same call again")
+        assert "echo 3" in app.screen.request.title
+        await finish(pilot, lambda: pilot.press("escape"))  # before the dialog takes answers, too
+        await pilot.pause(0.5)
+        assert not isinstance(app.screen, ConfirmScreen) and app.busy is None
+        assert len(of_type(seen, m.ConfirmationAsked)) == 4, "no dialog after Esc"
+        assert of_type(seen, m.TurnEnded)[-1].status == "cancelled"
+        assert (tmp_path / "steps.txt").read_text().split() == ["1", "2"]
+        assert app.prompt.has_focus
+        states = [block.state for block in app.chat.query(ToolBlock)]
+        assert states == ["done", "done", "denied", "cancelled"], "no block left 'running…' after the turn"
+        sent = [msg.completion_param() for msg in app.conversation.messages]
+        calls = [call["id"] for msg in sent if msg["role"] == "assistant" for call in msg.get("tool_calls") or []]
+        answered = {msg["tool_call_id"] for msg in sent if msg["role"] == "tool"}
+        assert calls and set(calls) <= answered, "every call in the context has its result"

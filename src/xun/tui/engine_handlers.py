@@ -13,6 +13,7 @@ from xun.tui import messages as m
 from xun.tui.commands import as_typed
 from xun.tui.format import counted, one_line, percent, tokens
 from xun.tui.widgets.summary_divider import SummaryDivider
+from xun.tui.widgets.tool_block import ToolBlock
 
 
 FULL_WARNING = 0.9
@@ -190,6 +191,9 @@ class EngineHandlers:
     async def on_turn_ended(self, message: m.TurnEnded) -> None:
         if message.status in ("cancelled", "error"):
             self._queue_held = True
+        for block in self.chat.query(ToolBlock).filter(".-running"):  # ended with the turn: no end event came
+            result = self._tool_result_text(block.call_id)
+            block.finished(result_chars=len(result or ""), duration_text="", result=result, is_error=True)
         if message.status == "cancelled":
             if message.restored_prompt is not None:
                 await self.chat.remove_from_last_user(inclusive=True)
@@ -324,6 +328,8 @@ class EngineHandlers:
             if decision is Decision.ALLOW_SESSION:  # later calls run unasked: the chat says since when
                 self.call_later(self.chat.add_notice, "warning", f"{message.request.tool} is allowed without "
                                 "asking for the rest of this session (restart xun to be asked again)")
+            if screen.stop_turn:
+                self.action_cancel_turn()
 
         self._open_asks.append(screen)
         answer.add_done_callback(lambda _f: self._close_ask(screen))

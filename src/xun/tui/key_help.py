@@ -109,7 +109,8 @@ class KeysAndHelp:
             ]),
             ("MCP servers (/mcp)", [("r", "restart the highlighted server (after it failed, or a disabled one)")]),
             # the keys of `xun.agent.tools.CONFIRM_KEYS` (not imported: the help is built before the engine loads)
-            ("Confirmations", [("y / s / n", "allow once · allow for this session · deny")]),
+            ("Confirmations", [("y / s / n", "allow once · allow for this session · deny"),
+                               ("Esc", "deny and stop the turn")]),
             ("Ask mode (auto_compact.mode = \"ask\")", [
                 ("y / n / o", "summarise now · not now · turn automatic summaries off for this session"),
             ]),

@@ -1,6 +1,8 @@
 """Before write_file or run_command runs: what exactly will happen (the path or the command, and the whole
-diff or preview, scrollable), and the answer: y allow once, s allow for this session, n / Esc deny (the
-keys of `xun.agent.tools.CONFIRM_KEYS`, the same as on the command line); Enter on the focused Deny denies.
+diff or preview, scrollable), and the answer: y allow once, s allow for this session, n deny (the keys of
+`xun.agent.tools.CONFIRM_KEYS`, the same as on the command line; Enter on the focused Deny denies). A denied
+call goes back to the model, which may well ask for it again; Esc denies and stops the turn, so a person
+who wants none of it always has a way out (at once: a deliberate Esc is never the end of a sentence).
 
 Keys typed ahead cannot answer (`GuardedQuestion`)."""
 
@@ -60,17 +62,18 @@ ANSWER_LABELS = {Decision.ALLOW_ONCE: "Allow once", Decision.ALLOW_SESSION: "All
 
 class ConfirmScreen(GuardedQuestion[Decision]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(key + (",escape" if decision is Decision.DENY else ""), f"answer('{decision.value}')",
-                ANSWER_LABELS[decision], id=f"confirm.{decision.value}")
+        Binding(key, f"answer('{decision.value}')", ANSWER_LABELS[decision], id=f"confirm.{decision.value}")
         for key, decision in CONFIRM_KEYS.items()
-    ]
+    ] + [Binding("escape", "stop", "Deny and stop the turn", id="confirm.stop")]
     ANSWER_KEYS = frozenset(CONFIRM_KEYS)
     BOX_ID = "confirm-box"
-    SUBTITLE = "y allow once · s allow for session · n deny"
+    SUBTITLE = "y allow once · s session · n deny · Esc stop"
 
     def __init__(self, request: ConfirmationRequest) -> None:
         super().__init__(id="confirm")
         self.request = request
+        self.stop_turn = False
+        """Answered with Esc: denied, and the turn is to stop."""
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -92,6 +95,10 @@ class ConfirmScreen(GuardedQuestion[Decision]):
     def action_answer(self, answer: str) -> None:
         if self.armed:
             self.dismiss(Decision(answer))
+
+    def action_stop(self) -> None:
+        self.stop_turn = True
+        self.dismiss(Decision.DENY)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

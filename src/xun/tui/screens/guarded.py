@@ -69,6 +69,6 @@ class GuardedQuestion(Modal[ResultType]):
         """Where the focus goes when it arms or disarms (a disabled button cannot hold it)."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "answer" and not self.armed:
+        if action == "answer" and not self.armed:  # other actions (a refusal such as Esc) need no guard
             return False
         return True
