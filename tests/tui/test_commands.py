@@ -211,12 +211,26 @@ async def test_every_action_is_in_the_command_palette(offline_server, session_fa
     async with app.run_test(size=(120, 40)) as pilot:
         titles = {command.title for command in app.get_system_commands(app.screen)}
         # ("Cancel the turn" only while something runs: tests/tui/test_quit_and_typing.py)
-        for title in ("Summarise now", "Reclaim tool results", "Recoverable results", "History",
+        for title in ("Compaction: summarise now", "Compaction: reclaim tool results", "Recoverable results", "History",
                       "Sessions", "Settings", "Tokens", "Retry", "Revise", "Clear", "Render transcript", "Help",
                       "Save and quit"):
             assert title in titles
         await pilot.press("ctrl+p")
         await wait_until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
+
+
+async def test_searching_the_palette_for_comp_finds_every_compaction_action(offline_server, session_factory):
+    """A newcomer who read about /compact typed "comp" and found only the preview."""
+    from textual.command import CommandList
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
+        await pilot.press(*"comp")
+        shown = lambda: " | ".join(str(option.prompt) for option in app.screen.query_one(CommandList).options)  # noqa: E731
+        await wait_until(pilot, lambda: "summarise" in shown() and "reclaim" in shown() and "preview" in shown(),
+                         what="the three compaction actions")
 
 
 async def test_ctrl_q_saves_and_quits(offline_server, session_factory, tmp_path: Path):

@@ -439,7 +439,7 @@ async def test_the_new_keys_are_in_the_help_the_palette_and_the_keymap(offline_s
     app = XunApp(session_factory(offline_server, "ui.keymap.recall=f12"))
     async with app.run_test(size=(120, 40)) as pilot:
         titles = {command.title for command in app.get_system_commands(app.screen)}
-        assert {"Preview compaction", "Recall", "What fills the context"} <= titles
+        assert {"Compaction: preview", "Recall", "What fills the context"} <= titles
         rows = dict(app.binding_rows())
         assert rows["F7"].startswith("What a summary and a reclaim would do now")
         assert rows["F12"].startswith("Search what compaction took out") and "F9" not in rows

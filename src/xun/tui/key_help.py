@@ -118,16 +118,17 @@ class KeysAndHelp:
         ]
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        # Textual's own "Quit" would sit beside "Save and quit" below: one quit in the palette
+        # Textual's own "Quit" would sit beside "Save and quit" below: one quit in the palette. The palette
+        # matches titles only, so the compaction actions say "Compaction" (a newcomer searched "comp")
         yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
         if self.session is None:
             return
-        yield SystemCommand("Summarise now", "Summary compaction of older turns (F5, /compact)", self.action_compact)
-        yield SystemCommand("Reclaim tool results", "Replace old tool results with placeholders (F6)", self.action_reclaim)
+        yield SystemCommand("Compaction: summarise now", "Summarise older turns (F5, /compact)", self.action_compact)
+        yield SystemCommand("Compaction: reclaim tool results", "Replace old tool results with placeholders (F6, /compact toolcall)", self.action_reclaim)
         yield SystemCommand("Recoverable results", "Focus the reclaimed tool results (F8)", self.action_focus_recoverable)
         if self.busy is not None:  # nothing to cancel otherwise
             yield SystemCommand("Cancel the turn", "Stop the running turn (Esc)", self.action_cancel_turn)
-        yield SystemCommand("Preview compaction", "What a summary and a reclaim would do now (F7, /compact preview)",
+        yield SystemCommand("Compaction: preview", "What a summary and a reclaim would do now (F7, /compact preview)",
                             self.action_preview)
         yield SystemCommand("Recall", "Search what compaction took out of the context (F9, /recall)", self.action_recall)
         yield SystemCommand("What fills the context", "A breakdown of the context and its largest messages (/context)",
