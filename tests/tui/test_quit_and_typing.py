@@ -10,7 +10,7 @@ from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.screens.confirm import ConfirmScreen
 
 from .helpers import submit, wait_until
-from .terminal import terminal  # noqa: F401 - a fixture
+from .terminal import Terminal, terminal  # noqa: F401 - a fixture
 
 
 async def quit_and_wait(pilot, seen: list, *keys: str) -> None:
@@ -157,3 +157,33 @@ async def test_a_manual_summary_that_leaves_the_context_over_the_threshold_says_
         said = [b.text for b in app.chat.query(NoticeBlock) if "still over the threshold" in b.text]
         assert len(said) == 1, [b.text for b in app.chat.query(NoticeBlock)]
         assert "F6 reclaims" in said[0] and "/compact FOCUS" in said[0] and "2 messages it kept" in said[0]
+
+
+def test_a_read_only_session_says_so_on_screen_and_at_quit_it_is_not_saved(terminal, tmp_path):
+    """A newcomer's trial: `--read-only` looked like any session, and quitting printed "saved; continue
+    it with…" while nothing of the run was written."""
+    first = terminal()
+    first.wait_for(ready, what="the app")
+    first.type("hello")
+    first.keys("Enter")
+    first.wait_for(lambda s: "2 messages in the context" in s, what="the reply")
+    first.keys("C-q")
+    assert first.wait_exit() == 0
+    [path] = (first.workdir / ".xun" / "sessions").glob("*.json")
+    before = path.read_bytes()
+    (tmp_path / "t0" / "exit-status").unlink()  # the second run in the same folder writes its own
+    second = Terminal(tmp_path / "t0", "--resume", path.stem, "--read-only", size=(80, 24))
+    try:
+        screen = second.wait_for(ready, what="the resumed app")
+        assert f"{path.stem[:8]} read-only" in screen.splitlines()[0], screen
+        assert "opened read-only" in screen
+        second.type("not kept")
+        second.keys("Enter")
+        second.wait_for(lambda s: "4 messages in the context" in s, what="the reply")
+        second.keys("C-q")
+        assert second.wait_exit() == 0
+        screen = "".join(second.screen().splitlines())  # wrapped at 80 columns
+        assert "nothing of this run was saved" in screen and "saved; continue it with" not in screen, screen
+        assert path.read_bytes() == before
+    finally:
+        second.close()

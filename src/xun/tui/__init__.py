@@ -64,6 +64,11 @@ def run(session: Session | Callable[[], Session], *, headless: bool = False, siz
 
         ident = app.conversation.conversation_id
         print(f"xun: session {ident} saved; continue it with: xun --resume {ident}", file=sys.stderr)
+    elif app.session is not None and app.session.read_only:
+        import sys
+
+        print(f"xun: session {app.conversation.conversation_id} was opened read-only: nothing of this run was saved",
+              file=sys.stderr)
     if app.return_code not in (None, 0):
         return int(app.return_code)
     return int(result) if isinstance(result, int) else 0

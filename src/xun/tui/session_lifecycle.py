@@ -109,6 +109,9 @@ class SessionLifecycle:
         self.header.show_model(model=session.config.model.name, provider=session.describe_provider(),
                                offline=session.offline)
         await self.show_conversation()
+        if session.read_only:
+            await self.chat.add_notice("warning", "opened read-only (--read-only): you can go on here, but nothing "
+                                       "of it is saved; another xun may be writing this session")
         self.header.status = "ready"
         self.call_after_refresh(self._freeze_heap)
         self.call_after_refresh(self.discover_window)
@@ -125,7 +128,7 @@ class SessionLifecycle:
     async def show_conversation(self) -> None:
         """Fill every pane from the conversation (start, resume, session switch)."""
         conversation = self.conversation
-        self.header.set_session(conversation.conversation_id)
+        self.header.set_session(conversation.conversation_id, read_only=self.session.read_only)
         shown, self._transcript_shown = self._transcript_shown, None
         if conversation is not shown:
             await self.chat.show_transcript(transcript(conversation).items)
@@ -193,7 +196,7 @@ class SessionLifecycle:
         if self._nothing_to_save():
             return None
         path = self.session.save()
-        self.saved = True
+        self.saved = path is not None  # read-only: nothing written
         self.last_saved_path = path
         return path
 

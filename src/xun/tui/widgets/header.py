@@ -1,5 +1,5 @@
-"""The top line: the model, where it runs (a badge on the offline demo model), the session id, and what
-the agent is doing right now."""
+"""The top line: the model, where it runs (a badge on the offline demo model), the session id (marked
+read-only when nothing will be saved), and what the agent is doing right now."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ class XunHeader(Horizontal):
         self._provider = provider
         self._offline = offline
         self._session_id = session_id
+        self.read_only = False
+        """Opened with --read-only: the id says so, since nothing done here is saved."""
 
     def compose(self) -> ComposeResult:
         yield Label("xun", id="app-name")
@@ -39,9 +41,10 @@ class XunHeader(Horizontal):
         ident, width = self._session_id, self.size.width
         if not ident:
             return ""
+        mark = " read-only" if self.read_only else ""
         if width and width < 100:
-            return ident[:8] if width < 70 else f"session {ident[:8]}"
-        return f"session {ident}"
+            return ident[:8] + mark if width < 70 else f"session {ident[:8]}{mark}"
+        return f"session {ident}{mark}"
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_session(self._session_id)
@@ -55,12 +58,16 @@ class XunHeader(Horizontal):
             badge.update(literal(self._provider_text(), flat=True))
             badge.set_class(offline, "badge")
 
-    def set_session(self, session_id: str) -> None:
+    def set_session(self, session_id: str, *, read_only: bool | None = None) -> None:
         self._session_id = session_id
+        if read_only is not None:
+            self.read_only = read_only
         if self.is_mounted:
             label = self.query_one("#session-id", Label)
             label.update(literal(self._session_text(), flat=True))
-            label.tooltip = literal(f"session {session_id}") if session_id else None
+            label.set_class(self.read_only, "-read-only")
+            where = " (opened read-only: nothing done here is saved)" if self.read_only else ""
+            label.tooltip = literal(f"session {session_id}{where}") if session_id else None
 
     def watch_status(self, status: str) -> None:
         if not self.is_mounted:
