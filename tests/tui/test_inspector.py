@@ -211,3 +211,22 @@ async def test_reclaimed_call_arguments_are_listed_inspected_and_restored(offlin
         assert app.log_pane.entries[-1].kind == "restore"
         assert app.log_pane.entries[-1].count == f"id …{call_id[-8:]} args"
         assert app.gauge.now > before
+
+
+async def test_saving_over_an_existing_file_asks_first(offline_server, session_factory, tmp_path: Path):
+    """A newcomer's trial: `s`, a name of a file in the workspace, Enter: the file was replaced unasked."""
+    prepare(tmp_path)
+    (tmp_path / "a.txt").write_text("alpha\nbeta\n")
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(60, 20)) as pilot:
+        await reclaimed_app(pilot, app)
+        screen = await open_row(pilot, app, "read_file", "code")
+        await pilot.press("s")
+        screen.query_one("#inspector-save-path", Input).value = "a.txt"
+        await pilot.press("enter")
+        assert (tmp_path / "a.txt").read_text() == "alpha\nbeta\n"
+        assert screen.saved_to is None
+        assert "exists: Enter again replaces it" in str(screen.query_one("#inspector-status").render())
+        await pilot.press("enter")
+        assert (tmp_path / "a.txt").read_text() == CODE
+        assert screen.saved_to == tmp_path / "a.txt"

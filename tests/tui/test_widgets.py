@@ -371,6 +371,21 @@ def test_markdown_export_fences_survive_backticks(tmp_path):
     assert "<strong>three</strong>" in page and "<title>xun session t1</title>" in page
 
 
+def test_an_export_never_replaces_a_file_it_did_not_write(tmp_path):
+    """A newcomer's trial: `/render notes.md`, as the app's own hint said, replaced the user's notes."""
+    c = small_conversation()
+    with pytest.raises(ExportError, match="give a file name: /render transcript.md"):
+        render_transcript(c, "", tmp_path)
+    (tmp_path / "notes.md").write_text("MY IMPORTANT NOTES\n")
+    with pytest.raises(ExportError, match="exists and is not a transcript xun wrote"):
+        render_transcript(c, "notes.md", tmp_path)
+    assert (tmp_path / "notes.md").read_text() == "MY IMPORTANT NOTES\n"
+    for name in ("again.md", "again.html"):  # an earlier export is replaced: rendering twice works
+        render_transcript(c, name, tmp_path)
+        (tmp_path / name).write_text((tmp_path / name).read_text().replace("It prints", "It printed"))
+        assert "It prints" in render_transcript(c, name, tmp_path).read_text()
+
+
 def test_diff_preview_colours():
     content = diff_content("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n same")
     styles = {str(span.style) for span in content.spans}

@@ -118,10 +118,20 @@ def transcript_html(conversation: Conversation, title: str) -> str:
     return HTML_PAGE.format(title=html.escape(title), body=body)
 
 
+def _is_transcript(path: Path) -> bool:
+    """An earlier export (its title is at the top), which a new one may replace; any other file is the user's."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(4096)
+    except OSError:
+        return False
+    return b"# xun session " in head or b"<title>xun session " in head
+
+
 def render_transcript(conversation: Conversation, target: str, workdir: Path) -> Path:
     """Write the transcript to `target` (relative to the working directory); the suffix picks the format."""
     if not target.strip():
-        raise ExportError("give a file name: /render notes.md or /render chat.html")
+        raise ExportError("give a file name: /render transcript.md or /render transcript.html")
     path = Path(target.strip()).expanduser()
     if not path.is_absolute():
         path = workdir / path
@@ -135,6 +145,8 @@ def render_transcript(conversation: Conversation, target: str, workdir: Path) ->
         raise ExportError(f"{path.name}: the name should end in .html or .md (or .markdown)")
     if not path.parent.is_dir():
         raise ExportError(f"the folder {path.parent} does not exist; make it first, or give another path")
+    if path.exists() and not _is_transcript(path):
+        raise ExportError(f"{path} exists and is not a transcript xun wrote: give another name (nothing was written)")
     try:
         write_text_atomic(path, text)  # 0600: a transcript can hold secrets, as .xun
     except OSError as exc:

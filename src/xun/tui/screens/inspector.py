@@ -104,6 +104,8 @@ class InspectorScreen(Modal[str | None]):
         self.restorable = restorable
         self.language = detect_language(record.tool_name, record.arguments, original)
         self.saved_to: Path | None = None
+        self._replace_confirmed: Path | None = None
+        """A file that exists and that the user asked again to replace."""
 
     def compose(self) -> ComposeResult:
         record = self.record
@@ -188,6 +190,10 @@ class InspectorScreen(Modal[str | None]):
         path = Path(text).expanduser()
         if not path.is_absolute():
             path = self.workdir / path
+        if path.exists() and path != self._replace_confirmed:
+            self._replace_confirmed = path  # the same Enter again replaces it
+            self._status(f"{path} exists: Enter again replaces it, or give another name")
+            return None
         try:
             write_text_atomic(path, self.save_text)  # 0600 in 0700 folders (.xun/exports), as the rest of .xun
         except OSError as exc:
