@@ -206,6 +206,19 @@ async def test_the_keymap_remaps_a_binding(offline_server, session_factory, tmp_
         assert app.log_pane.entries[-1].kind == "reclaim"
 
 
+async def test_the_welcome_names_the_keys_of_the_keymap(offline_server, session_factory):
+    """A newcomer's trial: with `reclaim = "f10"` and `compact = "ctrl+q"`, the welcome still said "F6 reclaim"
+    and "Ctrl+Q save and quit", and Ctrl+Q as told there summarised."""
+    from xun.tui.widgets.welcome_block import WelcomeBlock
+
+    app = XunApp(session_factory(offline_server, "ui.keymap.reclaim=f10", "ui.keymap.compact=ctrl+q"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.chat.query(WelcomeBlock), what="the welcome")
+        text = app.chat.query_one(WelcomeBlock).text
+        assert "Ctrl+Q summarise · F10 reclaim · F7 preview" in text, text
+        assert "Ctrl+Q save and quit" not in text and "Ctrl+P save and quit" in text, text
+
+
 async def test_every_action_is_in_the_command_palette(offline_server, session_factory):
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:

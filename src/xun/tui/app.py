@@ -241,7 +241,7 @@ class XunApp(
     def _welcome(self) -> WelcomeBlock:
         session = self.session
         provider = "the offline demo model (scripted, not an LLM)" if session.offline else session.describe_provider()
-        return WelcomeBlock(session.config.model.name, provider)
+        return WelcomeBlock(session.config.model.name, provider, self.key_of)
 
     async def on_mount(self) -> None:
         self.query_one("#main").set_class(self.size.width < NARROW, "-narrow")
