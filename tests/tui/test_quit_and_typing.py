@@ -187,3 +187,14 @@ def test_a_read_only_session_says_so_on_screen_and_at_quit_it_is_not_saved(termi
         assert path.read_bytes() == before
     finally:
         second.close()
+
+
+def test_a_prompt_and_enter_typed_before_the_first_frame_is_sent(terminal):
+    """A newcomer's trial: typed right after `xun`, before the first frame, "prompt⏎" left the prompt with a
+    new line in it, never sent: the terminal, not yet in raw mode, turned Enter into a line feed (Ctrl+J)."""
+    term = terminal(size=(60, 20))
+    term.type("early prompt")  # at once: the app is still importing
+    term.keys("Enter")
+    screen = term.wait_for(lambda s: "2 messages in the context" in s, what="the prompt sent and answered")
+    assert "early prompt" in screen
+    assert term.screen().count("early prompt") == 1, "sent: no longer in the prompt"

@@ -3,6 +3,7 @@ history (from the first or last line), and slash commands complete as they are t
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 from textual import events
@@ -18,6 +19,9 @@ PLACEHOLDER = "Ask the agent…  (/ for commands · F1 help)"
 PASTE_LINES = 20
 PASTE_CHARS = 4_000
 """A paste of this many lines or characters is shown as one marker line (and sent in full)."""
+TYPED_AHEAD_SECONDS = 0.5
+"""A Ctrl+J this soon after the prompt appears was an Enter typed before the app started: the terminal,
+not yet in raw mode, turned it into a line feed (which reads as Ctrl+J). It sends, as Enter would."""
 
 
 def paste_marker(pasted: str, number: int) -> str:
@@ -43,6 +47,10 @@ class PromptInput(TextArea, inherit_bindings=False):
         self._pastes: list[str] = []
         """Large pastes, shown as one marker line each until the prompt is sent."""
         self.border_title = "prompt"
+        self._shown_at = time.monotonic()
+
+    def on_mount(self) -> None:
+        self._shown_at = time.monotonic()
 
     # ------------------------------------------------------------------------------------ text
 
@@ -140,6 +148,8 @@ class PromptInput(TextArea, inherit_bindings=False):
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
         handled = True
+        if key == "ctrl+j" and time.monotonic() - self._shown_at < TYPED_AHEAD_SECONDS:
+            key = "enter"
         if key == "enter":
             typed = self.text.strip()
             if self.menu.is_open and typed not in COMMAND_NAMES:
