@@ -230,3 +230,21 @@ async def test_saving_over_an_existing_file_asks_first(offline_server, session_f
         await pilot.press("enter")
         assert (tmp_path / "a.txt").read_text() == CODE
         assert screen.saved_to == tmp_path / "a.txt"
+
+
+async def test_f8_starts_at_the_newest_row(offline_server, session_factory, tmp_path: Path):
+    """A newcomer's trial: F8 put the cursor on the oldest (last) row, where Down does nothing."""
+    prepare(tmp_path)
+    for i in range(3):
+        (tmp_path / f"more{i}.txt").write_text(f"more {i}\n" * 40)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(60, 20)) as pilot:
+        await reclaimed_app(pilot, app)
+        await pilot.press("f8", "down", "escape")  # the cursor on the older row
+        for i in range(3):  # newer rows come in above it
+            await turn(pilot, f"read more{i}.txt")
+            await finish(pilot, lambda: pilot.press("f6"))
+        assert len(app.recoverable.shown) >= 4
+        await pilot.press("f8")
+        assert app.recoverable.table.has_focus
+        assert app.recoverable.selected_id == app.recoverable.shown[0]

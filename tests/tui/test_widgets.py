@@ -401,3 +401,14 @@ def test_a_long_stream_is_sealed_where_markdown_can_be_cut():
     assert seal_point("one huge paragraph of words") == len("one huge paragraph of ")
     assert seal_point("```\nopen fence without a break") == 0
     assert seal_point("nospace") == 0
+
+
+def test_the_subject_of_reclaimed_arguments_cut_short_is_their_path_or_command():
+    """A newcomer's trial: the recoverable list showed `{"path"…` for every reclaimed write_file, so twenty
+    step files looked the same; the list's preview of reclaimed arguments is JSON cut short."""
+    from xun.tui.widgets.tool_block import call_subject
+
+    assert call_subject('{"path": "step20.txt", "content": "aaaaaaaaaaaa') == "step20.txt"
+    assert call_subject('{"command": "echo \\"hi\\" >> x", "timeout": 3') == 'echo "hi" >> x'
+    assert call_subject('{"content": "a \\"path\\": \\"no\\" b') == '{"content": "a \\"path\\": \\"no\\" b'
+    assert call_subject("plain text") == "plain text"

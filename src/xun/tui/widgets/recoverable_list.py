@@ -201,4 +201,8 @@ class RecoverableList(Vertical):
         event.prevent_default()
 
     def focus_table(self) -> None:
+        """F8: the newest row first (the cursor kept its row while newer ones came in above it, and ended
+        on the oldest, where Down does nothing: one entry, it looked)."""
+        if self.shown and not self.filter_text:
+            self.table.move_cursor(row=0, animate=False)
         self.table.focus()

@@ -4,6 +4,7 @@ body holds the arguments and the start of the result. Marked when its result is 
 from __future__ import annotations
 
 import json
+import re
 
 from textual.widgets import Collapsible, Static
 
@@ -19,13 +20,30 @@ def _keep_end(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else "…" + flat[len(flat) - limit + 1:]
 
 
+STRING_FIELD = re.compile(r'"(\w+)"\s*:\s*"((?:[^"\\]|\\.)*)"')
+"""A whole string field of a JSON object (`"path": "a.txt"`), found in text that may not be whole JSON."""
+
+
+def _string_fields(text: str) -> dict[str, str]:
+    """The whole string fields of what may be a JSON object cut short."""
+    fields = {}
+    for key, value in STRING_FIELD.findall(text):
+        try:
+            fields[key] = json.loads(f'"{value}"')
+        except ValueError:
+            continue
+    return fields
+
+
 def call_subject(arguments: str, limit: int = 40) -> str:
     """The argument that says what a call is about (path, command, pattern and where, id), else the JSON.
     A long path keeps its end; anything else is cut at its end."""
     try:
         parsed = json.loads(arguments) if arguments else {}
-    except ValueError:
-        return one_line(arguments, limit)
+    except ValueError:  # e.g. the preview of reclaimed arguments, cut short: its whole fields still say it
+        parsed = _string_fields(arguments)
+        if not parsed:
+            return one_line(arguments, limit)
     if isinstance(parsed, dict):
         pattern, path = parsed.get("pattern"), parsed.get("path")
         if isinstance(pattern, str) and pattern:  # search_text: the pattern, and where when not everywhere
