@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from textual.messages import ExitApp
 
 from xun.context.messages import UserMessage
@@ -198,3 +200,34 @@ def test_a_prompt_and_enter_typed_before_the_first_frame_is_sent(terminal):
     screen = term.wait_for(lambda s: "2 messages in the context" in s, what="the prompt sent and answered")
     assert "early prompt" in screen
     assert term.screen().count("early prompt") == 1, "sent: no longer in the prompt"
+
+
+COLOURED_LOG = "".join(f"\x1b[32mok\x1b[0m test_{i} passed\n" for i in range(25))
+
+
+def test_a_pasted_coloured_log_is_one_paste_and_sends_nothing(terminal):
+    """A newcomer's trial: a bracketed paste of 25 coloured lines (copied test output) sent each line as a
+    prompt: Textual's parser read the paste's escape codes as keys, and each line break as Enter."""
+    term = terminal(size=(80, 24))
+    term.wait_for(ready, what="the app")
+    term.paste(COLOURED_LOG)
+    screen = term.wait_for(lambda s: "[pasted 25 lines #1]" in s, what="the paste as one marker line")
+    assert "0 messages in the context" in screen, "nothing was sent"
+    term.keys("Enter")
+    term.wait_for(lambda s: "2 messages in the context" in s, what="the one prompt answered")
+    term.keys("C-q")
+    assert term.wait_exit() == 0
+    [path] = (term.workdir / ".xun" / "sessions").glob("*.json")
+    users = [m for m in json.loads(path.read_text())["messages"] if m.get("role") == "user" or m.get("kind") == "user"]
+    assert len(users) == 1, users
+    text = json.dumps(users[0])
+    assert "\\u001b" not in text and "ok test_0 passed\\nok test_1 passed" in text and "test_24 passed" in text
+
+
+def test_a_pasted_line_with_escape_codes_keeps_its_order(terminal):
+    """The same trial: `paste with ESC[31mRED ESC[0m and bell BEL and [bold]b[/bold]` arrived as
+    `^[31mRED^[0m and bell  and [bold]b[/boldpaste with`: its start moved to its end."""
+    term = terminal(size=(80, 24))
+    term.wait_for(ready, what="the app")
+    term.paste("paste with \x1b[31mRED\x1b[0m and bell \x07 and [bold]b[/bold]")
+    term.wait_for(lambda s: "paste with RED and bell  and [bold]b[/bold]" in s, what="the text in order")

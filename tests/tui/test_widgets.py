@@ -412,3 +412,18 @@ def test_the_subject_of_reclaimed_arguments_cut_short_is_their_path_or_command()
     assert call_subject('{"command": "echo \\"hi\\" >> x", "timeout": 3') == 'echo "hi" >> x'
     assert call_subject('{"content": "a \\"path\\": \\"no\\" b') == '{"content": "a \\"path\\": \\"no\\" b'
     assert call_subject("plain text") == "plain text"
+
+
+def test_a_paste_split_anywhere_between_reads_is_one_paste_without_escapes():
+    """The terminal's bytes come in reads of any size: a paste's markers and escapes may be cut anywhere."""
+    from textual import events
+
+    from xun.tui.paste_guard import PasteSafeParser
+
+    raw = "a\x1b[200~one \x1b[31mred\x1b[0m \x1b]0;TITLE\x07two\rthree\x1b[201~b"
+    for cut in range(1, len(raw)):
+        parser = PasteSafeParser()
+        got = [*parser.feed(raw[:cut]), *parser.feed(raw[cut:])]
+        pastes = [event.text for event in got if isinstance(event, events.Paste)]
+        keys = [event.key for event in got if isinstance(event, events.Key)]
+        assert pastes == ["one red two\rthree"] and keys == ["a", "b"], (cut, pastes, keys)

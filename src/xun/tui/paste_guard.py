@@ -1,0 +1,86 @@
+"""A paste that holds escape codes stays one paste, in order, as text.
+
+Copied terminal output is full of colour codes. Textual's input parser reads an escape inside a
+bracketed paste as the start of a key sequence: it sends the sequence's characters as keys, so the paste
+came apart (its start moved to its end, an ESC turned into "^[") and every pasted line break became an
+Enter: one paste of a coloured test log sent each of its lines as a prompt. Here the terminal's bytes are
+read ahead of that parser: a bracketed paste is held whole until its end marker, its escape sequences and
+other control characters are taken out (what the terminal showed is the text), and it goes on to the
+parser as a paste with no escape in it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from textual._xterm_parser import XTermParser
+
+PASTE_START = "\x1b[200~"
+PASTE_END = "\x1b[201~"
+
+CONTROL_SEQUENCE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, links, the clipboard; ended by BEL or ST
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC
+    r"|\x1b[ -~]?"  # any other escape, and a lone ESC
+    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f]"  # the other controls (tab and line ends stay)
+)
+
+
+def pasted_text(raw: str) -> str:
+    """What a paste means as text: its escape sequences and control characters taken out."""
+    return CONTROL_SEQUENCE.sub("", raw)
+
+
+class PasteSafeParser(XTermParser):
+    """Textual's parser, fed each bracketed paste whole and without escapes (see the module)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pasting: str | None = None
+        """The paste so far (its end marker not yet read), or None outside a paste."""
+        self._tail = ""
+        """Outside a paste: the end of the last chunk, where a start marker may have begun."""
+
+    def feed(self, data: str) -> Iterable[Any]:
+        if not data:  # the end of input: what a paste cut short holds goes as it is
+            if self._pasting is not None:
+                held, self._pasting = self._pasting, None
+                yield from super().feed(pasted_text(held))
+            yield from super().feed(data)
+            return
+        passed = self._through(data)
+        if passed:  # (an empty feed would tell the parser the input ended)
+            yield from super().feed(passed)
+
+    def _through(self, data: str) -> str:
+        """`data` as the parser should see it; a paste not yet ended is kept back."""
+        out: list[str] = []
+        while data:
+            if self._pasting is None:
+                seen = self._tail + data
+                start = seen.find(PASTE_START)
+                if start < 0:
+                    out.append(data)
+                    self._tail = seen[-(len(PASTE_START) - 1):]
+                    break
+                begins = start + len(PASTE_START) - len(self._tail)  # where the paste's text starts in data
+                out.append(data[:begins])
+                data, self._pasting, self._tail = data[begins:], "", ""
+            else:
+                held = self._pasting + data
+                end = held.find(PASTE_END)
+                if end < 0:
+                    self._pasting = held
+                    break
+                out.append(pasted_text(held[:end]) + PASTE_END)
+                data, self._pasting = held[end + len(PASTE_END):], None
+        return "".join(out)
+
+
+def install() -> None:
+    """Make the terminal driver read input with `PasteSafeParser` (before the app runs)."""
+    from textual.drivers import linux_driver
+
+    linux_driver.XTermParser = PasteSafeParser  # type: ignore[misc]  # the driver makes one per run
