@@ -205,3 +205,25 @@ async def test_escape_at_a_confirmation_denies_and_stops_the_turn(offline_server
         calls = [call["id"] for msg in sent if msg["role"] == "assistant" for call in msg.get("tool_calls") or []]
         answered = {msg["tool_call_id"] for msg in sent if msg["role"] == "tool"}
         assert calls and set(calls) <= answered, "every call in the context has its result"
+
+
+async def test_the_keys_scroll_a_long_diff_from_the_dialog_as_it_opens(offline_server, session_factory, tmp_path: Path):
+    """A newcomer's trial: PageDown and End did nothing until Tab reached the diff (600 lines to approve,
+    6 seen)."""
+    (tmp_path / "step1.txt").write_text("".join(f"old content line {i}\n" for i in range(200)))
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(60, 20)) as pilot:
+        await submit(pilot, "write files step1 to step1 of 5000 characters")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        screen = app.screen
+        preview = screen.query_one("#confirm-preview")
+        await armed(pilot)
+        assert screen.query_one("#deny").has_focus
+        await pilot.press("pagedown")
+        assert preview.scroll_y > 0, "PageDown scrolled the diff"
+        await pilot.press("end")
+        assert preview.scroll_y == preview.max_scroll_y > 0
+        await pilot.press("home")
+        assert preview.scroll_y == 0
+        assert app.screen is screen, "the keys answered nothing"
+        await finish(pilot, lambda: pilot.press("escape"))

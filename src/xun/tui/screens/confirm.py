@@ -64,7 +64,12 @@ class ConfirmScreen(GuardedQuestion[Decision]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(key, f"answer('{decision.value}')", ANSWER_LABELS[decision], id=f"confirm.{decision.value}")
         for key, decision in CONFIRM_KEYS.items()
-    ] + [Binding("escape", "stop", "Deny and stop the turn", id="confirm.stop")]
+    ] + [Binding("escape", "stop", "Deny and stop the turn", id="confirm.stop")] + [
+        # the preview scrolls from the dialog as it opens (the focus is on a button once it takes answers)
+        Binding(key, f"scroll_preview('{how}')", show=False)
+        for key, how in (("pagedown", "page_down"), ("pageup", "page_up"), ("down", "down"), ("up", "up"),
+                         ("home", "home"), ("end", "end"))
+    ]
     ANSWER_KEYS = frozenset(CONFIRM_KEYS)
     BOX_ID = "confirm-box"
     SUBTITLE = "y allow once · s session · n deny · Esc stop"
@@ -95,6 +100,9 @@ class ConfirmScreen(GuardedQuestion[Decision]):
     def action_answer(self, answer: str) -> None:
         if self.armed:
             self.dismiss(Decision(answer))
+
+    def action_scroll_preview(self, how: str) -> None:
+        getattr(self.query_one("#confirm-preview", VerticalScroll), f"scroll_{how}")(animate=False)
 
     def action_stop(self) -> None:
         self.stop_turn = True
