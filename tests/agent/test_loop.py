@@ -7,6 +7,7 @@ import pytest
 
 from xun import Agent, AutoCompactor, CompactorAbstract, Conversation
 from xun.agent.loop import CANCELLED_TOOL_RESULT, INTERRUPTED_TOOL_RESULT
+from xun.agent import loop as loop_module
 from xun.agent.tools import builtin
 from xun.context.messages import RawOpenAIMessage, UserMessage
 from xun.agent.tools import Decision
@@ -146,6 +147,30 @@ async def test_a_cancel_right_after_a_command_finished_keeps_its_real_result(off
     assert len(tool) == 1 and tool[0]["content"].endswith("[exit code 0]"), tool
     ended = rec.of("tool_call_finished")
     assert len(ended) == 1 and not ended[0].is_error and ended[0].name == "run_command"
+
+
+async def test_a_cancel_that_a_finishing_model_call_swallowed_still_ends_the_turn(offline_server, tmp_path, monkeypatch):
+    """Python 3.11's wait_for returns the result of a call that ends just as the cancel lands, and the
+    cancel is lost: the turn must still stop, and run no tool (a Ctrl+Q then waited for the whole turn)."""
+    agent, rec = make_agent(offline_server, tmp_path, auto_confirm=True)
+    real_within_deadline = loop_module.within_deadline
+
+    async def finish_as_the_cancel_lands(call, seconds):
+        reply = await real_within_deadline(call, seconds)
+        asyncio.current_task().cancel()
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:  # what wait_for does when its call is already done
+            pass
+        return reply
+
+    monkeypatch.setattr(loop_module, "within_deadline", finish_as_the_cancel_lands)
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(agent.run("append the numbers 1 to 5 to steps.txt"), 20)
+    assert not (tmp_path / "steps.txt").exists(), "no step runs after the cancel"
+    assert rec.of("turn_finished")[-1].status == "cancelled"
+    tool = [m.raw for m in agent.conversation.messages if m.role == "tool"]
+    assert len(tool) == 1 and tool[0]["content"] == CANCELLED_TOOL_RESULT
 
 
 async def test_a_cancel_while_a_command_waits_for_its_confirmation_says_it_did_not_run(offline_server, tmp_path):

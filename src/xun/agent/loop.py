@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xun.agent.call_limits import gather_limited, valid_usage, within_deadline
+from xun.agent.call_limits import gather_limited, raise_if_cancel_pending, valid_usage, within_deadline
 from xun.compact.breakdown import first_tool_result, tokens_from
 from xun.compact.policy import CompactorAbstract, compactor_from_config
 from xun.compact.summary import ledger_budget
@@ -727,6 +727,7 @@ class Agent:
         try:
             while iterations < limit:
                 iterations += 1
+                raise_if_cancel_pending()  # each step starts only if no cancel is pending
                 await self._compact_before_call()
                 reply = await self._call_model()
                 calls = [call for _, call in sorted(reply.calls.items())]
@@ -741,6 +742,7 @@ class Agent:
                 if not calls:
                     finished = TurnFinished(status="ok", iterations=iterations)
                     break
+                raise_if_cancel_pending()
                 await self._run_tools(calls)
                 await self.emit_usage()
             else:
