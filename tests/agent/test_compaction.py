@@ -1,6 +1,7 @@
 """Automatic and manual compaction through the agent, against the offline server."""
 
 import json
+import re
 
 from xun.agent.loop import Agent
 from xun.compact.policy import ESCALATION_RATIO, AutoCompactor
@@ -248,3 +249,22 @@ def test_the_extractive_summary_keeps_the_users_rules_when_old_prompts_are_shed(
     assert "turn 0:" not in text  # old prompts were shed ...
     for turn in range(0, 120, 10):  # ... and every rule is still there
         assert f"vendor_q{turn}c" in text
+
+
+async def test_a_skip_logged_under_the_threshold_says_why_a_summary_was_tried(offline_server, tmp_path):
+    """The escalation asks for a summary after enough reclaim rounds, even when the reclaim brought the
+    context under the threshold: a skip then says so, with the figure that set it off (trial 2, finding 4:
+    "about 1,829 tokens" under a threshold of 3,000 read as a compaction for no reason)."""
+    for i in range(1, 7):
+        (tmp_path / f"f{i}.py").write_text("".join(f"line {j} of file {i}: the quick brown fox jumps over the lazy dog\n"
+                                                   for j in range(60)))
+    agent, rec = make_agent(offline_server, tmp_path, auto_compact__token_threshold=3000)
+    for i in range(1, 7):
+        await agent.run(f"read f{i}.py")
+    skips = [e.reason for e in rec.of("compaction_skipped")]
+    under = [reason for reason in skips if "a summary was next" in reason]
+    assert under, skips
+    for reason in under:
+        before, after = (int(n.replace(",", "")) for n in re.findall(r"about ([\d,]+)", reason)[:2])
+        assert before > 3000 >= after and "over the threshold of 3,000" in reason
+        assert "escalation_rounds" in reason

@@ -6,7 +6,9 @@ import json
 import pytest
 
 from xun import Agent, AutoCompactor, CompactorAbstract, Conversation
-from xun.agent.loop import CANCELLED_TOOL_RESULT
+from xun.agent.loop import CANCELLED_TOOL_RESULT, INTERRUPTED_TOOL_RESULT
+from xun.agent import loop as loop_module
+from xun.agent.tools import builtin
 from xun.context.messages import RawOpenAIMessage, UserMessage
 from xun.agent.tools import Decision
 
@@ -116,9 +118,78 @@ async def test_cancel_during_a_tool_answers_the_call_and_kills_it(offline_server
     with pytest.raises(asyncio.CancelledError):
         await task
     tool = [m.raw for m in agent.conversation.messages if m.role == "tool"]
-    assert tool and tool[-1]["content"] == CANCELLED_TOOL_RESULT
+    # it was running: the record says it may have had effects, not that it never ran (trial 2, finding 9)
+    assert tool and tool[-1]["content"] == INTERRUPTED_TOOL_RESULT
     assert rec.of("turn_finished")[-1].restored_prompt is None  # the call was made: the turn stays
     assert not (tmp_path / "late.txt").exists()
+    ended = rec.of("tool_call_finished")[-1]  # the call ends as every call does, so a front end shows it
+    assert ended.id == tool[-1]["tool_call_id"] and ended.name == "run_command" and ended.is_error
+
+
+async def test_a_cancel_right_after_a_command_finished_keeps_its_real_result(offline_server, tmp_path, monkeypatch):
+    """Ctrl+Q or Esc after the command ran, before the loop recorded its result: the record is the
+    command's own result, not "cancelled before it ran" (a model would run it again)."""
+    agent, rec = make_agent(offline_server, tmp_path, auto_confirm=True)
+    task: list[asyncio.Task] = []
+    real_run_shell = builtin.run_shell
+
+    async def run_then_cancel(*args, **kwargs):
+        result = await real_run_shell(*args, **kwargs)
+        asyncio.get_running_loop().call_soon(task[0].cancel)  # the quit lands as the tool returns
+        return result
+
+    monkeypatch.setattr(builtin, "run_shell", run_then_cancel)
+    task.append(asyncio.create_task(agent.run("run `echo 26 >> steps.txt`")))
+    with pytest.raises(asyncio.CancelledError):
+        await task[0]
+    assert (tmp_path / "steps.txt").read_text() == "26\n"
+    tool = [m.raw for m in agent.conversation.messages if m.role == "tool"]
+    assert len(tool) == 1 and tool[0]["content"].endswith("[exit code 0]"), tool
+    ended = rec.of("tool_call_finished")
+    assert len(ended) == 1 and not ended[0].is_error and ended[0].name == "run_command"
+
+
+async def test_a_cancel_that_a_finishing_model_call_swallowed_still_ends_the_turn(offline_server, tmp_path, monkeypatch):
+    """Python 3.11's wait_for returns the result of a call that ends just as the cancel lands, and the
+    cancel is lost: the turn must still stop, and run no tool (a Ctrl+Q then waited for the whole turn)."""
+    agent, rec = make_agent(offline_server, tmp_path, auto_confirm=True)
+    real_within_deadline = loop_module.within_deadline
+
+    async def finish_as_the_cancel_lands(call, seconds):
+        reply = await real_within_deadline(call, seconds)
+        asyncio.current_task().cancel()
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:  # what wait_for does when its call is already done
+            pass
+        return reply
+
+    monkeypatch.setattr(loop_module, "within_deadline", finish_as_the_cancel_lands)
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(agent.run("append the numbers 1 to 5 to steps.txt"), 20)
+    assert not (tmp_path / "steps.txt").exists(), "no step runs after the cancel"
+    assert rec.of("turn_finished")[-1].status == "cancelled"
+    tool = [m.raw for m in agent.conversation.messages if m.role == "tool"]
+    assert len(tool) == 1 and tool[0]["content"] == CANCELLED_TOOL_RESULT
+
+
+async def test_a_cancel_while_a_command_waits_for_its_confirmation_says_it_did_not_run(offline_server, tmp_path):
+    agent, rec = make_agent(offline_server, tmp_path)
+    asked = asyncio.Event()
+
+    async def never_answer(request):
+        asked.set()
+        await asyncio.Event().wait()
+
+    agent.confirm = never_answer
+    task = asyncio.create_task(agent.run("run `touch never.txt`"))
+    await asyncio.wait_for(asked.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    tool = [m.raw for m in agent.conversation.messages if m.role == "tool"]
+    assert tool and tool[-1]["content"] == CANCELLED_TOOL_RESULT and "did not run" in CANCELLED_TOOL_RESULT
+    assert not (tmp_path / "never.txt").exists()
 
 
 async def test_refused_confirmation_writes_nothing(offline_server, tmp_path):

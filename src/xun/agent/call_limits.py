@@ -6,6 +6,7 @@ never ends, a reply that starts hundreds of tools at once.
 - `within_deadline`: one model call, streaming included, ends within `provider.deadline` seconds; the
   per-chunk timeout alone never fires on a stream that sends a byte every 50 ms forever.
 - `gather_limited`: the tool calls of one reply run at most `MAX_PARALLEL_TOOL_CALLS` at a time.
+- `raise_if_cancel_pending`: a cancel that an `asyncio.wait_for` swallowed still ends the turn.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
 __all__ = ["MAX_PARALLEL_TOOL_CALLS", "MAX_REPORTED_TOKENS", "CallDeadlineExceeded", "gather_limited",
-           "valid_total_tokens", "valid_usage", "within_deadline"]
+           "raise_if_cancel_pending", "valid_total_tokens", "valid_usage", "within_deadline"]
 
 MAX_REPORTED_TOKENS = 100_000_000
 """No context is this large; a bigger (or negative) figure is a broken or hostile server."""
@@ -67,3 +68,12 @@ async def gather_limited(calls: Iterable[Awaitable[T]], limit: int = MAX_PARALLE
             return await call
 
     return list(await asyncio.gather(*(one(call) for call in calls)))
+
+
+def raise_if_cancel_pending() -> None:
+    """Raise CancelledError when the current task was asked to cancel and is still running: Python 3.11's
+    `asyncio.wait_for` returns the result of a call that finished just as its task was cancelled, and the
+    cancel is lost (a Ctrl+Q or Esc as a command finished left the turn running to its end)."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xun.agent.call_limits import gather_limited, valid_usage, within_deadline
+from xun.agent.call_limits import gather_limited, raise_if_cancel_pending, valid_usage, within_deadline
 from xun.compact.breakdown import first_tool_result, tokens_from
 from xun.compact.policy import CompactorAbstract, compactor_from_config
 from xun.compact.summary import ledger_budget
@@ -51,7 +51,7 @@ from xun.base.events import (
     Warning,
 )
 from xun.agent.sdk_request import untransformed
-from xun.agent.tools import ConfirmCallback, Toolbox, ToolContext, default_toolbox
+from xun.agent.tools import ConfirmCallback, Toolbox, ToolContext, ToolOutcome, default_toolbox
 from xun.agent.window import (
     ASSUMED,
     CONFIG,
@@ -78,7 +78,10 @@ PROJECT_SECTION = "AGENTS.md"
 DEFAULT_MAX_ITERATIONS = 500
 """Model calls in one turn before it stops: long turns (hundreds of tool rounds) are what compaction is for
 (xun-agent 1.4.3 allows 512)."""
-CANCELLED_TOOL_RESULT = "[Cancelled] The user cancelled the turn before this tool call finished."
+CANCELLED_TOOL_RESULT = "[Cancelled] The user cancelled the turn before this tool call ran; it did not run."
+INTERRUPTED_TOOL_RESULT = ("[Cancelled] The user cancelled the turn while this tool call was running: it was "
+                           "interrupted and may have run in part or in full, so check its effects before running it again.")
+"""A cancel keeps the real result of a call that had finished; these say what became of the others."""
 CANCELLED_REPLY_MARK = "\n\n[cancelled by the user]"
 """Ends a reply cut short by a cancel: what streamed is kept, and the model (and the user) see why it stops."""
 OFFLINE_API_KEY = "xun-offline-no-key"
@@ -258,6 +261,10 @@ class Agent:
         self._shares_client = False  # set by inherit: a helper never closes its parent's client
         self._partial: _Reply | None = None
         """The reply being streamed (None once it is complete): a cancel keeps what it holds."""
+        self._tools_running: set[str] = set()
+        """Ids of this reply's tool calls that began to run (confirmed, if they ask); a cancel says they may have run."""
+        self._tools_done: dict[str, ToolOutcome] = {}
+        """Outcomes of this reply's tool calls that finished: a cancel keeps them, though not yet recorded."""
         self.offline = False
         """Talking to the offline demo server: the user's API key is not sent to it."""
         self.knowledge = ServerKnowledge()
@@ -715,10 +722,12 @@ class Agent:
         self.last_error_did_not_fit = False
         iterations = 0
         finished: TurnFinished | None = None
-        self._partial = None
+        answered: list[dict[str, Any]] = []
+        self._partial, self._tools_running, self._tools_done = None, set(), {}
         try:
             while iterations < limit:
                 iterations += 1
+                raise_if_cancel_pending()  # each step starts only if no cancel is pending
                 await self._compact_before_call()
                 reply = await self._call_model()
                 calls = [call for _, call in sorted(reply.calls.items())]
@@ -733,13 +742,16 @@ class Agent:
                 if not calls:
                     finished = TurnFinished(status="ok", iterations=iterations)
                     break
+                raise_if_cancel_pending()
                 await self._run_tools(calls)
                 await self.emit_usage()
             else:
                 await self.emit(Info(f"stopped after {limit} model calls (max_iterations)"))
                 finished = TurnFinished(status="max_iterations", iterations=iterations)
         except asyncio.CancelledError:
+            settled = len(c.messages)
             restored = self._settle_interrupted_turn(start)
+            answered = [m.raw for m in c.messages[settled:] if isinstance(m, RawOpenAIMessage) and m.role == "tool"]
             finished = TurnFinished(status="cancelled", iterations=iterations, restored_prompt=restored)
             raise
         except Exception as exc:  # the user's message stays in the conversation: /retry sends it again
@@ -755,9 +767,29 @@ class Agent:
             finished = TurnFinished(status="error", iterations=iterations, error=message, restored_prompt=restored)
         finally:
             self.sync_project_instructions()
+            if finished is not None and finished.status == "cancelled":
+                await self._report_settled_calls(answered)
             if finished is not None:
                 await self.emit(finished)
         return finished
+
+    async def _report_settled_calls(self, answered: list[dict[str, Any]]) -> None:
+        """The calls a cancel answered end as every call does, with a finished event (a front end shows
+        a kept result as it is, the rest as cancelled)."""
+        for raw in answered:
+            call_id, text = str(raw.get("tool_call_id", "")), str(raw.get("content", ""))
+            outcome = self._tools_done.get(call_id)
+            function = next((call.get("function") or {} for message in self.conversation.messages
+                             if isinstance(message, RawOpenAIMessage) and message.role == "assistant"
+                             for call in message.raw.get("tool_calls") or () if call.get("id") == call_id), {})
+            is_error = outcome.is_error if outcome is not None else True
+            await self.emit(ToolCallFinished(
+                id=call_id, name=str(function.get("name", "")), arguments=str(function.get("arguments", "")),
+                result_chars=len(text), duration=round(outcome.duration, 4) if outcome is not None else 0.0,
+                is_error=is_error, error=text[:300] if is_error else None,
+                denied=outcome.denied if outcome is not None else False,
+                truncated_chars=outcome.truncated_chars if outcome is not None else 0,
+            ))
 
     def _record_cache(self, usage: Any, reply: _Reply) -> None:
         """Keep the call's prompt-cache figures (when the server sent believable ones) and when it was made."""
@@ -790,14 +822,20 @@ class Agent:
         return popped.text if popped is not None else None
 
     def _answer_dangling_calls(self, start: int) -> None:
-        """Every tool call of this turn gets a result, so the history stays valid for the next request."""
+        """Every tool call of this turn gets a result, so the history stays valid for the next request: its
+        real one if it finished (a cancel may come before it is recorded), else what became of it."""
         c = self.conversation
         answered = {m.raw.get("tool_call_id") for m in c.messages[start:] if isinstance(m, RawOpenAIMessage) and m.role == "tool"}
         for message in c.messages[start:]:
             if isinstance(message, RawOpenAIMessage) and message.role == "assistant":
                 for call in message.raw.get("tool_calls") or ():
-                    if call.get("id") not in answered:
-                        c.add_tool_result(call.get("id", ""), CANCELLED_TOOL_RESULT)
+                    call_id = call.get("id", "")
+                    if call_id in answered:
+                        continue
+                    outcome = self._tools_done.get(call_id)
+                    text = (outcome.text if outcome is not None
+                            else INTERRUPTED_TOOL_RESULT if call_id in self._tools_running else CANCELLED_TOOL_RESULT)
+                    c.add_tool_result(call_id, text)
 
     async def _call_model(self) -> _Reply:
         """One completion with retries on transient errors; on an overflow, learn the window, compact to
@@ -945,9 +983,17 @@ class Agent:
         """Run the calls of one reply concurrently; store the results in call order."""
         context = ToolContext.from_config(self.config, workdir=self.workdir, conversation=self.conversation,
                                           confirm=self.confirm, environ=self.environ)
+        self._tools_running, self._tools_done = set(), {}
         for call in calls:
             await self.emit(ToolCallStarted(id=call.id, name=call.name, arguments=call.arguments))
-        outcomes = await gather_limited(self.toolbox.call(call.name, call.arguments, context) for call in calls)
+
+        async def one(call: _PendingCall) -> ToolOutcome:
+            outcome = await self.toolbox.call(call.name, call.arguments, context,
+                                              on_run=lambda: self._tools_running.add(call.id))
+            self._tools_done[call.id] = outcome
+            return outcome
+
+        outcomes = await gather_limited(one(call) for call in calls)
         for call, outcome in zip(calls, outcomes, strict=True):
             self.conversation.add_tool_result(call.id, outcome.text)
             await self.emit(ToolCallFinished(

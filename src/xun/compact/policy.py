@@ -86,10 +86,16 @@ class AutoCompactor(CompactorAbstract):
             if worthwhile is None and attempt and estimate <= threshold:
                 return  # an earlier round brought it under the threshold: nothing to report
             if worthwhile is None:
-                await self._dead_end(agent, CompactionSkipped(
-                    reason=f"nothing more to compact: about {estimate:,} tokens, and a summary now would not make the "
-                    "context smaller (what lies before the newest messages is too small to condense); the next "
-                    "prompt or tool result may change that", trigger="auto"))
+                why_not = ("a summary now would not make the context smaller (what lies before the newest messages "
+                           "is too small to condense)")
+                if estimate <= threshold:  # under it after the reclaim: the summary was due by the escalation
+                    reason = (f"nothing more to compact: a reclaim brought the context from about {tokens:,} tokens "
+                              f"(over the threshold of {threshold:,}) to about {estimate:,}, and a summary was next "
+                              f"({why}), but {why_not}")
+                else:
+                    reason = (f"nothing more to compact: about {estimate:,} tokens, and {why_not}; the next prompt "
+                              "or tool result may change that")
+                await self._dead_end(agent, CompactionSkipped(reason=reason, trigger="auto"))
                 return
             keep_messages = worthwhile
             result = await compact_conversation(agent, keep_recent=keep_messages, instructions=agent.config.compression.instructions,

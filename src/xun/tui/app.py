@@ -115,6 +115,8 @@ class XunApp(
         """A prompt sent before the session was open: it goes out once the session is ready."""
         self._transcript_shown: Conversation | None = None
         """The resumed conversation the chat shows already (`TranscriptLoaded`), not to be mounted twice."""
+        self._retry_warned: tuple[int, int] | None = None
+        """The conversation (last message, length) a /retry warned about: a second /retry there drops it."""
         self._unanswered: UserMessage | None = None
         """The prompt of a failed turn that got no answer: kept in the session and put back in the input;
         sending from the input replaces it rather than leaving two prompts in a row."""

@@ -287,10 +287,13 @@ class EngineHandlers:
             return
         self._warned_full.add(session)
         over = now >= gauge.threshold
-        # no figure here: the gauge has it, and a toast's figure is stale a turn later
+        # no figure here: the gauge has it, and a toast's figure is stale a turn later; a narrow screen (or
+        # F4) hides the side panel, and then the toast names the key that shows the gauge
+        where = ("the gauge shows where it is" if gauge.region.area
+                 else f"{self.key_of('toggle_side')} shows the gauge, with where it is")
         self.notify(
             ("The context is past the threshold" if over else f"The context passed {FULL_WARNING:.0%} of the threshold")
-            + f" (the gauge shows where it is). {self.key_of('compact')} summarises now, {self.key_of('reclaim')} "
+            + f" ({where}). {self.key_of('compact')} summarises now, {self.key_of('reclaim')} "
             f"reclaims old tool results, {self.key_of('preview')} previews what they would do.",
             title="the context is past the threshold" if over else "the context is nearly full",
             severity="warning", timeout=10)

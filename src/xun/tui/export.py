@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from xun.base.atomic import write_text_atomic
+from xun.base.valid_text import escape_control
 from xun.context.conversation import Conversation
 from xun.tui.transcript import (
     AssistantItem,
@@ -51,7 +52,8 @@ def _demoted(markdown: str, levels: int = 2) -> str:
 
 def transcript_markdown(conversation: Conversation, title: str) -> str:
     """The whole history: what summaries took out of the context comes back from the offload log,
-    each turn of it marked "(summarised)", above the rule that says which summary replaced it."""
+    each turn of it marked "(summarised)", above the rule that says which summary replaced it. Control
+    characters are written visibly, as the app shows them (`\\x1b`): `cat` of an export runs none of them."""
     parts = [f"# {title}", ""]
     record = transcript(conversation)
     items, problems = whole_history(record.items)
@@ -78,7 +80,7 @@ def transcript_markdown(conversation: Conversation, title: str) -> str:
                 parts += [_fence(item.result), ""]
     if record.summary:
         parts += ["## The current summary", "", _demoted(record.summary), ""]
-    return "\n".join(parts).rstrip() + "\n"
+    return escape_control("\n".join(parts).rstrip() + "\n")
 
 
 HTML_PAGE = """<!doctype html>

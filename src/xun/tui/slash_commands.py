@@ -4,10 +4,12 @@ here."""
 
 from __future__ import annotations
 
-from xun.context.messages import UserMessage
+from xun.agent.loop import CANCELLED_TOOL_RESULT
+from xun.context.messages import RawOpenAIMessage, UserMessage
 from xun.context.usage import usage_totals_line
 from xun.tui.commands import UnknownCommand, as_typed, parse
 from xun.tui.format import NO_SERVER_COUNT, counted, percent, tokens
+from xun.tui.widgets.tool_block import call_subject
 
 
 class SlashCommands:
@@ -148,6 +150,16 @@ class SlashCommands:
         if not any(isinstance(msg, UserMessage) for msg in self.conversation.messages):
             await self.chat.add_notice("warning", "/retry: there is no prompt to send again")
             return
+        state = (id(self.conversation.messages[-1]), len(self.conversation.messages))
+        ran = self._calls_that_acted()
+        if ran and self._retry_warned != state:  # what they did stays: say so before the record of it goes
+            self._retry_warned = state
+            await self.chat.add_notice(
+                "warning", f"/retry drops the last reply, and in it {counted(len(ran), 'tool call')} that may have "
+                f"changed things: {'; '.join(ran)}. What they did stays (files written, commands run), and the "
+                "new reply will not know of it. /retry again to drop it anyway.")
+            return
+        self._retry_warned = None
         await self._settle_save()
         if self._unanswered is not None and self.prompt.text == self._unanswered.text:
             self.prompt.clear()  # /retry sends the failed prompt: the copy in the input would send it twice
@@ -155,6 +167,30 @@ class SlashCommands:
         await self.chat.remove_from_last_user(inclusive=False)
         self._refresh_gauge()
         self._start_turn(None)
+
+    def _calls_that_acted(self) -> list[str]:
+        """The tool calls since the last prompt that ask for a confirmation (they write or run things) and
+        were not refused or stopped before they ran, as `write_file code.py`."""
+        results: dict[str, str] = {}
+        calls: list[tuple[str, str, str]] = []
+        for message in reversed(self.conversation.messages):
+            if isinstance(message, UserMessage):
+                break
+            if type(message) is RawOpenAIMessage and message.role == "tool":
+                results[str(message.raw.get("tool_call_id", ""))] = str(message.raw.get("content", ""))
+            elif type(message) is RawOpenAIMessage and message.role == "assistant":
+                for call in reversed(message.raw.get("tool_calls") or ()):
+                    function = call.get("function") or {}
+                    calls.append((str(call.get("id", "")), str(function.get("name", "")), str(function.get("arguments", ""))))
+        acted = []
+        for call_id, name, arguments in reversed(calls):
+            tool, result = self.agent.toolbox.get(name), results.get(call_id, "")
+            if tool is None or not tool.needs_confirmation:
+                continue
+            if result == CANCELLED_TOOL_RESULT or "nothing was done" in result.lower():  # refused, or never started
+                continue
+            acted.append(f"{name} {call_subject(arguments)}".strip())
+        return acted
 
     async def action_revise(self, text: str = "") -> None:
         if not self._may_start("/revise"):

@@ -485,8 +485,10 @@ class Toolbox:
 
     # -- calling
 
-    async def call(self, name: str, arguments: str | Mapping[str, Any] | None, context: ToolContext) -> ToolOutcome:
-        """Run one tool call from the model. Never raises except for cancellation."""
+    async def call(self, name: str, arguments: str | Mapping[str, Any] | None, context: ToolContext, *,
+                   on_run: Callable[[], object] | None = None) -> ToolOutcome:
+        """Run one tool call from the model. Never raises except for cancellation. `on_run` is called when
+        the tool itself starts (after its confirmation): from then on a cancel may leave effects."""
         started = time.monotonic()
         waited = 0.0
         parsed: dict[str, Any] | None = None
@@ -565,6 +567,8 @@ class Toolbox:
 
         if found.context_param:
             kwargs[found.context_param] = context
+        if on_run is not None:
+            on_run()
         try:
             if found.is_async:
                 value = await found.func(**kwargs)

@@ -17,10 +17,13 @@ class CommandMenu(OptionList):
     def __init__(self) -> None:
         super().__init__(id="command-menu")
         self.commands: list[SlashCommand] = []
+        self.shown_for: str | None = None
+        """The prompt text the commands were offered for (the prompt refreshes the menu when it differs)."""
         self.display = False
 
-    def show(self, commands: list[SlashCommand]) -> None:
+    def show(self, commands: list[SlashCommand], shown_for: str | None = None) -> None:
         self.commands = list(commands)
+        self.shown_for = shown_for
         self.clear_options()
         if not commands:
             self.display = False
@@ -30,8 +33,9 @@ class CommandMenu(OptionList):
         self.highlighted = 0
         self.display = True
 
-    def hide(self) -> None:
-        self.show([])
+    def hide(self, shown_for: str | None = None) -> None:
+        """Close the menu; with `shown_for`, it stays closed for that text (Esc dismissed it)."""
+        self.show([], shown_for)
 
     @property
     def is_open(self) -> bool:

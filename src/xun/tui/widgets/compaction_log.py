@@ -1,8 +1,8 @@
 """The compaction log: one row per compaction event in columns (time, kind, tokens before -> after,
 what), filled from the session's saved log on resume. The detail (offload file, focus, reason, trigger,
-what it costs in the server's prompt cache) is the highlighted row's tooltip and opens with Enter. Checks
-that changed nothing (a reclaim with nothing to replace, an automatic skip repeated) are not rows: the
-pane's footer counts them. The "what" column takes the width the others leave, its text cut with an
+what it costs in the server's prompt cache) is the highlighted row's tooltip; Enter shows it whole, in a
+box that scrolls and stays until Esc. Checks that changed nothing (a reclaim with nothing to replace, an
+automatic skip repeated) are not rows: the pane's footer counts them. The "what" column takes the width the others leave, its text cut with an
 ellipsis (the table is laid out again when the pane's width or the other columns' change)."""
 
 from __future__ import annotations
@@ -281,8 +281,10 @@ class CompactionLog(DataTable[str]):
         event.stop()
         entry = self.highlighted
         if entry is not None:
-            self.app.notify("\n\n".join(part for part in (entry.detail(), self.unchanged_detail()) if part),
-                            title="compaction log", timeout=12)
+            from xun.tui.screens.detail import DetailScreen  # read when first opened, not at start-up
+
+            self.app.push_screen(DetailScreen(f"compaction log · {entry.kind} at {entry.time}", "\n\n".join(
+                part for part in (entry.detail(), self.unchanged_detail()) if part)))
 
     def _update_subtitle(self) -> None:
         saved = sum(entry.saved for entry in self.entries if entry.kind in ("reclaim", "summary", "emergency"))

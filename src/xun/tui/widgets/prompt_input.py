@@ -115,11 +115,18 @@ class PromptInput(TextArea, inherit_bindings=False):
         return True
 
     def _update_menu(self) -> None:
-        self.menu.show(completions(self.text))
+        self.menu.show(completions(self.text), shown_for=self.text)
+
+    def _current_menu(self) -> None:
+        """The menu for the text as it is now. It follows the text on the Changed message, which comes
+        after any keys already queued: in a fast burst Enter would else take a completion offered for an
+        earlier, shorter text (`/re` -> `/recall` while the prompt reads `/render out.html`)."""
+        if self.menu.shown_for != self.text:
+            self._update_menu()
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         if event.text_area is self:
-            self._update_menu()
+            self._current_menu()
 
     # ---------------------------------------------------------------------------------- history
 
@@ -150,6 +157,8 @@ class PromptInput(TextArea, inherit_bindings=False):
         handled = True
         if key == "ctrl+j" and time.monotonic() - self._shown_at < TYPED_AHEAD_SECONDS:
             key = "enter"
+        if key in ("enter", "tab", "escape", "up", "down"):
+            self._current_menu()
         if key == "enter":
             typed = self.text.strip()
             if self.menu.is_open and typed not in COMMAND_NAMES:
@@ -161,7 +170,7 @@ class PromptInput(TextArea, inherit_bindings=False):
         elif key == "tab" and self.menu.is_open:
             self._accept_completion()
         elif key == "escape" and self.menu.is_open:
-            self.menu.hide()
+            self.menu.hide(shown_for=self.text)
         elif key == "up" and self.menu.is_open:
             self.menu.move(-1)
         elif key == "down" and self.menu.is_open:
