@@ -13,7 +13,6 @@ from xun.tui import messages as m
 from xun.tui.commands import as_typed
 from xun.tui.format import counted, one_line, percent, tokens
 from xun.tui.widgets.summary_divider import SummaryDivider
-from xun.tui.widgets.tool_block import ToolBlock
 
 
 FULL_WARNING = 0.9
@@ -191,9 +190,6 @@ class EngineHandlers:
     async def on_turn_ended(self, message: m.TurnEnded) -> None:
         if message.status in ("cancelled", "error"):
             self._queue_held = True
-        for block in self.chat.query(ToolBlock).filter(".-running"):  # ended with the turn: no end event came
-            result = self._tool_result_text(block.call_id)
-            block.finished(result_chars=len(result or ""), duration_text="", result=result, is_error=True)
         if message.status == "cancelled":
             if message.restored_prompt is not None:
                 await self.chat.remove_from_last_user(inclusive=True)
