@@ -374,8 +374,7 @@ class Agent:
 
     def _schema_chars(self) -> int:
         """Characters of the tool schemas a request carries (part of every reported prompt)."""
-        schemas = self.toolbox.schemas()
-        return len(json.dumps(schemas, ensure_ascii=False)) if schemas else 0
+        return self.toolbox.schema_chars()
 
     async def aclose(self) -> None:
         """Close the HTTP client (front ends call this when they stop; a helper shares its parent's)."""
