@@ -22,8 +22,8 @@ exit are left out; `wall_s` has them), `server_s` is the server's time in its ha
 `tool_s` the tool calls as xun times them (`duration` of its `tool_call_finished` events: checking the
 arguments, spawning the shell, the command's own run, reading its output; per round the longest of its
 calls, as they run in parallel), and `xun_ms_per_round` = (`span_s` - `server_s` - `tool_s`) / rounds,
-a round being one of the turn's N + 1 model calls (the summaries' calls are extra and their xun-side work
-counts in the numerator); target under 5 ms at N = 2,000. `xun_with_tools_ms_per_round` leaves the tools
+a round being one of the turn's model calls (its `assistant_message` events: N + 1 when it completes; the
+summaries' calls are extra, and their xun-side work counts in the numerator); target under 5 ms at N = 2,000. `xun_with_tools_ms_per_round` leaves the tools
 in (`span_s` - `server_s`), the figure this benchmark printed before. These are wall-clock times: on a busy
 machine they include waiting for a core. `xun_cpu_ms_per_round` is the CPU time xun's process itself used
 over the same span (all its threads, not the tools' processes, though spawning them is counted: the fork is
@@ -191,7 +191,7 @@ def run_case(name: str, prompt: str, steps: int, useless: bool, timeout: float, 
                 written = Counter(int(p.stem[4:]) for p in work.glob("step*.txt"))
         issued = Counter(recording.issued)
         model_calls = len(server.prompt_sizes)
-        rounds = steps + 1  # the turn's model calls: one a step and the final answer
+        rounds = stdout.count('{"type":"assistant_message"')  # the turn's model calls: N + 1 when it completes
         span = (recording.last_end - recording.first_start) if recording.first_start is not None else 0.0
         tools = tool_seconds(stdout)
         record.update(
@@ -212,10 +212,10 @@ def run_case(name: str, prompt: str, steps: int, useless: bool, timeout: float, 
             server_s=round(recording.server_seconds, 2),
             tool_s=round(tools, 2),
             rounds=rounds,
-            xun_ms_per_round=round((span - recording.server_seconds - tools) / rounds * 1000, 2) if model_calls else None,
-            xun_with_tools_ms_per_round=round((span - recording.server_seconds) / rounds * 1000, 2) if model_calls else None,
+            xun_ms_per_round=round((span - recording.server_seconds - tools) / rounds * 1000, 2) if rounds else None,
+            xun_with_tools_ms_per_round=round((span - recording.server_seconds) / rounds * 1000, 2) if rounds else None,
             xun_cpu_ms_per_round=round((recording.last_cpu - recording.first_cpu) / rounds * 1000, 2)
-            if recording.first_cpu is not None and recording.last_cpu is not None else None,
+            if rounds and recording.first_cpu is not None and recording.last_cpu is not None else None,
         )
         if steps >= 2000:
             record["round_target_ms"] = ROUND_TARGET_MS
