@@ -9,7 +9,7 @@ import json
 import openai
 
 from tests.agent.helpers import make_agent
-from tests.agent.scripted_server import ScriptedServer, Stream
+from tests.agent.scripted_server import Json, ScriptedServer, Stream
 from xun.agent.sdk_request import untransformed
 
 
@@ -81,5 +81,46 @@ def test_the_sdks_transform_never_walks_the_messages(tmp_path, monkeypatch):
         body = json.loads(server.raw_bodies[-1])
         assert len(body["messages"]) == 602
         assert len(walked) < 100, f"the SDK's transform ran {len(walked)} times for one call"
+    finally:
+        server.stop()
+
+
+def test_the_replys_chunks_are_read_as_plain_json_not_built_into_sdk_models(tmp_path, monkeypatch):
+    """Building the SDK's typed model of every chunk was the largest part of xun's own time per round of a
+    long turn (about 0.07 ms a chunk); the reply must come through whole all the same: reasoning, text,
+    a tool call in pieces, the finish reason and the usage with its cache figure."""
+    from openai import _base_client
+
+    built: list[str] = []
+    real = _base_client.construct_type
+
+    def counting(*, type_, value):
+        built.append(getattr(type_, "__name__", str(type_)))
+        return real(type_=type_, value=value)
+
+    monkeypatch.setattr(_base_client, "construct_type", counting)
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"pa'}}
+    rest = {"index": 0, "function": {"arguments": 'th": "a.txt"}'}}
+    usage = {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59, "prompt_tokens_details": {"cached_tokens": 32}}
+    replies = iter([Stream([{"reasoning_content": "think"}, "let me ", "look", {"tool_calls": [call]}, {"tool_calls": [rest]}],
+                           finish_reason="tool_calls", usage=usage),
+                    Stream(["done"], usage={"prompt_tokens": 70, "completion_tokens": 1, "total_tokens": 71})])
+    server = ScriptedServer(lambda method, path, body: next(replies) if path.endswith("/chat/completions") else
+                            Json(404, {"error": {"message": "not found"}})).start()
+    try:
+        (tmp_path / "a.txt").write_text("hello\n")
+        agent, recorder = make_agent(server, tmp_path)
+        finished = asyncio.run(agent.run("read a.txt"))
+        assert finished.status == "ok", finished.error
+        assistant = [m.raw for m in agent.conversation.messages if getattr(m, "role", "") == "assistant"][0]
+        assert assistant["content"] == "let me look"
+        assert assistant["reasoning_content"] == "think"
+        assert assistant["tool_calls"] == [{"id": "call_1", "type": "function",
+                                            "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]
+        results = [m.raw["content"] for m in agent.conversation.messages if getattr(m, "role", "") == "tool"]
+        assert "hello" in str(results)
+        assert agent.conversation.prompt_cache.known_calls >= 1 and agent.conversation.usage_totals["calls"] == 2
+        assert [e.text for e in recorder.events if e.type == "reasoning_delta"] == ["think"]
+        assert not [name for name in built if "Chunk" in name], f"chunks built into SDK models: {built[:5]}"
     finally:
         server.stop()

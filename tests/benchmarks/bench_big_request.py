@@ -149,13 +149,13 @@ def sdk_call(calls: int) -> None:
 async def key_latency(accept_bytes_per_second: float, old_path: bool) -> None:
     from textual import events
 
-    import xun.agent.loop as loop
+    import xun.agent.sdk_request as sdk_request
     from xun.agent.launch import open_session
     from xun.context.sessions import SessionStore
     from xun.tui.app import XunApp
 
     if old_path:
-        loop.untransformed = lambda request: request
+        sdk_request.untransformed = lambda request: request
     server = SlowServer(accept_bytes_per_second)
     latencies: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench-big-request-") as folder:

@@ -16,9 +16,18 @@ offline server's faithful summary and with `--useless-summaries`, a summarizer t
 `each_step_once` (the server's issued calls and the files written: every step issued exactly once, none
 missing), `repeated`, `missing`, `over_window` (requests whose prompt the server counted above the window),
 `peak_request_tokens`, `summaries` (summary requests the server answered), `ledger_chars` (the ledger in
-the last request's system message; null when there is none), and `xun_ms_per_round`: (the time from the
-first request's arrival to the last answer's end, minus the server's time in its handlers) / model calls,
-so the process's start and exit are left out (`wall_s` has them); target under 5 ms at N = 2,000.
+the last request's system message; null when there is none), and the time, split so that nothing is
+hidden: `span_s` runs from the first chat request's arrival to the last answer's end (the process's start and
+exit are left out; `wall_s` has them), `server_s` is the server's time in its handlers (the model),
+`tool_s` the tool calls as xun times them (`duration` of its `tool_call_finished` events: checking the
+arguments, spawning the shell, the command's own run, reading its output; per round the longest of its
+calls, as they run in parallel), and `xun_ms_per_round` = (`span_s` - `server_s` - `tool_s`) / rounds,
+a round being one of the turn's model calls (its `assistant_message` events: N + 1 when it completes; the
+summaries' calls are extra, and their xun-side work counts in the numerator); target under 5 ms at N = 2,000. `xun_with_tools_ms_per_round` leaves the tools
+in (`span_s` - `server_s`), the figure this benchmark printed before. These are wall-clock times: on a busy
+machine they include waiting for a core. `xun_cpu_ms_per_round` is the CPU time xun's process itself used
+over the same span (all its threads, not the tools' processes, though spawning them is counted: the fork is
+xun's), per round: what xun did, whatever else the machine runs.
 `write80` sets `model.output_reserve=1024`: a 3,000-character call is about 800 tokens, more than the
 default reply reserve (window/8 = 512), and a call cut by `max_tokens` is an error, not a step. A run that dies is reported with
 its exit status and the end of its stderr, never hidden. Targets are met only with tier 2 cutting inside a
@@ -67,6 +76,10 @@ class Recording:
         self.last_messages: list[dict] = []
         self.first_start: float | None = None
         self.last_end = 0.0
+        self.pid: int | None = None
+        """xun's process, whose own CPU time is read at the first request and at each answer's end."""
+        self.first_cpu: float | None = None
+        self.last_cpu: float | None = None
 
     def install(self) -> None:
         real_decide, real_post = offline_server.decide_reply, offline_server._ChatHandler.do_POST
@@ -87,25 +100,58 @@ class Recording:
             return reply
 
         def post(handler):
+            # the span opens at the first chat request: the start-up (imports, the tokenizer's calibration) is left out
+            first = recording.first_start is None and handler.path.split("?")[0].endswith("/chat/completions")
+            if first:
+                recording.first_cpu = process_cpu(recording.pid)
             started = time.perf_counter()
             try:
                 real_post(handler)
             finally:
                 with recording.lock:
-                    recording.last_end = time.perf_counter()
-                    recording.server_seconds += recording.last_end - started
-                    if recording.first_start is None:
+                    if first:
                         recording.first_start = started
+                    if recording.first_start is not None:
+                        recording.last_end = time.perf_counter()
+                        recording.server_seconds += recording.last_end - started
+                recording.last_cpu = process_cpu(recording.pid)
 
         offline_server.decide_reply = decide
         offline_server._ChatHandler.do_POST = post
         self.restore = lambda: (setattr(offline_server, "decide_reply", real_decide), setattr(offline_server._ChatHandler, "do_POST", real_post))
 
 
+def process_cpu(pid: int | None) -> float | None:
+    """Seconds of CPU the process itself has used, all its threads, not its children (Linux's /proc; None
+    elsewhere): what xun did, whatever else the machine runs at the time."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
+
+
 def ledger_chars(messages: list[dict]) -> int | None:
     system = "\n".join(message_text(m) for m in messages if m.get("role") == "system")
     at = system.lower().find("ledger")
     return None if at < 0 else len(system) - at
+
+
+def tool_seconds(stdout: str) -> float:
+    """The tools' time by xun's own `tool_call_finished` events: per round (the calls between two replies
+    run in parallel) the longest call."""
+    total = longest = 0.0
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("type") == "tool_call_finished":
+            longest = max(longest, float(event.get("duration") or 0.0))
+        elif event.get("type") == "assistant_message":
+            total, longest = total + longest, 0.0
+    return total + longest
 
 
 def run_case(name: str, prompt: str, steps: int, useless: bool, timeout: float, settings: tuple[str, ...] = ()) -> dict:
@@ -126,12 +172,16 @@ def run_case(name: str, prompt: str, steps: int, useless: bool, timeout: float, 
                        "--set", f"model.context_window={WINDOW}", "--set", f"auto_compact.token_threshold={THRESHOLD}",
                        *(arg for setting in settings for arg in ("--set", setting)), prompt.format(n=steps)]
             started = time.perf_counter()
+            process = subprocess.Popen(command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+            recording.pid = process.pid
             try:
-                done = subprocess.run(command, cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
-                returncode, stdout, stderr = done.returncode, done.stdout, done.stderr
-            except subprocess.TimeoutExpired as exc:
-                returncode, stdout, stderr = "timeout", exc.stdout or "", exc.stderr or ""
-                stdout, stderr = (s.decode(errors="replace") if isinstance(s, bytes) else s for s in (stdout, stderr))
+                stdout, stderr = process.communicate(timeout=timeout)
+                returncode = process.returncode
+            except subprocess.TimeoutExpired:
+                process.kill()
+                stdout, stderr = process.communicate()
+                returncode = "timeout"
             wall = time.perf_counter() - started
             task = read_task(prompt.format(n=steps))
             if task.kind == "append":
@@ -140,7 +190,10 @@ def run_case(name: str, prompt: str, steps: int, useless: bool, timeout: float, 
             else:
                 written = Counter(int(p.stem[4:]) for p in work.glob("step*.txt"))
         issued = Counter(recording.issued)
-        rounds = len(server.prompt_sizes)
+        model_calls = len(server.prompt_sizes)
+        rounds = stdout.count('{"type":"assistant_message"')  # the turn's model calls: N + 1 when it completes
+        span = (recording.last_end - recording.first_start) if recording.first_start is not None else 0.0
+        tools = tool_seconds(stdout)
         record.update(
             exit=returncode,
             completed=returncode == 0 and f"All {steps} steps are done" in stdout,
@@ -151,12 +204,18 @@ def run_case(name: str, prompt: str, steps: int, useless: bool, timeout: float, 
             over_window=sum(1 for size in server.prompt_sizes if size > WINDOW),
             peak_request_tokens=max(server.prompt_sizes, default=0),
             window=WINDOW,
-            model_calls=rounds,
+            model_calls=model_calls,
             summaries=recording.summaries,
             ledger_chars=ledger_chars(recording.last_messages),
             wall_s=round(wall, 2),
+            span_s=round(span, 2),
             server_s=round(recording.server_seconds, 2),
-            xun_ms_per_round=round(((recording.last_end - recording.first_start) - recording.server_seconds) / rounds * 1000, 2) if rounds else None,
+            tool_s=round(tools, 2),
+            rounds=rounds,
+            xun_ms_per_round=round((span - recording.server_seconds - tools) / rounds * 1000, 2) if rounds else None,
+            xun_with_tools_ms_per_round=round((span - recording.server_seconds) / rounds * 1000, 2) if rounds else None,
+            xun_cpu_ms_per_round=round((recording.last_cpu - recording.first_cpu) / rounds * 1000, 2)
+            if rounds and recording.first_cpu is not None and recording.last_cpu is not None else None,
         )
         if steps >= 2000:
             record["round_target_ms"] = ROUND_TARGET_MS

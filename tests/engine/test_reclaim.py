@@ -123,3 +123,30 @@ def test_restore_after_summary_explains_why_not():
 def test_negative_keep_is_refused():
     with pytest.raises(ValueError):
         Conversation().compact_toolcall(keep_max=-1)
+
+
+def test_a_summary_decodes_only_the_originals_of_the_messages_it_offloads(tmp_path, monkeypatch):
+    """The archive keeps every reclaimed original of the session; decoding them all for each summary's
+    offload made every summary cost more the longer the session ran (issue 23's long turns). The offload
+    log still gets the originals of what leaves."""
+    from xun.context import reclaimed
+
+    c = Conversation(offload_dir=tmp_path)
+    c.set_system_message_content("You are a careful assistant.")
+    for turn in range(6):
+        c.add_user_message(f"turn {turn}: read the files")
+        for i in range(turn * 10, turn * 10 + 10):
+            tool_round(c, i, size=800)
+        c.add_agent_message({"role": "assistant", "content": f"done with turn {turn}"})
+        c.compact_toolcall(keep_max=0)
+        if turn < 5:
+            assert c.compact(lambda messages: "## Summary\n- earlier turns", keep_recent=2).status.name == "COMPACTED"
+    assert len(c.compacted_toolcalls) == 60
+    decoded: list[str] = []
+    real = reclaimed._entry_original
+    monkeypatch.setattr(reclaimed, "_entry_original", lambda entry: decoded.append(entry) or real(entry))
+    result = c.compact(lambda messages: "## Summary\n- all turns", keep_recent=2)
+    assert result.status.name == "COMPACTED"
+    assert 0 < len(decoded) <= 10, f"{len(decoded)} originals decoded for 10 leaving results"
+    log = (tmp_path / f"{c.conversation_id}.md").read_text()
+    assert log.count("reclaimed earlier") == 60 and "contents of file 59" in log

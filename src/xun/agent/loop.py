@@ -19,6 +19,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from xun.agent.call_limits import gather_limited, raise_if_cancel_pending, valid_usage, within_deadline
@@ -50,7 +51,7 @@ from xun.base.events import (
     Usage,
     Warning,
 )
-from xun.agent.sdk_request import untransformed
+from xun.agent.sdk_request import open_chunk_stream, untransformed
 from xun.agent.tools import ConfirmCallback, Toolbox, ToolContext, ToolOutcome, default_toolbox
 from xun.agent.window import (
     ASSUMED,
@@ -380,8 +381,7 @@ class Agent:
 
     def _schema_chars(self) -> int:
         """Characters of the tool schemas a request carries (part of every reported prompt)."""
-        schemas = self.toolbox.schemas()
-        return len(json.dumps(schemas, ensure_ascii=False)) if schemas else 0
+        return self.toolbox.schema_chars()
 
     async def aclose(self) -> None:
         """Close the HTTP client (front ends call this when they stop; a helper shares its parent's)."""
@@ -927,21 +927,22 @@ class Agent:
 
     async def _stream_once(self) -> _Reply:
         reply = self._partial = _Reply(reasoning_field=self.config.model.reasoning_field)
-        stream = await self.client().chat.completions.create(**untransformed(self._request(stream=True)))
         chunks = 0
-        try:
+        async with open_chunk_stream(self.client(), self._request(stream=True)) as stream:
             async for chunk in stream:
                 chunks += 1
-                if getattr(chunk, "usage", None) is not None:
-                    reply.usage = chunk.usage
-                if (timings := (getattr(chunk, "model_extra", None) or {}).get("timings")) is not None:
+                if not isinstance(chunk, dict):
+                    continue
+                if isinstance(usage := chunk.get("usage"), dict):
+                    reply.usage = SimpleNamespace(**usage)
+                if (timings := chunk.get("timings")) is not None:
                     reply.timings = timings
-                for choice in chunk.choices or ():
-                    await self._take_delta(reply, choice.delta)
-                    if choice.finish_reason:
-                        reply.finish_reason = choice.finish_reason
-        finally:
-            await stream.close()
+                for choice in chunk.get("choices") or ():
+                    if not isinstance(choice, dict):
+                        continue
+                    await self._take_delta(reply, choice.get("delta"))
+                    if choice.get("finish_reason"):
+                        reply.finish_reason = choice["finish_reason"]
         self.last_finish_reason = reply.finish_reason
         if chunks == 0:
             raise EmptyStreamError("the server sent an empty reply (HTTP 200 and no data)")
@@ -953,11 +954,11 @@ class Agent:
         return reply
 
     async def _take_delta(self, reply: _Reply, delta: Any) -> None:
-        if delta is None:
+        """One chunk's delta, as the server's plain JSON (`open_chunk_stream`): text, reasoning, tool-call parts."""
+        if not isinstance(delta, dict):
             return
-        extra = getattr(delta, "model_extra", None) or {}
         for name in ("reasoning_content", "reasoning"):
-            value = extra.get(name, getattr(delta, name, None) if name in type(delta).model_fields else None)
+            value = delta.get(name)
             if isinstance(value, str) and value:
                 if self.config.model.reasoning_field is None:
                     self.config.model.reasoning_field = name  # detected once, remembered for the session
@@ -965,19 +966,23 @@ class Agent:
                 reply.reasoning += value
                 await self.emit(ReasoningDelta(text=value))
                 break
-        if delta.content:
-            reply.content += delta.content
-            await self.emit(TextDelta(text=delta.content))
-        for part in delta.tool_calls or ():
-            call = reply.calls.setdefault(part.index, _PendingCall())
-            if part.id:
-                call.id = part.id
-            function = part.function
-            if function is not None:
-                if function.name:
-                    call.name += function.name
-                if function.arguments:
-                    call.arguments += function.arguments
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            reply.content += content
+            await self.emit(TextDelta(text=content))
+        for part in delta.get("tool_calls") or ():
+            if not isinstance(part, dict):
+                continue
+            index = part.get("index")
+            call = reply.calls.setdefault(index if isinstance(index, int) else 0, _PendingCall())
+            if isinstance(ident := part.get("id"), str) and ident:
+                call.id = ident
+            function = part.get("function")
+            if isinstance(function, dict):
+                if isinstance(name := function.get("name"), str):
+                    call.name += name
+                if isinstance(arguments := function.get("arguments"), str):
+                    call.arguments += arguments
 
     async def _run_tools(self, calls: list[_PendingCall]) -> None:
         """Run the calls of one reply concurrently; store the results in call order."""

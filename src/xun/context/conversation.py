@@ -54,7 +54,7 @@ from xun.context.ledger import TurnLedger, condensed_calls
 from xun.context.message_list import MessageList
 from xun.context.prompt_cache import PromptCacheRecord
 from xun.base.errors import SessionFormatError
-from xun.context.offload import append_offload, utc_now_iso
+from xun.context.offload import append_offload, archive_ids, utc_now_iso
 from xun.context.reclaimed import (
     ARGUMENTS,
     ARGUMENTS_PREVIEW,
@@ -959,7 +959,10 @@ class Conversation:
             self.kept_originals.append({"time": time.time(), "reason": "no offload log configured", "messages": leaving})
         else:
             target = self.offload_dir / f"{self.conversation_id}.md"
-            reclaimed = self._reclaimed.originals() if self._reclaimed else {}
+            # the originals of the leaving messages only: the archive keeps every one of the session's, and
+            # decoding them all made each summary cost more the longer the session
+            reclaimed = {key: original for key in archive_ids(leaving)
+                         if (original := self._reclaimed.original(key)) is not None} if self._reclaimed else {}
             when = utc_now_iso()
             try:
                 offload_path = str(append_offload(target, leaving, conversation_id=self.conversation_id, reclaimed=reclaimed, when=when))

@@ -14,7 +14,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,6 +53,19 @@ def _entry(speaker: str, text: str, detail: str = "") -> str:
     lines = text.split("\n")
     first = f"{head} {lines[0]}" if lines[0] else head
     return "\n".join([first, *(INDENT + line for line in lines[1:])])
+
+
+def archive_ids(messages: Iterable[Message]) -> Iterator[str]:
+    """The archive ids `transcript_entries` looks up for `messages`: each tool result's call id, and each
+    call's `arguments_id`."""
+    for message in messages:
+        if isinstance(message, (SystemPrompt, UserMessage)):
+            continue
+        raw = message.raw
+        if raw.get("role") == "tool":
+            yield str(raw.get("tool_call_id", ""))
+        else:
+            yield from (arguments_id(str(call.get("id", ""))) for call in raw.get("tool_calls") or ())
 
 
 def transcript_entries(messages: Iterable[Message], reclaimed: Mapping[str, str] | None = None) -> list[OffloadEntry]:

@@ -415,6 +415,8 @@ class Toolbox:
 
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._schema_chars: int | None = None
+        """`schema_chars()` as last measured; None after a tool was added or removed."""
         self._session_allowed: set[str] = set()
         self._confirm_lock: asyncio.Lock | None = None
         for item in tools:
@@ -428,6 +430,7 @@ class Toolbox:
         if new.name in self._tools and not replace:
             raise ValueError(f"a tool named {new.name!r} is already registered")
         self._tools[new.name] = new
+        self._schema_chars = None
         return new
 
     def unregister(self, name: str) -> Tool:
@@ -436,6 +439,7 @@ class Toolbox:
             removed = self._tools.pop(name)
         except KeyError:
             raise KeyError(f"no tool named {name!r}") from None
+        self._schema_chars = None
         self._session_allowed.discard(name)
         return removed
 
@@ -448,6 +452,14 @@ class Toolbox:
     def schemas(self) -> list[dict[str, Any]]:
         """The `tools` parameter of a chat completion request."""
         return [t.schema() for t in self._tools.values()]
+
+    def schema_chars(self) -> int:
+        """Characters of `schemas()` as JSON (part of every request's size), measured once per set of tools:
+        the estimate asks for it before every model call."""
+        if self._schema_chars is None:
+            schemas = self.schemas()
+            self._schema_chars = len(json.dumps(schemas, ensure_ascii=False)) if schemas else 0
+        return self._schema_chars
 
     def definition_chars(self) -> dict[str, int]:
         """Characters of the tool definitions every request carries, by source ("" for the built-ins)."""
