@@ -206,6 +206,13 @@ async def test_escape_at_a_confirmation_denies_and_stops_the_turn(offline_server
         answered = {msg["tool_call_id"] for msg in sent if msg["role"] == "tool"}
         assert calls and set(calls) <= answered, "every call in the context has its result"
 
+        # the call stopped at its dialog is recorded as not run: asked again, the model goes on from it
+        await submit(pilot, "append the numbers 1 to 60 to steps.txt")
+        await wait_until(pilot, lambda: len(of_type(seen, m.ConfirmationAsked)) == 5
+                         and isinstance(app.screen, ConfirmScreen), what="the next confirmation")
+        assert "echo 3 " in app.screen.request.title, "the stopped step was taken for done (a newcomer's trial)"
+        await finish(pilot, lambda: pilot.press("escape"))
+
 
 async def test_the_keys_scroll_a_long_diff_from_the_dialog_as_it_opens(offline_server, session_factory, tmp_path: Path):
     """A newcomer's trial: PageDown and End did nothing until Tab reached the diff (600 lines to approve,

@@ -10,7 +10,7 @@ Like an LLM, the planner remembers nothing between requests: it reads the steps 
 in the request but the prompt itself (tool-call arguments, tool results, and summary or ledger text in
 system messages, including the "Steps done" lines the offline summary writes and the runs of xun's turn
 ledger, "first … last", read as every step between; a call whose result is an
-"[Error]" does not count), issues the lowest step not seen, and answers in text once all N are seen. So a record lost to compaction shows up as a repeated step.
+"[Error]", or a call the user stopped before it ran, does not count), issues the lowest step not seen, and answers in text once all N are seen. So a record lost to compaction shows up as a repeated step.
 """
 
 from __future__ import annotations
@@ -60,9 +60,14 @@ def read_task(text: str) -> Task | None:
     return None
 
 
+def _not_done(result: str) -> bool:
+    """An error, or a call the user stopped before it ran ("[Cancelled] … it did not run.")."""
+    return result.startswith("[Error]") or (result.startswith("[Cancelled]") and "did not run" in result)
+
+
 def _failed_calls(messages: list[dict[str, Any]]) -> set[str]:
-    """Ids of the calls whose result in the request is an error (such a step is not done)."""
-    return {str(m.get("tool_call_id")) for m in messages if m.get("role") == "tool" and message_text(m).startswith("[Error]")}
+    """Ids of the calls whose result in the request says the step is not done."""
+    return {str(m.get("tool_call_id")) for m in messages if m.get("role") == "tool" and _not_done(message_text(m))}
 
 
 def _message_texts(message: dict[str, Any], failed: set[str] = frozenset()) -> Iterable[str]:
