@@ -343,7 +343,7 @@ class AppActions:
             self.post_message(m.AgentWorkDone("restore"))
 
     def on_open_inspector(self, message: m.OpenInspector) -> None:
-        from xun.tui.screens.inspector import InspectorScreen
+        from xun.tui.screens.inspector import InspectorScreen, recall_query
 
         call_id = message.tool_call_id
         archive = self.conversation.compacted_toolcalls
@@ -357,6 +357,8 @@ class AppActions:
         def closed(result: str | None) -> None:
             if result == "restore":
                 self.post_message(m.RestoreRequested(call_id))
+            elif result == "recall":
+                self.action_recall(recall_query(record))
 
         self.push_screen(InspectorScreen(
             record, original, workdir=self.workdir,
