@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from textual.messages import ExitApp
 
 from xun.context.messages import UserMessage
@@ -157,3 +158,25 @@ async def test_a_manual_summary_that_leaves_the_context_over_the_threshold_says_
         said = [b.text for b in app.chat.query(NoticeBlock) if "still over the threshold" in b.text]
         assert len(said) == 1, [b.text for b in app.chat.query(NoticeBlock)]
         assert "F6 reclaims" in said[0] and "/compact FOCUS" in said[0] and "2 messages it kept" in said[0]
+
+
+@pytest.mark.parametrize("quit_by", ["ctrl+q", "/quit", "ctrl+c twice"])
+def test_a_clean_quit_leaves_no_lock_file(terminal, quit_by):
+    """A newcomer found a `.lock` per session left in .xun/sessions after every clean quit."""
+    term = terminal(size=(80, 24))
+    term.wait_for(ready, what="the app")
+    term.type("hello")
+    term.keys("Enter")
+    sessions = term.workdir / ".xun" / "sessions"
+    term.wait_for(lambda s: list(sessions.glob("*.json")) and "ready" in s.splitlines()[0], what="the turn saved")
+    assert list(sessions.glob("*.lock")), "held while the app runs"
+    if quit_by == "/quit":
+        term.type("/quit")
+        term.keys("Enter")
+    elif quit_by == "ctrl+q":
+        term.keys("C-q")
+    else:
+        term.keys("C-c")
+        term.keys("C-c")
+    assert term.wait_exit() == 0, term.screen()
+    assert not list(sessions.glob("*.lock")), sorted(p.name for p in sessions.iterdir())
