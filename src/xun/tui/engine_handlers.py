@@ -324,6 +324,9 @@ class EngineHandlers:
             if decision is Decision.ALLOW_SESSION:  # later calls run unasked: the chat says since when
                 self.call_later(self.chat.add_notice, "warning", f"{message.request.tool} is allowed without "
                                 "asking for the rest of this session (restart xun to be asked again)")
+            if screen.aside_text and not self.quitting:  # kept out of the prompt, not lost
+                self.call_later(self.chat.add_notice, "info", "typed while the confirmation was open, kept out of "
+                                f"the prompt: {screen.aside_text}")
 
         self._open_asks.append(screen)
         answer.add_done_callback(lambda _f: self._close_ask(screen))
@@ -342,9 +345,6 @@ class EngineHandlers:
         return (f"The context passed the threshold; with old tool results reclaimed it is at {figures}, still above "
                 f"the {tokens(int(threshold * ESCALATION_RATIO))} ({ESCALATION_RATIO:.0%} of the threshold) "
                 "that automatic compaction brings it under.")
-
-    def on_typed_aside(self, message: m.TypedAside) -> None:
-        self.prompt.insert(message.text)
 
     def on_consent_asked(self, message: m.ConsentAsked) -> None:
         from xun.tui.screens.consent import ConsentScreen

@@ -6,8 +6,9 @@ Keys typed ahead must not answer: until the dialog has been shown for `CONFIRM_G
 has come for as long, the answer keys do nothing and the buttons are disabled (the preview can already
 be scrolled). Every key that arrives meanwhile restarts the wait, and so does a typed character that is
 not an answer once the dialog is ready: someone typing a sentence (meant for the prompt) is not answering,
-and the "n" or "s" in its next word must not decide. What is typed while the dialog waits goes on into the
-prompt behind it (`TypedAside`), so the sentence is not lost either."""
+and the "n" or "s" in its next word must not decide. What is typed while the dialog waits is kept out of
+the prompt behind it (a newcomer found stray letters there, to be sent with the next prompt): the dialog
+keeps it (`typed_aside`), and the chat shows it once the dialog closes, so a sentence is not lost either."""
 
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ from textual.widgets import Button, Label, Static
 
 from xun.agent.tools import CONFIRM_GUARD_SECONDS, CONFIRM_KEYS, ConfirmationRequest, Decision
 from xun.base.valid_text import escape_control
-from xun.tui import messages as m
 from xun.tui.format import literal
 from xun.tui.screens.modal import Modal
 
@@ -80,6 +80,8 @@ class ConfirmScreen(Modal[Decision]):
         self.armed = False
         """False until the guard has passed: answers are ignored."""
         self._quiet_since = time.monotonic()
+        self.typed_aside: list[str] = []
+        """What was typed while the dialog took no answers: never an answer, never sent to the prompt."""
 
     def compose(self) -> ComposeResult:
         request = self.request
@@ -109,7 +111,13 @@ class ConfirmScreen(Modal[Decision]):
             if typed:
                 event.stop()
                 event.prevent_default()
-                self.post_message(m.TypedAside(event.character))
+                self.typed_aside.append(event.character)
+
+    @property
+    def aside_text(self) -> str:
+        """What was typed aside, when it is more than answer keys (a sentence worth showing back)."""
+        text = "".join(self.typed_aside)
+        return text if text.strip(" " + "".join(CONFIRM_KEYS)) else ""
 
     def _arm_when_quiet(self) -> None:
         if not self.armed and time.monotonic() - self._quiet_since >= CONFIRM_GUARD_SECONDS:
