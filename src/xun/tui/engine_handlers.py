@@ -33,6 +33,7 @@ class EngineHandlers:
         text = message.stream.take(message.upto)
         if not text:
             return
+        await self.chat.hide_waiting()
         block = await self.chat.current_reply()
         await block.write(text)
         self.gauge.streamed(len(text))
@@ -42,6 +43,7 @@ class EngineHandlers:
         text = message.stream.take(message.upto)
         if not text:
             return
+        await self.chat.hide_waiting()
         block = await self.chat.current_reply()
         await block.write_reasoning(text)
         self.gauge.streamed(len(text))
@@ -52,12 +54,14 @@ class EngineHandlers:
         self.gauge.reset_stream()
 
     async def on_reply_retrying(self, message: m.ReplyRetrying) -> None:
+        await self.chat.hide_waiting()
         await self.chat.discard_reply()
         self.gauge.reset_stream()
         await self.chat.add_notice(
             "retry", f"retrying ({message.attempt}/{message.attempts - 1}) in {message.delay:g} s: {message.reason}")
 
     async def on_tool_call_began(self, message: m.ToolCallBegan) -> None:
+        await self.chat.hide_waiting()
         self.chat.reply = None
         await self.chat.add_tool(message.id, message.name, message.arguments)
         self.header.status = f"running {message.name}…"
@@ -110,6 +114,7 @@ class EngineHandlers:
                                window=usage.context_window, window_source=usage.window_source)
         if message.after_model_call:
             self.gauge.add_point(usage.total_tokens if usage.total_tokens is not None else usage.estimated_tokens)
+        self._refresh_chat_footer()
         self._warn_if_nearly_full()
 
     async def on_notice(self, message: m.Notice) -> None:
@@ -226,6 +231,7 @@ class EngineHandlers:
                     "(in place of the unanswered one), or /retry")
 
     async def on_agent_work_done(self, message: m.AgentWorkDone) -> None:
+        await self.chat.hide_waiting()
         if self.chat.reply is not None:
             await self.chat.end_reply(self.chat.reply.text, "")
         for screen in list(self._open_asks):
@@ -261,11 +267,18 @@ class EngineHandlers:
             window=window.tokens,
             window_source=window.source if window.known else None,
         )
+        self._refresh_chat_footer(count, summaries)
+        self._warn_if_nearly_full()
+
+    def _refresh_chat_footer(self, count: int | None = None, summaries: int | None = None) -> None:
+        """The gauge in short under the chat (for when the side panel is hidden): kept current through a
+        turn, not only after it (it said "0 messages" while the first turn ran)."""
+        count = len(self.conversation.messages) if count is None else count
+        summaries = self._summaries_in_context() if summaries is None else summaries
         gauge = self.gauge
         self.chat.border_subtitle = f"{count:,} message{'s' if count != 1 else ''} in the context" + (
             f" · {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else "") + (
             f" · {percent(gauge.now, gauge.threshold)}% of the threshold")
-        self._warn_if_nearly_full()
 
     def _summaries_in_context(self) -> int:
         """Summaries the model still sees: none after /clear (the log and the offloads stay as history)."""
