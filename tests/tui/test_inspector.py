@@ -65,7 +65,7 @@ async def test_typing_filters_the_list(offline_server, session_factory, tmp_path
         await pilot.press("c", "o", "d", "e")
         assert app.recoverable.filter_text == "code"
         assert len(app.recoverable.shown) == 1
-        assert app.recoverable.border_subtitle.startswith("1 of 2 items")
+        assert app.recoverable.border_subtitle.startswith("1 of 2 shown · 2 items")
         await pilot.press("backspace", "backspace", "backspace", "backspace", "x", "y", "z")
         assert app.recoverable.shown == []
         await pilot.press("escape")
@@ -158,6 +158,9 @@ async def test_a_result_summarised_away_can_be_read_but_not_restored(offline_ser
         assert app.conversation.summarizations
         screen = await open_row(pilot, app, "read_file", "data")
         call_id = screen.record.tool_call_id
+        footer = app.recoverable.border_subtitle
+        assert footer.startswith(f"1 of {len(app.recoverable.records)} shown · "), footer  # it said "1 of 0 items"
+        assert "summarised (read only)" in footer, footer
         assert not screen.restorable
         assert not screen.query("#restore"), "no Restore that cannot work (issue 25, a newcomer's trial)"
         assert "f find in history" in screen.query_one("#inspector-box").border_subtitle

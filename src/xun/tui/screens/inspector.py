@@ -150,7 +150,7 @@ class InspectorScreen(Modal[str | None]):
         record = self.record
         size = f"{len(self.original):,} chars (~{tokens(len(self.original) * TOKENS_PER_CHAR)} tokens)"
         kind = self.language or "text"
-        gone = "" if self.restorable else " · summarised since: read only, f finds it in the history"
+        gone = "" if self.restorable else " · summarised since (read only) · f finds it in the history"
         if record.kind == ARGUMENTS:  # the original is the arguments themselves: no need to repeat their start
             return f"the arguments of this call · {size} · {kind} · reclaimed {self.when}{gone}"
         return f"{one_line(record.arguments, 90)} · {size} · {kind} · reclaimed {self.when}{gone}"
