@@ -10,6 +10,7 @@ import pytest
 from xun.tui import messages as m
 from xun.tui.app import XunApp
 from xun.tui.screens.inspector import InspectorScreen
+from xun.tui.widgets.key_bar import KeyBar
 
 from .helpers import finish, submit, wait_until, words_cut
 from .test_inspector import prepare, reclaimed_app
@@ -44,3 +45,44 @@ async def test_a_modal_s_sentences_wrap_whole(offline_server, session_factory, t
             await pilot.press(key)
             await pilot.pause(0.1)
             assert words_cut(app.screen) == [], f"the inspector after {key} at {size}"
+
+
+def key_bar_text(app: XunApp) -> tuple[list[str], bool]:
+    """The keys on the bar ("f1 Help", …) and whether each is whole inside it."""
+    from textual.widgets._footer import FooterKey
+
+    bar = app.query_one(KeyBar)
+    keys = [key for key in bar.query(FooterKey) if key.display]
+    whole = all(bar.region.x <= key.region.x and key.region.right <= bar.region.right for key in keys)
+    return [f"{key.key_display} {key.description}" for key in keys], whole
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_key_bar_shows_whole_keys_the_most_needed_first(offline_server_factory, session_factory, size):
+    """At 60x20 it ended in "f8 Resul" and Ctrl+Q was off the screen."""
+    server = offline_server_factory(faults="slow:0.5@1")
+    app = XunApp(session_factory(server))
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        shown, whole = key_bar_text(app)
+        assert whole, shown
+        assert shown[0] == "f1 Help" and shown[-1] == "^q Quit", shown
+        if size[0] >= 80:
+            assert len(shown) == 8, "every key fits from 80 columns"
+        await submit(pilot, "hello")  # a turn adds Esc Cancel
+        await wait_until(pilot, lambda: "esc Cancel" in key_bar_text(app)[0], what="the cancel key")
+        shown, whole = key_bar_text(app)
+        assert whole and shown[0] == "f1 Help" and shown[-1] == "^q Quit", shown
+
+
+async def test_the_key_bar_follows_a_resize(offline_server, session_factory):
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert len(key_bar_text(app)[0]) == 8
+        await pilot.resize_terminal(60, 20)
+        await wait_until(pilot, lambda: len(key_bar_text(app)[0]) < 8, what="keys left out")
+        shown, whole = key_bar_text(app)
+        assert whole and "^q Quit" in shown, shown
+        await pilot.resize_terminal(120, 40)
+        await wait_until(pilot, lambda: len(key_bar_text(app)[0]) == 8, what="every key back")
