@@ -30,6 +30,7 @@ from xun.agent.tools import CONFIRM_KEYS, Decision, ToolContext, default_toolbox
 from xun.agent.tools.builtin import MAX_REVIEW_LINES, _command_confirmation
 from xun.tui.app import XunApp
 from xun.tui.screens.confirm import ConfirmScreen
+from xun.tui.widgets.notice_block import NoticeBlock
 
 
 async def wait_until(pilot, predicate, timeout: float = 20.0, what: str = "") -> None:
@@ -74,6 +75,7 @@ async def test_keys_typed_as_the_dialog_opens_do_not_answer_it(offline_server, s
         await wait_until(pilot, lambda: screen.armed, what="the dialog to take answers after the keys stop")
         assert app.screen is screen and not (tmp_path / "pwned").exists()
         await finish(pilot, lambda: pilot.press("enter"))  # Enter on the focused button: the default, deny
+        assert app.prompt.text == "", "keys typed at the dialog never reach the prompt behind it (a newcomer's trial)"
     assert not (tmp_path / "pwned").exists()
 
 
@@ -94,7 +96,9 @@ async def test_a_sentence_typed_once_the_dialog_is_ready_does_not_answer_it(offl
         assert screen.query_one("#confirm-box").border_subtitle == ConfirmScreen.WAITING
         await wait_until(pilot, lambda: screen.armed, what="the dialog to take answers again")
         await finish(pilot, lambda: pilot.press("y"))
-        assert app.prompt.text == "turn 8: read notes and s", "what was typed went on into the prompt"
+        assert app.prompt.text == "", "what was typed is kept out of the prompt behind the dialog"
+        notices = [block.text for block in app.chat.query(NoticeBlock)]
+        assert any(text.endswith("kept out of the prompt: turn 8: read notes and s") for text in notices), notices
     assert (tmp_path / "pwned").exists(), "a lone y after the pause allowed it once"
 
 

@@ -69,7 +69,8 @@ async def test_a_switch_takes_the_lock_releases_the_old_one_and_ends_session_per
             other = await asyncio.to_thread(_xun_run, tmp_path, "--resume", "target-session", "--", "x")
             assert other.returncode == 1, other.stdout + other.stderr
             assert f"session target-session is open in another xun process (pid {os.getpid()}" in other.stderr
-            # the session left is free again
+            # the session left is free again, and its lock file is gone (a newcomer found them piling up)
+            assert not (store.root / f"{left}.lock").exists()
             freed = await asyncio.to_thread(_xun_run, tmp_path, "--resume", left, "--", "y")
             assert freed.returncode == 0, freed.stderr
             await turn(pilot, "after the switch")
@@ -80,6 +81,7 @@ async def test_a_switch_takes_the_lock_releases_the_old_one_and_ends_session_per
             await wait_until(pilot, lambda: app.return_code is not None)
     finally:
         session.close()
+    assert not list(store.root.glob("*.lock")), "a clean exit leaves no lock file"
     assert _user_prompts(store.path_for(left)) == ["hello", "y"], "the other process's turn was lost"
     # the app's turn is in the file (before /clear saved the fresh start) and no foreign turn was overwritten
     assert "x" not in _user_prompts(store.path_for("target-session"))

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from xun.context.conversation import Conversation
 from xun.base.errors import SessionLocked
-from xun.context.sessions import SessionStore
+from xun.context import sessions
+from xun.context.sessions import SessionLock, SessionStore
 
 SCRUBBED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME", "XUN_OFFLINE_FAULTS")
 
@@ -94,3 +95,39 @@ def test_a_store_that_does_not_hold_the_lock_cannot_save_over_the_holder(tmp_pat
     holder.unlock()
     other.save(intruder)  # free again
     assert _user_prompts(holder.path_for(conversation.conversation_id)) == ["theirs"]
+
+
+def test_a_released_lock_leaves_no_file_and_a_taker_never_holds_a_removed_one(tmp_path, monkeypatch):
+    """A clean exit removes its lock file (they piled up in .xun/sessions). The holder removes it before it
+    lets go; a taker that opened the file just before that must not hold the removed file while a third
+    process locks a new one at the path: it takes the file that is there."""
+    store = SessionStore(tmp_path)
+    store.lock("s1")
+    path = store.root / "s1.lock"
+    assert path.exists()
+    store.unlock()
+    assert not path.exists()
+
+    holder = SessionLock(path, "s1")
+    real_open = os.open
+
+    def open_then_the_holder_lets_go(*args, **kwargs):
+        fd = real_open(*args, **kwargs)
+        if holder.fd is not None:  # between the taker's open and its flock
+            holder.release()
+        return fd
+
+    monkeypatch.setattr(sessions.os, "open", open_then_the_holder_lets_go)
+    taker = SessionLock(path, "s1")
+    monkeypatch.undo()
+    try:
+        assert path.exists() and f"pid {os.getpid()}" in path.read_text()
+        try:
+            SessionLock(path, "s1")
+        except SessionLocked:
+            pass
+        else:
+            raise AssertionError("two holders: the taker held the removed file and a third took the new one")
+    finally:
+        taker.release()
+    assert not path.exists()

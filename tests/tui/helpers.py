@@ -78,3 +78,30 @@ async def turn(pilot: Pilot[Any], text: str, timeout: float = TIMEOUT) -> None:
 
 def of_type(messages: list[Any], kind: type) -> list[Any]:
     return [message for message in messages if isinstance(message, kind)]
+
+
+def words_cut(screen: Any) -> list[str]:
+    """The texts on `screen` (its labels and statics) that are not shown whole: a word missing from what the
+    widget draws in its own box, or the box reaching past the edge of the widget that holds it."""
+    from rich.text import Text
+    from textual.content import Content
+    from textual.geometry import Region
+    from textual.widgets import Static
+
+    cut: list[str] = []
+    for widget in screen.walk_children(Static):
+        if not widget.display or not widget.is_attached or widget.children or not widget.region:
+            continue
+        content = widget.content
+        if not isinstance(content, (Content, Text, str)):
+            continue  # a Rich renderable (a table) lays itself out
+        text = content if isinstance(content, str) else content.plain
+        if not text.strip():
+            continue
+        width, height = widget.size
+        drawn = " ".join(strip.text for strip in widget.render_lines(Region(0, 0, width, height)))
+        holder = widget.parent
+        edge = holder.content_region.right if holder is not None else screen.region.right
+        if "".join(drawn.split()) != "".join(text.split()) or widget.region.right > edge:  # a long word may fold
+            cut.append(text)
+    return cut

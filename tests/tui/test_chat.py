@@ -75,6 +75,36 @@ async def test_a_long_streamed_reply_arrives_whole(offline_server_factory, sessi
         assert texts and texts[-1].stream.written == len(texts[-1].stream.chunks) >= 600
 
 
+def shown_lines(block: AssistantBlock) -> list[str]:
+    """The reply's text as drawn, line by line, over all its widgets (sealed parts and the live Markdown)."""
+    from textual.geometry import Region
+
+    lines: list[str] = []
+    for leaf in block.walk_children():
+        if not leaf.children:
+            width, height = leaf.size
+            lines += [strip.text.strip() for strip in leaf.render_lines(Region(0, 0, width, height))]
+    return [line for line in lines if line]
+
+
+async def test_a_streamed_reply_longer_than_a_seal_wraps_as_one_paragraph(offline_server, session_factory):
+    """Issue 25.10: one huge paragraph sealed at a space was drawn as two widgets wrapped apart, so the line
+    before the cut ended short ("…two owl saw" / "one"); the finished reply wraps as a resumed one does."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await turn(pilot, "write 3100 tokens")  # just over SEAL_CHARS: the last flush seals it
+        block = app.chat.query_one(AssistantBlock)
+        content = last_assistant_content(app)
+        assert block.text == content and "\n" not in content.strip()
+        await wait_until(pilot, lambda: all(leaf.size.height for leaf in block.walk_children() if not leaf.children))
+        lines = shown_lines(block)
+        width = max(len(line) for line in lines)
+        short = [(line, after) for line, after in zip(lines, lines[1:])
+                 if len(line) + 1 + len(after.split()[0]) <= width]
+        assert not short, f"a line ends before the width ({width}) although the next word fits: {short[:3]}"
+        assert " ".join(lines).split() == content.split()
+
+
 async def test_reasoning_is_dimmed_and_folds_when_the_reply_is_in(offline_server_factory, session_factory):
     server = offline_server_factory(reasoning="reasoning_content")
     app = XunApp(session_factory(server))

@@ -535,7 +535,7 @@ async def test_the_help_lists_the_confirmation_keys_the_dialog_takes(offline_ser
         assert words == "allow once · allow for this session · deny"
 
 
-async def test_a_sentence_typed_at_the_question_answers_nothing_and_goes_to_the_prompt(offline_server,
+async def test_a_sentence_typed_at_the_question_answers_nothing_and_is_not_lost(offline_server,
                                                                                      session_factory, tmp_path: Path):
     """Issue 25, a newcomer's trial: typed as the ask-mode question stood open, "hello there" answered it
     with the "o" of "hello" (automatic summaries off for the session) and the sentence was gone."""
@@ -554,8 +554,10 @@ async def test_a_sentence_typed_at_the_question_answers_nothing_and_goes_to_the_
         await pilot.pause(0.2)
         assert app.screen is question, "a typed sentence answered the question"
         assert app.session.config.auto_compact.mode == "ask"
-        assert app.prompt.text == "onhello there"
+        assert app.prompt.text == "", "kept out of the prompt (to be sent with the next one)"
         await wait_until(pilot, lambda: question.armed, what="the question to take answers again")
         await pilot.press("n")
         await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
         assert app.session.config.auto_compact.mode == "ask"
+        notices = [block.text for block in app.chat.query("NoticeBlock")]
+        assert any("kept out of the prompt: onhello there" in text for text in notices), notices

@@ -7,15 +7,16 @@ import stat
 from pathlib import Path
 
 from textual.content import Content
-from textual.widgets import Input, Static
+from textual.widgets import Input, Label, Static
 
 from xun.context.messages import RawOpenAIMessage
 from xun.tui.app import XunApp
 from xun.tui.format import tokens
 from xun.tui.screens.inspector import InspectorScreen, detect_language
+from xun.tui.screens.recall import RecallScreen
 from xun.tui.widgets.tool_block import ToolBlock
 
-from .helpers import finish, turn, wait_until
+from .helpers import finish, turn, wait_until, words_cut
 
 DATA = {"name": "xun", "items": [{"id": i, "label": f"item number {i}"} for i in range(30)]}
 CODE = "".join(f"def function_{i}(x):\n    return x * {i}\n\n" for i in range(20))
@@ -64,7 +65,7 @@ async def test_typing_filters_the_list(offline_server, session_factory, tmp_path
         await pilot.press("c", "o", "d", "e")
         assert app.recoverable.filter_text == "code"
         assert len(app.recoverable.shown) == 1
-        assert app.recoverable.border_subtitle.startswith("1 of 2 items")
+        assert app.recoverable.border_subtitle.startswith("1 of 2 shown · 2 items")
         await pilot.press("backspace", "backspace", "backspace", "backspace", "x", "y", "z")
         assert app.recoverable.shown == []
         await pilot.press("escape")
@@ -156,10 +157,25 @@ async def test_a_result_summarised_away_can_be_read_but_not_restored(offline_ser
         await finish(pilot, lambda: pilot.press("f5"))
         assert app.conversation.summarizations
         screen = await open_row(pilot, app, "read_file", "data")
+        call_id = screen.record.tool_call_id
+        footer = app.recoverable.border_subtitle
+        assert footer.startswith(f"1 of {len(app.recoverable.records)} shown · "), footer  # it said "1 of 0 items"
+        assert "summarised (read only)" in footer, footer
         assert not screen.restorable
-        assert screen.query_one("#restore").disabled
+        assert not screen.query("#restore"), "no Restore that cannot work (issue 25, a newcomer's trial)"
+        assert "f find in history" in screen.query_one("#inspector-box").border_subtitle
         await pilot.press("r")
         assert isinstance(app.screen, InspectorScreen)
+        status = str(screen.query_one("#inspector-status", Label).render())
+        assert "cannot restore" in status and "press f to find it" in status
+        assert words_cut(screen) == [], "the reason is shown whole"
+        await pilot.click("#find")  # what works instead: the history, searched for this call
+        await wait_until(pilot, lambda: isinstance(app.screen, RecallScreen), what="the recall screen")
+        recall = app.screen
+        assert recall.query_one("#recall-query", Input).value == "data.json"
+        await wait_until(pilot, lambda: recall.searches >= 1, what="the results")
+        assert any(hit.tool_call_id == call_id for hit in recall.hits), "the result itself is found"
+        assert any(hit.source == "offload" for hit in recall.hits), "and the summarised turn that made the call"
 
 
 def test_language_detection():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from textual.messages import ExitApp
 
 from xun.context.messages import UserMessage
@@ -231,3 +232,25 @@ def test_a_pasted_line_with_escape_codes_keeps_its_order(terminal):
     term.wait_for(ready, what="the app")
     term.paste("paste with \x1b[31mRED\x1b[0m and bell \x07 and [bold]b[/bold]")
     term.wait_for(lambda s: "paste with RED and bell  and [bold]b[/bold]" in s, what="the text in order")
+
+
+@pytest.mark.parametrize("quit_by", ["ctrl+q", "/quit", "ctrl+c twice"])
+def test_a_clean_quit_leaves_no_lock_file(terminal, quit_by):
+    """A newcomer found a `.lock` per session left in .xun/sessions after every clean quit."""
+    term = terminal(size=(80, 24))
+    term.wait_for(ready, what="the app")
+    term.type("hello")
+    term.keys("Enter")
+    sessions = term.workdir / ".xun" / "sessions"
+    term.wait_for(lambda s: list(sessions.glob("*.json")) and "ready" in s.splitlines()[0], what="the turn saved")
+    assert list(sessions.glob("*.lock")), "held while the app runs"
+    if quit_by == "/quit":
+        term.type("/quit")
+        term.keys("Enter")
+    elif quit_by == "ctrl+q":
+        term.keys("C-q")
+    else:
+        term.keys("C-c")
+        term.keys("C-c")
+    assert term.wait_exit() == 0, term.screen()
+    assert not list(sessions.glob("*.lock")), sorted(p.name for p in sessions.iterdir())

@@ -70,8 +70,34 @@ async def test_gauge_reads_like_the_spec():
         assert gauge.zone == "alarm" and gauge.border_subtitle == "over threshold · 104%"
         gauge.set_history([100, 200, 50])
         await pilot.pause()
-        assert gauge.query_one("#gauge-history").display
-        assert list(gauge.query_one("#gauge-history").data) == [100, 200, 50]
+        history = gauge.query_one("#gauge-history")
+        assert history.display
+        assert list(history.data) == [100, 200, 50]
+        # what the sparkline shows is said (a newcomer could not read it): a column a call, its range, a tooltip
+        assert history.size.width == 3, "one column a model call, not three points stretched over the pane"
+        label = gauge.query_one("#gauge-history-label")
+        assert label.display and str(label.render()) == "context at the last 3 model calls · 50–200"
+        assert "a drop is a compaction" in str(history.tooltip) and "not from zero" in str(label.tooltip)
+        assert history.size.height == 1, "a short screen: the label takes the sparkline's second row, no more"
+
+
+async def test_a_tall_screen_draws_the_history_two_rows_high():
+    gauge = ContextGauge()
+    async with Host(gauge).run_test(size=(60, 40)) as pilot:
+        gauge.set_figures(reported=1_000, estimate=1_000, threshold=10_000, window=None)
+        gauge.set_history([100, 200, 50, 300])
+        await pilot.pause()
+        assert gauge.query_one("#gauge-history").size == (4, 2)
+
+
+def test_the_history_label_fits_a_narrow_panel():
+    from xun.tui.widgets.context_gauge import history_label
+
+    points = [1_200, 1_700, 150_000]
+    assert history_label(points, 60) == "context at the last 3 model calls · 1.2k–150k"
+    assert history_label(points, 34) == "the last 3 model calls · 1.2k–150k"
+    assert history_label(points, 27) == "each model call · 1.2k–150k"
+    assert history_label(points, 10) == "1.2k–150k"
 
 
 def test_zones():

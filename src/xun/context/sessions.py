@@ -5,7 +5,9 @@ One writer per session: a process that opens a session for writing holds an advi
 `SessionLocked` naming that process (and may fork the session or open it read-only instead). A save by a
 store that does not hold the lock takes it for the length of the write, so no process can overwrite a
 session another one has open. The kernel drops the lock when its holder dies: a lock file left behind
-means nothing.
+means nothing. A holder that lets go removes the file first (so a clean exit leaves none), and a taker
+checks that the file it locked is still the one at the path (else it was removed under it and it takes
+the new one): two processes can never hold the session through two files.
 """
 
 from __future__ import annotations
@@ -66,25 +68,47 @@ class SessionLock:
 
     def __init__(self, path: Path, conversation_id: str) -> None:
         private_dirs(path.parent)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 500, 0).decode("utf-8", "replace").strip()
-            os.close(fd)
-            raise SessionLocked(conversation_id, holder) from None
-        except BaseException:
-            os.close(fd)
-            raise
+        self.path = path
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if _same_file(fd, path):
+                    break
+            except BlockingIOError:
+                holder = os.pread(fd, 500, 0).decode("utf-8", "replace").strip()
+                os.close(fd)
+                raise SessionLocked(conversation_id, holder) from None
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)  # its holder removed it as it let go, after this opened it: take the file there now
         os.ftruncate(fd, 0)
         command = " ".join(sys.argv)[:300]
         os.pwrite(fd, f"pid {os.getpid()}: {command}\n".encode("utf-8", "replace"), 0)
         self.fd: int | None = fd
 
     def release(self) -> None:
+        """Remove the lock file while still holding it (a taker that opened it meanwhile sees it is gone
+        and takes a new one), then drop the lock."""
         if self.fd is not None:
+            try:
+                if _same_file(self.fd, self.path):
+                    self.path.unlink()
+            except OSError:
+                pass  # left behind, it means nothing: the next taker locks it
             os.close(self.fd)  # closing drops the flock
             self.fd = None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether `path` (not followed if it is a link) is the file open as `fd`."""
+    try:
+        at = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (at.st_dev, at.st_ino) == (held.st_dev, held.st_ino)
 
 
 class SessionStore:

@@ -25,7 +25,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from xun.agent.opener import SessionOpener
@@ -39,6 +38,7 @@ from xun.tui.widgets.command_menu import CommandMenu
 from xun.tui.widgets.compaction_log import CompactionLog
 from xun.tui.widgets.context_gauge import ContextGauge
 from xun.tui.widgets.header import XunHeader
+from xun.tui.widgets.key_bar import KeyBar
 from xun.tui.widgets.prompt_input import PromptInput
 from xun.tui.widgets.recoverable_list import RecoverableList
 from xun.tui.widgets.summary_divider import SummaryDivider
@@ -238,7 +238,7 @@ class XunApp(
                 yield CompactionLog(clock=self.presentation.clock, shown_path=self.shown_path)
                 yield RecoverableList(clock=self.presentation.clock, cursor_blink=self.presentation.cursor_blink)
         # Ctrl+P (the palette) is in the help and the welcome text: without its corner every key fits in 80 columns
-        yield Footer(show_command_palette=False, compact=True)
+        yield KeyBar()
 
     def _welcome(self) -> WelcomeBlock:
         session = self.session

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
+import sys
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -297,11 +299,19 @@ class AppActions:
         self.notify(f"{what} has to wait: {doing} (Esc cancels it).{back}", severity="warning")
         return False
 
+    @staticmethod
+    async def _sdk_imported() -> None:
+        """The first model call imports the SDK (a second, several on a busy machine): in a thread, so the
+        loop goes on drawing (the prompt just sent, "thinking…") instead of freezing until it is in."""
+        if "openai" not in sys.modules:
+            await asyncio.to_thread(importlib.import_module, "openai")
+
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def run_turn(self, prompt: str | None) -> None:
         self._work_started = True
         try:
             await self._settle_save()
+            await self._sdk_imported()
             if prompt is None:
                 await self.agent.execute()
             else:
@@ -316,6 +326,7 @@ class AppActions:
         self._work_started = True
         try:
             await self._settle_save()
+            await self._sdk_imported()
             await compact_conversation(self.agent, keep_recent=self.session.config.auto_compact.summary_keep_max,
                                        instructions=focus, trigger="manual")
         finally:
@@ -343,7 +354,7 @@ class AppActions:
             self.post_message(m.AgentWorkDone("restore"))
 
     def on_open_inspector(self, message: m.OpenInspector) -> None:
-        from xun.tui.screens.inspector import InspectorScreen
+        from xun.tui.screens.inspector import InspectorScreen, recall_query
 
         call_id = message.tool_call_id
         archive = self.conversation.compacted_toolcalls
@@ -357,6 +368,8 @@ class AppActions:
         def closed(result: str | None) -> None:
             if result == "restore":
                 self.post_message(m.RestoreRequested(call_id))
+            elif result == "recall":
+                self.action_recall(recall_query(record))
 
         self.push_screen(InspectorScreen(
             record, original, workdir=self.workdir,

@@ -4,7 +4,7 @@ what the engine asks (confirmations, consent to an automatic summary)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.screen import ModalScreen
 
@@ -13,6 +13,9 @@ from xun.tui import messages as m
 from xun.tui.commands import as_typed
 from xun.tui.format import counted, one_line, percent, tokens
 from xun.tui.widgets.summary_divider import SummaryDivider
+
+if TYPE_CHECKING:
+    from xun.tui.screens.guarded import GuardedQuestion
 
 
 FULL_WARNING = 0.9
@@ -33,6 +36,7 @@ class EngineHandlers:
         text = message.stream.take(message.upto)
         if not text:
             return
+        await self.chat.hide_waiting()
         block = await self.chat.current_reply()
         await block.write(text)
         self.gauge.streamed(len(text))
@@ -42,6 +46,7 @@ class EngineHandlers:
         text = message.stream.take(message.upto)
         if not text:
             return
+        await self.chat.hide_waiting()
         block = await self.chat.current_reply()
         await block.write_reasoning(text)
         self.gauge.streamed(len(text))
@@ -52,12 +57,14 @@ class EngineHandlers:
         self.gauge.reset_stream()
 
     async def on_reply_retrying(self, message: m.ReplyRetrying) -> None:
+        await self.chat.hide_waiting()
         await self.chat.discard_reply()
         self.gauge.reset_stream()
         await self.chat.add_notice(
             "retry", f"retrying ({message.attempt}/{message.attempts - 1}) in {message.delay:g} s: {message.reason}")
 
     async def on_tool_call_began(self, message: m.ToolCallBegan) -> None:
+        await self.chat.hide_waiting()
         self.chat.reply = None
         await self.chat.add_tool(message.id, message.name, message.arguments)
         self.header.status = f"running {message.name}…"
@@ -110,6 +117,7 @@ class EngineHandlers:
                                window=usage.context_window, window_source=usage.window_source)
         if message.after_model_call:
             self.gauge.add_point(usage.total_tokens if usage.total_tokens is not None else usage.estimated_tokens)
+        self._refresh_chat_footer()
         self._warn_if_nearly_full()
 
     async def on_notice(self, message: m.Notice) -> None:
@@ -226,6 +234,7 @@ class EngineHandlers:
                     "(in place of the unanswered one), or /retry")
 
     async def on_agent_work_done(self, message: m.AgentWorkDone) -> None:
+        await self.chat.hide_waiting()
         if self.chat.reply is not None:
             await self.chat.end_reply(self.chat.reply.text, "")
         for screen in list(self._open_asks):
@@ -261,11 +270,18 @@ class EngineHandlers:
             window=window.tokens,
             window_source=window.source if window.known else None,
         )
+        self._refresh_chat_footer(count, summaries)
+        self._warn_if_nearly_full()
+
+    def _refresh_chat_footer(self, count: int | None = None, summaries: int | None = None) -> None:
+        """The gauge in short under the chat (for when the side panel is hidden): kept current through a
+        turn, not only after it (it said "0 messages" while the first turn ran)."""
+        count = len(self.conversation.messages) if count is None else count
+        summaries = self._summaries_in_context() if summaries is None else summaries
         gauge = self.gauge
         self.chat.border_subtitle = f"{count:,} message{'s' if count != 1 else ''} in the context" + (
             f" · {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else "") + (
             f" · {percent(gauge.now, gauge.threshold)}% of the threshold")
-        self._warn_if_nearly_full()
 
     def _summaries_in_context(self) -> int:
         """Summaries the model still sees: none after /clear (the log and the offloads stay as history)."""
@@ -327,6 +343,7 @@ class EngineHandlers:
             if decision is Decision.ALLOW_SESSION:  # later calls run unasked: the chat says since when
                 self.call_later(self.chat.add_notice, "warning", f"{message.request.tool} is allowed without "
                                 "asking for the rest of this session (restart xun to be asked again)")
+            self._show_typed_aside(screen, "the confirmation")
             if screen.stop_turn:
                 self.action_cancel_turn()
 
@@ -334,6 +351,12 @@ class EngineHandlers:
         answer.add_done_callback(lambda _f: self._close_ask(screen))
         self.header.status = "waiting for you"
         self.push_screen(screen, answered)
+
+    def _show_typed_aside(self, screen: GuardedQuestion[Any], what: str) -> None:
+        """A sentence typed while a question took no answers: kept out of the prompt, not lost."""
+        if screen.aside_text and not self.quitting:
+            self.call_later(self.chat.add_notice, "info", f"typed while {what} was open, kept out of the prompt: "
+                            f"{screen.aside_text}")
 
     def _why_summary_now(self) -> str:
         """What is true when the policy asks: it asks after reclaiming old tool results, so the context may
@@ -347,9 +370,6 @@ class EngineHandlers:
         return (f"The context passed the threshold; with old tool results reclaimed it is at {figures}, still above "
                 f"the {tokens(int(threshold * ESCALATION_RATIO))} ({ESCALATION_RATIO:.0%} of the threshold) "
                 "that automatic compaction brings it under.")
-
-    def on_typed_aside(self, message: m.TypedAside) -> None:
-        self.prompt.insert(message.text)
 
     def on_consent_asked(self, message: m.ConsentAsked) -> None:
         from xun.tui.screens.consent import ConsentScreen
@@ -370,6 +390,7 @@ class EngineHandlers:
         def answered(choice: str | None) -> None:
             if screen in self._open_asks:
                 self._open_asks.remove(screen)
+            self._show_typed_aside(screen, "the question")
             if answer.done():
                 return
             if choice == "off":

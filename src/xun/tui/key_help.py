@@ -91,7 +91,8 @@ class KeysAndHelp:
             ]),
             ("Recoverable results (F8)", [
                 ("typing", "filter the list (Backspace, Esc clears)"),
-                ("Enter", "open the inspector: c copy · s save to a file · r restore into the context"),
+                ("Enter", "open the inspector: c copy · s save to a file · r restore into the context "
+                          "(f find in the history, once a summary took it out)"),
             ]),
             ("Preview (F7, /compact preview)", [
                 ("F5 / s", "run the summary shown (the cut ✂: above is summarised, below kept)"),

@@ -188,13 +188,6 @@ class ConfirmationAsked(Message):
 
 
 @dataclass
-class TypedAside(Message):
-    """Text typed while a confirmation was not taking answers (meant for the prompt): it goes there."""
-
-    text: str
-
-
-@dataclass
 class ConsentAsked(Message):
     """auto_compact.mode is "ask": may an automatic summary run now?"""
 

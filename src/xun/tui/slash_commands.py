@@ -120,6 +120,7 @@ class SlashCommands:
     def _start_turn(self, prompt: str | None) -> None:
         self._set_busy("turn", "thinking…")
         self._turn_prompt = prompt
+        self.call_later(self.chat.show_waiting)  # before the turn's first event, which hides it
         self.run_turn(prompt)
 
     async def action_tokens(self) -> None:

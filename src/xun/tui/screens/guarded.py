@@ -4,8 +4,10 @@ A dialog that opens while someone types (a confirmation in the middle of a turn,
 would otherwise take the "n", "s" or "o" of their next word for an answer. Until the dialog has been shown
 for `GUARD_SECONDS` with no key pressed meanwhile, its answer keys do nothing and its buttons are
 disabled; every key that arrives meanwhile restarts the wait, and so does a typed character that is no
-answer once it is ready (someone typing a sentence is not answering). What is typed while it waits goes on
-into the prompt behind it (`TypedAside`), so the sentence is not lost either."""
+answer once it is ready (someone typing a sentence is not answering). What is typed while it waits is kept
+out of the prompt behind it (a newcomer found stray letters there, to be sent with the next prompt): the
+question keeps it (`typed_aside`), and the chat shows it once the question closes, so a sentence is not lost
+either."""
 
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ from textual import events
 from textual.widgets import Button
 
 from xun.agent.tools import CONFIRM_GUARD_SECONDS
-from xun.tui import messages as m
 from xun.tui.screens.modal import Modal, ResultType
 
 
@@ -36,6 +37,8 @@ class GuardedQuestion(Modal[ResultType]):
         self.armed = False
         """False until the guard has passed: answers are ignored."""
         self._quiet_since = time.monotonic()
+        self.typed_aside: list[str] = []
+        """What was typed while it took no answers: never an answer, never sent to the prompt."""
 
     def on_mount(self) -> None:
         self._quiet_since = time.monotonic()
@@ -51,7 +54,13 @@ class GuardedQuestion(Modal[ResultType]):
             if typed:
                 event.stop()
                 event.prevent_default()
-                self.post_message(m.TypedAside(event.character))
+                self.typed_aside.append(event.character)
+
+    @property
+    def aside_text(self) -> str:
+        """What was typed aside, when it is more than answer keys (a sentence worth showing back)."""
+        text = "".join(self.typed_aside)
+        return text if text.strip(" " + "".join(self.ANSWER_KEYS)) else ""
 
     def _arm_when_quiet(self) -> None:
         if not self.armed and time.monotonic() - self._quiet_since >= self.GUARD_SECONDS:

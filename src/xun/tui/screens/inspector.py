@@ -84,14 +84,28 @@ def suggested_name(record: ReclaimedToolResult, language: str | None, original: 
     return f"{record.tool_name or 'result'}-{record.call_id[-8:]}{what}{extension}"
 
 
+def recall_query(record: ReclaimedToolResult) -> str:
+    """What F9 searches for to find this call again: its short argument values (a path, a command, a
+    pattern), which the history indexes with the call and with the summarised turn that made it."""
+    try:
+        arguments = json.loads(record.arguments)
+    except ValueError:
+        arguments = None
+    values = arguments.values() if isinstance(arguments, dict) else []
+    short = [value for value in values if isinstance(value, str) and 0 < len(value) <= 120]
+    return " ".join(short) or record.tool_name
+
+
 class InspectorScreen(Modal[str | None]):
-    """Dismisses with "restore" when the user asks to restore the result, else None."""
+    """Dismisses with "restore" when the user asks to restore the result, "recall" to find it in the
+    history (a result a summary took out of the context cannot be restored), else None."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", id="inspector.close"),
         Binding("c", "copy", "Copy", id="inspector.copy"),
         Binding("s", "save", "Save to file", id="inspector.save"),
         Binding("r", "restore", "Restore into context", id="inspector.restore"),
+        Binding("f", "find", "Find in the history", id="inspector.find"),
     ]
 
     def __init__(self, record: ReclaimedToolResult, original: str, *, workdir: Path, when: str,
@@ -112,7 +126,8 @@ class InspectorScreen(Modal[str | None]):
         with Vertical(id="inspector-box") as box:
             what = f"{record.tool_name or 'tool'} call arguments" if record.kind == ARGUMENTS else record.tool_name or "tool result"
             box.border_title = literal(f"{what} · {record.tool_call_id}", flat=True)
-            box.border_subtitle = "c copy · s save · r restore · esc close"
+            box.border_subtitle = ("c copy · s save · r restore · esc close" if self.restorable
+                                   else "c copy · s save · f find in history · esc close")
             yield Label(literal(self.summary_line()), id="inspector-summary")
             with VerticalScroll(id="inspector-body"):
                 yield Static(self._renderable(), id="inspector-text")
@@ -123,8 +138,13 @@ class InspectorScreen(Modal[str | None]):
             with Horizontal(id="inspector-buttons"):
                 yield Button("Copy", id="copy", variant="primary", compact=True)
                 yield Button("Save…", id="save", compact=True)
-                yield Button("Restore", id="restore", variant="warning", compact=True, disabled=not self.restorable,
-                             tooltip="Put the original back into the context in place of its placeholder")
+                if self.restorable:
+                    yield Button("Restore", id="restore", variant="warning", compact=True,
+                                 tooltip="Put the original back into the context in place of its placeholder")
+                else:  # its placeholder is gone: what works is reading it here and finding it in the history
+                    yield Button("Find in history", id="find", variant="primary", compact=True,
+                                 tooltip="F9 with this call's arguments: this result, and the summarised turn "
+                                         "that made the call in the offload log")
                 yield Button("Close", id="close", compact=True)
             yield Label("", id="inspector-status")
 
@@ -132,7 +152,7 @@ class InspectorScreen(Modal[str | None]):
         record = self.record
         size = f"{len(self.original):,} chars (~{tokens(len(self.original) * TOKENS_PER_CHAR)} tokens)"
         kind = self.language or "text"
-        gone = "" if self.restorable else " · summarised since (read only)"
+        gone = "" if self.restorable else " · summarised since (read only) · f finds it in the history"
         if record.kind == ARGUMENTS:  # the original is the arguments themselves: no need to repeat their start
             return f"the arguments of this call · {size} · {kind} · reclaimed {self.when}{gone}"
         return f"{one_line(record.arguments, 90)} · {size} · {kind} · reclaimed {self.when}{gone}"
@@ -211,8 +231,12 @@ class InspectorScreen(Modal[str | None]):
         if self.restorable:
             self.dismiss("restore")
         else:
-            self._status("cannot restore: a summary took its placeholder out of the context after it was reclaimed. "
-                         "Read it here (c copy, s save) or find it with F9; the model can run the tool again.")
+            self._status("cannot restore: a summary took its placeholder out of the context after it was reclaimed, "
+                         "so there is no place to put it back. Read it here (c copy, s save), or press f to find it "
+                         "and the summarised turn in the history (F9); the model can run the tool again.")
+
+    def action_find(self) -> None:
+        self.dismiss("recall")
 
     @on(Input.Submitted, "#inspector-save-path")
     def _save_submitted(self, event: Input.Submitted) -> None:
@@ -223,6 +247,6 @@ class InspectorScreen(Modal[str | None]):
     def _button(self, event: Button.Pressed) -> None:
         event.stop()
         action = {"copy": self.action_copy, "save": self.action_save, "restore": self.action_restore,
-                  "close": lambda: self.dismiss(None)}.get(event.button.id or "")
+                  "find": self.action_find, "close": lambda: self.dismiss(None)}.get(event.button.id or "")
         if action is not None:
             action()

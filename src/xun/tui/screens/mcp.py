@@ -49,7 +49,8 @@ class McpScreen(Modal[None]):
                 yield Static("", id="mcp-detail-text")
             if not self.manager.servers:
                 yield Label(Text("No MCP servers are configured: add [mcp.servers.NAME] to the user config "
-                                 "(command = \"...\" or url = \"...\"); `xun config path --user` shows where it is."))
+                                 "(command = \"...\" or url = \"...\"); `xun config path --user` shows where it is."),
+                            id="mcp-empty")
 
     def on_mount(self) -> None:
         self.refresh_servers()

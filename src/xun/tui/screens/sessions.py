@@ -50,7 +50,7 @@ class SessionsScreen(Modal[str | None]):
                 )
             yield table
             if not self.sessions:
-                yield Label("No saved session yet: a session is saved after each turn.")
+                yield Label("No saved session yet: a session is saved after each turn.", id="sessions-empty")
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()

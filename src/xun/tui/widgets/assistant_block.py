@@ -74,6 +74,9 @@ class AssistantBlock(Vertical):
         self._live_chars = 0
         self.sealed: list[Static] = []
         """Parts of a long streamed reply drawn once (see SEAL_CHARS)."""
+        self._cut_in_a_paragraph = False
+        """A seal cut one huge paragraph at a space: its two sides are wrapped apart, so the line before the
+        cut ends short (a last word alone on its line); the finished reply is drawn again as one."""
         self.reasoning: ReasoningBlock | None = None
         self.markdown: Markdown | None = None
         if streaming or not content:
@@ -135,6 +138,7 @@ class AssistantBlock(Vertical):
         if cut <= 0:
             return
         done, rest = live[:cut], live[cut:]
+        self._cut_in_a_paragraph |= not done.endswith("\n")
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()
@@ -165,11 +169,26 @@ class AssistantBlock(Vertical):
             else:
                 await self._remove_sealed()
                 await self.live.update(escape_control(content))
+        if self._cut_in_a_paragraph:
+            await self._draw_whole()
         if reasoning is not None and self.reasoning is not None and reasoning != self.reasoning.text:
             self.reasoning.replace(reasoning)
         if self.reasoning is not None:
             self.reasoning.collapsed = True
         self.call_after_refresh(self._measure_again)
+
+    async def _draw_whole(self) -> None:
+        """Draw the complete reply once, as a resumed session shows it: one widget, wrapped as one text."""
+        text = self.text
+        await self._remove_sealed()
+        whole = drawn_once(text)
+        self.sealed.append(whole)
+        live, self.markdown = self.markdown, None
+        if live is not None:
+            await self.mount(whole, before=live)
+            await live.remove()
+        else:
+            await self.mount(whole)
 
     def _measure_again(self, tries: int = 3) -> None:
         """Lay the reply's blocks out once more. Textual 8.2.8 keeps the size a block was measured at when
@@ -199,6 +218,7 @@ class AssistantBlock(Vertical):
     async def _remove_sealed(self) -> None:
         sealed, self.sealed = self.sealed, []
         self._live, self._live_chars = [], 0
+        self._cut_in_a_paragraph = False
         if sealed:
             await self.remove_children(sealed)
 

@@ -25,6 +25,7 @@ from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
+from xun.tui.widgets.waiting_line import WaitingLine
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
 PAGE = 10
@@ -61,6 +62,8 @@ class ChatView(VerticalScroll):
         self._marker: EarlierMarker | None = None
         self.reply: AssistantBlock | None = None
         """The assistant block being streamed into, if any."""
+        self.waiting: WaitingLine | None = None
+        """"thinking…" from a turn's start to its first token, tool call or end."""
         self._loading_older = False
         """A page is being read and mounted (the newest by `show_transcript`, or an older one): one at a time."""
         self._older_wanted = False
@@ -294,6 +297,17 @@ class ChatView(VerticalScroll):
         await self.mount(block)
         self.anchor()
         return block
+
+    async def show_waiting(self) -> None:
+        await self.hide_waiting()
+        self.waiting = WaitingLine()
+        await self.mount(self.waiting)
+        self.anchor()
+
+    async def hide_waiting(self) -> None:
+        waiting, self.waiting = self.waiting, None
+        if waiting is not None and waiting.is_attached:
+            await waiting.remove()
 
     async def current_reply(self) -> AssistantBlock:
         if self.reply is None:

@@ -1,7 +1,8 @@
 """The context gauge: tokens now against the threshold (and the window), a bar with the threshold
 marked, the reported count and the live estimate side by side (and the share of the last call's prompt
 served from the server's cache, when the server says), and a sparkline of the tokens at every
-model call in which each compaction shows as a drop.
+model call in which each compaction shows as a drop: one column a call, under a line that says so and
+gives its range (its bars run from the lowest point to the highest, not from zero).
 
 Zones: calm below 80% of the threshold, warning up to it, alarm above (classes -calm/-warning/-alarm).
 Enter on the gauge (or a click) asks the app for the breakdown of what fills the context.
@@ -23,8 +24,28 @@ from xun.tui.widgets.context_bar import ContextBar
 
 WARNING_FROM = 0.8
 HISTORY_POINTS = 120
+ROOMY_HEIGHT = 30
+"""From this many rows the sparkline is two rows high; below, one, so that its label adds no row."""
 STREAM_REFRESH = 0.25
 """Seconds between gauge updates while a reply streams (the figures move, the keyboard stays quick)."""
+
+
+def history_label(points: list[int], width: int) -> str:
+    """The line over the sparkline: what a column is, and the range its heights span."""
+    span = f"{tokens(min(points))}–{tokens(max(points))}" if points else ""
+    for what in (f"context at the last {len(points)} model calls", f"the last {len(points)} model calls",
+                 "each model call"):
+        if len(what) + 3 + len(span) <= width:
+            return f"{what} · {span}"
+    return span
+
+
+def history_tooltip(points: list[int]) -> str:
+    if not points:
+        return ""
+    return (f"The tokens in the context at each of the last {len(points)} model calls, oldest on the left, one "
+            "column a call; a drop is a compaction (a summary or a reclaim). The bars run from the lowest point "
+            f"({tokens(min(points))}) to the highest ({tokens(max(points))}), not from zero.")
 
 
 def zone_of(now: float, threshold: int) -> str:
@@ -69,6 +90,7 @@ class ContextGauge(Vertical, can_focus=True):
         yield ContextBar()
         yield Static("", id="gauge-detail", markup=False)
         yield Static("", id="gauge-usage", markup=False)
+        yield Static("", id="gauge-history-label", markup=False)
         yield Sparkline([], id="gauge-history")
 
     def set_usage(self, text: str) -> None:
@@ -181,8 +203,14 @@ class ContextGauge(Vertical, can_focus=True):
         self.query_one("#gauge-detail", Static).update(self.detail_text())
         self.query_one(ContextBar).set_figures(self.reported or 0, now, self.threshold, self.window)
         sparkline = self.query_one("#gauge-history", Sparkline)
-        width = max(sparkline.content_size.width, 1)
-        sparkline.data = self.history[-width:] if self.history else []
-        sparkline.display = len(self.history) >= 2
+        label = self.query_one("#gauge-history-label", Static)
+        width = max(self.content_size.width, 1)
+        points = self.history[-width:]
+        sparkline.data = points
+        sparkline.styles.width = max(len(points), 1)  # a column a call: few points were stretched into blocks
+        sparkline.styles.height = 2 if self.app.size.height >= ROOMY_HEIGHT else 1
+        sparkline.display = label.display = len(points) >= 2
+        label.update(history_label(points, width))
+        sparkline.tooltip = label.tooltip = history_tooltip(points) or None
         label = {"calm": "calm", "warning": "warning", "alarm": "over threshold"}[zone]
         self.border_subtitle = f"{label} · {percent(now, self.threshold)}%" if self.known else "opening…"

@@ -153,12 +153,12 @@ class RecoverableList(Vertical):
         restorable = [record for key, record in self.records.items() if key not in self.summarised]
         total = sum(record.chars for record in restorable)
         count = len(restorable)
-        subtitle = f"{count} item{'s' if count != 1 else ''} · {tokens(total * ratio)} tokens"
+        parts = [f"{count} item{'s' if count != 1 else ''} · {tokens(total * ratio)} tokens"]
         if self.summarised:
-            subtitle += f" · {len(self.summarised)} summarised (read only)"
-        if needle:
-            subtitle = f"{len(self.shown)} of " + subtitle
-        self.border_subtitle = subtitle
+            parts.append(f"{len(self.summarised)} summarised (read only)")
+        if needle:  # of every row, summarised ones included ("1 of 0 items" when only those were left)
+            parts.insert(0, f"{len(self.shown)} of {len(self.records)} shown")
+        self.border_subtitle = " · ".join(parts)
 
     @property
     def selected_id(self) -> str | None:

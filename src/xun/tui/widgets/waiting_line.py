@@ -1,0 +1,27 @@
+"""Under the prompt just sent, until the model's first token: the turn started and how long it has waited.
+A first turn can take seconds (the SDK loads, the model reads the prompt), and a chat with nothing new in
+it looked as if Enter had done nothing."""
+
+from __future__ import annotations
+
+import time
+
+from textual.widgets import Static
+
+INTERVAL = 1.0
+
+
+class WaitingLine(Static):
+    def __init__(self) -> None:
+        super().__init__("", classes="block")
+        self._since = time.monotonic()
+        self.text = ""
+
+    def on_mount(self) -> None:
+        self._tick()
+        self.set_interval(INTERVAL, self._tick)
+
+    def _tick(self) -> None:
+        seconds = int(time.monotonic() - self._since)
+        self.text = "thinking… the model has the prompt" + (f" · {seconds} s" if seconds else "")
+        self.update(self.text)
