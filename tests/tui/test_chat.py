@@ -105,6 +105,21 @@ async def test_a_streamed_reply_longer_than_a_seal_wraps_as_one_paragraph(offlin
         assert " ".join(lines).split() == content.split()
 
 
+async def test_a_reply_too_long_to_draw_again_keeps_its_sealed_parts(offline_server, session_factory, monkeypatch):
+    """Past REDRAW_WHOLE_CHARS a finished reply is not laid out again as one (a freeze of a second at 300k
+    tokens): its parts stay, the whole text in them."""
+    from xun.tui.widgets import assistant_block
+
+    monkeypatch.setattr(assistant_block, "REDRAW_WHOLE_CHARS", 1_000)
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await turn(pilot, "write 3100 tokens")
+        block = app.chat.query_one(AssistantBlock)
+        assert block.sealed and block.markdown is not None
+        await wait_until(pilot, lambda: all(leaf.size.height for leaf in block.walk_children() if not leaf.children))
+        assert " ".join(shown_lines(block)).split() == last_assistant_content(app).split()
+
+
 async def test_reasoning_is_dimmed_and_folds_when_the_reply_is_in(offline_server_factory, session_factory):
     server = offline_server_factory(reasoning="reasoning_content")
     app = XunApp(session_factory(server))

@@ -29,6 +29,9 @@ SEAL_CHARS = 12_000
 break (or, in one huge paragraph, the last space) is sealed: drawn once as a single widget, out of every
 later layout. Each frame then costs the same whatever the reply's length or the token rate: a Markdown
 of thousands of blocks made every update re-arrange them all (0.5 s a frame at 300k tokens)."""
+REDRAW_WHOLE_CHARS = 200_000
+"""A finished reply sealed inside a paragraph is drawn again as one up to this length (~0.1 s to lay out
+once, as a resumed session does); a longer one keeps its parts, each cut leaving one short line."""
 
 
 def seal_point(text: str) -> int:
@@ -169,7 +172,7 @@ class AssistantBlock(Vertical):
             else:
                 await self._remove_sealed()
                 await self.live.update(escape_control(content))
-        if self._cut_in_a_paragraph:
+        if self._cut_in_a_paragraph and len(self.text) <= REDRAW_WHOLE_CHARS:
             await self._draw_whole()
         if reasoning is not None and self.reasoning is not None and reasoning != self.reasoning.text:
             self.reasoning.replace(reasoning)
