@@ -1036,7 +1036,9 @@ class Conversation:
     # ------------------------------------------------------------ persistence
 
     def _head(self) -> dict[str, Any]:
-        """The session but its archive of reclaimed originals (`dumps` puts that last)."""
+        """The session but its archive of reclaimed originals (`dumps` puts that last). The messages come
+        last but the archive, their count just before them, so a resume reads its newest turns without
+        parsing the rest (`newest_messages`)."""
         return {
             "conversation_id": self.conversation_id,
             "created_at": self.created_at,
@@ -1047,13 +1049,14 @@ class Conversation:
             "usage_totals": dict(self.usage_totals),
             "usage": {"chars": self.usage_chars, "messages": self.usage_messages, "tokens_per_char": self.tokens_per_char,
                       "overhead_chars": self.overhead_chars, "fixed_tokens": self.fixed_tokens},
-            "messages": [m.to_json() for m in self._messages],
             "pinned_toolcalls": sorted(self._pinned),
             "compaction": self.compaction_counter.to_json(),
             "prompt_cache": self.prompt_cache.to_json(),
             "summarizations": [e.to_json() for e in self.summarizations],
             "compaction_log": self.compaction_log,
             "kept_originals": [{**e, "messages": [m.to_json() for m in e["messages"]]} for e in self.kept_originals],
+            "message_count": len(self._messages),
+            "messages": [m.to_json() for m in self._messages],
         }
 
     def session_title(self) -> str | None:
@@ -1107,12 +1110,18 @@ class Conversation:
             setattr(self, name, value)
         return self
 
-    def load(self, path: str | os.PathLike[str]) -> Conversation:
+    def load(self, path: str | os.PathLike[str], *, peek: Callable[[str], object] | None = None) -> Conversation:
+        """Load the session file at `path`; `peek` is given its text first (a resume shows the newest turns
+        from it, `newest_messages`, before the whole is parsed)."""
         try:
             with open_regular(path) as handle:
                 text = handle.read()
         except OSError as exc:
             raise SessionFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
+        if peek is not None:
+            with contextlib.suppress(UnicodeDecodeError):  # `loads` names the problem
+                text = text.decode("utf-8")
+                peek(text)
         return self.loads(text, source=path)
 
 
@@ -1159,10 +1168,11 @@ def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError])
         raise fail(f"a message is malformed ({exc!r})") from None
 
 
-def session_head(text: str, stop_after: str | None = None) -> tuple[dict[str, Any], int] | None:
+def session_head(text: str, stop_after: str | None = None, give_up_at: str | None = None) -> tuple[dict[str, Any], int] | None:
     """Format 2's session but its archive, parsed key by key up to the archive, and where the archive
     starts; None when `text` does not open as format 2 does. Does not check the archive. With
-    `stop_after`, only the keys up to that one (and where the next begins), None when it never comes."""
+    `stop_after`, only the keys up to that one (and where the next begins), None when it never comes, or
+    when the key `give_up_at` comes first (it is not parsed)."""
     layout = FORMAT_2_OPENING.match(text)
     if layout is None:
         return None
@@ -1175,6 +1185,8 @@ def session_head(text: str, stop_after: str | None = None) -> tuple[dict[str, An
                 return None
             if key == "compacted_toolcalls":
                 return data, colon + 1
+            if key == give_up_at:
+                return None
             data[key], position = _DECODER.raw_decode(text, colon + 1)
             if key == stop_after:
                 return data, position
@@ -1183,6 +1195,63 @@ def session_head(text: str, stop_after: str | None = None) -> tuple[dict[str, An
             position += 1
     except (ValueError, IndexError, RecursionError):
         return None
+
+
+_MESSAGE_OPENING = '{"kind":"'
+"""How every stored message opens (`Message.to_json` puts its kind first)."""
+_MESSAGES_KEY = ',"messages":['
+
+
+def newest_messages(text: str, count: int) -> tuple[str, int, list[Message]] | None:
+    """The session id, the number of messages, and the newest `count` of them, from session text whose
+    messages come last but the archive (as `dumps` writes them), without parsing the others: the stored
+    messages are found from the end. None when the text is laid out otherwise or when what is found does not
+    hold together (the whole is then read as always); this is a preview, the whole text is read after it.
+
+    A message found from the end is taken only when it closes exactly where the next one opens (or where the
+    list closes): a dict nested in a message closes before its message does, so it is never taken for one."""
+    layout = FORMAT_2_OPENING.match(text)
+    if layout is None or not text.endswith("}"):
+        return None
+    archive_key = len(text) - 1 - int(layout[3]) - len(_ARCHIVE_KEY)
+    close = archive_key - 1
+    if close < 0 or text[close] != "]" or not text.startswith(_ARCHIVE_KEY, archive_key):
+        return None
+    head = session_head(text, stop_after="message_count", give_up_at="messages")
+    if head is None:
+        return None
+    data, position = head
+    total, ident = data.get("message_count"), data.get("conversation_id")
+    if (not isinstance(total, int) or isinstance(total, bool) or total < 0 or not isinstance(ident, str)
+            or not text.startswith(_MESSAGES_KEY, position)):
+        return None
+    opening = position + len(_MESSAGES_KEY) - 1  # the list's "["
+    found: list[Any] = []
+    end, search = close, close
+    try:
+        while len(found) < min(count, total) and search > opening:
+            at = text.rfind(_MESSAGE_OPENING, opening + 1, search)
+            if at < 0:
+                return None
+            item, stop = _DECODER.raw_decode(text, at)
+            if stop != end or text[at - 1] not in ",[":
+                search = at  # inside a message: its own opening is further back
+                continue
+            found.append(item)
+            end = search = at - 1
+            if at - 1 == opening:
+                break
+    except (ValueError, RecursionError):
+        return None
+    reached_start = end == opening
+    if (reached_start and len(found) != total) or (not reached_start and len(found) < min(count, total)):
+        return None
+    found.reverse()
+    try:
+        messages = _parse_messages(found, lambda reason: SessionFormatError(None, reason))
+    except SessionFormatError:
+        return None
+    return ident, total, messages
 
 
 def read_session(text: str, source: Any = None) -> tuple[Any, ReclaimedArchive | None]:

@@ -16,6 +16,7 @@ import fcntl
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,22 +123,24 @@ class SessionStore:
         """A fresh conversation whose summaries offload into this store's history folder (and its index)."""
         return Conversation(offload_dir=self.offload_dir, history_index=self.history)
 
-    def open(self, resume: str | None, *, fork: bool = False, read_only: bool = False) -> Conversation:
+    def open(self, resume: str | None, *, fork: bool = False, read_only: bool = False,
+             peek: Callable[[str], object] | None = None) -> Conversation:
         """The conversation a session works on, locked for this process unless read-only; the lock is taken
         before the file is read, so what is loaded is what no one else is writing.
 
         `resume`: None starts a new one, `LATEST` ("") continues the newest, an id continues that one
         (raises NoSessionToResume, FileNotFoundError, SessionFormatError or SessionLocked); `fork`
-        continues a copy under a new id, `read_only` takes no lock."""
+        continues a copy under a new id, `read_only` takes no lock; `peek` is given the text of the file read
+        before it is parsed (`Conversation.load`)."""
         if resume is None:
             conversation = self.new()
         else:
-            conversation = self._load_newest(lock=not (fork or read_only)) if resume == LATEST else None
+            conversation = self._load_newest(lock=not (fork or read_only), peek=peek) if resume == LATEST else None
             if conversation is None:
                 if not (fork or read_only):
                     self.lock(resume)
                 try:
-                    conversation = self.load(resume)
+                    conversation = self.load(resume, peek=peek)
                 except BaseException:
                     self.unlock()
                     raise
@@ -147,7 +150,7 @@ class SessionStore:
             self.lock(conversation.conversation_id)
         return conversation
 
-    def _load_newest(self, *, lock: bool) -> Conversation:
+    def _load_newest(self, *, lock: bool, peek: Callable[[str], object] | None = None) -> Conversation:
         """The newest session that can be read (locked with `lock`), found without parsing every session:
         the files are ordered by the save time at their opening (`_saved_at`), and the newest is loaded;
         one whose session part cannot be read is passed over, as `list` passes it over."""
@@ -162,7 +165,7 @@ class SessionStore:
             if lock:
                 self.lock(ident)
             try:
-                return self.load(ident)
+                return self.load(ident, peek=peek)
             except SessionFormatError:
                 self.unlock(ident)
                 try:
@@ -198,11 +201,11 @@ class SessionStore:
         """
         return remove_stale_temp_files(self.root, STALE_TEMP_SECONDS, target_suffix=".json")
 
-    def load(self, conversation_id: str) -> Conversation:
+    def load(self, conversation_id: str, *, peek: Callable[[str], object] | None = None) -> Conversation:
         path = self.path_for(conversation_id)
         if not path.exists():
             raise FileNotFoundError(f"no session {conversation_id!r} in {self.root}")
-        conversation = Conversation(offload_dir=self.offload_dir).load(path)
+        conversation = Conversation(offload_dir=self.offload_dir).load(path, peek=peek)
         conversation.offload_dir = self.offload_dir
         conversation.history_index = self.history
         return conversation

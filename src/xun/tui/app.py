@@ -115,6 +115,8 @@ class XunApp(
         """A prompt sent before the session was open: it goes out once the session is ready."""
         self._transcript_shown: Conversation | None = None
         """The resumed conversation the chat shows already (`TranscriptLoaded`), not to be mounted twice."""
+        self._newest_shown: list[Any] | None = None
+        """A resumed session's newest turns, shown before the whole session was read (`NewestTurns`)."""
         self._unanswered: UserMessage | None = None
         """The prompt of a failed turn that got no answer: kept in the session and put back in the input;
         sending from the input replaces it rather than leaving two prompts in a row."""

@@ -48,6 +48,17 @@ class TranscriptLoaded(Message):
 
 
 @dataclass
+class NewestTurns(Message):
+    """A resumed session's newest turns, read from the end of its file before the whole is parsed (posted
+    from the opening thread, before `TranscriptLoaded`, which brings the older ones)."""
+
+    conversation_id: str
+    items: list[Any]
+    drawn: threading.Event
+    """Set after the frame that shows them: the opening thread parses the whole session then."""
+
+
+@dataclass
 class SessionOpenFailed(Message):
     """Opening the session failed (bad settings, an unknown or damaged session, no model server)."""
 
