@@ -31,7 +31,6 @@ from textual.worker import Worker, WorkerState
 from xun.agent.opener import SessionOpener
 from xun.base.paths import styles_dir
 from xun.base.valid_text import escape_control
-from xun.context.messages import UserMessage
 from xun.tui import messages as m
 from xun.tui.format import Presentation, shown_path
 from xun.tui.widgets.chat_view import ChatView
@@ -52,6 +51,7 @@ from xun.tui.slash_commands import SlashCommands
 
 if TYPE_CHECKING:
     from xun.context.conversation import Conversation
+    from xun.context.messages import UserMessage
     from xun.agent.launch import Session
     from xun.tui.bridge import EventBridge
 

@@ -4,7 +4,6 @@ here."""
 
 from __future__ import annotations
 
-from xun.context.messages import UserMessage
 from xun.context.usage import usage_totals_line
 from xun.tui.commands import UnknownCommand, as_typed, parse
 from xun.tui.format import NO_SERVER_COUNT, counted, percent, tokens
@@ -143,6 +142,8 @@ class SlashCommands:
         await self.chat.add_notice("info", "\n  ".join(lines))
 
     async def action_retry(self) -> None:
+        from xun.context.messages import UserMessage
+
         if not self._may_start("/retry"):
             return
         if not any(isinstance(msg, UserMessage) for msg in self.conversation.messages):

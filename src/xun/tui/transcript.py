@@ -17,15 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xun.base import paths
-from xun.context.messages import (
-    Message,
-    RawOpenAIMessage,
-    SystemPrompt,
-    UserMessage,
-    content_text,
-)
 
 if TYPE_CHECKING:
+    from xun.context.messages import Message
     from xun.context.conversation import Conversation
     from xun.context.offload import OffloadSection
 
@@ -106,6 +100,8 @@ def reasoning_of(raw: dict[str, Any]) -> str:
 
 def transcript(conversation: Conversation) -> Transcript:
     """Never reads the archive of reclaimed originals (a resumed session parses it only when asked)."""
+    from xun.context.messages import SystemPrompt
+
     messages = conversation.messages
     result = Transcript()
     first = messages[0] if len(messages) else None
@@ -127,7 +123,10 @@ def transcript(conversation: Conversation) -> Transcript:
 
 def message_items(messages: Sequence[Message], first_index: int = 0) -> list[Item]:
     """The turns in `messages`, the conversation's from position `first_index` on (the newest messages alone
-    make the same items as the end of the whole: a tool's result always comes after its call)."""
+    make the same items as the end of the whole: a tool's result always comes after its call). The messages'
+    module is imported here, in the opening thread, not before the app's first frame."""
+    from xun.context.messages import RawOpenAIMessage, UserMessage, content_text
+
     # one walk of tens of thousands of messages on a resume: the exact class first, the costly calls only
     # where needed (a reply's reasoning, content that is not plain text)
     raw_class = RawOpenAIMessage
