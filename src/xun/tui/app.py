@@ -235,10 +235,20 @@ class XunApp(
                 yield PromptInput(menu, cursor_blink=self.presentation.cursor_blink)
             with Vertical(id="side"):
                 yield ContextGauge()
-                yield CompactionLog(clock=self.presentation.clock, shown_path=self.shown_path)
-                yield RecoverableList(clock=self.presentation.clock, cursor_blink=self.presentation.cursor_blink)
+                if self._opener is None:  # (with an opener they come after the first frame: `on_mount`)
+                    yield from self._side_panes()
         # Ctrl+P (the palette) is in the help and the welcome text: without its corner every key fits in 80 columns
         yield Footer(show_command_palette=False, compact=True)
+
+    def _side_panes(self) -> ComposeResult:
+        yield CompactionLog(clock=self.presentation.clock, shown_path=self.shown_path)
+        yield RecoverableList(clock=self.presentation.clock, cursor_blink=self.presentation.cursor_blink)
+
+    async def _mount_side_panes(self) -> None:
+        """The compaction log and the recoverable results, right after the first frame (empty until the session
+        is open, their tables were a twentieth of what that frame cost); before the session opens, so every
+        pane is there when it shows."""
+        await self.query_one("#side").mount_all(self._side_panes())
 
     def _welcome(self) -> WelcomeBlock:
         session = self.session
@@ -253,7 +263,8 @@ class XunApp(
         self.header.status = "opening the session…"
         self.chat.border_subtitle = "opening the session…"
         # after the first frame: a thread started now would take the interpreter's lock from the first
-        # frame's styling, layout and rendering
+        # frame's styling, layout and rendering; the side panes first (callbacks run in turn)
+        self.call_after_refresh(self._mount_side_panes)
         self.call_after_refresh(self._open_session)
 
     def on_resize(self, event: Resize) -> None:

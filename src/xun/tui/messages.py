@@ -13,8 +13,9 @@ app's handlers update the panes. Two kinds arrive at a high rate while a reply s
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, TypeVar, dataclass_transform
 
 from textual.message import Message
@@ -29,24 +30,24 @@ T = TypeVar("T")
 
 
 @dataclass_transform()
-def message(cls: type[T]) -> type[T]:
-    """A message class, its fields declared as a dataclass's: compared by identity, as every Textual message
-    is, and shown as Textual shows messages (the generated `__eq__` and `__repr__` of thirty classes were 3 ms
-    of the app's first frame)."""
-    return dataclass(eq=False, repr=False)(cls)
+def dataclass(cls: type[T]) -> type[T]:
+    """`dataclasses.dataclass` for the classes here: compared by identity, as every Textual message is, and
+    shown as Textual shows messages (the generated `__eq__` and `__repr__` of thirty classes were 3 ms of the
+    app's first frame)."""
+    return dataclasses.dataclass(eq=False, repr=False)(cls)
 
 
 # ------------------------------------------------------------------------------------ the session
 
 
-@message
+@dataclass
 class SessionOpened(Message):
     """The session the app was started to open is ready (posted from the opening thread)."""
 
     session: Session
 
 
-@message
+@dataclass
 class TranscriptLoaded(Message):
     """A resumed conversation is read; the settings and the agent are still loading (posted from the opening
     thread, before `SessionOpened`, so the transcript shows sooner). `items` is its transcript, walked in
@@ -58,7 +59,7 @@ class TranscriptLoaded(Message):
     """Set after the frame that shows it: the opening thread goes on then."""
 
 
-@message
+@dataclass
 class NewestTurns(Message):
     """A resumed session's newest turns, read from the end of its file before the whole is parsed (posted
     from the opening thread, before `TranscriptLoaded`, which brings the older ones)."""
@@ -69,7 +70,7 @@ class NewestTurns(Message):
     """Set after the frame that shows them: the opening thread parses the whole session then."""
 
 
-@message
+@dataclass
 class SessionOpenFailed(Message):
     """Opening the session failed (bad settings, an unknown or damaged session, no model server)."""
 
@@ -79,12 +80,12 @@ class SessionOpenFailed(Message):
 # ------------------------------------------------------------------------------------------ a turn
 
 
-@message
+@dataclass
 class TurnBegan(Message):
     prompt: str | None
 
 
-@message
+@dataclass
 class TurnEnded(Message):
     """The agent's own end of a turn (ok, error, cancelled, max_iterations)."""
 
@@ -93,7 +94,7 @@ class TurnEnded(Message):
     error: str | None = None
 
 
-@message
+@dataclass
 class AgentWorkDone(Message):
     """Posted from a worker's `finally:`, so the UI settles even when the worker was cancelled."""
 
@@ -117,7 +118,7 @@ class StreamChunks:
         return text
 
 
-@message
+@dataclass
 class ReplyText(Message):
     stream: StreamChunks
     upto: int
@@ -126,7 +127,7 @@ class ReplyText(Message):
         return isinstance(message, ReplyText) and message.stream is self.stream
 
 
-@message
+@dataclass
 class ReasoningText(Message):
     stream: StreamChunks
     upto: int
@@ -135,14 +136,14 @@ class ReasoningText(Message):
         return isinstance(message, ReasoningText) and message.stream is self.stream
 
 
-@message
+@dataclass
 class ReplyComplete(Message):
     content: str
     reasoning: str
     tool_calls: int
 
 
-@message
+@dataclass
 class ReplyRetrying(Message):
     """The model call failed and is retried: the partial reply on screen is discarded."""
 
@@ -152,19 +153,19 @@ class ReplyRetrying(Message):
     reason: str
 
 
-@message
+@dataclass
 class ToolCallBegan(Message):
     id: str
     name: str
     arguments: str
 
 
-@message
+@dataclass
 class ToolCallEnded(Message):
     event: events.ToolCallFinished
 
 
-@message
+@dataclass
 class ContextUsage(Message):
     event: events.Usage
     after_model_call: bool
@@ -174,7 +175,7 @@ class ContextUsage(Message):
         return isinstance(message, ContextUsage) and not self.after_model_call
 
 
-@message
+@dataclass
 class Notice(Message):
     """Info, warnings and errors from the engine."""
 
@@ -186,14 +187,14 @@ class Notice(Message):
 # ------------------------------------------------------------------------------------- compaction
 
 
-@message
+@dataclass
 class CompactionRecorded(Message):
     """A compaction event the session's log keeps (reclaim, summary, restore, skipped, failed)."""
 
     event: events.CompactionEvent
 
 
-@message
+@dataclass
 class SummaryBegan(Message):
     event: events.SummaryStarted
 
@@ -201,7 +202,7 @@ class SummaryBegan(Message):
 # ------------------------------------------------------------------------------------ asking the user
 
 
-@message
+@dataclass
 class ConfirmationAsked(Message):
     """A tool wants to run; the answer goes into `answer`."""
 
@@ -209,14 +210,14 @@ class ConfirmationAsked(Message):
     answer: asyncio.Future[Decision]
 
 
-@message
+@dataclass
 class TypedAside(Message):
     """Text typed while a confirmation was not taking answers (meant for the prompt): it goes there."""
 
     text: str
 
 
-@message
+@dataclass
 class ConsentAsked(Message):
     """auto_compact.mode is "ask": may an automatic summary run now?"""
 
@@ -226,33 +227,33 @@ class ConsentAsked(Message):
 # ------------------------------------------------------------------------------------------ the UI
 
 
-@message
+@dataclass
 class PromptSubmitted(Message):
     text: str
 
 
-@message
+@dataclass
 class OpenInspector(Message):
     tool_call_id: str
 
 
-@message
+@dataclass
 class RestoreRequested(Message):
     tool_call_id: str
 
 
-@message
+@dataclass
 class SessionSaved(Message):
     path: str | None
     error: str | None = None
 
 
-@message
+@dataclass
 class SwitchSession(Message):
     conversation_id: str
 
 
-@message
+@dataclass
 class OpenBreakdown(Message):
     """Enter (or a click) on the gauge: show what fills the context."""
 
@@ -260,7 +261,7 @@ class OpenBreakdown(Message):
 # ------------------------------------------------------------------------------- searching history
 
 
-@message
+@dataclass
 class RecallResults(Message):
     """A search of the history index finished (posted from the search worker's thread).
 
@@ -275,7 +276,7 @@ class RecallResults(Message):
     error: str | None = None
 
 
-@message
+@dataclass
 class RecallEntryLoaded(Message):
     """The full text of one search hit (`xun.context.recall.HistoryEntry`, None when it is gone)."""
 
@@ -285,7 +286,7 @@ class RecallEntryLoaded(Message):
     error: str | None = None
 
 
-@message
+@dataclass
 class RecallStats(Message):
     """What the index holds, for the empty search box, and the index's warnings met while counting (a
     damaged file the count moved aside and rebuilt)."""
@@ -304,7 +305,7 @@ def event_payload(event: Any) -> dict[str, Any]:
 # -------------------------------------------------------------------------------------------- mcp
 
 
-@message
+@dataclass
 class McpServerChanged(Message):
     """An MCP server started, became ready, failed or stopped (`xun.base.events.McpServerChanged`)."""
 
