@@ -13,20 +13,23 @@ from __future__ import annotations
 import codecs
 import contextlib
 import fcntl
+import functools
 import os
 import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xun.base import paths
 from xun.base.atomic import open_regular, private_dirs, remove_stale_temp_files
 from xun.context.conversation import FORMAT_2_OPENING, Conversation, SessionFormatError, is_session_id, read_session, session_head
 from xun.base.errors import SessionLocked
 from xun.base.timestamps import sane_timestamp
-from xun.context.recall import HistoryIndex
+
+if TYPE_CHECKING:
+    from xun.context.recall import HistoryIndex
 
 STALE_TEMP_SECONDS = 600.0
 """A temporary file of a session save older than this (by mtime) is left over from a killed save and is
@@ -95,11 +98,17 @@ class SessionStore:
         self.workdir = Path(workdir) if workdir is not None else Path.cwd()
         self.root = paths.sessions_dir(self.workdir)
         self.offload_dir = paths.offload_dir(self.workdir)
-        self.history = HistoryIndex(self.workdir)
-        """The searchable history of this folder (`.xun/history.db`), attached to every conversation the
-        store makes or loads, so their summaries and reclaims are indexed as they happen."""
         self._swept = False
         self._locks: dict[str, SessionLock] = {}
+
+    @functools.cached_property
+    def history(self) -> HistoryIndex:
+        """The searchable history of this folder (`.xun/history.db`), attached to every conversation the
+        store makes or loads, so their summaries and reclaims are indexed as they happen. Made when first
+        needed: SQLite is not imported before a resumed session's newest turns show."""
+        from xun.context.recall import HistoryIndex
+
+        return HistoryIndex(self.workdir)
 
     def lock(self, conversation_id: str) -> None:
         """Hold the session's lock until `unlock`; raises SessionLocked when another process has it."""
