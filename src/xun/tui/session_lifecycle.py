@@ -40,6 +40,8 @@ class SessionLifecycle:
         from xun.agent.opener import SessionOpener
 
         assert self._opener is not None
+        if isinstance(self._opener, SessionOpener) and self._opener.resume is not None and self.session is None:
+            self.call_later(self._import_reply_renderer)  # on the event loop, beside the read below
         try:
             if isinstance(self._opener, SessionOpener) and (
                     conversation := self._opener.conversation(peek=self._show_newest)) is not None:
@@ -54,6 +56,12 @@ class SessionLifecycle:
             return
         self.opened_session = session
         self.post_message(m.SessionOpened(session))
+
+    def _import_reply_renderer(self) -> None:
+        """Rich's Markdown, which draws a resumed transcript's replies, imported on the event loop while the
+        opening thread reads the session's file (a read leaves the interpreter's lock free): 30 ms that came
+        after the read, when the newest turns were mounted."""
+        import rich.markdown  # noqa: F401
 
     def _show_newest(self, text: str) -> None:
         """In the opening thread, given a resumed session's file: its newest turns, found from the end of the
