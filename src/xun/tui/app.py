@@ -35,11 +35,9 @@ from xun.tui import messages as m
 from xun.tui.format import Presentation, shown_path
 from xun.tui.widgets.chat_view import ChatView
 from xun.tui.widgets.command_menu import CommandMenu
-from xun.tui.widgets.compaction_log import CompactionLog
 from xun.tui.widgets.context_gauge import ContextGauge
 from xun.tui.widgets.header import XunHeader
 from xun.tui.widgets.prompt_input import PromptInput
-from xun.tui.widgets.recoverable_list import RecoverableList
 from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
@@ -54,6 +52,8 @@ if TYPE_CHECKING:
     from xun.context.messages import UserMessage
     from xun.agent.launch import Session
     from xun.tui.bridge import EventBridge
+    from xun.tui.widgets.compaction_log import CompactionLog
+    from xun.tui.widgets.recoverable_list import RecoverableList
 
 # The screens are imported where they are first shown: none of them is needed for the first frame. Nor
 # is the engine (events, conversation, settings, toolbox, agent: pydantic, SQLite, the offline server):
@@ -209,10 +209,14 @@ class XunApp(
 
     @property
     def log_pane(self) -> CompactionLog:
+        from xun.tui.widgets.compaction_log import CompactionLog  # (after the first frame, as the pane)
+
         return self.query_one(CompactionLog)
 
     @property
     def recoverable(self) -> RecoverableList:
+        from xun.tui.widgets.recoverable_list import RecoverableList  # (after the first frame, as the pane)
+
         return self.query_one(RecoverableList)
 
     @property
@@ -241,6 +245,9 @@ class XunApp(
         yield Footer(show_command_palette=False, compact=True)
 
     def _side_panes(self) -> ComposeResult:
+        from xun.tui.widgets.compaction_log import CompactionLog
+        from xun.tui.widgets.recoverable_list import RecoverableList
+
         yield CompactionLog(clock=self.presentation.clock, shown_path=self.shown_path)
         yield RecoverableList(clock=self.presentation.clock, cursor_blink=self.presentation.cursor_blink)
 
