@@ -34,9 +34,9 @@ class SessionOpener:
         """The rest of `open_session`'s options."""
         self._opened: tuple[SessionStore, Conversation] | None = None
 
-    def conversation(self, peek: Callable[[str], object] | None = None) -> Conversation | None:
+    def conversation(self, peek: Callable[[Path], object] | None = None) -> Conversation | None:
         """The conversation to continue, read now; None for a new session (there is nothing to show yet).
-        `peek` is given the session file's text before it is parsed (`SessionStore.open`)."""
+        `peek` is called with the session's file before it is read (`SessionStore.open`)."""
         if self.resume is None:
             return None
         if self._opened is None:

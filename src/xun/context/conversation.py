@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import codecs
 import collections
 import contextlib
 import dataclasses
@@ -1081,7 +1082,9 @@ class Conversation:
         archive = self._reclaimed.json_chunks()
         if ensure_ascii:  # every non-ASCII character (lone surrogates too) as a JSON escape
             archive = ["".join(archive).encode("utf-8", "backslashreplace").decode("utf-8")]
-        layout = {"format_version": FORMAT_VERSION, "compacted_count": len(self._reclaimed), "compacted_chars": sum(map(len, archive))}
+        layout = {"format_version": FORMAT_VERSION, "compacted_count": len(self._reclaimed),
+                  "compacted_chars": sum(map(len, archive)),
+                  "compacted_bytes": sum(len(c) if c.isascii() else len(c.encode("utf-8", "surrogatepass")) for c in archive)}
         with _gc_paused():
             head = json.dumps({**layout, **self._head()}, ensure_ascii=ensure_ascii, separators=(",", ":"))
         return "".join([head[:-1], _ARCHIVE_KEY, *archive, "}"])
@@ -1110,18 +1113,16 @@ class Conversation:
             setattr(self, name, value)
         return self
 
-    def load(self, path: str | os.PathLike[str], *, peek: Callable[[str], object] | None = None) -> Conversation:
-        """Load the session file at `path`; `peek` is given its text first (a resume shows the newest turns
-        from it, `newest_messages`, before the whole is parsed)."""
+    def load(self, path: str | os.PathLike[str], *, peek: Callable[[Path], object] | None = None) -> Conversation:
+        """Load the session file at `path`; `peek` is called with it first (a resume shows the newest turns,
+        `read_newest_messages`, before the whole is read)."""
+        if peek is not None:
+            peek(Path(path))
         try:
             with open_regular(path) as handle:
                 text = handle.read()
         except OSError as exc:
             raise SessionFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
-        if peek is not None:
-            with contextlib.suppress(UnicodeDecodeError):  # `loads` names the problem
-                text = text.decode("utf-8")
-                peek(text)
         return self.loads(text, source=path)
 
 
@@ -1200,23 +1201,20 @@ def session_head(text: str, stop_after: str | None = None, give_up_at: str | Non
 _MESSAGE_OPENING = '{"kind":"'
 """How every stored message opens (`Message.to_json` puts its kind first)."""
 _MESSAGES_KEY = ',"messages":['
+FORMAT_2_BYTES = re.compile(r'\{"format_version":\d+,"compacted_count":\d+,"compacted_chars":\d+,"compacted_bytes":(\d+),')
+"""How a session file that records its archive's length in bytes opens (a resume reads its end first)."""
+NEWEST_READ = 1 << 16
+"""What `read_newest_messages` reads of the opening of a session file (all but the messages and the archive
+must be in it)."""
+NEWEST_TAIL_READ = 1 << 16
+"""What it reads of the end of the messages at first: the piece grows fourfold while the newest messages are
+not whole in it, up to NEWEST_READ_MAX."""
+NEWEST_READ_MAX = 1 << 24
 
 
-def newest_messages(text: str, count: int) -> tuple[str, int, list[Message]] | None:
-    """The session id, the number of messages, and the newest `count` of them, from session text whose
-    messages come last but the archive (as `dumps` writes them), without parsing the others: the stored
-    messages are found from the end. None when the text is laid out otherwise or when what is found does not
-    hold together (the whole is then read as always); this is a preview, the whole text is read after it.
-
-    A message found from the end is taken only when it closes exactly where the next one opens (or where the
-    list closes): a dict nested in a message closes before its message does, so it is never taken for one."""
-    layout = FORMAT_2_OPENING.match(text)
-    if layout is None or not text.endswith("}"):
-        return None
-    archive_key = len(text) - 1 - int(layout[3]) - len(_ARCHIVE_KEY)
-    close = archive_key - 1
-    if close < 0 or text[close] != "]" or not text.startswith(_ARCHIVE_KEY, archive_key):
-        return None
+def _messages_head(text: str) -> tuple[str, int, int] | None:
+    """The session id, the number of messages and where their list opens (its "["), from the opening of
+    session text whose messages come last but the archive; None for another layout."""
     head = session_head(text, stop_after="message_count", give_up_at="messages")
     if head is None:
         return None
@@ -1225,13 +1223,22 @@ def newest_messages(text: str, count: int) -> tuple[str, int, list[Message]] | N
     if (not isinstance(total, int) or isinstance(total, bool) or total < 0 or not isinstance(ident, str)
             or not text.startswith(_MESSAGES_KEY, position)):
         return None
-    opening = position + len(_MESSAGES_KEY) - 1  # the list's "["
+    return ident, total, position + len(_MESSAGES_KEY) - 1
+
+
+def _newest_stored(text: str, opening: int, close: int, count: int, total: int) -> list[Any] | None:
+    """The newest `count` stored messages (oldest first) of the list that closes at `close` in `text` and opens
+    at `opening` (-1: before `text`, a piece of the file's end); None when what is found does not hold together,
+    or when `text` ends before they do (a larger piece may hold them).
+
+    A message found from the end is taken only when it closes exactly where the next one opens (or where the
+    list closes): a dict nested in a message closes before its message does, so it is never taken for one."""
     found: list[Any] = []
-    end, search = close, close
+    end = search = close
     try:
-        while len(found) < min(count, total) and search > opening:
+        while len(found) < min(count, total):
             at = text.rfind(_MESSAGE_OPENING, opening + 1, search)
-            if at < 0:
+            if at <= 0:  # (at 0 nothing before it says whether it opens a message)
                 return None
             item, stop = _DECODER.raw_decode(text, at)
             if stop != end or text[at - 1] not in ",[":
@@ -1239,19 +1246,80 @@ def newest_messages(text: str, count: int) -> tuple[str, int, list[Message]] | N
                 continue
             found.append(item)
             end = search = at - 1
-            if at - 1 == opening:
+            if end == opening:
                 break
     except (ValueError, RecursionError):
         return None
-    reached_start = end == opening
-    if (reached_start and len(found) != total) or (not reached_start and len(found) < min(count, total)):
+    if end == opening and len(found) != total:
         return None
     found.reverse()
+    return found
+
+
+def _typed(ident: str, total: int, found: list[Any] | None) -> tuple[str, int, list[Message]] | None:
+    if found is None:
+        return None
     try:
-        messages = _parse_messages(found, lambda reason: SessionFormatError(None, reason))
+        return ident, total, _parse_messages(found, lambda reason: SessionFormatError(None, reason))
     except SessionFormatError:
         return None
-    return ident, total, messages
+
+
+def newest_messages(text: str, count: int) -> tuple[str, int, list[Message]] | None:
+    """The session id, the number of messages, and the newest `count` of them, from session text whose
+    messages come last but the archive (as `dumps` writes them), without parsing the others: the stored
+    messages are found from the end. None when the text is laid out otherwise or when what is found does not
+    hold together (the whole is then read as always); this is a preview, the whole text is read after it."""
+    layout = FORMAT_2_OPENING.match(text)
+    if layout is None or not text.endswith("}"):
+        return None
+    archive_key = len(text) - 1 - int(layout[3]) - len(_ARCHIVE_KEY)
+    close = archive_key - 1
+    if close < 0 or text[close] != "]" or not text.startswith(_ARCHIVE_KEY, archive_key):
+        return None
+    head = _messages_head(text)
+    if head is None:
+        return None
+    ident, total, opening = head
+    return _typed(ident, total, _newest_stored(text, opening, close, count, total))
+
+
+def read_newest_messages(path: str | os.PathLike[str], count: int) -> tuple[str, int, list[Message]] | None:
+    """`newest_messages` of the session file at `path`, reading only its opening and the end of its messages
+    (the archive's length in bytes, at its opening, says where they end): a 50,000-message session is 40 MB,
+    most of it the archive. None when the file is laid out otherwise or cannot be read (the whole is then read
+    as always, and any problem named then)."""
+    try:
+        with open_regular(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            text = codecs.getincrementaldecoder("utf-8")().decode(handle.read(NEWEST_READ))  # (a cut character waits)
+            layout = FORMAT_2_BYTES.match(text)
+            head = _messages_head(text) if layout is not None else None
+            if layout is None or head is None:
+                return None
+            ident, total, opening = head
+            list_at = len(text[:opening].encode("utf-8"))  # where the list opens, in bytes
+            key_at = size - 1 - int(layout[1]) - len(_ARCHIVE_KEY)
+            if key_at <= list_at:
+                return None
+            piece = NEWEST_TAIL_READ
+            while True:
+                start = max(key_at - piece, list_at)
+                handle.seek(start)
+                tail = handle.read(key_at + len(_ARCHIVE_KEY) - start)
+                if not tail.endswith(b"]" + _ARCHIVE_KEY.encode()):
+                    return None
+                cut = 0
+                while start > list_at and cut < len(tail) and 0x80 <= tail[cut] < 0xC0:
+                    cut += 1  # into the middle of a character: from the next one
+                window = tail[cut:].decode("utf-8")
+                found = _newest_stored(window, 0 if start == list_at else -1, len(window) - len(_ARCHIVE_KEY) - 1,
+                                       count, total)
+                if found is not None or start == list_at or piece >= NEWEST_READ_MAX:
+                    return _typed(ident, total, found)
+                piece *= 4
+    except (OSError, ValueError):  # (UnicodeDecodeError is one)
+        return None
 
 
 def read_session(text: str, source: Any = None) -> tuple[Any, ReclaimedArchive | None]:

@@ -133,14 +133,14 @@ class SessionStore:
         return Conversation(offload_dir=self.offload_dir, history_index=self.history)
 
     def open(self, resume: str | None, *, fork: bool = False, read_only: bool = False,
-             peek: Callable[[str], object] | None = None) -> Conversation:
+             peek: Callable[[Path], object] | None = None) -> Conversation:
         """The conversation a session works on, locked for this process unless read-only; the lock is taken
         before the file is read, so what is loaded is what no one else is writing.
 
         `resume`: None starts a new one, `LATEST` ("") continues the newest, an id continues that one
         (raises NoSessionToResume, FileNotFoundError, SessionFormatError or SessionLocked); `fork`
-        continues a copy under a new id, `read_only` takes no lock; `peek` is given the text of the file read
-        before it is parsed (`Conversation.load`)."""
+        continues a copy under a new id, `read_only` takes no lock; `peek` is called with the file to read (locked
+        unless read-only) before it is read (`Conversation.load`)."""
         if resume is None:
             conversation = self.new()
         else:
@@ -159,7 +159,7 @@ class SessionStore:
             self.lock(conversation.conversation_id)
         return conversation
 
-    def _load_newest(self, *, lock: bool, peek: Callable[[str], object] | None = None) -> Conversation:
+    def _load_newest(self, *, lock: bool, peek: Callable[[Path], object] | None = None) -> Conversation:
         """The newest session that can be read (locked with `lock`), found without parsing every session:
         the files are ordered by the save time at their opening (`_saved_at`), and the newest is loaded;
         one whose session part cannot be read is passed over, as `list` passes it over."""
@@ -210,7 +210,7 @@ class SessionStore:
         """
         return remove_stale_temp_files(self.root, STALE_TEMP_SECONDS, target_suffix=".json")
 
-    def load(self, conversation_id: str, *, peek: Callable[[str], object] | None = None) -> Conversation:
+    def load(self, conversation_id: str, *, peek: Callable[[Path], object] | None = None) -> Conversation:
         path = self.path_for(conversation_id)
         if not path.exists():
             raise FileNotFoundError(f"no session {conversation_id!r} in {self.root}")

@@ -63,13 +63,13 @@ class SessionLifecycle:
         after the read, when the newest turns were mounted."""
         import rich.markdown  # noqa: F401
 
-    def _show_newest(self, text: str) -> None:
-        """In the opening thread, given a resumed session's file: its newest turns, found from the end of the
-        text (`newest_messages`), are shown before the whole is parsed, which waits for their frame."""
-        from xun.context.conversation import newest_messages
+    def _show_newest(self, path: Path) -> None:
+        """In the opening thread, given a resumed session's file: its newest turns, read from the end of its
+        messages (`read_newest_messages`), are shown before the whole is read, which waits for their frame."""
+        from xun.context.conversation import read_newest_messages
         from xun.tui.transcript import message_items
 
-        newest = newest_messages(text, NEWEST_MESSAGES)
+        newest = read_newest_messages(path, NEWEST_MESSAGES)
         if newest is None or newest[1] <= len(newest[2]) or self.session is not None:
             return  # another layout, or a short session (the whole comes as fast), or a reopening
         ident, total, messages = newest
