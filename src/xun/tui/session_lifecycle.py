@@ -27,7 +27,7 @@ QUIT_AGAIN_WITHIN = 2.0
 TRANSCRIPT_FRAME_WAIT = 2.0
 """Seconds the opening thread waits at most for the frame that shows a resumed transcript."""
 NEWEST_MESSAGES = 64
-"""How many of a resumed session's newest messages are shown before the whole session is parsed."""
+"""How many of a resumed session's newest messages are shown before the whole session is read."""
 
 
 class SessionLifecycle:
@@ -58,9 +58,9 @@ class SessionLifecycle:
         self.post_message(m.SessionOpened(session))
 
     def _import_reply_renderer(self) -> None:
-        """Rich's Markdown, which draws a resumed transcript's replies, imported on the event loop while the
-        opening thread reads the session's file (a read leaves the interpreter's lock free): 30 ms that came
-        after the read, when the newest turns were mounted."""
+        """Rich's Markdown, which draws a resumed transcript's replies (30 ms to import), imported on the event
+        loop while the opening thread reads the session (its reads leave the interpreter's lock free), not
+        after, when the newest turns are mounted."""
         import rich.markdown  # noqa: F401
 
     def _show_newest(self, path: Path) -> None:
@@ -80,6 +80,7 @@ class SessionLifecycle:
             drawn.wait(TRANSCRIPT_FRAME_WAIT)
 
     async def on_newest_turns(self, message: m.NewestTurns) -> None:
+        """A resumed session's newest turns, shown while the rest of it is read."""
         try:
             if self.session is not None:
                 return
