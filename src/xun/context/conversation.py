@@ -1039,7 +1039,7 @@ class Conversation:
     def _head(self) -> dict[str, Any]:
         """The session but its archive of reclaimed originals (`dumps` puts that last). The messages come
         last but the archive, their count just before them, so a resume reads its newest turns without
-        parsing the rest (`newest_messages`)."""
+        reading the rest (`read_newest_messages`)."""
         return {
             "conversation_id": self.conversation_id,
             "created_at": self.created_at,
@@ -1069,11 +1069,12 @@ class Conversation:
 
     def dumps(self) -> str:
         """The session as one compact JSON document (format 2):
-        `{"format_version":2,"compacted_count":N,"compacted_chars":C, ...the session..., "compacted_toolcalls":{...}}`.
+        `{"format_version":2,"compacted_count":N,"compacted_chars":C,"compacted_bytes":B, ...the session...,
+        "compacted_toolcalls":{...}}`.
 
-        The archive of reclaimed originals comes last, its entry count and exact length in characters
-        first, so a reader takes the session without parsing the archive (`read_session`), and any JSON
-        reader reads the whole. Format 1 was a JSON head line, then one JSON line per reclaimed original;
+        The archive of reclaimed originals comes last, its entry count and exact length in characters (and
+        in bytes) first, so a reader takes the session without parsing the archive (`read_session`), and any
+        JSON reader reads the whole. Format 1 was a JSON head line, then one JSON line per reclaimed original;
         format 0 (no `format_version`), one document whose `compacted_toolcalls` maps ids to originals.
         """
         return self._dumps(ensure_ascii=False)
