@@ -569,6 +569,7 @@ def test_the_newest_messages_are_read_from_the_end_of_the_file_alone(tmp_path, m
     expected = [m.to_json() for m in c.messages[-9:]]
     for piece in (1 << 16, 7, 64, 333):  # small pieces start inside characters and grow
         monkeypatch.setattr(module, "NEWEST_TAIL_READ", piece)
+        monkeypatch.setattr(module, "NEWEST_READ", piece * 3)  # the opening too (the head is about 10 kB)
         ident, count, newest = read_newest_messages(path, 9)
         assert (ident, count) == (c.conversation_id, total)
         assert [m.to_json() for m in newest] == expected

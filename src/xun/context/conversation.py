@@ -1205,8 +1205,8 @@ _MESSAGES_KEY = ',"messages":['
 FORMAT_2_BYTES = re.compile(r'\{"format_version":\d+,"compacted_count":\d+,"compacted_chars":\d+,"compacted_bytes":(\d+),')
 """How a session file that records its archive's length in bytes opens (a resume reads its end first)."""
 NEWEST_READ = 1 << 16
-"""What `read_newest_messages` reads of the opening of a session file (all but the messages and the archive
-must be in it)."""
+"""What `read_newest_messages` reads of the opening of a session file at first (all but the messages and the
+archive must be in it: the piece doubles until they are, up to NEWEST_READ_MAX)."""
 NEWEST_TAIL_READ = 1 << 16
 """What it reads of the end of the messages at first: the piece grows fourfold while the newest messages are
 not whole in it, up to NEWEST_READ_MAX."""
@@ -1293,11 +1293,18 @@ def read_newest_messages(path: str | os.PathLike[str], count: int) -> tuple[str,
     try:
         with open_regular(path) as handle:
             size = os.fstat(handle.fileno()).st_size
-            text = codecs.getincrementaldecoder("utf-8")().decode(handle.read(NEWEST_READ))  # (a cut character waits)
-            layout = FORMAT_2_BYTES.match(text)
-            head = _messages_head(text) if layout is not None else None
-            if layout is None or head is None:
-                return None
+            decoder = codecs.getincrementaldecoder("utf-8")()  # (a character cut at a piece's end waits)
+            text = decoder.decode(handle.read(NEWEST_READ))
+            while True:  # the opening grows while all before the messages is not in it (a long compaction log)
+                layout = FORMAT_2_BYTES.match(text)
+                if layout is None and len(text) >= 256:  # (the layout's keys are in the first 100 characters)
+                    return None
+                if layout is not None and (head := _messages_head(text)) is not None:
+                    break
+                if len(text) >= NEWEST_READ_MAX or handle.tell() >= size:
+                    return None
+                text += decoder.decode(handle.read(max(len(text), 256)))
+            assert layout is not None
             ident, total, opening = head
             list_at = len(text[:opening].encode("utf-8"))  # where the list opens, in bytes
             key_at = size - 1 - int(layout[1]) - len(_ARCHIVE_KEY)
