@@ -246,6 +246,8 @@ async def test_a_long_resumed_session_shows_its_newest_turns_before_the_whole_is
                 count = len(chat.children)
                 chat.scroll_to(y=0, animate=False, immediate=True)
                 await wait_until(pilot, lambda count=count: len(chat.children) != count, what="an older page")
+                chat.scroll_end(animate=False, immediate=True)
+                await pilot.pause()
             prompts = [block.text for block in chat.query(UserBlock)]
             assert prompts == [f"question {i}: read src/file{i}.py" for i in range(40)], "every turn, once"
             assert chat.query(UserBlock).last() is newest_block, "the newest turns were not mounted again"
