@@ -5,7 +5,8 @@ real terminal (tmux, 120x40), and times from launch until the text that marks th
 (`tmux capture-pane` every 10 ms, as `shared/bench/first-frame.sh` does). One JSON line per figure:
 
 * first_frame_terminal: `xun --offline` in an empty folder until the gauge's pane ("context") shows,
-  against a minimal Textual app (a header, a static text, an input, a footer) launched the same way,
+  against a minimal Textual app (a header, a static text, an input, a footer) launched the same way (`python3`
+  from the PATH when `xun` is the command there: both through pyenv's shims, if that is how they are installed),
   runs interleaved (the machine's load hits both alike); medians and their ratio. Target: at most 1.3x.
 * resume_50000: `xun --offline --resume` of a session of 50,000 messages (12,500 rounds of a prompt, a
   tool call, its result and an answer; old results reclaimed), until its newest prompt is on the screen,
@@ -78,6 +79,15 @@ def xun_command(src: Path, *args: str) -> tuple[str, str]:
     return line, " ".join(launcher)
 
 
+def python_command() -> str:
+    """How the minimal app is launched: as xun is. The `xun` command found on the PATH goes with the `python3`
+    found there (under pyenv both are shims, a shell script that costs tens of ms at each start, the issue's
+    `first-frame.sh ... python3 minimal_textual_app.py`); `python3 -m xun` with this interpreter."""
+    if shutil.which("xun") and shutil.which("python3"):
+        return "python3"
+    return sys.executable
+
+
 def interleaved(runs: int, first: tuple[str, str, Path], second: tuple[str, str, Path]) -> tuple[list[float], list[float]]:
     """`runs` timings of each (command, marker, folder), one of each in turn; one unrecorded warm-up each."""
     for command, marker, cwd in (first, second):
@@ -114,7 +124,8 @@ def main() -> None:
         root = Path(folder)
         minimal_app = root / "minimal_textual_app.py"
         minimal_app.write_text(MINIMAL_APP)
-        minimal = (f"{shlex.quote(sys.executable)} {shlex.quote(str(minimal_app))}", "READY-MARKER", root)
+        python = python_command()
+        minimal = (f"{shlex.quote(python)} {shlex.quote(str(minimal_app))}", "READY-MARKER", root)
         tmux("new-session", "-d", "-s", "keeper", "sleep 3600")  # the private server lives until the end
         try:
             if args.only in (None, "first_frame_terminal"):
@@ -126,7 +137,8 @@ def main() -> None:
                 emit("first_frame_terminal", seconds_median=round(statistics.median(xun), 3),
                      minimal_textual_median=round(statistics.median(base), 3), ratio_to_minimal=round(ratio, 2),
                      seconds=[round(t, 3) for t in xun], minimal_seconds=[round(t, 3) for t in base],
-                     launcher=launcher, src=str(src), runs=args.runs, load_average=os.getloadavg()[0], target_ratio=1.3,
+                     launcher=launcher, minimal_launcher=python, src=str(src), runs=args.runs,
+                     load_average=os.getloadavg()[0], target_ratio=1.3,
                      ok=ratio <= 1.3)
             if args.only in (None, "resume_50000"):
                 big = root / "big"
@@ -138,7 +150,8 @@ def main() -> None:
                 emit("resume_50000", seconds_median=round(statistics.median(resume), 3),
                      seconds_max=round(max(resume), 3), minimal_textual_median=round(statistics.median(base), 3),
                      ratio_to_minimal=round(statistics.median(resume) / statistics.median(base), 2),
-                     messages=4 * args.rounds, session_bytes=size, launcher=launcher, src=str(src), runs=args.runs,
+                     messages=4 * args.rounds, session_bytes=size, launcher=launcher, minimal_launcher=python,
+                     src=str(src), runs=args.runs,
                      load_average=os.getloadavg()[0], target_seconds=0.5, ok=statistics.median(resume) <= 0.5)
         finally:
             tmux("kill-server")

@@ -506,3 +506,76 @@ def test_a_minimal_format_1_document_loads_and_a_stray_system_prompt_is_named():
     stray = {"format_version": 1, "messages": [{"kind": "user", "text": "a"}, {"kind": "system", "content": "s"}]}
     with pytest.raises(SessionFormatError, match="message 1: a system prompt may only be message 0"):
         Conversation().loads(json.dumps(stray))
+
+
+def test_the_newest_messages_are_read_from_the_end_of_a_saved_session(tmp_path):
+    """A resume shows its newest turns from the file before the whole is parsed: the messages are written
+    last but the archive, their count before them, and are found from the end exactly."""
+    from xun.context.conversation import newest_messages
+
+    c = compacted_session()
+    # a reply whose raw form nests dicts that open like a stored message: never taken for one
+    c.add_agent_message({"role": "assistant", "content": [{"kind": "text", "text": "a"}, {"kind": "x", "y": [{}]}]})
+    c.add_user_message('the newest, with "quotes", ],"kind": and {"kind":"raw"} in its text')
+    path = tmp_path / "s.json"
+    c.dump(path)
+    text = path.read_text()
+    total = len(c.messages)
+    ident, count, newest = newest_messages(text, 5)
+    assert (ident, count) == (c.conversation_id, total)
+    assert [m.to_json() for m in newest] == [m.to_json() for m in c.messages[-5:]]
+    ident, count, every = newest_messages(text, total + 10)
+    assert [m.to_json() for m in every] == [m.to_json() for m in c.messages], "to the first message"
+    assert Conversation().loads(text).completion_params() == c.completion_params(), "and any reader reads the whole"
+
+    data = json.loads(text)  # the same session laid out otherwise (an older xun, another tool): the whole is read
+    older = json.dumps({"messages": data.pop("messages"), **data})
+    assert newest_messages(older, 5) is None
+    torn = text.replace('"message_count":', '"message_count":"x","n":', 1)
+    assert newest_messages(torn, 5) is None
+
+
+def test_peek_is_given_the_session_file_before_it_is_read(tmp_path):
+    store = SessionStore(tmp_path)
+    c = store.new()
+    c.add_user_message("hello")
+    store.save(c)
+    seen: list[str] = []
+    loaded = store.open(c.conversation_id, read_only=True, peek=seen.append)
+    assert seen == [store.path_for(c.conversation_id)]
+    assert loaded.messages[-1].text == "hello"
+
+
+def test_the_newest_messages_are_read_from_the_end_of_the_file_alone(tmp_path, monkeypatch):
+    """A resume reads the opening of the file and the end of its messages (the archive's length in bytes says
+    where they end), in pieces that grow until the newest messages are whole; text in any script, the archive
+    too, and pieces that begin inside a character."""
+    from xun.context import conversation as module
+    from xun.context.conversation import read_newest_messages
+
+    c = compacted_session()
+    c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_x", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]})
+    c.add_tool_result("call_x", "résultat 🙂 " * 200)
+    c.compact_toolcall(keep_max=0)  # into the archive, which is not ASCII now
+    for i in range(40):
+        c.add_user_message(f"question {i}: é, ü, 漢字 and 🙂 " + "€" * (i * 37))
+        c.add_agent_message({"role": "assistant", "content": f"réponse {i} 🙂"})
+    path = tmp_path / "s.json"
+    c.dump(path)
+    opening = json.loads(path.read_text()[:200].split(',"conversation_id"')[0] + "}")
+    assert opening["compacted_bytes"] > opening["compacted_chars"], "the archive's length in bytes comes first"
+    total = len(c.messages)
+    expected = [m.to_json() for m in c.messages[-9:]]
+    for piece in (1 << 16, 7, 64, 333):  # small pieces start inside characters and grow
+        monkeypatch.setattr(module, "NEWEST_TAIL_READ", piece)
+        monkeypatch.setattr(module, "NEWEST_READ", piece * 3)  # the opening too (the head is about 10 kB)
+        ident, count, newest = read_newest_messages(path, 9)
+        assert (ident, count) == (c.conversation_id, total)
+        assert [m.to_json() for m in newest] == expected
+    ident, count, every = read_newest_messages(path, total + 5)
+    assert [m.to_json() for m in every] == [m.to_json() for m in c.messages], "to the first message"
+    data = json.loads(path.read_text())  # laid out otherwise (no length in bytes first): the whole is read
+    path.write_text(json.dumps({"messages": data.pop("messages"), **data}))
+    assert read_newest_messages(path, 5) is None
+    assert read_newest_messages(tmp_path / "missing.json", 5) is None

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xun.agent.config import ConfigError, XunConfig, load_config
-from xun.context.conversation import Conversation
+from xun.context.conversation import Conversation, newest_messages, read_newest_messages
 from xun.base.errors import SessionFormatError
 from xun.agent.tools import Decision, ToolContext, default_toolbox
 
@@ -146,11 +146,17 @@ def test_fuzz_session_structure_loads_or_raises_the_clear_error(tmp_path, change
         if "compacted_chars" in head:
             head["compacted_chars"] = len(archive_text)
     text = _document(head, archive_text)
+    newest = newest_messages(text, 3)  # a resume's first view: never raises, and finds the end of what loads
     with tempfile.TemporaryDirectory(dir=tmp_path) as folder:
         path = Path(folder) / "s.json"
         path.write_text(text, encoding="utf-8")
+        from_file = read_newest_messages(path, 3)  # the same, reading the file's end alone
         try:
             loaded = Conversation().load(path)
+            for seen in (newest, from_file):
+                if seen is not None and seen[2]:
+                    found = [m.to_json() for m in seen[2]]
+                    assert found == [m.to_json() for m in loaded.messages[-len(found):]]
             exercise(loaded, Path(folder))
         except SessionFormatError as exc:
             assert str(path) in str(exc) or "<session text>" in str(exc)

@@ -207,6 +207,56 @@ async def test_the_rest_of_a_resumed_session_opens_after_the_transcripts_frame(o
             app.opened_session.close()
 
 
+async def test_a_long_resumed_session_shows_its_newest_turns_before_the_whole_is_read(offline_server, tmp_path: Path):
+    """The newest turns of a long session are read from the end of its file and shown first; the whole session,
+    parsed after their frame, joins them without mounting them again, and scrolling up reaches its first prompt."""
+    from xun.agent.opener import SessionOpener
+    from xun.tui import messages as m
+    from xun.tui.widgets.chat_view import EarlierMarker
+    from xun.tui.widgets.user_block import UserBlock
+
+    from .test_sessions import big_session
+
+    ident = big_session(tmp_path, rounds=40)  # 160 messages
+    shown_first: list[list[str]] = []
+
+    class WatchingOpener(SessionOpener):
+        def conversation(self, peek=None):
+            def watched(text: str) -> None:
+                peek(text)  # posts the newest turns and waits for their frame
+                shown_first.append([block.text for block in app.chat.query(UserBlock)])
+
+            return super().conversation(peek=watched if peek is not None else None)
+
+    posted: list[object] = []
+    app = XunApp(opener=WatchingOpener(tmp_path, resume=ident, base_url=offline_server.base_url, environ={}))
+    try:
+        async with app.run_test(size=(120, 30), message_hook=posted.append) as pilot:
+            await wait_until(pilot, lambda: app.session is not None, what="the session")
+            [first] = shown_first
+            assert first and first[-1] == "question 39: read src/file39.py", first
+            assert "question 0: read src/file0.py" not in first, "only the newest turns, before the whole is read"
+            kinds = [type(message) for message in posted if isinstance(message, (m.NewestTurns, m.TranscriptLoaded))]
+            assert kinds == [m.NewestTurns, m.TranscriptLoaded], kinds
+            [newest] = [message for message in posted if isinstance(message, m.NewestTurns)]
+            assert newest.items[-1].index == 159, "numbered as in the whole session"
+            newest_block = app.chat.query(UserBlock).last()
+            chat = app.chat
+            while chat.query(EarlierMarker):
+                count = len(chat.children)
+                chat.scroll_to(y=0, animate=False, immediate=True)
+                await wait_until(pilot, lambda count=count: len(chat.children) != count, what="an older page")
+                chat.scroll_end(animate=False, immediate=True)
+                await pilot.pause()
+            prompts = [block.text for block in chat.query(UserBlock)]
+            assert prompts == [f"question {i}: read src/file{i}.py" for i in range(40)], "every turn, once"
+            assert chat.query(UserBlock).last() is newest_block, "the newest turns were not mounted again"
+            await pilot.press("ctrl+q")
+    finally:
+        if app.opened_session is not None:
+            app.opened_session.close()
+
+
 def test_run_opens_the_session_it_is_given_a_way_to_open_and_closes_it(tmp_path: Path):
     opened = []
 

@@ -34,8 +34,9 @@ class SessionOpener:
         """The rest of `open_session`'s options."""
         self._opened: tuple[SessionStore, Conversation] | None = None
 
-    def conversation(self) -> Conversation | None:
-        """The conversation to continue, read now; None for a new session (there is nothing to show yet)."""
+    def conversation(self, peek: Callable[[Path], object] | None = None) -> Conversation | None:
+        """The conversation to continue, read now; None for a new session (there is nothing to show yet).
+        `peek` is called with the session's file before it is read (`SessionStore.open`)."""
         if self.resume is None:
             return None
         if self._opened is None:
@@ -45,7 +46,7 @@ class SessionOpener:
             resume = self.resume
             if resume != LATEST and self._resolve is not None:
                 resume = self._resolve(store, resume)
-            self._opened = (store, store.open(resume, fork=self.fork, read_only=self.read_only))
+            self._opened = (store, store.open(resume, fork=self.fork, read_only=self.read_only, peek=peek))
         return self._opened[1]
 
     def __call__(self) -> Session:

@@ -11,6 +11,7 @@ Exit codes: 0 ok, 1 a failed turn (or another failure at run time), 2 bad usage 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
@@ -77,7 +78,17 @@ def _add_global_options(parser: argparse.ArgumentParser, *, top: bool, set_dest:
                        help="show tracebacks of errors")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _NotPlain(Exception):
+    """The global options alone do not parse the command line: the whole parser will (and name the problem)."""
+
+
+def _not_plain(message: str) -> NoReturn:
+    raise _NotPlain(message)
+
+
+def build_parser(commands: bool = True) -> argparse.ArgumentParser:
+    """The command line's parser; without `commands`, only the global options (what plain `xun` takes: the
+    commands' parsers are a tenth of the app's first frame spent on nothing, see `main`)."""
     parser = _Parser(
         prog="xun",
         formatter_class=_Formatter,
@@ -89,10 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"xun {__version__}")
     _add_global_options(parser, top=True)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    if not commands:
+        parser.set_defaults(command=None)
+        parser.error = _not_plain  # type: ignore[method-assign]
+        return parser
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
     def command(name: str, help_text: str, description: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=description, formatter_class=_Formatter,
+        sub = subparsers.add_parser(name, help=help_text, description=description, formatter_class=_Formatter,
                                   epilog=EXIT_CODES_HELP)
         return sub
 
@@ -224,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_global_options(serve, top=False)
 
     # The offline server parses its own options (`xun offline-server --help`), so they pass through.
-    commands.add_parser(
+    subparsers.add_parser(
         "offline-server",
         add_help=False,
         help="serve the offline demo model (deterministic, scripted, not an LLM) on loopback",
@@ -284,10 +299,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if as_program:  # xun uses no pydantic plugins; looking for them reads every installed package's
         # metadata when the settings are first validated (tens of ms of each start). An explicit value wins.
         os.environ.setdefault(*NO_PYDANTIC_PLUGINS)
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
+    argv = _prepare_argv(sys.argv[1:] if argv is None else argv)
+    args, rest = None, []
     try:
-        args, rest = parser.parse_known_args(_prepare_argv(argv))
+        if not {*COMMANDS, "-h", "--help"} & set(argv):  # plain `xun` (the app): the global options alone
+            with contextlib.suppress(_NotPlain):
+                parser = build_parser(commands=False)
+                args, rest = parser.parse_known_args(argv)
+        if args is None or rest:  # a command, or something the whole parser names the problem of
+            parser = build_parser()
+            args, rest = parser.parse_known_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors
         return _exit_code(exc)
     if args.command == "offline-server":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import codecs
 import collections
 import contextlib
 import dataclasses
@@ -1039,7 +1040,9 @@ class Conversation:
     # ------------------------------------------------------------ persistence
 
     def _head(self) -> dict[str, Any]:
-        """The session but its archive of reclaimed originals (`dumps` puts that last)."""
+        """The session but its archive of reclaimed originals (`dumps` puts that last). The messages come
+        last but the archive, their count just before them, so a resume reads its newest turns without
+        reading the rest (`read_newest_messages`)."""
         return {
             "conversation_id": self.conversation_id,
             "created_at": self.created_at,
@@ -1050,13 +1053,14 @@ class Conversation:
             "usage_totals": dict(self.usage_totals),
             "usage": {"chars": self.usage_chars, "messages": self.usage_messages, "tokens_per_char": self.tokens_per_char,
                       "overhead_chars": self.overhead_chars, "fixed_tokens": self.fixed_tokens},
-            "messages": [m.to_json() for m in self._messages],
             "pinned_toolcalls": sorted(self._pinned),
             "compaction": self.compaction_counter.to_json(),
             "prompt_cache": self.prompt_cache.to_json(),
             "summarizations": [e.to_json() for e in self.summarizations],
             "compaction_log": self.compaction_log,
             "kept_originals": [{**e, "messages": [m.to_json() for m in e["messages"]]} for e in self.kept_originals],
+            "message_count": len(self._messages),
+            "messages": [m.to_json() for m in self._messages],
         }
 
     def session_title(self) -> str | None:
@@ -1068,11 +1072,12 @@ class Conversation:
 
     def dumps(self) -> str:
         """The session as one compact JSON document (format 2):
-        `{"format_version":2,"compacted_count":N,"compacted_chars":C, ...the session..., "compacted_toolcalls":{...}}`.
+        `{"format_version":2,"compacted_count":N,"compacted_chars":C,"compacted_bytes":B, ...the session...,
+        "compacted_toolcalls":{...}}`.
 
-        The archive of reclaimed originals comes last, its entry count and exact length in characters
-        first, so a reader takes the session without parsing the archive (`read_session`), and any JSON
-        reader reads the whole. Format 1 was a JSON head line, then one JSON line per reclaimed original;
+        The archive of reclaimed originals comes last, its entry count and exact length in characters (and
+        in bytes) first, so a reader takes the session without parsing the archive (`read_session`), and any
+        JSON reader reads the whole. Format 1 was a JSON head line, then one JSON line per reclaimed original;
         format 0 (no `format_version`), one document whose `compacted_toolcalls` maps ids to originals.
         """
         return self._dumps(ensure_ascii=False)
@@ -1081,7 +1086,9 @@ class Conversation:
         archive = self._reclaimed.json_chunks()
         if ensure_ascii:  # every non-ASCII character (lone surrogates too) as a JSON escape
             archive = ["".join(archive).encode("utf-8", "backslashreplace").decode("utf-8")]
-        layout = {"format_version": FORMAT_VERSION, "compacted_count": len(self._reclaimed), "compacted_chars": sum(map(len, archive))}
+        layout = {"format_version": FORMAT_VERSION, "compacted_count": len(self._reclaimed),
+                  "compacted_chars": sum(map(len, archive)),
+                  "compacted_bytes": sum(len(c) if c.isascii() else len(c.encode("utf-8", "surrogatepass")) for c in archive)}
         with _gc_paused():
             head = json.dumps({**layout, **self._head()}, ensure_ascii=ensure_ascii, separators=(",", ":"))
         return "".join([head[:-1], _ARCHIVE_KEY, *archive, "}"])
@@ -1110,7 +1117,11 @@ class Conversation:
             setattr(self, name, value)
         return self
 
-    def load(self, path: str | os.PathLike[str]) -> Conversation:
+    def load(self, path: str | os.PathLike[str], *, peek: Callable[[Path], object] | None = None) -> Conversation:
+        """Load the session file at `path`; `peek` is called with it first (a resume shows the newest turns,
+        `read_newest_messages`, before the whole is read)."""
+        if peek is not None:
+            peek(Path(path))
         try:
             with open_regular(path) as handle:
                 text = handle.read()
@@ -1162,10 +1173,11 @@ def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError])
         raise fail(f"a message is malformed ({exc!r})") from None
 
 
-def session_head(text: str, stop_after: str | None = None) -> tuple[dict[str, Any], int] | None:
+def session_head(text: str, stop_after: str | None = None, give_up_at: str | None = None) -> tuple[dict[str, Any], int] | None:
     """Format 2's session but its archive, parsed key by key up to the archive, and where the archive
     starts; None when `text` does not open as format 2 does. Does not check the archive. With
-    `stop_after`, only the keys up to that one (and where the next begins), None when it never comes."""
+    `stop_after`, only the keys up to that one (and where the next begins), None when it never comes, or
+    when the key `give_up_at` comes first (it is not parsed)."""
     layout = FORMAT_2_OPENING.match(text)
     if layout is None:
         return None
@@ -1178,6 +1190,8 @@ def session_head(text: str, stop_after: str | None = None) -> tuple[dict[str, An
                 return None
             if key == "compacted_toolcalls":
                 return data, colon + 1
+            if key == give_up_at:
+                return None
             data[key], position = _DECODER.raw_decode(text, colon + 1)
             if key == stop_after:
                 return data, position
@@ -1185,6 +1199,137 @@ def session_head(text: str, stop_after: str | None = None) -> tuple[dict[str, An
                 return None
             position += 1
     except (ValueError, IndexError, RecursionError):
+        return None
+
+
+_MESSAGE_OPENING = '{"kind":"'
+"""How every stored message opens (`Message.to_json` puts its kind first)."""
+_MESSAGES_KEY = ',"messages":['
+FORMAT_2_BYTES = re.compile(r'\{"format_version":\d+,"compacted_count":\d+,"compacted_chars":\d+,"compacted_bytes":(\d+),')
+"""How a session file that records its archive's length in bytes opens (a resume reads its end first)."""
+NEWEST_READ = 1 << 16
+"""What `read_newest_messages` reads of the opening of a session file at first (all but the messages and the
+archive must be in it: the piece doubles until they are, up to NEWEST_READ_MAX)."""
+NEWEST_TAIL_READ = 1 << 16
+"""What it reads of the end of the messages at first: the piece grows fourfold while the newest messages are
+not whole in it, up to NEWEST_READ_MAX."""
+NEWEST_READ_MAX = 1 << 24
+
+
+def _messages_head(text: str) -> tuple[str, int, int] | None:
+    """The session id, the number of messages and where their list opens (its "["), from the opening of
+    session text whose messages come last but the archive; None for another layout."""
+    head = session_head(text, stop_after="message_count", give_up_at="messages")
+    if head is None:
+        return None
+    data, position = head
+    total, ident = data.get("message_count"), data.get("conversation_id")
+    if (not isinstance(total, int) or isinstance(total, bool) or total < 0 or not isinstance(ident, str)
+            or not text.startswith(_MESSAGES_KEY, position)):
+        return None
+    return ident, total, position + len(_MESSAGES_KEY) - 1
+
+
+def _newest_stored(text: str, opening: int, close: int, count: int, total: int) -> list[Any] | None:
+    """The newest `count` stored messages (oldest first) of the list that closes at `close` in `text` and opens
+    at `opening` (-1: before `text`, a piece of the file's end); None when what is found does not hold together,
+    or when `text` ends before they do (a larger piece may hold them).
+
+    A message found from the end is taken only when it closes exactly where the next one opens (or where the
+    list closes): a dict nested in a message closes before its message does, so it is never taken for one."""
+    found: list[Any] = []
+    end = search = close
+    try:
+        while len(found) < min(count, total):
+            at = text.rfind(_MESSAGE_OPENING, opening + 1, search)
+            if at <= 0:  # (at 0 nothing before it says whether it opens a message)
+                return None
+            item, stop = _DECODER.raw_decode(text, at)
+            if stop != end or text[at - 1] not in ",[":
+                search = at  # inside a message: its own opening is further back
+                continue
+            found.append(item)
+            end = search = at - 1
+            if end == opening:
+                break
+    except (ValueError, RecursionError):
+        return None
+    if end == opening and len(found) != total:
+        return None
+    found.reverse()
+    return found
+
+
+def _typed(ident: str, total: int, found: list[Any] | None) -> tuple[str, int, list[Message]] | None:
+    if found is None:
+        return None
+    try:
+        return ident, total, _parse_messages(found, lambda reason: SessionFormatError(None, reason))
+    except SessionFormatError:
+        return None
+
+
+def newest_messages(text: str, count: int) -> tuple[str, int, list[Message]] | None:
+    """The session id, the number of messages, and the newest `count` of them, from session text whose
+    messages come last but the archive (as `dumps` writes them), without parsing the others: the stored
+    messages are found from the end. None when the text is laid out otherwise or when what is found does not
+    hold together (the whole is then read as always); this is a preview, the whole text is read after it."""
+    layout = FORMAT_2_OPENING.match(text)
+    if layout is None or not text.endswith("}"):
+        return None
+    archive_key = len(text) - 1 - int(layout[3]) - len(_ARCHIVE_KEY)
+    close = archive_key - 1
+    if close < 0 or text[close] != "]" or not text.startswith(_ARCHIVE_KEY, archive_key):
+        return None
+    head = _messages_head(text)
+    if head is None:
+        return None
+    ident, total, opening = head
+    return _typed(ident, total, _newest_stored(text, opening, close, count, total))
+
+
+def read_newest_messages(path: str | os.PathLike[str], count: int) -> tuple[str, int, list[Message]] | None:
+    """`newest_messages` of the session file at `path`, reading only its opening and the end of its messages
+    (the archive's length in bytes, at its opening, says where they end): a 50,000-message session is 40 MB,
+    most of it the archive. None when the file is laid out otherwise or cannot be read (the whole is then read
+    as always, and any problem named then)."""
+    try:
+        with open_regular(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            decoder = codecs.getincrementaldecoder("utf-8")()  # (a character cut at a piece's end waits)
+            text = decoder.decode(handle.read(NEWEST_READ))
+            while True:  # the opening grows while all before the messages is not in it (a long compaction log)
+                layout = FORMAT_2_BYTES.match(text)
+                if layout is None and len(text) >= 256:  # (the layout's keys are in the first 100 characters)
+                    return None
+                if layout is not None and (head := _messages_head(text)) is not None:
+                    break
+                if len(text) >= NEWEST_READ_MAX or handle.tell() >= size:
+                    return None
+                text += decoder.decode(handle.read(max(len(text), 256)))
+            assert layout is not None
+            ident, total, opening = head
+            list_at = len(text[:opening].encode("utf-8"))  # where the list opens, in bytes
+            key_at = size - 1 - int(layout[1]) - len(_ARCHIVE_KEY)
+            if key_at <= list_at:
+                return None
+            piece = NEWEST_TAIL_READ
+            while True:
+                start = max(key_at - piece, list_at)
+                handle.seek(start)
+                tail = handle.read(key_at + len(_ARCHIVE_KEY) - start)
+                if not tail.endswith(b"]" + _ARCHIVE_KEY.encode()):
+                    return None
+                cut = 0
+                while start > list_at and cut < len(tail) and 0x80 <= tail[cut] < 0xC0:
+                    cut += 1  # into the middle of a character: from the next one
+                window = tail[cut:].decode("utf-8")
+                found = _newest_stored(window, 0 if start == list_at else -1, len(window) - len(_ARCHIVE_KEY) - 1,
+                                       count, total)
+                if found is not None or start == list_at or piece >= NEWEST_READ_MAX:
+                    return _typed(ident, total, found)
+                piece *= 4
+    except (OSError, ValueError):  # (UnicodeDecodeError is one)
         return None
 
 

@@ -15,19 +15,23 @@ from __future__ import annotations
 import codecs
 import contextlib
 import fcntl
+import functools
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xun.base import paths
 from xun.base.atomic import open_regular, private_dirs, remove_stale_temp_files
 from xun.context.conversation import FORMAT_2_OPENING, Conversation, SessionFormatError, is_session_id, read_session, session_head
 from xun.base.errors import SessionLocked
 from xun.base.timestamps import sane_timestamp
-from xun.context.recall import HistoryIndex
+
+if TYPE_CHECKING:
+    from xun.context.recall import HistoryIndex
 
 STALE_TEMP_SECONDS = 600.0
 """A temporary file of a session save older than this (by mtime) is left over from a killed save and is
@@ -118,11 +122,17 @@ class SessionStore:
         self.workdir = Path(workdir) if workdir is not None else Path.cwd()
         self.root = paths.sessions_dir(self.workdir)
         self.offload_dir = paths.offload_dir(self.workdir)
-        self.history = HistoryIndex(self.workdir)
-        """The searchable history of this folder (`.xun/history.db`), attached to every conversation the
-        store makes or loads, so their summaries and reclaims are indexed as they happen."""
         self._swept = False
         self._locks: dict[str, SessionLock] = {}
+
+    @functools.cached_property
+    def history(self) -> HistoryIndex:
+        """The searchable history of this folder (`.xun/history.db`), attached to every conversation the
+        store makes or loads, so their summaries and reclaims are indexed as they happen. Made when first
+        needed: SQLite is not imported before a resumed session's newest turns show."""
+        from xun.context.recall import HistoryIndex
+
+        return HistoryIndex(self.workdir)
 
     def lock(self, conversation_id: str) -> None:
         """Hold the session's lock until `unlock`; raises SessionLocked when another process has it."""
@@ -146,22 +156,24 @@ class SessionStore:
         """A fresh conversation whose summaries offload into this store's history folder (and its index)."""
         return Conversation(offload_dir=self.offload_dir, history_index=self.history)
 
-    def open(self, resume: str | None, *, fork: bool = False, read_only: bool = False) -> Conversation:
+    def open(self, resume: str | None, *, fork: bool = False, read_only: bool = False,
+             peek: Callable[[Path], object] | None = None) -> Conversation:
         """The conversation a session works on, locked for this process unless read-only; the lock is taken
         before the file is read, so what is loaded is what no one else is writing.
 
         `resume`: None starts a new one, `LATEST` ("") continues the newest, an id continues that one
         (raises NoSessionToResume, FileNotFoundError, SessionFormatError or SessionLocked); `fork`
-        continues a copy under a new id, `read_only` takes no lock."""
+        continues a copy under a new id, `read_only` takes no lock; `peek` is called with the file to read (locked
+        unless read-only) before it is read (`Conversation.load`)."""
         if resume is None:
             conversation = self.new()
         else:
-            conversation = self._load_newest(lock=not (fork or read_only)) if resume == LATEST else None
+            conversation = self._load_newest(lock=not (fork or read_only), peek=peek) if resume == LATEST else None
             if conversation is None:
                 if not (fork or read_only):
                     self.lock(resume)
                 try:
-                    conversation = self.load(resume)
+                    conversation = self.load(resume, peek=peek)
                 except BaseException:
                     self.unlock()
                     raise
@@ -171,7 +183,7 @@ class SessionStore:
             self.lock(conversation.conversation_id)
         return conversation
 
-    def _load_newest(self, *, lock: bool) -> Conversation:
+    def _load_newest(self, *, lock: bool, peek: Callable[[Path], object] | None = None) -> Conversation:
         """The newest session that can be read (locked with `lock`), found without parsing every session:
         the files are ordered by the save time at their opening (`_saved_at`), and the newest is loaded;
         one whose session part cannot be read is passed over, as `list` passes it over."""
@@ -186,7 +198,7 @@ class SessionStore:
             if lock:
                 self.lock(ident)
             try:
-                return self.load(ident)
+                return self.load(ident, peek=peek)
             except SessionFormatError:
                 self.unlock(ident)
                 try:
@@ -222,11 +234,11 @@ class SessionStore:
         """
         return remove_stale_temp_files(self.root, STALE_TEMP_SECONDS, target_suffix=".json")
 
-    def load(self, conversation_id: str) -> Conversation:
+    def load(self, conversation_id: str, *, peek: Callable[[Path], object] | None = None) -> Conversation:
         path = self.path_for(conversation_id)
         if not path.exists():
             raise FileNotFoundError(f"no session {conversation_id!r} in {self.root}")
-        conversation = Conversation(offload_dir=self.offload_dir).load(path)
+        conversation = Conversation(offload_dir=self.offload_dir).load(path, peek=peek)
         conversation.offload_dir = self.offload_dir
         conversation.history_index = self.history
         return conversation

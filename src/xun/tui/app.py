@@ -30,17 +30,14 @@ from textual.worker import Worker, WorkerState
 from xun.agent.opener import SessionOpener
 from xun.base.paths import styles_dir
 from xun.base.valid_text import escape_control
-from xun.context.messages import UserMessage
 from xun.tui import messages as m
 from xun.tui.format import Presentation, shown_path
 from xun.tui.widgets.chat_view import ChatView
 from xun.tui.widgets.command_menu import CommandMenu
-from xun.tui.widgets.compaction_log import CompactionLog
 from xun.tui.widgets.context_gauge import ContextGauge
 from xun.tui.widgets.header import XunHeader
 from xun.tui.widgets.key_bar import KeyBar
 from xun.tui.widgets.prompt_input import PromptInput
-from xun.tui.widgets.recoverable_list import RecoverableList
 from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
@@ -52,8 +49,11 @@ from xun.tui.slash_commands import SlashCommands
 
 if TYPE_CHECKING:
     from xun.context.conversation import Conversation
+    from xun.context.messages import UserMessage
     from xun.agent.launch import Session
     from xun.tui.bridge import EventBridge
+    from xun.tui.widgets.compaction_log import CompactionLog
+    from xun.tui.widgets.recoverable_list import RecoverableList
 
 # The screens are imported where they are first shown: none of them is needed for the first frame. Nor
 # is the engine (events, conversation, settings, toolbox, agent: pydantic, SQLite, the offline server):
@@ -117,6 +117,8 @@ class XunApp(
         """The resumed conversation the chat shows already (`TranscriptLoaded`), not to be mounted twice."""
         self._retry_warned: tuple[int, int] | None = None
         """The conversation (last message, length) a /retry warned about: a second /retry there drops it."""
+        self._newest_shown: list[Any] | None = None
+        """A resumed session's newest turns, shown before the whole session was read (`NewestTurns`)."""
         self._unanswered: UserMessage | None = None
         """The prompt of a failed turn that got no answer: kept in the session and put back in the input;
         sending from the input replaces it rather than leaving two prompts in a row."""
@@ -209,10 +211,14 @@ class XunApp(
 
     @property
     def log_pane(self) -> CompactionLog:
+        from xun.tui.widgets.compaction_log import CompactionLog  # (after the first frame, as the pane)
+
         return self.query_one(CompactionLog)
 
     @property
     def recoverable(self) -> RecoverableList:
+        from xun.tui.widgets.recoverable_list import RecoverableList  # (after the first frame, as the pane)
+
         return self.query_one(RecoverableList)
 
     @property
@@ -235,10 +241,23 @@ class XunApp(
                 yield PromptInput(menu, cursor_blink=self.presentation.cursor_blink)
             with Vertical(id="side"):
                 yield ContextGauge()
-                yield CompactionLog(clock=self.presentation.clock, shown_path=self.shown_path)
-                yield RecoverableList(clock=self.presentation.clock, cursor_blink=self.presentation.cursor_blink)
+                if self._opener is None:  # (with an opener they come after the first frame: `on_mount`)
+                    yield from self._side_panes()
         # Ctrl+P (the palette) is in the help and the welcome text: without its corner every key fits in 80 columns
         yield KeyBar()
+
+    def _side_panes(self) -> ComposeResult:
+        from xun.tui.widgets.compaction_log import CompactionLog
+        from xun.tui.widgets.recoverable_list import RecoverableList
+
+        yield CompactionLog(clock=self.presentation.clock, shown_path=self.shown_path)
+        yield RecoverableList(clock=self.presentation.clock, cursor_blink=self.presentation.cursor_blink)
+
+    async def _mount_side_panes(self) -> None:
+        """The compaction log and the recoverable results, right after the first frame (empty until the session
+        is open, their tables were a twentieth of what that frame cost); before the session opens, so every
+        pane is there when it shows."""
+        await self.query_one("#side").mount_all(self._side_panes())
 
     def _welcome(self) -> WelcomeBlock:
         session = self.session
@@ -253,7 +272,8 @@ class XunApp(
         self.header.status = "opening the session…"
         self.chat.border_subtitle = "opening the session…"
         # after the first frame: a thread started now would take the interpreter's lock from the first
-        # frame's styling, layout and rendering
+        # frame's styling, layout and rendering; the side panes first (callbacks run in turn)
+        self.call_after_refresh(self._mount_side_panes)
         self.call_after_refresh(self._open_session)
 
     def on_resize(self, event: Resize) -> None:

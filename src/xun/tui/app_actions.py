@@ -14,10 +14,8 @@ from textual import work
 from textual.screen import ModalScreen
 from textual.widget import Widget
 
-from xun.context.messages import RawOpenAIMessage, UserMessage, content_text
 from xun.tui import messages as m
 from xun.tui.format import one_line, tokens
-from xun.tui.transcript import reasoning_of
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.user_block import UserBlock
 
@@ -162,6 +160,9 @@ class AppActions:
     def chat_block_for(self, index: int) -> Widget | None:
         """The chat block of one message: a tool result or a call by its id; a user message or an
         assistant reply by its place counted from the newest (the chat and the context end alike)."""
+        from xun.context.messages import RawOpenAIMessage, UserMessage, content_text
+        from xun.tui.transcript import reasoning_of
+
         messages = self.conversation.messages
         if not 0 <= index < len(messages):
             return None

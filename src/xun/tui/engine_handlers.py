@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from textual.screen import ModalScreen
 
-from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage
 from xun.tui import messages as m
 from xun.tui.commands import as_typed
 from xun.tui.format import counted, one_line, percent, tokens
@@ -79,6 +78,8 @@ class EngineHandlers:
         self._warn_if_nearly_full()
 
     def _tool_result_text(self, call_id: str) -> str | None:
+        from xun.context.messages import RawOpenAIMessage
+
         for msg in reversed(self.conversation.messages):
             if type(msg) is RawOpenAIMessage and msg.raw.get("role") == "tool" and msg.raw.get("tool_call_id") == call_id:
                 content = msg.raw.get("content")
@@ -196,6 +197,8 @@ class EngineHandlers:
             f"/compact FOCUS (or a smaller auto_compact.summary_keep_max) keeps less; /context shows what fills it.")
 
     async def on_turn_ended(self, message: m.TurnEnded) -> None:
+        from xun.context.messages import RawOpenAIMessage, UserMessage
+
         if message.status in ("cancelled", "error"):
             self._queue_held = True
         if message.status == "cancelled":
@@ -285,6 +288,8 @@ class EngineHandlers:
 
     def _summaries_in_context(self) -> int:
         """Summaries the model still sees: none after /clear (the log and the offloads stay as history)."""
+        from xun.context.messages import SystemPrompt
+
         messages = self.conversation.messages
         first = messages[0] if len(messages) else None
         compressed = isinstance(first, SystemPrompt) and first.is_compressed

@@ -13,9 +13,10 @@ app's handlers update the panes. Two kinds arrive at a high rate while a reply s
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import field
+from typing import TYPE_CHECKING, Any, TypeVar, dataclass_transform
 
 from textual.message import Message
 
@@ -24,6 +25,17 @@ if TYPE_CHECKING:  # the engine loads with the session, after the first frame
     from xun.agent.launch import Session
     from xun.agent.tools import ConfirmationRequest, Decision
     from xun.context.conversation import Conversation
+
+T = TypeVar("T")
+
+
+@dataclass_transform()
+def dataclass(cls: type[T]) -> type[T]:
+    """`dataclasses.dataclass` for the classes here: compared by identity, as every Textual message is, and
+    shown as Textual shows messages (the generated `__eq__` and `__repr__` of thirty classes were 3 ms of the
+    app's first frame)."""
+    return dataclasses.dataclass(eq=False, repr=False)(cls)
+
 
 # ------------------------------------------------------------------------------------ the session
 
@@ -45,6 +57,17 @@ class TranscriptLoaded(Message):
     items: list[Any]
     drawn: threading.Event
     """Set after the frame that shows it: the opening thread goes on then."""
+
+
+@dataclass
+class NewestTurns(Message):
+    """A resumed session's newest turns, read from the end of its file before the whole is parsed (posted
+    from the opening thread, before `TranscriptLoaded`, which brings the older ones)."""
+
+    conversation_id: str
+    items: list[Any]
+    drawn: threading.Event
+    """Set after the frame that shows them: the opening thread parses the whole session then."""
 
 
 @dataclass

@@ -26,6 +26,8 @@ QUIT_AGAIN_WITHIN = 2.0
 """Seconds within which a second Ctrl+C quits."""
 TRANSCRIPT_FRAME_WAIT = 2.0
 """Seconds the opening thread waits at most for the frame that shows a resumed transcript."""
+NEWEST_MESSAGES = 64
+"""How many of a resumed session's newest messages are shown before the whole session is read."""
 
 
 class SessionLifecycle:
@@ -38,8 +40,11 @@ class SessionLifecycle:
         from xun.agent.opener import SessionOpener
 
         assert self._opener is not None
+        if isinstance(self._opener, SessionOpener) and self._opener.resume is not None and self.session is None:
+            self.call_later(self._import_reply_renderer)  # on the event loop, beside the read below
         try:
-            if isinstance(self._opener, SessionOpener) and (conversation := self._opener.conversation()) is not None:
+            if isinstance(self._opener, SessionOpener) and (
+                    conversation := self._opener.conversation(peek=self._show_newest)) is not None:
                 drawn = threading.Event()
                 self.post_message(m.TranscriptLoaded(conversation, transcript(conversation).items, drawn))
                 # the rest (the SDK's imports, the settings) waits for the transcript's frame: run beside it, it
@@ -52,13 +57,51 @@ class SessionLifecycle:
         self.opened_session = session
         self.post_message(m.SessionOpened(session))
 
+    def _import_reply_renderer(self) -> None:
+        """Rich's Markdown, which draws a resumed transcript's replies (30 ms to import), imported on the event
+        loop while the opening thread reads the session (its reads leave the interpreter's lock free), not
+        after, when the newest turns are mounted."""
+        import rich.markdown  # noqa: F401
+
+    def _show_newest(self, path: Path) -> None:
+        """In the opening thread, given a resumed session's file: its newest turns, read from the end of its
+        messages (`read_newest_messages`), are shown before the whole is read, which waits for their frame."""
+        from xun.context.conversation import read_newest_messages
+        from xun.tui.transcript import message_items
+
+        newest = read_newest_messages(path, NEWEST_MESSAGES)
+        if newest is None or newest[1] <= len(newest[2]) or self.session is not None:
+            return  # another layout, or a short session (the whole comes as fast), or a reopening
+        ident, total, messages = newest
+        items = message_items(messages, total - len(messages))
+        if items:
+            drawn = threading.Event()
+            self.post_message(m.NewestTurns(ident, items, drawn))
+            drawn.wait(TRANSCRIPT_FRAME_WAIT)
+
+    async def on_newest_turns(self, message: m.NewestTurns) -> None:
+        """A resumed session's newest turns, shown while the rest of it is read."""
+        try:
+            if self.session is not None:
+                return
+            self.header.set_session(message.conversation_id)
+            await self.chat.show_transcript(message.items)
+            self._newest_shown = message.items
+        finally:
+            self.call_after_refresh(message.drawn.set)
+
     async def on_transcript_loaded(self, message: m.TranscriptLoaded) -> None:
-        """The chat shows the resumed transcript before the session is ready (prompts typed meanwhile wait)."""
+        """The chat shows the resumed transcript before the session is ready (prompts typed meanwhile wait).
+        When its newest turns show already (`NewestTurns`), the older ones join them above."""
         try:
             if self.session is not None:
                 return  # a reopening (after a trust answer): the session's conversation is shown already
             self.header.set_session(message.conversation.conversation_id)
-            await self.chat.show_transcript(message.items)
+            shown, self._newest_shown = self._newest_shown, None
+            if shown and message.items[-len(shown):] == shown:
+                await self.chat.add_older(message.items[:-len(shown)])
+            else:
+                await self.chat.show_transcript(message.items)
             self._transcript_shown = message.conversation
         finally:
             self.call_after_refresh(message.drawn.set)

@@ -4,8 +4,6 @@ here."""
 
 from __future__ import annotations
 
-from xun.agent.loop import CANCELLED_TOOL_RESULT
-from xun.context.messages import RawOpenAIMessage, UserMessage
 from xun.context.usage import usage_totals_line
 from xun.tui.commands import UnknownCommand, as_typed, parse
 from xun.tui.format import NO_SERVER_COUNT, counted, percent, tokens
@@ -146,6 +144,8 @@ class SlashCommands:
         await self.chat.add_notice("info", "\n  ".join(lines))
 
     async def action_retry(self) -> None:
+        from xun.context.messages import UserMessage
+
         if not self._may_start("/retry"):
             return
         if not any(isinstance(msg, UserMessage) for msg in self.conversation.messages):
@@ -172,6 +172,9 @@ class SlashCommands:
     def _calls_that_acted(self) -> list[str]:
         """The tool calls since the last prompt that ask for a confirmation (they write or run things) and
         were not refused or stopped before they ran, as `write_file code.py`."""
+        from xun.agent.loop import CANCELLED_TOOL_RESULT
+        from xun.context.messages import RawOpenAIMessage, UserMessage
+
         results: dict[str, str] = {}
         calls: list[tuple[str, str, str]] = []
         for message in reversed(self.conversation.messages):

@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xun.base import paths
-from xun.context.messages import (
-    RawOpenAIMessage,
-    SystemPrompt,
-    UserMessage,
-    content_text,
-)
 
 if TYPE_CHECKING:
+    from xun.context.messages import Message
     from xun.context.conversation import Conversation
     from xun.context.offload import OffloadSection
 
@@ -104,6 +100,8 @@ def reasoning_of(raw: dict[str, Any]) -> str:
 
 def transcript(conversation: Conversation) -> Transcript:
     """Never reads the archive of reclaimed originals (a resumed session parses it only when asked)."""
+    from xun.context.messages import SystemPrompt
+
     messages = conversation.messages
     result = Transcript()
     first = messages[0] if len(messages) else None
@@ -119,6 +117,16 @@ def transcript(conversation: Conversation) -> Transcript:
                                             event.summary_message, event.time))
         if not conversation.summarizations:
             result.items.append(SummaryItem(0, 0, None, first.content))
+    result.items += message_items(messages)
+    return result
+
+
+def message_items(messages: Sequence[Message], first_index: int = 0) -> list[Item]:
+    """The turns in `messages`, the conversation's from position `first_index` on (the newest messages alone
+    make the same items as the end of the whole: a tool's result always comes after its call). The messages'
+    module is imported here, in the opening thread, not before the app's first frame."""
+    from xun.context.messages import RawOpenAIMessage, UserMessage, content_text
+
     # one walk of tens of thousands of messages on a resume: the exact class first, the costly calls only
     # where needed (a reply's reasoning, content that is not plain text)
     raw_class = RawOpenAIMessage
@@ -127,8 +135,9 @@ def transcript(conversation: Conversation) -> Transcript:
         if message.__class__ is raw_class and (raw := message.raw).get("role") == "tool":
             content = raw.get("content")
             results[str(raw.get("tool_call_id", ""))] = content if content.__class__ is str else content_text(content)
-    append = result.items.append
-    for index, message in enumerate(messages):
+    items: list[Item] = []
+    append = items.append
+    for index, message in enumerate(messages, first_index):
         if message.__class__ is raw_class:
             raw = message.raw
             if raw.get("role") != "assistant":
@@ -149,7 +158,7 @@ def transcript(conversation: Conversation) -> Transcript:
                 ))
         elif isinstance(message, UserMessage):
             append(UserItem(message.text, index))
-    return result
+    return items
 
 
 _TOOL_DETAIL = re.compile(r"^(?:(?P<name>.*?), )?id (?P<id>[^,]*)(?P<reclaimed>, reclaimed earlier)?$")

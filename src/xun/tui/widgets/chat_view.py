@@ -140,6 +140,19 @@ class ChatView(VerticalScroll):
         if self._going_home:
             self._want_older()
 
+    async def add_older(self, items: list[Item]) -> None:
+        """Turns older than the whole history shown (a resume shows its newest turns before the rest of the
+        session is read): they come on scroll-up like the others."""
+        if not items:
+            return
+        self._older[:0] = items
+        if self._marker is None:
+            self._marker = EarlierMarker(self._marker_text(), id="earlier")
+            await self.mount(self._marker, before=0)
+        else:
+            self._marker.update(self._marker_text())
+        self.call_after_refresh(self._fill_view)
+
     def _new_history(self, items: list[Item]) -> int:
         """Forget the shown history (a page still being read for it is dropped); the new one's generation."""
         self._generation += 1

@@ -23,6 +23,8 @@ def short_id(call_id: str) -> str:
     return call_id[-8:] if len(call_id) > 8 else call_id
 
 
+LABELS = ("tool", "arguments", "tokens", "when", "id")
+"""The columns: what was called on what first (a narrow pane cuts the id, the least telling column)."""
 ARGUMENTS_MIN = 8
 """Narrower than this, the arguments column keeps this width and the table scrolls sideways."""
 
@@ -46,12 +48,8 @@ class RecoverableList(Vertical):
         filter_input.can_focus = False  # typing while the table has the keyboard fills it: one stop on Tab, not two
         yield filter_input
         table: DataTable[str] = DataTable(id="recoverable-table", cursor_type="row", zebra_stripes=True)
-        # what was called on what first: a narrow pane cuts the id, the least telling column
-        table.add_column("tool", key="tool")
-        table.add_column("arguments", key="arguments")
-        table.add_column("tokens", key="tokens")
-        table.add_column("when", key="when")
-        table.add_column("id", key="id")
+        for label in LABELS:  # as Text: a str is read as markup, whose first use costs the first frame 3 ms
+            table.add_column(Text(label), key=label)
         yield table
 
     @property
@@ -102,13 +100,13 @@ class RecoverableList(Vertical):
         text cut with an ellipsis): the "when" and id columns stay on screen in a narrow panel."""
         table = self.table
         table.clear(columns=True)
-        labels = ("tool", "arguments", "tokens", "when", "id")
+        labels = LABELS
         widths = [max([len(label), *(len(cells[i]) for cells in rows)]) for i, label in enumerate(labels)]
         room = table.content_region.width - table.styles.scrollbar_size_vertical
         others = sum(widths) - widths[1] + len(labels) * 2 * table.cell_padding
         arguments = min(widths[1], max(room - others, ARGUMENTS_MIN)) if room > 0 else widths[1]
         for label, width in zip(labels, widths):
-            table.add_column(label, key=label, width=arguments if label == "arguments" else width)
+            table.add_column(Text(label), key=label, width=arguments if label == "arguments" else width)
 
     def on_resize(self, event: events.Resize) -> None:
         self._refill()
