@@ -233,7 +233,7 @@ async def test_summaries_in_pieces_when_the_history_cannot_fit_one_request(offli
 async def test_a_window_too_small_for_any_summary_request_gets_xuns_own_summary(offline_server_factory, tmp_path):
     """An earlier summary already fills most of a small window: no request could carry it and a piece of
     the history, so xun writes the summary from the messages itself (none is sent), instead of failing."""
-    server = offline_server_factory(context_window=1700, profile="vllm")
+    server = offline_server_factory(context_window=1600, profile="vllm")  # at 1,700 a summary of a fifth of the threshold fits
     agent, rec = make_agent(server, tmp_path)
     earlier = "## overview\n" + "the earlier work on src/module_old.py went on for a long time; " * 40
     agent.conversation.set_system_message_content(earlier, is_compressed=True)
@@ -314,6 +314,66 @@ def summarising(window: int, fill: bool = False):
         return Stream(["fine"])
 
     return answer
+
+
+def wordy(needs: int):
+    """A server that writes a summary of `needs` tokens (4 characters each) whatever it is asked: cut
+    off at the request's `max_tokens` (finish_reason "length") when that is less; anything else: "fine"."""
+
+    def answer(method: str, path: str, body):
+        if method != "POST" or not path.endswith("/chat/completions"):
+            return NOT_FOUND
+        if "system_context" in json.dumps(body["messages"][-1]):
+            limit = body.get("max_tokens") or body.get("max_completion_tokens")
+            if limit < needs:
+                return Stream([(SUMMARY + " detail" * needs)[: 4 * limit]], finish_reason="length")
+            return Stream([SUMMARY])
+        return Stream(["fine"])
+
+    return answer
+
+
+def summary_requests(server) -> list[tuple[int, str]]:
+    return [(b["max_tokens"], b["messages"][-1]["content"]) for b in server.chat_bodies()
+            if "system_context" in json.dumps(b["messages"][-1])]
+
+
+async def test_a_summary_cut_off_at_its_limit_is_not_asked_for_again_with_the_same_limit(scripted, tmp_path):
+    """Issue 25, finding 20: a summary cut off at its `max_tokens` was asked for again with the same limit,
+    and cut off again: a wasted call in every compaction. No larger limit fits (it is already SUMMARY_MAX_TOKENS),
+    so xun writes its own summary at once."""
+    from xun.compact.summary import SUMMARY_MAX_TOKENS, compact_conversation
+
+    server = scripted(wordy(needs=5000))
+    agent, rec = make_agent(server, tmp_path)
+    agent.toolbox = Toolbox()
+    long_history(agent, turns=4, chars=4000)
+    result = await compact_conversation(agent, keep_recent=1)
+    assert result.compacted, result.message
+    assert [limit for limit, _ in summary_requests(server)] == [SUMMARY_MAX_TOKENS]
+    rejected = rec.of("summary_rejected")
+    assert len(rejected) == 1 and rejected[0].next == "extractive"
+    assert f"token limit of {SUMMARY_MAX_TOKENS:,}" in rejected[0].reason
+    assert rec.of("summary_finished")[-1].method == "extractive"
+
+
+async def test_a_summary_cut_off_at_a_limit_set_by_a_small_threshold_is_asked_for_once_with_a_larger_one(scripted, tmp_path):
+    """A small threshold asks for a short summary (a fifth of it), and the prompt says how short; a model
+    that writes more is asked once more with the most the request allows, not the same limit again."""
+    from xun.compact.summary import SUMMARY_MAX_TOKENS, compact_conversation
+
+    server = scripted(wordy(needs=800))
+    agent, rec = make_agent(server, tmp_path, auto_compact__token_threshold=2500)
+    agent.toolbox = Toolbox()
+    long_history(agent, turns=4, chars=4000)
+    result = await compact_conversation(agent, keep_recent=1)
+    assert result.compacted, result.message
+    (first, first_prompt), (second, second_prompt) = summary_requests(server)
+    assert (first, second) == (500, SUMMARY_MAX_TOKENS)
+    assert "Stay under 500 tokens." in first_prompt and "Stay under 1,024 tokens." in second_prompt
+    rejected = rec.of("summary_rejected")
+    assert len(rejected) == 1 and rejected[0].next == "retry" and "asking again with 1,024 tokens" in rejected[0].reason
+    assert rec.of("summary_finished")[-1].method == "model"
 
 
 @pytest.mark.parametrize("window, repeats, method", [(2000, 300, "model"), (1000, 45, "extractive")])

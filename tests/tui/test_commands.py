@@ -170,6 +170,25 @@ async def test_history_shows_tool_calls_and_their_results(offline_server, sessio
         assert "alpha   beta" in result["content"] and "\t" not in result["content"]
 
 
+async def test_history_shows_the_summary_whole(offline_server, session_factory, tmp_path: Path):
+    """Newcomer trial (issue 25, finding 16): /history cut the system message at 1,000 characters, so
+    the summary's pending_tasks (what a user checks after a compaction) were hidden behind "(truncated)"."""
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await turn(pilot, "hello")
+        facts = "\n".join(f"- `run_command` `echo {n} >> steps.txt` ran" for n in range(60))
+        summary = f"## overview\n- appending numbers\n\n## key_facts\n{facts}\n\n## pending_tasks\n- append 61 to 300 (PENDING-MARK)"
+        app.conversation.set_system_message_content(summary, is_compressed=True)
+        await submit(pilot, "/history")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        log = app.screen.query_one("#history-log")
+        await wait_until(pilot, lambda: log.lines)
+        shown = "\n".join(line.text for line in log.lines)
+        assert "PENDING-MARK" in shown and "echo 59 >> steps.txt" in shown
+        assert "(truncated)" not in shown
+
+
 async def test_render_writes_markdown_and_html(offline_server, session_factory, tmp_path: Path):
     (tmp_path / "a.txt").write_text("<b>not markup</b>\n")
     app = XunApp(session_factory(offline_server))

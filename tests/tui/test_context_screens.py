@@ -322,9 +322,30 @@ async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(off
         assert not app.conversation.summarizations
         await turn(pilot, f"read {names[2]}")  # over the threshold again: nobody is asked
         assert not isinstance(app.screen, ConsentScreen)
+        said = [n.text for n in app.chat.query("NoticeBlock") if "automatic summaries are off" in n.text]
+        assert len(said) == 1 and "back on when xun starts again" in said[0], said
         assert not app.conversation.summarizations
         await finish(pilot, lambda: pilot.press("f5"))
         assert app.conversation.summarizations, "F5 still summarises"
+
+
+async def test_with_summaries_off_the_chat_says_once_why_nothing_compacts(offline_server, session_factory, tmp_path: Path):
+    """Newcomer trial (issue 25, finding 12): with auto_compact.mode "off" a turn ran the context to 209% of
+    the threshold, and only a compaction-log row (in the side panel, hidden below 100 columns) said why
+    nothing compacted. The chat says it once, naming the key that summarises and how to turn them back on."""
+    names = write_files(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.mode=off", "auto_compact.token_threshold=2400"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await over_the_threshold(pilot, names)
+        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        await turn(pilot, f"read {names[2]}")  # over the threshold on every call of this turn too
+        skipped = [r for r in app.conversation.compaction_log if r["type"] == "compaction_skipped"]
+        assert len(skipped) >= 2
+        said = [n.text for n in app.chat.query("NoticeBlock") if "automatic summaries are off" in n.text]
+        assert len(said) == 1, said
+        assert "F5 summarises" in said[0] and "nothing compacts it" in said[0] and "command line" in said[0]
+        assert "start xun without `--set auto_compact.mode=off`" in said[0]
+        assert not app.conversation.summarizations
 
 
 async def test_an_unanswered_question_closes_itself_and_the_summary_runs(offline_server, session_factory,

@@ -134,6 +134,24 @@ async def test_a_paste_counts_lines_and_ctrl_u_twice_clears_a_long_prompt(offlin
         assert app.prompt.text == "", "at the start of a line it clears the whole prompt"
 
 
+async def test_ctrl_u_twice_clears_one_long_line_wrapped_over_many_rows(offline_server, session_factory):
+    """Newcomer trial (issue 25, finding 13): a pasted 3,000-character line wraps over dozens of rows, and
+    each Ctrl+U deleted one wrapped row (41 presses to clear it). The line is the logical line."""
+    from textual import events
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.prompt.focus()
+        await pilot.press(*"keep", "shift+enter")
+        app.prompt.post_message(events.Paste("y" * 3000))
+        await wait_until(pilot, lambda: app.prompt.text == "keep\n" + "y" * 3000, what="the pasted line")
+        assert app.prompt.wrapped_document.height > 10, "the line is wrapped over many rows"
+        await pilot.press("ctrl+u")
+        assert app.prompt.text == "keep\n", "the first Ctrl+U deletes the whole logical line before the cursor"
+        await pilot.press("ctrl+u")
+        assert app.prompt.text == ""
+
+
 async def test_the_palette_offers_cancel_only_while_something_runs(offline_server_factory, session_factory):
     app = XunApp(session_factory(offline_server_factory(faults="slow:0.5@1")))
     async with app.run_test(size=(120, 40)) as pilot:

@@ -43,10 +43,10 @@ def _cut_middle(text: str, size: int) -> str:
     return f"{text[:half]} …[{len(text) - 2 * half:,} {PROMPT_CUT_NOTE}]… {text[-half:]}"
 
 
-def summary_problem(text: str, finish_reason: str | None) -> str | None:
-    """Why a model's summary cannot be applied as it is (None: it can)."""
+def summary_problem(text: str, finish_reason: str | None, limit: int | None = None) -> str | None:
+    """Why a model's summary cannot be applied as it is (None: it can); `limit` is its `max_tokens`."""
     if finish_reason == "length":
-        return "the summary was cut off at its token limit (finish_reason \"length\")"
+        return f"the summary was cut off at its token limit{f' of {limit:,}' if limit else ''} (finish_reason \"length\")"
     if not text.strip():
         return "the summary is empty"
     found = {match.group(1).lower() for match in _HEADING.finditer(text)}

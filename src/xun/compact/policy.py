@@ -35,6 +35,10 @@ class CompactorAbstract(ABC):
     async def auto_compact(self, agent: CompactionHost) -> None: ...
 
 
+SUMMARIES_OFF = "automatic summaries are off (auto_compact.mode = off)"
+"""The reason of the automatic policy's skip when `auto_compact.mode` is "off" (the app says it once in the chat)."""
+
+
 class AutoCompactor(CompactorAbstract):
     """The seed's tiered policy: reclaim old tool results; escalate to a summary when reclaiming is not
     enough or has run `escalation_rounds` times; retry with halved keep counts while still too large."""
@@ -79,7 +83,7 @@ class AutoCompactor(CompactorAbstract):
             why = self.why_summary(agent, attempt, keep, reclaimed, estimate, target)
             if not await agent.consent_to_summary():
                 off = agent.config.auto_compact.mode == "off"
-                reason = "automatic summaries are off (auto_compact.mode = off)" if off else "automatic summary declined"
+                reason = SUMMARIES_OFF if off else "automatic summary declined"
                 await agent.emit(CompactionSkipped(reason=reason, trigger="auto"))
                 return
             worthwhile = worthwhile_keep(conversation, keep_messages)

@@ -80,6 +80,15 @@ def _summarizer_prompt(agent: CompactionHost, instructions: str | None) -> tuple
 SUMMARY_MAX_TOKENS = 1024
 """The summary's own limit (the prompt asks for less): also `max_tokens` of the summary request."""
 
+LIMIT_SENTENCE = f"Stay under {SUMMARY_MAX_TOKENS} tokens."
+
+
+def with_limit(prompt: str, max_tokens: int) -> str:
+    """The summary prompt stating the request's own `max_tokens`: a model told 1024 while it may write
+    445 was cut off at its limit every time, and its summary was thrown away. The built-in prompt comes
+    first, so its sentence is the first one (a prompt file's text is left as it is)."""
+    return prompt.replace(LIMIT_SENTENCE, f"Stay under {max_tokens:,} tokens.", 1)
+
 
 MIN_SUMMARY_TOKENS = 64
 
@@ -173,17 +182,29 @@ def worthwhile_keep(conversation: Conversation, keep: int) -> int | None:
         keep //= 2
 
 
-def summary_budget(agent: CompactionHost, replaced_chars: int) -> int:
-    """`max_tokens` of a summary: at most SUMMARY_MAX_TOKENS, less than what it replaces, and, when the
-    window is known, a quarter of it at most, so that the request and its reply fit; and no more than
-    `summary_room`, so that the next request fits too (unless not even MIN_SUMMARY_TOKENS would: then
-    the newest prompt cannot be sent anyway, and a starved summary would only lose the history)."""
+def summary_budget(agent: CompactionHost, replaced_chars: int, *, soft: bool = True) -> int:
+    """`max_tokens` of a summary: at most SUMMARY_MAX_TOKENS, less than what it replaces, and at most
+    THRESHOLD_SHARE of the threshold, so that the work after it has room; when the window is known, a
+    quarter of it at most, so that the request and its reply fit; and no more than `summary_room`, so
+    that the next request fits too (unless not even MIN_SUMMARY_TOKENS would: then the newest prompt
+    cannot be sent anyway, and a starved summary would only lose the history). Without the `soft` limits
+    (the threshold's share and the window's quarter): the most a second request may be given after a
+    summary was cut off at its limit, when that request, measured, fits the window."""
     budget = min(SUMMARY_MAX_TOKENS, max(MIN_SUMMARY_TOKENS, _tokens(replaced_chars, agent.conversation.tokens_per_char) - 1))
+    if soft:
+        budget = min(budget, max(MIN_SUMMARY_TOKENS, int(THRESHOLD_SHARE * agent.threshold)))
     window = agent.window.tokens
     if window is None:
         return budget
     room = summary_room(agent, window)
-    return min(budget, max(MIN_SUMMARY_TOKENS, window // 4), *([room] if room >= MIN_SUMMARY_TOKENS else []))
+    return min(budget, *([max(MIN_SUMMARY_TOKENS, window // 4)] if soft else []),
+               *([room] if room >= MIN_SUMMARY_TOKENS else []))
+
+
+THRESHOLD_SHARE = 0.2
+"""Of the compaction threshold, the share a summary may take. With a threshold of 2,500 tokens (1,400 of
+them the tool definitions) a summary of 700 tokens left the context at 93% of the threshold after every
+compaction, and the next one came ten calls later."""
 
 
 def summary_room(agent: CompactionHost, window: int) -> int:
@@ -244,22 +265,32 @@ async def _ask_model(agent: CompactionHost, messages: list[Message], prompt: str
 
 
 async def _checked(agent: CompactionHost, messages: list[Message], prompt: str, max_tokens: int, trigger: str,
-                   label: str = "") -> tuple[str | None, str | None, bool]:
+                   label: str = "", larger: int | None = None) -> tuple[str | None, str | None, bool]:
     """Ask for a summary, and once more with a firmer prompt when it is unusable (`label` names the piece).
-    Returns (summary, error, unusable): unusable means the model answered twice with no usable summary."""
+    A summary cut off at its limit is asked for again only with a larger one (`larger`, when the request
+    has room for it): the same limit cuts it again (a wasted call, found with a small threshold).
+    Returns (summary, error, unusable): unusable means the model gave no usable summary."""
     from xun.compact.extractive import SECTIONS, summary_problem
 
-    attempt_prompt = prompt
+    budget = max_tokens
+    attempt_prompt = with_limit(prompt, budget)
     for attempt in (1, 2):
-        text, finish, error = await _ask_model(agent, list(messages), attempt_prompt, max_tokens)
+        text, finish, error = await _ask_model(agent, list(messages), attempt_prompt, budget)
         if error is not None:
             return None, error, False
-        problem = summary_problem(text, finish)
+        problem = summary_problem(text, finish, budget)
         if problem is None:
             return text, None, False
-        await agent.emit(SummaryRejected(reason=f"{label}{problem}", next="retry" if attempt == 1 else "extractive", trigger=trigger))
+        cut = finish == "length"
+        retry = attempt == 1 and (not cut or (larger is not None and larger > budget))
+        reason = f"{label}{problem}" + (f"; asking again with {larger:,} tokens" if retry and cut else "")
+        await agent.emit(SummaryRejected(reason=reason, next="retry" if retry else "extractive", trigger=trigger))
+        if not retry:
+            break
+        if cut and larger is not None:
+            budget = larger
         headings = "\n".join(f"## {name}" for name in SECTIONS)
-        attempt_prompt = f"{prompt}\n\n{FIRMER_PROMPT.format(problem=problem, headings=headings)}"
+        attempt_prompt = f"{with_limit(prompt, budget)}\n\n{FIRMER_PROMPT.format(problem=problem, headings=headings)}"
     return None, None, True
 
 
@@ -308,8 +339,12 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
     unusable = False
     one_request = window is None or request + max_tokens <= window
     if one_request:
+        # a summary cut off at its limit may get a larger one, up to the hard limits: this request is measured
+        larger = summary_budget(agent, replaced_chars, soft=False)
+        if window is not None:
+            larger = min(larger, window - request)
         try:
-            summary, error, unusable = await _checked(agent, condensed, prompt, max_tokens, trigger)
+            summary, error, unusable = await _checked(agent, condensed, prompt, max_tokens, trigger, larger=larger)
         except _DidNotFit:  # the estimate was low: in pieces (the window is known now, learned if it was not)
             window, one_request = agent.window.tokens, False
             ratio *= 1.25

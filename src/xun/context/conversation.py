@@ -558,9 +558,12 @@ class Conversation:
         return text
 
     def to_history(self, truncate: bool = False) -> list[dict[str, str]]:
-        """`{role, content}` records of what the model sees, for the UI."""
+        """`{role, content}` records of what the model sees, for the UI. `truncate` cuts each message but
+        the system one, which is always whole: it holds the summary (its pending_tasks are what a user
+        checks after a compaction), the turn ledger and AGENTS.md."""
         return [
-            {"role": m.role, "content": self.content_to_text(m.completion_param().get("content"), truncate)}
+            {"role": m.role,
+             "content": self.content_to_text(m.completion_param().get("content"), truncate and not isinstance(m, SystemPrompt))}
             for m in self._messages
         ]
 

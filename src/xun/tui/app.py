@@ -154,6 +154,8 @@ class XunApp(
         """How many turns, compactions and restores have finished (a worker posted AgentWorkDone)."""
         self._warned_full: set[str] = set()
         """Sessions (conversation ids) already warned that the context passed FULL_WARNING of the threshold."""
+        self._told_summaries_off: set[str] = set()
+        """Sessions (conversation ids) already told in the chat that automatic summaries are off."""
         self._heap_frozen = False
         self._last_call: dict[str, int] | None = None
         """The last model call's reported tokens, for the usage line under the gauge."""

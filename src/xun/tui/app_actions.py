@@ -244,8 +244,9 @@ class AppActions:
         self.push_screen(HistoryScreen(records, subtitle))
 
     def history_records(self) -> list[dict[str, str]]:
-        """What the model is sent, one record per message: the text (cut at 1,000 characters, tabs
-        expanded), the tool calls of assistant messages, and the call id of each tool result."""
+        """What the model is sent, one record per message: the text (cut at 1,000 characters, but the
+        system message with the summary whole; tabs expanded), the tool calls of assistant messages, and
+        the call id of each tool result."""
         conversation = self.conversation
         records = conversation.to_history(truncate=True)
         for record, message in zip(records, conversation.messages, strict=False):

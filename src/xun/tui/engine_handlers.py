@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     from xun.tui.screens.guarded import GuardedQuestion
 
 
+def _summaries_off() -> str:
+    """The policy's reason for a skip with automatic summaries off (the policy is imported when used: it is
+    not needed for the first frame)."""
+    from xun.compact.policy import SUMMARIES_OFF
+
+    return SUMMARIES_OFF
+
+
 FULL_WARNING = 0.9
 """The share of the threshold past which the app warns, once per session, how to compact or preview."""
 
@@ -178,6 +186,33 @@ class EngineHandlers:
                 divider.set_text(f"summary {verb}: {event.reason}", verb)
             if event.trigger == "manual":
                 self.notify(f"compaction {verb}: {event.reason}", severity="warning")
+            elif event.reason == _summaries_off():
+                await self._say_summaries_are_off()
+
+    async def _say_summaries_are_off(self) -> None:
+        """Once per session, in the chat: the context is over the threshold and nothing compacts it because
+        automatic summaries are off (the compaction log's rows say it on every call, in a panel hidden
+        below 100 columns). Names the key that summarises and how to turn them back on."""
+        session = self.conversation.conversation_id
+        if session in self._told_summaries_off:
+            return
+        self._told_summaries_off.add(session)
+        from xun.agent.config import CLI_SOURCE
+
+        source = self.session.config.source_of("auto_compact.mode")
+        if "this session only" in source:  # chosen in the ask dialog: it lasts until the app quits
+            back = "they are back on when xun starts again (`xun -c` continues this session)"
+        elif source == CLI_SOURCE:
+            back = "start xun without `--set auto_compact.mode=off` (`xun -c` continues this session)"
+        else:
+            back = (f'set auto_compact.mode = "auto" or "ask" where it is set ({source}), e.g. '
+                    "`xun config set auto_compact.mode auto`, then `xun -c` continues this session")
+        now, threshold = self.agent.request_tokens(), self.agent.threshold
+        await self.chat.add_notice(
+            "warning", f"the context is over the threshold ({tokens(now)} / {tokens(threshold)}, {percent(now, threshold)}%) "
+            "and nothing compacts it: "
+            f'automatic summaries are off (auto_compact.mode = "off", {source}). {self.key_of("compact")} summarises '
+            f"now and {self.key_of('reclaim')} reclaims old tool results; to turn automatic summaries back on, {back}.")
 
     async def _say_if_still_over(self, kept: int) -> None:
         """A manual summary that leaves the context over the threshold: what is left, why, what would help."""

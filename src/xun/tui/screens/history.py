@@ -1,4 +1,5 @@
-"""/history: the conversation exactly as the model sees it (each message cut at 1,000 characters)."""
+"""/history: the conversation exactly as the model sees it (each message but the system one, which holds
+the summary, cut at 1,000 characters)."""
 
 from __future__ import annotations
 

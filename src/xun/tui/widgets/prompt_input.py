@@ -88,12 +88,17 @@ class PromptInput(TextArea, inherit_bindings=False):
 
     def action_delete_to_start_of_line(self) -> None:
         """Ctrl+U deletes to the start of the line; at the start of a line (so a second Ctrl+U) it clears
-        the whole prompt, however many lines it has."""
-        if self.cursor_location[1] == 0 and not self.selected_text:
+        the whole prompt, however many lines it has. The line is the logical one: Textual's own stops at
+        the start of the wrapped row, so a long pasted line took one press a row to clear."""
+        row, column = self.cursor_location
+        if column == 0 and not self.selected_text:
             self.set_prompt("")
             self._pastes = []
             return
-        super().action_delete_to_start_of_line()
+        if self.selected_text or self.read_only:
+            super().action_delete_to_start_of_line()
+            return
+        self._delete_via_keyboard(self.selection.end, (row, 0))
 
     def _submit(self) -> None:
         text = self.text.strip()
