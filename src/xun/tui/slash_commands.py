@@ -177,7 +177,7 @@ class SlashCommands:
         if not self._may_start("/clear"):
             return
         await self._settle_save()
-        self.conversation.clear()
+        count, offload_path, warning = await self.conversation.aclear()
         self.agent.toolbox.forget_permissions()  # "allow for this session" ends with a fresh start
         await self.chat.clear()
         self.recoverable.load([])
@@ -186,5 +186,13 @@ class SlashCommands:
         self._count_usage(None)
         self._refresh_gauge()
         self.gauge.set_history([])
-        await self.chat.add_notice("info", "cleared: a fresh start in this session (the compaction log stays)")
+        if not count:
+            gone = ""
+        elif offload_path:
+            gone = f"; the {count} messages it took out are in the offload log {self.shown_path(offload_path)} (F9 finds them)"
+        else:
+            gone = f"; the {count} messages it took out are kept in the session file"
+        await self.chat.add_notice("info", f"cleared: a fresh start in this session (the compaction log stays){gone}")
+        if warning:
+            await self.chat.add_notice("warning", warning)
         self.save_session()
