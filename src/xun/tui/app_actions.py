@@ -184,6 +184,8 @@ class AppActions:
 
     def action_cancel_turn(self) -> None:
         if self.busy is None:
+            if self._queue_waits:  # the queue waiting for a failed prompt: Esc takes it back, after that prompt
+                self.call_later(self.take_back_queued, True)
             return
         kind, started = self.busy, self._work_started
         self._queue_held = True
