@@ -112,6 +112,27 @@ class SessionStore:
             if held is not None:
                 held.release()
 
+    def held_elsewhere(self, conversation_id: str) -> str | None:
+        """Who holds the session's lock when another process does ("pid N: command", or "" when its lock
+        file says nothing), else None. A shared probe of the lock, dropped at once: the holder's file is
+        only read."""
+        if conversation_id in self._locks:
+            return None
+        try:
+            fd = os.open(self._lock_path(conversation_id), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                         | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        except (OSError, ValueError):
+            return None  # no lock file (nobody ever held it), or not one xun reads
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 500, 0).decode("utf-8", "replace").strip()
+        except OSError:
+            return None
+        finally:
+            os.close(fd)  # (closing drops the probe's lock)
+        return None
+
     def _lock_path(self, conversation_id: str) -> Path:
         return self.root / f"{check_session_id(conversation_id)}.lock"
 
