@@ -56,10 +56,15 @@ def test_config_set_show_unset_and_path(cli: Cli):
     assert cli.inproc("config", "path", "--project").check(0).stdout.strip() == str(project)
 
 
-def test_config_set_of_a_trusted_key_in_an_untrusted_folder_warns_that_it_is_ignored(cli: Cli):
-    done = cli.inproc("config", "set", "provider.base_url", "http://127.0.0.1:9/v1").check(0)
-    assert "written to" in done.stdout
-    assert "not trusted" in done.stderr and "provider.base_url" in done.stderr and "xun trust" in done.stderr
+def test_config_set_of_a_trusted_key_in_an_untrusted_folder_is_refused_naming_user_and_trust(cli: Cli):
+    """It would be written and then ignored (issue 25, newcomer finding 35): nothing is written, and the
+    message names the two ways that work."""
+    project = cli.state / "config.toml"
+    for key, value in (("ui.keymap.quit", "f12"), ("provider.base_url", "http://127.0.0.1:9/v1")):
+        refused = cli.inproc("config", "set", key, value).check(2)
+        assert refused.stdout == "" and not project.exists(), "nothing written"
+        assert f"xun: {key} not written: this folder is not trusted" in refused.stderr, refused.stderr
+        assert "Add --user to set it in your user config, or run `xun trust` in" in refused.stderr
     quiet = cli.inproc("config", "set", "auto_compact.token_threshold", "5000").check(0)
     assert quiet.stderr == "", "an ordinary key needs no trust"
     user = cli.inproc("config", "set", "provider.base_url", "http://127.0.0.1:9/v1", "--user").check(0)
