@@ -265,6 +265,8 @@ class SessionLifecycle:
         if locking:
             store.unlock(old_id)  # another process may now resume the session left
         self.agent.toolbox.forget_permissions()  # "allow for this session" ends with the session
+        if self._queue_waits:  # prompts queued behind a failed one were meant for the session left
+            await self.take_back_queued(after_input=True)
         self.agent.conversation = conversation
         await self.show_conversation()
         await self.chat.add_notice("info", f"switched to session {conversation.conversation_id}")
