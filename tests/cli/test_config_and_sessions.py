@@ -56,10 +56,15 @@ def test_config_set_show_unset_and_path(cli: Cli):
     assert cli.inproc("config", "path", "--project").check(0).stdout.strip() == str(project)
 
 
-def test_config_set_of_a_trusted_key_in_an_untrusted_folder_warns_that_it_is_ignored(cli: Cli):
-    done = cli.inproc("config", "set", "provider.base_url", "http://127.0.0.1:9/v1").check(0)
-    assert "written to" in done.stdout
-    assert "not trusted" in done.stderr and "provider.base_url" in done.stderr and "xun trust" in done.stderr
+def test_config_set_of_a_trusted_key_in_an_untrusted_folder_is_refused_naming_user_and_trust(cli: Cli):
+    """It would be written and then ignored (issue 25, newcomer finding 35): nothing is written, and the
+    message names the two ways that work."""
+    project = cli.state / "config.toml"
+    for key, value in (("ui.keymap.quit", "f12"), ("provider.base_url", "http://127.0.0.1:9/v1")):
+        refused = cli.inproc("config", "set", key, value).check(2)
+        assert refused.stdout == "" and not project.exists(), "nothing written"
+        assert f"xun: {key} not written: this folder is not trusted" in refused.stderr, refused.stderr
+        assert "Add --user to set it in your user config, or run `xun trust` in" in refused.stderr
     quiet = cli.inproc("config", "set", "auto_compact.token_threshold", "5000").check(0)
     assert quiet.stderr == "", "an ordinary key needs no trust"
     user = cli.inproc("config", "set", "provider.base_url", "http://127.0.0.1:9/v1", "--user").check(0)
@@ -112,13 +117,18 @@ def test_sessions_lists_newest_first_and_names_unreadable_files(cli: Cli):
     result = cli("sessions").check(0)  # as a real process
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED", "TITLE"]
-    assert [line.split()[0] for line in lines[1:]] == ["newer", "older"]
+    assert [line.split()[0] for line in lines[1:]] == ["newer", "older", "broken"]
     newer = lines[1].split()
     assert newer[3] == "3" and newer[4].isdigit() and newer[5:] == ["0", "0", "message", "0"], newer
     assert lines[2].endswith("message 0"), "titled with the first prompt"
-    assert f"cannot read session file {store.root / 'broken.json'}: not valid JSON" in result.stderr
-    rows = [json.loads(line) for line in cli.inproc("sessions", "--json").check(0).stdout.splitlines()]
+    # listed, not left out (issue 25, newcomer finding 36): in the table, with why and where
+    assert lines[3].split(None, 1)[1].startswith("cannot read: not valid JSON"), lines[3]
+    assert lines[3].endswith(f"the file may be truncated or corrupt ({store.root / 'broken.json'})"), lines[3]
+    assert result.stderr == ""
+    listed = cli.inproc("sessions", "--json").check(0)
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert [(r["id"], r["messages"]) for r in rows] == [("newer", 3), ("older", 1)]
+    assert f"cannot read session file {store.root / 'broken.json'}: not valid JSON" in listed.stderr
     # ids: a unique prefix works, an ambiguous one is refused
     cli("run", "--resume", "new", "--", "hello").check(0)
     assert json.loads(cli.inproc("sessions", "--json").stdout.splitlines()[0])["messages"] == 5
@@ -131,6 +141,14 @@ def test_sessions_lists_newest_first_and_names_unreadable_files(cli: Cli):
 def test_sessions_when_there_are_none(cli: Cli):
     result = cli.inproc("sessions").check(0)
     assert result.stdout == "" and "no saved sessions in" in result.stderr
+
+
+def test_sessions_lists_a_corrupt_file_when_it_is_the_only_one(cli: Cli):
+    store = SessionStore(cli.workdir)
+    store.root.mkdir(parents=True)
+    (store.root / "cut.json").write_text('{"format_version": 2, "conversation_id": "cut", "messages": [')
+    lines = cli.inproc("sessions").check(0).stdout.splitlines()
+    assert lines[0].startswith("ID") and lines[1].startswith("cut  cannot read: "), lines
 
 
 def test_a_corrupt_session_file_is_a_failure_naming_the_file(cli: Cli):

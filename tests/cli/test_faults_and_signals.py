@@ -90,3 +90,35 @@ def test_a_tool_loop_interrupted_between_calls_keeps_a_valid_history(cli: Cli):
     roles = [m.get("raw", {}).get("role", m["kind"]) for m in saved["messages"]]
     assert roles == ["user", "assistant", "tool", "assistant"]  # the call, its result, and the answer so far
     assert saved["messages"][-1]["raw"]["content"].endswith(CANCELLED_REPLY_MARK)
+
+
+def _closed_loopback_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed again when this returns: nothing listens there
+
+
+def test_a_server_that_cannot_be_reached_is_named_with_a_hint_and_never_the_key(cli: Cli):
+    """A stray API key and no server: the retries and the final error say where xun was connecting, and
+    that --offline uses the demo model; neither the key nor the URL's query is printed."""
+    port = _closed_loopback_port()
+    url = f"http://127.0.0.1:{port}/v1?api-key=sk-in-the-query"
+    result = cli("run", *FAST_RETRIES, "--base-url", url, "hi", env={"OPENAI_API_KEY": "sk-bogus-secret-key"}).check(1)
+    retries = [line for line in result.stderr.splitlines() if line.startswith("[retry]")]
+    assert len(retries) == 2 and all(f"(server at http://127.0.0.1:{port}/v1)" in line for line in retries), result.stderr
+    [error] = [line for line in result.stderr.splitlines() if line.startswith("[error]")]
+    assert f"APIConnectionError: Connection error. (server at http://127.0.0.1:{port}/v1)" in error, error
+    assert "`--offline` uses the offline demo model instead" in error, error
+    everything = result.stdout + result.stderr
+    assert "sk-bogus-secret-key" not in everything and "sk-in-the-query" not in everything
+
+
+def test_the_address_named_is_the_sdks_and_keeps_no_credentials():
+    from xun.agent.config import load_config
+    from xun.agent.loop import Agent, server_address
+
+    agent = Agent(load_config(None, [], {}), environ={"OPENAI_API_KEY": "sk-x"})  # no base URL: the OpenAI API
+    assert server_address(agent.client().base_url) == "https://api.openai.com/v1"
+    assert server_address("https://k:secret@[::1]:8443/v1/?token=t#f") == "https://[::1]:8443/v1"

@@ -49,6 +49,22 @@ async def test_escape_mid_stream_keeps_the_reply_so_far_marked_cancelled(offline
         assert of_type(seen, m.TurnEnded)[-1].status == "ok"
 
 
+async def test_escape_before_any_text_gives_the_prompt_back_before_the_queued_ones(offline_server_factory,
+                                                                                   session_factory):
+    """In the order typed (issue 25, newcomer finding 27): the prompt given back first, then the queued."""
+    server = offline_server_factory(tokens_per_second=10, reasoning="reasoning_content")
+    app = XunApp(session_factory(server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, "write 5000 tokens")
+        await submit(pilot, "queued after it")
+        assert [text for text, _ in app.queued_prompts] == ["queued after it"]
+        await wait_until(pilot, lambda: app.chat.reply is not None and app.chat.reply.reasoning is not None,
+                         what="reasoning")
+        await finish(pilot, lambda: pilot.press("escape"))
+        assert app.prompt.text == "write 5000 tokens\nqueued after it"
+        assert not app.queued_prompts
+
+
 async def test_escape_before_any_text_gives_the_prompt_back_and_says_so_truly(offline_server_factory, session_factory):
     server = offline_server_factory(tokens_per_second=10, reasoning="reasoning_content")
     app = XunApp(session_factory(server))

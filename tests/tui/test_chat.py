@@ -177,6 +177,49 @@ async def test_a_failed_prompt_stays_in_the_session_and_comes_back_to_the_input(
         assert app.agent.last_reply() and app.prompt.text == ""
 
 
+async def test_a_failed_prompt_and_a_queued_one_stay_two_prompts_in_the_order_typed(offline_server_factory,
+                                                                                    session_factory):
+    """The turn fails while a second prompt is queued: the failed one is back in the input, the queued one
+    waits behind it (it was not merged into the input, before it); Enter sends them one after the other."""
+    server = offline_server_factory(faults="500@1-2")
+    session = session_factory(server, "retry.attempts=2", "retry.backoff_base=1", "retry.backoff_max=1")
+    app = XunApp(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.prompt.focus()
+        for text in ("hello server", "hello again"):  # the second while the first one's model call is retried
+            app.prompt.set_prompt(text)
+            await pilot.press("enter")
+        assert [text for text, _ in app.queued_prompts] == ["hello again"]
+        await wait_until(pilot, lambda: app.finished_work == 1 and app.busy is None, what="the failed turn")
+        await pilot.pause()
+        assert app.prompt.text == "hello server", "the failed prompt alone, not merged with the queued one"
+        assert [text for text, _ in app.queued_prompts] == ["hello again"], "still queued, behind it"
+        notice = app.chat.query(NoticeBlock).last().text
+        assert "1 queued prompt typed after it will go out once it is answered" in notice, notice
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.finished_work == 3 and app.busy is None, timeout=30, what="both turns")
+        users = [msg.text for msg in app.conversation.messages if msg.role == "user"]
+        assert users == ["hello server", "hello again"]
+        assert not app.queued_prompts and app.prompt.text == ""
+
+
+async def test_escape_takes_back_the_prompts_queued_behind_a_failed_one(offline_server_factory, session_factory):
+    server = offline_server_factory(faults="500@1-2")
+    session = session_factory(server, "retry.attempts=2", "retry.backoff_base=1", "retry.backoff_max=1")
+    app = XunApp(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.prompt.focus()
+        for text in ("first", "second", "third"):
+            app.prompt.set_prompt(text)
+            await pilot.press("enter")
+        await wait_until(pilot, lambda: app.finished_work == 1 and app.busy is None, what="the failed turn")
+        await pilot.pause()
+        assert app.prompt.text == "first"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.queued_prompts, what="the queue taken back")
+        assert app.prompt.text == "first\nsecond\nthird", "in the order typed"
+
+
 async def test_retry_after_a_failed_prompt_sends_it_once(offline_server_factory, session_factory):
     server = offline_server_factory(faults="500@1")
     app = XunApp(session_factory(server, "retry.attempts=1"))

@@ -16,6 +16,7 @@ from xun.tui.screens.breakdown import BreakdownScreen
 from xun.tui.screens.consent import ConsentScreen
 from xun.tui.screens.preview import CUT_ID, PreviewScreen
 from xun.tui.screens.recall import RecallScreen, lead_to_match, snippet_content
+from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.tool_block import ToolBlock
 
@@ -171,6 +172,30 @@ async def test_summarised_entries_are_read_not_restored(offline_server, session_
         results.highlighted = next(i for i, h in enumerate(screen.hits) if h.source == "offload")
         await wait_until(pilot, lambda: screen.entry is not None and screen.entry.source == "offload")
         assert screen.restore_state() == (False, "a summarised message: it can be read here, not restored")
+
+
+async def test_clear_offloads_what_it_drops_so_recall_finds_it(offline_server, session_factory, tmp_path: Path):
+    names = write_files(tmp_path, 2)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44), notifications=True) as pilot:
+        await turn(pilot, "remember the word PINEAPPLE42 please")
+        await read_all(pilot, names)
+        await finish(pilot, lambda: pilot.press("f6"))  # part0's result is reclaimed: it is offloaded whole
+        dropped = len(app.conversation.messages)
+        await submit(pilot, "/clear")
+        await wait_until(pilot, lambda: "cleared" in app.chat.query(NoticeBlock).last().text, what="the notice")
+        assert not app.conversation.messages
+        log = tmp_path / ".xun" / "conversation_history" / f"{app.conversation.conversation_id}.md"
+        assert f"the {dropped} messages it took out are in the offload log .xun/conversation_history/{log.name} (F9 finds them)" \
+            in app.chat.query(NoticeBlock).last().text
+        text = log.read_text()
+        assert "PINEAPPLE42" in text and "zebra0" in text and "[Compacted" not in text
+        screen = await open_recall(pilot, app, "PINEAPPLE42")
+        await wait_until(pilot, lambda: screen.searches >= 1, what="the results")
+        assert any(h.source == "offload" for h in screen.hits), "recall finds what /clear took out"
+        screen.query_one("#recall-query", Input).value = "zebra0"
+        await wait_until(pilot, lambda: screen.query_shown == "zebra0" and screen.hits, what="the reclaimed one")
+        assert all(h.source == "offload" for h in screen.hits)
 
 
 async def test_the_engine_refusing_a_restore_is_shown(offline_server, session_factory, tmp_path: Path):

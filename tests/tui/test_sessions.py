@@ -105,6 +105,45 @@ async def test_sessions_screen_switches_session(offline_server, session_factory,
         assert app.session.store.load(current).messages
 
 
+async def test_a_session_open_in_another_xun_is_marked_and_refused_in_the_apps_words(offline_server, session_factory,
+                                                                                     tmp_path: Path):
+    import subprocess
+    import sys
+
+    saved_session(tmp_path, "held-session", "held elsewhere")
+    saved_session(tmp_path, "free-session", "free to take")
+    holder = subprocess.Popen(  # another process holds the session's lock, as another xun does
+        [sys.executable, "-c", "import sys, time; from xun.context.sessions import SessionStore; "
+         "SessionStore(sys.argv[1]).lock('held-session'); print('locked', flush=True); time.sleep(60)", str(tmp_path)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        app = XunApp(session_factory(offline_server))
+        async with app.run_test(size=(140, 44), notifications=True) as pilot:
+            await turn(pilot, "hello")
+            await submit(pilot, "/sessions")
+            await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen), what="the sessions screen")
+            screen = app.screen
+            table = screen.query_one(DataTable)
+            assert str(table.get_row("held-session")[0]) == "open"
+            assert str(table.get_row("free-session")[0]) == ""
+            assert str(table.get_row(app.conversation.conversation_id)[0]) == "●"
+            note = str(screen.query_one("#sessions-elsewhere").render())
+            assert f"held-ses by pid {holder.pid}:" in note, note
+            ids = [info.conversation_id for info in screen.sessions]
+            table.move_cursor(row=ids.index("held-session"))
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app._notifications, what="the refusal")
+            message = list(app._notifications)[-1].message
+            assert f"session held-session is open in another xun (pid {holder.pid}:" in message
+            assert "you stay in this session. Switch to it once that xun has ended" in message
+            assert "add --fork" not in message and "--read-only" not in message, "no flags to add in the app"
+            assert app.conversation.conversation_id != "held-session"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 async def test_the_sessions_screen_counts_this_sessions_messages_as_they_are_now(offline_server, session_factory):
     """After /revise the file still holds the turn taken back; the row of the current session must not."""
     app = XunApp(session_factory(offline_server))

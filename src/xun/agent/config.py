@@ -1148,13 +1148,15 @@ def set_config_value(
     raw_value: str,
     *,
     project: bool | None = None,
+    before_write: Callable[[str], None] | None = None,
 ) -> Any:
     """Set one key in a TOML config file (`xun config set KEY VALUE`) and return the value stored.
 
     The value is parsed like a `--set` override; the whole resulting file is validated before anything is
     written; the write is atomic and the file is private (0600). `project` says whether the file is a
     project file (default: any file that is not the user config), which may not turn auto_confirm on.
-    Comments in the file are not preserved.
+    Comments in the file are not preserved. `before_write(dotted_key)` runs once all is valid, before the
+    write, and may refuse it by raising.
     """
     path = Path(path)
     source = str(path)
@@ -1169,6 +1171,8 @@ def set_config_value(
     if is_project:
         _check_trust(data, source)
     _validate(data, lambda _dotted: source)
+    if before_write is not None:
+        before_write(dotted_key)
     _atomic_write_toml(path, data)
     return value
 

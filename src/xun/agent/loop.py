@@ -211,6 +211,31 @@ def _classify(exc: BaseException) -> Exception:
     return exc  # type: ignore[return-value]
 
 
+def _unreached(exc: BaseException) -> bool:
+    """Whether the server was never reached or stopped answering (no HTTP status): then where xun was
+    connecting is what the user needs to know."""
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # (timeouts too)
+        return True
+    return type(exc).__module__.startswith(("httpx", "httpcore", "anyio")) or isinstance(exc, (ConnectionError, TimeoutError))
+
+
+def server_address(url: object) -> str:
+    """A base URL as messages name it: scheme, host, port and path, never a user, password or query
+    (they may hold a key)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(str(url))
+    try:
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        host, port = parts.hostname or "", None
+    if ":" in host:
+        host = f"[{host}]"
+    return urlunsplit((parts.scheme, f"{host}:{port}" if port else host, parts.path.rstrip("/"), "", ""))
+
+
 def _retry_after(exc: BaseException) -> float | None:
     """Seconds the server asked to wait (`retry-after-ms` or a `Retry-After` in seconds), if it did."""
     headers = getattr(getattr(exc, "response", None), "headers", None)
@@ -872,13 +897,17 @@ class Agent:
                 if self._adapt_request(raw_exc):
                     attempt -= 1
                     continue
+                unreached = isinstance(exc, TransientServerError) and _unreached(raw_exc)
+                if unreached:
+                    exc = TransientServerError(f"{exc} (server at {server_address(self.client().base_url)})")
                 if isinstance(exc, TransientServerError) and attempt < attempts:
                     delay = self.config.retry.delay(attempt, asked=_retry_after(raw_exc))
                     await self.emit(Retry(attempt=attempt, attempts=attempts, delay=round(delay, 3), reason=str(exc)))
                     await asyncio.sleep(delay)
                     continue
                 if isinstance(exc, TransientServerError):
-                    raise RuntimeError(f"the model call failed after {attempts} attempts: {exc}") from None
+                    hint = "; `--offline` uses the offline demo model instead" if unreached and not self.offline else ""
+                    raise RuntimeError(f"the model call failed after {attempts} attempts: {exc}{hint}") from None
                 raise exc from None
             k = self.knowledge
             k.largest_fit = max(k.largest_fit, estimate)

@@ -484,11 +484,31 @@ class Conversation:
         del self._messages[start:]
         return popped
 
-    def clear(self) -> None:
+    def clear(self) -> tuple[int, str | None, str | None]:
         """Empty all but the system message; reset tokens, counters and reclaimed originals.
 
-        The offload log, the compaction log and any kept originals stay: they are history, not context.
+        What leaves goes to the offload log first (with the reclaimed originals in place of their
+        placeholders), as a summary's originals do, so recall and `xun history` still find it; when the
+        log cannot be written it is kept in the session file. The offload log, the compaction log and any
+        kept originals stay: they are history, not context. Returns (messages offloaded, the log's path
+        or None, a warning or None).
         """
+        count, offload_path, warning, job = self._clear()
+        self.write_history_index()
+        return count, offload_path, warning or (job.warning if job is not None else None)
+
+    async def aclear(self) -> tuple[int, str | None, str | None]:
+        """`clear` for the event loop: the log is written at once, the index in a worker thread."""
+        count, offload_path, warning, job = self._clear()
+        await self.awrite_history_index()
+        return count, offload_path, warning or (job.warning if job is not None else None)
+
+    def _clear(self) -> tuple[int, str | None, str | None, _IndexWrite | None]:
+        """`clear` with its index writes only queued; the offload's index write is returned with the rest."""
+        leaving = [m for m in self._messages if m.role != "system"]
+        offload_path, warning, job = None, None, None
+        if leaving:
+            offload_path, warning, job, _when = self._offload(leaving, write_index=False)
         system = self._system()
         if system is not None and system.is_compressed:  # a fresh start keeps the role and the rules, not the summary
             system = SystemPrompt(content=system.base_prompt, persist_sections=dict(system.persist_sections))
@@ -500,9 +520,9 @@ class Conversation:
         if self.history_index is not None and len(self._reclaimed):
             index, session = self.history_index, self.conversation_id
             self._queue_index_write(lambda: index.forget_reclaimed(session), self._history_warning)
-            self.write_history_index()
         self._reclaimed.clear()
         self._pinned.clear()
+        return len(leaving), offload_path, warning, job
 
     # --------------------------------------------------------------- measures
 
@@ -939,6 +959,36 @@ class Conversation:
         ledger.add_calls(condensed_calls(params), self.ledger_max_chars)
         return ledger
 
+    def _offload(self, leaving: list[Message], write_index: bool) -> tuple[str | None, str | None, _IndexWrite | None, str | None]:
+        """Append `leaving` to the offload log (fsynced) and queue its index write: (path, warning, index
+        job, section time). When the log cannot be written the messages are kept in the session file
+        instead, and the warning says so; with `write_index` the index is written here and its warning
+        returned."""
+        offload_path, warning, job, when = None, None, None, None
+        if self.offload_dir is None:
+            self.kept_originals.append({"time": time.time(), "reason": "no offload log configured", "messages": leaving})
+            return offload_path, warning, job, when
+        target = self.offload_dir / f"{self.conversation_id}.md"
+        # the originals of the leaving messages only: the archive keeps every one of the session's, and
+        # decoding them all made each summary cost more the longer the session
+        reclaimed = {key: original for key in archive_ids(leaving)
+                     if (original := self._reclaimed.original(key)) is not None} if self._reclaimed else {}
+        when = utc_now_iso()
+        try:
+            offload_path = str(append_offload(target, leaving, conversation_id=self.conversation_id, reclaimed=reclaimed, when=when))
+        except OSError as exc:
+            warning = f"could not write the offload log {target} ({exc}); the originals are kept in the session file instead"
+            self.kept_originals.append({"time": time.time(), "reason": warning, "messages": leaving})
+        else:  # the same step indexes them, so the log and the index never disagree (a failure is a warning);
+            # inline here, or in a worker thread before `aapply_compaction` returns
+            if self.history_index is not None:
+                index, session = self.history_index, self.conversation_id
+                job = self._queue_index_write(lambda: index.index_offload(session, leaving, reclaimed=reclaimed, when=when), None)
+                if write_index:
+                    self.write_history_index()
+                    warning = job.warning
+        return offload_path, warning, job, when
+
     def apply_compaction(self, plan: CompactionPlan, summary: str | None, *, write_index: bool = True) -> SummaryCompactResult:
         """Apply a plan with the summary written for `plan.condensed`.
 
@@ -958,29 +1008,7 @@ class Conversation:
             return SummaryCompactResult(Status.SUMMARIZE_FAILED, "The summarizer returned no summary; nothing changed.")
         summary = summary.strip()
         leaving = [m for m in plan.condensed if m.role != "system"]
-        offload_path, warning, job, when = None, None, None, None
-        if self.offload_dir is None:
-            self.kept_originals.append({"time": time.time(), "reason": "no offload log configured", "messages": leaving})
-        else:
-            target = self.offload_dir / f"{self.conversation_id}.md"
-            # the originals of the leaving messages only: the archive keeps every one of the session's, and
-            # decoding them all made each summary cost more the longer the session
-            reclaimed = {key: original for key in archive_ids(leaving)
-                         if (original := self._reclaimed.original(key)) is not None} if self._reclaimed else {}
-            when = utc_now_iso()
-            try:
-                offload_path = str(append_offload(target, leaving, conversation_id=self.conversation_id, reclaimed=reclaimed, when=when))
-            except OSError as exc:
-                warning = f"could not write the offload log {target} ({exc}); the originals are kept in the session file instead"
-                self.kept_originals.append({"time": time.time(), "reason": warning, "messages": leaving})
-            else:  # the same step indexes them, so the log and the index never disagree (a failure is a warning);
-                # inline here, or in a worker thread before `aapply_compaction` returns
-                if self.history_index is not None:
-                    index, session = self.history_index, self.conversation_id
-                    job = self._queue_index_write(lambda: index.index_offload(session, leaving, reclaimed=reclaimed, when=when), None)
-                    if write_index:
-                        self.write_history_index()
-                        warning = job.warning
+        offload_path, warning, job, when = self._offload(leaving, write_index)
         new_tail = plan.kept + list(self._messages[plan.message_count:])
         ledger = plan.ledger
         self.set_system_message_content(summary, is_compressed=True)

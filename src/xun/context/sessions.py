@@ -146,6 +146,27 @@ class SessionStore:
             if held is not None:
                 held.release()
 
+    def held_elsewhere(self, conversation_id: str) -> str | None:
+        """Who holds the session's lock when another process does ("pid N: command", or "" when its lock
+        file says nothing), else None. A shared probe of the lock, dropped at once: the holder's file is
+        only read."""
+        if conversation_id in self._locks:
+            return None
+        try:
+            fd = os.open(self._lock_path(conversation_id), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                         | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        except (OSError, ValueError):
+            return None  # no lock file (nobody ever held it), or not one xun reads
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 500, 0).decode("utf-8", "replace").strip()
+        except OSError:
+            return None
+        finally:
+            os.close(fd)  # (closing drops the probe's lock)
+        return None
+
     def _lock_path(self, conversation_id: str) -> Path:
         return self.root / f"{check_session_id(conversation_id)}.lock"
 
@@ -245,26 +266,26 @@ class SessionStore:
 
     def list(self) -> list[SessionInfo]:
         """Sessions newest first. Files that cannot be read are skipped here; `load` names their problem."""
-        infos = []
-        for path in self.root.glob("*.json"):
-            try:
-                infos.append(_read_info(path))
-            except (OSError, SessionFormatError):
-                continue
-        infos.sort(key=lambda info: info.updated_at, reverse=True)
-        return infos
+        return self.scan()[0]
 
     def unreadable(self) -> list[tuple[Path, str]]:
         """Session files that cannot be read, with the reason, so front ends can say so."""
-        bad = []
+        return self.scan()[1]
+
+    def scan(self) -> tuple[list[SessionInfo], list[tuple[Path, str]]]:
+        """In one reading: the sessions newest first, and the files that cannot be read with the reason
+        (newest first by their time on disk), so a listing can show both."""
+        infos, bad = [], []
         for path in self.root.glob("*.json"):
             try:
-                _read_info(path)
+                infos.append(_read_info(path))
             except SessionFormatError as exc:
                 bad.append((path, exc.reason))
             except OSError as exc:
                 bad.append((path, str(exc)))
-        return bad
+        infos.sort(key=lambda info: info.updated_at, reverse=True)
+        bad.sort(key=lambda item: _mtime(item[0]), reverse=True)
+        return infos, bad
 
     def latest(self) -> Conversation | None:
         infos = self.list()
@@ -313,6 +334,13 @@ def _saved_at(path: Path) -> tuple[float, str]:
             return float(updated), ident
     info = _read_info(path)
     return info.updated_at, info.conversation_id
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _read_info(path: Path) -> SessionInfo:

@@ -140,6 +140,10 @@ class XunApp(
         goes out when the work is over; Esc (or a failed turn) puts them back into the input instead."""
         self._queue_held = False
         """The work now ending was cancelled or failed: the queued prompts go back to the input, not out."""
+        self._given_back: str | None = None
+        """"cancelled" or "failed": the input holds the prompt of the turn now ending, older than the queued ones."""
+        self._queue_waits = False
+        """A failed turn's prompt is back in the input: the queued prompts wait, and go out after it."""
         """Ctrl+Q (or Ctrl+C twice) was pressed: the running work winds down, the session is saved, the app exits."""
         self._pending_divider: SummaryDivider | None = None
         self._pending_focus: str | None = None

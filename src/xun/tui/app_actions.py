@@ -187,6 +187,8 @@ class AppActions:
 
     def action_cancel_turn(self) -> None:
         if self.busy is None:
+            if self._queue_waits:  # the queue waiting for a failed prompt: Esc takes it back, after that prompt
+                self.call_later(self.take_back_queued, True)
             return
         kind, started = self.busy, self._work_started
         self._queue_held = True
@@ -282,12 +284,20 @@ class AppActions:
             if conversation_id and conversation_id != self.conversation.conversation_id:
                 self.post_message(m.SwitchSession(conversation_id))
 
-        infos = await asyncio.to_thread(self.session.store.list)  # reads every session's head: off the loop
+        store = self.session.store
+
+        def listed() -> tuple[list, dict[str, str]]:  # reads every session's head and lock: off the loop
+            infos = store.list()
+            held = {info.conversation_id: store.held_elsewhere(info.conversation_id) for info in infos}
+            return infos, {ident: holder for ident, holder in held.items() if holder is not None}
+
+        infos, elsewhere = await asyncio.to_thread(listed)
         # this session's file may be older than what the app holds (e.g. after /revise): its row shows the live figures
         current = self.conversation
         infos = [dataclasses.replace(info, messages=len(current.messages), tokens=self.agent.request_tokens())
                  if info.conversation_id == current.conversation_id else info for info in infos]
-        self.push_screen(SessionsScreen(infos, self.conversation.conversation_id, self.presentation.moment), chosen)
+        self.push_screen(SessionsScreen(infos, self.conversation.conversation_id, self.presentation.moment, elsewhere),
+                         chosen)
 
     def _may_start(self, what: str) -> bool:
         if self.busy is None:

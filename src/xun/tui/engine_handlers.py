@@ -241,6 +241,7 @@ class EngineHandlers:
                 await self.chat.remove_from_last_user(inclusive=True)
                 if not self.prompt.text.strip():
                     self.prompt.set_prompt(as_typed(message.restored_prompt))
+                    self._given_back = "cancelled"
                     await self.chat.add_notice("cancelled", "cancelled; the prompt is back in the input")
                 else:  # never replace what the user typed meanwhile; the prompt stays in the input's history
                     await self.chat.add_notice(
@@ -265,11 +266,16 @@ class EngineHandlers:
             last = messages[-1] if messages else None
             if isinstance(last, UserMessage):  # the prompt got nothing at all: offer it again
                 self._unanswered = last
+                waiting = ""
                 if not self.prompt.text.strip():
                     self.prompt.set_prompt(as_typed(last.text))
+                    self._given_back = "failed"
+                    if self.queued_prompts:
+                        waiting = (f"; {counted(len(self.queued_prompts), 'queued prompt')} typed after it will go out "
+                                   "once it is answered (Esc takes the queued prompts back into the input)")
                 await self.chat.add_notice(
                     "info", "the prompt is kept in the session and is back in the input: Enter sends it again "
-                    "(in place of the unanswered one), or /retry")
+                    f"(in place of the unanswered one), or /retry{waiting}")
 
     async def on_agent_work_done(self, message: m.AgentWorkDone) -> None:
         await self.chat.hide_waiting()
@@ -290,9 +296,12 @@ class EngineHandlers:
         self.finished_work += 1
         self.save_session()
         held, self._queue_held = self._queue_held, False
-        if held:
-            await self.take_back_queued()
-        else:
+        given, self._given_back = self._given_back, None
+        if held and given == "failed" and self.queued_prompts:
+            self._queue_waits = True  # in the order typed: the failed prompt (in the input) first
+        elif held:
+            await self.take_back_queued(after_input=given == "cancelled")
+        elif not self._queue_waits:
             await self.send_queued()
 
     def _refresh_gauge(self) -> None:

@@ -36,7 +36,7 @@ class KeysAndHelp:
             return False
         if action == "chat_page" and isinstance(self.screen, ModalScreen):
             return False  # (not the chat behind a modal)
-        return not (action == "cancel_turn" and self.busy is None)
+        return not (action == "cancel_turn" and self.busy is None and not self._queue_waits)
 
     def _keys_of(self, binding: Binding) -> str | None:
         """The keys of an app binding after `ui.keymap`; None when the keymap gave its key to another."""

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from textual import work
 
+from xun.base.errors import SessionLocked
+from xun.base.valid_text import escape_control
 from xun.tui import messages as m
 from xun.tui.transcript import transcript
 
@@ -294,12 +296,20 @@ class SessionLifecycle:
                 if locking:
                     store.unlock(new_id)
                 raise
-        except Exception as exc:  # noqa: BLE001 - locked elsewhere, unreadable file, bad id: say so and stay
+        except SessionLocked as exc:  # the command-line advice (--fork, --read-only) is no use in here
+            self.notify(f"session {new_id} is open in another xun ({escape_control(exc.holder, keep_newlines=False) or 'its process is not named'}), which "
+                        "alone may save it; you stay in this session. Switch to it once that xun has ended, or "
+                        f"from a shell `xun --resume {new_id} --fork` continues a copy of it",
+                        severity="error", markup=False)
+            return
+        except Exception as exc:  # noqa: BLE001 - unreadable file, bad id: say so and stay
             self.notify(f"could not open session {new_id}: {exc}", severity="error", markup=False)
             return
         if locking:
             store.unlock(old_id)  # another process may now resume the session left
         self.agent.toolbox.forget_permissions()  # "allow for this session" ends with the session
+        if self._queue_waits:  # prompts queued behind a failed one were meant for the session left
+            await self.take_back_queued(after_input=True)
         self.agent.conversation = conversation
         await self.show_conversation()
         await self.chat.add_notice("info", f"switched to session {conversation.conversation_id}")

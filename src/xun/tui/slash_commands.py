@@ -82,7 +82,7 @@ class SlashCommands:
             self.action_quit_saving()
 
     async def send_prompt(self, text: str) -> None:
-        if self.busy is not None or self.queued_prompts:  # typed ahead: it waits its turn, in order
+        if self.busy is not None or (self.queued_prompts and not self._queue_waits):  # typed ahead: it waits its turn
             notice = await self.chat.add_notice(
                 "info", f"queued: {text} (goes out when the turn is over; Esc takes the queued prompts back)")
             self.queued_prompts.append((text, notice))
@@ -104,18 +104,23 @@ class SlashCommands:
         await self.send_prompt(text)
         self.queued_prompts = waiting
 
-    async def take_back_queued(self) -> None:
-        """Esc, or a turn that failed: the queued prompts go back into the input, before what is typed there."""
+    async def take_back_queued(self, after_input: bool = False) -> None:
+        """Esc, or a turn that failed: the queued prompts go back into the input, before what is typed there
+        (typed later), or after it when it is the prompt the ending turn gave back (`after_input`)."""
+        self._queue_waits = False
         if not self.queued_prompts:
             return
         queued, self.queued_prompts = self.queued_prompts, []
         for _, notice in queued:
             await notice.remove()
         typed = self.prompt.text
-        self.prompt.set_prompt("\n".join([as_typed(text) for text, _ in queued] + ([typed] if typed.strip() else [])))
+        typed_lines = [typed] if typed.strip() else []
+        queued_lines = [as_typed(text) for text, _ in queued]
+        self.prompt.set_prompt("\n".join(typed_lines + queued_lines if after_input else queued_lines + typed_lines))
         await self.chat.add_notice("info", f"{counted(len(queued), 'queued prompt')} back in the input, not sent")
 
     def _start_turn(self, prompt: str | None) -> None:
+        self._queue_waits = False  # the waiting queue goes out after this turn
         self._set_busy("turn", "thinking…")
         self._turn_prompt = prompt
         self.call_later(self.chat.show_waiting)  # before the turn's first event, which hides it
@@ -217,7 +222,7 @@ class SlashCommands:
         if not self._may_start("/clear"):
             return
         await self._settle_save()
-        self.conversation.clear()
+        count, offload_path, warning = await self.conversation.aclear()
         self.agent.toolbox.forget_permissions()  # "allow for this session" ends with a fresh start
         await self.chat.clear()
         self.recoverable.load([])
@@ -226,5 +231,13 @@ class SlashCommands:
         self._count_usage(None)
         self._refresh_gauge()
         self.gauge.set_history([])
-        await self.chat.add_notice("info", "cleared: a fresh start in this session (the compaction log stays)")
+        if not count:
+            gone = ""
+        elif offload_path:
+            gone = f"; the {count} messages it took out are in the offload log {self.shown_path(offload_path)} (F9 finds them)"
+        else:
+            gone = f"; the {count} messages it took out are kept in the session file"
+        await self.chat.add_notice("info", f"cleared: a fresh start in this session (the compaction log stays){gone}")
+        if warning:
+            await self.chat.add_notice("warning", warning)
         self.save_session()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from xun.cli.console import Visible
-from xun.cli.exits import EXIT_OK
+from xun.cli.exits import EXIT_OK, CommandError
 from xun.cli.commands.common import settings_of, workdir_of
 
 
@@ -39,9 +39,8 @@ def main(args: argparse.Namespace) -> int:
     target = _file(args)
     out, err = Visible(sys.stdout), Visible(sys.stderr)
     if action == "set":
-        value = set_config_value(target, args.key, args.value)
+        value = set_config_value(target, args.key, args.value, before_write=lambda key: _refuse_if_withheld(args, key))
         print(f"{args.key.strip()} = {show_value(value)}  (written to {target})", file=out)
-        _warn_if_withheld(args, args.key.strip())
         return EXIT_OK
     if unset_config_value(target, args.key):
         print(f"{args.key.strip()} removed from {target}", file=out)
@@ -50,16 +49,20 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _warn_if_withheld(args: argparse.Namespace, key: str) -> None:
-    """A key the project file may set only in a trusted folder: written, but ignored until then; say so."""
+def _refuse_if_withheld(args: argparse.Namespace, key: str) -> None:
+    """A key the project file may set only in a trusted folder: in an untrusted one it would be written and
+    then ignored, so nothing is written and the user learns the two ways that work."""
     from xun.agent.config import TRUST_REQUIRED_KEYS
-    from xun.agent.trust import describe_withheld, is_trusted
+    from xun.agent.trust import folder_key, is_trusted
 
     if args.user or not any(key == k or key.startswith(k + ".") for k in TRUST_REQUIRED_KEYS):
         return
     folder = workdir_of(args)
     if not is_trusted(folder):
-        print(f"xun: warning: {describe_withheld([key], folder)}", file=Visible(sys.stderr))
+        raise CommandError(
+            f"{key} not written: this folder is not trusted, so its .xun/config.toml may not set {key} (xun "
+            f"would ignore it). Add --user to set it in your user config, or run `xun trust` in "
+            f"{folder_key(folder)} first if you trust this folder")
 
 
 def _path(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ COLUMNS = ("ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED", "TIT
 
 def main(args: argparse.Namespace) -> int:
     store = store_of(args)
-    infos = store.list()
+    infos, unreadable = store.scan()
     out, err = Visible(sys.stdout, json_lines=bool(args.json)), Visible(sys.stderr)  # titles are what was typed or read
     if args.json:
         for info in infos:
@@ -25,7 +25,7 @@ def main(args: argparse.Namespace) -> int:
                 "messages": info.messages, "tokens": info.tokens, "summaries": info.summaries,
                 "reclaimed": info.reclaimed, "title": info.title,
             }, ensure_ascii=False) + "\n")
-    elif infos:
+    elif infos or unreadable:
         rows = [COLUMNS] + [
             (
                 info.conversation_id,
@@ -39,13 +39,17 @@ def main(args: argparse.Namespace) -> int:
             for info in infos
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+        widths[0] = max([widths[0], *(len(path.stem) for path, _ in unreadable)])
         for row in rows:
             cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
             cells += [cell.rjust(width) for cell, width in zip(row[2:-1], widths[2:-1], strict=True)]
             cells.append(row[-1])
             out.write("  ".join(cells).rstrip() + "\n")
+        for path, problem in unreadable:  # listed, not left out: the file is there, and may matter
+            out.write(f"{path.stem.ljust(widths[0])}  cannot read: {problem} ({path})\n")
     else:
         print(f"xun: no saved sessions in {store.root}", file=err)
-    for path, problem in store.unreadable():
-        print(f"xun: cannot read session file {path}: {problem}", file=err)
+    if args.json:  # (stdout holds only sessions there)
+        for path, problem in unreadable:
+            print(f"xun: cannot read session file {path}: {problem}", file=err)
     return EXIT_OK

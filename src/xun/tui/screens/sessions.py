@@ -23,11 +23,14 @@ class SessionsScreen(Modal[str | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Close", id="sessions.close")]
 
-    def __init__(self, sessions: list[SessionInfo], current: str, clock: Callable[[float], str]) -> None:
+    def __init__(self, sessions: list[SessionInfo], current: str, clock: Callable[[float], str],
+                 elsewhere: dict[str, str] | None = None) -> None:
         super().__init__(id="sessions")
         self.sessions = sessions
         self.current = current
         self.clock = clock
+        self.elsewhere = elsewhere or {}
+        """Sessions open in another xun process, with who holds them (the lock file's "pid N: command")."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="sessions-box") as box:
@@ -37,7 +40,8 @@ class SessionsScreen(Modal[str | None]):
             table.add_columns("", "title", "updated", "messages", "tokens", "summaries", "reclaimed", "session")
             for info in self.sessions:
                 table.add_row(
-                    Text("●" if info.conversation_id == self.current else ""),
+                    Text("●") if info.conversation_id == self.current else
+                    Text("open", style="bold") if info.conversation_id in self.elsewhere else Text(""),
                     Text(escape_control(info.title[:48], keep_newlines=False) or "(no prompt yet)",
                          style="" if info.title else "dim"),
                     Text(self.clock(info.updated_at)),
@@ -49,6 +53,11 @@ class SessionsScreen(Modal[str | None]):
                     key=info.conversation_id,
                 )
             yield table
+            if self.elsewhere:
+                holders = "; ".join(f"{ident[:8]} by {holder or 'another xun'}" for ident, holder in self.elsewhere.items())
+                yield Label(Text(escape_control(f"open: in use by another xun, which alone may save it ({holders}); "
+                                                "it can be switched to once that xun has ended", keep_newlines=False)),
+                            id="sessions-elsewhere")
             if not self.sessions:
                 yield Label("No saved session yet: a session is saved after each turn.", id="sessions-empty")
 
