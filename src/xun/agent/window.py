@@ -267,6 +267,8 @@ class Calibration:
         return cls(float(ratio), fixed, tools, replies, tokenizer if tokenizer in (TEMPLATE, TEXT) else "")
 
 
+TAIL_MARKER = "\u2063xun-tail\u2063"
+"""Put in place of a message to find where the template renders it (text no conversation holds)."""
 TEMPLATE = "template"
 TEXT = "text"
 LEARN_MIN_CHARS = 200
@@ -418,23 +420,29 @@ def count_tokens_sync(base_url: str, model: str, text: str, headers: dict[str, s
     return None
 
 
-def count_prompt_sync(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                      headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> int | None:
-    """Tokens of a whole chat request as llama.cpp's server sends it to the model: its chat template
-    rendered with the tool definitions (`/apply-template`), counted by its tokenizer (`/tokenize`, with
-    the special tokens the model sees). None when the server has no such endpoints."""
-    root = server_root(base_url)
+def _render(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, headers: dict[str, str],
+            timeout: float = DISCOVERY_TIMEOUT) -> str | None:
+    """llama.cpp's chat template rendered with the tool definitions (`/apply-template`): the prompt text."""
     body: dict[str, Any] = {"messages": messages}
     if tools:
         body["tools"] = tools
-    rendered = _http_json(f"{root}/apply-template", body, headers, timeout)
-    if not isinstance(rendered, dict) or not isinstance(rendered.get("prompt"), str):
-        return None
-    answer = _http_json(f"{root}/tokenize", {"content": rendered["prompt"], "add_special": True, "parse_special": True},
+    rendered = _http_json(f"{server_root(base_url)}/apply-template", body, headers, timeout)
+    return rendered["prompt"] if isinstance(rendered, dict) and isinstance(rendered.get("prompt"), str) else None
+
+
+def _tokenize(base_url: str, text: str, headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> int | None:
+    """Tokens of a rendered prompt by llama.cpp's tokenizer (`/tokenize`, with the special tokens the model sees)."""
+    answer = _http_json(f"{server_root(base_url)}/tokenize", {"content": text, "add_special": True, "parse_special": True},
                         headers, timeout)
-    if isinstance(answer, dict) and isinstance(answer.get("tokens"), list):
-        return len(answer["tokens"])
-    return None
+    return len(answer["tokens"]) if isinstance(answer, dict) and isinstance(answer.get("tokens"), list) else None
+
+
+def count_prompt_sync(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                      headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> int | None:
+    """Tokens of a whole chat request as llama.cpp's server sends it to the model: its chat template
+    rendered with the tool definitions, counted by its tokenizer. None when the server has no such endpoints."""
+    prompt = _render(base_url, messages, tools, headers, timeout)
+    return _tokenize(base_url, prompt, headers, timeout) if prompt is not None else None
 
 
 def request_text(messages: list[dict[str, Any]]) -> str:
@@ -474,8 +482,13 @@ def count_tail_sync(base_url: str, model: str, messages: list[dict[str, Any]], t
     part before `start` (both rendered, so the tail's framing is the template's); TEXT: the tail's text
     and its framing."""
     if calibration.tokenizer == TEMPLATE:
-        whole = count_prompt_sync(base_url, messages, tools, headers)
-        before = count_prompt_sync(base_url, messages[:start], tools, headers) if whole is not None else None
+        # the part before `start` is what the template renders before a marker put in that message's
+        # place (a template may refuse to render a prefix ending in an assistant's tool calls)
+        marked = [*messages[:start], {**messages[start], "content": TAIL_MARKER}, *messages[start + 1:]] if start < len(messages) else messages
+        prompts = [_render(base_url, messages, tools, headers), _render(base_url, marked, tools, headers)]
+        if None in prompts or TAIL_MARKER not in prompts[1]:
+            return None
+        whole, before = (_tokenize(base_url, text, headers) for text in (prompts[0], prompts[1][:prompts[1].index(TAIL_MARKER)]))
         return whole - before if whole is not None and before is not None else None
     if calibration.tokenizer == TEXT:
         tail = messages[start:]
