@@ -499,6 +499,10 @@ class Agent:
         if calibration is not None:
             k.calibration = calibration
             c.calibrate(calibration.tokens_per_char, calibration.fixed_for(bool(self.toolbox.schemas())))
+            # remembered at once: a server that reports no usage in a stream (llama-cpp-python) never corrects it
+            problem = self.learned_estimates.remember(self.config.provider.base_url, self.config.model.name, calibration)
+            if problem:
+                await self.emit(Warning(problem))
 
     async def _calibrate(self) -> Calibration | None:
         """Measure the server's tokenizer: its tokenize endpoint counts the conversation's text (or, in an
