@@ -456,8 +456,9 @@ class Agent:
         k = self.knowledge
         base_url, model = self.config.provider.base_url, self.config.model.name
         k.remembered = self.learned_windows.get(base_url, model)
-        if k.calibration is None:
-            k.calibration = self.learned_estimates.get(base_url, model)
+        if k.calibration is None:  # one remembered from before the server's way of counting was kept is measured again
+            remembered = self.learned_estimates.get(base_url, model)
+            k.calibration = remembered if remembered is not None and remembered.tokenizer else None
         if self.config.model.context_window is None and base_url:
             try:
                 k.discovered = await discover_window(base_url, model, self._auth_headers())
