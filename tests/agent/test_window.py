@@ -5,6 +5,7 @@ server that answers exactly as llama.cpp, llama-cpp-python, vLLM, LM Studio, Oll
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -454,3 +455,70 @@ async def test_a_summary_that_did_not_fit_never_switches_automatic_compaction_of
         for _ in range(3):
             await compactor.auto_compact(agent)
         assert compactor.suspended is suspended
+
+
+# ------------------------------------------------------- counted by the server before the call
+
+TOKEN = re.compile(r"<\|[a-z_]+\|>|\w+|[^\w\s]")
+"""The scripted llama-server's tokenizer: a special token, a word or one punctuation mark each (so code
+costs far more tokens per character than prose, as with a real one)."""
+
+
+def chatml(messages: list[dict], generation: bool = True) -> str:
+    rendered = "".join(f"<|im_start|>{m['role']}\n{m.get('content') or ''}<|im_end|>\n" for m in messages)
+    return rendered + ("<|im_start|>assistant\n" if generation else "")
+
+
+def imitating_llama_server(usage: list[int]):
+    """llama-server's counting endpoints (`/apply-template`, `/tokenize`, which refuses nothing) and its
+    refusal to render a prompt that ends in an assistant's tool calls; each chat reply reports the
+    prompt's tokens, appended to `usage`."""
+    def answer(method: str, path: str, body):
+        if path == "/apply-template":
+            messages = body["messages"]
+            if messages[-1]["role"] == "assistant" and messages[-1].get("tool_calls"):
+                return Json(400, {"error": {"message": "Cannot continue an assistant message that contains tool calls."}})
+            return Json(200, {"prompt": chatml(messages)})
+        if path == "/tokenize":
+            return Json(200, {"tokens": list(range(len(TOKEN.findall(body["content"]))))})
+        if path == "/v1/chat/completions":
+            usage.append(len(TOKEN.findall(chatml(body["messages"]))))
+            return Stream(["Noted."], usage={"prompt_tokens": usage[-1], "completion_tokens": 2, "total_tokens": usage[-1] + 2})
+        return NOT_FOUND
+    return answer
+
+
+async def test_the_estimate_before_a_call_is_the_servers_count_of_it(scripted, tmp_path):
+    """A ratio learnt on prose priced a message of code far too low (and a reply's closing framing, which
+    `usage` leaves out, not at all): where the server can render and count the request, the estimate the
+    window check judges before each call is its count, token for token."""
+    counts: list[int] = []
+    server = scripted(imitating_llama_server(counts))
+    agent, rec = make_agent(server, tmp_path)
+    # a measure remembered before the server's way of counting was kept: measured again, not trusted
+    agent.learned_estimates.remember(server.base_url, agent.config.model.name, Calibration(0.05, 0, 0))
+    code = "x[i]=f(a,b);" * 60  # 720 characters, 600 tokens
+    for text in ("Please tell me about the parser and how its entry point is called " * 8, code):
+        finished = await agent.run(text)
+        assert finished.status == "ok", finished.error
+    judged = [e.estimated_tokens for e in rec.of("usage") if e.source == "estimate"]
+    assert counts[-1] > 600 and counts[-1] in judged, (judged, counts)
+    assert agent.knowledge.calibration.tokenizer == "template"
+    assert agent.learned_estimates.get(server.base_url, agent.config.model.name).tokenizer == "template"
+
+
+def test_a_changes_uncached_tail_is_counted_where_the_template_renders_it(scripted):
+    """The tokens from the first changed message to the end, as the server renders them (a marker in that
+    message's place finds where; the prefix alone ends in tool calls, which llama-server will not render)."""
+    from xun.agent.window import count_tail_sync
+
+    server = scripted(imitating_llama_server([]))
+    call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Read it."},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "[Compacted, ID: c1]"},
+                {"role": "user", "content": "What does it do?"}]
+    measure = Calibration(0.25, 3, 0, tokenizer="template")
+    tail = count_tail_sync(server.base_url, "m", messages, None, {}, measure, 3)
+    whole, prefix = chatml(messages), chatml(messages[:3], generation=False) + "<|im_start|>tool\n"
+    assert tail == len(TOKEN.findall(whole)) - len(TOKEN.findall(prefix)) > 0

@@ -7,6 +7,9 @@ low enough that summaries happen (their requests are measured too: the summarize
 
 from __future__ import annotations
 
+import asyncio
+import json
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,16 +44,33 @@ class Row:
         return (self.estimate - self.counted) / self.counted
 
 
+def server_count(base_url: str, request: dict) -> int:
+    """The server's count of `request`'s prompt: the same messages and tools sent unstreamed for one token,
+    its `usage.prompt_tokens` (llama-cpp-python reports usage only there, never in a stream)."""
+    body = {"model": request["model"], "messages": request["messages"], "max_tokens": 1, "temperature": 0}
+    if request.get("tools"):
+        body["tools"] = request["tools"]
+    sent = urllib.request.Request(f"{base_url}/chat/completions", data=json.dumps(body).encode(),
+                                  headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(sent, timeout=300) as response:
+        return int(json.loads(response.read())["usage"]["prompt_tokens"])
+
+
 class MeasuredAgent(Agent):
-    """Keeps, for each model call, the estimate the window check judged and the server's count of it."""
+    """Keeps, for each model call, the estimate the window check judged and the server's count of it: the
+    reply's `usage.prompt_tokens`, or (a server that reports no usage in a stream) its count of the same
+    request sent unstreamed."""
 
     rows: list[Row]
 
     async def _stream_once(self):
-        estimate = self.request_tokens()
+        estimate, request = self.request_tokens(), self._request(stream=False)
         reply = await super()._stream_once()
         if reply.usage is not None and reply.usage.prompt_tokens:
-            self.rows.append(Row(estimate, int(reply.usage.prompt_tokens), self.bills_to is not None))
+            counted = int(reply.usage.prompt_tokens)
+        else:
+            counted = await asyncio.to_thread(server_count, self.config.provider.base_url, request)
+        self.rows.append(Row(estimate, counted, self.bills_to is not None))
         return reply
 
     @classmethod

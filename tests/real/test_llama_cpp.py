@@ -102,24 +102,23 @@ def test_a_prompt_that_cannot_fit_is_refused_and_nothing_is_sent(llama_server: L
 async def test_the_estimate_is_within_five_percent_and_never_two_percent_under(llama_server: LlamaServer, tmp_path: Path):
     """Twelve requests of a user's session (the default tools, no window configured, summaries at 1,200
     tokens: their requests count too): xun's estimate before each call against the server's count of it
-    (the reply's usage.prompt_tokens). tests/benchmarks/bench_estimate.py prints the same table."""
-    if llama_server.kind == "llama-cpp-python":  # open (issue 24): measured no rows here at the last run; not yet known why
-        pytest.xfail("the estimate table on llama-cpp-python gave no rows at the last run (issue 24, open)")
+    (the reply's usage.prompt_tokens; llama-cpp-python reports usage only unstreamed, so there the same
+    request sent unstreamed for one token). Printed as a table (pytest -s); tests/benchmarks/bench_estimate.py
+    prints the same rows. Before each call the server's tokenizer counts the request (llama-server: its
+    template rendered with /apply-template, then /tokenize; llama-cpp-python: the text by
+    /extras/tokenize/count, the framing and fixed cost as calibrated): a ratio learnt on one text priced
+    the next new message, a reply's closing framing and a summary's prose 2-13% off."""
     (tmp_path / "work").mkdir()
     measured = await measure_session(llama_server.base_url, tmp_path / "state", tmp_path / "work", requests=12)
-    print(f"\n{llama_server.kind}: {measured.window_source}, {measured.summaries} summaries\nestimate  server  error")
-    for row in measured.rows:
-        print(f"{row.estimate:8}  {row.counted:6}  {100 * row.error:+5.1f}%{'  (summary)' if row.summary else ''}")
+    print(f"\n{llama_server.kind}: {measured.window_source}, {measured.summaries} summaries\n"
+          f"request  estimate  server  error")
+    for number, row in enumerate(measured.rows, 1):
+        print(f"{number:7}  {row.estimate:8}  {row.counted:6}  {100 * row.error:+5.1f}%{'  (summary)' if row.summary else ''}")
     errors = [row.error for row in measured.rows]
-    # the issue's target is never more than 2% under; measured once at -3.1% on llama-server (issue 24, open):
-    # the bound here is 4%, so a worse estimate still fails
-    assert len(errors) >= 12 and min(errors) >= -0.04, f"an estimate more than 4% under the server's count: {measured.rows}"
-    turns = [row.error for row in measured.rows if not row.summary]
-    assert max(abs(e) for e in turns) <= 0.05, measured.rows
-    # a summary request's text is mostly xun's own prompt, plainer prose than the conversation's: its
-    # estimate may run a little higher (it is only split sooner), never lower
-    assert max(errors) <= 0.08, measured.rows
-    assert (tmp_path / "state" / "estimates.json").is_file(), "the corrected measure is remembered"
+    assert len(errors) >= 12 and sum(row.summary for row in measured.rows) >= 2, measured.rows
+    assert min(errors) >= -0.02, f"an estimate more than 2% under the server's count: {measured.rows}"
+    assert max(abs(e) for e in errors) <= 0.05, f"an estimate more than 5% off the server's count: {measured.rows}"
+    assert (tmp_path / "state" / "estimates.json").is_file(), "the measure is remembered"
 
 
 def tool_history(conversation: Conversation, files: int = 3, lines: int = 40) -> None:
@@ -135,11 +134,13 @@ def tool_history(conversation: Conversation, files: int = 3, lines: int = 40) ->
 
 
 async def test_a_reclaims_predicted_cache_cost_matches_what_the_server_then_reports(llama_server: LlamaServer, tmp_path: Path):
-    """After a reclaim, the compaction log says the next call pays N tokens uncached (the prefix after
-    the first changed message). llama-server reports what it served from its cache (`cached_tokens`,
-    `timings.cache_n`): N is within 10% of prompt_tokens - cached. llama-cpp-python says nothing: unknown."""
-    if llama_server.kind == "llama-cpp-python":  # open (issue 24): its first call does not fit with compaction off
-        pytest.xfail("on llama-cpp-python this history does not fit its count of the window with compaction off (issue 24, open)")
+    """After a reclaim, the compaction log says the next call pays N tokens uncached (the messages from the
+    first changed one, counted by the server's tokenizer). llama-server reports what it served from its
+    cache (`cached_tokens`, `timings.cache_n`): N is within 10% of prompt_tokens - cached. llama-cpp-python
+    reports no cache figure (and no usage in a stream): there the figure stays unknown, and N is checked
+    against what it does report, its own count of the request less its count of the unchanged prefix."""
+    from xun.compact.breakdown import first_tool_result
+
     events: list = []
     config = XunConfig()
     config.provider.base_url, config.model.name, config.model.temperature = llama_server.base_url, "smollm2", 0
@@ -154,6 +155,8 @@ async def test_a_reclaims_predicted_cache_cost_matches_what_the_server_then_repo
         assert first.status == "ok", first.error
         agent.conversation.add_user_message("And which one handles page 2?")
         await agent.reclaim_tool_results(keep_max=0)
+        sent, tools = agent.conversation.completion_params(), agent.toolbox.schemas()
+        changed = first_tool_result(agent.conversation, [f"call_{n}" for n in range(3)])
         second = await agent.execute()
         assert second.status == "ok", second.error
     finally:
@@ -163,20 +166,21 @@ async def test_a_reclaims_predicted_cache_cost_matches_what_the_server_then_repo
     logged = [row for row in agent.conversation.compaction_log if row.get("type") == "tool_results_reclaimed"]
     assert logged and logged[-1]["cache_miss_tokens"] == reclaimed.cache_miss_tokens
     reports = [e for e in events if type(e).__name__ == "Usage" and e.source == "server"]
-    last = reports[-1]
-    if llama_server.kind == "llama-cpp-python":
-        assert last.cached_tokens is None, "llama-cpp-python reports no cache figure: unknown, never zero"
-        return
-    assert reports[0].cached_tokens is not None and last.cached_tokens is not None
-    uncached = last.prompt_tokens - last.cached_tokens
-    print(f"\npredicted uncached {reclaimed.cache_miss_tokens}, server: {last.prompt_tokens} prompt - {last.cached_tokens} cached = {uncached}")
-    # the issue's target is 10%; measured 211 against 185 (+14%): one ratio, learned from a request full of
-    # code (the tool results), prices the prose and placeholders left after the reclaim. Over, never under.
-    assert -0.02 * uncached <= reclaimed.cache_miss_tokens - uncached <= 0.15 * uncached, (reclaimed.cache_miss_tokens, uncached)
-    # the gauge's cache share is the server's figure
     record = agent.conversation.prompt_cache
-    assert record.last_cached == last.cached_tokens and record.last_prompt == last.prompt_tokens
-    assert record.last_hit_share == pytest.approx(last.cached_tokens / last.prompt_tokens)
+    if llama_server.kind == "llama-cpp-python":
+        assert reports == [] and record.last_cached is None, "llama-cpp-python reports no cache figure: unknown, never zero"
+        uncached = llama_server.prompt_tokens(sent, tools) - llama_server.prompt_tokens(sent[:changed], tools)
+        source = "its count of the request less its count of the prefix"
+    else:
+        last = reports[-1]
+        assert reports[0].cached_tokens is not None and last.cached_tokens is not None
+        uncached = last.prompt_tokens - last.cached_tokens
+        source = f"{last.prompt_tokens} prompt - {last.cached_tokens} cached"
+        # the gauge's cache share is the server's figure
+        assert record.last_cached == last.cached_tokens and record.last_prompt == last.prompt_tokens
+        assert record.last_hit_share == pytest.approx(last.cached_tokens / last.prompt_tokens)
+    print(f"\n{llama_server.kind}: predicted uncached {reclaimed.cache_miss_tokens}, server: {source} = {uncached}")
+    assert abs(reclaimed.cache_miss_tokens - uncached) <= 0.10 * uncached, (reclaimed.cache_miss_tokens, uncached)
 
 
 def test_llama_servers_own_reply_shapes_are_read(llama_server: LlamaServer, tmp_path: Path):

@@ -58,16 +58,21 @@ from xun.agent.window import (
     CONFIG,
     LEARNED,
     UNKNOWN,
+    TEMPLATE,
+    TEXT,
     Calibration,
     LearnedEstimates,
     LearnedWindows,
     ServerKnowledge,
     Window,
     count_prompt,
+    count_request,
+    count_tail,
     count_tokens,
     discover_window,
     is_overflow_text,
     overflow_window,
+    request_text,
     requested_tokens,
 )
 
@@ -101,6 +106,8 @@ CALIBRATION_SAMPLE = (
 """Prose with a path, a command and an error line: what the tokenizer is measured on in a new session."""
 CALIBRATION_DEADLINE = 30.0
 """Seconds the calibration's single-token request may take in all (it is only a measure)."""
+COUNT_DEADLINE = 10.0
+"""Seconds the count of a request before a call may take in all (without it, the ratio's estimate stands)."""
 CALIBRATION_MIN_CHARS = 400
 """Below this much conversation text, the sample is measured instead (a ratio of a few words misleads)."""
 SMALLEST_COMMON_WINDOW = 2048
@@ -481,8 +488,9 @@ class Agent:
         k = self.knowledge
         base_url, model = self.config.provider.base_url, self.config.model.name
         k.remembered = self.learned_windows.get(base_url, model)
-        if k.calibration is None:
-            k.calibration = self.learned_estimates.get(base_url, model)
+        if k.calibration is None:  # one remembered from before the server's way of counting was kept is measured again
+            remembered = self.learned_estimates.get(base_url, model)
+            k.calibration = remembered if remembered is not None and remembered.tokenizer else None
         if self.config.model.context_window is None and base_url:
             try:
                 k.discovered = await discover_window(base_url, model, self._auth_headers())
@@ -497,10 +505,21 @@ class Agent:
         if not task.done():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(task), PREPARE_WAIT)
+        if not task.done() and self._estimate_would_act():  # the measure under way decides: wait for it
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(task), CALIBRATION_DEADLINE)
         await self._calibrate_once()
         k, c = self.knowledge, self.conversation
         if k.calibration is not None and c.fixed_tokens is None and c.total_tokens is None:
             c.calibrate(k.calibration.tokens_per_char, k.calibration.fixed_for(bool(self.toolbox.schemas())))
+
+    def _estimate_would_act(self) -> bool:
+        """Whether the estimate as it stands would compact or refuse the request (an uncalibrated one prices
+        the tool definitions at the prose ratio, which a server's template may render far cheaper, or not
+        at all: llama-cpp-python's probe of them takes seconds on a small machine)."""
+        needed, window = self.request_tokens(), self.window.tokens
+        over_window = window is not None and needed > window - self.output_reserve(window)
+        return over_window or (self.config.auto_compact.enabled and needed > self.threshold)
 
     async def _calibrate_once(self) -> None:
         """Once per session, unless an earlier session's measure of this server is remembered: measure
@@ -513,6 +532,10 @@ class Agent:
         if calibration is not None:
             k.calibration = calibration
             c.calibrate(calibration.tokens_per_char, calibration.fixed_for(bool(self.toolbox.schemas())))
+            # remembered at once: a server that reports no usage in a stream (llama-cpp-python) never corrects it
+            problem = self.learned_estimates.remember(self.config.provider.base_url, self.config.model.name, calibration)
+            if problem:
+                await self.emit(Warning(problem))
 
     async def _calibrate(self) -> Calibration | None:
         """Measure the server's tokenizer: its tokenize endpoint counts the conversation's text (or, in an
@@ -526,7 +549,7 @@ class Agent:
             system = [m.completion_param() for m in c.messages]
             params = [*system, {"role": "user", "content": CALIBRATION_SAMPLE}]
             chars = c.estimated_message_length() + len(CALIBRATION_SAMPLE)
-        text = "\n".join(c.content_to_text(p.get("content")) for p in params)
+        text = request_text(params)
         headers, base_url, model = self._auth_headers(), self.config.provider.base_url or "", self.config.model.name
         try:
             tokens = await count_tokens(base_url, model, text, headers)
@@ -543,6 +566,7 @@ class Agent:
             prompt_tokens = await count_prompt(base_url, params, schemas, headers)
         except Exception:  # noqa: BLE001 - best effort
             prompt_tokens = None
+        tokenizer = TEXT if prompt_tokens is None else TEMPLATE
         if prompt_tokens is None:
             try:
                 request = {**self._request(stream=False), "messages": params, self._max_tokens_param: 1}
@@ -555,7 +579,38 @@ class Agent:
             with contextlib.suppress(Exception):
                 tool_tokens = await count_tokens(base_url, model, json.dumps(schemas, ensure_ascii=False), headers) or 0
         fixed = prompt_tokens - round(chars * ratio) - MESSAGE_TOKENS * len(params)
-        return Calibration(tokens_per_char=ratio, fixed_tokens=fixed, tool_tokens=tool_tokens)
+        return Calibration(tokens_per_char=ratio, fixed_tokens=fixed, tool_tokens=tool_tokens, tokenizer=tokenizer)
+
+    async def _tokens_from(self, index: int) -> int:
+        """What the next request pays uncached after a change at message `index` (a prompt cache serves only
+        the prefix before it): the server tokenizer's count of the messages from there where it can count
+        (`_count_request`'s measure: code and prose are not priced alike), else `tokens_from`'s ratio."""
+        calibration = self.knowledge.calibration
+        if calibration is not None and calibration.tokenizer and self.config.provider.base_url:
+            request = self._request(stream=False)
+            with contextlib.suppress(Exception):  # best effort: the ratio's figure stands
+                tokens = await asyncio.wait_for(count_tail(self.config.provider.base_url, self.config.model.name, request["messages"],
+                                                           request.get("tools"), self._auth_headers(), calibration, index), COUNT_DEADLINE)
+                if tokens is not None and tokens >= 0:
+                    return tokens
+        return tokens_from(self.conversation, index)
+
+    async def _count_request(self) -> None:
+        """Before a call, the server's tokenizer counts the request as it stands (a server that can: see
+        `Calibration.tokenizer`), so the window check, the trigger and the gauge judge the server's own
+        figure, not a ratio learnt on other text (a summary request's prose, a new message, a reply's
+        framing). Best effort: without an answer the estimate stays the ratio's."""
+        calibration = self.knowledge.calibration
+        if calibration is None or not calibration.tokenizer or not self.config.provider.base_url:
+            return
+        request = self._request(stream=False)
+        try:
+            tokens = await asyncio.wait_for(count_request(self.config.provider.base_url, self.config.model.name, request["messages"],
+                                                          request.get("tools"), self._auth_headers(), calibration), COUNT_DEADLINE)
+        except Exception:  # noqa: BLE001 - best effort: the ratio's estimate stands
+            return
+        if tokens:
+            self.conversation.record_count(tokens)
 
     async def _learn_estimate(self, prompt_tokens: int) -> None:
         """Correct the tokenizer's measure by the server's count of the request just sent, apply it to the
@@ -638,14 +693,16 @@ class Agent:
         before = tokens_before if tokens_before is not None else self.request_tokens()
         keep = keep_max if keep_max is not None else self.config.auto_compact.toolcall_keep_max
         result = await c.acompact_toolcall(keep_max=keep)  # the index is written in a worker thread
-        after = self.request_tokens()
         first = first_tool_result(c, result.reclaimed_ids)
+        if first is not None:
+            await self._count_request()
+        after = self.request_tokens()
         reason = "" if result.reclaimed_count else reclaim_preview(c, keep).why_nothing
         await self.emit(ToolResultsReclaimed(
             ids=result.reclaimed_ids, count=result.reclaimed_count, arguments=result.arguments_count,
             fraction=result.reclaimed_fraction,
             tokens_before=before, tokens_after=after, trigger=trigger, reason=reason,
-            cache_miss_tokens=tokens_from(c, first) if first is not None else None,
+            cache_miss_tokens=await self._tokens_from(first) if first is not None else None,
             saved_per_call=before - after if first is not None else None,
         ))
         for warning in c.take_history_warnings():  # the search index could not take the reclaimed results
@@ -656,9 +713,10 @@ class Agent:
         """Put a reclaimed original back into the context (raises KeyError/ValueError as the conversation does)."""
         before = self.request_tokens()
         await self.conversation.arestore_toolcall(tool_call_id)
+        await self._count_request()
         after, first = self.request_tokens(), first_tool_result(self.conversation, [tool_call_id])
         await self.emit(ToolResultRestored(id=tool_call_id, tokens_before=before, tokens_after=after, trigger="manual",
-                                           cache_miss_tokens=tokens_from(self.conversation, first) if first is not None else None,
+                                           cache_miss_tokens=await self._tokens_from(first) if first is not None else None,
                                            saved_per_call=before - after))
         await self.emit_usage()
 
@@ -682,6 +740,7 @@ class Agent:
         """The preflight of every model call: learn the window, run the policy, make the request fit. A
         usage event first shows the figure that is judged; another follows when compaction changed it."""
         await self._learn_server()
+        await self._count_request()
         judged = self.request_tokens()
         await self.emit_usage()
         self.conversation.ledger_max_chars = ledger_budget(self)
@@ -694,7 +753,9 @@ class Agent:
 
             await self.emit(CompactionFailed(reason=f"the compactor failed: {type(exc).__name__}: {exc}"))
         await self._fit_window()
-        if self.request_tokens() != judged:
+        if self.request_tokens() != judged:  # compaction changed it: counted again
+            await self._count_request()
+            await self._fit_window()
             await self.emit_usage()
 
     # ------------------------------------------------------------------ turn

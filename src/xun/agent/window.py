@@ -28,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from xun.base.atomic import open_regular, write_text_atomic
 from xun.context.conversation import MESSAGE_TOKENS, TOKENS_PER_CHAR_RANGE
+from xun.context.messages import content_text
 
 DISCOVERY_TIMEOUT = 3.0
 """Seconds for one discovery or tokenize request, in all (a server that does not answer is simply unknown)."""
@@ -221,6 +222,10 @@ class Calibration:
     tool_tokens: int
     replies: int = 0
     """How many replies' counts corrected it."""
+    tokenizer: str = ""
+    """How the server counts a request before it is sent: TEMPLATE (its chat template rendered, then
+    tokenized: the count is the model's), TEXT (its tokenizer counts the messages' text; the framing and
+    the fixed cost are added as measured) or "" (it cannot: the estimate is the ratio's)."""
 
     def fixed_for(self, with_tools: bool) -> int:
         """The fixed cost of a request with the tools measured, or with none (a server that ignores
@@ -246,7 +251,7 @@ class Calibration:
 
     def to_json(self) -> dict[str, Any]:
         return {"tokens_per_char": self.tokens_per_char, "fixed_tokens": self.fixed_tokens,
-                "tool_tokens": self.tool_tokens, "replies": self.replies}
+                "tool_tokens": self.tool_tokens, "replies": self.replies, "tokenizer": self.tokenizer}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Calibration | None:
@@ -258,9 +263,14 @@ class Calibration:
         whole = [v for v in (fixed, tools, replies) if isinstance(v, int) and not isinstance(v, bool) and abs(v) < MAX_WINDOW]
         if len(whole) != 3 or tools < 0 or replies < 0:
             return None
-        return cls(float(ratio), fixed, tools, replies)
+        tokenizer = data.get("tokenizer")
+        return cls(float(ratio), fixed, tools, replies, tokenizer if tokenizer in (TEMPLATE, TEXT) else "")
 
 
+TAIL_MARKER = "\u2063xun-tail\u2063"
+"""Put in place of a message to find where the template renders it (text no conversation holds)."""
+TEMPLATE = "template"
+TEXT = "text"
 LEARN_MIN_CHARS = 200
 """Below this much message text, a reply's count says more about the framing than about the ratio."""
 
@@ -410,23 +420,91 @@ def count_tokens_sync(base_url: str, model: str, text: str, headers: dict[str, s
     return None
 
 
-def count_prompt_sync(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                      headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> int | None:
-    """Tokens of a whole chat request as llama.cpp's server sends it to the model: its chat template
-    rendered with the tool definitions (`/apply-template`), counted by its tokenizer (`/tokenize`, with
-    the special tokens the model sees). None when the server has no such endpoints."""
-    root = server_root(base_url)
+def _render(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, headers: dict[str, str],
+            timeout: float = DISCOVERY_TIMEOUT) -> str | None:
+    """llama.cpp's chat template rendered with the tool definitions (`/apply-template`): the prompt text."""
     body: dict[str, Any] = {"messages": messages}
     if tools:
         body["tools"] = tools
-    rendered = _http_json(f"{root}/apply-template", body, headers, timeout)
-    if not isinstance(rendered, dict) or not isinstance(rendered.get("prompt"), str):
-        return None
-    answer = _http_json(f"{root}/tokenize", {"content": rendered["prompt"], "add_special": True, "parse_special": True},
+    rendered = _http_json(f"{server_root(base_url)}/apply-template", body, headers, timeout)
+    return rendered["prompt"] if isinstance(rendered, dict) and isinstance(rendered.get("prompt"), str) else None
+
+
+def _tokenize(base_url: str, text: str, headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> int | None:
+    """Tokens of a rendered prompt by llama.cpp's tokenizer (`/tokenize`, with the special tokens the model sees)."""
+    answer = _http_json(f"{server_root(base_url)}/tokenize", {"content": text, "add_special": True, "parse_special": True},
                         headers, timeout)
-    if isinstance(answer, dict) and isinstance(answer.get("tokens"), list):
-        return len(answer["tokens"])
+    return len(answer["tokens"]) if isinstance(answer, dict) and isinstance(answer.get("tokens"), list) else None
+
+
+def count_prompt_sync(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                      headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> int | None:
+    """Tokens of a whole chat request as llama.cpp's server sends it to the model: its chat template
+    rendered with the tool definitions, counted by its tokenizer. None when the server has no such endpoints."""
+    prompt = _render(base_url, messages, tools, headers, timeout)
+    return _tokenize(base_url, prompt, headers, timeout) if prompt is not None else None
+
+
+def request_text(messages: list[dict[str, Any]]) -> str:
+    """The text of a request's messages as a tokenizer is given it to count (content, reasoning, and the
+    calls' names and arguments, one message a line): how the calibration measures, and a TEXT count counts."""
+    parts: list[str] = []
+    for message in messages:
+        text = content_text(message.get("content"))
+        for name in ("reasoning_content", "reasoning"):
+            if isinstance(message.get(name), str):
+                text += message[name]
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                text += f"{function.get('name') or ''}{function.get('arguments') or ''}"
+        parts.append(text)
+    return "\n".join(parts)
+
+
+def count_request_sync(base_url: str, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                       headers: dict[str, str], calibration: Calibration) -> int | None:
+    """The next request's prompt tokens by the server's tokenizer, the way `calibration.tokenizer` says it
+    can count (None when it cannot, or did not answer)."""
+    if calibration.tokenizer == TEMPLATE:
+        return count_prompt_sync(base_url, messages, tools, headers)
+    if calibration.tokenizer == TEXT:
+        tokens = count_tokens_sync(base_url, model, request_text(messages), headers)
+        if tokens is not None:
+            return tokens + MESSAGE_TOKENS * len(messages) + calibration.fixed_for(bool(tools))
     return None
+
+
+def count_tail_sync(base_url: str, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                    headers: dict[str, str], calibration: Calibration, start: int) -> int | None:
+    """Tokens of `messages[start:]` in the request, by the server's tokenizer (None when it cannot count):
+    after a change at `start`, what the next request pays uncached. TEMPLATE: the whole request less the
+    part before `start` (both rendered, so the tail's framing is the template's); TEXT: the tail's text
+    and its framing."""
+    if calibration.tokenizer == TEMPLATE:
+        # the part before `start` is what the template renders before a marker put in that message's
+        # place (a template may refuse to render a prefix ending in an assistant's tool calls)
+        marked = [*messages[:start], {**messages[start], "content": TAIL_MARKER}, *messages[start + 1:]] if start < len(messages) else messages
+        prompts = [_render(base_url, messages, tools, headers), _render(base_url, marked, tools, headers)]
+        if None in prompts or TAIL_MARKER not in prompts[1]:
+            return None
+        whole, before = (_tokenize(base_url, text, headers) for text in (prompts[0], prompts[1][:prompts[1].index(TAIL_MARKER)]))
+        return whole - before if whole is not None and before is not None else None
+    if calibration.tokenizer == TEXT:
+        tail = messages[start:]
+        tokens = count_tokens_sync(base_url, model, request_text(tail), headers)
+        return tokens + MESSAGE_TOKENS * len(tail) if tokens is not None else None
+    return None
+
+
+async def count_tail(base_url: str, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                     headers: dict[str, str], calibration: Calibration, start: int) -> int | None:
+    return await asyncio.to_thread(count_tail_sync, base_url, model, messages, tools, headers, calibration, start)
+
+
+async def count_request(base_url: str, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                        headers: dict[str, str], calibration: Calibration) -> int | None:
+    return await asyncio.to_thread(count_request_sync, base_url, model, messages, tools, headers, calibration)
 
 
 async def count_prompt(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,

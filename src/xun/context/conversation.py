@@ -333,6 +333,9 @@ class Conversation:
         self.fixed_tokens: int | None = None
         """Tokens a request costs beyond its messages' characters and their framing (tool definitions as
         the server renders them, the reply's opening), measured by `calibrate`; None: not measured."""
+        self.counted: tuple[int, int, int] | None = None
+        """The server tokenizer's count of the next request as the conversation stood before a call
+        (tokens, estimated characters, messages), newer than the last report: the estimate extends it."""
         self.compaction_counter = CompactionCounter()
         self.prompt_cache = PromptCacheRecord()
         """What the server served from its prompt cache: the last call's figures and the totals."""
@@ -515,6 +518,7 @@ class Conversation:
         self.messages = [system] if system and (system.content or system.persist_sections) else []  # no empty one
         self.total_tokens = None
         self.usage_chars = None
+        self.counted = None
         self.overhead_chars = 0
         self.compaction_counter = CompactionCounter()
         if self.history_index is not None and len(self._reclaimed):
@@ -537,6 +541,7 @@ class Conversation:
         it keeps the tokens-per-character ratio true early in a session, when the schemas dominate.
         """
         self.total_tokens = total_tokens
+        self.counted = None
         chars = self.estimated_message_length()
         self.usage_chars = chars
         self.usage_messages = len(self._messages)
@@ -556,16 +561,25 @@ class Conversation:
         self.tokens_per_char = min(max(tokens_per_char, low), high)
         self.fixed_tokens = fixed_tokens
 
+    def record_count(self, tokens: int) -> None:
+        """Take the server tokenizer's count of the next request as the conversation stands now (counted
+        before a call, `xun.agent.window.count_request`): the estimate extends it until the reply's report."""
+        self.counted = (tokens, self.estimated_message_length(), len(self._messages))
+
     def estimated_tokens(self) -> int:
-        """Tokens of the next request now: the last reported total plus what was added (or removed) since,
-        calibrated; with no report since the last summary, the estimated length times the ratio plus each
-        message's framing and the request's fixed cost (measured by `calibrate`, else the tool
-        definitions' characters times the ratio)."""
+        """Tokens of the next request now: the last count (or reported total) plus what was added (or
+        removed) since, calibrated; with neither since the last summary, the estimated length times the
+        ratio plus each message's framing and the request's fixed cost (measured by `calibrate`, else the
+        tool definitions' characters times the ratio)."""
         chars = self.estimated_message_length()
         framing = MESSAGE_TOKENS * len(self._messages)
-        if self.total_tokens is not None and self.usage_chars is not None:
-            added = (chars - self.usage_chars) * self.tokens_per_char + MESSAGE_TOKENS * (len(self._messages) - self.usage_messages)
-            return max(0, round(self.total_tokens + added))
+        base = self.counted
+        if base is None and self.total_tokens is not None and self.usage_chars is not None:
+            base = (self.total_tokens, self.usage_chars, self.usage_messages)
+        if base is not None:
+            tokens, then_chars, then_messages = base
+            added = (chars - then_chars) * self.tokens_per_char + MESSAGE_TOKENS * (len(self._messages) - then_messages)
+            return max(0, round(tokens + added))
         if self.fixed_tokens is not None:
             return max(0, round(chars * self.tokens_per_char) + framing + self.fixed_tokens)
         return round((chars + self.overhead_chars) * self.tokens_per_char) + framing
@@ -1017,6 +1031,7 @@ class Conversation:
             system = self._messages[0] = dataclasses.replace(system, ledger=ledger)
         self.messages = [system, *new_tail]
         self.total_tokens = None
+        self.counted = None
         self.compaction_counter = CompactionCounter(tool_rounds=0, summary_rounds=self.compaction_counter.summary_rounds + 1)
         self._pinned.intersection_update(_pinnable(new_tail))
         after = self.estimated_message_length()
