@@ -85,9 +85,11 @@ LIMIT_SENTENCE = f"Stay under {SUMMARY_MAX_TOKENS} tokens."
 
 def with_limit(prompt: str, max_tokens: int) -> str:
     """The summary prompt stating the request's own `max_tokens`: a model told 1024 while it may write
-    445 was cut off at its limit every time, and its summary was thrown away. The built-in prompt comes
-    first, so its sentence is the first one (a prompt file's text is left as it is)."""
-    return prompt.replace(LIMIT_SENTENCE, f"Stay under {max_tokens:,} tokens.", 1)
+    445 was cut off at its limit every time, and its summary was thrown away. Only the built-in prompt's
+    sentence changes (it comes first; a prompt file's or a transcript's text is left as it is)."""
+    if not prompt.startswith(SUMMARY_PROMPT):
+        return prompt
+    return SUMMARY_PROMPT.replace(LIMIT_SENTENCE, f"Stay under {max_tokens:,} tokens.") + prompt[len(SUMMARY_PROMPT):]
 
 
 MIN_SUMMARY_TOKENS = 64
@@ -368,7 +370,7 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
             pieces, error = len(texts), None
         running = system
         for index, text in enumerate(texts, 1):
-            piece_prompt = PIECE_PROMPT.format(index=index, count=len(texts), transcript=text, prompt=prompt)
+            piece_prompt = PIECE_PROMPT.format(index=index, count=len(texts), transcript=text, prompt=with_limit(prompt, max_tokens))
             try:
                 summary, error, unusable = await _checked(agent, [running] if running is not None else [], piece_prompt,
                                                           max_tokens, trigger, label=f"piece {index} of {len(texts)}: ")
