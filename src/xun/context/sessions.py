@@ -87,9 +87,12 @@ class SessionLock:
                 os.close(fd)
                 raise
             os.close(fd)  # its holder removed it as it let go, after this opened it: take the file there now
-        os.ftruncate(fd, 0)
         command = " ".join(sys.argv)[:300]
-        os.pwrite(fd, f"pid {os.getpid()}: {command}\n".encode("utf-8", "replace"), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}: {command}\n".encode("utf-8", "replace"), 0)
+        except OSError:  # a full disk: who holds it only informs the next taker, the lock itself holds
+            pass
         self.fd: int | None = fd
 
     def release(self) -> None:
