@@ -6,9 +6,8 @@ model): the system prompt, or the previous summary it holds, whose items are car
 preferences and questions from user messages; file paths, commands and error strings from tool calls and
 results; and the ids of reclaimed results (``[Compacted, ID: <id>. ...]``). Tool output is quoted as data
 (inline code, attributed to the tool), never repeated as a bare line that could read as an instruction.
-The whole summary stays under 1024 tokens by the offline tokenizer (or the smaller limit the request
-states), and shorter than the transcript it condenses (at most 9/10 of its tokens, above a small floor),
-so a compaction always gains room.
+The whole summary stays under 1024 tokens by the offline tokenizer, and shorter than the transcript it
+condenses (at most 9/10 of its tokens, above a small floor), so a compaction always gains room.
 """
 
 from __future__ import annotations
@@ -379,18 +378,15 @@ def _render(sections: dict[str, _Section], keywords: list[str], max_items: int, 
     return "\n".join(lines).rstrip() + "\n"
 
 
-_TRANSCRIPT = re.compile(r"<transcript>\n(.*?)\n</transcript>", re.DOTALL)
-_STATED_LIMIT = re.compile(r"\bStay under ([\d,]+) tokens\b")
-
-
-def summary_budget(messages: list[dict[str, Any]], request_text: str = "") -> int:
-    """Token budget for a summary: at most SUMMARY_TOKEN_CAP, and 9/10 of a transcript above the floor;
-    never more than the limit the request states ("Stay under N tokens"), as a model that follows its
-    prompt writes (xun states the request's `max_tokens` there)."""
+def summary_budget(messages: list[dict[str, Any]]) -> int:
+    """Token budget for a summary: at most SUMMARY_TOKEN_CAP, and 9/10 of a transcript above the floor. The
+    limit a request states is not followed: like many models, this one writes what it writes, and xun must
+    cope with a summary cut off at its `max_tokens` (following it starved long turns of their summaries)."""
     transcript_tokens = count_prompt_tokens(messages)
-    budget = min(SUMMARY_TOKEN_CAP, max(SUMMARY_TOKEN_FLOOR, transcript_tokens * 9 // 10))
-    stated = _STATED_LIMIT.search(_TRANSCRIPT.sub("", request_text))  # a quoted transcript states nothing
-    return min(budget, int(stated.group(1).replace(",", ""))) if stated else budget
+    return min(SUMMARY_TOKEN_CAP, max(SUMMARY_TOKEN_FLOOR, transcript_tokens * 9 // 10))
+
+
+_TRANSCRIPT = re.compile(r"<transcript>\n(.*?)\n</transcript>", re.DOTALL)
 
 
 def transcript_messages(request_text: str) -> list[dict[str, Any]]:
@@ -421,7 +417,7 @@ def write_summary(messages: list[dict[str, Any]], request_text: str) -> str:
     """The markdown summary of `messages` (and of a transcript quoted in the request), with the seed's
     eight sections, within its token budget."""
     messages = [*messages, *transcript_messages(request_text)]
-    budget = summary_budget(messages, request_text)
+    budget = summary_budget(messages)
     summary = ""
     progress = progress_lines(messages)  # a long task's steps done, so its next call repeats none
     for max_items, max_chars in _SHRINK_LEVELS:
