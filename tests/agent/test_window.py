@@ -358,25 +358,6 @@ async def test_a_summary_cut_off_at_its_limit_is_not_asked_for_again_with_the_sa
     assert rec.of("summary_finished")[-1].method == "extractive"
 
 
-async def test_a_summary_cut_off_at_a_limit_set_by_a_small_threshold_is_asked_for_once_with_a_larger_one(scripted, tmp_path):
-    """A small threshold asks for a short summary (a fifth of it), and the prompt says how short; a model
-    that writes more is asked once more with the most the request allows, not the same limit again."""
-    from xun.compact.summary import SUMMARY_MAX_TOKENS, compact_conversation
-
-    server = scripted(wordy(needs=800))
-    agent, rec = make_agent(server, tmp_path, auto_compact__token_threshold=2500)
-    agent.toolbox = Toolbox()
-    long_history(agent, turns=4, chars=4000)
-    result = await compact_conversation(agent, keep_recent=1)
-    assert result.compacted, result.message
-    (first, first_prompt), (second, second_prompt) = summary_requests(server)
-    assert (first, second) == (500, SUMMARY_MAX_TOKENS)
-    assert "Stay under 500 tokens." in first_prompt and "Stay under 1,024 tokens." in second_prompt
-    rejected = rec.of("summary_rejected")
-    assert len(rejected) == 1 and rejected[0].next == "retry" and "asking again with 1,024 tokens" in rejected[0].reason
-    assert rec.of("summary_finished")[-1].method == "model"
-
-
 @pytest.mark.parametrize("window, repeats, method", [(2000, 300, "model"), (1000, 45, "extractive")])
 async def test_a_later_summary_folds_in_a_turn_too_small_to_pay_for_a_new_frame(window, repeats, method, scripted, tmp_path):
     """Found against llama.cpp with a small window: one earlier turn (under the size that pays for a first

@@ -185,28 +185,21 @@ def worthwhile_keep(conversation: Conversation, keep: int) -> int | None:
 
 
 def summary_budget(agent: CompactionHost, replaced_chars: int, *, soft: bool = True) -> int:
-    """`max_tokens` of a summary: at most SUMMARY_MAX_TOKENS, less than what it replaces, and at most
-    THRESHOLD_SHARE of the threshold, so that the work after it has room; when the window is known, a
-    quarter of it at most, so that the request and its reply fit; and no more than `summary_room`, so
-    that the next request fits too (unless not even MIN_SUMMARY_TOKENS would: then the newest prompt
-    cannot be sent anyway, and a starved summary would only lose the history). Without the `soft` limits
-    (the threshold's share and the window's quarter): the most a second request may be given after a
-    summary was cut off at its limit, when that request, measured, fits the window."""
+    """`max_tokens` of a summary: at most SUMMARY_MAX_TOKENS, and less than what it replaces; when the
+    window is known, a quarter of it at most, so that the request and its reply fit; and no more than
+    `summary_room`, so that the next request fits too (unless not even MIN_SUMMARY_TOKENS would: then the
+    newest prompt cannot be sent anyway, and a starved summary would only lose the history). Without the
+    `soft` limit (the window's quarter): the most a second request may be given after a summary was cut
+    off at its limit, when that request, measured, fits the window. (A cap at a share of the threshold was
+    tried: models that write past a stated limit were then cut off at most summaries, one more request
+    each, and a turn of large writes starved.)"""
     budget = min(SUMMARY_MAX_TOKENS, max(MIN_SUMMARY_TOKENS, _tokens(replaced_chars, agent.conversation.tokens_per_char) - 1))
-    if soft:
-        budget = min(budget, max(MIN_SUMMARY_TOKENS, int(THRESHOLD_SHARE * agent.threshold)))
     window = agent.window.tokens
     if window is None:
         return budget
     room = summary_room(agent, window)
     return min(budget, *([max(MIN_SUMMARY_TOKENS, window // 4)] if soft else []),
                *([room] if room >= MIN_SUMMARY_TOKENS else []))
-
-
-THRESHOLD_SHARE = 0.2
-"""Of the compaction threshold, the share a summary may take. With a threshold of 2,500 tokens (1,400 of
-them the tool definitions) a summary of 700 tokens left the context at 93% of the threshold after every
-compaction, and the next one came ten calls later."""
 
 
 def summary_room(agent: CompactionHost, window: int) -> int:
