@@ -8,6 +8,7 @@ config keys given as `section__name=value`. `Recorder` keeps every event the age
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -101,3 +102,19 @@ def missing_texts(texts: Iterable[str], conversation: Conversation) -> list[str]
         if text not in joined and escaped not in joined:
             missing.append(text)
     return missing
+
+
+async def wait_until(pilot, predicate, timeout: float = 20.0, what: str = "") -> None:
+    """Pause the app's pilot until `predicate()` holds (an assertion names `what` when it never does)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what or predicate}"
+        await pilot.pause(0.02)
+
+
+async def submit(pilot, text: str) -> None:
+    """Type `text` into the app's prompt and press Enter."""
+    pilot.app.prompt.focus()
+    pilot.app.prompt.load_text(text)
+    pilot.app.prompt.move_cursor(pilot.app.prompt.document.end)
+    await pilot.press("enter")

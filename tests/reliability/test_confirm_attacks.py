@@ -32,19 +32,7 @@ from xun.tui.app import XunApp
 from xun.tui.screens.confirm import ConfirmScreen
 from xun.tui.widgets.notice_block import NoticeBlock
 
-
-async def wait_until(pilot, predicate, timeout: float = 20.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.02)
-
-
-async def submit(pilot, text: str) -> None:
-    pilot.app.prompt.focus()
-    pilot.app.prompt.load_text(text)
-    pilot.app.prompt.move_cursor(pilot.app.prompt.document.end)
-    await pilot.press("enter")
+from .helpers import submit, wait_until
 
 
 async def finish(pilot, action) -> None:

@@ -17,7 +17,6 @@ import asyncio
 import json
 import re
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,8 @@ from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.widgets.tool_block import ToolBlock
 
+from .helpers import submit, wait_until
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.scripted_server import NOT_FOUND, Json, ScriptedServer, Stream  # noqa: E402
 
@@ -45,20 +46,6 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-
-
-async def wait_until(pilot, predicate, timeout: float = 20.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what or predicate}"
-        await pilot.pause(0.02)
-
-
-async def submit(pilot, text: str) -> None:
-    pilot.app.prompt.focus()
-    pilot.app.prompt.load_text(text)
-    pilot.app.prompt.move_cursor(pilot.app.prompt.document.end)
-    await pilot.press("enter")
 
 
 async def turn(pilot, text: str) -> None:
