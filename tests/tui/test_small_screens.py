@@ -86,3 +86,58 @@ async def test_the_key_bar_follows_a_resize(offline_server, session_factory):
         assert whole and "^q Quit" in shown, shown
         await pilot.resize_terminal(120, 40)
         await wait_until(pilot, lambda: len(key_bar_text(app)[0]) == 8, what="every key back")
+
+
+async def test_no_toast_covers_a_question(offline_server, session_factory, tmp_path: Path):
+    """At 60x20 the "context is nearly full" toast lay over ask mode's question, hiding an answer and its keys
+    (a newcomer's trial): the toasts wait while a question is open and show, whole, once it is answered."""
+    from textual.widgets._toast import Toast
+
+    from xun.tui.screens.consent import ConsentScreen
+
+    from .test_compaction import write_files
+
+    names = write_files(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.mode=ask", "auto_compact.token_threshold=1500",
+                                 "auto_compact.summary_keep_max=4", "auto_compact.policy=seed"))
+    async with app.run_test(size=(60, 20), notifications=True) as pilot:
+        await submit(pilot, "hello")
+        await wait_until(pilot, lambda: app.finished_work == 1, what="the first turn")
+        app.notify("a toast from before the question")
+        await submit(pilot, f"read {names[0]}")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        question = app.screen
+        app.notify("a toast while the question is open")
+        await wait_until(pilot, lambda: question.armed, what="the question to take answers")
+        await pilot.pause(0.2)
+        assert [toast for toast in question.query(Toast) if toast.region.area] == []  # none on screen
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="the question to close")
+        await pilot.pause(0.3)
+        shown = " ".join(str(toast.render()) for toast in app.screen.query(Toast) if toast.region.area)
+        assert "a toast while the question is open" in shown and "a toast from before the question" in shown
+
+
+@pytest.mark.parametrize("size", [(160, 48), (60, 20)])
+async def test_the_side_panel_gives_its_lists_room(offline_server, session_factory, tmp_path: Path, size):
+    """At 160 columns the panel stayed 64 wide and every log row was cut; at 60x20, F8 showed one recoverable
+    result under the whole gauge (a newcomer's trial). Now the panel takes half a wide screen, and a list
+    with the keyboard on a short screen gets the rows while the gauge keeps its figures and its bar."""
+    prepare(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=size) as pilot:
+        await reclaimed_app(pilot, app)
+        await pilot.press("f8")
+        await wait_until(pilot, lambda: app.recoverable.table.has_focus, what="the list")
+        await pilot.pause(0.2)
+        table = app.recoverable.table
+        assert table.row_count == 2
+        visible_rows = table.content_region.height - 1  # (its header row)
+        assert visible_rows >= 4, f"{visible_rows} rows on screen at {size}"
+        assert "gauge-figures" in {w.id for w in app.query("#gauge-figures") if w.region.area}
+        assert app.query_one("ContextBar").region.area
+        if size[0] >= 140:
+            assert app.query_one("#side").size.width == size[0] // 2
+            log = app.log_pane
+            what = str(log.get_cell("0", "what")) if log.row_count else ""
+            assert what and not what.endswith("…"), what

@@ -15,6 +15,8 @@ the panes. Nothing a worker runs touches a widget.
 
 from __future__ import annotations
 
+import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -23,7 +25,7 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.events import Resize
+from textual.events import DescendantBlur, DescendantFocus, Resize
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
@@ -61,6 +63,10 @@ if TYPE_CHECKING:
 
 NARROW = 100
 """Below this many columns the side panel is not beside the chat: F4 shows it in the chat's place."""
+WIDE = 140
+"""From this many columns the side panel takes half the width: its log rows and result arguments need it."""
+SHORT = 30
+"""Below this many rows a list in the side panel with the keyboard shrinks the gauge to its figures and bar."""
 
 class XunApp(
     SessionLifecycle, KeysAndHelp, AppActions, SlashCommands, EngineHandlers, App[int], inherit_bindings=False
@@ -163,14 +169,39 @@ class XunApp(
         self._heap_frozen = False
         self._last_call: dict[str, int] | None = None
         """The last model call's reported tokens, for the usage line under the gauge."""
+        self._recent_toasts: deque[tuple[float, dict[str, Any]]] = deque(maxlen=8)
+        self._held_toasts: list[dict[str, Any]] | None = None
+        """While a question is open, the toasts that wait for it to close (None: none is open)."""
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
                markup: bool = False) -> None:
         """Every toast (the app's, a screen's, a widget's) as text: its message and title often carry what a
         server, a config key or an MCP server wrote, which Textual would read as markup (a `[@click=…]`
         that answers the dialog under it, a `[/]` that crashes the app). Control characters show as `\\x1b`."""
-        super().notify(escape_control(message), title=escape_control(title, keep_newlines=False), severity=severity,
-                       timeout=timeout, markup=False)
+        toast = {"message": escape_control(message), "title": escape_control(title, keep_newlines=False),
+                 "severity": severity, "timeout": timeout}
+        if self._held_toasts is not None:
+            self._held_toasts.append(toast)
+            return
+        self._recent_toasts.append((time.monotonic(), toast))
+        super().notify(**toast, markup=False)
+
+    def hold_toasts(self) -> None:
+        """A question opened: the toasts on screen and those to come wait until it closes, so none covers
+        its text, its buttons or its keys (at 60x20 a toast hid an answer of a question that times out)."""
+        if self._held_toasts is not None:
+            return
+        now = time.monotonic()
+        self._held_toasts = [toast for raised, toast in self._recent_toasts
+                             if now - raised < (toast["timeout"] or self.NOTIFICATION_TIMEOUT)]
+        self._recent_toasts.clear()
+        self.call_later(self.clear_notifications)  # after the toasts already posted (`notify` posts a message)
+
+    def release_toasts(self) -> None:
+        """The question closed: what waited is shown, for its whole time, on the screen under it."""
+        held, self._held_toasts = self._held_toasts, None
+        for toast in held or ():
+            self.call_after_refresh(self.notify, **toast)  # (the question is still the top screen now)
 
     def get_default_screen(self) -> Screen[Any]:
         from xun.tui.screens.main import MainScreen
@@ -271,7 +302,7 @@ class XunApp(
         return WelcomeBlock(session.config.model.name, provider, self.key_of)
 
     async def on_mount(self) -> None:
-        self.query_one("#main").set_class(self.size.width < NARROW, "-narrow")
+        self._fit_size(self.size.width, self.size.height)
         if self.session is not None:
             await self._show_session()
             return
@@ -283,7 +314,27 @@ class XunApp(
         self.call_after_refresh(self._open_session)
 
     def on_resize(self, event: Resize) -> None:
-        self.query_one("#main").set_class(event.size.width < NARROW, "-narrow")
+        self._fit_size(event.size.width, event.size.height)
+
+    def _fit_size(self, width: int, height: int) -> None:
+        main = self.query_one("#main")
+        main.set_class(width < NARROW, "-narrow")
+        main.set_class(width >= WIDE, "-wide")
+        main.set_class(height < SHORT, "-short")
+
+    @on(DescendantFocus)
+    @on(DescendantBlur)
+    def _focus_moved(self) -> None:
+        self.call_after_refresh(self._mark_side_focus)
+
+    def _mark_side_focus(self) -> None:
+        """A list in the side panel with the keyboard gets the rows (on a short screen the gauge keeps its
+        figures and bar): at 60x20 the recoverable results had one row under the whole gauge."""
+        focused = self.screen.focused
+        listed = focused is not None and any(node.id in ("compaction-log", "recoverable")
+                                             for node in focused.ancestors_with_self)
+        for side in self.screen.query("#side"):
+            side.set_class(listed, "-list-focused")
 
     @on(m.PromptSubmitted)
     async def _prompt_submitted(self, message: m.PromptSubmitted) -> None:

@@ -24,6 +24,8 @@ from xun.tui.screens.modal import Modal, ResultType
 class GuardedQuestion(Modal[ResultType]):
     """A modal whose `answer` action and buttons work only once it is armed (see the module)."""
 
+    HOLDS_TOASTS = True
+
     GUARD_SECONDS: ClassVar[float] = CONFIRM_GUARD_SECONDS
     ANSWER_KEYS: ClassVar[frozenset[str]] = frozenset()
     """The characters that answer; any other typed character disarms it."""

@@ -18,6 +18,7 @@ from xun.tui.screens.modal import Modal
 
 
 class TrustScreen(Modal[bool]):
+    HOLDS_TOASTS = True
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n,escape", "answer(False)", "Do not trust", id="trust.no"),
     ]
