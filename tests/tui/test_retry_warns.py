@@ -59,3 +59,30 @@ async def test_retry_of_a_reply_whose_writes_were_refused_or_that_only_read_need
         assert not any("/retry drops" in b.text for b in app.chat.query(NoticeBlock))
         await armed(pilot)
         await finish(pilot, lambda: pilot.press("n"))
+
+
+async def test_revise_of_a_turn_that_wrote_a_file_warns_first_and_keeps_what_was_typed(offline_server, session_factory,
+                                                                                        tmp_path):
+    """/revise drops the prompt and its reply: it dropped a turn that had written a file without the warning
+    /retry gives (round three's closing note). The new text typed after it waits in the input."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, "write hello world to code.py")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await armed(pilot)
+        await finish(pilot, lambda: pilot.press("y"))
+        kept = list(app.conversation.messages)
+
+        await submit(pilot, "/revise write goodbye to code.py")
+        await wait_until(pilot, lambda: any("/revise drops" in b.text for b in app.chat.query(NoticeBlock)), what="the warning")
+        warning = next(b.text for b in app.chat.query(NoticeBlock) if "/revise drops" in b.text)
+        assert "write_file code.py" in warning and "/revise again" in warning
+        assert app.busy is None and app.conversation.messages == kept, "nothing dropped, no new turn"
+        assert app.prompt.text == "/revise write goodbye to code.py"
+
+        await pilot.press("enter")  # asked twice: the turn goes, the new prompt is sent
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the revised turn's confirmation")
+        await armed(pilot)
+        await finish(pilot, lambda: pilot.press("n"))
+        prompts = [m.text for m in app.conversation.messages if hasattr(m, "text") and m.role == "user"]
+        assert prompts == ["write goodbye to code.py"]

@@ -116,13 +116,13 @@ class XunApp(
         self.open_error: Exception | None = None
         """Why the opener failed; the app then exits and `run()` raises it."""
         self._early_prompt: str | None = None
+        """A prompt sent before the session was open: it goes out once the session is ready."""
         self._command_typed: str | None = None
         """The slash command being run, as typed: one that has to wait goes back into the input."""
-        """A prompt sent before the session was open: it goes out once the session is ready."""
         self._transcript_shown: Conversation | None = None
         """The resumed conversation the chat shows already (`TranscriptLoaded`), not to be mounted twice."""
-        self._retry_warned: tuple[int, int] | None = None
-        """The conversation (last message, length) a /retry warned about: a second /retry there drops it."""
+        self._drop_warned: tuple[int, int] | None = None
+        """The conversation (last message, length) a /retry or /revise warned about: a second one there drops it."""
         self._newest_shown: list[Any] | None = None
         """A resumed session's newest turns, shown before the whole session was read (`NewestTurns`)."""
         self._unanswered: UserMessage | None = None

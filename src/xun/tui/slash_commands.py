@@ -156,16 +156,8 @@ class SlashCommands:
         if not any(isinstance(msg, UserMessage) for msg in self.conversation.messages):
             await self.chat.add_notice("warning", "/retry: there is no prompt to send again")
             return
-        state = (id(self.conversation.messages[-1]), len(self.conversation.messages))
-        ran = self._calls_that_acted()
-        if ran and self._retry_warned != state:  # what they did stays: say so before the record of it goes
-            self._retry_warned = state
-            await self.chat.add_notice(
-                "warning", f"/retry drops the last reply, and in it {counted(len(ran), 'tool call')} that may have "
-                f"changed things: {'; '.join(ran)}. What they did stays (files written, commands run), and the "
-                "new reply will not know of it. /retry again to drop it anyway.")
+        if await self._warned_before_dropping("/retry", "the last reply"):
             return
-        self._retry_warned = None
         await self._settle_save()
         if self._unanswered is not None and self.prompt.text == self._unanswered.text:
             self.prompt.clear()  # /retry sends the failed prompt: the copy in the input would send it twice
@@ -173,6 +165,21 @@ class SlashCommands:
         await self.chat.remove_from_last_user(inclusive=False)
         self._refresh_gauge()
         self._start_turn(None)
+
+    async def _warned_before_dropping(self, command: str, what: str) -> bool:
+        """Whether `command` must wait: the reply it drops made tool calls that may have changed things, not yet
+        named. It names them once; the same command (or the other) again on the same record goes ahead."""
+        state = (id(self.conversation.messages[-1]), len(self.conversation.messages))
+        ran = self._calls_that_acted()
+        if ran and self._drop_warned != state:  # what they did stays: say so before the record of it goes
+            self._drop_warned = state
+            await self.chat.add_notice(
+                "warning", f"{command} drops {what}, and in it {counted(len(ran), 'tool call')} that may have "
+                f"changed things: {'; '.join(ran)}. What they did stays (files written, commands run), and the "
+                f"new reply will not know of it. {command} again to drop it anyway.")
+            return True
+        self._drop_warned = None
+        return False
 
     def _calls_that_acted(self) -> list[str]:
         """The tool calls since the last prompt that ask for a confirmation (they write or run things) and
@@ -203,6 +210,10 @@ class SlashCommands:
 
     async def action_revise(self, text: str = "") -> None:
         if not self._may_start("/revise"):
+            return
+        if await self._warned_before_dropping("/revise", "the last prompt and its reply"):
+            if text.strip():  # what was typed stays, to send with a second Enter
+                self.prompt.set_prompt(f"/revise {text.strip()}")
             return
         await self._settle_save()
         popped = self.conversation.pop_from_last_user_message(inclusive=True)
