@@ -254,3 +254,26 @@ async def test_a_tall_terminal_fills_itself_with_older_blocks(offline_server, se
         assert mounted > PAGE and chat.query(EarlierMarker)  # more than the first page, far from all of it
         await pilot.pause(0.2)
         assert len(chat.children) - 1 == mounted  # and no more once the view is full
+
+
+async def test_the_sessions_screen_lists_a_file_it_cannot_read(offline_server, session_factory, tmp_path: Path):
+    """`xun sessions` lists an unreadable session file with its problem; the app's /sessions left it out, so
+    a session seemed lost (round three's closing note). It is listed, says why, and Enter on it stays."""
+    saved_session(tmp_path, "older-session", "what was I doing")
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await turn(pilot, "hello")
+        broken = app.session.store.root / "broken-session.json"
+        broken.write_text('{"version": 1, "messages": [')
+        await submit(pilot, "/sessions")
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen), what="the sessions screen")
+        screen = app.screen
+        table = screen.query_one(DataTable)
+        assert table.row_count == 3
+        row = [str(cell) for cell in table.get_row_at(2)]
+        assert row[-1] == "broken-session" and row[1].startswith("cannot read:")
+        assert "1 unreadable" in str(screen.query_one("#sessions-box").border_title)
+        table.move_cursor(row=2)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.screen is screen and app.conversation.conversation_id != "broken-session"

@@ -286,18 +286,18 @@ class AppActions:
 
         store = self.session.store
 
-        def listed() -> tuple[list, dict[str, str]]:  # reads every session's head and lock: off the loop
-            infos = store.list()
+        def listed() -> tuple[list, list, dict[str, str]]:  # reads every session's head and lock: off the loop
+            infos, unreadable = store.scan()
             held = {info.conversation_id: store.held_elsewhere(info.conversation_id) for info in infos}
-            return infos, {ident: holder for ident, holder in held.items() if holder is not None}
+            return infos, unreadable, {ident: holder for ident, holder in held.items() if holder is not None}
 
-        infos, elsewhere = await asyncio.to_thread(listed)
+        infos, unreadable, elsewhere = await asyncio.to_thread(listed)
         # this session's file may be older than what the app holds (e.g. after /revise): its row shows the live figures
         current = self.conversation
         infos = [dataclasses.replace(info, messages=len(current.messages), tokens=self.agent.request_tokens())
                  if info.conversation_id == current.conversation_id else info for info in infos]
-        self.push_screen(SessionsScreen(infos, self.conversation.conversation_id, self.presentation.moment, elsewhere),
-                         chosen)
+        self.push_screen(SessionsScreen(infos, self.conversation.conversation_id, self.presentation.moment, elsewhere,
+                                        unreadable), chosen)
 
     def _may_start(self, what: str) -> bool:
         if self.busy is None:
