@@ -148,17 +148,26 @@ class UnreachableSummarizerAgent(Agent):
         return child
 
 
-async def test_three_failed_automatic_summaries_stop_automatic_compaction(offline_server, tmp_path):
-    write_files(tmp_path, 20)
+async def test_three_failed_automatic_summaries_pause_automatic_compaction_then_it_tries_again(offline_server, tmp_path):
+    """Three failures in a row switched automatic compaction off for the session, and a long turn then ran
+    into the window with nothing to save it: now they pause it for PAUSE_CALLS model calls, then it tries
+    again, and each failure after that doubles the pause."""
+    from xun.compact.policy import PAUSE_CALLS
+
+    write_files(tmp_path, 30)
     agent, rec = make_agent(offline_server, tmp_path, agent_class=UnreachableSummarizerAgent,
                             auto_compact__token_threshold=2000, auto_compact__escalation_rounds=0, retry__attempts=1)
-    await read_many(agent, 1, 12)
-    failed = rec.of("compaction_failed")
-    assert len(failed) == 3 and all("Summary failed" in f.reason for f in failed)
-    assert any("off for this session" in w.message for w in rec.of("warning"))
-    assert isinstance(agent.compactor, AutoCompactor) and agent.compactor.suspended
-    later = rec.events[rec.events.index(failed[-1]) + 1:]
-    assert not [e for e in later if e.type in ("summary_started", "tool_results_reclaimed")]
+    await read_many(agent, 1, 30)
+    kinds = [e.type for e in rec.events if e.type in ("summary_started", "compaction_failed", "assistant_message")
+             or (e.type == "warning" and "pauses" in e.message)]
+    assert kinds[:kinds.index("warning")].count("compaction_failed") == 3
+    after = kinds[kinds.index("warning") + 2:]  # (+1: the call whose compaction failed)
+    assert after[:PAUSE_CALLS] == ["assistant_message"] * PAUSE_CALLS  # the pause: calls, no summary
+    assert after[PAUSE_CALLS] == "summary_started"  # ...then it tries again
+    pauses = [w.message for w in rec.of("warning") if "pauses" in w.message]
+    assert f"next {PAUSE_CALLS} model calls" in pauses[0] and f"next {2 * PAUSE_CALLS} model calls" in pauses[1]
+    assert isinstance(agent.compactor, AutoCompactor) and agent.compactor.consecutive_failures >= 4
+    assert all("Summary failed" in f.reason for f in rec.of("compaction_failed"))
     assert rec.of("turn_finished")[-1].status == "ok"  # the agent went on all along
 
 

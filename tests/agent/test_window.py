@@ -421,7 +421,7 @@ def test_each_reply_corrects_the_measure_quickly_up_and_slowly_down(tmp_path):
 
 async def test_a_summary_that_did_not_fit_never_switches_automatic_compaction_off(scripted, tmp_path, monkeypatch):
     """Three summaries failing because their request did not fit the window are xun's planning bug, not
-    the model's failure: automatic compaction stays on. Three failing otherwise switch it off."""
+    the model's failure: automatic compaction goes on. Three failing otherwise pause it."""
     from xun.compact import policy
     from xun.context.compaction_results import SummaryCompactResult
 
@@ -435,7 +435,7 @@ async def test_a_summary_that_did_not_fit_never_switches_automatic_compaction_of
         compactor = policy.AutoCompactor()
         for _ in range(3):
             await compactor.auto_compact(agent)
-        assert compactor.suspended is suspended
+        assert compactor.paused is suspended
 
 
 # ------------------------------------------------------- counted by the server before the call

@@ -229,12 +229,13 @@ async def test_escape_cancels_a_summary_and_nothing_changes(offline_server_facto
 
 
 async def test_an_engine_warning_is_a_toast_and_a_notice(offline_server, session_factory):
-    """The circuit breaker's notice (automatic compaction off after three failures, see
+    """The circuit breaker's notice (automatic compaction paused after three failures, see
     tests/reliability/test_faults.py) is an engine warning: it must not scroll away unseen."""
     from xun.base import events
     from xun.tui.widgets.notice_block import NoticeBlock
 
-    text = "automatic compaction failed 3 times in a row and is off for this session; compact by hand (/compact, F5) when needed"
+    text = ("automatic compaction failed 3 times in a row: it pauses for the next 10 model calls, then tries again (each "
+            "failure doubles the pause, up to 160); compact by hand (/compact, F5) meanwhile, which also ends the pause")
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 30)) as pilot:
         app.bridge(events.Warning(text))

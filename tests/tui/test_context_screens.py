@@ -348,10 +348,22 @@ async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(off
         await turn(pilot, f"read {names[2]}")  # over the threshold again: nobody is asked
         assert not isinstance(app.screen, ConsentScreen)
         said = [n.text for n in app.chat.query("NoticeBlock") if "automatic summaries are off" in n.text]
-        assert len(said) == 1 and "back on when xun starts again" in said[0], said
+        assert len(said) == 1 and "/auto auto" in said[0], said
         assert not app.conversation.summarizations
         await finish(pilot, lambda: pilot.press("f5"))
         assert app.conversation.summarizations, "F5 still summarises"
+
+        # and back on without quitting (there was no way short of a restart)
+        await submit(pilot, "/auto")
+        await wait_until(pilot, lambda: any("automatic summaries: off" in n.text for n in app.chat.query("NoticeBlock")))
+        await submit(pilot, "/auto ask")
+        await wait_until(pilot, lambda: app.session.config.auto_compact.mode == "ask", what="ask mode again")
+        done = app.finished_work
+        await submit(pilot, f"read {names[0]} and {names[1]} and {names[2]}")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question, asked again")
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.finished_work > done, what="the turn")
 
 
 async def test_with_summaries_off_the_chat_says_once_why_nothing_compacts(offline_server, session_factory, tmp_path: Path):
@@ -369,7 +381,7 @@ async def test_with_summaries_off_the_chat_says_once_why_nothing_compacts(offlin
         said = [n.text for n in app.chat.query("NoticeBlock") if "automatic summaries are off" in n.text]
         assert len(said) == 1, said
         assert "F5 summarises" in said[0] and "nothing compacts it" in said[0] and "command line" in said[0]
-        assert "start xun without `--set auto_compact.mode=off`" in said[0]
+        assert "/auto auto" in said[0] and "start xun without `--set auto_compact.mode=off`" in said[0]
         assert not app.conversation.summarizations
 
 

@@ -26,6 +26,12 @@ ESCALATION_RATIO = 0.95
 
 
 MAX_CONSECUTIVE_FAILURES = 3
+"""After this many automatic compactions failed in a row, the policy pauses (it was off for the rest of the
+session: a long turn then ran into the window with nothing to save it)."""
+PAUSE_CALLS = 10
+"""The first pause, in model calls; each failure after it doubles the next one, up to PAUSE_CALLS_MAX (a
+broken summarizer costs a request now and then, never one per call), and a success ends it."""
+PAUSE_CALLS_MAX = 160
 
 
 class CompactorAbstract(ABC):
@@ -51,8 +57,10 @@ class AutoCompactor(CompactorAbstract):
         self.consecutive_failures = 0
         self._told_dead_end: int | None = None
         """The turn (its prompt's identity) of the last "nothing more can be done" notice: one per turn."""
-        self.suspended = False
-        """Set after MAX_CONSECUTIVE_FAILURES automatic failures: no more automatic compaction this session."""
+        self.paused_calls = 0
+        """The model calls left before automatic compaction tries again (after MAX_CONSECUTIVE_FAILURES)."""
+        self._pause_length = 0
+        self._summaries_at_pause = 0
 
     @classmethod
     def from_config(cls, settings: Any) -> AutoCompactor:
@@ -63,9 +71,25 @@ class AutoCompactor(CompactorAbstract):
         was added since: the new prompt, tool results) above the threshold. Incremental, so it is cheap
         before every call."""
         settings = agent.config.auto_compact
-        return settings.enabled and not self.suspended and agent.request_tokens() > agent.threshold
+        return settings.enabled and not self.paused and agent.request_tokens() > agent.threshold
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_calls > 0
+
+    def resume(self) -> None:
+        """A success (the policy's, or a summary by hand) or the user's choice ends a pause and its doubling."""
+        self.consecutive_failures = self.paused_calls = self._pause_length = 0
 
     async def auto_compact(self, agent: CompactionHost) -> None:
+        if self.paused_calls:  # this model call is one of the pause's, unless a summary by hand ended it
+            if len(agent.conversation.summarizations) == self._summaries_at_pause:
+                self.paused_calls -= 1
+                return
+            self.resume()
+        await self.compact_if_needed(agent)
+
+    async def compact_if_needed(self, agent: CompactionHost) -> None:
         if not self.needs_compaction(agent):
             return
         conversation = agent.conversation
@@ -78,7 +102,7 @@ class AutoCompactor(CompactorAbstract):
             reclaimed = await agent.reclaim_tool_results(keep, trigger="auto", tokens_before=tokens)
             estimate = agent.request_tokens()
             if self.reclaim_was_enough(agent, attempt, estimate, target):
-                self.consecutive_failures = 0
+                self.resume()
                 return
             why = self.why_summary(agent, attempt, keep, reclaimed, estimate, target)
             if not await agent.consent_to_summary():
@@ -106,19 +130,17 @@ class AutoCompactor(CompactorAbstract):
                                                 trigger="auto", why=why)
             if not result.compacted:
                 if not result.did_not_fit:  # a request that did not fit is xun's bug, not the model's failure
-                    self.consecutive_failures += 1
-                    await self._maybe_suspend(agent)
+                    await self._failed(agent)
                 return
             tokens = agent.request_tokens()
             if tokens <= target:
-                self.consecutive_failures = 0
+                self.resume()
                 return
             keep_tools, keep_messages = max(reclaim_floor(conversation), keep_tools // 2), max(1, keep_messages // 2)
-        self.consecutive_failures += 1
         await self._dead_end(agent, CompactionFailed(
             reason=f"still about {tokens} tokens after {self.max_retries + 1} compactions (threshold {threshold}); "
             "no further progress is possible", trigger="auto"))
-        await self._maybe_suspend(agent)
+        await self._failed(agent)
 
     async def _dead_end(self, agent: CompactionHost, event: CompactionSkipped | CompactionFailed) -> None:
         """Say once per turn that compaction can do no more: a long turn calls the policy before every
@@ -159,12 +181,18 @@ class AutoCompactor(CompactorAbstract):
             return False
         return attempt > 0 or agent.conversation.compaction_counter.tool_rounds < self.escalation_rounds
 
-    async def _maybe_suspend(self, agent: CompactionHost) -> None:
-        if self.consecutive_failures >= MAX_CONSECUTIVE_FAILURES and not self.suspended:
-            self.suspended = True
-            await agent.emit(Warning(
-                f"automatic compaction failed {self.consecutive_failures} times in a row and is off for this "
-                "session; compact by hand (/compact, F5) when needed"))
+    async def _failed(self, agent: CompactionHost) -> None:
+        """One more automatic failure: from MAX_CONSECUTIVE_FAILURES in a row, a pause, longer each time."""
+        self.consecutive_failures += 1
+        if self.consecutive_failures < MAX_CONSECUTIVE_FAILURES:
+            return
+        self._pause_length = min(PAUSE_CALLS_MAX, self._pause_length * 2 or PAUSE_CALLS)
+        self.paused_calls = self._pause_length
+        self._summaries_at_pause = len(agent.conversation.summarizations)
+        await agent.emit(Warning(
+            f"automatic compaction failed {self.consecutive_failures} times in a row: it pauses for the next "
+            f"{self.paused_calls} model calls, then tries again (each failure doubles the pause, up to "
+            f"{PAUSE_CALLS_MAX}); compact by hand (/compact, F5) meanwhile, which also ends the pause"))
 
 
 PAYBACK_CALLS = 20
@@ -266,17 +294,16 @@ class CacheAwareCompactor(AutoCompactor):
             result = await compact_conversation(agent, keep_recent=keep_messages,
                                                 instructions=agent.config.compression.instructions, trigger="idle")
             if not result.compacted and not result.did_not_fit:
-                self.consecutive_failures += 1
-                await self._maybe_suspend(agent)
+                await self._failed(agent)
 
-    async def auto_compact(self, agent: CompactionHost) -> None:
-        if agent.config.auto_compact.enabled and not self.suspended:
+    async def compact_if_needed(self, agent: CompactionHost) -> None:
+        if agent.config.auto_compact.enabled:
             if self.cache_is_cold(agent):
                 await self.compact_while_cold(agent)
             elif (agent.threshold * self.low_water < agent.request_tokens() <= agent.threshold
                   and (keep := self.paying_keep(agent)) is not None):
                 await self._reclaim_quietly(agent, keep, "early")
-        await super().auto_compact(agent)
+        await super().compact_if_needed(agent)
 
 
 def reclaim_floor(conversation: Conversation) -> int:

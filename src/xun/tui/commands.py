@@ -33,6 +33,8 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/retry", "/retry", "send the last prompt again, dropping the reply"),
     SlashCommand("/revise", "/revise [text]", "take the last prompt back to edit it, or replace it with text", "/revise "),
     SlashCommand("/clear", "/clear", "start over in this session (the compaction log stays)"),
+    SlashCommand("/auto", "/auto [auto|ask|off]", "automatic summaries for this session: on, asked first, or off (none: say which)",
+                 "/auto "),
     SlashCommand("/tokens", "/tokens", "token figures: reported, estimated, threshold, window"),
     SlashCommand("/context", "/context", "what fills the context, part by part, and its largest messages (Enter on the gauge)"),
     SlashCommand("/mcp", "/mcp", "MCP servers: state, tools, what their definitions cost; r restarts one"),

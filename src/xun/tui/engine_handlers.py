@@ -200,13 +200,13 @@ class EngineHandlers:
         from xun.agent.config import CLI_SOURCE
 
         source = self.session.config.source_of("auto_compact.mode")
-        if "this session only" in source:  # chosen in the ask dialog: it lasts until the app quits
-            back = "they are back on when xun starts again (`xun -c` continues this session)"
+        if "this session only" in source:  # chosen in the app: it lasts until the app quits
+            back = "/auto auto (or /auto ask); they are also back on when xun starts again"
         elif source == CLI_SOURCE:
-            back = "start xun without `--set auto_compact.mode=off` (`xun -c` continues this session)"
+            back = "/auto auto for this session, or start xun without `--set auto_compact.mode=off`"
         else:
-            back = (f'set auto_compact.mode = "auto" or "ask" where it is set ({source}), e.g. '
-                    "`xun config set auto_compact.mode auto`, then `xun -c` continues this session")
+            back = (f'/auto auto for this session, or set auto_compact.mode = "auto" or "ask" where it is set ({source}), '
+                    "e.g. `xun config set auto_compact.mode auto`")
         now, threshold = self.agent.request_tokens(), self.agent.threshold
         await self.chat.add_notice(
             "warning", f"the context is over the threshold ({tokens(now)} / {tokens(threshold)}, {percent(now, threshold)}%) "
@@ -445,7 +445,7 @@ class EngineHandlers:
             if choice == "off":
                 self.session.config.set_here("auto_compact.mode", "off", "chosen in the app (this session only)")
                 self.notify('Automatic summaries are off for this session (auto_compact.mode = "off"); '
-                            f"{self.key_of('compact')} still summarises.", title="ask mode")
+                            f"{self.key_of('compact')} still summarises, /auto ask asks again.", title="ask mode")
             answer.set_result(choice == "now")
             self._consent_declined = choice != "now"
             self._consent_granted = choice == "now"

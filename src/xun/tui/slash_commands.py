@@ -59,6 +59,8 @@ class SlashCommands:
             await self.action_revise(argument)
         elif name == "/clear":
             await self.action_clear()
+        elif name == "/auto":
+            await self.set_auto_mode(argument.strip().lower())
         elif name == "/tokens":
             await self.action_tokens()
         elif name == "/mcp":
@@ -80,6 +82,27 @@ class SlashCommands:
             self.action_help()
         elif name == "/quit":
             self.action_quit_saving()
+
+    async def set_auto_mode(self, mode: str) -> None:
+        """/auto: what `auto_compact.mode` is and where it came from, or a new one for this session (ask mode's
+        "off for this session" had no way back short of quitting)."""
+        config = self.session.config
+        if not mode:
+            await self.chat.add_notice("info", f"automatic summaries: {config.auto_compact.mode} (auto_compact.mode, "
+                                       f"{config.source_of('auto_compact.mode')}); /auto auto, ask or off changes it "
+                                       "for this session")
+            return
+        if mode not in ("auto", "ask", "off"):
+            self.notify(f"/auto {mode}: give auto, ask or off", severity="warning")
+            return
+        config.set_here("auto_compact.mode", mode, "chosen in the app (this session only)")
+        self._told_summaries_off.discard(self.conversation.conversation_id)  # off again later: said again
+        policy = self.agent.compactor
+        if mode != "off" and getattr(policy, "paused", False):
+            policy.resume()  # the user's word: no need to wait out a pause after failures
+        what = {"auto": "run when the context passes the threshold", "ask": "are asked for first",
+                "off": f"are off ({self.key_of('compact')} still summarises)"}[mode]
+        await self.chat.add_notice("info", f"automatic summaries {what}, for this session (auto_compact.mode = {mode!r})")
 
     async def send_prompt(self, text: str) -> None:
         if self.busy is not None or (self.queued_prompts and not self._queue_waits):  # typed ahead: it waits its turn
