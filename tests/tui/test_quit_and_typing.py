@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from textual.messages import ExitApp
@@ -272,3 +273,30 @@ def test_a_clean_quit_leaves_no_lock_file(terminal, quit_by):
         term.keys("C-c")
     assert term.wait_exit() == 0, term.screen()
     assert not list(sessions.glob("*.lock")), sorted(p.name for p in sessions.iterdir())
+
+
+@pytest.mark.parametrize(("size", "while_streaming"), [((80, 24), False), ((60, 20), True)], ids=["80x24-idle",
+                                                                                          "60x20-streaming"])
+def test_a_toast_leaves_nothing_behind_in_a_real_terminal(terminal, size, while_streaming):
+    """Issue 25.8: fragments of an expired toast stayed painted on the prompt's border. In a real terminal,
+    once a toast over the prompt has gone, the prompt and the key bar are as they were before it came
+    (idle, or while a reply streams and the rows above change)."""
+    term = terminal(size=size, env={"XUN_OFFLINE_FAULTS": "slow:0.05@1"})
+    term.wait_for(ready, what="the app")
+    term.wait_for(lambda s: "Ask the agent" in s and "Recall" in s, what="the prompt and every key")
+    time.sleep(0.5)
+    before = term.screen().splitlines()[-5:]  # the chat's bottom border, the prompt, the key bar
+    if while_streaming:
+        term.type("write 3000 tokens")
+        term.keys("Enter")
+        term.wait_for(lambda s: "streaming…" in s, what="the reply streaming")
+    term.type("/name")
+    term.keys("Enter")
+    term.wait_for(lambda s: "TITLE" in s, what="the toast")
+    term.wait_for(lambda s: "TITLE" not in s, timeout=15, what="the toast to expire")
+    if while_streaming:
+        term.wait_for(lambda s: "streaming…" not in s, timeout=60, what="the reply to end")
+    time.sleep(0.5)
+    after = term.screen().splitlines()[-5:]
+    prompt_rows = slice(1, 5) if not while_streaming else slice(2, 5)  # (the chat's count changes with a turn)
+    assert after[prompt_rows] == before[prompt_rows], "\n".join(["before:", *before, "after:", *after])
