@@ -159,8 +159,8 @@ async def test_the_sessions_screen_counts_this_sessions_messages_as_they_are_now
         await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen), what="the sessions screen")
         row = next(i for i in app.screen.sessions if i.conversation_id == app.conversation.conversation_id)
         assert row.messages == len(app.conversation.messages)
-        cells = app.screen.query_one(DataTable).get_row(row.conversation_id)
-        assert str(cells[3]) == f"{len(app.conversation.messages):,}"
+        table = app.screen.query_one(DataTable)
+        assert str(table.get_cell(row.conversation_id, "messages")) == f"{len(app.conversation.messages):,}"
 
 
 def big_session(tmp_path: Path, rounds: int = 500) -> str:
@@ -270,8 +270,8 @@ async def test_the_sessions_screen_lists_a_file_it_cannot_read(offline_server, s
         screen = app.screen
         table = screen.query_one(DataTable)
         assert table.row_count == 3
-        row = [str(cell) for cell in table.get_row_at(2)]
-        assert row[-1] == "broken-session" and row[1].startswith("cannot read:")
+        row = dict(zip([column.key.value for column in table.ordered_columns], map(str, table.get_row_at(2))))
+        assert row["session"] == "broken-s" and row["title"].startswith("cannot read:")
         assert "1 unreadable" in str(screen.query_one("#sessions-box").border_title)
         table.move_cursor(row=2)
         await pilot.press("enter")

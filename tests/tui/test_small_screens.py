@@ -141,3 +141,25 @@ async def test_the_side_panel_gives_its_lists_room(offline_server, session_facto
             log = app.log_pane
             what = str(log.get_cell("0", "what")) if log.row_count else ""
             assert what and not what.endswith("…"), what
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_sessions_table_fits_its_box(offline_server, session_factory, tmp_path: Path, size):
+    """At 80 columns /sessions cut "reclaimed" to "recla" and its id column was off-screen, with no sign of
+    either: the columns that fit stay whole (the least telling go first) and a long title ends in "…"."""
+    from textual.widgets import DataTable
+
+    from .test_sessions import saved_session
+
+    saved_session(tmp_path, "older-session", "a long prompt that names everything it wants " * 3)
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=size) as pilot:
+        await submit(pilot, "/sessions")
+        await wait_until(pilot, lambda: app.screen is not app.screen_stack[0], what="/sessions")
+        await pilot.pause(0.2)
+        table = app.screen.query_one(DataTable)
+        keys = [column.key.value for column in table.ordered_columns]
+        assert {"", "session", "title", "updated"} <= set(keys)
+        assert table.virtual_size.width <= table.content_region.width, (keys, table.virtual_size, table.content_region)
+        title = str(table.get_cell("older-session", "title"))
+        assert title.endswith("…") or title.startswith("a long prompt") and len(title) > 100

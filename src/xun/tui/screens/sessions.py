@@ -19,6 +19,14 @@ from xun.tui.format import one_line, tokens
 from xun.tui.screens.modal import Modal
 
 
+COLUMNS = ("", "session", "title", "updated", "messages", "tokens", "summaries", "reclaimed")
+DROPPED_FIRST = ("reclaimed", "summaries", "tokens", "messages")
+"""Where the box is too narrow for every column, these go, in this order."""
+TITLE_MIN = 16
+BOX_MAX = 140
+"""The box's `max-width` (styles/modals.tcss)."""
+
+
 class SessionsScreen(Modal[str | None]):
     """Dismisses with the chosen conversation id (None to stay)."""
 
@@ -40,26 +48,17 @@ class SessionsScreen(Modal[str | None]):
             box.border_title = f"sessions · {len(self.sessions)} saved here" + (
                 f" · {len(self.unreadable)} unreadable" if self.unreadable else "")
             box.border_subtitle = "enter switch · esc close"
+            rows = [(info.conversation_id, self._cells(info)) for info in self.sessions]
+            rows += [(f"unreadable:{path}", {"": Text("✗", style="bold red"), "session": Text(path.stem[:8], style="dim"),
+                                             "title": Text(f"cannot read: {one_line(problem, 200)}", style="dim")})
+                     for path, problem in self.unreadable]
+            columns, title_width = self._fit([cells for _, cells in rows])
             table: DataTable[Text] = DataTable(id="sessions-table", cursor_type="row")
-            table.add_columns("", "title", "updated", "messages", "tokens", "summaries", "reclaimed", "session")
-            for info in self.sessions:
-                table.add_row(
-                    Text("●") if info.conversation_id == self.current else
-                    Text("open", style="bold") if info.conversation_id in self.elsewhere else Text(""),
-                    Text(escape_control(info.title[:48], keep_newlines=False) or "(no prompt yet)",
-                         style="" if info.title else "dim"),
-                    Text(self.clock(info.updated_at)),
-                    Text(f"{info.messages:,}", justify="right"),
-                    Text(tokens(info.tokens), justify="right"),
-                    Text(str(info.summaries), justify="right"),
-                    Text(str(info.reclaimed), justify="right"),
-                    Text(escape_control(info.conversation_id), style="dim"),
-                    key=info.conversation_id,
-                )
-            for path, problem in self.unreadable:
-                table.add_row(Text("✗", style="bold red"), Text(one_line(f"cannot read: {problem}", 60), style="dim"),
-                              *(Text("") for _ in range(5)), Text(escape_control(path.stem), style="dim"),
-                              key=f"unreadable:{path}")
+            for column in columns:
+                table.add_column(column, key=column, width=title_width if column == "title" else None)
+            for key, cells in rows:
+                cells["title"] = Text(one_line(cells["title"].plain, title_width), style=cells["title"].style)
+                table.add_row(*(cells.get(column, Text("")) for column in columns), key=key)
             yield table
             if self.unreadable:
                 yield Label(Text(escape_control(f"✗ cannot be read, so not opened: {self.unreadable[0][0].parent}/"
@@ -72,6 +71,38 @@ class SessionsScreen(Modal[str | None]):
                             id="sessions-elsewhere")
             if not self.sessions and not self.unreadable:
                 yield Label("No saved session yet: a session is saved after each turn.", id="sessions-empty")
+
+    def _cells(self, info: SessionInfo) -> dict[str, Text]:
+        ident = info.conversation_id
+        return {
+            "": Text("●") if ident == self.current else Text("open", style="bold") if ident in self.elsewhere else Text(""),
+            "session": Text(escape_control(ident[:8]), style="dim"),  # (a unique prefix is enough for --resume)
+            "title": Text(escape_control(info.title, keep_newlines=False) or "(no prompt yet)",
+                          style="" if info.title else "dim"),
+            "updated": Text(self.clock(info.updated_at)),
+            "messages": Text(f"{info.messages:,}", justify="right"),
+            "tokens": Text(tokens(info.tokens), justify="right"),
+            "summaries": Text(str(info.summaries), justify="right"),
+            "reclaimed": Text(str(info.reclaimed), justify="right"),
+        }
+
+    def _fit(self, rows: list[dict[str, Text]]) -> tuple[list[str], int]:
+        """The columns that fit the box beside a title of at least TITLE_MIN cells (the least telling go
+        first), and the title's width: at 80 columns "reclaimed" was cut to "recla" and the id was off-screen."""
+        room = min(self.app.size.width * 9 // 10, BOX_MAX) - 2 - 2 - 1  # (borders, padding, scrollbar)
+        columns = list(COLUMNS)
+
+        def width(column: str) -> int:
+            return max([len(column), *(row[column].cell_len for row in rows if column in row)])
+
+        def others() -> int:
+            return sum(width(column) for column in columns if column != "title") + 2 * len(columns)
+
+        for column in DROPPED_FIRST:
+            if others() + TITLE_MIN <= room:
+                break
+            columns.remove(column)
+        return columns, max(TITLE_MIN, min(room - others(), width("title")))
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()
