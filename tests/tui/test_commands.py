@@ -317,3 +317,23 @@ async def test_config_shows_a_long_value_whole_under_the_table(offline_server, s
         await pilot.pause()
         shown = str(app.screen.query_one("#config-description").render())
         assert long_value.strip() in shown.replace("\n", " ").replace("  ", " ") or long_value.strip() in shown, shown
+
+
+async def test_config_cuts_what_does_not_fit_with_an_ellipsis(offline_server, session_factory):
+    """A newcomer's trial: at 80 columns the "from" column showed "defaul" and "the of", cut by the box's
+    edge with no sign of it. Every column fits the box, and a cut cell ends in "…"."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await submit(pilot, "/config")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfigScreen))
+        await pilot.pause(0.2)
+        table = app.screen.query_one(DataTable)
+        assert table.virtual_size.width <= table.content_region.width, (table.virtual_size, table.content_region)
+        from xun.tui.format import one_line
+        from xun.tui.screens.config import shown_value
+
+        for item in app.screen.items:
+            for column, whole in (("value", one_line(shown_value(item.value), 500)), ("from", item.source)):
+                cell = str(table.get_cell(item.key, column))
+                assert cell == whole or (cell.endswith("…") and whole.startswith(cell[:-1])), (cell, whole)
+        assert str(table.get_cell("provider.api_key_env", "from")) == "default"

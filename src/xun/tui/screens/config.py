@@ -13,7 +13,8 @@ from textual.widgets import DataTable, Label
 
 from xun.agent.config import ConfigItem
 from xun.base.valid_text import escape_control
-from xun.tui.screens.modal import Modal
+from xun.tui.format import one_line
+from xun.tui.screens.modal import Modal, box_room
 
 
 def shown_value(value: object) -> str:
@@ -40,12 +41,22 @@ class ConfigScreen(Modal[None]):
             box.border_title = "settings"
             box.border_subtitle = "set them in .xun/config.toml or ~/.config/xun/config.toml · esc close"
             table: DataTable[Text] = DataTable(id="config-table", cursor_type="row")
-            table.add_columns("key", "value", "from")
-            for item in self.items:
-                table.add_row(Text(escape_control(item.key)), Text(escape_control(shown_value(item.value))),
-                              Text(escape_control(item.source)), key=item.key)
+            rows = [(item.key, shown_value(item.value), item.source) for item in self.items]
+            widths = self._fit(rows)
+            for label, width in zip(("key", "value", "from"), widths):
+                table.add_column(label, key=label, width=width)
+            for row, item in zip(rows, self.items):
+                table.add_row(*(Text(one_line(cell, width)) for cell, width in zip(row, widths)), key=item.key)
             yield table
             yield Label("", id="config-description")
+
+    def _fit(self, rows: list[tuple[str, str, str]]) -> list[int]:
+        """The key whole; the value and where it came from share the rest, each cut with an ellipsis (the
+        line under the table has both whole): at 80 columns "default" showed as "defaul"."""
+        widths = [max([len(label), *(len(one_line(row[i], 200)) for row in rows)]) for i, label in enumerate(("key", "value", "from"))]
+        room = box_room(self.app.size.width) - 2 * 3 - widths[0]
+        source = min(widths[2], max(room // 3, 7))
+        return [widths[0], max(min(widths[1], room - source), 8), source]
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()

@@ -12,6 +12,15 @@ from xun.base.paths import styles_dir
 
 ResultType = TypeVar("ResultType")
 
+BOX_SHARE, BOX_MAX = 0.9, 140
+"""A box's width: this share of the screen, at most this many cells (`width` and `max-width` in modals.tcss)."""
+
+
+def box_room(screen_width: int) -> int:
+    """The cells a table has in a box (borders, padding and a vertical scrollbar off), to fit its columns
+    before it is laid out: a column cut by the box's edge shows no sign of it."""
+    return min(int(screen_width * BOX_SHARE), BOX_MAX) - 2 - 2 - 1
+
 
 class Modal(ModalScreen[ResultType]):
     CSS_PATH: ClassVar[list[str | Path]] = [styles_dir() / "modals.tcss"]

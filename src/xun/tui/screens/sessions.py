@@ -16,15 +16,13 @@ from textual.widgets import DataTable, Label
 from xun.base.valid_text import escape_control
 from xun.context.sessions import SessionInfo
 from xun.tui.format import one_line, tokens
-from xun.tui.screens.modal import Modal
+from xun.tui.screens.modal import Modal, box_room
 
 
 COLUMNS = ("", "session", "title", "updated", "messages", "tokens", "summaries", "reclaimed")
 DROPPED_FIRST = ("reclaimed", "summaries", "tokens", "messages")
 """Where the box is too narrow for every column, these go, in this order."""
 TITLE_MIN = 16
-BOX_MAX = 140
-"""The box's `max-width` (styles/modals.tcss)."""
 
 
 class SessionsScreen(Modal[str | None]):
@@ -89,7 +87,7 @@ class SessionsScreen(Modal[str | None]):
     def _fit(self, rows: list[dict[str, Text]]) -> tuple[list[str], int]:
         """The columns that fit the box beside a title of at least TITLE_MIN cells (the least telling go
         first), and the title's width: at 80 columns "reclaimed" was cut to "recla" and the id was off-screen."""
-        room = min(self.app.size.width * 9 // 10, BOX_MAX) - 2 - 2 - 1  # (borders, padding, scrollbar)
+        room = box_room(self.app.size.width)
         columns = list(COLUMNS)
 
         def width(column: str) -> int:
