@@ -90,7 +90,8 @@ async def test_the_key_bar_follows_a_resize(offline_server, session_factory):
 
 async def test_no_toast_covers_a_question(offline_server, session_factory, tmp_path: Path):
     """At 60x20 the "context is nearly full" toast lay over ask mode's question, hiding an answer and its keys
-    (a newcomer's trial): the toasts wait while a question is open and show, whole, once it is answered."""
+    (a newcomer's trial), and a toast hid half of F1, F7 and F9: the toasts wait while a question is open and
+    show, whole, once it is answered; a dialog opened to be read waits out those already up."""
     from textual.widgets._toast import Toast
 
     from xun.tui.screens.consent import ConsentScreen
@@ -116,6 +117,21 @@ async def test_no_toast_covers_a_question(offline_server, session_factory, tmp_p
         await pilot.pause(0.3)
         shown = " ".join(str(toast.render()) for toast in app.screen.query(Toast) if toast.region.area)
         assert "a toast while the question is open" in shown and "a toast from before the question" in shown
+
+        # a dialog opened to be read (F1, F7, F9) is not covered by the toasts already up; its own show
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: app.screen is not app.screen_stack[0], what="the help")
+        await pilot.pause(0.3)
+        assert [toast for toast in app.screen.query(Toast) if toast.region.area] == []
+        app.notify("a toast about the help")
+        await pilot.pause(0.3)
+        shown = " ".join(str(toast.render()) for toast in app.screen.query(Toast) if toast.region.area)
+        assert shown == "a toast about the help", shown
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="the help to close")
+        await pilot.pause(0.3)
+        shown = " ".join(str(toast.render()) for toast in app.screen.query(Toast) if toast.region.area)
+        assert "a toast while the question is open" in shown and "a toast about the help" in shown
 
 
 @pytest.mark.parametrize("size", [(160, 48), (60, 20)])

@@ -171,7 +171,9 @@ class XunApp(
         """The last model call's reported tokens, for the usage line under the gauge."""
         self._recent_toasts: deque[tuple[float, dict[str, Any]]] = deque(maxlen=8)
         self._held_toasts: list[dict[str, Any]] | None = None
-        """While a question is open, the toasts that wait for it to close (None: none is open)."""
+        """While a dialog is open, the toasts that wait for it to close (None: none is open)."""
+        self._holding_new = False
+        """Whether toasts raised while it is open wait too (a question: `Modal.HOLDS_TOASTS`)."""
 
     def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
                markup: bool = False) -> None:
@@ -180,28 +182,30 @@ class XunApp(
         that answers the dialog under it, a `[/]` that crashes the app). Control characters show as `\\x1b`."""
         toast = {"message": escape_control(message), "title": escape_control(title, keep_newlines=False),
                  "severity": severity, "timeout": timeout}
-        if self._held_toasts is not None:
+        if self._held_toasts is not None and self._holding_new:
             self._held_toasts.append(toast)
             return
         self._recent_toasts.append((time.monotonic(), toast))
         super().notify(**toast, markup=False)
 
-    def hold_toasts(self) -> None:
-        """A question opened: the toasts on screen and those to come wait until it closes, so none covers
-        its text, its buttons or its keys (at 60x20 a toast hid an answer of a question that times out)."""
-        if self._held_toasts is not None:
-            return
-        now = time.monotonic()
-        self._held_toasts = [toast for raised, toast in self._recent_toasts
-                             if now - raised < (toast["timeout"] or self.NOTIFICATION_TIMEOUT)]
-        self._recent_toasts.clear()
-        self.call_later(self.clear_notifications)  # after the toasts already posted (`notify` posts a message)
+    def hold_toasts(self, *, new_ones_too: bool) -> None:
+        """A dialog opened: the toasts on screen wait until it closes, so none covers what was opened to be
+        read (at 60x20 a toast hid half of F1, F7 and F9); for a question, those to come wait too, so none
+        covers its buttons or its keys (a toast hid an answer of a question that times out). A dialog's own
+        toasts (a failed save in the inspector) show on it."""
+        if self._held_toasts is None:
+            now = time.monotonic()
+            self._held_toasts = [toast for raised, toast in self._recent_toasts
+                                 if now - raised < (toast["timeout"] or self.NOTIFICATION_TIMEOUT)]
+            self._recent_toasts.clear()
+            self.call_later(self.clear_notifications)  # after the toasts already posted (`notify` posts a message)
+        self._holding_new = self._holding_new or new_ones_too
 
     def release_toasts(self) -> None:
-        """The question closed: what waited is shown, for its whole time, on the screen under it."""
-        held, self._held_toasts = self._held_toasts, None
+        """The dialog closed: what waited is shown, for its whole time, on the screen under it."""
+        held, self._held_toasts, self._holding_new = self._held_toasts, None, False
         for toast in held or ():
-            self.call_after_refresh(self.notify, **toast)  # (the question is still the top screen now)
+            self.call_after_refresh(self.notify, **toast)  # (the dialog is still the top screen now)
 
     def get_default_screen(self) -> Screen[Any]:
         from xun.tui.screens.main import MainScreen

@@ -25,19 +25,16 @@ def box_room(screen_width: int) -> int:
 class Modal(ModalScreen[ResultType]):
     CSS_PATH: ClassVar[list[str | Path]] = [styles_dir() / "modals.tcss"]
     HOLDS_TOASTS: ClassVar[bool] = False
-    """A question: toasts wait until it closes (`XunApp.hold_toasts`)."""
+    """A question: toasts raised while it is open wait too, not only those on screen (`XunApp.hold_toasts`)."""
 
     def on_screen_resume(self) -> None:
-        if self.HOLDS_TOASTS:
-            self.app.hold_toasts()
+        self.app.hold_toasts(new_ones_too=self.HOLDS_TOASTS)
 
     def on_screen_suspend(self) -> None:
-        if self.HOLDS_TOASTS:
-            self.app.release_toasts()
+        self.app.release_toasts()
 
     def on_unmount(self) -> None:
-        if self.HOLDS_TOASTS:
-            self.app.release_toasts()
+        self.app.release_toasts()
 
     def action_copy_text(self) -> None:
         """Ctrl+C copies the selected text; with none it counts toward quitting, as on the main screen
