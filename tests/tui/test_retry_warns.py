@@ -12,6 +12,14 @@ from .helpers import finish, submit, turn, wait_until
 from .test_cancel_and_confirm import armed
 
 
+async def write_a_file(pilot, app: XunApp) -> None:
+    """A turn whose write_file call ran (allowed once): a reply that changed things."""
+    await submit(pilot, "write hello world to code.py")
+    await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+    await armed(pilot)
+    await finish(pilot, lambda: pilot.press("y"))
+
+
 def tool_results(app: XunApp) -> list[str]:
     return [str(m.raw.get("content")) for m in app.conversation.messages if type(m) is RawOpenAIMessage and m.role == "tool"]
 
@@ -21,10 +29,7 @@ async def test_retry_of_a_reply_that_wrote_a_file_warns_first_and_drops_it_at_th
     (tmp_path / "code.py").write_text("old\n")
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
-        await submit(pilot, "write hello world to code.py")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
-        await armed(pilot)
-        await finish(pilot, lambda: pilot.press("y"))
+        await write_a_file(pilot, app)
         assert "hello world" in (tmp_path / "code.py").read_text()
         kept = list(app.conversation.messages)
 
@@ -67,10 +72,7 @@ async def test_revise_of_a_turn_that_wrote_a_file_warns_first_and_keeps_what_was
     /retry gives (round three's closing note). The new text typed after it waits in the input."""
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
-        await submit(pilot, "write hello world to code.py")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
-        await armed(pilot)
-        await finish(pilot, lambda: pilot.press("y"))
+        await write_a_file(pilot, app)
         kept = list(app.conversation.messages)
 
         await submit(pilot, "/revise write goodbye to code.py")
