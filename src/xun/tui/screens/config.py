@@ -53,7 +53,8 @@ class ConfigScreen(Modal[None]):
     def _fit(self, rows: list[tuple[str, str, str]]) -> list[int]:
         """The key whole; the value and where it came from share the rest, each cut with an ellipsis (the
         line under the table has both whole): at 80 columns "default" showed as "defaul"."""
-        widths = [max([len(label), *(len(one_line(row[i], 200)) for row in rows)]) for i, label in enumerate(("key", "value", "from"))]
+        widths = [max([len(label), *(len(one_line(row[i], 200)) for row in rows)])
+                  for i, label in enumerate(("key", "value", "from"))]
         room = box_room(self.app.size.width) - 2 * 3 - widths[0]
         source = min(widths[2], max(room // 3, 7))
         return [widths[0], max(min(widths[1], room - source), 8), source]

@@ -47,7 +47,8 @@ class SessionsScreen(Modal[str | None]):
                 f" · {len(self.unreadable)} unreadable" if self.unreadable else "")
             box.border_subtitle = "enter switch · esc close"
             rows = [(info.conversation_id, self._cells(info)) for info in self.sessions]
-            rows += [(f"unreadable:{path}", {"": Text("✗", style="bold red"), "session": Text(escape_control(path.stem[:8]), style="dim"),
+            rows += [(f"unreadable:{path}", {"": Text("✗", style="bold red"),
+                                             "session": Text(escape_control(path.stem[:8]), style="dim"),
                                              "title": Text(f"cannot read: {one_line(problem, 200)}", style="dim")})
                      for path, problem in self.unreadable]
             columns, title_width = self._fit([cells for _, cells in rows])
