@@ -188,6 +188,33 @@ class XunApp(
         self._recent_toasts.append((time.monotonic(), toast))
         super().notify(**toast, markup=False)
 
+    def _unnotify(self, notification: Any, refresh: bool = True) -> None:
+        """A toast expired or was clicked away: repaint the screen once it has gone (`_repaint_after_toasts`)."""
+        super()._unnotify(notification, refresh)
+        self._repaint_after_toasts()
+
+    def clear_notifications(self) -> None:
+        super().clear_notifications()
+        self._repaint_after_toasts()
+
+    def _repaint_after_toasts(self) -> None:
+        """Once no toast of a gone notification is still on the screen, repaint all of it after the next
+        refresh. Textual repaints only what its layout diff finds changed, and under load the diff could miss
+        the toast (its map was rebuilt between the removal and the layout): rows of an expired toast then
+        stayed painted on the prompt's border (issue 25.8, seen on a slow runner). Textual is pinned."""
+        from textual.widgets._toast import Toast
+
+        if not self.is_running:
+            return
+        try:
+            screen = self.screen
+        except Exception:  # no screen yet, or the app is closing
+            return
+        if any(toast._notification not in self._notifications for toast in screen.query(Toast)):
+            self.set_timer(0.1, self._repaint_after_toasts)  # its holder is being removed
+            return
+        self.call_after_refresh(screen.refresh)
+
     def hold_toasts(self, *, new_ones_too: bool) -> None:
         """A dialog opened: the toasts on screen wait until it closes, so none covers what was opened to be
         read (at 60x20 a toast hid half of F1, F7 and F9); for a question, those to come wait too, so none
