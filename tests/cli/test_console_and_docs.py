@@ -137,3 +137,13 @@ def test_discarding_typed_ahead_keys_is_quiet_when_there_is_no_terminal(stream):
     """Before a confirmation the keys typed ahead are dropped; a stream with no descriptor has none to drop
     (it once fell through to code of another function and raised NameError)."""
     assert _discard_typed_ahead(stream) is None
+
+
+def test_run_help_and_the_readme_name_the_real_turn_limit(cli):
+    """Trial D #21: `xun run --help` said "default 50" while a turn stopped at 500, as the README says."""
+    from xun.base.arguments import DEFAULT_MAX_ITERATIONS
+
+    shown = " ".join(cli.inproc("run", "--help").check(0).stdout.split())
+    assert f"stop after N model calls (default {DEFAULT_MAX_ITERATIONS})" in shown, shown
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert f"`--max-iterations` model calls, {DEFAULT_MAX_ITERATIONS} by default" in readme

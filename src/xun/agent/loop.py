@@ -28,6 +28,7 @@ from xun.compact.policy import CompactorAbstract, compactor_from_config
 from xun.compact.summary import ledger_budget
 from xun.context.compaction_results import ToolCallCompactResult
 from xun.agent.config import XunConfig, resolve_api_key
+from xun.base.arguments import DEFAULT_MAX_ITERATIONS
 from xun.base.confined import open_regular_inside
 from xun.context.conversation import MESSAGE_TOKENS, Conversation
 from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage, message_length
@@ -81,9 +82,6 @@ MAX_PROJECT_INSTRUCTION_BYTES = 256 * 1024
 """The most of AGENTS.md read into the context (a 1.5 GB one took 10.8 GB whole); the rest is cut, and
 the section says so."""
 PROJECT_SECTION = "AGENTS.md"
-DEFAULT_MAX_ITERATIONS = 500
-"""Model calls in one turn before it stops: long turns (hundreds of tool rounds) are what compaction is for
-(xun-agent 1.4.3 allows 512)."""
 CANCELLED_TOOL_RESULT = "[Cancelled] The user cancelled the turn before this tool call ran; it did not run."
 INTERRUPTED_TOOL_RESULT = ("[Cancelled] The user cancelled the turn while this tool call was running: it was "
                            "interrupted and may have run in part or in full, so check its effects before running it again.")

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from xun import __version__
-from xun.base.arguments import positive_int
+from xun.base.arguments import DEFAULT_MAX_ITERATIONS, positive_int
 from xun.base.valid_text import escape_control
 from xun.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, LATEST, CommandError
 
@@ -122,7 +122,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                      help="what to ask; '-' or nothing reads it from standard input when that is not a terminal")
     run.add_argument("--json", action="store_true", help="print every engine event as one JSON line on stdout")
     run.add_argument("--max-iterations", type=positive_int, metavar="N",
-                     help="stop after N model calls (default 50); reaching it exits with status 1")
+                     help=f"stop after N model calls (default {DEFAULT_MAX_ITERATIONS}); reaching it exits with status 1")
     run.add_argument("-y", "--yes", action="store_true",
                      help="allow write_file and run_command without asking (the same as --set auto_confirm=true)")
     run.add_argument("--drop-unanswered", action="store_true",
