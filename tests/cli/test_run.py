@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import shlex
 import signal
 import subprocess
 
@@ -185,6 +186,24 @@ def test_resume_errors_are_usage_errors(cli: Cli):
     assert "--resume took 'abc' as a session id" in forgot.stderr
     for result in (none_yet, unknown, invalid, forgot):
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_resume_hint_works_from_where_it_was_printed_with_another_workdir(cli: Cli):
+    """Trial D #22: `xun --workdir DIR run` said "continue it with: xun run --resume ID PROMPT", which, run
+    from the same directory, found no session (it looked in the current folder's `.xun`)."""
+    project = cli.root / "a project with spaces"
+    project.mkdir()
+    result = cli("--workdir", str(project), "run", "hi").check(0)
+    hint = result.stderr.split("continue it with: ", 1)[1].strip()
+    assert f"--workdir '{project}'" in hint, hint
+    args = shlex.split(hint)
+    assert args[:2] == ["xun", "run"] and args[-1] == "PROMPT", args
+    cli(*args[1:-1], "and again").check(0)  # from the same directory, as printed
+    texts = [m["text"] for m in json.loads(next((project / ".xun" / "sessions").glob("*.json")).read_text())["messages"]
+             if m["kind"] == "user"]
+    assert texts == ["hi", "and again"]
+    here = cli("run", "in the workspace").check(0)  # no --workdir where the session's folder is the current one
+    assert "--workdir" not in here.stderr
 
 
 def test_final_model_failure_is_exit_1_and_the_prompt_is_kept(cli: Cli):

@@ -35,7 +35,8 @@ def test_run_returns_zero_after_a_quit_and_saves(offline_server, tmp_path: Path,
     saved = session.store.load(session.conversation.conversation_id)
     assert [m.role for m in saved.messages][-2:] == ["user", "assistant"]
     ident = session.conversation.conversation_id
-    assert f"continue it with: xun --resume {ident}" in capsys.readouterr().err, "on quit, how to come back"
+    hint = f"continue it with: xun --workdir {tmp_path} --resume {ident}"  # (the session's folder is not the current one)
+    assert hint in capsys.readouterr().err, "on quit, how to come back"
 
 
 def test_importing_the_package_does_not_import_textual():

@@ -55,6 +55,16 @@ class Session:
             return f"offline demo model (scripted, not an LLM) at {self.offline_server.base_url}"
         return self.config.provider.base_url or "the OpenAI API"
 
+    def resume_command(self, command: str) -> str:
+        """`command` (`xun` or `xun run`) with what continues this session from the current directory: the
+        session's folder too when it is another one (a hint without it found no session there)."""
+        import shlex
+
+        workdir = self.agent.workdir
+        elsewhere = workdir.resolve() != Path.cwd().resolve()
+        folder = f" --workdir {shlex.quote(str(workdir))}" if elsewhere else ""
+        return f"{command}{folder} --resume {self.conversation.conversation_id}"
+
     def save(self) -> Path | None:
         """Save the session (None, and nothing written, when it was opened read-only)."""
         if self.read_only:

@@ -64,8 +64,10 @@ def run(session: Session | Callable[[], Session], *, headless: bool = False, siz
     if app.saved and app.session is not None:  # as `xun run` does: say how to come back
         import sys
 
-        ident = app.conversation.conversation_id
-        print(f"xun: session {ident} saved; continue it with: xun --resume {ident}", file=sys.stderr)
+        from xun.base.valid_text import escape_control
+
+        print(f"xun: session {app.conversation.conversation_id} saved; continue it with: "
+              f"{escape_control(app.session.resume_command('xun'))}", file=sys.stderr)
     elif app.session is not None and app.session.read_only:
         import sys
 

@@ -137,6 +137,6 @@ async def _turn_and_save(session: Any, prompt: str, args: argparse.Namespace, pr
     if not completed:
         printer.note(f"interrupted; session {ident} saved in {path}")
         return guard.exit_code or 130
-    printer.note(f"session {ident} saved; continue it with: xun run --resume {ident} PROMPT")
+    printer.note(f"session {ident} saved; continue it with: {session.resume_command('xun run')} PROMPT")
     status = finished.status if finished is not None else "error"
     return TURN_EXIT.get(status, EXIT_FAILED)
