@@ -206,6 +206,20 @@ def test_the_resume_hint_works_from_where_it_was_printed_with_another_workdir(cl
     assert "--workdir" not in here.stderr
 
 
+def test_a_call_nobody_can_confirm_ends_the_turn_when_the_model_tries_again(cli: Cli):
+    """Trial D #10: without a terminal (and without --yes) every write is refused; the offline planner
+    tried again and again, 500 model calls and 48 M prompt tokens. The model is told once; the next round
+    that asks for a confirmation ends the turn, with exit 1, and every call keeps its result."""
+    result = cli("run", "write files step1 to step2").check(1)
+    assert result.stderr.count("[tool] write_file refused") == 2, result.stderr
+    assert "[error] the turn stopped: write_file needed the user's confirmation again, and nobody can be asked" in result.stderr
+    messages = [m.get("raw", {}) for m in cli.only_session()["messages"]]
+    calls = [call["id"] for m in messages for call in m.get("tool_calls") or ()]
+    answered = [m["tool_call_id"] for m in messages if m.get("role") == "tool"]
+    assert len(calls) == 2 and answered == calls
+    assert not (cli.workdir / "step1.txt").exists()
+
+
 def test_final_model_failure_is_exit_1_and_the_prompt_is_kept(cli: Cli):
     result = cli("run", "--json", "--set", "retry.attempts=1", "hi", env={"XUN_OFFLINE_FAULTS": "500@1"}).check(1)
     assert result.of("error") and result.events[-1]["status"] == "error"

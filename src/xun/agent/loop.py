@@ -805,6 +805,7 @@ class Agent:
         self.last_error = None
         self.last_error_did_not_fit = False
         iterations = 0
+        unasked_rounds = 0  # rounds with a call refused as nobody can confirm it: the second ends the turn
         finished: TurnFinished | None = None
         answered: list[dict[str, Any]] = []
         self._partial, self._tools_running, self._tools_done = None, set(), {}
@@ -829,6 +830,11 @@ class Agent:
                 raise_if_cancel_pending()
                 await self._run_tools(calls)
                 await self.emit_usage()
+                if self.confirm is None and any(outcome.denied for outcome in self._tools_done.values()):
+                    unasked_rounds += 1
+                    if unasked_rounds == 2:
+                        finished = await self._stop_unasked(iterations)
+                        break
             else:
                 await self.emit(Info(f"stopped after {limit} model calls (max_iterations)"))
                 finished = TurnFinished(status="max_iterations", iterations=iterations)
@@ -856,6 +862,17 @@ class Agent:
             if finished is not None:
                 await self.emit(finished)
         return finished
+
+    async def _stop_unasked(self, iterations: int) -> TurnFinished:
+        """A call needing confirmation was refused, the model was told, and it called one again: with nobody
+        to ask (`xun run` without a terminal) every further try is refused too, and a model that keeps
+        trying burnt the whole turn's 500 calls (trial D #10). The refusals are in the conversation."""
+        names = sorted({outcome.name for outcome in self._tools_done.values() if outcome.denied})
+        message = (f"the turn stopped: {', '.join(names)} needed the user's confirmation again, and nobody can be asked "
+                   "here (auto_confirm is off); nothing was done")
+        self.last_error = message
+        await self.emit(Error(message=message, detail="NobodyToConfirm"))
+        return TurnFinished(status="error", iterations=iterations, error=message)
 
     async def _report_settled_calls(self, answered: list[dict[str, Any]]) -> None:
         """The calls a cancel answered end as every call does, with a finished event (a front end shows
