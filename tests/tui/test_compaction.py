@@ -67,6 +67,20 @@ async def test_compact_toolcall_is_the_same_as_f6(offline_server, session_factor
         assert not app.conversation.summarizations
 
 
+async def test_compact_toolcall_with_more_words_asks_to_reword_and_keeps_the_text(offline_server, session_factory,
+                                                                                  tmp_path: Path):
+    """Trial D: "/compact toolcall extra" ran a whole summary with "toolcall extra" as its focus, unsaid."""
+    names = write_files(tmp_path, 2)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await read_all(pilot, names)
+        await submit(pilot, "/compact toolcall extra")
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("/compact toolcall takes nothing after it")
+        assert app.prompt.text == "/compact toolcall extra"
+        assert not app.conversation.summarizations and not app.log_pane.entries
+
+
 async def test_f5_summarises_with_a_divider_a_log_row_and_a_drop(offline_server, session_factory, tmp_path: Path):
     names = write_files(tmp_path)
     app = XunApp(session_factory(offline_server, "auto_compact.summary_keep_max=4"))

@@ -32,7 +32,13 @@ class SlashCommands:
 
     async def run_command(self, name: str, argument: str) -> None:
         if name in ("/compact", "/offload"):
-            if name == "/compact" and argument.lower() == "toolcall":
+            first, _, rest = argument.partition(" ")
+            if name == "/compact" and first.lower() in ("toolcall", "preview") and rest.strip():
+                # "/compact toolcall extra" ran a whole summary with that focus (trial D): say, keep the text
+                self.notify(f"/compact {first.lower()} takes nothing after it; a summary's focus may not start "
+                            f"with '{first}' (reword it)", severity="warning")
+                self.prompt.set_prompt(f"{name} {argument}")
+            elif name == "/compact" and argument.lower() == "toolcall":
                 self.action_reclaim()
             elif name == "/compact" and argument.lower() == "preview":
                 self.action_preview()
