@@ -188,3 +188,4 @@ def test_preview_and_breakdown_count_the_arguments_a_reclaim_replaces():
     placeholders, calls = parts.part(CALL_PLACEHOLDERS), parts.part(TOOL_CALLS)
     assert placeholders is not None and placeholders.count == 16 and calls is not None and calls.count == 4
     assert sum(p.chars for p in parts.parts) == c.estimated_message_length()
+

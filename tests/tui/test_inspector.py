@@ -12,7 +12,7 @@ from textual.widgets import Input, Label, Static
 from xun.context.messages import RawOpenAIMessage
 from xun.tui.app import XunApp
 from xun.tui.format import tokens
-from xun.tui.screens.inspector import InspectorScreen, detect_language
+from xun.tui.screens.inspector import InspectorScreen, detect_language, recall_query
 from xun.tui.screens.recall import RecallScreen
 from xun.tui.widgets.tool_block import ToolBlock
 
@@ -264,3 +264,20 @@ async def test_f8_starts_at_the_newest_row(offline_server, session_factory, tmp_
         await pilot.press("f8")
         assert app.recoverable.table.has_focus
         assert app.recoverable.selected_id == app.recoverable.shown[0]
+
+
+def test_f_on_reclaimed_arguments_searches_for_their_path():
+    """Trial D: `f` on reclaimed write_file arguments searched F9 for "write_file" alone (the record holds a cut
+    preview of the arguments, not JSON): 50+ matches from every session. It searches for the path now."""
+    from xun.context.conversation import Conversation
+
+    c = Conversation()
+    c.add_user_message("write the files")
+    for i in range(4):
+        call = {"id": f"call_{i}", "type": "function",
+                "function": {"name": "write_file", "arguments": json.dumps({"path": f"out/step{i}.txt", "content": "x" * 3_000})}}
+        c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [call]})
+        c.add_tool_result(f"call_{i}", "wrote 3,000 characters")
+    c.compact_toolcall(keep_max=1)
+    record = c.compacted_toolcalls["call_1:arguments"]
+    assert recall_query(record, c.compacted_toolcall_result("call_1:arguments")) == "out/step1.txt"

@@ -381,7 +381,7 @@ class AppActions:
             if result == "restore":
                 self.post_message(m.RestoreRequested(call_id))
             elif result == "recall":
-                self.action_recall(recall_query(record))
+                self.action_recall(recall_query(record, original))
 
         self.push_screen(InspectorScreen(
             record, original, workdir=self.workdir,

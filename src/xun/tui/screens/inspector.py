@@ -84,11 +84,13 @@ def suggested_name(record: ReclaimedToolResult, language: str | None, original: 
     return f"{record.tool_name or 'result'}-{record.call_id[-8:]}{what}{extension}"
 
 
-def recall_query(record: ReclaimedToolResult) -> str:
+def recall_query(record: ReclaimedToolResult, original: str = "") -> str:
     """What F9 searches for to find this call again: its short argument values (a path, a command, a
-    pattern), which the history indexes with the call and with the summarised turn that made it."""
+    pattern), which the history indexes with the call and with the summarised turn that made it. For
+    reclaimed arguments, `record.arguments` is only a preview (cut JSON): the original has them whole
+    (F9 searched for the bare tool name, 50+ matches from every session)."""
     try:
-        arguments = json.loads(record.arguments)
+        arguments = json.loads(original if record.kind == ARGUMENTS and original else record.arguments)
     except ValueError:
         arguments = None
     values = arguments.values() if isinstance(arguments, dict) else []
