@@ -100,3 +100,15 @@ def test_a_step_whose_result_is_an_error_is_issued_again(client):
     messages[-1]["content"] = "[Error] the arguments for run_command are not valid JSON"
     [(_, arguments)] = calls_of(client.chat.completions.create(model="m", messages=messages, tools=BUILTIN_TOOLS).choices[0].message)
     assert arguments["command"] == "echo 2 >> steps.txt"
+
+
+def test_files_a_listing_shows_are_not_steps_done(client):
+    """Trial D: a `list_directory` that showed step1.txt to step3.txt left by an earlier run made the summary
+    write "Steps done (write_file stepK.txt): 1-3", and the next turn began at step 4, leaving the three old
+    files as they were. Only write_file and run_command calls do steps."""
+    listing = [{"role": "assistant", "content": None, "tool_calls": [
+                   {"id": "call_ls", "type": "function", "function": {"name": "list_directory", "arguments": "{\"path\": \".\"}"}}]},
+               {"role": "tool", "tool_call_id": "call_ls", "content": "step1.txt  12\nstep2.txt  12\nstep3.txt  12\n"}]
+    messages = [*user("list files"), *listing, *user("write files step1 to step5")]
+    [(name, arguments)] = calls_of(client.chat.completions.create(model="m", messages=messages, tools=BUILTIN_TOOLS).choices[0].message)
+    assert (name, arguments["path"]) == ("write_file", "step1.txt")

@@ -7,7 +7,7 @@ Two prompts start a long turn (one tool call per step, so a turn of N steps take
   (default 3,000).
 
 Like an LLM, the planner remembers nothing between requests: it reads the steps it can see done anywhere
-in the request but the prompt itself (tool-call arguments, tool results, and summary or ledger text in
+in the request but the prompt itself (the arguments and results of write_file and run_command calls, and summary or ledger text in
 system messages, including the "Steps done" lines the offline summary writes and the runs of xun's turn
 ledger, "first … last", read as every step between; a call whose result is an
 "[Error]", or a call the user stopped before it ran, does not count), issues the lowest step not seen, and answers in text once all N are seen. So a record lost to compaction shows up as a repeated step.
@@ -65,9 +65,19 @@ def _not_done(result: str) -> bool:
     return result.startswith("[Error]") or (result.startswith("[Cancelled]") and "did not run" in result)
 
 
+STEP_TOOLS = frozenset({"write_file", "run_command"})
+"""The tools whose results tell of a step done; another's (a listing naming step1.txt) proves nothing."""
+
+
 def _failed_calls(messages: list[dict[str, Any]]) -> set[str]:
-    """Ids of the calls whose result in the request says the step is not done."""
-    return {str(m.get("tool_call_id")) for m in messages if m.get("role") == "tool" and _not_done(message_text(m))}
+    """Ids of the calls whose result in the request does not show a step done: an error, a call stopped
+    before it ran, or a call of a tool that does no step (a directory listing showed files left by an
+    earlier session, and the summary wrote them down as this turn's steps: trial D)."""
+    stepping = {str(call.get("id")) for m in messages for call in m.get("tool_calls") or ()
+                if isinstance(call, dict) and isinstance(call.get("function"), dict)
+                and call["function"].get("name") in STEP_TOOLS}
+    return {str(m.get("tool_call_id")) for m in messages if m.get("role") == "tool"
+            and (_not_done(message_text(m)) or str(m.get("tool_call_id")) not in stepping)}
 
 
 def _message_texts(message: dict[str, Any], failed: set[str] = frozenset()) -> Iterable[str]:
