@@ -310,6 +310,19 @@ async def test_a_short_history_has_nothing_to_condense(offline_server, session_f
         assert any("nothing to summarise yet" in n.message for n in app._notifications)
 
 
+async def test_f7_with_one_tool_result_says_why_in_a_whole_sentence(offline_server, session_factory, tmp_path: Path):
+    """Newcomer trial D, finding 1b: the preview read "the newest 12 tool results are kept and there is 1",
+    a sentence that stops at its number."""
+    names = write_files(tmp_path, 1)
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await read_all(pilot, names)
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen), what="the preview")
+        line = str(app.screen.query_one("#preview-reclaim").render())
+        assert "tool results are kept, and there is only 1 tool result" in line, line
+
+
 # -------------------------------------------------------------------------------------------- ask mode
 
 
