@@ -204,7 +204,11 @@ async def test_a_summarised_reclaimed_result_is_marked_and_r_says_why(offline_se
         assert len(reclaimed) == 2 and not app.recoverable.summarised
         await finish(pilot, lambda: pilot.press("f5"))
         assert app.recoverable.summarised == reclaimed, "their placeholders left the context with the summary"
-        assert app.recoverable.border_subtitle.startswith("0 items · 0 tokens · 2 summarised (read only)")
+        # each count says what it counts (trial D, finding 3: "0 items · 0 tokens" beside two listed rows)
+        assert app.recoverable.border_subtitle == "2 results: 0 restorable · 2 summarised (read only)"
+        await pilot.press("f8", "f")
+        assert app.recoverable.border_subtitle == "2 of 2 shown · 2 results: 0 restorable · 2 summarised (read only)"
+        await pilot.press("backspace")
         await pilot.press("f8", "enter")
         await wait_until(pilot, lambda: type(app.screen).__name__ == "InspectorScreen")
         screen = app.screen
