@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from textual.widgets import Button, Input, OptionList
+from textual.widgets import Button, DataTable, Input, OptionList
 
 from xun.compact.breakdown import reclaim_preview
 from xun.context.recall import HistoryIndex
@@ -493,6 +493,49 @@ async def test_enter_on_the_gauge_shows_what_fills_the_context_and_jumps(offline
         await wait_until(pilot, lambda: app.chat.selected is not block)
         assert app.chat.selected is app.chat_block_for(user.index)
         assert not block.has_class("-jump-target")
+
+
+async def test_at_80x24_the_breakdown_scrolls_to_every_row_and_cuts_with_an_ellipsis(offline_server, session_factory,
+                                                                                     tmp_path: Path):
+    """Newcomer trial D, finding 11: at 80x24 one of "the 5 largest messages" showed, cut at the border with
+    no ellipsis; PgDn did nothing; End scrolled the table sideways, and the offset outlived a resize."""
+    names = write_files(tmp_path, 5)
+    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=3000"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await read_all(pilot, names)
+        await submit(pilot, "/context")
+        await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen), what="the breakdown")
+        screen = app.screen
+        table = screen.query_one("#breakdown-largest", DataTable)
+        body = screen.query_one("#breakdown-body")
+        await pilot.pause()
+        assert len(screen.breakdown.largest) == 5
+        assert table.virtual_size.width <= table.scrollable_content_region.width, "the columns fit the box"
+        cells = [str(table.get_row_at(i)[3]) for i in range(5)]
+        assert any(cell.endswith("…") for cell in cells), cells
+        seen: set[int] = set()
+        for _ in range(10):  # PgDn brings every row of the table into view, one after the other
+            for i in range(table.row_count):
+                y = table.region.y + 1 + i  # below the table's border
+                if body.region.y <= y < body.region.bottom and y < table.region.bottom - 1:
+                    seen.add(i)
+            await pilot.press("pagedown")
+            await pilot.pause()
+        assert seen == set(range(5)), seen
+        assert body.scroll_y > 0
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.scroll_x == 0, "no sideways scroll"
+        await pilot.press("pageup", "pageup", "pageup", "home")
+        await pilot.pause()
+        assert body.scroll_y == 0
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        await pilot.pause()
+        assert table.scroll_x == 0 and table.virtual_size.width <= table.scrollable_content_region.width
+        await pilot.press("down", "down", "down", "enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, BreakdownScreen))
+        assert app.chat.selected is app.chat_block_for(screen.breakdown.largest[3].index)
 
 
 async def test_a_click_on_the_gauge_opens_the_breakdown(offline_server, session_factory):
