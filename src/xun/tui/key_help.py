@@ -107,6 +107,7 @@ class KeysAndHelp:
             ]),
             ("What fills the context (Enter on the gauge, /context)", [
                 ("1-5 / Enter", "show one of the five largest messages in the chat"),
+                ("PgUp / PgDn", "scroll it (a small screen shows part at a time)"),
             ]),
             ("MCP servers (/mcp)", [("r", "restart the highlighted server (after it failed, or a disabled one)")]),
             # the keys of `xun.agent.tools.CONFIRM_KEYS` (not imported: the help is built before the engine loads)
