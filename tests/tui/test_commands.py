@@ -337,3 +337,23 @@ async def test_config_cuts_what_does_not_fit_with_an_ellipsis(offline_server, se
                 cell = str(table.get_cell(item.key, column))
                 assert cell == whole or (cell.endswith("…") and whole.startswith(cell[:-1])), (cell, whole)
         assert str(table.get_cell("provider.api_key_env", "from")) == "default"
+
+
+async def test_config_gives_the_from_column_the_room_the_values_leave(offline_server, session_factory, tmp_path: Path):
+    """Newcomer trial D, finding 6: at 160x48 "from" was cut to "the offline demo server (no API …" with
+    some 70 columns free beside it. Here the long source is the user's config file."""
+    import os
+
+    user_config = Path(os.environ["XDG_CONFIG_HOME"]) / "xun" / "config.toml"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text("[auto_compact]\ntoken_threshold = 5000\n")
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await submit(pilot, "/config")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfigScreen))
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        item = next(item for item in app.screen.items if item.key == "auto_compact.token_threshold")
+        assert str(user_config) in item.source
+        assert str(table.get_cell(item.key, "from")) == item.source
+        assert table.virtual_size.width <= table.content_region.width, (table.virtual_size, table.content_region)
