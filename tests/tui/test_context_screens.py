@@ -564,6 +564,23 @@ async def test_the_new_keys_are_in_the_help_the_palette_and_the_keymap(offline_s
         await wait_until(pilot, lambda: isinstance(app.screen, RecallScreen))
 
 
+async def test_a_remapped_key_is_the_one_the_notices_name(offline_server, session_factory):
+    """Newcomer trial D, finding 18: with `ui.keymap.reclaim = "f10"` the toast still said "(F6 keeps
+    auto_compact.toolcall_keep_max = 12)", and /context "F6 would reclaim nothing"."""
+    app = XunApp(session_factory(offline_server, "ui.keymap.reclaim=f10", "ui.keymap.compact=f11"))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await turn(pilot, "hello")
+        await finish(pilot, lambda: pilot.press("f10"))
+        await wait_until(pilot, lambda: any("Nothing to reclaim" in n.message for n in app._notifications))
+        toast = next(n.message for n in app._notifications if "Nothing to reclaim" in n.message)
+        assert "(F10 keeps auto_compact.toolcall_keep_max" in toast and "F6" not in toast, toast
+        await submit(pilot, "/context")
+        await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen), what="the breakdown")
+        outlook = str(app.screen.query_one("#breakdown-outlook").render())
+        assert "F10 would reclaim" in outlook and "F11 would summarise" in outlook, outlook
+        assert "F6" not in outlook and "F5" not in outlook, outlook
+
+
 async def test_the_cache_share_the_log_row_and_the_preview_cost(offline_server_factory, session_factory, tmp_path: Path):
     """On a server that reports its prompt cache: the gauge shows the last call's hit share (the server's
     figure), the reclaim's log row its cache cost, and F7 the cost of each choice."""
@@ -612,7 +629,7 @@ def test_the_preview_marks_calls_whose_arguments_a_reclaim_replaces():
     assert [row.index for row in rows if row.reclaim] == [1, 3], "the two older calls, not their short results"
     figures = PreviewFigures(100, 50, None, 1000, plan.condensed_count, len(plan.kept), plan.nothing_to_condense, 16, reclaim)
     assert "reclaim (F6): the arguments of 2 calls older than the newest 1 become placeholders" in reclaim_line(figures)
-    assert "F6 would reclaim the arguments of 2 calls (about " in outlook_line(figures)
+    assert "F6 would reclaim the arguments of 2 calls (about " in outlook_line(figures, {"reclaim": "F6", "compact": "F5", "preview": "F7"}.__getitem__)
     c.compact_toolcall(keep_max=1)
     after = preview_rows(c, c.plan_compaction(16), reclaim_preview(c, 1))
     assert [row.index for row in after if row.placeholder] == [1, 3] and not any(row.reclaim for row in after)

@@ -135,7 +135,7 @@ class AppActions:
             if index is not None:
                 self.run_worker(self.jump_to_message(index), group="jump", exclusive=True)
 
-        self.push_screen(BreakdownScreen(breakdown, outlook_line(self.preview_figures()[0])), chosen)
+        self.push_screen(BreakdownScreen(breakdown, outlook_line(self.preview_figures()[0], self.key_of)), chosen)
 
     def on_open_breakdown(self, message: m.OpenBreakdown) -> None:
         message.stop()

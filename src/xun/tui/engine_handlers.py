@@ -158,7 +158,7 @@ class EngineHandlers:
                 self.gauge.add_point(self.agent.request_tokens())
             elif event.trigger == "manual":
                 keep = self.session.config.auto_compact.toolcall_keep_max
-                self.notify(f"Nothing to reclaim: {event.reason} (F6 keeps auto_compact.toolcall_keep_max = {keep}).",
+                self.notify(f"Nothing to reclaim: {event.reason} ({self.key_of('reclaim')} keeps auto_compact.toolcall_keep_max = {keep}).",
                             title="reclaim")
         elif isinstance(event, events.SummaryFinished):
             text = SummaryDivider.describe(event.condensed, event.kept, self.shown_path(event.offload_path),
