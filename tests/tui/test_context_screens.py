@@ -654,6 +654,30 @@ async def test_the_question_says_what_is_true_and_counts_down(offline_server, se
         await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
 
 
+async def test_while_the_question_waits_the_app_says_it_waits_for_you(offline_server, session_factory, tmp_path: Path):
+    """Newcomer trial D, finding 16: while "summarise the conversation?" waited for an answer, the header and
+    the chat said "thinking… the model has the prompt · 2 s"; the model had nothing yet."""
+    names = write_files(tmp_path)
+    app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=60", "auto_compact.token_threshold=2560")
+    async with app.run_test(size=(60, 20)) as pilot:
+        await over_the_threshold(pilot, names)
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        await submit(pilot, "hello")  # over the threshold before its first call: asked again, at once
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question again")
+        await pilot.pause(1.2)
+        assert app.header.status == "waiting for you"
+        assert app.chat.waiting is not None
+        assert app.chat.waiting.text.startswith("waiting for you") and "the model has the prompt" not in app.chat.waiting.text
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConsentScreen))
+        assert app.header.status != "waiting for you"
+        await wait_until(pilot, lambda: app.finished_work == 3, what="the turn")
+
+
 async def test_the_help_lists_the_confirmation_keys_the_dialog_takes(offline_server, session_factory):
     from xun.agent.tools import CONFIRM_KEYS, Decision
 

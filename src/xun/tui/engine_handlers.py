@@ -440,6 +440,7 @@ class EngineHandlers:
             if screen in self._open_asks:
                 self._open_asks.remove(screen)
             self._show_typed_aside(screen, "the question")
+            self._waiting_for_you(None)
             if answer.done():
                 return
             if choice == "off":
@@ -452,4 +453,13 @@ class EngineHandlers:
 
         self._open_asks.append(screen)
         answer.add_done_callback(lambda _f: self._close_ask(screen))
+        self._waiting_for_you("waiting for you: summarise the conversation first?")
         self.push_screen(screen, answered)  # the question and its countdown are on the screen (no toast to go stale)
+
+    def _waiting_for_you(self, question: str | None) -> None:
+        """While ask mode's question is open the model has not got the prompt: the header and the chat's
+        waiting line say xun waits for the user (they said "thinking… the model has the prompt"); None,
+        once answered, back to thinking (a summary, when chosen, then says so)."""
+        self.header.status = "waiting for you" if question else "thinking…"
+        if self.chat.waiting is not None:
+            self.chat.waiting.hold(question)
