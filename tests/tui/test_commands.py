@@ -265,6 +265,27 @@ async def test_searching_the_palette_for_comp_finds_every_compaction_action(offl
                          what="the three compaction actions")
 
 
+async def test_esc_hides_the_keys_panel_the_palette_opened(offline_server, session_factory):
+    """Newcomer trial D, finding 12: Ctrl+P, "Keys" docked Textual's keys panel beside the chat (squeezing it
+    to 48 columns at 80x24) and Esc, "back to the prompt from anywhere", left it there."""
+    from textual.command import CommandList
+    from textual.widgets import HelpPanel
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
+        await pilot.press(*"keys")
+        options = lambda: [str(option.prompt) for option in app.screen.query_one(CommandList).options]  # noqa: E731
+        await wait_until(pilot, lambda: any(o.startswith("Keys") for o in options()), what="the Keys action")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(app.screen.query(HelpPanel)), what="the keys panel")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.screen.query(HelpPanel), what="the panel to close")
+        assert app.prompt.has_focus
+        assert "Esc hides them" in dict(app.binding_rows())["Ctrl+P"]
+
+
 async def test_ctrl_q_saves_and_quits(offline_server, session_factory, tmp_path: Path):
     session = session_factory(offline_server)
     app = XunApp(session)

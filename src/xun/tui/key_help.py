@@ -62,7 +62,8 @@ class KeysAndHelp:
                 rows.append(("(no key)", f"{label}; its key went to another action in ui.keymap"))
             else:
                 rows.append((key_display(keys), label))
-        rows.append(("Ctrl+P", "Command palette: every action"))
+        rows.append(("Ctrl+P", 'Command palette: every action (its "Keys" docks these keys beside the chat; Esc '
+                               "hides them)"))
         return rows
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
