@@ -195,7 +195,8 @@ async def test_brackets_select_blocks_and_enter_opens_the_selected_tool_call(off
 async def test_a_summarised_reclaimed_result_is_marked_and_r_says_why(offline_server, session_factory, tmp_path):
     for i in range(3):
         (tmp_path / f"f{i}.txt").write_text(f"file {i}\n" + "words to read\n" * 40)
-    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=2"))
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=2",
+                                 "ui.keymap.recall=f12"))
     async with app.run_test(size=(140, 44)) as pilot:
         for i in range(3):
             await turn(pilot, f"read f{i}.txt")
@@ -214,7 +215,9 @@ async def test_a_summarised_reclaimed_result_is_marked_and_r_says_why(offline_se
         screen = app.screen
         assert "summarised since (read only)" in str(screen.query_one("#inspector-summary").render())
         await pilot.press("r")
-        assert "cannot restore: a summary took its placeholder out" in str(screen.query_one("#inspector-status").render())
+        status = str(screen.query_one("#inspector-status").render())
+        assert "cannot restore: a summary took its placeholder out" in status
+        assert "in the history (F12)" in status, status  # the key as remapped (trial D, finding 18)
         assert app.screen is screen
 
 
