@@ -460,6 +460,9 @@ class EngineHandlers:
         """While ask mode's question is open the model has not got the prompt: the header and the chat's
         waiting line say xun waits for the user (they said "thinking… the model has the prompt"); None,
         once answered, back to thinking (a summary, when chosen, then says so)."""
-        self.header.status = "waiting for you" if question else "thinking…"
+        if question:
+            self.header.status = "waiting for you"
+        elif self.header.status == "waiting for you":  # (not over "summarising…" if the summary started first)
+            self.header.status = "thinking…"
         if self.chat.waiting is not None:
             self.chat.waiting.hold(question)
