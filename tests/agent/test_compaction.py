@@ -271,7 +271,7 @@ async def test_a_skip_logged_under_the_threshold_says_why_a_summary_was_tried(of
     for i in range(1, 7):
         await agent.run(f"read f{i}.py")
     skips = [e.reason for e in rec.of("compaction_skipped")]
-    under = [reason for reason in skips if "a summary was next" in reason]
+    under = [reason for reason in skips if "a summary was also due" in reason]
     assert under, skips
     for reason in under:
         before, after = (int(n.replace(",", "")) for n in re.findall(r"about ([\d,]+)", reason)[:2])

@@ -265,6 +265,27 @@ async def test_searching_the_palette_for_comp_finds_every_compaction_action(offl
                          what="the three compaction actions")
 
 
+async def test_esc_hides_the_keys_panel_the_palette_opened(offline_server, session_factory):
+    """Newcomer trial D, finding 12: Ctrl+P, "Keys" docked Textual's keys panel beside the chat (squeezing it
+    to 48 columns at 80x24) and Esc, "back to the prompt from anywhere", left it there."""
+    from textual.command import CommandList
+    from textual.widgets import HelpPanel
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
+        await pilot.press(*"keys")
+        options = lambda: [str(option.prompt) for option in app.screen.query_one(CommandList).options]  # noqa: E731
+        await wait_until(pilot, lambda: any(o.startswith("Keys") for o in options()), what="the Keys action")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(app.screen.query(HelpPanel)), what="the keys panel")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.screen.query(HelpPanel), what="the panel to close")
+        assert app.prompt.has_focus
+        assert "Esc hides them" in dict(app.binding_rows())["Ctrl+P"]
+
+
 async def test_ctrl_q_saves_and_quits(offline_server, session_factory, tmp_path: Path):
     session = session_factory(offline_server)
     app = XunApp(session)
@@ -337,3 +358,23 @@ async def test_config_cuts_what_does_not_fit_with_an_ellipsis(offline_server, se
                 cell = str(table.get_cell(item.key, column))
                 assert cell == whole or (cell.endswith("…") and whole.startswith(cell[:-1])), (cell, whole)
         assert str(table.get_cell("provider.api_key_env", "from")) == "default"
+
+
+async def test_config_gives_the_from_column_the_room_the_values_leave(offline_server, session_factory, tmp_path: Path):
+    """Newcomer trial D, finding 6: at 160x48 "from" was cut to "the offline demo server (no API …" with
+    some 70 columns free beside it. Here the long source is the user's config file."""
+    import os
+
+    user_config = Path(os.environ["XDG_CONFIG_HOME"]) / "xun" / "config.toml"
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text("[auto_compact]\ntoken_threshold = 5000\n")
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await submit(pilot, "/config")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfigScreen))
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        item = next(item for item in app.screen.items if item.key == "auto_compact.token_threshold")
+        assert str(user_config) in item.source
+        assert str(table.get_cell(item.key, "from")) == item.source
+        assert table.virtual_size.width <= table.content_region.width, (table.virtual_size, table.content_region)

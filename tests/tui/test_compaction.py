@@ -46,7 +46,7 @@ async def test_f6_reclaims_and_the_log_list_and_blocks_follow(offline_server, se
         entry = app.log_pane.entries[-1]
         assert entry.kind == "reclaim" and entry.count == "2 results" and entry.trigger == "manual"
         assert set(app.recoverable.shown) == set(reclaimed.ids)
-        assert app.recoverable.border_subtitle.startswith("2 items")
+        assert app.recoverable.border_subtitle.startswith("2 results · ")
         blocks = {b.call_id: b for b in app.chat.query(ToolBlock)}
         assert all(blocks[i].reclaimed and "reclaimed" in blocks[i].title for i in reclaimed.ids)
         kept = [b for b in blocks.values() if b.call_id not in reclaimed.ids]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from textual.widgets import Button, Input, OptionList
+from textual.widgets import Button, DataTable, Input, OptionList
 
 from xun.compact.breakdown import reclaim_preview
 from xun.context.recall import HistoryIndex
@@ -310,6 +310,19 @@ async def test_a_short_history_has_nothing_to_condense(offline_server, session_f
         assert any("nothing to summarise yet" in n.message for n in app._notifications)
 
 
+async def test_f7_with_one_tool_result_says_why_in_a_whole_sentence(offline_server, session_factory, tmp_path: Path):
+    """Newcomer trial D, finding 1b: the preview read "the newest 12 tool results are kept and there is 1",
+    a sentence that stops at its number."""
+    names = write_files(tmp_path, 1)
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await read_all(pilot, names)
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen), what="the preview")
+        line = str(app.screen.query_one("#preview-reclaim").render())
+        assert "tool results are kept, and there is only 1 tool result" in line, line
+
+
 # -------------------------------------------------------------------------------------------- ask mode
 
 
@@ -482,6 +495,49 @@ async def test_enter_on_the_gauge_shows_what_fills_the_context_and_jumps(offline
         assert not block.has_class("-jump-target")
 
 
+async def test_at_80x24_the_breakdown_scrolls_to_every_row_and_cuts_with_an_ellipsis(offline_server, session_factory,
+                                                                                     tmp_path: Path):
+    """Newcomer trial D, finding 11: at 80x24 one of "the 5 largest messages" showed, cut at the border with
+    no ellipsis; PgDn did nothing; End scrolled the table sideways, and the offset outlived a resize."""
+    names = write_files(tmp_path, 5)
+    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=3000"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await read_all(pilot, names)
+        await submit(pilot, "/context")
+        await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen), what="the breakdown")
+        screen = app.screen
+        table = screen.query_one("#breakdown-largest", DataTable)
+        body = screen.query_one("#breakdown-body")
+        await pilot.pause()
+        assert len(screen.breakdown.largest) == 5
+        assert table.virtual_size.width <= table.scrollable_content_region.width, "the columns fit the box"
+        cells = [str(table.get_row_at(i)[3]) for i in range(5)]
+        assert any(cell.endswith("…") for cell in cells), cells
+        seen: set[int] = set()
+        for _ in range(10):  # PgDn brings every row of the table into view, one after the other
+            for i in range(table.row_count):
+                y = table.region.y + 1 + i  # below the table's border
+                if body.region.y <= y < body.region.bottom and y < table.region.bottom - 1:
+                    seen.add(i)
+            await pilot.press("pagedown")
+            await pilot.pause()
+        assert seen == set(range(5)), seen
+        assert body.scroll_y > 0
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.scroll_x == 0, "no sideways scroll"
+        await pilot.press("pageup", "pageup", "pageup", "home")
+        await pilot.pause()
+        assert body.scroll_y == 0
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        await pilot.pause()
+        assert table.scroll_x == 0 and table.virtual_size.width <= table.scrollable_content_region.width
+        await pilot.press("down", "down", "down", "enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, BreakdownScreen))
+        assert app.chat.selected is app.chat_block_for(screen.breakdown.largest[3].index)
+
+
 async def test_a_click_on_the_gauge_opens_the_breakdown(offline_server, session_factory):
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -506,6 +562,23 @@ async def test_the_new_keys_are_in_the_help_the_palette_and_the_keymap(offline_s
         assert not isinstance(app.screen, RecallScreen)
         await pilot.press("f12")
         await wait_until(pilot, lambda: isinstance(app.screen, RecallScreen))
+
+
+async def test_a_remapped_key_is_the_one_the_notices_name(offline_server, session_factory):
+    """Newcomer trial D, finding 18: with `ui.keymap.reclaim = "f10"` the toast still said "(F6 keeps
+    auto_compact.toolcall_keep_max = 12)", and /context "F6 would reclaim nothing"."""
+    app = XunApp(session_factory(offline_server, "ui.keymap.reclaim=f10", "ui.keymap.compact=f11"))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await turn(pilot, "hello")
+        await finish(pilot, lambda: pilot.press("f10"))
+        await wait_until(pilot, lambda: any("Nothing to reclaim" in n.message for n in app._notifications))
+        toast = next(n.message for n in app._notifications if "Nothing to reclaim" in n.message)
+        assert "(F10 keeps auto_compact.toolcall_keep_max" in toast and "F6" not in toast, toast
+        await submit(pilot, "/context")
+        await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen), what="the breakdown")
+        outlook = str(app.screen.query_one("#breakdown-outlook").render())
+        assert "F10 would reclaim" in outlook and "F11 would summarise" in outlook, outlook
+        assert "F6" not in outlook and "F5" not in outlook, outlook
 
 
 async def test_the_cache_share_the_log_row_and_the_preview_cost(offline_server_factory, session_factory, tmp_path: Path):
@@ -556,7 +629,7 @@ def test_the_preview_marks_calls_whose_arguments_a_reclaim_replaces():
     assert [row.index for row in rows if row.reclaim] == [1, 3], "the two older calls, not their short results"
     figures = PreviewFigures(100, 50, None, 1000, plan.condensed_count, len(plan.kept), plan.nothing_to_condense, 16, reclaim)
     assert "reclaim (F6): the arguments of 2 calls older than the newest 1 become placeholders" in reclaim_line(figures)
-    assert "F6 would reclaim the arguments of 2 calls (about " in outlook_line(figures)
+    assert "F6 would reclaim the arguments of 2 calls (about " in outlook_line(figures, {"reclaim": "F6", "compact": "F5", "preview": "F7"}.__getitem__)
     c.compact_toolcall(keep_max=1)
     after = preview_rows(c, c.plan_compaction(16), reclaim_preview(c, 1))
     assert [row.index for row in after if row.placeholder] == [1, 3] and not any(row.reclaim for row in after)
@@ -579,6 +652,30 @@ async def test_the_question_says_what_is_true_and_counts_down(offline_server, se
         await wait_until(pilot, lambda: "runs in 28 s" in text(), timeout=5, what="the countdown")
         await pilot.press("n")
         await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+
+
+async def test_while_the_question_waits_the_app_says_it_waits_for_you(offline_server, session_factory, tmp_path: Path):
+    """Newcomer trial D, finding 16: while "summarise the conversation?" waited for an answer, the header and
+    the chat said "thinking… the model has the prompt · 2 s"; the model had nothing yet."""
+    names = write_files(tmp_path)
+    app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=60", "auto_compact.token_threshold=2560")
+    async with app.run_test(size=(60, 20)) as pilot:
+        await over_the_threshold(pilot, names)
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        await submit(pilot, "hello")  # over the threshold before its first call: asked again, at once
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question again")
+        await pilot.pause(1.2)
+        assert app.header.status == "waiting for you"
+        assert app.chat.waiting is not None
+        assert app.chat.waiting.text.startswith("waiting for you") and "the model has the prompt" not in app.chat.waiting.text
+        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConsentScreen))
+        assert app.header.status != "waiting for you"
+        await wait_until(pilot, lambda: app.finished_work == 3, what="the turn")
 
 
 async def test_the_help_lists_the_confirmation_keys_the_dialog_takes(offline_server, session_factory):

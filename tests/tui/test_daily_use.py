@@ -195,7 +195,8 @@ async def test_brackets_select_blocks_and_enter_opens_the_selected_tool_call(off
 async def test_a_summarised_reclaimed_result_is_marked_and_r_says_why(offline_server, session_factory, tmp_path):
     for i in range(3):
         (tmp_path / f"f{i}.txt").write_text(f"file {i}\n" + "words to read\n" * 40)
-    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=2"))
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=2",
+                                 "ui.keymap.recall=f12"))
     async with app.run_test(size=(140, 44)) as pilot:
         for i in range(3):
             await turn(pilot, f"read f{i}.txt")
@@ -204,13 +205,19 @@ async def test_a_summarised_reclaimed_result_is_marked_and_r_says_why(offline_se
         assert len(reclaimed) == 2 and not app.recoverable.summarised
         await finish(pilot, lambda: pilot.press("f5"))
         assert app.recoverable.summarised == reclaimed, "their placeholders left the context with the summary"
-        assert app.recoverable.border_subtitle.startswith("0 items · 0 tokens · 2 summarised (read only)")
+        # each count says what it counts (trial D, finding 3: "0 items · 0 tokens" beside two listed rows)
+        assert app.recoverable.border_subtitle == "2 results: 0 restorable · 2 summarised (read only)"
+        await pilot.press("f8", "f")
+        assert app.recoverable.border_subtitle == "2 of 2 shown · 2 results: 0 restorable · 2 summarised (read only)"
+        await pilot.press("backspace")
         await pilot.press("f8", "enter")
         await wait_until(pilot, lambda: type(app.screen).__name__ == "InspectorScreen")
         screen = app.screen
         assert "summarised since (read only)" in str(screen.query_one("#inspector-summary").render())
         await pilot.press("r")
-        assert "cannot restore: a summary took its placeholder out" in str(screen.query_one("#inspector-status").render())
+        status = str(screen.query_one("#inspector-status").render())
+        assert "cannot restore: a summary took its placeholder out" in status
+        assert "in the history (F12)" in status, status  # the key as remapped (trial D, finding 18)
         assert app.screen is screen
 
 

@@ -65,7 +65,7 @@ async def test_typing_filters_the_list(offline_server, session_factory, tmp_path
         await pilot.press("c", "o", "d", "e")
         assert app.recoverable.filter_text == "code"
         assert len(app.recoverable.shown) == 1
-        assert app.recoverable.border_subtitle.startswith("1 of 2 shown · 2 items")
+        assert app.recoverable.border_subtitle.startswith("1 of 2 shown · 2 results · ")
         await pilot.press("backspace", "backspace", "backspace", "backspace", "x", "y", "z")
         assert app.recoverable.shown == []
         await pilot.press("escape")

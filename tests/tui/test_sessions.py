@@ -277,3 +277,35 @@ async def test_the_sessions_screen_lists_a_file_it_cannot_read(offline_server, s
         await pilot.press("enter")
         await pilot.pause(0.2)
         assert app.screen is screen and app.conversation.conversation_id != "broken-session"
+
+
+async def test_at_60x20_the_sessions_list_fits_with_a_short_time(offline_server, session_factory, tmp_path: Path):
+    """Newcomer trial D, finding 17: at 60x20 the "updated" column read "2026-12-05 11" (the minutes cut
+    by the box's edge, no ellipsis), the same for every session of the day."""
+    saved_session(tmp_path, "older-session", "what was I doing with that long title of mine")
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(60, 20)) as pilot:
+        await turn(pilot, "hello")
+        await submit(pilot, "/sessions")
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen), what="the sessions screen")
+        table = app.screen.query_one(DataTable)
+        await pilot.pause()
+        keys = [column.key.value for column in table.ordered_columns]
+        assert "updated" in keys
+        box = app.screen.query_one("#sessions-box")
+        assert table.virtual_size.width <= table.scrollable_content_region.width, "no column cut by the box"
+        assert table.region.right <= box.content_region.right, (table.region, box.content_region)
+        for i in range(table.row_count):
+            updated = str(table.get_row_at(i)[keys.index("updated")])
+            assert len(updated) == 5 and updated[2] == ":", updated  # saved today: "11:29"
+
+
+def test_a_moment_is_as_short_as_tells_it_apart():
+    import time
+
+    from xun.tui.format import local_moment
+
+    now = time.mktime((2026, 12, 5, 11, 45, 0, 0, 0, -1))
+    assert local_moment(time.mktime((2026, 12, 5, 11, 29, 0, 0, 0, -1)), now) == "11:29"
+    assert local_moment(time.mktime((2026, 12, 4, 9, 5, 0, 0, 0, -1)), now) == "Dec 04 09:05"
+    assert local_moment(time.mktime((2025, 12, 31, 23, 0, 0, 0, 0, -1)), now) == "2025-12-31"

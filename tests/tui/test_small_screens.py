@@ -179,3 +179,32 @@ async def test_the_sessions_table_fits_its_box(offline_server, session_factory, 
         assert table.virtual_size.width <= table.content_region.width, (keys, table.virtual_size, table.content_region)
         title = str(table.get_cell("older-session", "title"))
         assert title.endswith("…") or title.startswith("a long prompt") and len(title) > 100
+
+
+async def test_at_60_columns_the_read_only_mark_outlasts_the_model_and_its_badge(tmp_path: Path):
+    """Newcomer trial D, finding 14: `xun --resume X --read-only` at 60x20 showed "xun  xun-offline
+    offline demo model  921ed5a5…  ready": the only lasting sign that nothing is saved was cut away."""
+    from xun.agent.launch import open_session
+    from xun.context.sessions import SessionStore
+
+    store = SessionStore(tmp_path)
+    conversation = store.new()
+    conversation.add_user_message("hello")
+    conversation.add_agent_message({"role": "assistant", "content": "hi"})
+    store.save(conversation)
+    session = open_session(tmp_path, offline=True, resume=conversation.conversation_id, read_only=True, environ={})
+    try:
+        app = XunApp(session)
+        async with app.run_test(size=(60, 20)) as pilot:
+            await wait_until(pilot, lambda: app.header.read_only, what="the read-only session")
+            for size in ((60, 20), (48, 20), (80, 24)):
+                await pilot.resize_terminal(*size)
+                await pilot.pause()
+                await pilot.pause()
+                label = app.header.query_one("#session-id")
+                text = str(label.render())
+                assert text.endswith("read-only") and label.content_region.width >= len(text), (size, text)
+                if size == (80, 24):
+                    assert "offline demo model" in str(app.header.query_one("#provider").render())
+    finally:
+        session.close()

@@ -200,7 +200,8 @@ class ReclaimPreview:
             return "there are no tool results in the context"
         if n <= self.keep_max:
             kept = "the newest tool result is" if self.keep_max == 1 else f"the newest {self.keep_max} tool results are"
-            return f"{kept} kept and there {'is' if n == 1 else 'are'} {n}"
+            have = "is only 1 tool result" if n == 1 else f"are only {n} tool results"
+            return f"{kept} kept, and there {have}"
         parts = [f"{k} {what}" for k, what in zip(self.skipped, ("placeholders already", "restored by hand (they stay)",
                                                                    "shorter than a placeholder")) if k]
         return f"of the {n - self.keep_max} older than the newest {self.keep_max}: {', '.join(parts)}"

@@ -117,9 +117,9 @@ class AutoCompactor(CompactorAbstract):
                 why_not = ("a summary now would not make the context smaller (what lies before the newest messages "
                            "is too small to condense)")
                 if estimate <= threshold:  # under it after the reclaim: the summary was due by the escalation
-                    reason = (f"nothing more to compact: a reclaim brought the context from about {tokens:,} tokens "
-                              f"(over the threshold of {threshold:,}) to about {estimate:,}, and a summary was next "
-                              f"({why}), but {why_not}")
+                    reason = (f"no summary: a reclaim brought the context from about {tokens:,} tokens "
+                              f"(over the threshold of {threshold:,}) to about {estimate:,}, under it; a summary was "
+                              f"also due ({why}), but {why_not}")
                 else:
                     reason = (f"nothing more to compact: about {estimate:,} tokens, and {why_not}; the next prompt "
                               "or tool result may change that")

@@ -135,7 +135,7 @@ class AppActions:
             if index is not None:
                 self.run_worker(self.jump_to_message(index), group="jump", exclusive=True)
 
-        self.push_screen(BreakdownScreen(breakdown, outlook_line(self.preview_figures()[0])), chosen)
+        self.push_screen(BreakdownScreen(breakdown, outlook_line(self.preview_figures()[0], self.key_of)), chosen)
 
     def on_open_breakdown(self, message: m.OpenBreakdown) -> None:
         message.stop()
@@ -210,7 +210,9 @@ class AppActions:
             self.chat.scroll_page_down()
 
     def action_focus_prompt(self) -> None:
-        """Esc from anywhere on the main screen: the keyboard goes back to the prompt."""
+        """Esc from anywhere on the main screen: the keyboard goes back to the prompt, and the keys panel
+        (Ctrl+P, "Keys"), docked beside the chat, closes (only the palette closed it)."""
+        self.action_hide_help_panel()
         self.chat.select(None)
         main = self.query_one("#main")
         if main.has_class("-narrow"):

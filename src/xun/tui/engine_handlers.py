@@ -158,7 +158,7 @@ class EngineHandlers:
                 self.gauge.add_point(self.agent.request_tokens())
             elif event.trigger == "manual":
                 keep = self.session.config.auto_compact.toolcall_keep_max
-                self.notify(f"Nothing to reclaim: {event.reason} (F6 keeps auto_compact.toolcall_keep_max = {keep}).",
+                self.notify(f"Nothing to reclaim: {event.reason} ({self.key_of('reclaim')} keeps auto_compact.toolcall_keep_max = {keep}).",
                             title="reclaim")
         elif isinstance(event, events.SummaryFinished):
             text = SummaryDivider.describe(event.condensed, event.kept, self.shown_path(event.offload_path),
@@ -440,6 +440,7 @@ class EngineHandlers:
             if screen in self._open_asks:
                 self._open_asks.remove(screen)
             self._show_typed_aside(screen, "the question")
+            self._waiting_for_you(None)
             if answer.done():
                 return
             if choice == "off":
@@ -452,4 +453,16 @@ class EngineHandlers:
 
         self._open_asks.append(screen)
         answer.add_done_callback(lambda _f: self._close_ask(screen))
+        self._waiting_for_you("waiting for you: summarise the conversation first?")
         self.push_screen(screen, answered)  # the question and its countdown are on the screen (no toast to go stale)
+
+    def _waiting_for_you(self, question: str | None) -> None:
+        """While ask mode's question is open the model has not got the prompt: the header and the chat's
+        waiting line say xun waits for the user (they said "thinking… the model has the prompt"); None,
+        once answered, back to thinking (a summary, when chosen, then says so)."""
+        if question:
+            self.header.status = "waiting for you"
+        elif self.header.status == "waiting for you":  # (not over "summarising…" if the summary started first)
+            self.header.status = "thinking…"
+        if self.chat.waiting is not None:
+            self.chat.waiting.hold(question)

@@ -62,9 +62,16 @@ def local_clock(timestamp: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(timestamp))
 
 
-def local_moment(timestamp: float) -> str:
-    """Date and time (local) for things that may be days old, such as saved sessions."""
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+def local_moment(timestamp: float, now: float | None = None) -> str:
+    """Date and time (local) for things that may be days old, such as saved sessions, no longer than it
+    needs to be: "11:29" today, "Dec 04 11:29" this year, "2025-12-04" before (a narrow list cut
+    "2026-12-05 11:29" to "2026-12-05 11")."""
+    moment, today = time.localtime(timestamp), time.localtime(now)
+    if moment.tm_year != today.tm_year:
+        return time.strftime("%Y-%m-%d", moment)
+    if moment.tm_yday != today.tm_yday:
+        return time.strftime("%b %d %H:%M", moment)
+    return time.strftime("%H:%M", moment)
 
 
 def short_duration(seconds: float) -> str:
@@ -111,5 +118,5 @@ class Presentation:
 
     @classmethod
     def fixed(cls) -> Presentation:
-        return cls(clock=lambda _t: "12:00:00", moment=lambda _t: "2026-01-01 12:00", duration=lambda _s: "5 ms",
+        return cls(clock=lambda _t: "12:00:00", moment=lambda _t: "Jan 01 12:00", duration=lambda _s: "5 ms",
                    cursor_blink=False, countdown=False)

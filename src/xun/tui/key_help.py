@@ -62,7 +62,8 @@ class KeysAndHelp:
                 rows.append(("(no key)", f"{label}; its key went to another action in ui.keymap"))
             else:
                 rows.append((key_display(keys), label))
-        rows.append(("Ctrl+P", "Command palette: every action"))
+        rows.append(("Ctrl+P", 'Command palette: every action (its "Keys" docks these keys beside the chat; Esc '
+                               "hides them)"))
         return rows
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -107,6 +108,7 @@ class KeysAndHelp:
             ]),
             ("What fills the context (Enter on the gauge, /context)", [
                 ("1-5 / Enter", "show one of the five largest messages in the chat"),
+                ("PgUp / PgDn", "scroll it (a small screen shows part at a time)"),
             ]),
             ("MCP servers (/mcp)", [("r", "restart the highlighted server (after it failed, or a disabled one)")]),
             # the keys of `xun.agent.tools.CONFIRM_KEYS` (not imported: the help is built before the engine loads)

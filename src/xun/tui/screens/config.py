@@ -56,7 +56,7 @@ class ConfigScreen(Modal[None]):
         widths = [max([len(label), *(len(one_line(row[i], 200)) for row in rows)])
                   for i, label in enumerate(("key", "value", "from"))]
         room = box_room(self.app.size.width) - 2 * 3 - widths[0]
-        source = min(widths[2], max(room // 3, 7))
+        source = min(widths[2], max(room - widths[1], room // 3, 7))  # what the values leave, at least a third
         return [widths[0], max(min(widths[1], room - source), 8), source]
 
     def on_mount(self) -> None:

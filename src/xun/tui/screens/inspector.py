@@ -145,8 +145,8 @@ class InspectorScreen(Modal[str | None]):
                                  tooltip="Put the original back into the context in place of its placeholder")
                 else:  # its placeholder is gone: what works is reading it here and finding it in the history
                     yield Button("Find in history", id="find", variant="primary", compact=True,
-                                 tooltip="F9 with this call's arguments: this result, and the summarised turn "
-                                         "that made the call in the offload log")
+                                 tooltip=f"{self.app.key_of('recall')} with this call's arguments: this result, "
+                                         "and the summarised turn that made the call in the offload log")
                 yield Button("Close", id="close", compact=True)
             yield Label("", id="inspector-status")
 
@@ -235,7 +235,8 @@ class InspectorScreen(Modal[str | None]):
         else:
             self._status("cannot restore: a summary took its placeholder out of the context after it was reclaimed, "
                          "so there is no place to put it back. Read it here (c copy, s save), or press f to find it "
-                         "and the summarised turn in the history (F9); the model can run the tool again.")
+                         f"and the summarised turn in the history ({self.app.key_of('recall')}); the model can run "
+                         "the tool again.")
 
     def action_find(self) -> None:
         self.dismiss("recall")

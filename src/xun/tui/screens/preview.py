@@ -6,6 +6,7 @@ reclaim (F6), or close. Nothing changes until one of them runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -163,20 +164,21 @@ def reclaim_line(f: PreviewFigures) -> str:
             f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed{cache}{automatic}")
 
 
-def outlook_line(f: PreviewFigures) -> str:
-    """What compaction would do now, in one line (for /context; F7 shows it message by message)."""
+def outlook_line(f: PreviewFigures, key_of: Callable[[str], str]) -> str:
+    """What compaction would do now, in one line (for /context; F7 shows it message by message).
+    `key_of(binding_id)`: how the app's key for it reads now (after `ui.keymap`)."""
     r, a = f.reclaim, f.automatic
     if r.count:
-        reclaim = f"F6 would reclaim {r.what} (about {tokens(r.tokens_saved)} tokens)"
+        reclaim = f"{key_of('reclaim')} would reclaim {r.what} (about {tokens(r.tokens_saved)} tokens)"
     else:
-        reclaim = f"F6 would reclaim nothing ({r.why_nothing})"
+        reclaim = f"{key_of('reclaim')} would reclaim nothing ({r.why_nothing})"
     if a is not None and a.count > r.count:
         reclaim += f"; the automatic reclaim, keeping {a.keep_max}, {a.count} (about {tokens(a.tokens_saved)})"
     if f.nothing_to_condense:
-        summary = f"F5 would summarise nothing ({kept_whole(f.kept)})"
+        summary = f"{key_of('compact')} would summarise nothing ({kept_whole(f.kept)})"
     else:
-        summary = f"F5 would summarise {f.condensed} messages and keep {f.kept}"
-    return f"compaction now: {reclaim} · {summary} · F7 shows each message"
+        summary = f"{key_of('compact')} would summarise {f.condensed} messages and keep {f.kept}"
+    return f"compaction now: {reclaim} · {summary} · {key_of('preview')} shows each message"
 
 
 class PreviewScreen(Modal[str | None]):

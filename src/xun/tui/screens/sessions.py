@@ -23,6 +23,9 @@ COLUMNS = ("", "session", "title", "updated", "messages", "tokens", "summaries",
 DROPPED_FIRST = ("reclaimed", "summaries", "tokens", "messages")
 """Where the box is too narrow for every column, these go, in this order."""
 TITLE_MIN = 16
+TITLE_CUT_MIN = 5
+"""With every droppable column gone, the title is cut (with an ellipsis) below TITLE_MIN, down to this,
+rather than the box cutting the last column without one."""
 
 
 class SessionsScreen(Modal[str | None]):
@@ -101,7 +104,7 @@ class SessionsScreen(Modal[str | None]):
             if others() + TITLE_MIN <= room:
                 break
             columns.remove(column)
-        return columns, max(TITLE_MIN, min(room - others(), width("title")))
+        return columns, max(TITLE_CUT_MIN, min(room - others(), width("title")))
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()

@@ -3,6 +3,7 @@ read-only when nothing will be saved), and what the agent is doing right now."""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -49,6 +50,31 @@ class XunHeader(Horizontal):
     def on_resize(self, event: events.Resize) -> None:
         self.set_session(self._session_id)
 
+    def _fit(self) -> None:
+        """Narrow, a read-only session's mark outlasts the model's name and the provider's badge (the badge
+        first shortened to "offline"): at 60 columns the id and its "read-only" were cut away, the only
+        lasting sign that nothing is saved."""
+        if not self.is_mounted:
+            return
+        model, provider = self.query_one("#model-name", Label), self.query_one("#provider", Label)
+        badge = self._provider_text()
+        shown = [True, True]
+        width = self.size.width
+        if self.read_only and width:
+            margin = 2
+            room = (width - 2 - (len("xun") + margin) - cell_len(self.status)
+                    - (cell_len(self._session_text()) + margin))
+            pad = 2 if self._offline else 0
+            needs_model = cell_len(self._model) + margin
+            if room < needs_model + cell_len(badge) + pad + margin and self._offline:
+                badge = "offline"
+            needs_badge = cell_len(badge) + pad + margin
+            shown = [room >= needs_model + needs_badge, room >= needs_badge]
+            if not shown[0] and not shown[1] and room >= needs_model:
+                shown = [True, False]
+        provider.update(literal(badge, flat=True))
+        model.display, provider.display = shown
+
     def show_model(self, *, model: str, provider: str, offline: bool) -> None:
         """Once the session is open (the app may draw its first frame before)."""
         self._model, self._provider, self._offline = model, provider, offline
@@ -57,6 +83,7 @@ class XunHeader(Horizontal):
             badge = self.query_one("#provider", Label)
             badge.update(literal(self._provider_text(), flat=True))
             badge.set_class(offline, "badge")
+            self._fit()
 
     def set_session(self, session_id: str, *, read_only: bool | None = None) -> None:
         self._session_id = session_id
@@ -68,6 +95,7 @@ class XunHeader(Horizontal):
             label.set_class(self.read_only, "-read-only")
             where = " (opened read-only: nothing done here is saved)" if self.read_only else ""
             label.tooltip = literal(f"session {session_id}{where}") if session_id else None
+            self._fit()
 
     def watch_status(self, status: str) -> None:
         if not self.is_mounted:
@@ -75,3 +103,5 @@ class XunHeader(Horizontal):
         label = self.query_one("#status", Label)
         label.update(literal(status, flat=True))
         label.set_class(status != "ready", "-busy")
+        if self.read_only:
+            self._fit()

@@ -148,15 +148,23 @@ class RecoverableList(Vertical):
             self.shown.append(record.tool_call_id)
         if selected in self.shown:
             table.move_cursor(row=self.shown.index(selected), animate=False)
+        self.border_subtitle = self.footer(needle)
+
+    def footer(self, needle: str) -> str:
+        """What the list holds, each count named: "3 results: 1 restorable (2.1k tokens) · 2 summarised (read
+        only)" (it said "0 items" beside listed rows, counting only the restorable ones)."""
         restorable = [record for key, record in self.records.items() if key not in self.summarised]
-        total = sum(record.chars for record in restorable)
-        count = len(restorable)
-        parts = [f"{count} item{'s' if count != 1 else ''} · {tokens(total * ratio)} tokens"]
+        size = f"{tokens(sum(record.chars for record in restorable) * TOKENS_PER_CHAR)} tokens"
+        n = len(self.records)
+        parts = [f"{n} result{'s' if n != 1 else ''}"]
         if self.summarised:
+            parts[0] += f": {len(restorable)} restorable" + (f" ({size})" if restorable else "")
             parts.append(f"{len(self.summarised)} summarised (read only)")
-        if needle:  # of every row, summarised ones included ("1 of 0 items" when only those were left)
-            parts.insert(0, f"{len(self.shown)} of {len(self.records)} shown")
-        self.border_subtitle = " · ".join(parts)
+        else:
+            parts.append(size)
+        if needle:  # of every row, summarised ones included
+            parts.insert(0, f"{len(self.shown)} of {n} shown")
+        return " · ".join(parts)
 
     @property
     def selected_id(self) -> str | None:
