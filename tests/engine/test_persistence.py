@@ -579,3 +579,25 @@ def test_the_newest_messages_are_read_from_the_end_of_the_file_alone(tmp_path, m
     path.write_text(json.dumps({"messages": data.pop("messages"), **data}))
     assert read_newest_messages(path, 5) is None
     assert read_newest_messages(tmp_path / "missing.json", 5) is None
+
+
+def test_a_call_saved_without_its_result_gets_one_at_load(tmp_path):
+    """Trial D #23: a session saved while a call waited for its confirmation had the call and no result; the
+    app showed it "running…" for ever and the next request carried a call without its result, which servers
+    refuse (HTTP 400). Loaded, each such call has a result saying it did not run, right after its reply's."""
+    from xun.context.conversation import UNANSWERED_AT_LOAD
+
+    c = Conversation()
+    c.add_user_message("write two files")
+    c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_a", "type": "function", "function": {"name": "write_file", "arguments": "{}"}},
+        {"id": "call_b", "type": "function", "function": {"name": "write_file", "arguments": "{}"}}]})
+    c.add_tool_result("call_a", "wrote 3 characters")
+    c.add_user_message("and now?")  # the next prompt, sent from the resumed app
+    path = tmp_path / "s.json"
+    c.dump(path)
+    loaded = Conversation().load(path)
+    roles = [(m.role, m.raw.get("tool_call_id") if hasattr(m, "raw") else None) for m in loaded.messages]
+    assert roles == [("user", None), ("assistant", None), ("tool", "call_a"), ("tool", "call_b"), ("user", None)]
+    assert loaded.messages[3].raw["content"] == UNANSWERED_AT_LOAD
+    assert loaded.estimated_message_length() == Conversation().loads(loaded.dumps()).estimated_message_length()

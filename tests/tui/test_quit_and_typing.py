@@ -49,6 +49,29 @@ async def test_ctrl_c_twice_while_a_confirmation_is_open_exits_cleanly(offline_s
     assert app.saved
 
 
+@pytest.mark.parametrize("keys", [("ctrl+q",), ("ctrl+c", "ctrl+c")], ids=["ctrl+q", "ctrl+c twice"])
+async def test_a_call_waiting_for_its_confirmation_at_quit_is_saved_with_its_not_run_result(offline_server, session_factory,
+                                                                                            keys):
+    """Trial D #23: Ctrl+Q while write_file waited for its confirmation saved the call without a result. The
+    resumed session showed it "running…" for ever, and sent a call without its result (a 400 on OpenAI-style
+    servers). Every call in the saved session has its result, and the file was not written."""
+    session = session_factory(offline_server)
+    app = XunApp(session)
+    seen: list = []
+    async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
+        await submit(pilot, "write bye to bye.txt")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await quit_and_wait(pilot, seen, *keys)
+    assert app.return_code == 0 and app.saved
+    saved = session.store.load(session.conversation.conversation_id)
+    raws = [m.raw for m in saved.messages if hasattr(m, "raw")]
+    calls = [call["id"] for raw in raws for call in raw.get("tool_calls") or ()]
+    results = {raw["tool_call_id"]: raw["content"] for raw in raws if raw.get("role") == "tool"}
+    assert calls and set(calls) == set(results), (calls, results)
+    assert all("did not run" in results[ident] for ident in calls), results
+    assert not (app.workdir / "bye.txt").exists()
+
+
 def ready(screen: str) -> bool:
     return "% of the threshold" in screen and "Ask the agent" in screen
 

@@ -1219,6 +1219,36 @@ def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError])
         raise fail(f"a message is malformed ({exc!r})") from None
 
 
+UNANSWERED_AT_LOAD = ("[Cancelled] This session was saved without this tool call's result (xun stopped while it "
+                      "waited or ran): it did not run, or was cut off while running; check its effects before running it again.")
+"""The result a loaded session gives a call that has none: servers refuse a call without its result (HTTP
+400), so such a session failed on every prompt, and the app showed the call "running…" for ever (trial D)."""
+
+
+def _answer_unanswered_calls(messages: list[Message]) -> list[int]:
+    """Give every tool call without a result one (`UNANSWERED_AT_LOAD`), after the results its reply has;
+    returns the indices of the results put in, in the final list."""
+    inserted: list[int] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        calls = message.raw.get("tool_calls") if isinstance(message, RawOpenAIMessage) and message.role == "assistant" else None
+        if not calls:
+            continue
+        answered = set()
+        while index < len(messages) and isinstance(messages[index], RawOpenAIMessage) and messages[index].role == "tool":
+            answered.add(messages[index].raw.get("tool_call_id"))
+            index += 1
+        for call in calls:
+            if isinstance(call, dict) and call.get("id") not in answered:
+                messages.insert(index, RawOpenAIMessage(raw={"role": "tool", "tool_call_id": str(call.get("id", "")),
+                                                             "content": UNANSWERED_AT_LOAD}))
+                inserted.append(index)
+                index += 1
+    return inserted
+
+
 def session_head(text: str, stop_after: str | None = None, give_up_at: str | None = None) -> tuple[dict[str, Any], int] | None:
     """Format 2's session but its archive, parsed key by key up to the archive, and where the archive
     starts; None when `text` does not open as format 2 does. Does not check the archive. With
@@ -1420,6 +1450,7 @@ def _parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> 
     if version > FORMAT_VERSION:
         raise fail(f"written by a newer xun (format {version}; this one reads up to {FORMAT_VERSION})")
     messages = _parse_messages(data["messages"], fail)
+    answered_at_load = _answer_unanswered_calls(messages)
     if SystemPrompt in map(type, messages[1:]):  # the stored kinds make exact classes
         stray = next(i for i, m in enumerate(messages) if i and isinstance(m, SystemPrompt))
         raise fail(f"message {stray}: a system prompt may only be message 0")
@@ -1490,6 +1521,8 @@ def _parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> 
     usage_messages = usage.get("messages") if isinstance(usage, dict) else None
     if not isinstance(usage_messages, int) or isinstance(usage_messages, bool) or not 0 <= usage_messages <= len(messages):
         usage_messages = len(messages)  # older files: the report was taken as of the saved messages
+    else:
+        usage_messages += sum(1 for index in answered_at_load if index < usage_messages)
     if usage_chars is not None and (not isinstance(usage_chars, int) or usage_chars < 0):
         raise fail(f"usage.chars should be a whole number or null, got {usage_chars!r}")
     if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0 < ratio <= 10:
