@@ -594,9 +594,9 @@ def test_a_call_saved_without_its_result_gets_one_at_load(tmp_path):
         {"id": "call_b", "type": "function", "function": {"name": "write_file", "arguments": "{}"}}]})
     c.add_tool_result("call_a", "wrote 3 characters")
     c.add_user_message("and now?")  # the next prompt, sent from the resumed app
-    path = tmp_path / "s.json"
-    c.dump(path)
-    loaded = Conversation().load(path)
+    store = SessionStore(tmp_path)
+    store.save(c)
+    loaded = store.load(c.conversation_id)
     roles = [(m.role, m.raw.get("tool_call_id") if hasattr(m, "raw") else None) for m in loaded.messages]
     assert roles == [("user", None), ("assistant", None), ("tool", "call_a"), ("tool", "call_b"), ("user", None)]
     assert loaded.messages[3].raw["content"] == UNANSWERED_AT_LOAD

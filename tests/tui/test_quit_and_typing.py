@@ -13,7 +13,7 @@ from xun.tui.app import XunApp
 from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.screens.confirm import ConfirmScreen
 
-from .helpers import submit, wait_until
+from .helpers import finish, submit, turn, wait_until
 from .terminal import Terminal, terminal  # noqa: F401 - a fixture
 
 
@@ -70,6 +70,33 @@ async def test_a_call_waiting_for_its_confirmation_at_quit_is_saved_with_its_not
     assert calls and set(calls) == set(results), (calls, results)
     assert all("did not run" in results[ident] for ident in calls), results
     assert not (app.workdir / "bye.txt").exists()
+
+
+async def test_esc_on_a_confirmation_after_a_summary_at_the_turns_start_answers_the_call(offline_server, session_factory):
+    """Trial D #7: when the turn began with a summary (the context was over the threshold), Esc on the
+    confirmation left the call without a result: it showed "running…" for ever, /revise warned that it "may
+    have changed things", and the saved session carried a call with no result. The cancel looked for calls
+    from where the turn began, and the summary had moved that."""
+    from xun.tui.widgets.tool_block import ToolBlock
+
+    session = session_factory(offline_server, "auto_compact.summary_keep_max=2")
+    app = XunApp(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(3):
+            await turn(pilot, "write 700 tokens")
+        summaries = len(app.conversation.summarizations)
+        app.agent.config.auto_compact.token_threshold = app.conversation.estimated_tokens() // 2  # over it now
+        await submit(pilot, "write bye to bye.txt")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        assert len(app.conversation.summarizations) > summaries, "the turn began with a summary"
+        await finish(pilot, lambda: pilot.press("escape"))
+        raws = [m.raw for m in app.conversation.messages if hasattr(m, "raw")]
+        calls = [call["id"] for raw in raws for call in raw.get("tool_calls") or ()]
+        results = {raw["tool_call_id"] for raw in raws if raw.get("role") == "tool"}
+        assert calls and set(calls) <= results
+        block = app.chat.query(ToolBlock).last()
+        assert "running" not in block.title and "cancelled" in block.title, block.title
+        assert app._calls_that_acted() == []
 
 
 def ready(screen: str) -> bool:

@@ -798,7 +798,6 @@ class Agent:
         """Run model calls and tools until the model stops calling tools or `max_iterations` is reached."""
         limit = max_iterations or DEFAULT_MAX_ITERATIONS
         c = self.conversation
-        start = len(c.messages)
         prompt = c.messages[-1].text if c.messages and isinstance(c.messages[-1], UserMessage) else None
         self.sync_project_instructions()
         await self.emit(TurnStarted(prompt=prompt))
@@ -840,7 +839,7 @@ class Agent:
                 finished = TurnFinished(status="max_iterations", iterations=iterations)
         except asyncio.CancelledError:
             settled = len(c.messages)
-            restored = self._settle_interrupted_turn(start)
+            restored = self._settle_interrupted_turn()
             answered = [m.raw for m in c.messages[settled:] if isinstance(m, RawOpenAIMessage) and m.role == "tool"]
             finished = TurnFinished(status="cancelled", iterations=iterations, restored_prompt=restored)
             raise
@@ -848,7 +847,7 @@ class Agent:
             message = str(exc) or type(exc).__name__
             self.last_error = message
             self.last_error_did_not_fit = isinstance(exc, ContextTooLargeError | ContextOverflowError | ContextStillTooLongError)
-            self._answer_dangling_calls(start)
+            self._answer_dangling_calls()
             restored = None
             if isinstance(exc, ContextTooLargeError) and exc.prompt:  # never sent: it goes back to the user
                 popped = c.pop_last_message_if_user()
@@ -910,11 +909,11 @@ class Agent:
         owner = self.bills_to or self
         return cost(owner.conversation.usage_totals, price_for(owner.config.pricing, owner.config.model.name))
 
-    def _settle_interrupted_turn(self, start: int) -> str | None:
+    def _settle_interrupted_turn(self) -> str | None:
         """After a cancel: answer dangling tool calls, keep a reply cut short (marked as cancelled), and if
         the turn got no reply at all, take the user message back so the front end can put it into the
         prompt again."""
-        self._answer_dangling_calls(start)
+        self._answer_dangling_calls()
         partial, self._partial = self._partial, None
         if partial is not None and partial.content.strip():
             self.conversation.add_agent_message({"role": "assistant", "content": partial.content + CANCELLED_REPLY_MARK})
@@ -922,21 +921,29 @@ class Agent:
         popped = self.conversation.pop_last_message_if_user()
         return popped.text if popped is not None else None
 
-    def _answer_dangling_calls(self, start: int) -> None:
+    def _answer_dangling_calls(self) -> None:
         """Every tool call of this turn gets a result, so the history stays valid for the next request: its
-        real one if it finished (a cancel may come before it is recorded), else what became of it."""
+        real one if it finished (a cancel may come before it is recorded), else what became of it. Only the
+        newest reply can have calls without results (each round's come before the next call); it is found
+        from the end, as a summary inside the turn moves where the turn began (looking from there, a call
+        kept no result and showed "running…" for ever: trial D)."""
         c = self.conversation
-        answered = {m.raw.get("tool_call_id") for m in c.messages[start:] if isinstance(m, RawOpenAIMessage) and m.role == "tool"}
-        for message in c.messages[start:]:
-            if isinstance(message, RawOpenAIMessage) and message.role == "assistant":
-                for call in message.raw.get("tool_calls") or ():
-                    call_id = call.get("id", "")
-                    if call_id in answered:
-                        continue
-                    outcome = self._tools_done.get(call_id)
-                    text = (outcome.text if outcome is not None
-                            else INTERRUPTED_TOOL_RESULT if call_id in self._tools_running else CANCELLED_TOOL_RESULT)
-                    c.add_tool_result(call_id, text)
+        answered: set[Any] = set()
+        for message in reversed(c.messages):
+            if not isinstance(message, RawOpenAIMessage):
+                return
+            if message.role == "tool":
+                answered.add(message.raw.get("tool_call_id"))
+                continue
+            for call in message.raw.get("tool_calls") or ():
+                call_id = call.get("id", "")
+                if call_id in answered:
+                    continue
+                outcome = self._tools_done.get(call_id)
+                text = (outcome.text if outcome is not None
+                        else INTERRUPTED_TOOL_RESULT if call_id in self._tools_running else CANCELLED_TOOL_RESULT)
+                c.add_tool_result(call_id, text)
+            return
 
     async def _call_model(self) -> _Reply:
         """One completion with retries on transient errors; on an overflow, learn the window, compact to

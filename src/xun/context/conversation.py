@@ -1163,6 +1163,13 @@ class Conversation:
             setattr(self, name, value)
         return self
 
+    def answer_unanswered_calls(self) -> int:
+        """Give each tool call that has no result one (`UNANSWERED_AT_LOAD`), as a session opened to work
+        on needs; returns how many. (A load itself keeps the file as it is: `loads` never changes it.)"""
+        inserted = _answer_unanswered_calls(self._messages)
+        self.usage_messages += sum(1 for index in inserted if index < self.usage_messages)
+        return len(inserted)
+
     def load(self, path: str | os.PathLike[str], *, peek: Callable[[Path], object] | None = None) -> Conversation:
         """Load the session file at `path`; `peek` is called with it first (a resume shows the newest turns,
         `read_newest_messages`, before the whole is read)."""
@@ -1241,8 +1248,9 @@ def _answer_unanswered_calls(messages: list[Message]) -> list[int]:
             answered.add(messages[index].raw.get("tool_call_id"))
             index += 1
         for call in calls:
-            if isinstance(call, dict) and call.get("id") not in answered:
-                messages.insert(index, RawOpenAIMessage(raw={"role": "tool", "tool_call_id": str(call.get("id", "")),
+            ident = call.get("id") if isinstance(call, dict) else None
+            if isinstance(ident, str) and ident and ident not in answered:
+                messages.insert(index, RawOpenAIMessage(raw={"role": "tool", "tool_call_id": ident,
                                                              "content": UNANSWERED_AT_LOAD}))
                 inserted.append(index)
                 index += 1
@@ -1450,7 +1458,6 @@ def _parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> 
     if version > FORMAT_VERSION:
         raise fail(f"written by a newer xun (format {version}; this one reads up to {FORMAT_VERSION})")
     messages = _parse_messages(data["messages"], fail)
-    answered_at_load = _answer_unanswered_calls(messages)
     if SystemPrompt in map(type, messages[1:]):  # the stored kinds make exact classes
         stray = next(i for i, m in enumerate(messages) if i and isinstance(m, SystemPrompt))
         raise fail(f"message {stray}: a system prompt may only be message 0")
@@ -1521,8 +1528,6 @@ def _parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> 
     usage_messages = usage.get("messages") if isinstance(usage, dict) else None
     if not isinstance(usage_messages, int) or isinstance(usage_messages, bool) or not 0 <= usage_messages <= len(messages):
         usage_messages = len(messages)  # older files: the report was taken as of the saved messages
-    else:
-        usage_messages += sum(1 for index in answered_at_load if index < usage_messages)
     if usage_chars is not None and (not isinstance(usage_chars, int) or usage_chars < 0):
         raise fail(f"usage.chars should be a whole number or null, got {usage_chars!r}")
     if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0 < ratio <= 10:

@@ -263,6 +263,7 @@ class SessionStore:
         if not path.exists():
             raise FileNotFoundError(f"no session {conversation_id!r} in {self.root}")
         conversation = Conversation(offload_dir=self.offload_dir).load(path, peek=peek)
+        conversation.answer_unanswered_calls()  # a call saved without its result (xun stopped meanwhile)
         conversation.offload_dir = self.offload_dir
         conversation.history_index = self.history
         return conversation
