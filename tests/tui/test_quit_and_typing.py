@@ -99,6 +99,56 @@ async def test_esc_on_a_confirmation_after_a_summary_at_the_turns_start_answers_
         assert app._calls_that_acted() == []
 
 
+async def test_typing_while_the_chat_has_the_keyboard_goes_to_the_prompt_and_is_sent(offline_server, session_factory):
+    """Trial D #5: after Tab (the chat has the keyboard) a typed prompt and its Enter went nowhere."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await turn(pilot, "write 50 tokens")
+        app.chat.focus()
+        await pilot.pause()
+        assert not app.prompt.has_focus
+        await finish(pilot, lambda: pilot.press(*"hi there", "enter"))
+        assert [m.text for m in app.conversation.messages if isinstance(m, UserMessage)][-1] == "hi there"
+
+
+async def test_typing_and_pasting_at_60x20_with_the_panel_shown_brings_the_prompt_back(offline_server, session_factory):
+    """Trial D #2, #5b: at 60x20 F4 puts the panel in place of the chat and the prompt; typed text was lost,
+    and so was a paste while the chat had the keyboard. Both land in the prompt, which shows again."""
+    from textual import events
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(60, 20)) as pilot:
+        await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
+        await pilot.press("f4")
+        await pilot.pause()
+        assert app.gauge.has_focus and not app.prompt.region
+        await pilot.press(*"abc")
+        await pilot.pause()
+        assert app.prompt.text == "abc" and app.prompt.has_focus and app.prompt.region
+        app.chat.focus()
+        await pilot.pause()
+        app.post_message(events.Paste("".join(f"pasted line {i}\r" for i in range(40))))
+        await wait_until(pilot, lambda: "pasted 40 lines" in app.prompt.text, what="the paste in the prompt")
+        assert app.prompt.text.startswith("abc")
+
+
+async def test_a_paste_while_a_confirmation_is_open_is_kept_aside_and_answers_nothing(offline_server, session_factory):
+    """Trial D #24: typed text was kept aside and shown after the confirmation; a paste vanished."""
+    from textual import events
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write yes to yes.txt")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        app.post_message(events.Paste("y\ny\ns\nyes please"))
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, ConfirmScreen), "a paste answers nothing"
+        await finish(pilot, lambda: pilot.press("escape"))
+        notices = " ".join(str(block.text) for block in app.chat.query(NoticeBlock))
+        assert "kept out of the prompt" in notices and "yes please" in notices, notices
+        assert not (app.workdir / "yes.txt").exists()
+
+
 def ready(screen: str) -> bool:
     return "% of the threshold" in screen and "Ask the agent" in screen
 

@@ -58,6 +58,12 @@ class GuardedQuestion(Modal[ResultType]):
                 event.prevent_default()
                 self.typed_aside.append(event.character)
 
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste is never an answer, and is kept aside as typed text is (it vanished: trial D #24)."""
+        event.stop()
+        event.prevent_default()
+        self.typed_aside.append(event.text.replace("\r\n", "\n").replace("\r", "\n"))
+
     @property
     def aside_text(self) -> str:
         """What was typed aside, when it is more than answer keys (a sentence worth showing back)."""
