@@ -17,7 +17,9 @@ class MainScreen(Screen[None]):
     def on_key(self, event: events.Key) -> None:
         """A printable key no pane used (the chat, the gauge, the log had the keyboard): the prompt takes
         it and the keyboard, so a sentence typed after Tab lands whole (it was lost, Enter too: trial D)."""
-        if event.is_printable and event.character and self._bring_prompt() is not None:
+        if not (event.is_printable and event.character) or event.key in self.app.active_bindings:
+            return  # (a key bound in the focused pane, as `[` in the chat, reaches its binding after this)
+        if self._bring_prompt() is not None:
             event.stop()
             event.prevent_default()
             self.app.prompt.insert(event.character)
