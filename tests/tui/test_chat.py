@@ -105,19 +105,32 @@ async def test_a_streamed_reply_longer_than_a_seal_wraps_as_one_paragraph(offlin
         assert " ".join(lines).split() == content.split()
 
 
-async def test_a_reply_too_long_to_draw_again_keeps_its_sealed_parts(offline_server, session_factory, monkeypatch):
-    """Past REDRAW_WHOLE_CHARS a finished reply is not laid out again as one (a freeze of a second at 300k
-    tokens): its parts stay, the whole text in them."""
+def lines_cut_short(block: AssistantBlock) -> list[tuple[str, str]]:
+    """Lines of a reply of one paragraph that end although the next line's first word would fit on them."""
+    lines = shown_lines(block)
+    width = max(len(line) for line in lines)
+    return [(line, after) for line, after in zip(lines, lines[1:]) if len(line) + 1 + len(after.split()[0]) <= width]
+
+
+async def test_a_reply_too_long_to_draw_again_joins_its_parts_at_any_width(offline_server_factory, session_factory, monkeypatch):
+    """Trial D #4: past REDRAW_WHOLE_CHARS a finished reply keeps its sealed parts, and each seal inside the
+    one huge paragraph left a line ending short ("…one big red sun" / "set"). Seals are now cut where a line
+    starts, so the parts join as the whole text wraps; after a resize the reply is drawn again as one."""
     from xun.tui.widgets import assistant_block
 
     monkeypatch.setattr(assistant_block, "REDRAW_WHOLE_CHARS", 1_000)
-    app = XunApp(session_factory(offline_server))
+    app = XunApp(session_factory(offline_server_factory(tokens_per_second=10_000)))
     async with app.run_test(size=(80, 24)) as pilot:
-        await turn(pilot, "write 3100 tokens")
+        await turn(pilot, "write 12000 tokens")  # over a second: several flushes, each sealing
         block = app.chat.query_one(AssistantBlock)
-        assert block.sealed and block.markdown is not None
-        await wait_until(pilot, lambda: all(leaf.size.height for leaf in block.walk_children() if not leaf.children))
-        assert " ".join(shown_lines(block)).split() == last_assistant_content(app).split()
+        content = last_assistant_content(app)
+        assert "\n" not in content.strip() and len(block.sealed) >= 2 and block.markdown is not None
+        for size in ((80, 24), (60, 20), (160, 48)):
+            await pilot.resize_terminal(*size)
+            await wait_until(pilot, lambda: all(leaf.size.height for leaf in block.walk_children() if not leaf.children))
+            await pilot.pause()
+            assert not (short := lines_cut_short(block)), f"at {size} a line ends short: {short[:3]}"
+            assert " ".join(shown_lines(block)).split() == content.split()
 
 
 async def test_reasoning_is_dimmed_and_folds_when_the_reply_is_in(offline_server_factory, session_factory):

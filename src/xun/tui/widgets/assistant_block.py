@@ -5,8 +5,10 @@ item, and mounting those was most of what a resumed session's first screen cost.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.timer import Timer
@@ -30,8 +32,15 @@ break (or, in one huge paragraph, the last space) is sealed: drawn once as a sin
 later layout. Each frame then costs the same whatever the reply's length or the token rate: a Markdown
 of thousands of blocks made every update re-arrange them all (0.5 s a frame at 300k tokens)."""
 REDRAW_WHOLE_CHARS = 200_000
-"""A finished reply sealed inside a paragraph is drawn again as one up to this length (~0.1 s to lay out
-once, as a resumed session does); a longer one keeps its parts, each cut leaving one short line."""
+"""A finished reply sealed inside a paragraph at a plain space is drawn again as one up to this length
+(~0.1 s to lay out once, as a resumed session does); a longer one keeps its parts, each cut leaving one
+short line. A paragraph of plain words is cut where a line starts instead (see `line_start_cut`), which
+leaves no short line at all."""
+MARKUP = re.compile(r"[\\`*_\[\]<>!&~|#=\n\t]")
+"""Characters that can make a paragraph's Markdown render otherwise than its words (emphasis, code,
+links, entities, breaks): such a paragraph is not cut where a line starts, its wrap is not the source's."""
+BLOCK_START = re.compile(r"([-+*>]|\d+[.)])(\s|$)")
+"""What would turn the rest of a cut paragraph into a list item or a quote."""
 
 
 def seal_point(text: str) -> int:
@@ -48,6 +57,21 @@ def seal_point(text: str) -> int:
     if paragraph or fence:
         return paragraph
     return text.rfind(" ") + 1
+
+
+def line_start_cut(paragraph: str, width: int) -> int:
+    """Where one paragraph of plain words may be cut so that both sides wrap exactly as the whole does at
+    `width`: the start of a line of it, the last one that leaves a plain paragraph after it. A paragraph
+    is wrapped greedily (Rich's `divide_line`), so its lines up to a line's start do not depend on what
+    follows, and what follows, starting a line, wraps as it did. 0 when there is no such place."""
+    from rich._wrap import divide_line
+
+    if width <= 0 or not paragraph[:1].strip() or MARKUP.search(paragraph):
+        return 0
+    for start in reversed(divide_line(paragraph, width, fold=True)):
+        if paragraph[start - 1].isspace() and not BLOCK_START.match(paragraph, start):
+            return start
+    return 0
 
 
 def drawn_once(text: str) -> Static:
@@ -80,6 +104,9 @@ class AssistantBlock(Vertical):
         self._cut_in_a_paragraph = False
         """A seal cut one huge paragraph at a space: its two sides are wrapped apart, so the line before the
         cut ends short (a last word alone on its line); the finished reply is drawn again as one."""
+        self._aligned_at = 0
+        """The width at which seals were cut where a line starts (0: none was): at another width the
+        parts' lines no longer join, so a resize draws them again (`_realign`)."""
         self.reasoning: ReasoningBlock | None = None
         self.markdown: Markdown | None = None
         if streaming or not content:
@@ -135,19 +162,68 @@ class AssistantBlock(Vertical):
         if self._live_chars >= SEAL_CHARS:
             await self._seal()
 
+    @property
+    def _sealed_width(self) -> int:
+        """The width a sealed part wraps its text at: the block's, less the part's padding (0 1)."""
+        return self.content_size.width - 2
+
+    def _cut(self, text: str) -> int:
+        """Where to seal `text`: at a paragraph break, else where a line of its paragraph starts at the
+        current width (the two sides then join seamlessly), else at its last space."""
+        cut = seal_point(text)
+        if cut <= 0 or text[:cut].endswith("\n"):
+            return cut
+        width = self._sealed_width
+        start = max(text.rfind("\n\n") + 2, 0)
+        aligned = line_start_cut(text[start:], width)
+        if aligned:
+            self._aligned_at = width
+            return start + aligned
+        self._cut_in_a_paragraph = True
+        return cut
+
     async def _seal(self) -> None:
         live = "".join(self._live)
-        cut = seal_point(live)
+        if self._aligned_at and self._aligned_at != self._sealed_width:
+            await self._realign()
+            return
+        cut = self._cut(live)
         if cut <= 0:
             return
         done, rest = live[:cut], live[cut:]
-        self._cut_in_a_paragraph |= not done.endswith("\n")
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()
         part = drawn_once(done)
         self.sealed.append(part)
         await self.mount(part, before=self.live)
+        await self.live.update(escape_control(rest))
+        self._live = [rest] if rest else []
+        self._live_chars = len(rest)
+
+    async def on_resize(self, event: events.Resize) -> None:
+        if self._aligned_at and self._aligned_at != self._sealed_width and self.is_attached:
+            await self._realign()
+
+    async def _realign(self) -> None:
+        """The width changed since seals were cut where a line starts: their lines no longer join. A
+        finished reply is drawn again as one (as a resumed one is); a streaming one is sealed again as one
+        part, cut where a line starts at this width."""
+        self._aligned_at = 0
+        if not self.streaming or self.markdown is None:
+            await self._draw_whole()
+            return
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await stream.stop()
+        flushed = self.text[: len(self.text) - sum(map(len, self._pending))]
+        await self._remove_sealed()
+        cut = self._cut(flushed)
+        done, rest = flushed[:cut], flushed[cut:]
+        if done:
+            part = drawn_once(done)
+            self.sealed.append(part)
+            await self.mount(part, before=self.live)
         await self.live.update(escape_control(rest))
         self._live = [rest] if rest else []
         self._live_chars = len(rest)
@@ -222,6 +298,7 @@ class AssistantBlock(Vertical):
         sealed, self.sealed = self.sealed, []
         self._live, self._live_chars = [], 0
         self._cut_in_a_paragraph = False
+        self._aligned_at = 0
         if sealed:
             await self.remove_children(sealed)
 
