@@ -16,9 +16,31 @@ TITLES = ("the context is nearly full", "the context is past the threshold")
 @pytest.mark.parametrize(("size", "says"), [((80, 24), "F4 shows the gauge"), ((140, 44), "the gauge shows where it is")])
 async def test_the_nearly_full_warning_names_what_is_on_screen(offline_server, session_factory, tmp_path, size, says):
     names = write_files(tmp_path, 4)
+    from textual.notifications import Notify
+
     app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=2600"))
-    async with app.run_test(size=size, notifications=True) as pilot:
+    seen: list = []
+    async with app.run_test(size=size, notifications=True, message_hook=seen.append) as pilot:
         for name in names:
             await turn(pilot, f"read {name}")
-        warned = [n.message for n in app._notifications if n.title in TITLES]
+        warned = [m.notification.message for m in seen if isinstance(m, Notify) and m.notification.title in TITLES]
         assert len(warned) == 1 and says in warned[0], warned
+
+
+async def test_a_warning_that_a_compaction_answered_is_withdrawn(offline_server, session_factory):
+    """Trial D #15: a big paste took the context past the threshold, the summary brought it back to "calm",
+    and the toast "the context is past the threshold" still stood beside the gauge: it is withdrawn."""
+    from textual.notifications import Notify
+
+    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=6000"))
+    seen: list = []
+    async with app.run_test(size=(160, 48), notifications=True, message_hook=seen.append) as pilot:
+        for _ in range(2):
+            await turn(pilot, "write 1000 tokens")
+        assert app.gauge.now < 0.9 * 6000, app.gauge.figures_text()
+        await turn(pilot, "here is my text: " + "many words of pasted text " * 500)
+        assert [m for m in seen if isinstance(m, Notify) and m.notification.title in TITLES], "it was warned"
+        assert [e for e in app.log_pane.entries if e.kind == "summary"], "and summarised"
+        assert app.gauge.now < 0.9 * 6000, app.gauge.figures_text()
+        await pilot.pause()
+        assert not [n.message for n in app._notifications if n.title in TITLES]

@@ -340,11 +340,18 @@ class EngineHandlers:
         return len(self.conversation.summarizations) or 1 if compressed else 0
 
     def _warn_if_nearly_full(self) -> None:
-        """Once per session: a warning when the context passes FULL_WARNING of the threshold."""
+        """Once per session: a warning when the context passes FULL_WARNING of the threshold. A compaction
+        often brings it back under at once (a big paste summarised before it is sent): the warning is then
+        withdrawn, not left beside a gauge that says "calm" (trial D #15)."""
         gauge = self.gauge
         session = self.conversation.conversation_id
         now = max(gauge.reported or 0, gauge.estimate)
-        if session in self._warned_full or now < FULL_WARNING * gauge.threshold:
+        if now < FULL_WARNING * gauge.threshold:
+            if self._full_warning is not None:
+                self.call_later(self._withdraw_toast, self._full_warning)  # after its Notify, if still queued
+                self._full_warning = None
+            return
+        if session in self._warned_full:
             return
         self._warned_full.add(session)
         over = now >= gauge.threshold
@@ -352,12 +359,13 @@ class EngineHandlers:
         # F4) hides the side panel, and then the toast names the key that shows the gauge
         where = ("the gauge shows where it is" if gauge.region.area
                  else f"{self.key_of('toggle_side')} shows the gauge, with where it is")
+        title = "the context is past the threshold" if over else "the context is nearly full"
         self.notify(
             ("The context is past the threshold" if over else f"The context passed {FULL_WARNING:.0%} of the threshold")
             + f" ({where}). {self.key_of('compact')} summarises now, {self.key_of('reclaim')} "
             f"reclaims old tool results, {self.key_of('preview')} previews what they would do.",
-            title="the context is past the threshold" if over else "the context is nearly full",
-            severity="warning", timeout=10)
+            title=title, severity="warning", timeout=10)
+        self._full_warning = title
 
     def _set_busy(self, busy: str | None, status: str | None = None) -> None:
         self.busy = busy
