@@ -215,21 +215,47 @@ class EngineHandlers:
             f"now and {self.key_of('reclaim')} reclaims old tool results; to turn automatic summaries back on, {back}.")
 
     async def _say_if_still_over(self, kept: int) -> None:
-        """A manual summary that leaves the context over the threshold: what is left, why, what would help."""
-        from xun.context.messages import message_length
+        """A manual summary that leaves the context over the threshold: what is left, why, and only what
+        would help with what is there (trial D #13: it offered F6 with no tool result to reclaim, and
+        /compact FOCUS right after one, when a single kept reply of 85.6k tokens was the cause)."""
+        from xun.compact.breakdown import reclaim_preview
+        from xun.context.messages import UserMessage, message_length
 
         now, threshold = self.agent.request_tokens(), self.agent.threshold
         if now <= threshold:
             return
         conversation = self.conversation
-        sizes = [round(message_length(msg) * conversation.tokens_per_char) for msg in conversation.messages[1:]]
+        messages = conversation.messages
+        sizes = [round(message_length(msg) * conversation.tokens_per_char) for msg in messages[1:]]
         largest = max(sizes, default=0)
         why = (f"the {counted(kept, 'message')} it kept hold {tokens(sum(sizes))}, one of them {tokens(largest)}"
                if sizes else "what is left is the system prompt and the tools")
+        helps: list[str] = []
+        reclaim = reclaim_preview(conversation, self.session.config.auto_compact.toolcall_keep_max)
+        if reclaim.count:
+            helps.append(f"{self.key_of('reclaim')} reclaims {reclaim.what} (about {tokens(reclaim.tokens_saved)})")
+        if sizes and now - largest <= threshold:  # that one message alone keeps it over
+            index = sizes.index(largest) + 1
+            big = messages[index]
+            last_prompt = max((i for i, msg in enumerate(messages) if isinstance(msg, UserMessage)), default=0)
+            role = "prompt" if isinstance(big, UserMessage) else getattr(big, "role", "message")
+            if index == last_prompt:
+                what, remedy = "the last prompt", "/revise takes it back into the input to shorten it"
+            elif index > last_prompt and role == "assistant":
+                what, remedy = "the last reply", "/retry asks for it again and /revise takes its prompt back to edit (both drop it)"
+            elif role == "tool":
+                what, remedy = (f"tool result #{index}", f"{self.key_of('reclaim')} reclaims it with a smaller "
+                                "auto_compact.toolcall_keep_max (it keeps the newest results)")
+            else:
+                what, remedy = f"message #{index} ({role})", "/clear starts over (the compaction log stays)"
+            why += f"; without {what} ({tokens(largest)}) it would be under"
+            helps.append(remedy)
+        elif sizes:
+            helps.append("a smaller auto_compact.summary_keep_max keeps fewer messages")
+        helps.append("/context shows what fills it")
         await self.chat.add_notice(
             "warning", f"after the summary the context is still over the threshold: {tokens(now)} / {tokens(threshold)} "
-            f"({percent(now, threshold)}%): {why}. What helps: {self.key_of('reclaim')} reclaims old tool results; "
-            f"/compact FOCUS (or a smaller auto_compact.summary_keep_max) keeps less; /context shows what fills it.")
+            f"({percent(now, threshold)}%): {why}. What helps: {'; '.join(helps)}.")
 
     async def on_turn_ended(self, message: m.TurnEnded) -> None:
         from xun.context.messages import RawOpenAIMessage, UserMessage
