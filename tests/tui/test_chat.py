@@ -190,6 +190,35 @@ async def test_a_failed_prompt_stays_in_the_session_and_comes_back_to_the_input(
         assert app.agent.last_reply() and app.prompt.text == ""
 
 
+async def test_a_resumed_session_whose_last_prompt_was_never_answered_offers_it_again(offline_server_factory,
+                                                                                       session_factory):
+    """Trial D #19: the server was down, xun quit, and the resumed session showed the unanswered prompt with
+    an empty input and no word; the next prompt went after it, two user turns in a row. On resume it is back
+    in the input, as it was before quitting, and sending it replaces the unanswered one."""
+    from .helpers import wait_idle
+
+    server = offline_server_factory(faults="500@1-2")
+    first = session_factory(server, "retry.attempts=2", "retry.backoff_base=0.01", "retry.backoff_max=0.02")
+    app = XunApp(first)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await turn(pilot, "first prompt never answered")
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    first.close()
+    again = XunApp(session_factory(server, resume=first.conversation.conversation_id))
+    async with again.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: again.session is not None and again.header.status == "ready", what="the session")
+        assert again.prompt.text == "first prompt never answered"
+        notice = again.chat.query(NoticeBlock).last().text
+        assert "never answered" in notice and "back in the input" in notice, notice
+        await pilot.press("enter")  # the server answers now
+        await wait_until(pilot, lambda: again.finished_work == 1, what="the turn")
+        await wait_idle(pilot)
+        users = [msg.text for msg in again.conversation.messages if msg.role == "user"]
+        assert users == ["first prompt never answered"], users
+        assert again.agent.last_reply() and again.prompt.text == ""
+
+
 async def test_a_failed_prompt_and_a_queued_one_stay_two_prompts_in_the_order_typed(offline_server_factory,
                                                                                     session_factory):
     """The turn fails while a second prompt is queued: the failed one is back in the input, the queued one
