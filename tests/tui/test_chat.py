@@ -133,6 +133,39 @@ async def test_a_reply_too_long_to_draw_again_joins_its_parts_at_any_width(offli
             assert " ".join(shown_lines(block)).split() == content.split()
 
 
+async def test_a_reply_resized_while_it_streams_joins_its_parts_at_the_new_width(offline_server_factory, session_factory,
+                                                                                  monkeypatch):
+    """The parts sealed before a resize were cut where lines start at the old width: they are sealed again
+    as one at the new width, and the seals after it are cut for it."""
+    from textual.events import Resize
+    from textual.geometry import Size
+
+    from xun.tui.widgets import assistant_block
+
+    monkeypatch.setattr(assistant_block, "REDRAW_WHOLE_CHARS", 1_000)
+    app = XunApp(session_factory(offline_server_factory(tokens_per_second=8_000)))
+    seal = AssistantBlock._seal
+    resized: list[bool] = []
+
+    async def seal_then_resize(block: AssistantBlock) -> None:  # the terminal shrinks after the first seal
+        await seal(block)
+        if block.sealed and not resized:
+            resized.append(block.streaming)
+            app._driver._size = Size(80, 24)  # as Pilot.resize_terminal does, from inside the stream
+            app.post_message(Resize(Size(80, 24), Size(80, 24)))
+
+    monkeypatch.setattr(AssistantBlock, "_seal", seal_then_resize)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await turn(pilot, "write 16000 tokens")
+        block = app.chat.query_one(AssistantBlock)
+        assert resized == [True] and app.size == Size(80, 24)
+        assert len(block.sealed) >= 2 and block.markdown is not None, "sealed again after the resize"
+        await wait_until(pilot, lambda: all(leaf.size.height for leaf in block.walk_children() if not leaf.children))
+        await pilot.pause()
+        assert not (short := lines_cut_short(block)), f"a line ends short: {short[:3]}"
+        assert " ".join(shown_lines(block)).split() == last_assistant_content(app).split()
+
+
 async def test_reasoning_is_dimmed_and_folds_when_the_reply_is_in(offline_server_factory, session_factory):
     server = offline_server_factory(reasoning="reasoning_content")
     app = XunApp(session_factory(server))
