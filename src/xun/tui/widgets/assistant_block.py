@@ -36,9 +36,10 @@ REDRAW_WHOLE_CHARS = 200_000
 (~0.1 s to lay out once, as a resumed session does); a longer one keeps its parts, each cut leaving one
 short line. A paragraph of plain words is cut where a line starts instead (see `line_start_cut`), which
 leaves no short line at all."""
-MARKUP = re.compile(r"[\\`*_\[\]<>!&~|#=\n\t]")
+MARKUP = re.compile(r"[\\`*_\[\]<>!&~|#=\x00-\x1f\x7f-\x9f]")
 """Characters that can make a paragraph's Markdown render otherwise than its words (emphasis, code,
-links, entities, breaks): such a paragraph is not cut where a line starts, its wrap is not the source's."""
+links, entities, breaks, control characters shown escaped): such a paragraph is not cut where a line
+starts, its wrap is not the source's."""
 BLOCK_START = re.compile(r"([-+*>]|\d+[.)])(\s|$)")
 """What would turn the rest of a cut paragraph into a list item or a quote."""
 
@@ -174,7 +175,8 @@ class AssistantBlock(Vertical):
         if cut <= 0 or text[:cut].endswith("\n"):
             return cut
         width = self._sealed_width
-        start = max(text.rfind("\n\n") + 2, 0)
+        blank = text.rfind("\n\n")
+        start = blank + 2 if blank >= 0 else 0
         aligned = line_start_cut(text[start:], width)
         if aligned:
             self._aligned_at = width
