@@ -112,7 +112,8 @@ def lines_cut_short(block: AssistantBlock) -> list[tuple[str, str]]:
     return [(line, after) for line, after in zip(lines, lines[1:]) if len(line) + 1 + len(after.split()[0]) <= width]
 
 
-async def test_a_reply_too_long_to_draw_again_joins_its_parts_at_any_width(offline_server_factory, session_factory, monkeypatch):
+async def test_a_reply_too_long_to_draw_again_joins_its_parts_at_any_width(offline_server_factory, session_factory,
+                                                                           monkeypatch):
     """Trial D #4: past REDRAW_WHOLE_CHARS a finished reply keeps its sealed parts, and each seal inside the
     one huge paragraph left a line ending short ("…one big red sun" / "set"). Seals are now cut where a line
     starts, so the parts join as the whole text wraps; after a resize the reply is drawn again as one."""

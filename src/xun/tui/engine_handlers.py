@@ -242,7 +242,8 @@ class EngineHandlers:
             if index == last_prompt:
                 what, remedy = "the last prompt", "/revise takes it back into the input to shorten it"
             elif index > last_prompt and role == "assistant":
-                what, remedy = "the last reply", "/retry asks for it again and /revise takes its prompt back to edit (both drop it)"
+                what, remedy = ("the last reply",
+                                "/retry asks for it again and /revise takes its prompt back to edit (both drop it)")
             elif role == "tool":
                 what, remedy = (f"tool result #{index}", f"{self.key_of('reclaim')} reclaims it with a smaller "
                                 "auto_compact.toolcall_keep_max (it keeps the newest results)")
