@@ -314,8 +314,8 @@ class EngineHandlers:
         if divider is not None and divider.is_attached and divider.state == "running":
             divider.set_text("summary cancelled; nothing changed", "cancelled")
         self.gauge.reset_stream()
-        self._refresh_gauge()
         self._set_busy(None)
+        self._refresh_gauge()  # idle now: the warning of a full context may be due (`_warn_if_nearly_full`)
         for screen in self.screen_stack:  # an open recall screen re-checks what it may restore
             changed = getattr(screen, "context_changed", None)
             if callable(changed):
@@ -367,9 +367,10 @@ class EngineHandlers:
         return len(self.conversation.summarizations) or 1 if compressed else 0
 
     def _warn_if_nearly_full(self) -> None:
-        """Once per session: a warning when the context passes FULL_WARNING of the threshold. A compaction
-        often brings it back under at once (a big paste summarised before it is sent): the warning is then
-        withdrawn, not left beside a gauge that says "calm" (trial D #15)."""
+        """Once per session: a warning when the context passes FULL_WARNING of the threshold, given when the
+        work is over: during a turn or a compaction, a compaction often brings it back under at once (a big
+        paste summarised before it is sent), and the toast stood beside a gauge saying "calm" (trial D #15).
+        One that no longer holds (F5 brought the context back under) is withdrawn."""
         gauge = self.gauge
         session = self.conversation.conversation_id
         now = max(gauge.reported or 0, gauge.estimate)
@@ -378,7 +379,7 @@ class EngineHandlers:
                 self.call_later(self._withdraw_toast, self._full_warning)  # after its Notify, if still queued
                 self._full_warning = None
             return
-        if session in self._warned_full:
+        if session in self._warned_full or self.busy is not None:
             return
         self._warned_full.add(session)
         over = now >= gauge.threshold
