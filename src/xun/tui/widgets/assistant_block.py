@@ -17,6 +17,7 @@ from xun.base.valid_text import escape_control
 from xun.tui.widgets.reasoning_block import ReasoningBlock
 
 if TYPE_CHECKING:
+    from rich.markdown import Markdown as RichMarkdown
     from textual.widgets import Markdown, Static
     from textual.widgets.markdown import MarkdownStream
 
@@ -77,10 +78,15 @@ def line_start_cut(paragraph: str, width: int) -> int:
 
 def drawn_once(text: str) -> Static:
     """Markdown drawn as one widget (Rich's renderer): for text that will not change."""
-    from rich.markdown import Markdown as RichMarkdown
     from textual.widgets import Static
 
-    return Static(RichMarkdown(escape_control(text)), classes="reply-sealed")
+    return Static(rich_markdown(text), classes="reply-sealed")
+
+
+def rich_markdown(text: str) -> RichMarkdown:
+    from rich.markdown import Markdown as RichMarkdown
+
+    return RichMarkdown(escape_control(text))
 
 
 class AssistantBlock(Vertical):
@@ -102,6 +108,8 @@ class AssistantBlock(Vertical):
         self._live_chars = 0
         self.sealed: list[Static] = []
         """Parts of a long streamed reply drawn once (see SEAL_CHARS)."""
+        self._sealed_lengths: list[int] = []
+        """How much of the text each sealed part holds."""
         self._cut_in_a_paragraph = False
         """A seal cut one huge paragraph at a space: its two sides are wrapped apart, so the line before the
         cut ends short (a last word alone on its line); the finished reply is drawn again as one."""
@@ -116,6 +124,7 @@ class AssistantBlock(Vertical):
             self.markdown = Markdown(escape_control(content), classes="reply")
         else:
             self.sealed.append(drawn_once(content))
+            self._sealed_lengths.append(len(content))
 
     def compose(self) -> ComposeResult:
         if self._reasoning_text:
@@ -198,6 +207,7 @@ class AssistantBlock(Vertical):
             await stream.stop()
         part = drawn_once(done)
         self.sealed.append(part)
+        self._sealed_lengths.append(len(done))
         await self.mount(part, before=self.live)
         await self.live.update(escape_control(rest))
         self._live = [rest] if rest else []
@@ -208,25 +218,27 @@ class AssistantBlock(Vertical):
             await self._realign()
 
     async def _realign(self) -> None:
-        """The width changed since seals were cut where a line starts: their lines no longer join. A
-        finished reply is drawn again as one (as a resumed one is); a streaming one is sealed again as one
-        part, cut where a line starts at this width."""
+        """The width changed since seals were cut where a line starts: their lines no longer join. Each
+        part is cut again for this width near where it ended, and drawn again in place (drawing a long reply
+        again as one widget, or in new parts, made a resize take seconds at 800k characters)."""
         self._aligned_at = 0
-        if not self.streaming or self.markdown is None:
+        live = self.markdown
+        if live is None:
             await self._draw_whole()
             return
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()
         flushed = self.text[: len(self.text) - sum(map(len, self._pending))]
-        await self._remove_sealed()
-        cut = self._cut(flushed)
-        done, rest = flushed[:cut], flushed[cut:]
-        if done:
-            part = drawn_once(done)
-            self.sealed.append(part)
-            await self.mount(part, before=self.live)
-        await self.live.update(escape_control(rest))
+        start = end = 0
+        for i, part in enumerate(self.sealed):
+            end += self._sealed_lengths[i]  # where it ended; it starts where the one before ends now
+            cut = self._cut(flushed[start:end]) or end - start
+            part.update(rich_markdown(flushed[start:start + cut]))
+            self._sealed_lengths[i] = cut
+            start += cut
+        rest = flushed[start:]
+        await live.update(escape_control(rest))
         self._live = [rest] if rest else []
         self._live_chars = len(rest)
 
@@ -264,6 +276,7 @@ class AssistantBlock(Vertical):
         await self._remove_sealed()
         whole = drawn_once(text)
         self.sealed.append(whole)
+        self._sealed_lengths.append(len(text))
         live, self.markdown = self.markdown, None
         if live is not None:
             await self.mount(whole, before=live)
@@ -298,6 +311,7 @@ class AssistantBlock(Vertical):
 
     async def _remove_sealed(self) -> None:
         sealed, self.sealed = self.sealed, []
+        self._sealed_lengths = []
         self._live, self._live_chars = [], 0
         self._cut_in_a_paragraph = False
         self._aligned_at = 0
