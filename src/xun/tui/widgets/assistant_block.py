@@ -17,6 +17,7 @@ from xun.base.valid_text import escape_control
 from xun.tui.widgets.reasoning_block import ReasoningBlock
 
 if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
     from rich.markdown import Markdown as RichMarkdown
     from textual.widgets import Markdown, Static
     from textual.widgets.markdown import MarkdownStream
@@ -35,8 +36,8 @@ of thousands of blocks made every update re-arrange them all (0.5 s a frame at 3
 REDRAW_WHOLE_CHARS = 200_000
 """A finished reply sealed inside a paragraph at a plain space is drawn again as one up to this length
 (~0.1 s to lay out once, as a resumed session does); a longer one keeps its parts, each cut leaving one
-short line. A paragraph of plain words is cut where a line starts instead (see `line_start_cut`), which
-leaves no short line at all."""
+short line. A paragraph of plain words is cut where a line starts instead, at whatever width the part is
+drawn (`line_start_cut`, `SealedPart`), which leaves no short line at all."""
 MARKUP = re.compile(r"[\\`*_\[\]<>!&~|#=\x00-\x1f\x7f-\x9f]")
 """Characters that can make a paragraph's Markdown render otherwise than its words (emphasis, code,
 links, entities, breaks, control characters shown escaped): such a paragraph is not cut where a line
@@ -89,6 +90,18 @@ def rich_markdown(text: str) -> RichMarkdown:
     return RichMarkdown(escape_control(text))
 
 
+class SealedPart:
+    """A sealed part of a streamed reply as Markdown, cut for the width it is drawn at: a resize draws it
+    once, at the new width, and the parts still join (`AssistantBlock.part_text`)."""
+
+    def __init__(self, block: AssistantBlock, index: int) -> None:
+        self.block = block
+        self.index = index
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield rich_markdown(self.block.part_text(self.index, options.max_width))
+
+
 class AssistantBlock(Vertical):
     """Owns its `MarkdownStream` while streaming; `finish()` (or unmounting) stops it. Only a block made
     with `streaming=True` has a live `markdown` to write into; a complete reply is drawn once."""
@@ -108,14 +121,17 @@ class AssistantBlock(Vertical):
         self._live_chars = 0
         self.sealed: list[Static] = []
         """Parts of a long streamed reply drawn once (see SEAL_CHARS)."""
-        self._sealed_lengths: list[int] = []
-        """How much of the text each sealed part holds."""
+        self._seal_ends: list[int] = []
+        """Where each sealed part ended when it was sealed (an offset in the text)."""
+        self._sealed_text = ""
+        """The text up to the last of those ends."""
+        self._ends_at: dict[int, list[int]] = {}
+        """Where the parts end at each width they were drawn at (`_part_end`)."""
+        self._live_start = 0
+        """Where in the text the live Markdown starts."""
         self._cut_in_a_paragraph = False
         """A seal cut one huge paragraph at a space: its two sides are wrapped apart, so the line before the
         cut ends short (a last word alone on its line); the finished reply is drawn again as one."""
-        self._aligned_at = 0
-        """The width at which seals were cut where a line starts (0: none was): at another width the
-        parts' lines no longer join, so a resize draws them again (`_realign`)."""
         self.reasoning: ReasoningBlock | None = None
         self.markdown: Markdown | None = None
         if streaming or not content:
@@ -124,7 +140,6 @@ class AssistantBlock(Vertical):
             self.markdown = Markdown(escape_control(content), classes="reply")
         else:
             self.sealed.append(drawn_once(content))
-            self._sealed_lengths.append(len(content))
 
     def compose(self) -> ComposeResult:
         if self._reasoning_text:
@@ -177,70 +192,76 @@ class AssistantBlock(Vertical):
         """The width a sealed part wraps its text at: the block's, less the part's padding (0 1)."""
         return self.content_size.width - 2
 
-    def _cut(self, text: str) -> int:
-        """Where to seal `text`: at a paragraph break, else where a line of its paragraph starts at the
-        current width (the two sides then join seamlessly), else at its last space."""
+    @staticmethod
+    def _cut_at(text: str, width: int) -> tuple[int, bool]:
+        """Where to seal `text` (which starts a line) at `width`, and whether the two sides join seamlessly:
+        at a paragraph break, else where a line of its paragraph starts, else (markup) at its last space."""
         cut = seal_point(text)
         if cut <= 0 or text[:cut].endswith("\n"):
-            return cut
-        width = self._sealed_width
+            return cut, True
         blank = text.rfind("\n\n")
         start = blank + 2 if blank >= 0 else 0
         aligned = line_start_cut(text[start:], width)
-        if aligned:
-            self._aligned_at = width
-            return start + aligned
-        self._cut_in_a_paragraph = True
-        return cut
+        return (start + aligned, True) if aligned else (cut, False)
 
-    async def _seal(self) -> None:
-        live = "".join(self._live)
-        if self._aligned_at and self._aligned_at != self._sealed_width:
-            await self._realign()
-            return
-        cut = self._cut(live)
-        if cut <= 0:
-            return
-        done, rest = live[:cut], live[cut:]
+    def _part_end(self, index: int, width: int) -> int:
+        """Where sealed part `index` ends when drawn at `width`: each part is cut again for the width it is
+        drawn at, near where it was sealed, so the parts join at any width (cut once per width, then kept)."""
+        ends = self._ends_at.setdefault(width, [])
+        while len(ends) <= index:
+            start = ends[-1] if ends else 0
+            end = self._seal_ends[len(ends)]
+            cut, _ = self._cut_at(self._sealed_text[start:end], width)
+            ends.append(start + (cut or end - start))
+        return ends[index]
+
+    def part_text(self, index: int, width: int) -> str:
+        """The text of sealed part `index` drawn at `width` (`SealedPart`)."""
+        start = self._part_end(index - 1, width) if index else 0
+        return self._sealed_text[start:self._part_end(index, width)]
+
+    def _flushed(self) -> str:
+        """The text the widgets were given: all of it but what waits for the next flush."""
+        text = self.text
+        return text[: len(text) - sum(map(len, self._pending))]
+
+    async def _set_live(self, start: int) -> None:
+        """The live Markdown holds the text from `start` on (it starts where the last part ends)."""
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()
-        part = drawn_once(done)
-        self.sealed.append(part)
-        self._sealed_lengths.append(len(done))
-        await self.mount(part, before=self.live)
+        rest = self._flushed()[start:]
         await self.live.update(escape_control(rest))
         self._live = [rest] if rest else []
         self._live_chars = len(rest)
+        self._live_start = start
+
+    async def _seal(self) -> None:
+        from textual.widgets import Static
+
+        width = self._sealed_width
+        if self._seal_ends and self._part_end(len(self._seal_ends) - 1, width) != self._live_start:
+            await self._set_live(self._part_end(len(self._seal_ends) - 1, width))  # the width changed
+        live = "".join(self._live)
+        cut, seamless = self._cut_at(live, width)
+        if cut <= 0:
+            return
+        self._cut_in_a_paragraph |= not seamless
+        end = self._live_start + cut
+        self._sealed_text = self._flushed()[:end]
+        self._seal_ends.append(end)
+        part = Static(SealedPart(self, len(self.sealed)), classes="reply-sealed")
+        self.sealed.append(part)
+        await self.mount(part, before=self.live)
+        await self._set_live(end)
 
     async def on_resize(self, event: events.Resize) -> None:
-        if self._aligned_at and self._aligned_at != self._sealed_width and self.is_attached:
-            await self._realign()
-
-    async def _realign(self) -> None:
-        """The width changed since seals were cut where a line starts: their lines no longer join. Each
-        part is cut again for this width near where it ended, and drawn again in place (drawing a long reply
-        again as one widget, or in new parts, made a resize take seconds at 800k characters)."""
-        self._aligned_at = 0
-        live = self.markdown
-        if live is None:
-            await self._draw_whole()
-            return
-        stream, self._stream = self._stream, None
-        if stream is not None:
-            await stream.stop()
-        flushed = self.text[: len(self.text) - sum(map(len, self._pending))]
-        start = end = 0
-        for i, part in enumerate(self.sealed):
-            end += self._sealed_lengths[i]  # where it ended; it starts where the one before ends now
-            cut = self._cut(flushed[start:end]) or end - start
-            part.update(rich_markdown(flushed[start:start + cut]))
-            self._sealed_lengths[i] = cut
-            start += cut
-        rest = flushed[start:]
-        await live.update(escape_control(rest))
-        self._live = [rest] if rest else []
-        self._live_chars = len(rest)
+        """The parts are drawn again for the new width by themselves; the live Markdown starts where the
+        last of them ends now."""
+        if self._seal_ends and self.markdown is not None and self.is_attached and self._sealed_width > 0:
+            start = self._part_end(len(self._seal_ends) - 1, self._sealed_width)
+            if start != self._live_start:
+                await self._set_live(start)
 
     async def write_reasoning(self, fragment: str) -> None:
         if not fragment:
@@ -276,7 +297,6 @@ class AssistantBlock(Vertical):
         await self._remove_sealed()
         whole = drawn_once(text)
         self.sealed.append(whole)
-        self._sealed_lengths.append(len(text))
         live, self.markdown = self.markdown, None
         if live is not None:
             await self.mount(whole, before=live)
@@ -311,10 +331,9 @@ class AssistantBlock(Vertical):
 
     async def _remove_sealed(self) -> None:
         sealed, self.sealed = self.sealed, []
-        self._sealed_lengths = []
+        self._seal_ends, self._sealed_text, self._ends_at, self._live_start = [], "", {}, 0
         self._live, self._live_chars = [], 0
         self._cut_in_a_paragraph = False
-        self._aligned_at = 0
         if sealed:
             await self.remove_children(sealed)
 
