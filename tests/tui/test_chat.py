@@ -105,18 +105,65 @@ async def test_a_streamed_reply_longer_than_a_seal_wraps_as_one_paragraph(offlin
         assert " ".join(lines).split() == content.split()
 
 
-async def test_a_reply_too_long_to_draw_again_keeps_its_sealed_parts(offline_server, session_factory, monkeypatch):
-    """Past REDRAW_WHOLE_CHARS a finished reply is not laid out again as one (a freeze of a second at 300k
-    tokens): its parts stay, the whole text in them."""
+def lines_cut_short(block: AssistantBlock) -> list[tuple[str, str]]:
+    """Lines of a reply of one paragraph that end although the next line's first word would fit on them."""
+    lines = shown_lines(block)
+    width = max(len(line) for line in lines)
+    return [(line, after) for line, after in zip(lines, lines[1:]) if len(line) + 1 + len(after.split()[0]) <= width]
+
+
+async def test_a_reply_too_long_to_draw_again_joins_its_parts_at_any_width(offline_server_factory, session_factory,
+                                                                           monkeypatch):
+    """Trial D #4: past REDRAW_WHOLE_CHARS a finished reply keeps its sealed parts, and each seal inside the
+    one huge paragraph left a line ending short ("…one big red sun" / "set"). Seals are now cut where a line
+    starts, so the parts join as the whole text wraps; after a resize the reply is drawn again as one."""
     from xun.tui.widgets import assistant_block
 
     monkeypatch.setattr(assistant_block, "REDRAW_WHOLE_CHARS", 1_000)
-    app = XunApp(session_factory(offline_server))
+    app = XunApp(session_factory(offline_server_factory(tokens_per_second=10_000)))
     async with app.run_test(size=(80, 24)) as pilot:
-        await turn(pilot, "write 3100 tokens")
+        await turn(pilot, "write 12000 tokens")  # over a second: several flushes, each sealing
         block = app.chat.query_one(AssistantBlock)
-        assert block.sealed and block.markdown is not None
+        content = last_assistant_content(app)
+        assert "\n" not in content.strip() and len(block.sealed) >= 2 and block.markdown is not None
+        for size in ((80, 24), (60, 20), (160, 48)):
+            await pilot.resize_terminal(*size)
+            await wait_until(pilot, lambda: all(leaf.size.height for leaf in block.walk_children() if not leaf.children))
+            await pilot.pause()
+            assert not (short := lines_cut_short(block)), f"at {size} a line ends short: {short[:3]}"
+            assert " ".join(shown_lines(block)).split() == content.split()
+
+
+async def test_a_reply_resized_while_it_streams_joins_its_parts_at_the_new_width(offline_server_factory, session_factory,
+                                                                                  monkeypatch):
+    """The parts sealed before a resize were cut where lines start at the old width: they are sealed again
+    as one at the new width, and the seals after it are cut for it."""
+    from textual.events import Resize
+    from textual.geometry import Size
+
+    from xun.tui.widgets import assistant_block
+
+    monkeypatch.setattr(assistant_block, "REDRAW_WHOLE_CHARS", 1_000)
+    app = XunApp(session_factory(offline_server_factory(tokens_per_second=8_000)))
+    seal = AssistantBlock._seal
+    resized: list[bool] = []
+
+    async def seal_then_resize(block: AssistantBlock) -> None:  # the terminal shrinks after the first seal
+        await seal(block)
+        if block.sealed and not resized:
+            resized.append(block.streaming)
+            app._driver._size = Size(80, 24)  # as Pilot.resize_terminal does, from inside the stream
+            app.post_message(Resize(Size(80, 24), Size(80, 24)))
+
+    monkeypatch.setattr(AssistantBlock, "_seal", seal_then_resize)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await turn(pilot, "write 16000 tokens")
+        block = app.chat.query_one(AssistantBlock)
+        assert resized == [True] and app.size == Size(80, 24)
+        assert len(block.sealed) >= 2 and block.markdown is not None, "sealed again after the resize"
         await wait_until(pilot, lambda: all(leaf.size.height for leaf in block.walk_children() if not leaf.children))
+        await pilot.pause()
+        assert not (short := lines_cut_short(block)), f"a line ends short: {short[:3]}"
         assert " ".join(shown_lines(block)).split() == last_assistant_content(app).split()
 
 
@@ -175,6 +222,35 @@ async def test_a_failed_prompt_stays_in_the_session_and_comes_back_to_the_input(
         users = [msg.text for msg in app.conversation.messages if msg.role == "user"]
         assert users == ["read notes.txt please"]
         assert app.agent.last_reply() and app.prompt.text == ""
+
+
+async def test_a_resumed_session_whose_last_prompt_was_never_answered_offers_it_again(offline_server_factory,
+                                                                                       session_factory):
+    """Trial D #19: the server was down, xun quit, and the resumed session showed the unanswered prompt with
+    an empty input and no word; the next prompt went after it, two user turns in a row. On resume it is back
+    in the input, as it was before quitting, and sending it replaces the unanswered one."""
+    from .helpers import wait_idle
+
+    server = offline_server_factory(faults="500@1-2")
+    first = session_factory(server, "retry.attempts=2", "retry.backoff_base=0.01", "retry.backoff_max=0.02")
+    app = XunApp(first)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await turn(pilot, "first prompt never answered")
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    first.close()
+    again = XunApp(session_factory(server, resume=first.conversation.conversation_id))
+    async with again.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: again.session is not None and again.header.status == "ready", what="the session")
+        assert again.prompt.text == "first prompt never answered"
+        notice = again.chat.query(NoticeBlock).last().text
+        assert "never answered" in notice and "back in the input" in notice, notice
+        await pilot.press("enter")  # the server answers now
+        await wait_until(pilot, lambda: again.finished_work == 1, what="the turn")
+        await wait_idle(pilot)
+        users = [msg.text for msg in again.conversation.messages if msg.role == "user"]
+        assert users == ["first prompt never answered"], users
+        assert again.agent.last_reply() and again.prompt.text == ""
 
 
 async def test_a_failed_prompt_and_a_queued_one_stay_two_prompts_in_the_order_typed(offline_server_factory,

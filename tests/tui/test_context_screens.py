@@ -431,16 +431,18 @@ async def test_run_now_holds_for_the_rest_of_the_turn(offline_server, session_fa
 
 
 async def test_a_warning_once_when_the_context_passes_90_percent(offline_server, session_factory, tmp_path: Path):
-    names = write_files(tmp_path, 4)
-    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=2600", "ui.keymap.preview=f10"))
-    async with app.run_test(size=(140, 44), notifications=True) as pilot:
-        await turn(pilot, f"read {names[0]}")
-        assert app.gauge.now < 0.9 * 2600, app.gauge.figures_text()
+    from textual.notifications import Notify
+
+    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=3400", "ui.keymap.preview=f10"))
+    seen: list = []
+    async with app.run_test(size=(140, 44), notifications=True, message_hook=seen.append) as pilot:
+        await turn(pilot, "write 1000 tokens")
+        assert app.gauge.now < 0.9 * 3400, app.gauge.figures_text()
         assert not [n for n in app._notifications if n.title == "the context is nearly full"]
-        for name in names[1:]:
-            await turn(pilot, f"read {name}")
+        for _ in range(2):  # about 94%, then past the threshold: summarised
+            await turn(pilot, "write 1000 tokens")
         titles = ("the context is nearly full", "the context is past the threshold")
-        warned = [n for n in app._notifications if n.title in titles]
+        warned = [m.notification for m in seen if isinstance(m, Notify) and m.notification.title in titles]
         assert len(warned) == 1, [n.message for n in warned]
         assert warned[0].severity == "warning"
         figures = [word for word in warned[0].message.split() if word.endswith("%")]

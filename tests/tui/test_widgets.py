@@ -429,6 +429,27 @@ def test_a_long_stream_is_sealed_where_markdown_can_be_cut():
     assert seal_point("nospace") == 0
 
 
+def test_a_paragraph_of_plain_words_is_cut_where_a_line_starts():
+    """Trial D #4: the two sides of a cut at a line's start wrap as the whole paragraph does."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from xun.tui.widgets.assistant_block import line_start_cut
+
+    words = " ".join(["the fox ran far and sat low now two owl saw one big red sun set"] * 40)
+    console = Console(width=50)
+
+    def lines(text: str) -> list[str]:
+        return ["".join(segment.text for segment in row).rstrip() for row in console.render_lines(Markdown(text))]
+
+    cut = line_start_cut(words, 50)
+    assert 0 < cut < len(words) and words[cut - 1] == " "
+    assert lines(words[:cut]) + lines(words[cut:]) == lines(words)
+    assert line_start_cut("some *emphasis* here " * 20, 50) == 0, "markup wraps otherwise than its source"
+    assert line_start_cut("a b - c d", 4) == 8, "never a rest that reads as a list item"
+    assert line_start_cut(" starts with a space", 8) == 0
+
+
 def test_the_subject_of_reclaimed_arguments_cut_short_is_their_path_or_command():
     """A newcomer's trial: the recoverable list showed `{"path"…` for every reclaimed write_file, so twenty
     step files looked the same; the list's preview of reclaimed arguments is JSON cut short."""

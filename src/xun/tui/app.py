@@ -164,6 +164,8 @@ class XunApp(
         """How many turns, compactions and restores have finished (a worker posted AgentWorkDone)."""
         self._warned_full: set[str] = set()
         """Sessions (conversation ids) already warned that the context passed FULL_WARNING of the threshold."""
+        self._full_warning: str | None = None
+        """The title of that warning while it may still be on screen: withdrawn if the context drops back."""
         self._told_summaries_off: set[str] = set()
         """Sessions (conversation ids) already told in the chat that automatic summaries are off."""
         self._heap_frozen = False
@@ -192,6 +194,17 @@ class XunApp(
         """A toast expired or was clicked away: repaint the screen once it has gone (`_repaint_after_toasts`)."""
         super()._unnotify(notification, refresh)
         self._repaint_after_toasts()
+
+    def _withdraw_toast(self, title: str) -> None:
+        """Take back the toasts with this title that no longer hold: on screen, waiting for a dialog to close,
+        or remembered for one that opens."""
+        if self._held_toasts is not None:
+            self._held_toasts = [toast for toast in self._held_toasts if toast["title"] != title]
+        for entry in [entry for entry in self._recent_toasts if entry[1]["title"] == title]:
+            self._recent_toasts.remove(entry)
+        gone = [notification for notification in self._notifications if notification.title == title]
+        for notification in gone:
+            self._unnotify(notification)
 
     def clear_notifications(self) -> None:
         super().clear_notifications()

@@ -215,21 +215,48 @@ class EngineHandlers:
             f"now and {self.key_of('reclaim')} reclaims old tool results; to turn automatic summaries back on, {back}.")
 
     async def _say_if_still_over(self, kept: int) -> None:
-        """A manual summary that leaves the context over the threshold: what is left, why, what would help."""
-        from xun.context.messages import message_length
+        """A manual summary that leaves the context over the threshold: what is left, why, and only what
+        would help with what is there (trial D #13: it offered F6 with no tool result to reclaim, and
+        /compact FOCUS right after one, when a single kept reply of 85.6k tokens was the cause)."""
+        from xun.compact.breakdown import reclaim_preview
+        from xun.context.messages import UserMessage, message_length
 
         now, threshold = self.agent.request_tokens(), self.agent.threshold
         if now <= threshold:
             return
         conversation = self.conversation
-        sizes = [round(message_length(msg) * conversation.tokens_per_char) for msg in conversation.messages[1:]]
+        messages = conversation.messages
+        sizes = [round(message_length(msg) * conversation.tokens_per_char) for msg in messages[1:]]
         largest = max(sizes, default=0)
         why = (f"the {counted(kept, 'message')} it kept hold {tokens(sum(sizes))}, one of them {tokens(largest)}"
                if sizes else "what is left is the system prompt and the tools")
+        helps: list[str] = []
+        reclaim = reclaim_preview(conversation, self.session.config.auto_compact.toolcall_keep_max)
+        if reclaim.count:
+            helps.append(f"{self.key_of('reclaim')} reclaims {reclaim.what} (about {tokens(reclaim.tokens_saved)})")
+        if sizes and now - largest <= threshold:  # that one message alone keeps it over
+            index = sizes.index(largest) + 1
+            big = messages[index]
+            last_prompt = max((i for i, msg in enumerate(messages) if isinstance(msg, UserMessage)), default=0)
+            role = "prompt" if isinstance(big, UserMessage) else getattr(big, "role", "message")
+            if index == last_prompt:
+                what, remedy = "the last prompt", "/revise takes it back into the input to shorten it"
+            elif index > last_prompt and role == "assistant":
+                what, remedy = ("the last reply",
+                                "/retry asks for it again and /revise takes its prompt back to edit (both drop it)")
+            elif role == "tool":
+                what, remedy = (f"tool result #{index}", f"{self.key_of('reclaim')} reclaims it with a smaller "
+                                "auto_compact.toolcall_keep_max (it keeps the newest results)")
+            else:
+                what, remedy = f"message #{index} ({role})", "/clear starts over (the compaction log stays)"
+            why += f"; without {what} ({tokens(largest)}) it would be under"
+            helps.append(remedy)
+        elif sizes:
+            helps.append("a smaller auto_compact.summary_keep_max keeps fewer messages")
+        helps.append("/context shows what fills it")
         await self.chat.add_notice(
             "warning", f"after the summary the context is still over the threshold: {tokens(now)} / {tokens(threshold)} "
-            f"({percent(now, threshold)}%): {why}. What helps: {self.key_of('reclaim')} reclaims old tool results; "
-            f"/compact FOCUS (or a smaller auto_compact.summary_keep_max) keeps less; /context shows what fills it.")
+            f"({percent(now, threshold)}%): {why}. What helps: {'; '.join(helps)}.")
 
     async def on_turn_ended(self, message: m.TurnEnded) -> None:
         from xun.context.messages import RawOpenAIMessage, UserMessage
@@ -287,8 +314,8 @@ class EngineHandlers:
         if divider is not None and divider.is_attached and divider.state == "running":
             divider.set_text("summary cancelled; nothing changed", "cancelled")
         self.gauge.reset_stream()
-        self._refresh_gauge()
         self._set_busy(None)
+        self._refresh_gauge()  # idle now: the warning of a full context may be due (`_warn_if_nearly_full`)
         for screen in self.screen_stack:  # an open recall screen re-checks what it may restore
             changed = getattr(screen, "context_changed", None)
             if callable(changed):
@@ -340,11 +367,19 @@ class EngineHandlers:
         return len(self.conversation.summarizations) or 1 if compressed else 0
 
     def _warn_if_nearly_full(self) -> None:
-        """Once per session: a warning when the context passes FULL_WARNING of the threshold."""
+        """Once per session: a warning when the context passes FULL_WARNING of the threshold, given when the
+        work is over: during a turn or a compaction, a compaction often brings it back under at once (a big
+        paste summarised before it is sent), and the toast stood beside a gauge saying "calm" (trial D #15).
+        One that no longer holds (F5 brought the context back under) is withdrawn."""
         gauge = self.gauge
         session = self.conversation.conversation_id
         now = max(gauge.reported or 0, gauge.estimate)
-        if session in self._warned_full or now < FULL_WARNING * gauge.threshold:
+        if now < FULL_WARNING * gauge.threshold:
+            if self._full_warning is not None:
+                self.call_later(self._withdraw_toast, self._full_warning)  # after its Notify, if still queued
+                self._full_warning = None
+            return
+        if session in self._warned_full or self.busy is not None:
             return
         self._warned_full.add(session)
         over = now >= gauge.threshold
@@ -352,12 +387,13 @@ class EngineHandlers:
         # F4) hides the side panel, and then the toast names the key that shows the gauge
         where = ("the gauge shows where it is" if gauge.region.area
                  else f"{self.key_of('toggle_side')} shows the gauge, with where it is")
+        title = "the context is past the threshold" if over else "the context is nearly full"
         self.notify(
             ("The context is past the threshold" if over else f"The context passed {FULL_WARNING:.0%} of the threshold")
             + f" ({where}). {self.key_of('compact')} summarises now, {self.key_of('reclaim')} "
             f"reclaims old tool results, {self.key_of('preview')} previews what they would do.",
-            title="the context is past the threshold" if over else "the context is nearly full",
-            severity="warning", timeout=10)
+            title=title, severity="warning", timeout=10)
+        self._full_warning = title
 
     def _set_busy(self, busy: str | None, status: str | None = None) -> None:
         self.busy = busy

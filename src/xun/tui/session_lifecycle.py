@@ -157,11 +157,28 @@ class SessionLifecycle:
         if session.read_only:
             await self.chat.add_notice("warning", "opened read-only (--read-only): you can go on here, but nothing "
                                        "of it is saved; another xun may be writing this session")
+        await self._offer_unanswered()
         self.header.status = "ready"
         self.call_after_refresh(self._freeze_heap)
         self.call_after_refresh(self.discover_window)
         if session.mcp:
             self.start_mcp_servers()
+
+    async def _offer_unanswered(self) -> None:
+        """A session whose last prompt got no answer (the server was down, xun quit before the reply): as
+        when the turn failed, the prompt goes back into the input and sending it replaces the unanswered
+        one, instead of a second prompt after it (trial D #19). Not over what was typed while it opened."""
+        from xun.context.messages import UserMessage
+        from xun.tui.commands import as_typed
+
+        messages = self.conversation.messages
+        last = messages[-1] if len(messages) else None
+        if not isinstance(last, UserMessage) or self._early_prompt is not None or self.prompt.text.strip():
+            return
+        self._unanswered = last
+        self.prompt.set_prompt(as_typed(last.text))
+        await self.chat.add_notice("info", "the last prompt was never answered; it is back in the input: Enter sends "
+                                   "it again (in place of the unanswered one), or /retry")
 
     @work(group="window", exit_on_error=False)
     async def discover_window(self) -> None:

@@ -5,8 +5,10 @@ item, and mounting those was most of what a resumed session's first screen cost.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.timer import Timer
@@ -15,6 +17,8 @@ from xun.base.valid_text import escape_control
 from xun.tui.widgets.reasoning_block import ReasoningBlock
 
 if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+    from rich.markdown import Markdown as RichMarkdown
     from textual.widgets import Markdown, Static
     from textual.widgets.markdown import MarkdownStream
 
@@ -30,8 +34,16 @@ break (or, in one huge paragraph, the last space) is sealed: drawn once as a sin
 later layout. Each frame then costs the same whatever the reply's length or the token rate: a Markdown
 of thousands of blocks made every update re-arrange them all (0.5 s a frame at 300k tokens)."""
 REDRAW_WHOLE_CHARS = 200_000
-"""A finished reply sealed inside a paragraph is drawn again as one up to this length (~0.1 s to lay out
-once, as a resumed session does); a longer one keeps its parts, each cut leaving one short line."""
+"""A finished reply sealed inside a paragraph at a plain space is drawn again as one up to this length
+(~0.1 s to lay out once, as a resumed session does); a longer one keeps its parts, each cut leaving one
+short line. A paragraph of plain words is cut where a line starts instead, at whatever width the part is
+drawn (`line_start_cut`, `SealedPart`), which leaves no short line at all."""
+MARKUP = re.compile(r"[\\`*_\[\]<>!&~|#=\x00-\x1f\x7f-\x9f]")
+"""Characters that can make a paragraph's Markdown render otherwise than its words (emphasis, code,
+links, entities, breaks, control characters shown escaped): such a paragraph is not cut where a line
+starts, its wrap is not the source's."""
+BLOCK_START = re.compile(r"([-+*>]|\d+[.)])(\s|$)")
+"""What would turn the rest of a cut paragraph into a list item or a quote."""
 
 
 def seal_point(text: str) -> int:
@@ -50,12 +62,44 @@ def seal_point(text: str) -> int:
     return text.rfind(" ") + 1
 
 
+def line_start_cut(paragraph: str, width: int) -> int:
+    """Where one paragraph of plain words may be cut so that both sides wrap exactly as the whole does at
+    `width`: the start of a line of it, the last one that leaves a plain paragraph after it. A paragraph
+    is wrapped greedily (Rich's `divide_line`), so its lines up to a line's start do not depend on what
+    follows, and what follows, starting a line, wraps as it did. 0 when there is no such place."""
+    from rich._wrap import divide_line
+
+    if width <= 0 or not paragraph[:1].strip() or MARKUP.search(paragraph):
+        return 0
+    for start in reversed(divide_line(paragraph, width, fold=True)):
+        if paragraph[start - 1].isspace() and not BLOCK_START.match(paragraph, start):
+            return start
+    return 0
+
+
 def drawn_once(text: str) -> Static:
     """Markdown drawn as one widget (Rich's renderer): for text that will not change."""
-    from rich.markdown import Markdown as RichMarkdown
     from textual.widgets import Static
 
-    return Static(RichMarkdown(escape_control(text)), classes="reply-sealed")
+    return Static(rich_markdown(text), classes="reply-sealed")
+
+
+def rich_markdown(text: str) -> RichMarkdown:
+    from rich.markdown import Markdown as RichMarkdown
+
+    return RichMarkdown(escape_control(text))
+
+
+class SealedPart:
+    """A sealed part of a streamed reply as Markdown, cut for the width it is drawn at: a resize draws it
+    once, at the new width, and the parts still join (`AssistantBlock.part_text`)."""
+
+    def __init__(self, block: AssistantBlock, index: int) -> None:
+        self.block = block
+        self.index = index
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield rich_markdown(self.block.part_text(self.index, options.max_width))
 
 
 class AssistantBlock(Vertical):
@@ -77,6 +121,14 @@ class AssistantBlock(Vertical):
         self._live_chars = 0
         self.sealed: list[Static] = []
         """Parts of a long streamed reply drawn once (see SEAL_CHARS)."""
+        self._seal_ends: list[int] = []
+        """Where each sealed part ended when it was sealed (an offset in the text)."""
+        self._sealed_text = ""
+        """The text up to the last of those ends."""
+        self._ends_at: dict[int, list[int]] = {}
+        """Where the parts end at each width they were drawn at (`_part_end`)."""
+        self._live_start = 0
+        """Where in the text the live Markdown starts."""
         self._cut_in_a_paragraph = False
         """A seal cut one huge paragraph at a space: its two sides are wrapped apart, so the line before the
         cut ends short (a last word alone on its line); the finished reply is drawn again as one."""
@@ -135,22 +187,81 @@ class AssistantBlock(Vertical):
         if self._live_chars >= SEAL_CHARS:
             await self._seal()
 
-    async def _seal(self) -> None:
-        live = "".join(self._live)
-        cut = seal_point(live)
-        if cut <= 0:
-            return
-        done, rest = live[:cut], live[cut:]
-        self._cut_in_a_paragraph |= not done.endswith("\n")
+    @property
+    def _sealed_width(self) -> int:
+        """The width a sealed part wraps its text at: the block's, less the part's padding (0 1)."""
+        return self.content_size.width - 2
+
+    @staticmethod
+    def _cut_at(text: str, width: int) -> tuple[int, bool]:
+        """Where to seal `text` (which starts a line) at `width`, and whether the two sides join seamlessly:
+        at a paragraph break, else where a line of its paragraph starts, else (markup) at its last space."""
+        cut = seal_point(text)
+        if cut <= 0 or text[:cut].endswith("\n"):
+            return cut, True
+        blank = text.rfind("\n\n")
+        start = blank + 2 if blank >= 0 else 0
+        aligned = line_start_cut(text[start:], width)
+        return (start + aligned, True) if aligned else (cut, False)
+
+    def _part_end(self, index: int, width: int) -> int:
+        """Where sealed part `index` ends when drawn at `width`: each part is cut again for the width it is
+        drawn at, near where it was sealed, so the parts join at any width (cut once per width, then kept)."""
+        ends = self._ends_at.setdefault(width, [])
+        while len(ends) <= index:
+            start = ends[-1] if ends else 0
+            end = self._seal_ends[len(ends)]
+            cut, _ = self._cut_at(self._sealed_text[start:end], width)
+            ends.append(start + (cut or end - start))
+        return ends[index]
+
+    def part_text(self, index: int, width: int) -> str:
+        """The text of sealed part `index` drawn at `width` (`SealedPart`)."""
+        start = self._part_end(index - 1, width) if index else 0
+        return self._sealed_text[start:self._part_end(index, width)]
+
+    def _flushed(self) -> str:
+        """The text the widgets were given: all of it but what waits for the next flush."""
+        text = self.text
+        return text[: len(text) - sum(map(len, self._pending))]
+
+    async def _set_live(self, start: int) -> None:
+        """The live Markdown holds the text from `start` on (it starts where the last part ends)."""
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()
-        part = drawn_once(done)
-        self.sealed.append(part)
-        await self.mount(part, before=self.live)
+        rest = self._flushed()[start:]
         await self.live.update(escape_control(rest))
         self._live = [rest] if rest else []
         self._live_chars = len(rest)
+        self._live_start = start
+
+    async def _seal(self) -> None:
+        from textual.widgets import Static
+
+        width = self._sealed_width
+        if self._seal_ends and self._part_end(len(self._seal_ends) - 1, width) != self._live_start:
+            await self._set_live(self._part_end(len(self._seal_ends) - 1, width))  # the width changed
+        live = "".join(self._live)
+        cut, seamless = self._cut_at(live, width)
+        if cut <= 0:
+            return
+        self._cut_in_a_paragraph |= not seamless
+        end = self._live_start + cut
+        self._sealed_text = self._flushed()[:end]
+        self._seal_ends.append(end)
+        part = Static(SealedPart(self, len(self.sealed)), classes="reply-sealed")
+        self.sealed.append(part)
+        await self.mount(part, before=self.live)
+        await self._set_live(end)
+
+    async def on_resize(self, event: events.Resize) -> None:
+        """The parts are drawn again for the new width by themselves; the live Markdown starts where the
+        last of them ends now."""
+        if self._seal_ends and self.markdown is not None and self.is_attached and self._sealed_width > 0:
+            start = self._part_end(len(self._seal_ends) - 1, self._sealed_width)
+            if start != self._live_start:
+                await self._set_live(start)
 
     async def write_reasoning(self, fragment: str) -> None:
         if not fragment:
@@ -220,6 +331,7 @@ class AssistantBlock(Vertical):
 
     async def _remove_sealed(self) -> None:
         sealed, self.sealed = self.sealed, []
+        self._seal_ends, self._sealed_text, self._ends_at, self._live_start = [], "", {}, 0
         self._live, self._live_chars = [], 0
         self._cut_in_a_paragraph = False
         if sealed:
