@@ -346,9 +346,7 @@ async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(off
     names = write_files(tmp_path)
     app = ask_app(session_factory, offline_server)
     async with app.run_test(size=(140, 44), notifications=True) as pilot:
-        await over_the_threshold(pilot, names)
-        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
-        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
+        await the_question(pilot, app, names)
         assert not any(n.title == "automatic summary" for n in app._notifications), \
             "the question and its countdown are on screen: no toast to outlive the answer (issue 14)"
         assert "runs in" in str(app.screen.query_one("#consent-text").render())
@@ -403,9 +401,7 @@ async def test_an_unanswered_question_closes_itself_and_the_summary_runs(offline
     names = write_files(tmp_path)
     app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=3")
     async with app.run_test(size=(140, 44)) as pilot:
-        await over_the_threshold(pilot, names)
-        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
-        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
+        await the_question(pilot, app, names)
         await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
         assert not isinstance(app.screen, ConsentScreen) and not app._open_asks
         assert ("summary", "auto") in [(e.kind, e.trigger) for e in app.log_pane.entries]
@@ -417,9 +413,7 @@ async def test_run_now_holds_for_the_rest_of_the_turn(offline_server, session_fa
     app = ask_app(session_factory, offline_server)
     seen: list = []
     async with app.run_test(size=(140, 44), message_hook=seen.append) as pilot:
-        await over_the_threshold(pilot, names)
-        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
-        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
+        await the_question(pilot, app, names)
         await pilot.click("#now")
         await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
         asked = [msg for msg in seen if type(msg).__name__ == "ConsentAsked"]
@@ -637,15 +631,20 @@ def test_the_preview_marks_calls_whose_arguments_a_reclaim_replaces():
     assert [row.index for row in after if row.placeholder] == [1, 3] and not any(row.reclaim for row in after)
 
 
+async def the_question(pilot, app: XunApp, names: list[str]) -> None:
+    """Go over the threshold in ask mode, and wait until its question is open and takes answers."""
+    await over_the_threshold(pilot, names)
+    await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+    await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
+
+
 async def test_the_question_says_what_is_true_and_counts_down(offline_server, session_factory, tmp_path: Path):
     """Asked after old tool results were reclaimed, the context may be under the threshold again (issue 25:
     "over the threshold (5.2k / 8k)"); and the "runs in" figure counts down to the automatic summary."""
     names = write_files(tmp_path)
     app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=30", "auto_compact.token_threshold=2560")
     async with app.run_test(size=(140, 44)) as pilot:
-        await over_the_threshold(pilot, names)
-        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
-        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
+        await the_question(pilot, app, names)
         text = lambda: str(app.screen.query_one("#consent-text").render())  # noqa: E731
         # the first call of the second turn passed 2,560; reclaiming brought it to about 2,500, above 95%
         assert 0.95 * app.agent.threshold < app.agent.request_tokens() <= app.agent.threshold
@@ -662,9 +661,7 @@ async def test_while_the_question_waits_the_app_says_it_waits_for_you(offline_se
     names = write_files(tmp_path)
     app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=60", "auto_compact.token_threshold=2560")
     async with app.run_test(size=(60, 20)) as pilot:
-        await over_the_threshold(pilot, names)
-        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
-        await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
+        await the_question(pilot, app, names)
         await pilot.press("n")
         await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
         await submit(pilot, "hello")  # over the threshold before its first call: asked again, at once

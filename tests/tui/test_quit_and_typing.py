@@ -100,7 +100,10 @@ async def test_esc_on_a_confirmation_after_a_summary_at_the_turns_start_answers_
 
 
 async def test_typing_while_the_chat_has_the_keyboard_goes_to_the_prompt_and_is_sent(offline_server, session_factory):
-    """Trial D #5: after Tab (the chat has the keyboard) a typed prompt and its Enter went nowhere."""
+    """Trial D #5: after Tab (the chat has the keyboard) a typed prompt and its Enter went nowhere. Typed in
+    one burst too: the space and Enter are keys the chat binds, and they must reach the prompt."""
+    from textual import events
+
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:
         await turn(pilot, "write 50 tokens")
@@ -109,6 +112,16 @@ async def test_typing_while_the_chat_has_the_keyboard_goes_to_the_prompt_and_is_
         assert not app.prompt.has_focus
         await finish(pilot, lambda: pilot.press(*"hi there", "enter"))
         assert [m.text for m in app.conversation.messages if isinstance(m, UserMessage)][-1] == "hi there"
+        app.chat.focus()
+        await pilot.pause()
+
+        def burst() -> None:  # as a terminal sends them: all queued before the first is handled
+            for character in "write 20 tokens":
+                app.post_message(events.Key("space" if character == " " else character, character))
+            app.post_message(events.Key("enter", "\r"))
+
+        await finish(pilot, burst)
+        assert [m.text for m in app.conversation.messages if isinstance(m, UserMessage)][-1] == "write 20 tokens"
 
 
 async def test_typing_and_pasting_at_60x20_with_the_panel_shown_brings_the_prompt_back(offline_server, session_factory):

@@ -6,11 +6,12 @@ Two prompts start a long turn (one tool call per step, so a turn of N steps take
 - "write files step1 to stepN" (optionally "of C characters"): `write_file` of `stepK.txt`, C characters
   (default 3,000).
 
-Like an LLM, the planner remembers nothing between requests: it reads the steps it can see done anywhere
-in the request but the prompt itself (the arguments and results of write_file and run_command calls, and summary or ledger text in
-system messages, including the "Steps done" lines the offline summary writes and the runs of xun's turn
-ledger, "first … last", read as every step between; a call whose result is an
-"[Error]", or a call the user stopped before it ran, does not count), issues the lowest step not seen, and answers in text once all N are seen. So a record lost to compaction shows up as a repeated step.
+Like an LLM, the planner remembers nothing between requests: it reads the steps it can see done anywhere in
+the request but the prompt itself (the arguments and results of write_file and run_command calls, and
+summary or ledger text in system messages, including the "Steps done" lines the offline summary writes and
+the runs of xun's turn ledger, "first … last", read as every step between; a call whose result is an
+"[Error]", or a call the user stopped before it ran, does not count), issues the lowest step not seen, and
+answers in text once all N are seen. So a record lost to compaction shows up as a repeated step.
 """
 
 from __future__ import annotations

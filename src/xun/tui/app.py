@@ -25,7 +25,7 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.events import DescendantBlur, DescendantFocus, Resize
+from textual.events import DescendantBlur, DescendantFocus, Key, Paste, Resize
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
@@ -190,6 +190,37 @@ class XunApp(
         self._recent_toasts.append((time.monotonic(), toast))
         super().notify(**toast, markup=False)
 
+    async def on_event(self, event: Any) -> None:
+        """Before Textual hands a key or a paste to the focused pane: typing or pasting in a pane with no
+        use for it goes to the prompt (`_hand_typing_to_prompt`)."""
+        if isinstance(event, (Key, Paste)) and not event.is_forwarded:
+            self._hand_typing_to_prompt(event)
+        await super().on_event(event)
+
+    def _hand_typing_to_prompt(self, event: Key | Paste) -> None:
+        """Give the prompt the keyboard, at once, for a printable key no binding takes or a paste, while
+        another pane of the main screen has it (the chat after Tab, the gauge after F4 at 60x20): what was
+        typed there was lost, Enter too (trial D). At once, and here, so that each key of a burst, Enter
+        included, goes to the prompt; a pane that takes typing (`TAKES_TYPING`) keeps it."""
+        from textual.widgets import Input, TextArea
+
+        from xun.tui.screens.main import MainScreen
+
+        if isinstance(event, Key) and (not (event.is_printable and event.character) or event.key in self.active_bindings):
+            return
+        screen, focused = self.screen, self.focused
+        if not isinstance(screen, MainScreen) or focused is None or isinstance(focused, (Input, TextArea)):
+            return
+        if any(getattr(node, "TAKES_TYPING", False) for node in focused.ancestors_with_self):
+            return
+        prompt = self.prompt
+        if prompt.read_only:
+            return
+        main = screen.query_one("#main")
+        if main.has_class("-narrow") and main.has_class("-side-shown"):  # the panel stands where the prompt is
+            main.remove_class("-side-shown")
+        screen.set_focus(prompt)
+
     def _unnotify(self, notification: Any, refresh: bool = True) -> None:
         """A toast expired or was clicked away: repaint the screen once it has gone (`_repaint_after_toasts`)."""
         super()._unnotify(notification, refresh)
@@ -213,8 +244,8 @@ class XunApp(
     def _repaint_after_toasts(self) -> None:
         """Once no toast of a gone notification is still on the screen, repaint all of it after the next
         refresh. Textual repaints only what its layout diff finds changed, and under load the diff could miss
-        the toast (its map was rebuilt between the removal and the layout): rows of an expired toast then
-        stayed painted on the prompt's border (issue 25.8, seen on a slow runner). Textual is pinned."""
+        the toast (most likely its map was rebuilt between the removal and the layout): rows of an expired toast
+        then stayed painted on the prompt's border (issue 25.8, seen on a slow runner). Textual is pinned."""
         from textual.widgets._toast import Toast
 
         if not self.is_running:

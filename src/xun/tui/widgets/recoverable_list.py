@@ -5,6 +5,7 @@ the inspector."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import ClassVar
 
 from rich.text import Text
 from textual import events, on
@@ -30,6 +31,9 @@ ARGUMENTS_MIN = 8
 
 
 class RecoverableList(Vertical):
+    TAKES_TYPING: ClassVar[bool] = True
+    """Typing filters the list: it does not go to the prompt."""
+
     def __init__(self, *, clock: Callable[[float], str], cursor_blink: bool = True) -> None:
         super().__init__(id="recoverable", classes="pane")
         self.border_title = "recoverable results"
