@@ -162,6 +162,30 @@ async def test_a_paste_while_a_confirmation_is_open_is_kept_aside_and_answers_no
         assert not (app.workdir / "yes.txt").exists()
 
 
+@pytest.mark.parametrize("opener", ["f1", "/config"])
+async def test_a_paste_into_a_dialog_with_no_field_for_it_goes_to_the_prompt(offline_server, session_factory, opener):
+    """A paste into the help or /config, which have no field to take it, vanished (trial D, left last stop).
+    It goes to the prompt behind the dialog, which says so; the dialog stays open."""
+    from textual import events
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
+        if opener.startswith("/"):
+            await submit(pilot, opener)
+        else:
+            await pilot.press(opener)
+        await wait_until(pilot, lambda: app.screen is not app.screen_stack[0], what="the dialog")
+        dialog = app.screen
+        app.post_message(events.Paste("first line\rsecond line\r"))
+        await wait_until(pilot, lambda: "second line" in app.prompt.text, what="the paste in the prompt")
+        assert app.screen is dialog
+        assert any("prompt" in toast.message for toast in app._notifications), list(app._notifications)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="the dialog closed")
+        assert app.prompt.text == "first line\nsecond line\n"
+
+
 def ready(screen: str) -> bool:
     return "% of the threshold" in screen and "Ask the agent" in screen
 

@@ -221,6 +221,22 @@ class XunApp(
             main.remove_class("-side-shown")
         screen.set_focus(prompt)
 
+    def paste_into_prompt(self, text: str) -> None:
+        """A paste made over a dialog with no field for it: into the prompt behind, with a toast saying where."""
+        from xun.tui.widgets.prompt_input import PromptInput
+
+        try:
+            prompt = self.screen_stack[0].query_one(PromptInput)
+        except Exception:  # no main screen yet (the trust question opens before it)
+            prompt = None
+        if prompt is None or prompt.read_only:
+            self.notify("Nothing was pasted: this dialog has no field for it, and the prompt takes no text now.",
+                        title="paste", severity="warning")
+            return
+        prompt.post_message(Paste(text))
+        lines = len(text.replace("\r\n", "\n").replace("\r", "\n").splitlines()) or 1
+        self.notify(f"Pasted into the prompt behind this dialog ({lines:,} line{'s' * (lines != 1)}).", title="paste")
+
     def _unnotify(self, notification: Any, refresh: bool = True) -> None:
         """A toast expired or was clicked away: repaint the screen once it has gone (`_repaint_after_toasts`)."""
         super()._unnotify(notification, refresh)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
+from textual import events
 from textual.screen import ModalScreen
 
 from xun.base.paths import styles_dir
@@ -35,6 +36,13 @@ class Modal(ModalScreen[ResultType]):
 
     def on_unmount(self) -> None:
         self.app.release_toasts()
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste that no field of the dialog took (an input stops its own) goes to the prompt behind it, and
+        the toast says so: in the help or /config it vanished (trial D). A question keeps it aside instead."""
+        event.stop()
+        event.prevent_default()
+        self.app.paste_into_prompt(event.text)
 
     def action_copy_text(self) -> None:
         """Ctrl+C copies the selected text; with none it counts toward quitting, as on the main screen
