@@ -469,6 +469,7 @@ async def test_enter_on_the_gauge_shows_what_fills_the_context_and_jumps(offline
         assert b.free.to_window is not None and b.window == 8000
         text = str(app.screen.query_one("#breakdown-parts").render())
         assert "free up to the threshold" in text and "free beyond it, up to the window" in text
+        assert "┃  the threshold (a summary is made past it)" in text  # trial F: nothing named the mark
         assert len(b.largest) == 5
         largest = b.largest[0]
         assert largest.role == "tool" and not largest.reclaimed
@@ -541,6 +542,10 @@ async def test_a_click_on_the_gauge_opens_the_breakdown(offline_server, session_
         await pilot.click("#gauge")
         await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen))
         assert [p.kind for p in app.screen.breakdown.parts if p.kind in ("user", "assistant")] == ["user", "assistant"]
+        assert app.screen.breakdown.window is None
+        legend = str(app.screen.query_one("#breakdown-parts").render())  # trial F: what lies past the mark?
+        assert "the threshold (a summary is made past it)" in legend and "the window is unknown" in legend
+        assert "the bar runs a quarter past the threshold" in str(app.gauge.tooltip)
         await pilot.press("escape")
         assert not isinstance(app.screen, BreakdownScreen)
 

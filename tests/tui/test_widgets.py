@@ -274,6 +274,20 @@ async def test_the_log_pane_counts_what_it_freed():
         assert log.highlighted is log.entries[-1] and "reason: automatic summaries are off" in str(log.tooltip)
 
 
+async def test_a_log_row_is_whole_as_soon_as_it_is_added():
+    """Trial F: the first row of a new log was drawn cut to the labels' widths ("16:5  skip") until the table
+    measured its cells when next idle; and "what" stopped at 40 characters with the pane's room left over."""
+    log = CompactionLog(clock=lambda _t: "16:51:50", shown_path=lambda p: p or "")
+    async with Host(log).run_test(size=(80, 10)) as pilot:
+        await pilot.pause()
+        log.add_record(events.CompactionSkipped(reason="Nothing to condense: the history is already as short as it "
+                                                       "can be, and nothing is older than the newest turns",
+                                                trigger="manual").to_json())
+        row = "".join(segment.text for segment in log.render_line(1))  # before the table is idle again
+        assert row.split()[:2] == ["16:51:50", "skipped"], row
+        assert "the history is already" in row and row.rstrip().endswith("…"), row
+
+
 # --------------------------------------------------------------------------------------- the bridge
 
 

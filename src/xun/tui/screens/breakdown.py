@@ -23,6 +23,8 @@ from xun.tui.widgets.breakdown_bar import (
     BEYOND_STYLE,
     FREE,
     FREE_STYLE,
+    MARK,
+    MARK_STYLE,
     PART_STYLES,
     BreakdownBar,
 )
@@ -46,8 +48,12 @@ def part_rows(breakdown: ContextBreakdown) -> list[tuple[str, str, str, str, str
     free = breakdown.free
     rows.append((FREE_STYLE, "free up to the threshold", tokens(free.to_threshold),
                  f"{percent(free.to_threshold, threshold)}%", ""))
+    rows.append((MARK_STYLE, "the threshold (a summary is made past it)", tokens(threshold), "100%", ""))
     if free.to_window is not None:
         rows.append((BEYOND_STYLE, "free beyond it, up to the window", tokens(free.to_window), "", ""))
+    else:  # the bar still runs on, so that a context past the threshold shows (trial F: what was that part?)
+        rows.append((BEYOND_STYLE, "past the threshold (the window is unknown: the bar shows a quarter more)", "", "",
+                     ""))
     return rows
 
 
@@ -56,7 +62,8 @@ def parts_content(breakdown: ContextBreakdown) -> Content:
     width = max((len(label) for _s, label, *_rest in rows), default=10)
     lines = []
     for style, label, count, share, detail in rows:
-        swatch = FREE * 2 if style == FREE_STYLE else BEYOND * 2 if style == BEYOND_STYLE else SWATCH
+        swatch = (FREE * 2 if style == FREE_STYLE else BEYOND * 2 if style == BEYOND_STYLE else f"{MARK} "
+                  if style == MARK_STYLE else SWATCH)
         lines.append(Content.assemble(
             (swatch, style), " ", f"{label:<{width}}", f" {count:>7}", (f" {share:>5}", "dim"), (f"  {detail}", "dim"),
         ))

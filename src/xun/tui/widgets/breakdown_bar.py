@@ -27,6 +27,7 @@ PART_STYLES = {
 """The colour of each part's segment and swatch (theme variables, so every theme has them)."""
 FREE_STYLE = "$foreground 60%"
 BEYOND_STYLE = "$foreground 25%"
+MARK_STYLE = "bold $text"
 
 
 def scale_of(breakdown: ContextBreakdown) -> int:
@@ -89,7 +90,7 @@ def bar_content(breakdown: ContextBreakdown, width: int) -> Content:
         if start <= mark < end:
             if mark > start:
                 out.append((text[start:mark], style))
-            out.append((MARK, "bold $text"))
+            out.append((MARK, MARK_STYLE))
             if end > mark + 1:
                 out.append((text[mark + 1:end], style))
         else:

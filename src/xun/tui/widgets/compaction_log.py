@@ -29,7 +29,10 @@ KINDS = {
     "summary_rejected": "rejected",
 }
 WHAT_CHARS = 40
-"""The "what" column is cut here at most (the whole text is in the detail)."""
+"""A row as plain text (`LogEntry.line`) cuts "what" here; on screen the column's width cuts it, with an
+ellipsis (the whole text is in the detail)."""
+WHAT_CELL_CHARS = 400
+"""At most this much of "what" goes into a cell (wider than any pane)."""
 WHAT_MIN = 8
 """Narrower than this, the "what" column keeps this width and the table scrolls sideways."""
 
@@ -165,8 +168,8 @@ class CompactionLog(DataTable[str]):
         """The rows, oldest first."""
         self.unchanged = 0
         """Automatic checks that changed nothing (not rows)."""
-        self._what_fitted: int | None = None
-        """The width the "what" column was laid out with."""
+        self._fitted: tuple[int, int, int, int] | None = None
+        """The widths the columns were laid out with (`_widths`)."""
         self.last_unchanged: LogEntry | None = None
         """The newest of them: its reason is in the pane's tooltip."""
 
@@ -177,34 +180,35 @@ class CompactionLog(DataTable[str]):
     def on_resize(self, event: events.Resize) -> None:
         self._fit_what()
 
-    def _what_width(self) -> int | None:
-        """What the pane leaves for "what" beside the other columns, each as wide as its widest cell (None
-        before the pane has a size)."""
+    def _widths(self) -> tuple[int, int, int, int] | None:
+        """Each column's width: time, kind and tokens as wide as their widest cell, "what" the room the pane
+        leaves beside them (None before the pane has a size). All are given, none measured by the table:
+        it measures its cells when it is next idle, and a row drawn before that was cut to the labels'
+        widths ("16:5 skip", trial F)."""
         room = self.content_region.width - self.styles.scrollbar_size_vertical  # (room for the scrollbar, always)
         if room <= 0:
             return None
-        others = [max([len(label), *(len(cell) for cell in cells)]) for label, cells in (
+        time, kind, figures = (max([len(label), *(len(cell) for cell in cells)]) for label, cells in (
             ("time", [e.time for e in self.entries]), ("kind", [e.kind for e in self.entries]),
-            ("tokens", [e.figures for e in self.entries]))]
-        return max(room - sum(others) - 4 * 2 * self.cell_padding, WHAT_MIN)
+            ("tokens", [e.figures for e in self.entries])))
+        return time, kind, figures, max(room - time - kind - figures - 4 * 2 * self.cell_padding, WHAT_MIN)
 
     def _lay_out(self) -> None:
         """The columns, the last as wide as the pane leaves it, and every row again."""
         cursor = self.cursor_row
-        self._what_fitted = self._what_width()
+        self._fitted = self._widths()
         self.clear(columns=True)
+        widths = self._fitted or (None, None, None, None)
         # labels as Text: a str is read as markup, whose first use costs the app's first frame 3 ms
-        self.add_column(Text("time"), key="time")
-        self.add_column(Text("kind"), key="kind")
-        self.add_column(Text("tokens"), key="tokens")
-        self.add_column(Text("what"), key="what", width=self._what_fitted)
+        for label, width in zip(("time", "kind", "tokens", "what"), widths, strict=True):
+            self.add_column(Text(label), key=label, width=width)
         for index, entry in enumerate(self.entries):
             self._add_cells(index, entry)
         if self.entries:
             self.move_cursor(row=min(max(cursor, 0), len(self.entries) - 1), animate=False)
 
     def _fit_what(self) -> None:
-        if self.columns and self._what_width() != self._what_fitted:
+        if self.columns and self._widths() != self._fitted:
             self._lay_out()
 
     def _add_cells(self, index: int, entry: LogEntry) -> None:
@@ -212,13 +216,13 @@ class CompactionLog(DataTable[str]):
             Text(entry.time, style="dim"),
             Text(entry.kind, style=STYLES.get(entry.kind, "bold")),
             Text(entry.figures, justify="right"),
-            Text(escape_control(one_line(entry.what, WHAT_CHARS)), style="italic" if entry.reason else "", no_wrap=True,
+            Text(escape_control(one_line(entry.what, WHAT_CELL_CHARS)), style="italic" if entry.reason else "", no_wrap=True,
                  overflow="ellipsis"),
             key=str(index),
         )
 
     def _add_row(self, entry: LogEntry) -> None:
-        if self._what_width() != self._what_fitted:  # a wider figure makes the tokens column wider
+        if self._widths() != self._fitted:  # a wider cell makes its column wider
             self._lay_out()  # (the entry is in `entries` already)
         else:
             self._add_cells(len(self.entries) - 1, entry)

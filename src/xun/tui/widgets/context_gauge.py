@@ -160,8 +160,9 @@ class ContextGauge(Vertical, can_focus=True):
         self.threshold = max(threshold, 1)
         self.window = window
         self.window_source = window_source
-        self.tooltip = literal("Enter (or a click): what fills the context\n" + (
-            f"window {window:,}: {window_source}" if window else "window unknown: the server did not say it"))
+        self.tooltip = literal("Enter (or a click): what fills the context\n┃ on the bar: the threshold\n" + (
+            f"window {window:,}: {window_source}" if window else
+            "window unknown: the server did not say it (the bar runs a quarter past the threshold)"))
         self._show()
 
     def set_estimate(self, estimate: int, reported: int | None) -> None:
