@@ -186,6 +186,27 @@ async def test_a_paste_into_a_dialog_with_no_field_for_it_goes_to_the_prompt(off
         assert app.prompt.text == "first line\nsecond line\n"
 
 
+async def test_a_sentence_typed_at_a_confirmation_keeps_its_first_letter_when_it_is_an_answer_key(offline_server,
+                                                                                                  session_factory):
+    """Trial F #4: "yesterday was fun" typed in one burst at a confirmation that took answers was shown back
+    as "esterday was fun": the "y" was no answer (the "e" after it disarmed the question first), and was
+    kept nowhere."""
+    from textual import events
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "run `echo hi`")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.armed, what="armed")
+        for character in "yesterday was fun":
+            app.post_message(events.Key("space" if character == " " else character, character))
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, ConfirmScreen), "a sentence answers nothing"
+        await pilot.pause(1.0)
+        await finish(pilot, lambda: pilot.press("n"))
+        notices = " ".join(str(block.text) for block in app.chat.query(NoticeBlock))
+        assert "kept out of the prompt: yesterday was fun" in notices, notices
+
+
 def ready(screen: str) -> bool:
     return "% of the threshold" in screen and "Ask the agent" in screen
 

@@ -41,6 +41,8 @@ class GuardedQuestion(Modal[ResultType]):
         self._quiet_since = time.monotonic()
         self.typed_aside: list[str] = []
         """What was typed while it took no answers: never an answer, never sent to the prompt."""
+        self._answer_key = ""
+        """An answer key typed while armed whose binding has not run yet (its answer clears it)."""
 
     def on_mount(self) -> None:
         self._quiet_since = time.monotonic()
@@ -49,8 +51,14 @@ class GuardedQuestion(Modal[ResultType]):
 
     def on_key(self, event: events.Key) -> None:
         typed = event.is_printable and event.character is not None
-        if self.armed and typed and event.character not in self.ANSWER_KEYS:
+        if self.armed and typed and event.character in self.ANSWER_KEYS:
+            self._answer_key = event.character  # on its way to the binding, which runs after this handler
+        elif self.armed and typed:
             self._set_armed(False)
+            if self._answer_key:  # the answer key before it was the first letter of a word ("yesterday"):
+                self.typed_aside.append(self._answer_key)  # its binding finds the question disarmed (trial F)
+        if typed and event.character not in self.ANSWER_KEYS:
+            self._answer_key = ""
         if not self.armed:
             self._quiet_since = time.monotonic()
             if typed:
