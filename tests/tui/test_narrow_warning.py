@@ -8,6 +8,7 @@ import pytest
 from xun.tui.app import XunApp
 
 from .helpers import submit, turn, wait_until
+from .terminal import terminal  # noqa: F401 - a fixture
 
 TITLES = ("the context is nearly full", "the context is past the threshold")
 
@@ -55,3 +56,31 @@ async def test_a_warning_that_no_longer_holds_is_withdrawn(offline_server, sessi
         await submit(pilot, "/clear")
         await wait_until(pilot, lambda: not [n for n in app._notifications if n.title in TITLES], timeout=3,
                          what="the warning withdrawn, long before its 10 s are over")
+
+
+
+def test_a_warning_held_by_the_ask_question_is_not_shown_again_once_a_summary_answers_it(terminal):
+    """Trial F #14, in a real terminal (Pilot's timing never showed it): the question held the "nearly full"
+    toast; it timed out, the summary brought the context to 78%, and the toast the closed question let go
+    came back after it had been withdrawn."""
+    import time
+
+    term = terminal("--set", "auto_compact.token_threshold=3000", "--set", "auto_compact.mode=ask",
+                    "--set", "auto_compact.ask_timeout=3")
+    term.wait_for(lambda s: "Ask the agent" in s and "ready" in s.splitlines()[0], what="the app")
+    for turns in range(1, 4):
+        term.type("write 800 tokens")
+        term.keys("Enter")
+        term.wait_for(lambda s: f"{2 * turns} messages in the context" in s and "ready" in s.splitlines()[0],
+                      what=f"turn {turns}")
+    term.wait_for(lambda s: "nearly full" in s, what="the warning")
+    term.type("write 800 tokens")
+    term.keys("Enter")
+    time.sleep(0.25)
+    term.type("now i keep typing")  # as the question opens: it goes on into the prompt once it closes
+    term.wait_for(lambda s: "summarise the conversation?" in s, what="the question")
+    screen = term.wait_for(lambda s: "summary" in s and "ready" in s.splitlines()[0], what="the summary and the turn")
+    assert "(78%)" in screen, screen
+    time.sleep(1.0)
+    assert "nearly full" not in term.screen(), term.screen()
+    assert "│ now i keep typing" in term.screen()

@@ -174,6 +174,10 @@ class XunApp(
         self._recent_toasts: deque[tuple[float, dict[str, Any]]] = deque(maxlen=8)
         self._held_toasts: list[dict[str, Any]] | None = None
         """While a dialog is open, the toasts that wait for it to close (None: none is open)."""
+        self._releasing: list[dict[str, Any]] = []
+        """Toasts a closed dialog let go, to be shown after the next refresh (`_show_released`)."""
+        self._withdrawn_at: dict[str, float] = {}
+        """When the toasts of a title were last withdrawn (Unix time, as a notification's `raised_at`)."""
         self._holding_new = False
         """Whether toasts raised while it is open wait too (a question: `Modal.HOLDS_TOASTS`)."""
 
@@ -242,11 +246,21 @@ class XunApp(
         super()._unnotify(notification, refresh)
         self._repaint_after_toasts()
 
+    def _on_notify(self, event: Any) -> None:
+        """A toast raised before its title was withdrawn, but handled after (its message was still queued),
+        is not shown: it no longer holds. (Textual then calls `App._on_notify`, which shows it, unless the
+        default is prevented.)"""
+        notification = event.notification
+        if notification.raised_at <= self._withdrawn_at.get(notification.title, float("-inf")):
+            event.prevent_default()
+
     def _withdraw_toast(self, title: str) -> None:
-        """Take back the toasts with this title that no longer hold: on screen, waiting for a dialog to close,
-        or remembered for one that opens."""
+        """Take back the toasts with this title that no longer hold: on screen, waiting for a dialog to close
+        (or let go by one, not yet shown), remembered for one that opens, or raised and still queued."""
+        self._withdrawn_at[title] = time.time()
         if self._held_toasts is not None:
             self._held_toasts = [toast for toast in self._held_toasts if toast["title"] != title]
+        self._releasing = [toast for toast in self._releasing if toast["title"] != title]
         for entry in [entry for entry in self._recent_toasts if entry[1]["title"] == title]:
             self._recent_toasts.remove(entry)
         gone = [notification for notification in self._notifications if notification.title == title]
@@ -291,8 +305,19 @@ class XunApp(
     def release_toasts(self) -> None:
         """The dialog closed: what waited is shown, for its whole time, on the screen under it."""
         held, self._held_toasts, self._holding_new = self._held_toasts, None, False
+        self._releasing.extend(held or ())
         for toast in held or ():
-            self.call_after_refresh(self.notify, **toast)  # (the dialog is still the top screen now)
+            self.call_after_refresh(self._show_released, toast)  # (the dialog is still the top screen now)
+        # a toast withdrawn while the dialog was open is taken off the screen under it only now: repaint
+        # once it is gone, as for any toast that goes (its rows stayed painted: trial F)
+        self.call_after_refresh(self._repaint_after_toasts)
+
+    def _show_released(self, toast: dict[str, Any]) -> None:
+        """A toast that waited for a dialog, unless it was withdrawn meanwhile (a summary made as ask mode's
+        question closed brought the context back under, and the "nearly full" toast came back: trial F)."""
+        if toast in self._releasing:
+            self._releasing.remove(toast)
+            self.notify(**toast)
 
     def get_default_screen(self) -> Screen[Any]:
         from xun.tui.screens.main import MainScreen

@@ -376,7 +376,7 @@ class EngineHandlers:
         now = max(gauge.reported or 0, gauge.estimate)
         if now < FULL_WARNING * gauge.threshold:
             if self._full_warning is not None:
-                self.call_later(self._withdraw_toast, self._full_warning)  # after its Notify, if still queued
+                self._withdraw_toast(self._full_warning)  # (one still queued is not shown: `_on_notify`)
                 self._full_warning = None
             return
         if session in self._warned_full or self.busy is not None:
