@@ -208,6 +208,46 @@ async def test_a_sentence_typed_at_a_confirmation_keeps_its_first_letter_when_it
         assert "kept out of the prompt: yesterday was fun" in notices, notices
 
 
+async def test_keys_typed_at_once_after_esc_go_to_the_prompt_not_to_the_closing_dialog(offline_server, session_factory):
+    """Trial F #24, G #14: Esc on F7's preview went on to the dialog behind the keys typed after it, which
+    were lost there (or ran its keys: "s" summarises); and F7 pressed at once after an Esc at the prompt
+    opened the preview, which the Esc then closed."""
+    from textual import events
+
+    from xun.tui.screens.preview import PreviewScreen
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await turn(pilot, "hello")
+        for key in ("escape", "f7"):
+            app.post_message(events.Key(key, "\x1b" if key == "escape" else None))
+        await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen), what="the preview")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, PreviewScreen), "the Esc typed before F7 closed it"
+        for key in ("escape", *"yes please"):
+            app.post_message(events.Key({"escape": "escape", " ": "space"}.get(key, key), "\x1b" if key == "escape" else key))
+        await wait_until(pilot, lambda: app.prompt.text == "yes please", what="the keys in the prompt")
+        assert not isinstance(app.screen, PreviewScreen) and not app.conversation.summarizations
+
+
+def test_esc_then_letters_at_once_in_a_real_terminal_close_the_preview_and_type(terminal):
+    """The same in tmux, where the terminal sends ESC and the letters in one read: Textual took ESC and "y"
+    for Alt+y, so the Esc was lost and the "s" of "yes" made a summary."""
+    term = terminal("--set", "auto_compact.token_threshold=3000", size=(120, 40))
+    term.wait_for(ready, what="the app")
+    for turns in range(1, 4):
+        term.type("write 800 tokens")
+        term.keys("Enter")
+        term.wait_for(lambda s: f"{2 * turns} messages in the context" in s and "ready" in s.splitlines()[0],
+                      what=f"turn {turns}")
+    term.keys("F7")
+    term.wait_for(lambda s: "Summarise now" in s, what="the preview")
+    term.keys("Escape")
+    term.type("yes please")
+    screen = term.wait_for(lambda s: "│ yes please" in s, what="the letters in the prompt")
+    assert "Summarise now" not in screen and " summary " not in screen, screen
+
+
 def ready(screen: str) -> bool:
     return "% of the threshold" in screen and "Ask the agent" in screen
 

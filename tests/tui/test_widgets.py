@@ -479,12 +479,29 @@ def test_a_paste_split_anywhere_between_reads_is_one_paste_without_escapes():
     """The terminal's bytes come in reads of any size: a paste's markers and escapes may be cut anywhere."""
     from textual import events
 
-    from xun.tui.paste_guard import PasteSafeParser
+    from xun.tui.terminal_input import TerminalInputParser
 
     raw = "a\x1b[200~one \x1b[31mred\x1b[0m \x1b]0;TITLE\x07two\rthree\x1b[201~b"
     for cut in range(1, len(raw)):
-        parser = PasteSafeParser()
+        parser = TerminalInputParser()
         got = [*parser.feed(raw[:cut]), *parser.feed(raw[cut:])]
         pastes = [event.text for event in got if isinstance(event, events.Paste)]
         keys = [event.key for event in got if isinstance(event, events.Key)]
         assert pastes == ["one red two\rthree"] and keys == ["a", "b"], (cut, pastes, keys)
+
+
+def test_esc_and_a_letter_typed_at_once_are_esc_and_the_letter():
+    """Trial F #24: Esc, then "yes please" 50 ms later, was Alt+y: the Esc was lost, F7's preview stayed
+    open, and its "s" made a summary. Keys that begin longer sequences (F1, arrows, Alt+Backspace) are kept."""
+    from textual import events
+
+    from xun.tui.terminal_input import TerminalInputParser
+
+    def keys(raw: str) -> list[str]:
+        parser = TerminalInputParser()
+        return [event.key for event in [*parser.feed(raw), *parser.feed("")] if isinstance(event, events.Key)]
+
+    assert keys("\x1byes") == ["escape", "y", "e", "s"]
+    assert keys("\x1b1") == ["escape", "1"]
+    assert keys("\x1bOP") == ["f1"] and keys("\x1b[D") == ["left"] and keys("\x1b\x1b[18~") == ["escape", "f7"]
+    assert keys("\x1b\x7f") == ["ctrl+w"]

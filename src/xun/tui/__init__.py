@@ -39,10 +39,10 @@ def run(session: Session | Callable[[], Session], *, headless: bool = False, siz
     collecting = gc.isenabled()
     gc.disable()
     try:
-        from xun.tui import paste_guard
+        from xun.tui import terminal_input
         from xun.tui.app import XunApp
 
-        paste_guard.install()  # a pasted escape code must not turn the paste into keys
+        terminal_input.install()  # a pasted escape code must not turn the paste into keys, nor Esc and a letter Alt
         app = XunApp(opener=session) if callable(session) else XunApp(session)
         try:
             result = app.run(headless=headless, size=size, auto_pilot=auto_pilot)

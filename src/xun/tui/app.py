@@ -198,8 +198,29 @@ class XunApp(
         """Before Textual hands a key or a paste to the focused pane: typing or pasting in a pane with no
         use for it goes to the prompt (`_hand_typing_to_prompt`)."""
         if isinstance(event, (Key, Paste)) and not event.is_forwarded:
+            if isinstance(event, Key) and event.key == "escape" and await self._escape_a_dialog():
+                return
             self._hand_typing_to_prompt(event)
         await super().on_event(event)
+
+    async def _escape_a_dialog(self) -> bool:
+        """Esc on a dialog runs its Esc key here, at once, as the app reads it: sent on to the dialog, it
+        ran only after the keys typed behind it had been sent there too, and "yes please" typed at once
+        after Esc was lost in F7's preview, or ran its keys (trial F #24). Whether it was taken."""
+        from xun.tui.screens.modal import Modal
+
+        return isinstance(self.screen, Modal) and await self._check_bindings("escape")
+
+    def _on_key(self, event: Key) -> None:
+        """A key pressed before the dialog on screen was opened, and only now back at the app from the
+        screen it was sent to, runs none of the dialog's keys: F7 (a priority key, handled at once) opened
+        the preview while the Esc typed before it was on its way, and that Esc closed it (trial G #14).
+        (`App._on_key`, which runs the screen's bindings, comes next unless the default is prevented.)"""
+        from xun.tui.screens.modal import Modal
+
+        screen = self.screen
+        if isinstance(screen, Modal) and event.time < screen.opened_at:
+            event.prevent_default()
 
     def _hand_typing_to_prompt(self, event: Key | Paste) -> None:
         """Give the prompt the keyboard, at once, for a printable key no binding takes or a paste, while

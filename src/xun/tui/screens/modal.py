@@ -4,9 +4,10 @@ app's first frame (Textual loads a screen's `CSS_PATH` when it is first shown)."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from textual import events
+from textual._time import get_time
 from textual.screen import ModalScreen
 
 from xun.base.paths import styles_dir
@@ -27,6 +28,11 @@ class Modal(ModalScreen[ResultType]):
     CSS_PATH: ClassVar[list[str | Path]] = [styles_dir() / "modals.tcss"]
     HOLDS_TOASTS: ClassVar[bool] = False
     """A question: toasts raised while it is open wait too, not only those on screen (`XunApp.hold_toasts`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.opened_at = get_time()
+        """When it was asked for (Textual's clock, as a key's `time`): a key pressed before is not its own."""
 
     def on_screen_resume(self) -> None:
         self.app.hold_toasts(new_ones_too=self.HOLDS_TOASTS)

@@ -1,12 +1,18 @@
-"""A paste that holds escape codes stays one paste, in order, as text.
+"""The terminal's keys and pastes, read as a person means them (Textual's parser, two things changed).
 
-Copied terminal output is full of colour codes. Textual's input parser reads an escape inside a
-bracketed paste as the start of a key sequence: it sends the sequence's characters as keys, so the paste
-came apart (its start moved to its end, an ESC turned into "^[") and every pasted line break became an
-Enter: one paste of a coloured test log sent each of its lines as a prompt. Here the terminal's bytes are
-read ahead of that parser: a bracketed paste is held whole until its end marker, its escape sequences and
-other control characters are taken out (what the terminal showed is the text), and it goes on to the
-parser as a paste with no escape in it."""
+A paste that holds escape codes stays one paste, in order, as text. Copied terminal output is full of
+colour codes. Textual's input parser reads an escape inside a bracketed paste as the start of a key
+sequence: it sends the sequence's characters as keys, so the paste came apart (its start moved to its
+end, an ESC turned into "^[") and every pasted line break became an Enter: one paste of a coloured test
+log sent each of its lines as a prompt. Here the terminal's bytes are read ahead of that parser: a
+bracketed paste is held whole until its end marker, its escape sequences and other control characters
+are taken out (what the terminal showed is the text), and it goes on to the parser as a paste with no
+escape in it.
+
+Esc, then a letter typed at once, is Esc and the letter. Textual read ESC and a character within 0.1 s
+as Alt and that character: a person who closed a dialog with Esc and went on typing at once lost the
+Esc, and their next letters ran the dialog's keys (the "s" of "yes please" made a summary from F7's
+preview: trial F). xun binds no Alt+letter key, and a terminal sends the same bytes for both."""
 
 from __future__ import annotations
 
@@ -14,10 +20,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from textual import events
 from textual._xterm_parser import XTermParser
 
 PASTE_START = "\x1b[200~"
 PASTE_END = "\x1b[201~"
+SEQUENCE_STARTS = frozenset("[O]P_^XN\\")
+"""After ESC, the characters that begin a longer sequence (CSI, SS3, OSC, DCS, APC, PM, SOS, SS2, ST)."""
 
 CONTROL_SEQUENCE = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
@@ -33,8 +42,9 @@ def pasted_text(raw: str) -> str:
     return CONTROL_SEQUENCE.sub("", raw)
 
 
-class PasteSafeParser(XTermParser):
-    """Textual's parser, fed each bracketed paste whole and without escapes (see the module)."""
+class TerminalInputParser(XTermParser):
+    """Textual's parser, fed each bracketed paste whole and without escapes, reading ESC and a character
+    as Esc and the character (see the module)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -53,6 +63,14 @@ class PasteSafeParser(XTermParser):
         passed = self._through(data)
         if passed:  # (an empty feed would tell the parser the input ended)
             yield from super().feed(passed)
+
+    def _sequence_to_key_events(self, sequence: str, alt: bool = False) -> Iterable[events.Key]:
+        if (len(sequence) == 2 and sequence[0] == "\x1b" and sequence[1] not in SEQUENCE_STARTS
+                and sequence[1].isprintable()):
+            yield events.Key("escape", "\x1b")
+            yield from super()._sequence_to_key_events(sequence[1])
+            return
+        yield from super()._sequence_to_key_events(sequence, alt)
 
     def _through(self, data: str) -> str:
         """`data` as the parser should see it; a paste not yet ended is kept back."""
@@ -80,7 +98,7 @@ class PasteSafeParser(XTermParser):
 
 
 def install() -> None:
-    """Make the terminal driver read input with `PasteSafeParser` (before the app runs)."""
+    """Make the terminal driver read input with `TerminalInputParser` (before the app runs)."""
     from textual.drivers import linux_driver
 
-    linux_driver.XTermParser = PasteSafeParser  # type: ignore[misc]  # the driver makes one per run
+    linux_driver.XTermParser = TerminalInputParser  # type: ignore[misc]  # the driver makes one per run
