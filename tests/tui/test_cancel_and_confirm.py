@@ -250,3 +250,21 @@ async def test_the_keys_scroll_a_long_diff_from_the_dialog_as_it_opens(offline_s
         assert preview.scroll_y == 0
         assert app.screen is screen, "the keys answered nothing"
         await finish(pilot, lambda: pilot.press("escape"))
+
+
+async def test_tab_and_enter_at_a_confirmation_never_allow(offline_server, session_factory):
+    """Trial G #18: Tab, Tab, Enter, meant to reach Deny, pressed "Allow once": the focus went on from the
+    preview to the allow buttons, and the file was overwritten. Tab moves between the preview and Deny."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(60, 20)) as pilot:
+        (app.workdir / "big.txt").write_text("keep me\n")
+        await submit(pilot, "write changed to big.txt")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await armed(pilot)
+        focused = []
+        for _ in range(4):
+            await pilot.press("tab")
+            focused.append(app.focused.id)
+        assert "allow_once" not in focused and "allow_session" not in focused, focused
+        await finish(pilot, lambda: pilot.press("enter"))
+        assert (app.workdir / "big.txt").read_text() == "keep me\n"

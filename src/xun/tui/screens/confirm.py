@@ -89,9 +89,12 @@ class ConfirmScreen(GuardedQuestion[Decision]):
             with VerticalScroll(id="confirm-preview"):
                 yield Static(preview_renderable(request), id="confirm-preview-text")
             with Horizontal(id="confirm-buttons"):
-                yield Button("Allow once", id="allow_once", variant="success", compact=True, disabled=True)
-                yield Button(ANSWER_LABELS[Decision.ALLOW_SESSION], id="allow_session", variant="primary",
-                             compact=True, disabled=True)
+                allow_once = Button("Allow once", id="allow_once", variant="success", compact=True, disabled=True)
+                allow_session = Button(ANSWER_LABELS[Decision.ALLOW_SESSION], id="allow_session", variant="primary",
+                                       compact=True, disabled=True)
+                for allow in (allow_once, allow_session):  # allowing takes its key (y, s) or a click: Tab, Tab
+                    allow.can_focus = False  # and Enter, meant to reach Deny, overwrote a file (trial G #18)
+                    yield allow
                 yield Button("Deny", id="deny", variant="error", compact=True, disabled=True)
 
     def focus_for(self, armed: bool) -> None:
