@@ -601,3 +601,19 @@ def test_a_call_saved_without_its_result_gets_one_at_load(tmp_path):
     assert roles == [("user", None), ("assistant", None), ("tool", "call_a"), ("tool", "call_b"), ("user", None)]
     assert loaded.messages[3].raw["content"] == UNANSWERED_AT_LOAD
     assert loaded.estimated_message_length() == Conversation().loads(loaded.dumps()).estimated_message_length()
+
+
+def test_the_draft_is_kept_with_the_session_and_older_files_have_none():
+    """What the app's prompt held at quit goes with the session (trial G #12); it is never in the context."""
+    conversation = Conversation()
+    conversation.add_user_message("hello")
+    conversation.draft = "not sent yet\n[bold]as typed[/]"
+    data = json.loads(conversation.dumps())
+    assert data["draft"] == "not sent yet\n[bold]as typed[/]"
+    loaded = Conversation().loads(conversation.dumps())
+    assert loaded.draft == conversation.draft and [m.to_json() for m in loaded.messages] == [m.to_json() for m in
+                                                                                           conversation.messages]
+    del data["draft"]
+    assert Conversation().loads(json.dumps(data)).draft == ""
+    data["draft"] = 42
+    assert Conversation().loads(json.dumps(data)).draft == ""

@@ -376,3 +376,70 @@ async def test_a_double_slash_sends_a_prompt_that_starts_with_a_slash(offline_se
     async with app.run_test(size=(100, 30)) as pilot:
         await turn(pilot, "//etc is a folder")
         assert app.chat.query_one(UserBlock).text == "/etc is a folder"
+
+
+async def quit_by(pilot, app, *keys: str) -> None:
+    """Press the keys at once, as a terminal sends them (Pilot's press waits for a calm screen after each:
+    2 s apart during a fast tool loop, too slow for Ctrl+C twice)."""
+    from textual import events
+
+    for key in keys:
+        app.post_message(events.Key(key, None))
+    await wait_until(pilot, lambda: app.return_code is not None, what="the quit")
+
+
+async def test_what_the_prompt_held_at_quit_comes_back_on_resume(offline_server, session_factory):
+    """Trial G #12: a draft typed and not sent was lost at quit; and prompts queued behind a turn."""
+    first = session_factory(offline_server)
+    app = XunApp(first)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await turn(pilot, "hello")
+        app.prompt.set_prompt("some draft text\nwith a second line")
+        await quit_by(pilot, app, "ctrl+q")
+    first.close()
+    again = XunApp(session_factory(offline_server, resume=first.conversation.conversation_id))
+    async with again.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: again.session is not None and again.header.status == "ready", what="the session")
+        assert again.prompt.text == "some draft text\nwith a second line"
+        assert "back in the input, not sent" in again.chat.query(NoticeBlock).last().text
+        assert [m.text for m in again.conversation.messages if m.role == "user"] == ["hello"]
+
+
+async def test_a_prompt_waiting_for_the_ask_question_at_quit_comes_back_on_resume(offline_server, session_factory):
+    """Trial F #26: Ctrl+Q while ask mode's question stood open: the prompt waiting for it was nowhere after
+    the resume (not in the session, not in the input)."""
+    from xun.tui.screens.consent import ConsentScreen
+
+    settings = ("auto_compact.token_threshold=3000", "auto_compact.mode=ask", "auto_compact.ask_timeout=600")
+    first = session_factory(offline_server, *settings)
+    app = XunApp(first)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(3):
+            await turn(pilot, "write 800 tokens")
+        await submit(pilot, "write 800 tokens, the fourth")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
+        await quit_by(pilot, app, "ctrl+q")
+    first.close()
+    again = XunApp(session_factory(offline_server, *settings, resume=first.conversation.conversation_id))
+    async with again.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: again.session is not None and again.header.status == "ready", what="the session")
+        assert again.prompt.text == "write 800 tokens, the fourth"
+
+
+async def test_a_turn_cut_off_between_its_tool_calls_and_its_reply_says_so_on_resume(offline_server_factory,
+                                                                                      session_factory):
+    """Trial F #6, G #16: Ctrl+C twice in the middle of a long tool loop; the resumed chat ended on the last
+    call with no word that the turn had stopped, or how to go on."""
+    server = offline_server_factory(tokens_per_second=2000)
+    first = session_factory(server, "auto_confirm=true")
+    app = XunApp(first)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, "append the numbers 1 to 300 to steps.txt")
+        await wait_until(pilot, lambda: sum(m.role == "tool" for m in app.conversation.messages) >= 5, what="some steps")
+        await quit_by(pilot, app, "ctrl+c", "ctrl+c")
+    first.close()
+    again = XunApp(session_factory(server, resume=first.conversation.conversation_id))
+    async with again.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: again.session is not None and again.header.status == "ready", what="the session")
+        notices = [block.text for block in again.chat.query(NoticeBlock)]
+        assert any("stopped before the model's reply" in text for text in notices), notices

@@ -353,6 +353,9 @@ class Conversation:
         self.created_at: float = time.time()
         self.title: str | None = None
         """What `/sessions` and `xun sessions` call it: set with /name, else the first prompt (kept at save)."""
+        self.draft = ""
+        """What the app's prompt held, not sent, when it quit (and the prompts queued behind a turn): a
+        resume puts it back in the input. Never part of the context."""
         self.usage_totals: dict[str, int] = {}
         """The session's model usage as the server reported it ("calls", "prompt", "completion", and
         "cached_input" once known): kept with the session, across resumes."""
@@ -1094,6 +1097,7 @@ class Conversation:
             "created_at": self.created_at,
             "updated_at": time.time(),
             "title": self.session_title(),
+            "draft": self.draft,
             "tokens_used": self.total_tokens,
             "tokens_now": self.estimated_tokens(),
             "usage_totals": dict(self.usage_totals),
@@ -1534,9 +1538,11 @@ def _parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> 
         ratio = DEFAULT_TOKENS_PER_CHAR
     created = data.get("created_at")
     title = data.get("title")
+    draft = data.get("draft")
     totals = data.get("usage_totals")
     return {
         "title": title if isinstance(title, str) and title.strip() else None,
+        "draft": draft if isinstance(draft, str) else "",
         "usage_totals": {k: v for k, v in totals.items() if isinstance(k, str) and isinstance(v, int)
                          and not isinstance(v, bool) and v >= 0} if isinstance(totals, dict) else {},
         "messages": MessageList(messages),

@@ -164,16 +164,50 @@ class SessionLifecycle:
         if session.mcp:
             self.start_mcp_servers()
 
-    async def _offer_unanswered(self) -> None:
-        """A session whose last prompt got no answer (the server was down, xun quit before the reply): as
-        when the turn failed, the prompt goes back into the input and sending it replaces the unanswered
-        one, instead of a second prompt after it (trial D #19). Not over what was typed while it opened."""
+    def _keep_draft(self) -> None:
+        """At quit, what was typed and not sent goes with the session, for the resume to put back: the
+        prompt's text, the prompts queued behind the turn, and the prompt of a turn cut off before it was
+        in the context (ask mode's question stood open: trial F #26). It was lost (trial G #12)."""
         from xun.context.messages import UserMessage
         from xun.tui.commands import as_typed
 
+        parts: list[str] = []
+        prompt = self._turn_prompt
         messages = self.conversation.messages
+        if prompt and self.busy == "turn" and not any(isinstance(message, UserMessage) and message.text == prompt
+                                                      for message in messages[-50:]):
+            parts.append(as_typed(prompt))  # (unless the turn's end, handled first, put it back in the input)
+        parts += [as_typed(text) for text, _notice in self.queued_prompts]
+        parts.append(self.prompt.expanded(self.prompt.text))
+        kept = [part.strip("\n") for part in parts if part.strip()]
+        self.conversation.draft = "\n\n".join(dict.fromkeys(kept))
+
+    async def _offer_unanswered(self) -> None:
+        """A session whose last prompt got no answer (the server was down, xun quit before the reply): as
+        when the turn failed, the prompt goes back into the input and sending it replaces the unanswered
+        one, instead of a second prompt after it (trial D #19). Not over what was typed while it opened.
+        What the prompt held at quit (`Conversation.draft`) comes back the same way, and a turn cut off
+        between its tool calls and its reply is said to be (trial F #6)."""
+        from xun.context.messages import UserMessage
+        from xun.tui.commands import as_typed
+
+        conversation = self.conversation
+        messages = conversation.messages
         last = messages[-1] if len(messages) else None
-        if not isinstance(last, UserMessage) or self._early_prompt is not None or self.prompt.text.strip():
+        draft, conversation.draft = conversation.draft, ""
+        if isinstance(last, UserMessage) and draft == as_typed(last.text):
+            draft = ""  # the unanswered prompt given back to the input before the quit: offered as such, below
+        typed = self._early_prompt is not None or self.prompt.text.strip()
+        if last is not None and last.role == "tool":  # a turn cut off between its tool calls and its reply
+            await self.chat.add_notice("warning", "the last turn stopped before the model's reply (xun quit or was "
+                                       "stopped during it): to go on from there, send a prompt such as “continue”")
+        if draft and typed:
+            await self.chat.add_notice("info", f"what the prompt held when xun quit (not put back: you typed "
+                                       f"meanwhile): {draft}")
+        elif draft:
+            self.prompt.set_prompt(draft)
+            await self.chat.add_notice("info", "what the prompt held when xun quit is back in the input, not sent")
+        if draft or typed or not isinstance(last, UserMessage):
             return
         self._unanswered = last
         self.prompt.set_prompt(as_typed(last.text))
@@ -398,6 +432,7 @@ class SessionLifecycle:
             with contextlib.suppress(Exception):
                 await worker.wait()
         await self._settle_save()
+        self._keep_draft()
         try:
             await asyncio.to_thread(self.save_now)
         except OSError as exc:
