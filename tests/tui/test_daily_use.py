@@ -20,8 +20,9 @@ from .helpers import finish, submit, turn, wait_until
 KEEP = ("auto_compact.summary_keep_max=4",)
 
 
-def chat_rows(app: XunApp) -> list[tuple[str, str, bool]]:
-    """(kind, text, summarised) of each block in the chat, top to bottom."""
+def chat_rows(app: XunApp, arguments: bool = False) -> list[tuple[str, str, bool]]:
+    """(kind, text, summarised) of each block in the chat, top to bottom (a tool's text: its name, or its
+    arguments)."""
     rows = []
     for child in app.chat.children:
         dim = child.has_class("-summarised")
@@ -30,7 +31,7 @@ def chat_rows(app: XunApp) -> list[tuple[str, str, bool]]:
         elif isinstance(child, SummaryDivider):
             rows.append(("divider", child.text, dim))
         elif isinstance(child, ToolBlock):
-            rows.append(("tool", child.tool_name, dim))
+            rows.append(("tool", child.arguments if arguments else child.tool_name, dim))
         elif isinstance(child, AssistantBlock):
             rows.append(("assistant", child.text[:20], dim))
     return rows
@@ -523,3 +524,52 @@ async def test_a_low_threshold_reclaims_before_it_summarises_and_every_nothing_s
             await finish(pilot, lambda: pilot.press("f5"))
             last = app.conversation.summarizations[-1]
             assert (last.condensed_count, last.kept_count) == (f.condensed, f.kept)
+
+
+async def test_a_long_turn_with_many_summaries_shows_every_call_once_live_resumed_and_rendered(offline_server,
+                                                                                              session_factory):
+    """Trial F #5, #20: a 200-step turn made a dozen summaries, several in one second. Live, their dividers
+    stacked above the turn's prompt and the calls they took out were never dimmed; resumed and in /render,
+    every section showed the first one's calls (142-155 and more were missing) and the prompt came back once
+    per summary. Each divider now sits among the calls where its cut was, every call shows once, and the
+    prompt twice at most: where it was sent, and carried past the last summary, labelled so."""
+    import re
+
+    settings = ("auto_compact.token_threshold=3000", "auto_confirm=true")
+    first = session_factory(offline_server, *settings)
+    app = XunApp(first)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await turn(pilot, "append the numbers 1 to 120 to steps.txt", timeout=120)
+        assert len(app.conversation.summarizations) >= 3
+        live = chat_rows(app, arguments=True)
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    first.close()
+    def calls(rows) -> list[int]:
+        return [int(n) for kind, text, _ in rows if kind == "tool" for n in re.findall(r"echo (\d+)", text)]
+
+    assert calls(live) == list(range(1, 121)), calls(live)
+    assert [kind for kind, _, _ in live].index("user") == 0 and not live[0][2], "the prompt on top, in the context"
+    dividers = [i for i, row in enumerate(live) if row[0] == "divider"]
+    assert len(dividers) == len(app.conversation.summarizations) and dividers[0] > 5, "among the calls"
+    assert all(dim for kind, _, dim in live[1:dividers[-1]] if kind == "tool"), "the calls summarised are dimmed"
+
+    again = XunApp(session_factory(offline_server, *settings, resume=first.conversation.conversation_id))
+    async with again.run_test(size=(140, 44)) as pilot:
+        await wait_until(pilot, lambda: again.chat.children, what="the transcript")
+        again.chat.focus()
+        for _ in range(40):
+            if not again.chat.older_count:
+                break
+            await pilot.press("home")
+            await wait_until(pilot, lambda: not (again.chat._older_wanted or again.chat._loading_older))
+        rows = chat_rows(again, arguments=True)
+        assert calls(rows) == list(range(1, 121)), calls(rows)
+        assert [text for kind, text, _ in rows if kind == "user"] == ["append the numbers 1 to 120 to steps.txt"] * 2
+        assert again.chat.query(UserBlock).last().border_title.startswith("you · the turn's prompt, carried")
+        await submit(pilot, "/render long.md")
+        path = again.workdir / "long.md"
+        await wait_until(pilot, path.exists, what="the export")
+    text = path.read_text()
+    assert [int(n) for n in re.findall(r'"command": "echo (\d+) >>', text)] == list(range(1, 121))  # the calls
+    assert text.count("## You") == 2 and "carried past the summary" in text

@@ -173,6 +173,9 @@ class SummarizationEvent:
     warning: str | None = None
     offload_when: str | None = None
     """The heading time of the offload log's section holding the originals (how the chat finds them)."""
+    carried: bool = False
+    """The turn's prompt was carried word for word to the head of what is kept: the next summary's section
+    opens with that copy, which a transcript does not show twice (trial F #20)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -184,6 +187,7 @@ class SummarizationEvent:
             "kept_count": self.kept_count,
             "warning": self.warning,
             "offload_when": self.offload_when,
+            "carried": self.carried,
         }
 
 
@@ -1040,7 +1044,7 @@ class Conversation:
         after = self.estimated_message_length()
         before = plan.estimated_length_before
         event = SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning,
-                                   when if offload_path else None)
+                                   when if offload_path else None, plan.carried_user is not None)
         self.summarizations.append(event)
         if job is not None and not write_index:  # the index's warning, when it is written, is the summary's
             job.settle = lambda index_warning: setattr(event, "warning", index_warning)
@@ -1507,6 +1511,7 @@ def _parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> 
                     kept_count=int(event.get("kept_count") or 0),
                     warning=event.get("warning"),
                     offload_when=event.get("offload_when"),
+                    carried=event.get("carried") is True,
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

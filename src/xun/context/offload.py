@@ -45,7 +45,9 @@ class OffloadSection:
 
 
 def utc_now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    """To the millisecond: a section's heading time names it, and a long turn made several summaries in
+    one second (the transcript then showed the first one's turns for each: trial F #20)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _entry(speaker: str, text: str, detail: str = "") -> str:

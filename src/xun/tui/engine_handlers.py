@@ -165,8 +165,10 @@ class EngineHandlers:
                                            self._pending_focus)
             self._pending_focus = None
             divider, self._pending_divider = self._pending_divider, None
-            first_kept = self.chat_block_for(1) if len(conversation.messages) > 1 else None
-            await self.chat.place_divider(text, first_kept, replacing=divider)
+            carried = bool(conversation.summarizations) and conversation.summarizations[-1].carried
+            first_kept = self.chat_block_for(2 if carried else 1) if len(conversation.messages) > 1 else None
+            await self.chat.place_divider(text, first_kept, replacing=divider,
+                                          carried=self.chat_block_for(1) if carried else None)
             self._mark_summarised_results()
             self._refresh_gauge()
             self.gauge.add_point(self.agent.request_tokens())

@@ -66,7 +66,8 @@ def transcript_markdown(conversation: Conversation, title: str) -> str:
             parts += ["", "---", "", f"*Summary: {item.condensed} messages summarised{where}; {item.kept} kept. "
                       "Above this line: out of the context.*", "", "---", ""]
         elif isinstance(item, UserItem):
-            parts += [f"## You{mark}", "", _quote(item.text), ""]
+            carried = " (the turn's prompt, carried past the summary)" if item.carried else ""
+            parts += [f"## You{mark}{carried}", "", _quote(item.text), ""]
         elif isinstance(item, AssistantItem):
             parts += [f"## Assistant{mark}", ""]
             if item.reasoning:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,8 @@ class UserItem:
     """Position of the message in the conversation."""
     summarised: bool = False
     """Out of the context: it came back from the offload log."""
+    carried: bool = False
+    """The turn's prompt, carried word for word past a summary made inside its turn (shown above too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,11 @@ class OffloadedItem:
     """Which of this conversation's offloads it is (0 the first), when `when` is unknown."""
     conversation_id: str
     condensed: int
+    repeat: int = 0
+    """How many earlier offloads have the same `when` (logs written before it had milliseconds: several
+    summaries of a long turn in one second)."""
+    carried_head: bool = False
+    """Its section opens with the turn's prompt carried past the summary before: shown once, not again."""
 
 
 Item = UserItem | AssistantItem | ToolItem | SummaryItem | OffloadedItem
@@ -108,16 +115,27 @@ def transcript(conversation: Conversation) -> Transcript:
     if isinstance(first, SystemPrompt) and first.is_compressed:
         result.summary = first.content
         ordinal = 0
+        seen: dict[str | None, int] = {}
+        carried = False
         for event in conversation.summarizations:
             if event.file_path:
+                repeat = seen.get(event.offload_when, 0)
+                seen[event.offload_when] = repeat + 1
                 result.items.append(OffloadedItem(event.file_path, event.offload_when, ordinal,
-                                                  conversation.conversation_id, event.condensed_count))
+                                                  conversation.conversation_id, event.condensed_count, repeat, carried))
                 ordinal += 1
+            carried = event.carried
             result.items.append(SummaryItem(event.condensed_count, event.kept_count, event.file_path,
                                             event.summary_message, event.time))
         if not conversation.summarizations:
             result.items.append(SummaryItem(0, 0, None, first.content))
-    result.items += message_items(messages)
+    tail = message_items(messages)
+    if conversation.summarizations and conversation.summarizations[-1].carried:
+        for at, item in enumerate(tail):
+            if isinstance(item, UserItem):
+                tail[at] = replace(item, carried=True)
+                break
+    result.items += tail
     return result
 
 
@@ -181,9 +199,9 @@ def _sections(path: str) -> list[OffloadSection]:
 def _section_of(item: OffloadedItem) -> OffloadSection | None:
     sections = _sections(item.path)
     if item.when is not None:
-        for section in sections:
-            if section.when == item.when and section.conversation_id in ("", item.conversation_id):
-                return section
+        same = [s for s in sections if s.when == item.when and s.conversation_id in ("", item.conversation_id)]
+        if same:
+            return same[min(item.repeat, len(same) - 1)]
     own = [s for s in sections if s.conversation_id == item.conversation_id]
     return own[item.ordinal] if item.ordinal < len(own) else None
 
@@ -205,13 +223,16 @@ def offloaded_items(item: OffloadedItem, workdir: str | os.PathLike[str] | None 
         raise OSError(f"{item.path} is not an offload log (.xun/{folder}/*.md); only those are read")
     if real.stat().st_size > MAX_OFFLOAD_LOG_BYTES:
         raise OSError(f"the offload log {item.path} is over {MAX_OFFLOAD_LOG_BYTES // 2**20} MB; open it in an editor")
-    section = _section_of(OffloadedItem(str(path), item.when, item.ordinal, item.conversation_id, item.condensed))
+    section = _section_of(replace(item, path=str(path)))
     if section is None:
         raise LookupError(f"the offload log {item.path} has no section for this summary")
     items: list[Item] = []
     calls: dict[str, int] = {}
     reasoning = ""
-    for entry in section.entries:
+    entries = section.entries
+    if item.carried_head and entries and entries[0].speaker == "Human":
+        entries = entries[1:]  # the copy of the turn's prompt the summary before carried: it is shown above
+    for entry in entries:
         if entry.speaker == "Human":
             items.append(UserItem(entry.text, summarised=True))
         elif entry.speaker == "AI reasoning":

@@ -98,7 +98,7 @@ class ChatView(VerticalScroll):
 
     def _block_for(self, item: Item) -> Widget:
         if isinstance(item, UserItem):
-            return UserBlock(item.text)
+            return UserBlock(item.text, carried=item.carried)
         if isinstance(item, AssistantItem):
             return AssistantBlock(item.content, item.reasoning)
         if isinstance(item, ToolItem):
@@ -370,9 +370,11 @@ class ChatView(VerticalScroll):
         return divider
 
     async def place_divider(self, text: str, first_kept: Widget | None,
-                            replacing: SummaryDivider | None = None) -> SummaryDivider:
+                            replacing: SummaryDivider | None = None, carried: Widget | None = None) -> SummaryDivider:
         """A finished summary: its divider goes where the cut is, above `first_kept` (the end when no block
-        was kept), and every turn above it is marked as out of the context."""
+        was kept), and every turn above it is marked as out of the context, but the turn's prompt the
+        summary `carried` past it: a summary inside a long turn goes among its calls, not above its prompt
+        (they stacked there, the calls they took out never dimmed: trial F #5)."""
         if replacing is not None and replacing.is_attached:
             await replacing.remove()
         divider = SummaryDivider(text, state="done")
@@ -383,7 +385,7 @@ class ChatView(VerticalScroll):
         for child in self.children:
             if child is divider:
                 break
-            if isinstance(child, (UserBlock, AssistantBlock, ToolBlock)):
+            if isinstance(child, (UserBlock, AssistantBlock, ToolBlock)) and child is not carried:
                 child.add_class("-summarised")
         self._older[:] = [replace(item, summarised=True) if isinstance(item, (UserItem, AssistantItem, ToolItem))
                           else item for item in self._older]  # in place, one for one: a page being read keeps its place
