@@ -307,3 +307,29 @@ def test_the_collector_is_paused_until_the_session_shows_then_runs_on_a_frozen_h
     assert seen["collecting_while_opening"] is False
     assert seen["frozen"] > 10_000, "what the start made was frozen when the collector resumed"
     assert gc.isenabled() and gc.get_freeze_count() == 0, "the app unfroze its heap on the way out"
+
+
+@pytest.mark.parametrize("how", ["never used", "cleared"])
+async def test_resuming_a_session_with_no_message_opens_it(offline_server, tmp_path: Path, how):
+    """Trial G #32: `xun`, Ctrl+Q, `xun --resume` (or /clear, quit, resume) crashed with a traceback: the empty
+    transcript asked for the welcome before the session was open."""
+    from xun.agent.opener import SessionOpener
+
+    with open_session(tmp_path, base_url=offline_server.base_url, environ={}) as first:
+        if how == "cleared":
+            await first.agent.run("hello")
+            first.conversation.clear()
+        first.conversation.compaction_log.append({"type": "compaction_skipped", "reason": "x", "trigger": "manual"})
+        first.save()
+        ident = first.conversation.conversation_id
+    app = XunApp(opener=SessionOpener(tmp_path, resume=ident, base_url=offline_server.base_url, environ={}))
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_until(pilot, lambda: app.session is not None and app.header.status == "ready", what="the session")
+            assert app.chat.query(WelcomeBlock)
+            await turn(pilot, "hello again")
+            await pilot.press("ctrl+q")
+        assert app.open_error is None and app.return_code == 0
+    finally:
+        if app.opened_session is not None:
+            app.opened_session.close()

@@ -433,8 +433,12 @@ class XunApp(
         pane is there when it shows."""
         await self.query_one("#side").mount_all(self._side_panes())
 
-    def _welcome(self) -> WelcomeBlock:
+    def _welcome(self) -> WelcomeBlock | None:
+        """None before the session is open (a resumed session with no message shows its empty transcript
+        first: the welcome comes with the session; building it then crashed the resume, trial G #32)."""
         session = self.session
+        if session is None:
+            return None
         provider = "the offline demo model (scripted, not an LLM)" if session.offline else session.describe_provider()
         return WelcomeBlock(session.config.model.name, provider, self.key_of)
 

@@ -226,7 +226,7 @@ class SessionLifecycle:
         conversation = self.conversation
         self.header.set_session(conversation.conversation_id, read_only=self.session.read_only)
         shown, self._transcript_shown = self._transcript_shown, None
-        if conversation is not shown:
+        if conversation is not shown or not self.chat.children:  # (an empty one: now with the welcome)
             await self.chat.show_transcript(transcript(conversation).items)
         self.gauge.context_replaced()
         self._refresh_gauge()

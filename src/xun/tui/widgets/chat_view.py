@@ -53,7 +53,7 @@ class ChatView(VerticalScroll):
         Binding("enter,space", "toggle_block", "Open/fold", id="chat.toggle_block"),
     ]
 
-    def __init__(self, *, shown_path: Callable[[str | None], str], welcome: Callable[[], Widget] | None = None) -> None:
+    def __init__(self, *, shown_path: Callable[[str | None], str], welcome: Callable[[], Widget | None] | None = None) -> None:
         super().__init__(id="chat")
         self._welcome = welcome
         self.border_title = "chat"
@@ -128,8 +128,8 @@ class ChatView(VerticalScroll):
             if self._older:
                 self._marker = EarlierMarker(self._marker_text(), id="earlier")
                 widgets.insert(0, self._marker)
-            if not widgets and self._welcome is not None:
-                widgets.append(self._welcome())
+            if not widgets and self._welcome is not None and (welcome := self._welcome()) is not None:
+                widgets.append(welcome)
             if widgets:
                 await self.mount_all(widgets)
         finally:
