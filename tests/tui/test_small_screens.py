@@ -12,7 +12,7 @@ from xun.tui.app import XunApp
 from xun.tui.screens.inspector import InspectorScreen
 from xun.tui.widgets.key_bar import KeyBar
 
-from .helpers import finish, submit, wait_until, words_cut
+from .helpers import finish, submit, turn, wait_until, words_cut
 from .test_inspector import prepare, reclaimed_app
 
 SIZES = [(160, 48), (80, 24), (60, 20)]
@@ -208,3 +208,17 @@ async def test_at_60_columns_the_read_only_mark_outlasts_the_model_and_its_badge
                     assert "offline demo model" in str(app.header.query_one("#provider").render())
     finally:
         session.close()
+
+
+@pytest.mark.parametrize("small", [(20, 6), (30, 10), (10, 4)])
+async def test_a_terminal_grown_back_from_a_tiny_size_keeps_the_app_running(offline_server, session_factory, small):
+    """Trial F #35: 120x40 → 20x6 → 120x40 with the prompt empty killed the app ("range() arg 3 must not be
+    zero"): Textual wrapped the prompt's placeholder at width 0."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.session is not None and app.header.status == "ready", what="the session")
+        for size in (small, (120, 40), small, (160, 48)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause(0.3)
+            assert app.is_running and app.return_code is None, size
+        await turn(pilot, "hello")

@@ -7,6 +7,7 @@ import time
 from typing import ClassVar
 
 from textual import events
+from textual.strip import Strip
 from textual.binding import BindingType
 from textual.widgets import TextArea
 
@@ -154,6 +155,13 @@ class PromptInput(TextArea, inherit_bindings=False):
         self.load_text(self.prompt_history[index])
         self.move_cursor(self.document.end if step < 0 else (0, len(self.document.get_line(0))))
         self._history_at = index
+
+    def render_line(self, y: int) -> Strip:
+        """A blank line when the prompt has no width: Textual (8.2.8, pinned) wraps the placeholder at width
+        0 and raises, which killed the app when a terminal grew back from 20x6 (trial F #35)."""
+        if self.content_size.width <= 0:
+            return Strip.blank(self.size.width)
+        return super().render_line(y)
 
     # -------------------------------------------------------------------------------------- keys
 
