@@ -490,6 +490,22 @@ def test_a_paste_split_anywhere_between_reads_is_one_paste_without_escapes():
         assert pastes == ["one red two\rthree"] and keys == ["a", "b"], (cut, pastes, keys)
 
 
+def test_a_line_break_after_a_pasted_end_marker_never_sends():
+    """Trial G #29: copied text holding the end-of-paste marker, `safe text ESC[201~injected CR`, sent
+    "safe textinjected" as a prompt: what follows the marker in the same read, to its line break, is pasted."""
+    from textual import events
+
+    from xun.tui.terminal_input import TerminalInputParser
+
+    parser = TerminalInputParser()
+    got = [*parser.feed("\x1b[200~safe text\x1b[201~injected\r/tokens\r"), *parser.feed("")]
+    assert [type(event).__name__ for event in got] == ["Paste", "Paste"], got
+    assert [event.text for event in got] == ["safe text", "injected\r/tokens\r"]
+    parser = TerminalInputParser()  # keys typed after a paste, in later reads, are keys
+    got = [*parser.feed("\x1b[200~text\x1b[201~"), *parser.feed("ab\r"), *parser.feed("")]
+    assert [getattr(event, "key", None) for event in got] == [None, "a", "b", "enter"]
+
+
 def test_esc_and_a_letter_typed_at_once_are_esc_and_the_letter():
     """Trial F #24: Esc, then "yes please" 50 ms later, was Alt+y: the Esc was lost, F7's preview stayed
     open, and its "s" made a summary. Keys that begin longer sequences (F1, arrows, Alt+Backspace) are kept."""

@@ -94,6 +94,11 @@ class TerminalInputParser(XTermParser):
                     break
                 out.append(pasted_text(held[:end]) + PASTE_END)
                 data, self._pasting = held[end + len(PASTE_END):], None
+                trailing = data[:data.find("\x1b")] if "\x1b" in data else data
+                if "\r" in trailing or "\n" in trailing:  # a line break in the same read as a paste's end is the
+                    # paste's (copied text holding the end marker), never a person's Enter: it sent a prompt
+                    out.append(PASTE_START + pasted_text(trailing) + PASTE_END)  # (trial G #29)
+                    data = data[len(trailing):]
         return "".join(out)
 
 
