@@ -68,6 +68,11 @@ WIDE = 140
 SHORT = 30
 """Below this many rows a list in the side panel with the keyboard shrinks the gauge to its figures and bar."""
 
+ANSWERS_A_KEY = frozenset({"Quit?"})
+"""Toasts that answer the key just pressed: a question holding the others back shows these (the first Ctrl+C
+under a confirmation showed nothing, and the second one quit the app: trial G #26)."""
+
+
 class XunApp(
     SessionLifecycle, KeysAndHelp, AppActions, SlashCommands, EngineHandlers, App[int], inherit_bindings=False
 ):
@@ -188,7 +193,7 @@ class XunApp(
         that answers the dialog under it, a `[/]` that crashes the app). Control characters show as `\\x1b`."""
         toast = {"message": escape_control(message), "title": escape_control(title, keep_newlines=False),
                  "severity": severity, "timeout": timeout}
-        if self._held_toasts is not None and self._holding_new:
+        if self._held_toasts is not None and self._holding_new and title not in ANSWERS_A_KEY:
             self._held_toasts.append(toast)
             return
         self._recent_toasts.append((time.monotonic(), toast))

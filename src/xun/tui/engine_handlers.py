@@ -441,17 +441,17 @@ class EngineHandlers:
 
     def _show_typed_aside(self, screen: GuardedQuestion[Any], what: str) -> None:
         """A sentence typed while a question took no answers was kept out of the prompt behind it, where it
-        would have been sent with the next prompt; once the question closes, it goes on into an empty prompt,
-        not sent (a notice in the chat was lost under the reply that followed: trial F #14). A prompt already
-        holding text keeps it, and the chat shows the sentence."""
+        would have been sent with the next prompt; once the question closes, it goes on into the prompt, not
+        sent, after what the prompt holds (typing through the moment the question opened left its first
+        letters there: trial G #25). A notice in the chat was lost under the reply that followed (trial F #14)."""
         text = screen.aside_text
         if not text or self.quitting:
             return
         prompt = self.prompt
-        if prompt.text.strip() or prompt.read_only:
+        if prompt.read_only:
             self.call_later(self.chat.add_notice, "info", f"typed while {what} was open, kept out of the prompt: {text}")
             return
-        prompt.set_prompt(text)
+        prompt.set_prompt(prompt.text + text)
         self.notify(f"What you typed while {what} was open is in the prompt, not sent.", title="typed ahead")
 
     def _why_summary_now(self) -> str:

@@ -115,7 +115,7 @@ class KeysAndHelp:
             ("Confirmations", [("y / s / n", "allow once · allow for this session · deny"),
                                ("Esc", "deny and stop the turn")]),
             ("Ask mode (auto_compact.mode = \"ask\")", [
-                ("y / n / o", "summarise now · not now · turn automatic summaries off for this session"),
+                ("y / n or Esc / o", "summarise now · not now (the turn goes on) · turn automatic summaries off for this session"),
             ]),
             ("Slash commands", [(c.usage, c.help) for c in SLASH_COMMANDS]),
         ]

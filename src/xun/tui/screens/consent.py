@@ -29,7 +29,7 @@ class ConsentScreen(GuardedQuestion[str]):
     ]
     ANSWER_KEYS = frozenset("yno")
     BOX_ID = "consent-box"
-    SUBTITLE = "y run now · n not now · o off for this session"
+    SUBTITLE = "y run now · n/Esc not now · o off for this session"
 
     def __init__(self, situation: str, timeout: float, *, keep_text: str = "", countdown: bool = True) -> None:
         super().__init__(id="consent")
