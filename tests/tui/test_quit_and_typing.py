@@ -6,6 +6,7 @@ import json
 import time
 
 import pytest
+from textual import events
 from textual.messages import ExitApp
 
 from xun.context.messages import UserMessage
@@ -282,9 +283,15 @@ async def test_prompts_typed_in_one_burst_are_queued_and_sent_in_order(offline_s
         assert app.prompt.text == "", "nothing typed is left half-sent in the input"
         notices = [block.text for block in app.chat.query(NoticeBlock)]
         assert any(text.startswith("queued: read mod3.py") for text in notices), notices
-        await wait_until(pilot, lambda: app.finished_work == 3 and app.busy is None, timeout=30, what="three turns")
+        app.prompt.post_message(events.Paste("".join(f"pasted line {i}\n" for i in range(40))))  # trial G #23: a
+        await wait_until(pilot, lambda: "pasted 40 lines" in app.prompt.text, what="the paste")  # big queued paste
+        await pilot.press("enter")  # is not written out in full above the reply
+        notices = [block.text for block in app.chat.query(NoticeBlock)]
+        assert any(text.startswith("queued: pasted line 0 pasted line 1") and "(40 lines)" in text and len(text) < 400
+                   for text in notices), notices
+        await wait_until(pilot, lambda: app.finished_work == 4 and app.busy is None, timeout=30, what="four turns")
         prompts = [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)]
-        assert prompts == ["read mod1.py", "read mod2.py", "read mod3.py"]
+        assert prompts[:3] == ["read mod1.py", "read mod2.py", "read mod3.py"] and prompts[3].count("pasted line") == 40
         assert not app.queued_prompts
         assert not [b for b in app.chat.query(NoticeBlock) if b.text.startswith("queued:")], "sent: no longer queued"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from xun.context.usage import usage_totals_line
 from xun.tui.commands import UnknownCommand, as_typed, parse
-from xun.tui.format import NO_SERVER_COUNT, counted, percent, tokens
+from xun.tui.format import NO_SERVER_COUNT, counted, one_line, percent, tokens
 from xun.tui.widgets.tool_block import call_subject
 
 
@@ -112,8 +112,10 @@ class SlashCommands:
 
     async def send_prompt(self, text: str) -> None:
         if self.busy is not None or (self.queued_prompts and not self._queue_waits):  # typed ahead: it waits its turn
+            lines = len(text.splitlines())  # a big paste is not written out in full above the reply (trial G #23)
+            shown = one_line(text, 200) + (f" ({lines:,} lines)" if lines > 1 else "")
             notice = await self.chat.add_notice(
-                "info", f"queued: {text} (goes out when the turn is over; Esc takes the queued prompts back)")
+                "info", f"queued: {shown} (goes out when the turn is over; Esc takes the queued prompts back)")
             self.queued_prompts.append((text, notice))
             return
         unanswered, self._unanswered = self._unanswered, None
