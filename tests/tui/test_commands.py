@@ -251,6 +251,21 @@ async def test_every_action_is_in_the_command_palette(offline_server, session_fa
         await wait_until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
 
 
+async def test_render_from_the_palette_keeps_a_draft_in_the_prompts_history(offline_server, session_factory):
+    """Trial G #28: Ctrl+P → "Render transcript" replaced an unsent draft with no way back."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.session is not None, what="the session")
+        app.prompt.set_prompt("my important draft")
+        [render] = [c for c in app.get_system_commands(app.screen) if c.title == "Render transcript"]
+        render.callback()
+        assert app.prompt.text == "/render transcript.html"
+        app.prompt.focus()
+        app.prompt.set_prompt("")
+        await pilot.press("up")
+        assert app.prompt.text == "my important draft"
+
+
 async def test_searching_the_palette_for_comp_finds_every_compaction_action(offline_server, session_factory):
     """A newcomer who read about /compact typed "comp" and found only the preview."""
     from textual.command import CommandList

@@ -46,6 +46,14 @@ class KeysAndHelp:
         taken = {key.strip() for bid, keys in keymap.items() if bid != binding.id for key in keys.split(",")}
         return None if binding.key in taken else binding.key
 
+    def _offer_render(self) -> None:
+        """The palette's "Render transcript" puts the command in the prompt; a draft there goes into the
+        prompt's history first, where Up finds it (it was replaced with no way back: trial G #28)."""
+        prompt = self.prompt
+        if prompt.text.strip():
+            prompt.remember(prompt.expanded(prompt.text))
+        prompt.set_prompt("/render transcript.html")
+
     def key_of(self, binding_id: str) -> str:
         """How the key of a binding reads now (after `ui.keymap`), e.g. "F5" ("Ctrl+P" when it has none)."""
         binding = next((b for b in self.BINDINGS if isinstance(b, Binding) and b.id == binding_id), None)
@@ -145,7 +153,6 @@ class KeysAndHelp:
         yield SystemCommand("Retry", "Send the last prompt again (/retry)", self.action_retry)
         yield SystemCommand("Revise", "Take the last prompt back to edit it (/revise)", self.action_revise)
         yield SystemCommand("Clear", "Start over in this session (/clear)", self.action_clear)
-        yield SystemCommand("Render transcript", "Export as HTML or Markdown (/render FILE)",
-                            lambda: self.prompt.set_prompt("/render transcript.html"))
+        yield SystemCommand("Render transcript", "Export as HTML or Markdown (/render FILE)", self._offer_render)
         yield SystemCommand("Help", "Keys and commands (F1)", self.action_help)
         yield SystemCommand("Save and quit", "Save the session and quit (Ctrl+Q)", self.action_quit_saving)
