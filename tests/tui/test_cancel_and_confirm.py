@@ -268,3 +268,22 @@ async def test_tab_and_enter_at_a_confirmation_never_allow(offline_server, sessi
         assert "allow_once" not in focused and "allow_session" not in focused, focused
         await finish(pilot, lambda: pilot.press("enter"))
         assert (app.workdir / "big.txt").read_text() == "keep me\n"
+
+
+async def test_a_very_long_command_leaves_its_preview_and_the_buttons_in_view(offline_server, session_factory):
+    """Trial G #48: a 3,000-character command filled the dialog with its heading; the command box and the
+    buttons were out of sight, where the user has to read what will run."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await submit(pilot, "run `echo " + "z" * 3000 + "`")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await armed(pilot)
+        screen = app.screen
+        title = screen.query_one("#confirm-title")
+        assert title.region.height <= 3 and str(title.render()).endswith("…")
+        preview = screen.query_one("#confirm-preview")
+        assert preview.region.height >= 3
+        for button in ("#allow_once", "#deny"):
+            region = screen.query_one(button).region
+            assert region.height and region.bottom <= 24, (button, region)
+        await finish(pilot, lambda: pilot.press("n"))

@@ -21,7 +21,7 @@ from textual.widgets import Button, Label, Static
 
 from xun.agent.tools import CONFIRM_KEYS, ConfirmationRequest, Decision
 from xun.base.valid_text import escape_control
-from xun.tui.format import literal
+from xun.tui.format import literal, one_line
 from xun.tui.screens.guarded import GuardedQuestion
 
 DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "$text-accent"), ("+", "$text-success"), ("-", "$text-error"))
@@ -56,6 +56,9 @@ def preview_renderable(request: ConfirmationRequest) -> Content:
     return Content(text)
 
 
+TITLE_CHARS = 120
+"""The dialog's heading is cut here, with an ellipsis; the preview shows everything."""
+
 ANSWER_LABELS = {Decision.ALLOW_ONCE: "Allow once", Decision.ALLOW_SESSION: "Allow for this session",
                  Decision.DENY: "Deny"}
 
@@ -85,7 +88,9 @@ class ConfirmScreen(GuardedQuestion[Decision]):
         with Vertical(id="confirm-box") as box:
             box.border_title = literal(f"{request.tool} wants to run", flat=True)
             box.border_subtitle = self.WAITING
-            yield Label(literal(request.title), id="confirm-title")
+            # a 3,000-character command filled the dialog with its heading, the buttons out of sight (trial G #48):
+            # the heading is cut, the preview below holds the whole command
+            yield Label(literal(one_line(request.title, TITLE_CHARS)), id="confirm-title")
             with VerticalScroll(id="confirm-preview"):
                 yield Static(preview_renderable(request), id="confirm-preview-text")
             with Horizontal(id="confirm-buttons"):
