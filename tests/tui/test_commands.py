@@ -209,6 +209,11 @@ async def test_render_writes_markdown_and_html(offline_server, session_factory, 
         await pilot.pause()
         assert any(".html or .md" in n.message for n in app._notifications)
         assert "transcript written to chat.html" in app.chat.query(NoticeBlock).last().text
+        assert app.prompt.text == "/render notes.txt", "refused, it is back to be corrected (trial G #47)"
+        app.prompt.set_prompt("")
+        await submit(pilot, "/auto maybe")
+        await pilot.pause()
+        assert app.prompt.text == "/auto maybe"
 
 
 async def test_the_keymap_remaps_a_binding(offline_server, session_factory, tmp_path: Path):

@@ -30,6 +30,12 @@ class SlashCommands:
         finally:
             self._command_typed = None
 
+    def _give_command_back(self) -> None:
+        """A command refused for its argument goes back into the input, to be corrected rather than typed
+        again (a long /render path was wiped: trial G #47), as an unknown command stays there."""
+        if self._command_typed is not None and not self.prompt.text.strip():
+            self.prompt.set_prompt(self._command_typed)
+
     async def run_command(self, name: str, argument: str) -> None:
         if name in ("/compact", "/offload"):
             first, _, rest = argument.partition(" ")
@@ -57,6 +63,7 @@ class SlashCommands:
                 path = render_transcript(self.conversation, argument, self.workdir)
             except ExportError as exc:
                 self.notify(str(exc), severity="error")
+                self._give_command_back()
                 return
             await self.chat.add_notice("info", f"transcript written to {self.shown_path(str(path))}")
         elif name == "/retry":
@@ -100,6 +107,7 @@ class SlashCommands:
             return
         if mode not in ("auto", "ask", "off"):
             self.notify(f"/auto {mode}: give auto, ask or off", severity="warning")
+            self._give_command_back()
             return
         config.set_here("auto_compact.mode", mode, "chosen in the app (this session only)")
         self._told_summaries_off.discard(self.conversation.conversation_id)  # off again later: said again
