@@ -105,6 +105,23 @@ def test_bad_configuration_is_exit_2_naming_file_and_key(cli: Cli):
     assert cli.session_files() == []
 
 
+def test_a_bad_keymap_is_exit_2_and_a_taken_key_a_warning(cli: Cli):
+    """Trial F #28: `summarise = "f11"` (no such id) and `help = "notakey"` were listed without a word, and
+    the app started with F1 unbound."""
+    user = cli.home / ".config" / "xun" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[ui.keymap]\nreclaim = "f10"\nsummarise = "f11"\nhelp = "notakey"\n')
+    bad = cli.inproc("config").check(2)
+    assert bad.stdout == ""
+    assert f"xun: configuration error: {user}: ui.keymap.summarise: unknown binding id; did you mean compact?" in bad.stderr
+    assert "The ids are help, toggle_side, compact, reclaim, preview" in bad.stderr
+    assert f"xun: configuration error: {user}: ui.keymap.help: 'notakey' is not a key name" in bad.stderr
+    user.write_text('[ui.keymap]\nreclaim = "f5"\n')
+    taken = cli.inproc("config").check(0)
+    assert taken.stderr == ("xun: warning: ui.keymap.reclaim takes 'f5' from compact (Summarise), which has no key "
+                            "then (Ctrl+P still runs it; give it one with ui.keymap.compact)\n")
+
+
 def test_sessions_lists_newest_first_and_names_unreadable_files(cli: Cli):
     store = SessionStore(cli.workdir)
     for ident, messages in (("older", 1), ("newer", 3)):

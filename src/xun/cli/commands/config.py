@@ -83,6 +83,8 @@ def _show(args: argparse.Namespace) -> int:
     from xun.agent.config import describe_config, resolve_api_key
 
     config = settings_of(args)
+    for warning in config.keymap_warnings:
+        print(f"xun: warning: {warning}", file=Visible(sys.stderr))
     items = describe_config(config)
     key_set = resolve_api_key(config) is not None
     out = Visible(sys.stdout, json_lines=bool(args.json))  # keys and values come from config files
