@@ -1008,7 +1008,21 @@ def withhold_untrusted(data: dict[str, Any]) -> dict[str, str]:
                 removed.update((f"{key}.{leaf}", _show(item)) for leaf, item in _leaves(value))
             else:
                 removed[key] = _show(value)
+            if parents and not node:  # `[ui]` left empty: the file set nothing there (`xun config` says default)
+                _drop_empty(data, parents)
     return dict(sorted(removed.items()))
+
+
+def _drop_empty(data: dict[str, Any], parts: list[str]) -> None:
+    """Remove the table at `parts` and every table above it that this leaves empty."""
+    for end in range(len(parts), 0, -1):
+        *above, name = parts[:end]
+        node: Any = data
+        for part in above:
+            node = node[part]
+        if node[name]:
+            return
+        del node[name]
 
 
 def flag_overrides(overrides: Iterable[str], base_url: str | None = None, model: str | None = None) -> list[str]:
@@ -1202,11 +1216,23 @@ def set_config_value(
     is_project = (not _is_user_file(path)) if project is None else project
     if is_project:
         _check_trust(data, source)
-    _validate(data, lambda _dotted: source)
+    try:
+        _validate(data, lambda _dotted: source)
+    except ConfigError as exc:
+        raise ConfigError(_whole_key(problem, parts) for problem in exc.problems) from None
     if before_write is not None:
         before_write(dotted_key)
     _atomic_write_toml(path, data)
     return value
+
+
+def _whole_key(problem: ConfigProblem, parts: list[str]) -> ConfigProblem:
+    """`config set no.such.key 1` is refused for `no`, the first part nobody knows: name the key as given."""
+    dotted = ".".join(parts)
+    if problem.message.startswith("unknown key") and dotted.startswith(problem.key + ".") and problem.key:
+        hint = _suggest(tuple(parts))
+        return ConfigProblem(problem.source, dotted, "unknown key" + (f"; did you mean {hint}?" if hint else ""))
+    return problem
 
 
 def unset_config_value(path: str | os.PathLike[str], dotted_key: str) -> bool:
