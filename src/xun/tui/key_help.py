@@ -121,11 +121,16 @@ class KeysAndHelp:
         ]
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        # Textual's own "Quit" would sit beside "Save and quit" below: one quit in the palette. The palette
-        # matches titles only, so the compaction actions say "Compaction" (a newcomer searched "comp")
-        yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
+        # Textual's own "Quit" would sit beside "Save and quit" below: one quit in the palette; its "Screenshot"
+        # wrote to a Downloads folder (often missing) and said only "Failed to save screenshot": ours writes
+        # into .xun/exports and says where. The palette matches titles only, so the compaction actions say
+        # "Compaction" (a newcomer searched "comp")
+        yield from (command for command in super().get_system_commands(screen)
+                    if command.title not in ("Quit", "Screenshot"))
         if self.session is None:
             return
+        yield SystemCommand("Screenshot", "Save an SVG picture of the screen in .xun/exports/",
+                            lambda: self.set_timer(0.1, self.action_save_screenshot))  # once the palette is gone
         yield SystemCommand("Compaction: summarise now", "Summarise older turns (F5, /compact)", self.action_compact)
         yield SystemCommand("Compaction: reclaim tool results", "Replace old tool results with placeholders (F6, /compact toolcall)", self.action_reclaim)
         yield SystemCommand("Recoverable results", "Focus the reclaimed tool results (F8)", self.action_focus_recoverable)
