@@ -349,6 +349,23 @@ async def test_ctrl_c_twice_quits(offline_server, session_factory):
     assert session.store.path_for(session.conversation.conversation_id).exists()
 
 
+async def test_ctrl_c_with_a_selection_copies_as_f1_says(offline_server, session_factory):
+    """Trial F #22: F1 said "Ctrl+C Quit (press twice)", but with text selected Ctrl+C copies it."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        assert ("Ctrl+C", "Copy the selection; with none, press twice to quit (the session is saved)") in app.binding_rows()
+        await pilot.press(*"some text to copy")
+        app.prompt.select_all()
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.clipboard == "some text to copy"
+        assert not any("Ctrl+C again" in n.message for n in app._notifications)
+        await pilot.press("end", "ctrl+c")  # nothing selected now
+        await wait_until(pilot, lambda: any("Ctrl+C again" in n.message for n in app._notifications), what="Quit?")
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: app.return_code is not None, what="the second press to quit")
+
+
 async def test_quit_command_and_an_empty_session_leaves_no_file(offline_server, session_factory):
     session = session_factory(offline_server)
     app = XunApp(session)

@@ -17,6 +17,10 @@ AGENT_ACTIONS = frozenset({"compact", "reclaim", "focus_recoverable", "cancel_tu
 """Actions that belong to the main screen (disabled while a modal is open)."""
 
 
+QUIT_TWICE_HELP = "Copy the selection; with none, press twice to quit (the session is saved)"
+"""F1's row for Ctrl+C: with text selected (in the prompt, or the chat) it copies, as everywhere else."""
+
+
 def key_display(keys: str) -> str:
     """`f5` -> `F5`, `ctrl+q` -> `Ctrl+Q`, `escape` -> `Esc`; several keys joined by " / "."""
     names = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "up": "Up", "down": "Down", "home": "Home",
@@ -57,7 +61,7 @@ class KeysAndHelp:
         for binding in self.BINDINGS:
             assert isinstance(binding, Binding)
             keys = self._keys_of(binding)
-            label = {"quit_twice": "Quit (press twice)"}.get(binding.id or "", binding.tooltip or binding.description)
+            label = {"quit_twice": QUIT_TWICE_HELP}.get(binding.id or "", binding.tooltip or binding.description)
             if keys is None:
                 rows.append(("(no key)", f"{label}; its key went to another action in ui.keymap"))
             else:
