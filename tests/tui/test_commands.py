@@ -287,6 +287,7 @@ async def test_the_palettes_screenshot_is_saved_in_xun_exports_and_says_where(of
         [toast] = [n for n in app._notifications if n.title == "Screenshot"]
         assert toast.message == f"saved to .xun/exports/{picture.name}" and toast.severity == "information"
         assert picture.read_text().startswith("<svg") and picture.stat().st_mode & 0o777 == 0o600
+        assert exports.stat().st_mode & 0o777 == 0o700
         # a second one in the same second gets its own name; a folder that cannot be written says why
         app.action_save_screenshot()
         assert len(list(exports.glob("screenshot-*.svg"))) == 2

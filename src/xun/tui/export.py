@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from xun.base.atomic import write_text_atomic
-from xun.base.confined import write_beneath
+from xun.base.confined import dir_fd_beneath, write_beneath
 from xun.base.valid_text import escape_control
 from xun.context.conversation import Conversation
 from xun.tui.transcript import (
@@ -173,5 +173,7 @@ def save_screenshot(svg: str, workdir: Path, when: float) -> Path:
     while (workdir / SCREENSHOTS / name).exists():  # two in one second
         number += 1
         name = f"screenshot-{stamp}-{number}.svg"
+    with dir_fd_beneath(workdir, SCREENSHOTS, create=True):  # owner-only folders, as the inspector's saves
+        pass
     write_beneath(workdir, SCREENSHOTS / name, svg, 0o600)
     return workdir / SCREENSHOTS / name
