@@ -267,6 +267,13 @@ def test_wrong_type_in_a_file_names_file_key_expected_and_got(homes):
         ('[compression]\nprompt_files = "a.md"\n', 'compression.prompt_files: expected a list of strings, got "a.md"'),
         ('[ui.keymap]\ncompact = ""\n', 'ui.keymap.compact: expected a non-empty string, got ""'),
         ("[ui]\nkeymap = 3\n", "ui.keymap: expected a table of strings, got 3"),
+        # trial F #28: an unknown id or an impossible key name was taken silently (F1 could end up unbound)
+        ('[ui.keymap]\nsummarise = "f11"\n', "ui.keymap.summarise: unknown binding id; did you mean compact? "
+                                              "The ids are help, toggle_side, compact, reclaim,"),
+        ('[ui.keymap]\nhelp = "notakey"\n', "ui.keymap.help: 'notakey' is not a key name Textual reports"),
+        ('[ui.keymap]\nhelp = "cmd+k"\n', "ui.keymap.help: 'cmd+k': 'cmd' is not a modifier"),
+        ('[ui.keymap]\nreclaim = "f10"\ncompact = "F10"\n',
+         "ui.keymap: reclaim and compact are both given 'f10' (main screen): only one of them could run"),
         ('model = "gpt"\n', 'model: expected a table, got "gpt"'),
         ("auto_confirm = \"yes\"\n", 'auto_confirm: expected true or false, got "yes"'),
     ],
@@ -738,3 +745,15 @@ def test_a_project_file_adds_mcp_servers_only_once_trusted_and_never_trusts_them
     set_config_value(homes.user, "mcp.servers.ok.command", "mcp-server-time")  # the user file may
     set_config_value(homes.user, "mcp.servers.ok.trust", "true")
     assert load(homes).mcp.servers["ok"].trust is True
+
+
+def test_keymap_keys_are_written_as_textual_reports_them_and_a_taken_key_is_a_warning(homes):
+    """Trial F #28: `Shift+Ctrl+Up` or `[` never fired (Textual reports ctrl+shift+up, left_square_bracket),
+    and `reclaim = "f5"` took Summarise's key without a word."""
+    homes.write(homes.user, '[ui.keymap]\nreclaim = "F5"\npreview = "Shift+Ctrl+Up, ["\n')
+    config = load(homes)
+    assert config.ui.keymap == {"reclaim": "f5", "preview": "ctrl+shift+up,left_square_bracket"}
+    assert config.keymap_warnings == ["ui.keymap.reclaim takes 'f5' from compact (Summarise), which has no key then "
+                                      "(Ctrl+P still runs it; give it one with ui.keymap.compact)"]
+    homes.write(homes.user, '[ui.keymap]\nreclaim = "f5"\ncompact = "f6"\n')  # a swap takes nothing
+    assert load(homes).keymap_warnings == []

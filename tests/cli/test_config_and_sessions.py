@@ -105,6 +105,53 @@ def test_bad_configuration_is_exit_2_naming_file_and_key(cli: Cli):
     assert cli.session_files() == []
 
 
+def test_config_show_in_an_untrusted_folder_says_what_it_ignores(cli: Cli):
+    """Trial F #9: `xun config`, the command one runs to see why base_url "doesn't work", said nothing of the
+    keys it ignored (`xun run` does), and named the folder's file as the source of the empty keymap."""
+    project = cli.write(".xun/config.toml", '[provider]\nbase_url = "http://evil.example/v1"\n'
+                                            '[ui.keymap]\nquit = "enter"\n')
+    said = (f"xun: this folder is not trusted, so its .xun/config.toml may not set provider.base_url, "
+            f"ui.keymap.quit: ignored (run `xun trust` in {cli.workdir.resolve()} if you trust it)\n")
+    for args in (("config",), ("config", "show", "-v"), ("config", "show", "--json")):
+        shown = cli.inproc(*args).check(0)
+        assert shown.stderr == said, args
+        assert str(project) not in shown.stdout, args
+    rows = _show(cli)
+    assert rows["ui.keymap"]["source"] == "default" and rows["provider.base_url"]["source"] == "default"
+    cli.inproc("trust").check(0)
+    trusted = cli.inproc("config").check(0)
+    assert trusted.stderr == ""
+    assert _show(cli)["ui.keymap"] == {**_show(cli)["ui.keymap"], "value": {"quit": "enter"}, "source": str(project)}
+
+
+def test_config_set_of_an_unknown_key_names_the_whole_key(cli: Cli):
+    """Trial F #9: `xun config set no.such.key 1` said `no: unknown key`."""
+    project = cli.state / "config.toml"
+    refused = cli.inproc("config", "set", "no.such.key", "1").check(2)
+    assert refused.stderr == f"xun: configuration error: {project}: no.such.key: unknown key\n"
+    moved = cli.inproc("config", "set", "auto_compat.token_threshold", "1").check(2)
+    assert moved.stderr == (f"xun: configuration error: {project}: auto_compat.token_threshold: unknown key; "
+                            "did you mean auto_compact.token_threshold?\n")
+    assert not project.exists()
+
+
+def test_a_bad_keymap_is_exit_2_and_a_taken_key_a_warning(cli: Cli):
+    """Trial F #28: `summarise = "f11"` (no such id) and `help = "notakey"` were listed without a word, and
+    the app started with F1 unbound."""
+    user = cli.home / ".config" / "xun" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[ui.keymap]\nreclaim = "f10"\nsummarise = "f11"\nhelp = "notakey"\n')
+    bad = cli.inproc("config").check(2)
+    assert bad.stdout == ""
+    assert f"xun: configuration error: {user}: ui.keymap.summarise: unknown binding id; did you mean compact?" in bad.stderr
+    assert "The ids are help, toggle_side, compact, reclaim, preview" in bad.stderr
+    assert f"xun: configuration error: {user}: ui.keymap.help: 'notakey' is not a key name" in bad.stderr
+    user.write_text('[ui.keymap]\nreclaim = "f5"\n')
+    taken = cli.inproc("config").check(0)
+    assert taken.stderr == ("xun: warning: ui.keymap.reclaim takes 'f5' from compact (Summarise), which has no key "
+                            "then (Ctrl+P still runs it; give it one with ui.keymap.compact)\n")
+
+
 def test_sessions_lists_newest_first_and_names_unreadable_files(cli: Cli):
     store = SessionStore(cli.workdir)
     for ident, messages in (("older", 1), ("newer", 3)):

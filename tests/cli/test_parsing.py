@@ -74,6 +74,12 @@ def test_the_cli_module_keeps_its_imports_light():
     (["frobnicate"], "xun: argument COMMAND: invalid choice: 'frobnicate'"),
     (["config", "set", "only-key"], "xun config set: the following arguments are required: VALUE"),
     (["compact", "--keep", "x"], "xun compact: argument --keep: expected a whole number >= 1, got 'x'"),
+    # trial F #18: without --resume they ran a new session (one never saved, for --read-only) without a word
+    (["--fork", "run", "hi"], "xun run: --fork needs --resume [ID]: it continues a copy of a saved session "
+                              "(see 'xun run --help')"),
+    (["--read-only"], "xun: --read-only needs --resume [ID]: it opens a saved session without saving it "
+                      "(see 'xun --help')"),
+    (["run", "hi", "--read-only"], "xun run: --read-only needs --resume [ID]"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2

@@ -285,6 +285,42 @@ async def test_searching_the_palette_for_comp_finds_every_compaction_action(offl
                          what="the three compaction actions")
 
 
+async def test_the_palettes_screenshot_is_saved_in_xun_exports_and_says_where(offline_server, session_factory,
+                                                                              tmp_path: Path):
+    """Trial F #31: Textual's "Screenshot" wrote to a Downloads folder that did not exist and said only
+    "Failed to save screenshot"."""
+    from textual.command import CommandList
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        assert [c.title for c in app.get_system_commands(app.screen)].count("Screenshot") == 1
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
+        await pilot.press(*"screenshot")
+        options = lambda: [str(option.prompt) for option in app.screen.query_one(CommandList).options]  # noqa: E731
+        await wait_until(pilot, lambda: any(o.startswith("Screenshot") for o in options()), what="the entry")
+        await pilot.press("enter")
+        exports = tmp_path / ".xun" / "exports"
+        await wait_until(pilot, lambda: list(exports.glob("screenshot-*.svg")), what="the picture")
+        [picture] = exports.glob("screenshot-*.svg")
+        await wait_until(pilot, lambda: any(n.title == "Screenshot" for n in app._notifications), what="the toast")
+        [toast] = [n for n in app._notifications if n.title == "Screenshot"]
+        assert toast.message == f"saved to .xun/exports/{picture.name}" and toast.severity == "information"
+        assert picture.read_text().startswith("<svg") and picture.stat().st_mode & 0o777 == 0o600
+        assert exports.stat().st_mode & 0o777 == 0o700
+        # a second one in the same second gets its own name; a folder that cannot be written says why
+        app.action_save_screenshot()
+        assert len(list(exports.glob("screenshot-*.svg"))) == 2
+        for old in exports.iterdir():
+            old.unlink()
+        exports.rmdir()
+        exports.write_text("not a folder")
+        app.action_save_screenshot()
+        await wait_until(pilot, lambda: any(n.severity == "error" for n in app._notifications), what="the error")
+        failed = [n for n in app._notifications if n.severity == "error"]
+        assert failed[-1].message.startswith(f"could not save the screenshot in {exports}: "), failed
+
+
 async def test_esc_hides_the_keys_panel_the_palette_opened(offline_server, session_factory):
     """Newcomer trial D, finding 12: Ctrl+P, "Keys" docked Textual's keys panel beside the chat (squeezing it
     to 48 columns at 80x24) and Esc, "back to the prompt from anywhere", left it there."""
@@ -332,6 +368,23 @@ async def test_ctrl_c_twice_quits(offline_server, session_factory):
         await wait_until(pilot, lambda: app.return_code is not None)
     assert app.return_code == 0
     assert session.store.path_for(session.conversation.conversation_id).exists()
+
+
+async def test_ctrl_c_with_a_selection_copies_as_f1_says(offline_server, session_factory):
+    """Trial F #22: F1 said "Ctrl+C Quit (press twice)", but with text selected Ctrl+C copies it."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        assert ("Ctrl+C", "Copy the selection; with none, press twice to quit (the session is saved)") in app.binding_rows()
+        await pilot.press(*"some text to copy")
+        app.prompt.select_all()
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.clipboard == "some text to copy"
+        assert not any("Ctrl+C again" in n.message for n in app._notifications)
+        await pilot.press("end", "ctrl+c")  # nothing selected now
+        await wait_until(pilot, lambda: any("Ctrl+C again" in n.message for n in app._notifications), what="Quit?")
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: app.return_code is not None, what="the second press to quit")
 
 
 async def test_quit_command_and_an_empty_session_leaves_no_file(offline_server, session_factory):

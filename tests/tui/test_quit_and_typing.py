@@ -324,6 +324,29 @@ def test_a_large_bracketed_paste_from_a_real_terminal_is_one_marker_line(termina
     assert "pasted line 2" not in screen
 
 
+async def test_a_long_one_line_paste_says_its_characters_and_is_sent_whole(offline_server, session_factory):
+    """Trial G #17: one line of 40,000 characters showed as `[pasted 1 lines #1]`."""
+    from textual import events
+
+    one_line = " ".join(f"word{i}" for i in range(6_000))[:40_000]
+    some_lines = "".join(f"{i:04d} " + "x" * 994 + "\r" for i in range(5))
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.prompt.focus()
+        app.prompt.post_message(events.Paste(one_line))
+        await wait_until(pilot, lambda: app.prompt.text == "[pasted 40,000 characters #1]", what="the first marker")
+        await pilot.press(*" and ")
+        app.prompt.post_message(events.Paste(some_lines))
+        await wait_until(pilot, lambda: app.prompt.text.endswith(" and [pasted 5 lines, 5,000 characters #2]"),
+                         what="the second marker")
+        await pilot.press(*" and ")
+        app.prompt.post_message(events.Paste(one_line))  # the same text again: its own marker
+        await wait_until(pilot, lambda: app.prompt.text.endswith("[pasted 40,000 characters #3]"), what="the third")
+        await finish(pilot, lambda: pilot.press("enter"))
+        sent = [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)]
+        assert sent == [f"{one_line} and {some_lines.replace(chr(13), chr(10))} and {one_line}"]
+
+
 async def test_a_paste_counts_lines_and_ctrl_u_twice_clears_a_long_prompt(offline_server, session_factory):
     from textual import events
 

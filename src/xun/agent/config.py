@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 import tomli_w
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -38,7 +39,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
+from xun.agent import keymap as keymap_table
 from xun.base import paths
 from xun.base.atomic import open_regular, write_text_atomic
 
@@ -378,7 +381,26 @@ class ToolSettings(_Section):
     )
 
 
-_KeySpec = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+def _problem_text(text: str) -> PydanticCustomError:
+    """A validation error whose whole message is `text` (not "expected …, got …")."""
+    return PydanticCustomError("xun_problem", "{text}", {"text": text})
+
+
+def _known_keys(value: str) -> str:
+    try:
+        return keymap_table.normalise_keys(value)
+    except ValueError as exc:
+        raise _problem_text(str(exc)) from None
+
+
+def _known_binding(value: str) -> str:
+    if value not in keymap_table.BINDINGS:
+        raise _problem_text(keymap_table.unknown_binding(value))
+    return value
+
+
+_KeySpec = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1), AfterValidator(_known_keys)]
+_BindingId = Annotated[str, AfterValidator(_known_binding)]
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
 
@@ -479,7 +501,7 @@ class McpSettings(_Section):
 class UiSettings(_Section):
     """Front-end preferences."""
 
-    keymap: dict[str, _KeySpec] = Field(
+    keymap: dict[_BindingId, _KeySpec] = Field(
         default_factory=dict,
         description='Key bindings by binding id, e.g. {compact = "f5", quit = "ctrl+q"}; several keys are '
         "comma-separated.",
@@ -487,9 +509,10 @@ class UiSettings(_Section):
 
     @field_validator("keymap")
     @classmethod
-    def _check_binding_ids(cls, value: dict[str, str]) -> dict[str, str]:
-        if any(not binding.strip() for binding in value):
-            raise ValueError("a table whose binding ids are not empty")
+    def _no_key_twice(cls, value: dict[str, str]) -> dict[str, str]:
+        errors, _ = keymap_table.clashes(value)
+        if errors:
+            raise _problem_text("; ".join(errors))
         return value
 
 
@@ -554,6 +577,11 @@ class XunConfig(_Section):
     def withheld_settings(self) -> dict[str, str]:
         """The same keys with their values as shown to the user (a value like a key is never shown)."""
         return dict(self._withheld)
+
+    @property
+    def keymap_warnings(self) -> list[str]:
+        """Keys `ui.keymap` takes from actions it leaves without one (they still run from the palette)."""
+        return keymap_table.clashes(self.ui.keymap)[1]
 
     def effective_threshold(self, window: int | None = None) -> int:
         """The token count that triggers compaction: token_threshold, or threshold_ratio of the context
@@ -709,6 +737,8 @@ def _holds_secret(value: Any) -> bool:
 def _format_loc(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
+        if part == "[key]":  # the error is in a table's key (ui.keymap.NAME), not its value
+            continue
         if isinstance(part, int):
             out += f"[{part}]"
         else:
@@ -763,6 +793,8 @@ def _problems_from(error: ValidationError, source_for: Callable[[str], str]) -> 
         if kind == "extra_forbidden":
             hint = _suggest(loc)
             message = "unknown key" + (f"; did you mean {hint}?" if hint else "")
+        elif kind == "xun_problem":
+            message = str(item.get("msg", ""))
         elif kind == "value_error":
             ctx = item.get("ctx") or {}
             expected = str(ctx.get("error", item.get("msg", "")))
@@ -976,7 +1008,21 @@ def withhold_untrusted(data: dict[str, Any]) -> dict[str, str]:
                 removed.update((f"{key}.{leaf}", _show(item)) for leaf, item in _leaves(value))
             else:
                 removed[key] = _show(value)
+            if parents and not node:  # `[ui]` left empty: the file set nothing there (`xun config` says default)
+                _drop_empty(data, parents)
     return dict(sorted(removed.items()))
+
+
+def _drop_empty(data: dict[str, Any], parts: list[str]) -> None:
+    """Remove the table at `parts` and every table above it that this leaves empty."""
+    for end in range(len(parts), 0, -1):
+        *above, name = parts[:end]
+        node: Any = data
+        for part in above:
+            node = node[part]
+        if node[name]:
+            return
+        del node[name]
 
 
 def flag_overrides(overrides: Iterable[str], base_url: str | None = None, model: str | None = None) -> list[str]:
@@ -1170,11 +1216,23 @@ def set_config_value(
     is_project = (not _is_user_file(path)) if project is None else project
     if is_project:
         _check_trust(data, source)
-    _validate(data, lambda _dotted: source)
+    try:
+        _validate(data, lambda _dotted: source)
+    except ConfigError as exc:
+        raise ConfigError(_whole_key(problem, parts) for problem in exc.problems) from None
     if before_write is not None:
         before_write(dotted_key)
     _atomic_write_toml(path, data)
     return value
+
+
+def _whole_key(problem: ConfigProblem, parts: list[str]) -> ConfigProblem:
+    """`config set no.such.key 1` is refused for `no`, the first part nobody knows: name the key as given."""
+    dotted = ".".join(parts)
+    if problem.message.startswith("unknown key") and dotted.startswith(problem.key + ".") and problem.key:
+        hint = _suggest(tuple(parts))
+        return ConfigProblem(problem.source, dotted, "unknown key" + (f"; did you mean {hint}?" if hint else ""))
+    return problem
 
 
 def unset_config_value(path: str | os.PathLike[str], dotted_key: str) -> bool:

@@ -40,7 +40,12 @@ class _Parser(argparse.ArgumentParser):
     """An argparse parser whose usage errors are one line on stderr and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+        self.exit(EXIT_USAGE, usage_error_line(self.prog, message))
+
+
+def usage_error_line(prog: str, message: str) -> str:
+    """How every usage error reads: `xun run: <message> (see 'xun run --help')`."""
+    return f"{prog}: {message} (see '{prog} --help')\n"
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -71,9 +76,9 @@ def _add_global_options(parser: argparse.ArgumentParser, *, top: bool, set_dest:
     group.add_argument("-c", "--continue", dest="resume", action="store_const", const=LATEST, default=default(None),
                        help="continue the newest session (the same as --resume with no ID)")
     group.add_argument("--fork", action="store_true", default=default(False),
-                       help="with --resume: continue a copy of the session under a new id (the original stays as it is)")
+                       help="needs --resume: continue a copy of the session under a new id (the original stays as it is)")
     group.add_argument("--read-only", action="store_true", default=default(False),
-                       help="with --resume: open the session without saving it (even while another xun has it open)")
+                       help="needs --resume: open the session without saving it (even while another xun has it open)")
     group.add_argument("--debug", action="store_true", default=default(False),
                        help="show tracebacks of errors")
 
@@ -283,6 +288,18 @@ def _subparser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> arg
     return parser
 
 
+def _without_resume(args: argparse.Namespace) -> str | None:
+    """`--fork` or `--read-only` with no `--resume` would open a new session (one never saved, for
+    `--read-only`) without a word: the usage error that says so, or None."""
+    if args.resume is not None:
+        return None
+    if args.fork:
+        return "--fork needs --resume [ID]: it continues a copy of a saved session"
+    if args.read_only:
+        return "--read-only needs --resume [ID]: it opens a saved session without saving it"
+    return None
+
+
 NO_PYDANTIC_PLUGINS = ("PYDANTIC_DISABLE_PLUGINS", "__all__")
 """The environment setting `xun` starts with, unless it is set already (see `main`)."""
 
@@ -321,6 +338,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:
             return _exit_code(exc)
     args = _merge_global_options(args)
+    misplaced = _without_resume(args)
+    if misplaced:
+        sys.stderr.write(usage_error_line(_subparser(parser, args).prog, misplaced))
+        return EXIT_USAGE
     try:
         code = _dispatch(args)
     except KeyboardInterrupt:

@@ -35,6 +35,21 @@ class AppActions:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.help_sections()))
 
+    def action_save_screenshot(self) -> None:
+        """The palette's Screenshot: the screen as SVG in .xun/exports/, and a toast that says where (or why not)."""
+        import time
+
+        from xun.tui.export import save_screenshot
+
+        try:
+            path = save_screenshot(self.export_screenshot(), self.workdir, time.time())
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            self.notify(f"could not save the screenshot in {self.workdir / '.xun' / 'exports'}: "
+                        f"{exc.strerror or exc}{where}", title="Screenshot", severity="error", timeout=10)
+            return
+        self.notify(f"saved to {self.shown_path(str(path))}", title="Screenshot", timeout=8)
+
     def action_compact(self, focus: str | None = None) -> None:
         if not self._may_start("a summary"):
             return

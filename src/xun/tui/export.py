@@ -1,4 +1,5 @@
-"""`/render FILE`: the transcript as Markdown, or as a standalone HTML page (chosen by the extension)."""
+"""`/render FILE`: the transcript as Markdown, or as a standalone HTML page (chosen by the extension); the
+palette's Screenshot: the screen as an SVG picture in .xun/exports/."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import re
 from pathlib import Path
 
 from xun.base.atomic import write_text_atomic
+from xun.base.confined import dir_fd_beneath, write_beneath
 from xun.base.valid_text import escape_control
 from xun.context.conversation import Conversation
 from xun.tui.transcript import (
@@ -155,3 +157,24 @@ def render_transcript(conversation: Conversation, target: str, workdir: Path) ->
     except OSError as exc:
         raise ExportError(f"could not write {path}: {exc.strerror or exc}") from None
     return path
+
+
+SCREENSHOTS = Path(".xun") / "exports"
+"""Where the palette's Screenshot goes, beside the inspector's saves (Textual's own went to a Downloads
+folder that need not exist, and said only "Failed to save screenshot")."""
+
+
+def save_screenshot(svg: str, workdir: Path, when: float) -> Path:
+    """Write `svg` to `workdir/.xun/exports/screenshot-<local time>.svg` (never through a link, as every
+    .xun file) and return its path; raises OSError."""
+    import time
+
+    stamp = time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(when))
+    name, number = f"screenshot-{stamp}.svg", 1
+    while (workdir / SCREENSHOTS / name).exists():  # two in one second
+        number += 1
+        name = f"screenshot-{stamp}-{number}.svg"
+    with dir_fd_beneath(workdir, SCREENSHOTS, create=True):  # owner-only folders, as the inspector's saves
+        pass
+    write_beneath(workdir, SCREENSHOTS / name, svg, 0o600)
+    return workdir / SCREENSHOTS / name

@@ -17,6 +17,10 @@ AGENT_ACTIONS = frozenset({"compact", "reclaim", "focus_recoverable", "cancel_tu
 """Actions that belong to the main screen (disabled while a modal is open)."""
 
 
+QUIT_TWICE_HELP = "Copy the selection; with none, press twice to quit (the session is saved)"
+"""F1's row for Ctrl+C: with text selected (in the prompt, or the chat) it copies, as everywhere else."""
+
+
 def key_display(keys: str) -> str:
     """`f5` -> `F5`, `ctrl+q` -> `Ctrl+Q`, `escape` -> `Esc`; several keys joined by " / "."""
     names = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "up": "Up", "down": "Down", "home": "Home",
@@ -65,7 +69,7 @@ class KeysAndHelp:
         for binding in self.BINDINGS:
             assert isinstance(binding, Binding)
             keys = self._keys_of(binding)
-            label = {"quit_twice": "Quit (press twice)"}.get(binding.id or "", binding.tooltip or binding.description)
+            label = {"quit_twice": QUIT_TWICE_HELP}.get(binding.id or "", binding.tooltip or binding.description)
             if keys is None:
                 rows.append(("(no key)", f"{label}; its key went to another action in ui.keymap"))
             else:
@@ -129,11 +133,16 @@ class KeysAndHelp:
         ]
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        # Textual's own "Quit" would sit beside "Save and quit" below: one quit in the palette. The palette
-        # matches titles only, so the compaction actions say "Compaction" (a newcomer searched "comp")
-        yield from (command for command in super().get_system_commands(screen) if command.title != "Quit")
+        # Textual's own "Quit" would sit beside "Save and quit" below: one quit in the palette; its "Screenshot"
+        # wrote to a Downloads folder (often missing) and said only "Failed to save screenshot": ours writes
+        # into .xun/exports and says where. The palette matches titles only, so the compaction actions say
+        # "Compaction" (a newcomer searched "comp")
+        yield from (command for command in super().get_system_commands(screen)
+                    if command.title not in ("Quit", "Screenshot"))
         if self.session is None:
             return
+        yield SystemCommand("Screenshot", "Save an SVG picture of the screen in .xun/exports/",
+                            lambda: self.set_timer(0.1, self.action_save_screenshot))  # once the palette is gone
         yield SystemCommand("Compaction: summarise now", "Summarise older turns (F5, /compact)", self.action_compact)
         yield SystemCommand("Compaction: reclaim tool results", "Replace old tool results with placeholders (F6, /compact toolcall)", self.action_reclaim)
         yield SystemCommand("Recoverable results", "Focus the reclaimed tool results (F8)", self.action_focus_recoverable)

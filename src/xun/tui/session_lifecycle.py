@@ -151,6 +151,8 @@ class SessionLifecycle:
         keymap = dict(session.config.ui.keymap)
         if keymap:
             self.set_keymap(keymap)
+        for warning in session.config.keymap_warnings:
+            self.notify(warning, title="ui.keymap", severity="warning", timeout=10, markup=False)
         self.header.show_model(model=session.config.model.name, provider=session.describe_provider(),
                                offline=session.offline)
         await self.show_conversation()

@@ -83,6 +83,12 @@ def _show(args: argparse.Namespace) -> int:
     from xun.agent.config import describe_config, resolve_api_key
 
     config = settings_of(args)
+    if config.withheld:  # as `xun run` and the app say it: the value shown is not what the folder's file set
+        from xun.agent.trust import describe_withheld
+
+        print(f"xun: {describe_withheld(config.withheld, workdir_of(args))}", file=Visible(sys.stderr))
+    for warning in config.keymap_warnings:
+        print(f"xun: warning: {warning}", file=Visible(sys.stderr))
     items = describe_config(config)
     key_set = resolve_api_key(config) is not None
     out = Visible(sys.stdout, json_lines=bool(args.json))  # keys and values come from config files

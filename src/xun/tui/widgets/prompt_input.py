@@ -26,8 +26,17 @@ not yet in raw mode, turned it into a line feed (which reads as Ctrl+J). It send
 
 
 def paste_marker(pasted: str, number: int) -> str:
-    """The line a large paste shows as; its count is of lines, so a final newline starts none."""
-    return f"[pasted {len(pasted.splitlines()):,} lines #{number}]"
+    """The line a large paste shows as: `[pasted 1,024 lines #1]`; a paste folded for its characters says
+    how many (`[pasted 40,000 characters #1]` for one line). A final newline starts no line. The number
+    makes each marker unique, so the prompt sent has each paste in its place."""
+    lines = len(pasted.splitlines())
+    if lines >= PASTE_LINES:
+        size = f"{lines:,} lines"
+    elif lines <= 1:
+        size = f"{len(pasted):,} characters"
+    else:
+        size = f"{lines:,} lines, {len(pasted):,} characters"
+    return f"[pasted {size} #{number}]"
 
 
 class PromptInput(TextArea, inherit_bindings=False):
