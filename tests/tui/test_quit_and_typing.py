@@ -250,6 +250,20 @@ def test_esc_then_letters_at_once_in_a_real_terminal_close_the_preview_and_type(
     assert "Summarise now" not in screen and " summary " not in screen, screen
 
 
+async def test_a_key_between_two_ctrl_c_cancels_the_quit(offline_server, session_factory):
+    """Trial G #43: Ctrl+C, a few words typed, Ctrl+C: the app quit, the words with it."""
+    from textual import events
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
+        for key in ("ctrl+c", *"hi", "ctrl+c"):
+            app.post_message(events.Key(key, None if key == "ctrl+c" else key))
+        await pilot.pause(0.5)
+        assert app.return_code is None and not app.quitting and app.prompt.text == "hi"
+        assert any(n.title == "Quit?" for n in app._notifications), "the second Ctrl+C asks again"
+
+
 def ready(screen: str) -> bool:
     return "% of the threshold" in screen and "Ask the agent" in screen
 

@@ -521,3 +521,4 @@ def test_esc_and_a_letter_typed_at_once_are_esc_and_the_letter():
     assert keys("\x1b1") == ["escape", "1"]
     assert keys("\x1bOP") == ["f1"] and keys("\x1b[D") == ["left"] and keys("\x1b\x1b[18~") == ["escape", "f7"]
     assert keys("\x1b\x7f") == ["ctrl+w"]
+    assert keys("\x1b\r") == ["alt+enter"]  # trial G #46: it was Enter, and sent the prompt

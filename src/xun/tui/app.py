@@ -145,6 +145,10 @@ class XunApp(
         self._turn_prompt: str | None = None
         """The prompt of the turn now running (None for /retry), given back if it is cancelled unsent."""
         self._last_ctrl_c = 0.0
+        self._ctrl_c_keys = (0.0, 0.0)
+        """When the last two Ctrl+C keys came (a key's `time`)."""
+        self._other_key_at = 0.0
+        """When the last other key (or paste) came: typed between two Ctrl+C, the second does not quit."""
         self.quitting = False
         self.queued_prompts: list[tuple[str, Any]] = []
         """Prompts sent while something ran, in order, each with its "queued:" notice in the chat: the oldest
@@ -203,6 +207,10 @@ class XunApp(
         """Before Textual hands a key or a paste to the focused pane: typing or pasting in a pane with no
         use for it goes to the prompt (`_hand_typing_to_prompt`)."""
         if isinstance(event, (Key, Paste)) and not event.is_forwarded:
+            if isinstance(event, Key) and event.key == "ctrl+c":  # when each key came, in order (the actions
+                self._ctrl_c_keys = (self._ctrl_c_keys[1], event.time)  # run later): `action_quit_twice`
+            else:
+                self._other_key_at = event.time
             if isinstance(event, Key) and event.key == "escape" and await self._escape_a_dialog():
                 return
             self._hand_typing_to_prompt(event)

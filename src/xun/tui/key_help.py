@@ -83,7 +83,7 @@ class KeysAndHelp:
             ("Keys", self.binding_rows()),
             ("The prompt", [
                 ("Enter", "send the prompt (or take the highlighted completion)"),
-                ("Shift+Enter / Ctrl+J", "new line"),
+                ("Shift+Enter / Alt+Enter / Ctrl+J", "new line"),
                 ("Up / Down", "earlier and later prompts (from the first or last line)"),
                 ("Tab", "complete the slash command"),
                 ("Ctrl+U", "delete to the start of the line; at its start (Ctrl+U twice), clear the whole prompt"),

@@ -409,8 +409,12 @@ class SessionLifecycle:
                 screen.refresh_servers()
 
     def action_quit_twice(self) -> None:
+        """The second Ctrl+C within QUIT_AGAIN_WITHIN quits, unless something was typed between the two
+        (Ctrl+C, a few words, Ctrl+C quit the app, the words with it: trial G #43); then it asks again."""
         now = time.monotonic()
-        if now - self._last_ctrl_c <= QUIT_AGAIN_WITHIN:
+        first, second = self._ctrl_c_keys
+        typed_between = first < self._other_key_at < second
+        if now - self._last_ctrl_c <= QUIT_AGAIN_WITHIN and not typed_between:
             self.action_quit_saving()
             return
         self._last_ctrl_c = now

@@ -9,7 +9,7 @@ bracketed paste is held whole until its end marker, its escape sequences and oth
 are taken out (what the terminal showed is the text), and it goes on to the parser as a paste with no
 escape in it.
 
-Esc, then a letter typed at once, is Esc and the letter. Textual read ESC and a character within 0.1 s
+Esc, then a letter typed at once, is Esc and the letter (and ESC CR is Alt+Enter, a new line, not Enter). Textual read ESC and a character within 0.1 s
 as Alt and that character: a person who closed a dialog with Esc and went on typing at once lost the
 Esc, and their next letters ran the dialog's keys (the "s" of "yes please" made a summary from F7's
 preview: trial F). xun binds no Alt+letter key, and a terminal sends the same bytes for both."""
@@ -65,6 +65,9 @@ class TerminalInputParser(XTermParser):
             yield from super().feed(passed)
 
     def _sequence_to_key_events(self, sequence: str, alt: bool = False) -> Iterable[events.Key]:
+        if sequence == "\x1b\r":  # Alt+Enter, what terminals that cannot send Shift+Enter are set to send:
+            yield events.Key("alt+enter", None)  # a new line, not Enter (it sent half-written prompts: trial G #46)
+            return
         if (len(sequence) == 2 and sequence[0] == "\x1b" and sequence[1] not in SEQUENCE_STARTS
                 and sequence[1].isprintable()):
             yield events.Key("escape", "\x1b")

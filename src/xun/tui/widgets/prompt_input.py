@@ -15,7 +15,7 @@ from xun.tui.commands import COMMAND_NAMES, completions
 from xun.tui.messages import PromptSubmitted
 from xun.tui.widgets.command_menu import CommandMenu
 
-NEWLINE_KEYS = ("shift+enter", "ctrl+j")
+NEWLINE_KEYS = ("shift+enter", "ctrl+j", "alt+enter")
 PLACEHOLDER = "Ask the agent…  (/ for commands · F1 help)"
 PASTE_LINES = 20
 PASTE_CHARS = 4_000
