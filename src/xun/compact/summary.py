@@ -422,12 +422,20 @@ async def compact_conversation(
     def shrinks(text: str) -> bool:
         return length_after(text) - plan.framing_chars < plan.estimated_length_before
 
+    def not_shorter(text: str) -> str:
+        """Why `text` is refused, in the figures compared: the whole context with the summary in its frame
+        against the context now ("861 characters is not shorter than 954" read as false: trial F #38)."""
+        return (f"with the summary ({len(text):,} characters) in its frame, the context would be "
+                f"{length_after(text) - plan.framing_chars:,} characters, not shorter than the "
+                f"{plan.estimated_length_before:,} it is now ({replaced:,} of them what it would replace)")
+
     # what a summary may add to the earlier one (which it updates, never drops) and still shrink the context
     room = plan.estimated_length_before + plan.framing_chars - length_after(system.content if system is not None and system.is_compressed else "")
     smallest = round(MIN_SUMMARY_TOKENS / max(conversation.tokens_per_char, 0.05))
     if room < smallest:  # no model call for a summary that cannot be both useful and shorter
-        written = _Written(None, error=f"too little to condense: a useful summary (at least {smallest} characters) is "
-                                       f"not shorter than what it would replace ({replaced} characters)")
+        written = _Written(None, error=f"too little to condense: a useful summary (at least {smallest:,} characters) "
+                                       f"would not make the context shorter (the {replaced:,} characters it would "
+                                       f"replace leave room for {max(room, 0):,})")
     else:
         try:
             written = await _write_summary(agent, plan, prompt, replaced, trigger)
@@ -439,7 +447,7 @@ async def compact_conversation(
     if summary is not None and not shrinks(summary) and written.method == "model":
         from xun.compact.extractive import extractive_summary
 
-        reason = f"the summary ({len(summary)} characters) is not shorter than what it would replace ({replaced})"
+        reason = not_shorter(summary)
         await agent.emit(SummaryRejected(reason=reason, next="extractive", trigger=trigger))
         hint = "the offload log" if conversation.offload_dir else "the session file"
         summary = extractive_summary(list(plan.condensed), reason="the model's summary was longer than what it replaced",
@@ -447,7 +455,7 @@ async def compact_conversation(
                                          summary_budget(agent, replaced) / max(conversation.tokens_per_char, 0.05))))
         written = _Written(summary, "extractive", written.pieces)
     if summary is not None and not shrinks(summary):
-        error = f"the summary ({len(summary)} characters) is not shorter than what it would replace ({replaced})"
+        error = not_shorter(summary)
         summary = None
     if summary is None:
         result = SummaryCompactResult(Status.SUMMARIZE_FAILED, f"Summary failed: {error}; nothing changed.",

@@ -184,10 +184,11 @@ class EngineHandlers:
         elif isinstance(event, (events.CompactionFailed, events.CompactionSkipped)):
             divider, self._pending_divider = self._pending_divider, None
             verb = "failed" if isinstance(event, events.CompactionFailed) else "skipped"
+            reason = event.reason.removeprefix("Summary failed: ")  # ("summary failed: Summary failed: …": trial F #38)
             if divider is not None and divider.is_attached:
-                divider.set_text(f"summary {verb}: {event.reason}", verb)
+                divider.set_text(f"summary {verb}: {reason}", verb)
             if event.trigger == "manual":
-                self.notify(f"compaction {verb}: {event.reason}", severity="warning")
+                self.notify(f"compaction {verb}: {reason}", severity="warning")
             elif event.reason == _summaries_off():
                 await self._say_summaries_are_off()
 
