@@ -264,6 +264,28 @@ async def test_a_key_between_two_ctrl_c_cancels_the_quit(offline_server, session
         assert any(n.title == "Quit?" for n in app._notifications), "the second Ctrl+C asks again"
 
 
+async def test_an_edited_paste_marker_is_not_sent_without_its_paste(offline_server, session_factory):
+    """Trial G #6: a letter typed into `[pasted 40 lines #1]`, or a Backspace at its end, and Enter sent the
+    broken marker without the 40 lines, silently. It is not sent, and says why; deleted whole, the prompt goes
+    without the paste."""
+    from textual import events
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
+        app.prompt.post_message(events.Paste("".join(f"line {i}\n" for i in range(40))))
+        await wait_until(pilot, lambda: "[pasted 40 lines #1]" in app.prompt.text, what="the marker")
+        await pilot.press("end", "backspace", "enter")
+        await pilot.pause()
+        assert app.prompt.text == "[pasted 40 lines #1", "not sent"
+        assert any("was edited" in n.message for n in app._notifications)
+        assert not [m for m in app.conversation.messages if m.role == "user"]
+        await pilot.press("]", "enter")  # put back: sent with the paste
+        await wait_until(pilot, lambda: app.finished_work == 1, what="the turn")
+        [sent] = [m.text for m in app.conversation.messages if m.role == "user"]
+        assert sent.count("line ") == 40
+
+
 def ready(screen: str) -> bool:
     return "% of the threshold" in screen and "Ask the agent" in screen
 

@@ -110,10 +110,26 @@ class PromptInput(TextArea, inherit_bindings=False):
             return
         self._delete_via_keyboard(self.selection.end, (row, 0))
 
+    def _edited_markers(self) -> list[str]:
+        """The markers of pastes that are no longer whole in the text but not gone either (a letter typed
+        into one, a Backspace at its end): sent so, the paste was silently left out (trial G #6)."""
+        text = self.text
+        edited = []
+        for number, pasted in enumerate(self._pastes, 1):
+            marker = paste_marker(pasted, number)
+            if marker not in text and (marker[:8] in text or marker[-8:] in text or f" #{number}]" in text):
+                edited.append(marker)
+        return edited
+
     def _submit(self) -> None:
         text = self.text.strip()
         self.menu.hide()
         if not text:
+            return
+        if edited := self._edited_markers():
+            self.app.notify(f"Not sent: the paste marker {edited[0]} was edited, so its paste would be left out. Put it "
+                            "back as it was to send the paste, or delete it whole to send without it (Ctrl+Z undoes).",
+                            title="paste", severity="warning")
             return
         self.remember(self.expanded(self.text.rstrip()))
         text = self.expanded(text)
