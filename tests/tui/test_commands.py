@@ -70,6 +70,13 @@ async def test_revise_alone_takes_the_prompt_back_for_editing(offline_server, se
         assert [b.text for b in app.chat.query(UserBlock)] == ["one"]
         assert len(app.chat.query(AssistantBlock)) == 1
         assert app.prompt.has_focus
+        # not sent after all (trial F #27): the turn taken back is in the offload log, where recall finds it
+        notice = app.chat.query(NoticeBlock).last().text
+        assert "out of the context" in notice and "F9 finds them" in notice, notice
+        [log] = (app.workdir / ".xun" / "conversation_history").glob("*.md")
+        assert "two, with a typo" in log.read_text()
+        hits = app.conversation.history_index.search("typo")
+        assert any("two, with a typo" in hit.snippet or hit.role == "user" for hit in hits), hits
 
 
 async def test_revise_keeps_the_slash_escape_of_a_prompt_that_starts_with_a_slash(offline_server, session_factory):

@@ -494,6 +494,16 @@ class Conversation:
         del self._messages[start:]
         return popped
 
+    def offload_taken_back(self, messages: list[Message]) -> tuple[str | None, str | None]:
+        """Messages `/revise` or `/retry` took out of the context go to the offload log, as /clear's do, so
+        F9 and `xun history` still find them: a prompt taken back to revise and then not sent was gone
+        (trial F #27). Returns (the log's path or None, a warning or None)."""
+        leaving = [m for m in messages if m.role != "system"]
+        if not leaving:
+            return None, None
+        offload_path, warning, _job, _when = self._offload(leaving, write_index=True)
+        return offload_path, warning
+
     def clear(self) -> tuple[int, str | None, str | None]:
         """Empty all but the system message; reset tokens, counters and reclaimed originals.
 

@@ -261,6 +261,10 @@ class SlashCommands:
             return
         await self.chat.remove_from_last_user(inclusive=True)
         self._refresh_gauge()
+        offload_path, warning = self.conversation.offload_taken_back(popped)
+        where = f"the offload log {self.shown_path(offload_path)}" if offload_path else "the session file"
+        await self.chat.add_notice("warning" if warning else "info", warning or f"/revise took the last prompt and its "
+                                   f"reply out of the context; they are in {where} (F9 finds them)")
         old = getattr(popped[0], "text", "")
         if text.strip():
             await self.send_prompt(text.strip())
