@@ -443,3 +443,23 @@ async def test_a_turn_cut_off_between_its_tool_calls_and_its_reply_says_so_on_re
         await wait_until(pilot, lambda: again.session is not None and again.header.status == "ready", what="the session")
         notices = [block.text for block in again.chat.query(NoticeBlock)]
         assert any("stopped before the model's reply" in text for text in notices), notices
+
+
+async def test_a_failed_attempts_text_goes_and_the_retry_line_stays_above_the_reply(offline_server_factory,
+                                                                                    session_factory):
+    """Trial F #37: the text a malformed stream sent stayed in the chat as if it were a reply, and the next
+    attempt wrote into that block, above the "retrying" line, so the chat ended on "retrying…"."""
+    from xun.tui.widgets.notice_block import NoticeBlock
+
+    server = offline_server_factory(faults="malformed@1,malformed@2,malformed@3,malformed@4")
+    settings = ("retry.attempts=3", "retry.backoff_base=0.01", "retry.backoff_max=0.02")
+    app = XunApp(session_factory(server, *settings))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await turn(pilot, "write 20 tokens")  # three malformed attempts: it fails
+        assert not app.chat.query(AssistantBlock), "no failed attempt's text is left looking like a reply"
+        await turn(pilot, "write 20 tokens")  # a malformed attempt, then a good one
+        kinds = [type(child).__name__ for child in app.chat.children]
+        last_retry = max(i for i, child in enumerate(app.chat.children)
+                         if isinstance(child, NoticeBlock) and child.text.startswith("retrying"))
+        assert kinds[-1] == "AssistantBlock" and kinds.index("AssistantBlock") > last_retry, kinds
+        assert len(app.chat.query(AssistantBlock)) == 1

@@ -266,6 +266,8 @@ class EngineHandlers:
 
         if message.status in ("cancelled", "error"):
             self._queue_held = True
+        if message.status == "error":  # a failed attempt's text, never a reply (it stayed, looking like one)
+            await self.chat.discard_reply()
         if message.status == "cancelled":
             if message.restored_prompt is not None:
                 await self.chat.remove_from_last_user(inclusive=True)

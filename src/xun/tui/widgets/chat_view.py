@@ -341,8 +341,12 @@ class ChatView(VerticalScroll):
             await self.mount(AssistantBlock(content, reasoning))
 
     async def discard_reply(self) -> None:
-        if self.reply is not None:
-            await self.reply.discard()
+        """The reply being streamed is thrown away, block and all (a failed attempt's text): the next attempt
+        starts a block of its own, below the retry line (it wrote into the old block, above it: trial F #37)."""
+        block, self.reply = self.reply, None
+        if block is not None:
+            await block.discard()
+            await block.remove()
 
     async def add_tool(self, call_id: str, name: str, arguments: str) -> ToolBlock:
         block = ToolBlock(call_id, name, arguments)
