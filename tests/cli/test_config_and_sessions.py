@@ -161,12 +161,15 @@ def test_sessions_lists_newest_first_and_names_unreadable_files(cli: Cli):
         store.save(conversation)
         time.sleep(0.02)
     (store.root / "broken.json").write_text('{"format_version": 1, "messa')
+    store.lock("older")  # held by this process: "open" to the one below, as the app's /sessions says (trial F #33)
     result = cli("sessions").check(0)  # as a real process
+    store.unlock("older")
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED", "TITLE"]
+    assert lines[0].split() == ["ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED", "OPEN", "TITLE"]
     assert [line.split()[0] for line in lines[1:]] == ["newer", "older", "broken"]
     newer = lines[1].split()
     assert newer[3] == "3" and newer[4].isdigit() and newer[5:] == ["0", "0", "message", "0"], newer
+    assert lines[2].split()[5:] == ["0", "0", "open", "message", "0"], lines[2]
     assert lines[2].endswith("message 0"), "titled with the first prompt"
     # listed, not left out (issue 25, newcomer finding 36): in the table, with why and where
     assert lines[3].split(None, 1)[1].startswith("cannot read: not valid JSON"), lines[3]

@@ -11,12 +11,14 @@ from xun.cli.console import Visible
 from xun.cli.exits import EXIT_OK
 from xun.cli.commands.common import store_of
 
-COLUMNS = ("ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED", "TITLE")
+COLUMNS = ("ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED", "OPEN", "TITLE")
+"""OPEN marks a session another xun holds (it alone may save it), as the app's /sessions does (trial F #33)."""
 
 
 def main(args: argparse.Namespace) -> int:
     store = store_of(args)
     infos, unreadable = store.scan()
+    held = {info.conversation_id: store.held_elsewhere(info.conversation_id) for info in infos}
     out, err = Visible(sys.stdout, json_lines=bool(args.json)), Visible(sys.stderr)  # titles are what was typed or read
     if args.json:
         for info in infos:
@@ -24,6 +26,7 @@ def main(args: argparse.Namespace) -> int:
                 "id": info.conversation_id, "path": str(info.path), "updated_at": info.updated_at,
                 "messages": info.messages, "tokens": info.tokens, "summaries": info.summaries,
                 "reclaimed": info.reclaimed, "title": info.title,
+                "open_elsewhere": held[info.conversation_id] is not None,
             }, ensure_ascii=False) + "\n")
     elif infos or unreadable:
         rows = [COLUMNS] + [
@@ -34,6 +37,7 @@ def main(args: argparse.Namespace) -> int:
                 f"{info.tokens:,}" if info.tokens is not None else "-",
                 f"{info.summaries:,}",
                 f"{info.reclaimed:,}",
+                "open" if held[info.conversation_id] is not None else "",
                 info.title[:60],
             )
             for info in infos
@@ -42,7 +46,8 @@ def main(args: argparse.Namespace) -> int:
         widths[0] = max([widths[0], *(len(path.stem) for path, _ in unreadable)])
         for row in rows:
             cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
-            cells += [cell.rjust(width) for cell, width in zip(row[2:-1], widths[2:-1], strict=True)]
+            cells += [cell.rjust(width) for cell, width in zip(row[2:-2], widths[2:-2], strict=True)]
+            cells.append(row[-2].ljust(widths[-2]))
             cells.append(row[-1])
             out.write("  ".join(cells).rstrip() + "\n")
         for path, problem in unreadable:  # listed, not left out: the file is there, and may matter
