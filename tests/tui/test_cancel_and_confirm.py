@@ -287,3 +287,32 @@ async def test_a_very_long_command_leaves_its_preview_and_the_buttons_in_view(of
             region = screen.query_one(button).region
             assert region.height and region.bottom <= 24, (button, region)
         await finish(pilot, lambda: pilot.press("n"))
+
+
+async def test_a_denied_call_still_reads_denied_after_a_resume(offline_server, session_factory):
+    """Trial F #16: `· denied ·` live, `· done ·` once resumed (the result was read back without its state)."""
+    from xun.agent.tools.toolbox import ERROR_PREFIX
+    from xun.tui.widgets.tool_block import DECLINED_RESULT
+
+    first = session_factory(offline_server)
+    app = XunApp(first)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await submit(pilot, "write no to no.txt")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+        await armed(pilot)
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.busy is None or isinstance(app.screen, ConfirmScreen) and app.screen.armed
+                         and app.chat.query(ToolBlock).first().state == "denied", what="the denial")
+        if isinstance(app.screen, ConfirmScreen):  # the model asked again: stop there
+            await finish(pilot, lambda: pilot.press("escape"))
+        live = app.chat.query(ToolBlock).first()
+        assert live.state == "denied"
+        result = [m for m in app.conversation.messages if m.role == "tool"][0].raw["content"]
+        assert result.startswith(DECLINED_RESULT) and DECLINED_RESULT.startswith(ERROR_PREFIX)
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    first.close()
+    again = XunApp(session_factory(offline_server, resume=first.conversation.conversation_id))
+    async with again.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: again.session is not None and again.header.status == "ready", what="the session")
+        assert again.chat.query(ToolBlock).first().state == "denied"

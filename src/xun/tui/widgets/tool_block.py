@@ -10,6 +10,9 @@ from textual.widgets import Collapsible, Static
 
 from xun.tui.format import literal, one_line, tokens
 
+DECLINED_RESULT = "[Error] the user declined: "
+"""How the result of a call the user denied begins (written by `xun.agent.tools.toolbox`; a test keeps the two
+alike): a resumed chat shows it denied, as it was live, not as done (trial F #16)."""
 RESULT_PREVIEW_LINES = 12
 RESULT_PREVIEW_CHARS = 2_000
 
@@ -130,6 +133,8 @@ class ToolBlock(Collapsible):
     def finished(self, *, result_chars: int, duration_text: str, result: str | None, is_error: bool = False,
                  denied: bool = False) -> None:
         cancelled = bool(result and result.startswith("[Cancelled]"))
+        denied = denied or bool(result and result.startswith(DECLINED_RESULT))
+        is_error = is_error or bool(result and result.startswith("[Error]"))
         self._set_state("denied" if denied else "cancelled" if cancelled else "error" if is_error else "done")
         self.result_chars = result_chars
         self.duration_text = duration_text
