@@ -322,9 +322,8 @@ async def test_narrow_terminals_switch_between_the_chat_and_the_side_panel(offli
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await turn(pilot, "hello")
-        main = app.query_one("#main")
         side, column = app.query_one("#side"), app.query_one("#chat-column")
-        assert main.has_class("-narrow") and side.display is False
+        assert app.layout_is("narrow") and side.display is False
         assert side.region.width == 0 and column.region.width == 80, "the chat has the whole width"
         await pilot.press("f4")
         await pilot.pause()
@@ -342,7 +341,7 @@ async def test_narrow_terminals_switch_between_the_chat_and_the_side_panel(offli
         # wide: F4 hides and shows the panel beside the chat
         await pilot.resize_terminal(160, 48)
         await pilot.pause()
-        assert not main.has_class("-narrow") and 0 < side.region.width <= 80 <= column.region.width
+        assert not app.layout_is("narrow") and 0 < side.region.width <= 80 <= column.region.width
         await pilot.press("f4")
         await pilot.pause()
         assert side.region.width == 0 and column.region.width == 160

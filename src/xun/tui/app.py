@@ -145,6 +145,8 @@ class XunApp(
         self._turn_prompt: str | None = None
         """The prompt of the turn now running (None for /retry), given back if it is cancelled unsent."""
         self._last_ctrl_c = 0.0
+        self._layout = {"narrow": False, "wide": False, "short": False, "side_shown": False, "side_hidden": False}
+        """The main screen's layout (`set_layout`)."""
         self._ctrl_c_keys = (0.0, 0.0)
         """When the last two Ctrl+C keys came (a key's `time`)."""
         self._other_key_at = 0.0
@@ -254,9 +256,8 @@ class XunApp(
         prompt = self.prompt
         if prompt.read_only:
             return
-        main = screen.query_one("#main")
-        if main.has_class("-narrow") and main.has_class("-side-shown"):  # the panel stands where the prompt is
-            main.remove_class("-side-shown")
+        if self.layout_is("narrow") and self.layout_is("side_shown"):  # the panel stands where the prompt is
+            self.set_layout(side_shown=False)
         screen.set_focus(prompt)
 
     def paste_into_prompt(self, text: str) -> None:
@@ -471,10 +472,25 @@ class XunApp(
         self._fit_size(event.size.width, event.size.height)
 
     def _fit_size(self, width: int, height: int) -> None:
-        main = self.query_one("#main")
-        main.set_class(width < NARROW, "-narrow")
-        main.set_class(width >= WIDE, "-wide")
-        main.set_class(height < SHORT, "-short")
+        self.set_layout(narrow=width < NARROW, wide=width >= WIDE, short=height < SHORT)
+
+    def set_layout(self, **flags: bool) -> None:
+        """The main screen's layout ("narrow", "wide", "short", "side_shown": the panel in the chat's place
+        when narrow, "side_hidden": F4 when wide) as classes on the side panel and the chat column's
+        display, never as classes on #main: Textual restyles every node under a node whose classes change,
+        and each resize restyled every block of the chat (seconds in a long session: trials F #30, G #39)."""
+        self._layout.update(flags)
+        try:
+            screen = self.screen_stack[0]
+            side, column = screen.query_one("#side"), screen.query_one("#chat-column")
+        except Exception:  # (not composed yet: applied once it is, from on_mount)
+            return
+        for name, on in self._layout.items():
+            side.set_class(on, "-" + name.replace("_", "-"))
+        column.display = not (self._layout["narrow"] and self._layout["side_shown"])
+
+    def layout_is(self, name: str) -> bool:
+        return self._layout[name]
 
     @on(DescendantFocus)
     @on(DescendantBlur)

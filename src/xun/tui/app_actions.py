@@ -67,9 +67,8 @@ class AppActions:
             self.notify(f"No reclaimed tool results yet: {self.key_of('reclaim')} (or an automatic reclaim) "
                         "replaces old ones with placeholders; they are listed here to read or restore. Esc goes "
                         "back to the prompt.")
-        main = self.query_one("#main")
-        if main.has_class("-narrow"):
-            main.add_class("-side-shown")  # the panel takes the chat's place until Esc or F4
+        if self.layout_is("narrow"):
+            self.set_layout(side_shown=True)  # the panel takes the chat's place until Esc or F4
         self.recoverable.focus_table()
 
     def preview_figures(self) -> tuple[PreviewFigures, CompactionPlan, ReclaimPreview]:
@@ -229,23 +228,21 @@ class AppActions:
         (Ctrl+P, "Keys"), docked beside the chat, closes (only the palette closed it)."""
         self.action_hide_help_panel()
         self.chat.select(None)
-        main = self.query_one("#main")
-        if main.has_class("-narrow"):
-            main.remove_class("-side-shown")
+        if self.layout_is("narrow"):
+            self.set_layout(side_shown=False)
         self.prompt.focus()
 
     def action_toggle_side(self) -> None:
         """Wide: hide or show the side panel beside the chat. Narrow: switch between the chat and the panel."""
-        main = self.query_one("#main")
-        if main.has_class("-narrow"):
-            main.toggle_class("-side-shown")
-            if main.has_class("-side-shown"):
+        if self.layout_is("narrow"):
+            self.set_layout(side_shown=not self.layout_is("side_shown"))
+            if self.layout_is("side_shown"):
                 self.gauge.focus()
             else:
                 self.prompt.focus()
         else:
-            main.toggle_class("-side-hidden")
-            if main.has_class("-side-hidden") and not self.prompt.has_focus:
+            self.set_layout(side_hidden=not self.layout_is("side_hidden"))
+            if self.layout_is("side_hidden") and not self.prompt.has_focus:
                 self.prompt.focus()
 
     def action_mcp(self) -> None:
