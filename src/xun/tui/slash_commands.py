@@ -25,10 +25,14 @@ class SlashCommands:
             await self.send_prompt(text[1:] if text.startswith("//") else text)
             return
         self._command_typed = text
+        notice = self.chat.last_notice
         try:
             await self.run_command(command.name, command.argument)
         finally:
             self._command_typed = None
+        latest = self.chat.last_notice
+        if latest is not None and latest is not notice and latest.is_attached:
+            self.chat.anchor()  # its answer in view, as a sent prompt's is: scrolled up, it came out of sight
 
     async def run_command(self, name: str, argument: str) -> None:
         if name in ("/compact", "/offload"):

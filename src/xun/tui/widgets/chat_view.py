@@ -74,6 +74,8 @@ class ChatView(VerticalScroll):
         """Home was pressed: each page that loads leaves the view at the top."""
         self.selected: Widget | None = None
         """The block `[`/`]` moved to (or a jump from /context showed), marked `-jump-target`."""
+        self.last_notice: NoticeBlock | None = None
+        """The newest notice added: a slash command that answered with one brings it into view."""
 
     def on_mount(self) -> None:
         self.anchor()
@@ -362,6 +364,7 @@ class ChatView(VerticalScroll):
     async def add_notice(self, level: str, text: str) -> NoticeBlock:
         block = NoticeBlock(level, text)
         await self.mount(block)
+        self.last_notice = block
         return block
 
     async def add_divider(self, text: str, state: str) -> SummaryDivider:
