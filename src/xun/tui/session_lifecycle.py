@@ -17,7 +17,7 @@ from textual import work
 from xun.base.errors import SessionLocked
 from xun.base.valid_text import escape_control
 from xun.tui import messages as m
-from xun.tui.transcript import transcript
+from xun.tui.transcript import OffloadedItem, UserItem, offloaded_of, transcript, whole_history
 
 if TYPE_CHECKING:
     from xun.agent.launch import Session
@@ -202,6 +202,26 @@ class SessionLifecycle:
         self.log_pane.load(list(conversation.compaction_log))
         self.recoverable.load([])
         self.call_after_refresh(self._load_recoverable)
+        self.call_after_refresh(self._recall_prompts)
+
+    def _recall_prompts(self) -> None:
+        """After the first frame: a resumed session's own prompts go into the prompt's history (Up), oldest
+        first and before those typed since; the ones a summary took out come from the offload log, in a thread."""
+        conversation = self.conversation
+        if conversation.conversation_id in self._prompts_recalled:
+            return
+        self._prompts_recalled.add(conversation.conversation_id)
+        from xun.context.messages import UserMessage
+
+        in_context = [message.text for message in conversation.messages if isinstance(message, UserMessage)]
+        self._read_prompts(offloaded_of(conversation), in_context)
+
+    @work(thread=True, group="prompts", exit_on_error=False)
+    def _read_prompts(self, offloads: list[OffloadedItem], in_context: list[str]) -> None:
+        items, _ = whole_history(list(offloads))  # what cannot be read is said when the chat shows it
+        prompts = [item.text for item in items if isinstance(item, UserItem)] + in_context
+        if prompts:
+            self.call_from_thread(self.prompt.recall_earlier, prompts)
 
     def _load_recoverable(self) -> None:
         """After the first frame: a resumed session parses its archive of originals only now."""

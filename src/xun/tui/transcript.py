@@ -107,18 +107,23 @@ def transcript(conversation: Conversation) -> Transcript:
     first = messages[0] if len(messages) else None
     if isinstance(first, SystemPrompt) and first.is_compressed:
         result.summary = first.content
-        ordinal = 0
+        offloads = iter(offloaded_of(conversation))
         for event in conversation.summarizations:
             if event.file_path:
-                result.items.append(OffloadedItem(event.file_path, event.offload_when, ordinal,
-                                                  conversation.conversation_id, event.condensed_count))
-                ordinal += 1
+                result.items.append(next(offloads))
             result.items.append(SummaryItem(event.condensed_count, event.kept_count, event.file_path,
                                             event.summary_message, event.time))
         if not conversation.summarizations:
             result.items.append(SummaryItem(0, 0, None, first.content))
     result.items += message_items(messages)
     return result
+
+
+def offloaded_of(conversation: Conversation) -> list[OffloadedItem]:
+    """What each of the conversation's summaries took out of the context, oldest first (read on demand)."""
+    events = [event for event in conversation.summarizations if event.file_path]
+    return [OffloadedItem(str(event.file_path), event.offload_when, ordinal, conversation.conversation_id,
+                          event.condensed_count) for ordinal, event in enumerate(events)]
 
 
 def message_items(messages: Sequence[Message], first_index: int = 0) -> list[Item]:

@@ -65,6 +65,13 @@ class PromptInput(TextArea, inherit_bindings=False):
             self.prompt_history.append(text)
         self._history_at = None
 
+    def recall_earlier(self, prompts: list[str]) -> None:
+        """Prompts older than those typed here (a resumed session's own), oldest first, before them in the history."""
+        earlier = [text for at, text in enumerate(prompts) if text and (not at or prompts[at - 1] != text)]
+        if self._history_at is not None:
+            self._history_at += len(earlier)
+        self.prompt_history[:0] = earlier
+
     async def _on_paste(self, event: events.Paste) -> None:
         """A large paste is one line in the input, `[pasted 1,024 lines #1]`; the prompt sent has it all.
         Terminals end the lines of a bracketed paste with CR: every paste is read with LF line ends."""
