@@ -281,3 +281,18 @@ def test_f_on_reclaimed_arguments_searches_for_their_path():
     c.compact_toolcall(keep_max=1)
     record = c.compacted_toolcalls["call_1:arguments"]
     assert recall_query(record, c.compacted_toolcall_result("call_1:arguments")) == "out/step1.txt"
+
+
+async def test_the_sparkline_label_counts_the_model_calls_apart_from_compactions(offline_server, session_factory,
+                                                                                 tmp_path: Path):
+    """Trial F #10: a reclaim and a restore add points, and the label said "the last 8 model calls" over 6 calls."""
+    prepare(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await reclaimed_app(pilot, app)
+        screen = await open_row(pilot, app, "read_file", "data")
+        await finish(pilot, lambda: pilot.press("r"))
+        calls = app.conversation.usage_totals["calls"]
+        label = str(app.gauge.query_one("#gauge-history-label").render())
+        assert f"the last {calls} model calls, 1 compaction, 1 restore · " in label, label
+        assert f"{calls} model calls, 1 compaction, 1 restore" in str(app.gauge.query_one("#gauge-history").tooltip)

@@ -98,6 +98,11 @@ def test_the_history_label_fits_a_narrow_panel():
     assert history_label(points, 34) == "the last 3 model calls · 1.2k–150k"
     assert history_label(points, 27) == "each model call · 1.2k–150k"
     assert history_label(points, 10) == "1.2k–150k"
+    kinds = ["call", "compaction", "call"]
+    assert history_label(points, 60, kinds) == "context at the last 2 model calls, 1 compaction · 1.2k–150k"
+    assert history_label(points, 44, kinds) == "the last 2 calls, 1 compaction · 1.2k–150k"
+    assert history_label(points, 36, kinds) == "2 calls, 1 compaction · 1.2k–150k"
+    assert history_label(points, 30, kinds) == "1.2k–150k"
 
 
 def test_zones():

@@ -155,7 +155,7 @@ class EngineHandlers:
             self.recoverable.add(archive[i] for i in event.ids if i in archive)
             self._refresh_gauge()
             if event.count:
-                self.gauge.add_point(self.agent.request_tokens())
+                self.gauge.add_point(self.agent.request_tokens(), "compaction")
             elif event.trigger == "manual":
                 keep = self.session.config.auto_compact.toolcall_keep_max
                 self.notify(f"Nothing to reclaim: {event.reason} ({self.key_of('reclaim')} keeps auto_compact.toolcall_keep_max = {keep}).",
@@ -169,7 +169,7 @@ class EngineHandlers:
             await self.chat.place_divider(text, first_kept, replacing=divider)
             self._mark_summarised_results()
             self._refresh_gauge()
-            self.gauge.add_point(self.agent.request_tokens())
+            self.gauge.add_point(self.agent.request_tokens(), "compaction")
             if event.trigger == "manual":
                 await self._say_if_still_over(event.kept)
         elif isinstance(event, events.ToolResultRestored):
@@ -178,7 +178,7 @@ class EngineHandlers:
                 block.mark_restored()
             self.recoverable.discard(event.id)
             self._refresh_gauge()
-            self.gauge.add_point(self.agent.request_tokens())
+            self.gauge.add_point(self.agent.request_tokens(), "restore")
         elif isinstance(event, (events.CompactionFailed, events.CompactionSkipped)):
             divider, self._pending_divider = self._pending_divider, None
             verb = "failed" if isinstance(event, events.CompactionFailed) else "skipped"

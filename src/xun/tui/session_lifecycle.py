@@ -196,7 +196,7 @@ class SessionLifecycle:
             await self.chat.show_transcript(transcript(conversation).items)
         self.gauge.context_replaced()
         self._refresh_gauge()
-        self.gauge.set_history(self._history_points(conversation))
+        self.gauge.set_history(*self._history_points(conversation))
         self._last_call = None
         self._count_usage(None)
         self.log_pane.load(list(conversation.compaction_log))
@@ -234,16 +234,21 @@ class SessionLifecycle:
         self._mark_summarised_results()
 
     @staticmethod
-    def _history_points(conversation: Conversation) -> list[int]:
+    def _history_points(conversation: Conversation) -> tuple[list[int], list[str]]:
+        """The sparkline of a resumed session, and what made each point: a compaction's "before" stands for the
+        model call before it, its "after" for the compaction, as they were drawn live."""
         points: list[int] = []
+        kinds: list[str] = []
         for record in conversation.compaction_log:
             before, after = record.get("tokens_before"), record.get("tokens_after")
             if record.get("type") in ("tool_results_reclaimed", "summary_finished") and isinstance(before, int) \
                     and isinstance(after, int):
                 points += [before, after]
+                kinds += ["call", "compaction"]
         if conversation.total_tokens is not None:
             points.append(conversation.total_tokens)
-        return points
+            kinds.append("call")
+        return points, kinds
 
     def save_session(self) -> None:
         """Save in a thread worker (after each turn and each manual compaction)."""
