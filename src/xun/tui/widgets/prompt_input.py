@@ -99,8 +99,10 @@ class PromptInput(TextArea, inherit_bindings=False):
         the start of the wrapped row, so a long pasted line took one press a row to clear."""
         row, column = self.cursor_location
         if column == 0 and not self.selected_text:
-            self.set_prompt("")
-            self._pastes = []
+            # an edit, not `load_text`, which forgets the undo history: Ctrl+Z brings the draft back (trial G #3);
+            # the pastes stay known, so markers undone back into the prompt still send what was pasted
+            self._delete_via_keyboard((0, 0), self.document.end)
+            self._history_at = None
             return
         if self.selected_text or self.read_only:
             super().action_delete_to_start_of_line()
