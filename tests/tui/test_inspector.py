@@ -73,6 +73,25 @@ async def test_typing_filters_the_list(offline_server, session_factory, tmp_path
         assert app.screen is app.screen_stack[0]
 
 
+async def test_a_paste_into_the_list_filters_it(offline_server, session_factory, tmp_path: Path):
+    """Trial G #7: at 80x24, F8 then a paste: the filter stayed empty and the pasted text went nowhere."""
+    from textual import events
+
+    prepare(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await reclaimed_app(pilot, app)
+        await pilot.press("f8")
+        assert app.recoverable.table.has_focus
+        app.post_message(events.Paste("co\x1b[31m"))  # as the terminal sends it: to the app, on to the focused pane
+        await wait_until(pilot, lambda: app.recoverable.filter_text == "co[31m", what="the paste in the filter")
+        app.post_message(events.Paste("\nde\r\nsecond line"))
+        await wait_until(pilot, lambda: app.recoverable.filter_text == "co[31mde", what="its first line")
+        assert app.recoverable.table.has_focus and app.prompt.text == ""
+        await pilot.press("escape")
+        assert app.recoverable.filter_text == ""
+
+
 async def test_the_inspector_shows_the_original_highlighted(offline_server, session_factory, tmp_path: Path):
     prepare(tmp_path)
     app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
