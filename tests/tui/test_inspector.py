@@ -168,6 +168,25 @@ async def test_restore_puts_the_original_back(offline_server, session_factory, t
         assert isinstance(block, ToolBlock) and block.restored and "restored" in block.title
 
 
+async def test_a_restore_that_goes_over_the_threshold_says_so(offline_server, session_factory, tmp_path: Path):
+    """Trial F #17: a restore took the context to 115% of the threshold with no word, and the next prompt
+    compacted it again; it says so, naming the figures (the restore is done all the same)."""
+    prepare(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44), notifications=True) as pilot:
+        await reclaimed_app(pilot, app)
+        before = app.agent.request_tokens()
+        app.session.config.set_here("auto_compact.token_threshold", before + 10, "the test")
+        screen = await open_row(pilot, app, "read_file", "data")
+        call_id = screen.record.tool_call_id
+        await finish(pilot, lambda: pilot.press("r"))
+        assert call_id not in app.conversation.compacted_toolcalls, "restored"
+        now = app.agent.request_tokens()
+        said = [n.message for n in app._notifications if "over the threshold" in n.message]
+        assert said == [f"The restore put the context over the threshold ({tokens(now)} / {tokens(before + 10)}): "
+                        "the next model call will compact it again (a reclaim or a summary)."], said
+
+
 async def test_a_result_summarised_away_can_be_read_but_not_restored(offline_server, session_factory, tmp_path: Path):
     prepare(tmp_path)
     app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=2"))

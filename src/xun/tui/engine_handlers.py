@@ -179,6 +179,7 @@ class EngineHandlers:
             self.recoverable.discard(event.id)
             self._refresh_gauge()
             self.gauge.add_point(self.agent.request_tokens(), "restore")
+            self._say_if_restored_over()
         elif isinstance(event, (events.CompactionFailed, events.CompactionSkipped)):
             divider, self._pending_divider = self._pending_divider, None
             verb = "failed" if isinstance(event, events.CompactionFailed) else "skipped"
@@ -188,6 +189,18 @@ class EngineHandlers:
                 self.notify(f"compaction {verb}: {event.reason}", severity="warning")
             elif event.reason == _summaries_off():
                 await self._say_summaries_are_off()
+
+    def _say_if_restored_over(self) -> None:
+        """A restore that took the context over the threshold says so, and what the next call does about it:
+        said nothing, and the next prompt reclaimed or summarised it again (trial F #17)."""
+        now, threshold = self.agent.request_tokens(), self.agent.threshold
+        if now <= threshold:
+            return
+        then = {"auto": "the next model call will compact it again (a reclaim or a summary)",
+                "ask": "the next prompt will ask to summarise",
+                "off": "automatic summaries are off, so it stays"}.get(self.session.config.auto_compact.mode, "")
+        self.notify(f"The restore put the context over the threshold ({tokens(now)} / {tokens(threshold)}): {then}.",
+                    title="restore", severity="warning", timeout=10)
 
     async def _say_summaries_are_off(self) -> None:
         """Once per session, in the chat: the context is over the threshold and nothing compacts it because
