@@ -202,9 +202,10 @@ class SessionLifecycle:
         self.log_pane.load(list(conversation.compaction_log))
         self.recoverable.load([])
         self.call_after_refresh(self._load_recoverable)
-        self.call_after_refresh(self._recall_prompts)
+        # what is there now: the prompts sent from here on are in the history already
+        self.call_after_refresh(self._recall_prompts, len(conversation.messages), offloaded_of(conversation))
 
-    def _recall_prompts(self) -> None:
+    def _recall_prompts(self, shown: int, offloads: list[OffloadedItem]) -> None:
         """After the first frame: a resumed session's own prompts go into the prompt's history (Up), oldest
         first and before those typed since; the ones a summary took out come from the offload log, in a thread."""
         conversation = self.conversation
@@ -213,8 +214,8 @@ class SessionLifecycle:
         self._prompts_recalled.add(conversation.conversation_id)
         from xun.context.messages import UserMessage
 
-        in_context = [message.text for message in conversation.messages if isinstance(message, UserMessage)]
-        self._read_prompts(offloaded_of(conversation), in_context)
+        in_context = [message.text for message in conversation.messages[:shown] if isinstance(message, UserMessage)]
+        self._read_prompts(offloads, in_context)
 
     @work(thread=True, group="prompts", exit_on_error=False)
     def _read_prompts(self, offloads: list[OffloadedItem], in_context: list[str]) -> None:
