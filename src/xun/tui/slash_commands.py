@@ -124,6 +124,7 @@ class SlashCommands:
         messages = self.conversation.messages
         if unanswered is not None and messages and messages[-1] is unanswered:
             self.conversation.pop_last_message_if_user()
+            self.chat.mark_replaced(unanswered.text)
         await self.chat.add_user(text)
         self._start_turn(text)
 

@@ -313,6 +313,16 @@ class ChatView(VerticalScroll):
         self.anchor()
         return block
 
+    def mark_replaced(self, text: str) -> None:
+        """The last prompt, never answered, that the one sent now replaces in the session: dimmed and said so,
+        so the chat shows what the model sees (it looked like part of the conversation, trial F #25)."""
+        for child in reversed(self.children):
+            if isinstance(child, UserBlock) and not child.has_class("-summarised"):
+                if child.text == text and not child.has_class("-replaced"):
+                    child.add_class("-replaced")
+                    child.border_title = "you · replaced, not sent"
+                return
+
     async def show_waiting(self) -> None:
         await self.hide_waiting()
         self.waiting = WaitingLine()
