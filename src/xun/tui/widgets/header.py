@@ -52,7 +52,7 @@ class XunHeader(Horizontal):
 
     def _fit(self) -> None:
         """Narrow, the status (what the agent is doing) shows whole: the less useful parts give way first, in
-        this order: the badge shortened to "offline", the session id, the badge, the model's name (at 60
+        this order: the badge shortened to "offline", the badge, the session id, the model's name (at 60
         columns "running run_com" was cut mid-word beside "offline demo model", trial F #7). A read-only
         session's id goes last: its mark is the only lasting sign that nothing is saved (trial D #14). A
         status still too long is cut with "…"."""
@@ -74,7 +74,7 @@ class XunHeader(Horizontal):
 
         if width:
             giving_way = ["short badge", "badge", "model", "session"] if self.read_only else \
-                ["short badge", "session", "badge", "model"]
+                ["short badge", "badge", "session", "model"]
             for part in giving_way:
                 if needs() <= room:
                     break
