@@ -253,6 +253,32 @@ async def test_a_resumed_session_whose_last_prompt_was_never_answered_offers_it_
         assert again.agent.last_reply() and again.prompt.text == ""
 
 
+async def test_a_replaced_unanswered_prompt_is_marked_in_the_chat(offline_server_factory, session_factory):
+    """Trial F #25: the resumed unanswered prompt, replaced by another one, stayed in the chat as if the model
+    had it; its block is dimmed and says "replaced, not sent"."""
+    from .helpers import wait_idle
+
+    server = offline_server_factory(faults="500@1-2")
+    first = session_factory(server, "retry.attempts=2", "retry.backoff_base=0.01", "retry.backoff_max=0.02")
+    app = XunApp(first)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await turn(pilot, "my unanswered prompt")
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    first.close()
+    again = XunApp(session_factory(server, resume=first.conversation.conversation_id))
+    async with again.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: again.prompt.text == "my unanswered prompt", what="the prompt back")
+        await pilot.press("ctrl+u", "ctrl+u", *"a different prompt", "enter")
+        await wait_until(pilot, lambda: again.finished_work == 1, what="the turn")
+        await wait_idle(pilot)
+        assert [msg.text for msg in again.conversation.messages if msg.role == "user"] == ["a different prompt"]
+        blocks = list(again.chat.query(UserBlock))
+        assert [(b.text, b.has_class("-replaced")) for b in blocks] == [("my unanswered prompt", True),
+                                                                          ("a different prompt", False)]
+        assert blocks[0].border_title == "you · replaced, not sent" and blocks[1].border_title == "you"
+
+
 async def test_a_failed_prompt_and_a_queued_one_stay_two_prompts_in_the_order_typed(offline_server_factory,
                                                                                     session_factory):
     """The turn fails while a second prompt is queued: the failed one is back in the input, the queued one

@@ -458,3 +458,19 @@ async def test_config_gives_the_from_column_the_room_the_values_leave(offline_se
         assert str(user_config) in item.source
         assert str(table.get_cell(item.key, "from")) == item.source
         assert table.virtual_size.width <= table.content_region.width, (table.virtual_size, table.content_region)
+
+
+async def test_a_commands_answer_is_brought_into_view_when_the_chat_is_scrolled_up(offline_server, session_factory):
+    """Trial F #12, G #9: scrolled up, /tokens, /name and /auto answered below the view and nothing seemed to
+    happen; the chat goes to the end as it does for a sent prompt."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(60, 20)) as pilot:
+        await turn(pilot, "write 300 tokens")
+        for command in ("/tokens", "/name my trial session", "/auto"):
+            app.chat.release_anchor()
+            app.chat.scroll_home(animate=False, immediate=True)
+            await wait_until(pilot, lambda: app.chat.scroll_y == 0 < app.chat.max_scroll_y, what="the chat scrolled up")
+            await submit(pilot, command)
+            notice = app.chat.query(NoticeBlock).last()
+            await wait_until(pilot, lambda: app.chat.scroll_y == app.chat.max_scroll_y > 0, what=f"{command}'s answer")
+            assert notice.region.height and notice.region.bottom <= app.chat.region.bottom, command

@@ -144,10 +144,35 @@ async def test_recall_restores_a_reclaimed_result_into_the_context(offline_serve
         assert isinstance(app.screen, RecallScreen), "the screen stays open"
         assert str(screen.query_one("#recall-status").render()) == f"restored {call_id} into the context"
         assert screen.query_one("#restore", Button).disabled
-        assert "not reclaimed now" in screen.restore_state()[1]
+        assert "already restored into the context" in screen.restore_state()[1]
         await pilot.press("ctrl+r")
         await pilot.pause()
         assert any("cannot restore this entry" in n.message for n in app._notifications)
+
+
+async def test_an_entry_just_restored_says_so_when_looked_at_again(offline_server, session_factory, tmp_path: Path):
+    """Trial F #11: after Ctrl+R, its row still said "reclaimed", and back on it a second Ctrl+R said "that entry is
+    gone (the index was rebuilt)": nothing was rebuilt, the entry had been restored a moment before."""
+    names = write_files(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44), notifications=True) as pilot:
+        await read_all(pilot, names)
+        await finish(pilot, lambda: pilot.press("f6"))
+        screen = await open_recall(pilot, app, "zebr")
+        await wait_until(pilot, lambda: len(screen.hits) == 2 and screen.entry is not None, what="two results")
+        first = screen.hits[0]
+        await finish(pilot, lambda: pilot.press("ctrl+r"))
+        results = screen.query_one("#recall-results", OptionList)
+        assert screen.hits[0].source == "restored" and " · restored\n" in str(results.get_option_at_index(0).prompt)
+        await pilot.press("down")
+        await wait_until(pilot, lambda: screen.entry is not None and screen.entry.id == screen.hits[1].id)
+        await pilot.press("up")
+        await wait_until(pilot, lambda: screen.entry is not None and screen.entry.id == first.id, what="the entry again")
+        status = str(screen.query_one("#recall-status").render())
+        assert status.startswith("already restored into the context (") and "gone" not in status, status
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert any("already restored into the context" in n.message for n in app._notifications)
 
 
 async def test_summarised_entries_are_read_not_restored(offline_server, session_factory, tmp_path: Path):

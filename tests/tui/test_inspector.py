@@ -73,6 +73,25 @@ async def test_typing_filters_the_list(offline_server, session_factory, tmp_path
         assert app.screen is app.screen_stack[0]
 
 
+async def test_a_paste_into_the_list_filters_it(offline_server, session_factory, tmp_path: Path):
+    """Trial G #7: at 80x24, F8 then a paste: the filter stayed empty and the pasted text went nowhere."""
+    from textual import events
+
+    prepare(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await reclaimed_app(pilot, app)
+        await pilot.press("f8")
+        assert app.recoverable.table.has_focus
+        app.post_message(events.Paste("co\x1b[31m"))  # as the terminal sends it: to the app, on to the focused pane
+        await wait_until(pilot, lambda: app.recoverable.filter_text == "co[31m", what="the paste in the filter")
+        app.post_message(events.Paste("\nde\r\nsecond line"))
+        await wait_until(pilot, lambda: app.recoverable.filter_text == "co[31mde", what="its first line")
+        assert app.recoverable.table.has_focus and app.prompt.text == ""
+        await pilot.press("escape")
+        assert app.recoverable.filter_text == ""
+
+
 async def test_the_inspector_shows_the_original_highlighted(offline_server, session_factory, tmp_path: Path):
     prepare(tmp_path)
     app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
@@ -147,6 +166,25 @@ async def test_restore_puts_the_original_back(offline_server, session_factory, t
         assert app.gauge.now > before
         block = app.chat.tool_block(call_id)
         assert isinstance(block, ToolBlock) and block.restored and "restored" in block.title
+
+
+async def test_a_restore_that_goes_over_the_threshold_says_so(offline_server, session_factory, tmp_path: Path):
+    """Trial F #17: a restore took the context to 115% of the threshold with no word, and the next prompt
+    compacted it again; it says so, naming the figures (the restore is done all the same)."""
+    prepare(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44), notifications=True) as pilot:
+        await reclaimed_app(pilot, app)
+        before = app.agent.request_tokens()
+        app.session.config.set_here("auto_compact.token_threshold", before + 10, "the test")
+        screen = await open_row(pilot, app, "read_file", "data")
+        call_id = screen.record.tool_call_id
+        await finish(pilot, lambda: pilot.press("r"))
+        assert call_id not in app.conversation.compacted_toolcalls, "restored"
+        now = app.agent.request_tokens()
+        said = [n.message for n in app._notifications if "over the threshold" in n.message]
+        assert said == [f"The restore put the context over the threshold ({tokens(now)} / {tokens(before + 10)}): "
+                        "the next model call will compact it again (a reclaim or a summary)."], said
 
 
 async def test_a_result_summarised_away_can_be_read_but_not_restored(offline_server, session_factory, tmp_path: Path):
@@ -281,3 +319,18 @@ def test_f_on_reclaimed_arguments_searches_for_their_path():
     c.compact_toolcall(keep_max=1)
     record = c.compacted_toolcalls["call_1:arguments"]
     assert recall_query(record, c.compacted_toolcall_result("call_1:arguments")) == "out/step1.txt"
+
+
+async def test_the_sparkline_label_counts_the_model_calls_apart_from_compactions(offline_server, session_factory,
+                                                                                 tmp_path: Path):
+    """Trial F #10: a reclaim and a restore add points, and the label said "the last 8 model calls" over 6 calls."""
+    prepare(tmp_path)
+    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await reclaimed_app(pilot, app)
+        screen = await open_row(pilot, app, "read_file", "data")
+        await finish(pilot, lambda: pilot.press("r"))
+        calls = app.conversation.usage_totals["calls"]
+        label = str(app.gauge.query_one("#gauge-history-label").render())
+        assert f"the last {calls} model calls, 1 compaction, 1 restore · " in label, label
+        assert f"{calls} model calls, 1 compaction, 1 restore" in str(app.gauge.query_one("#gauge-history").tooltip)

@@ -401,6 +401,28 @@ async def test_a_paste_counts_lines_and_ctrl_u_twice_clears_a_long_prompt(offlin
         assert app.prompt.text == "", "at the start of a line it clears the whole prompt"
 
 
+async def test_ctrl_z_brings_back_a_draft_ctrl_u_cleared(offline_server, session_factory):
+    """Trial G #3: Ctrl+U twice cleared a three-line draft and Ctrl+Z could not bring it back (the clear reset
+    the prompt's undo history); a paste marker undone back still sends what was pasted."""
+    from textual import events
+
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.prompt.focus()
+        await pilot.press(*"first", "shift+enter", *"second", "shift+enter")
+        app.prompt.post_message(events.Paste("".join(f"line {i}\r" for i in range(30))))
+        await wait_until(pilot, lambda: app.prompt.text.endswith("[pasted 30 lines #1]"), what="the marker")
+        draft = app.prompt.text
+        await pilot.press("ctrl+u", "ctrl+u")
+        assert app.prompt.text == ""
+        for _ in range(3):
+            if app.prompt.text == draft:
+                break
+            await pilot.press("ctrl+z")
+        assert app.prompt.text == draft
+        assert app.prompt.expanded(app.prompt.text) == "first\nsecond\n" + "".join(f"line {i}\n" for i in range(30))
+
+
 async def test_ctrl_u_twice_clears_one_long_line_wrapped_over_many_rows(offline_server, session_factory):
     """Newcomer trial (issue 25, finding 13): a pasted 3,000-character line wraps over dozens of rows, and
     each Ctrl+U deleted one wrapped row (41 presses to clear it). The line is the logical line."""

@@ -309,3 +309,28 @@ def test_a_moment_is_as_short_as_tells_it_apart():
     assert local_moment(time.mktime((2026, 12, 5, 11, 29, 0, 0, 0, -1)), now) == "11:29"
     assert local_moment(time.mktime((2026, 12, 4, 9, 5, 0, 0, 0, -1)), now) == "Dec 04 09:05"
     assert local_moment(time.mktime((2025, 12, 31, 23, 0, 0, 0, 0, -1)), now) == "2025-12-31"
+
+
+async def test_up_in_a_resumed_session_recalls_its_own_prompts_summarised_ones_too(offline_server, session_factory):
+    """Trial F #29: after a resume, Up recalled nothing; the session's prompts are the prompt's history, oldest
+    first, those a summary took out of the context included (read from the offload log)."""
+    first = session_factory(offline_server, "auto_compact.summary_keep_max=2")
+    app = XunApp(first)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for text in ("write 400 tokens", "write 410 tokens", "write 420 tokens"):
+            await turn(pilot, text)
+        await finish(pilot, lambda: pilot.press("f5"))
+        assert sum(msg.role == "user" for msg in first.conversation.messages) < 3, "a prompt was summarised"
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: app.return_code is not None)
+    first.close()
+    again = XunApp(session_factory(offline_server, resume=first.conversation.conversation_id))
+    async with again.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: again.prompt.prompt_history, what="the resumed prompts")
+        await turn(pilot, "write 30 tokens")
+        recalled = []
+        for _ in range(5):
+            await pilot.press("up")
+            recalled.append(again.prompt.text)
+        assert recalled == ["write 30 tokens", "write 420 tokens", "write 410 tokens", "write 400 tokens",
+                            "write 400 tokens"], recalled

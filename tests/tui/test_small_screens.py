@@ -222,3 +222,38 @@ async def test_a_terminal_grown_back_from_a_tiny_size_keeps_the_app_running(offl
             await pilot.pause(0.3)
             assert app.is_running and app.return_code is None, size
         await turn(pilot, "hello")
+
+
+async def test_at_60_columns_the_status_shows_whole_and_the_badge_gives_way(tmp_path: Path):
+    """Trial F #7, G #16: at 60x20 the status read "running run_com" (cut mid-word, no "…") beside
+    "offline demo model"; the badge and the session id give way first, and a status still too long ends in "…"."""
+    from xun.agent.launch import open_session
+
+    session = open_session(tmp_path, offline=True, environ={})
+    app = XunApp(session)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await wait_until(pilot, lambda: app.session is not None and app.header.status == "ready", what="the session")
+        header = app.header
+        label = header.query_one("#status")
+        for status, whole in (("running run_command", True), ("ready", True),
+                              ("running run_command · step 12 of a long loop in the folder", False)):
+            header.status = status
+            await pilot.pause()
+            await pilot.pause()
+            shown = label.render_line(0).text.strip()
+            assert label.region.right <= header.content_region.right, (status, label.region)
+            if whole:
+                assert shown == status and label.content_region.width >= len(status), (status, shown)
+                assert str(header.query_one("#session-id").render()) == app.conversation.conversation_id[:8]
+            else:
+                assert shown.endswith("…") and shown[:-1] in status and len(shown) > 20, shown
+        header.status = "ready"
+        await pilot.pause()
+        await pilot.pause()
+        assert header.query_one("#provider").display, "room for the badge when ready"
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        await pilot.pause()
+        assert "offline demo model" in str(header.query_one("#provider").render())
+        assert app.conversation.conversation_id in str(header.query_one("#session-id").render())
+    session.close()

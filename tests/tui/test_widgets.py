@@ -98,6 +98,11 @@ def test_the_history_label_fits_a_narrow_panel():
     assert history_label(points, 34) == "the last 3 model calls · 1.2k–150k"
     assert history_label(points, 27) == "each model call · 1.2k–150k"
     assert history_label(points, 10) == "1.2k–150k"
+    kinds = ["call", "compaction", "call"]
+    assert history_label(points, 60, kinds) == "context at the last 2 model calls, 1 compaction · 1.2k–150k"
+    assert history_label(points, 44, kinds) == "the last 2 calls, 1 compaction · 1.2k–150k"
+    assert history_label(points, 36, kinds) == "2 calls, 1 compaction · 1.2k–150k"
+    assert history_label(points, 30, kinds) == "1.2k–150k"
 
 
 def test_zones():
@@ -235,14 +240,19 @@ def test_log_entries_from_records():
     assert entry_from_record({"type": "summary_started"}, clock, where) is None
     cached = entry_from_record(events.ToolResultsReclaimed(ids=("a",), count=1, tokens_before=9_000, tokens_after=6_000,
                                                            cache_miss_tokens=4_500, saved_per_call=3_000).to_json(), clock, where)
-    assert cached.line() == "09:30:00 reclaim 9k → 6k 1 result · cache 4.5k once, -3k/call"
+    assert cached.line().startswith("09:30:00 reclaim 9k → 6k 1 result · cache 4.5k once, saves")
+    assert cached.what == "1 result · cache 4.5k once, saves 3k/call", "said as the detail says it (trial F #8)"
     assert "cache: next call 4.5k uncached, saves 3k/call" in cached.detail()
     rejected = entry_from_record(events.SummaryRejected(reason="the summary lacks the required sections decisions",
                                                         next="extractive").to_json(), clock, where)
     assert rejected.kind == "rejected" and "xun's extractive summary instead" in rejected.detail()
     back = entry_from_record(events.ToolResultRestored(id="c1", tokens_before=6_000, tokens_after=7_000,
                                                        cache_miss_tokens=2_000, saved_per_call=-1_000).to_json(), clock, where)
-    assert back.cache == "cache: next call 2k uncached, adds 1k/call"
+    assert back.cache == "cache: next call 2k uncached, adds 1k/call" and back.cache_short == "cache 2k once, adds 1k/call"
+    # trial F #8: a reclaim that freed 6 tokens read "3.4k → 3.4k", as if nothing was done
+    few = entry_from_record(events.ToolResultsReclaimed(ids=("a",), count=1, tokens_before=3_412,
+                                                        tokens_after=3_406).to_json(), clock, where)
+    assert few.figures == "3.4k, 6 freed" and "tokens 3.4k → 3.4k (6 freed)" in few.detail()
 
 
 async def test_the_gauge_shows_the_cache_share_only_when_the_server_said_it():

@@ -128,6 +128,8 @@ class XunApp(
         """The resumed conversation the chat shows already (`TranscriptLoaded`), not to be mounted twice."""
         self._drop_warned: tuple[int, int] | None = None
         """The conversation (last message, length) a /retry or /revise warned about: a second one there drops it."""
+        self._prompts_recalled: set[str] = set()
+        """The conversations whose own prompts the prompt's history (Up) holds already."""
         self._newest_shown: list[Any] | None = None
         """A resumed session's newest turns, shown before the whole session was read (`NewestTurns`)."""
         self._unanswered: UserMessage | None = None

@@ -155,7 +155,7 @@ class EngineHandlers:
             self.recoverable.add(archive[i] for i in event.ids if i in archive)
             self._refresh_gauge()
             if event.count:
-                self.gauge.add_point(self.agent.request_tokens())
+                self.gauge.add_point(self.agent.request_tokens(), "compaction")
             elif event.trigger == "manual":
                 keep = self.session.config.auto_compact.toolcall_keep_max
                 self.notify(f"Nothing to reclaim: {event.reason} ({self.key_of('reclaim')} keeps auto_compact.toolcall_keep_max = {keep}).",
@@ -171,7 +171,7 @@ class EngineHandlers:
                                           carried=self.chat_block_for(1) if carried else None)
             self._mark_summarised_results()
             self._refresh_gauge()
-            self.gauge.add_point(self.agent.request_tokens())
+            self.gauge.add_point(self.agent.request_tokens(), "compaction")
             if event.trigger == "manual":
                 await self._say_if_still_over(event.kept)
         elif isinstance(event, events.ToolResultRestored):
@@ -180,7 +180,8 @@ class EngineHandlers:
                 block.mark_restored()
             self.recoverable.discard(event.id)
             self._refresh_gauge()
-            self.gauge.add_point(self.agent.request_tokens())
+            self.gauge.add_point(self.agent.request_tokens(), "restore")
+            self._say_if_restored_over()
         elif isinstance(event, (events.CompactionFailed, events.CompactionSkipped)):
             divider, self._pending_divider = self._pending_divider, None
             verb = "failed" if isinstance(event, events.CompactionFailed) else "skipped"
@@ -191,6 +192,18 @@ class EngineHandlers:
                 self.notify(f"compaction {verb}: {reason}", severity="warning")
             elif event.reason == _summaries_off():
                 await self._say_summaries_are_off()
+
+    def _say_if_restored_over(self) -> None:
+        """A restore that took the context over the threshold says so, and what the next call does about it:
+        said nothing, and the next prompt reclaimed or summarised it again (trial F #17)."""
+        now, threshold = self.agent.request_tokens(), self.agent.threshold
+        if now <= threshold:
+            return
+        then = {"auto": "the next model call will compact it again (a reclaim or a summary)",
+                "ask": "the next prompt will ask to summarise",
+                "off": "automatic summaries are off, so it stays"}.get(self.session.config.auto_compact.mode, "")
+        self.notify(f"The restore put the context over the threshold ({tokens(now)} / {tokens(threshold)}): {then}.",
+                    title="restore", severity="warning", timeout=10)
 
     async def _say_summaries_are_off(self) -> None:
         """Once per session, in the chat: the context is over the threshold and nothing compacts it because

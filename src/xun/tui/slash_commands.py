@@ -25,10 +25,14 @@ class SlashCommands:
             await self.send_prompt(text[1:] if text.startswith("//") else text)
             return
         self._command_typed = text
+        notice = self.chat.last_notice
         try:
             await self.run_command(command.name, command.argument)
         finally:
             self._command_typed = None
+        latest = self.chat.last_notice
+        if latest is not None and latest is not notice and latest.is_attached:
+            self.chat.anchor()  # its answer in view, as a sent prompt's is: scrolled up, it came out of sight
 
     def _give_command_back(self) -> None:
         """A command refused for its argument goes back into the input, to be corrected rather than typed
@@ -130,6 +134,7 @@ class SlashCommands:
         messages = self.conversation.messages
         if unanswered is not None and messages and messages[-1] is unanswered:
             self.conversation.pop_last_message_if_user()
+            self.chat.mark_replaced(unanswered.text)
         await self.chat.add_user(text)
         self._start_turn(text)
 

@@ -114,17 +114,10 @@ def transcript(conversation: Conversation) -> Transcript:
     first = messages[0] if len(messages) else None
     if isinstance(first, SystemPrompt) and first.is_compressed:
         result.summary = first.content
-        ordinal = 0
-        seen: dict[str | None, int] = {}
-        carried = False
+        offloads = iter(offloaded_of(conversation))
         for event in conversation.summarizations:
             if event.file_path:
-                repeat = seen.get(event.offload_when, 0)
-                seen[event.offload_when] = repeat + 1
-                result.items.append(OffloadedItem(event.file_path, event.offload_when, ordinal,
-                                                  conversation.conversation_id, event.condensed_count, repeat, carried))
-                ordinal += 1
-            carried = event.carried
+                result.items.append(next(offloads))
             result.items.append(SummaryItem(event.condensed_count, event.kept_count, event.file_path,
                                             event.summary_message, event.time))
         if not conversation.summarizations:
@@ -137,6 +130,23 @@ def transcript(conversation: Conversation) -> Transcript:
                 break
     result.items += tail
     return result
+
+
+def offloaded_of(conversation: Conversation) -> list[OffloadedItem]:
+    """What each of the conversation's summaries took out of the context, oldest first (read on demand);
+    each knows how many earlier ones share its heading time, and whether the summary before it carried the
+    turn's prompt (its section then opens with that copy)."""
+    items: list[OffloadedItem] = []
+    seen: dict[str | None, int] = {}
+    carried = False
+    for event in conversation.summarizations:
+        if event.file_path:
+            repeat = seen.get(event.offload_when, 0)
+            seen[event.offload_when] = repeat + 1
+            items.append(OffloadedItem(str(event.file_path), event.offload_when, len(items),
+                                       conversation.conversation_id, event.condensed_count, repeat, carried))
+        carried = event.carried
+    return items
 
 
 def message_items(messages: Sequence[Message], first_index: int = 0) -> list[Item]:

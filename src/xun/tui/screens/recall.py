@@ -9,7 +9,9 @@ of an entry: SQLite is never touched on the UI thread. The workers post messages
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.text import Text
@@ -99,7 +101,9 @@ class RecallScreen(Modal[None]):
         self._timer: Timer | None = None
         self._entry_wanted: int | None = None
         self._stats_text = ""
-        self._restoring: str | None = None
+        self._restoring: HistoryEntry | None = None
+        self._restored: dict[int, tuple[HistoryEntry, float]] = {}
+        """Entries restored from here, and when: the index drops them, so a second look said "gone" (trial F #11)."""
 
     # ---------------------------------------------------------------------------------- layout
 
@@ -291,9 +295,13 @@ class RecallScreen(Modal[None]):
         self._warn(message.warnings, message.error)
         if message.entry_id != self._entry_wanted:
             return
-        if message.entry is None and not message.error:
+        entry = message.entry
+        if entry is None and message.entry_id in self._restored:
+            entry = self._restored[message.entry_id][0]
+            self.query_one("#recall-status", Label).update(literal(self.restore_state(entry)[1]))
+        elif entry is None and not message.error:
             self.query_one("#recall-status", Label).update(Text("that entry is gone (the index was rebuilt): search again"))
-        self._show_entry(message.entry)
+        self._show_entry(entry)
 
     def entry_text(self, entry: HistoryEntry) -> Text:
         text = Text()
@@ -325,10 +333,12 @@ class RecallScreen(Modal[None]):
 
     # ----------------------------------------------------------------------------------- restore
 
-    def restore_state(self) -> tuple[bool, str]:
-        entry = self.entry
+    def restore_state(self, entry: HistoryEntry | None = None) -> tuple[bool, str]:
+        entry = entry or self.entry
         if entry is None:
             return False, ""
+        if entry.id in self._restored:
+            return False, f"already restored into the context ({self.clock(self._restored[entry.id][1])})"
         if entry.source != "reclaimed" or not entry.tool_call_id:
             return False, "a summarised message: it can be read here, not restored"
         return self.restorable(entry.session, entry.tool_call_id)
@@ -345,9 +355,17 @@ class RecallScreen(Modal[None]):
     def context_changed(self, kind: str) -> None:
         """The app finished some work (a turn, a compaction, a restore): what may be restored changed."""
         self.refresh_restore()
-        call_id, self._restoring = self._restoring, None
-        if kind == "restore" and call_id is not None:
-            still = self.entry is not None and self.entry.tool_call_id == call_id and self.restore_state()[0]
+        restoring, self._restoring = self._restoring, None
+        if kind == "restore" and restoring is not None:
+            call_id = restoring.tool_call_id
+            still = self.restorable(restoring.session, call_id)[0]
+            if not still:  # its row says so at once; the index no longer has it
+                restored = replace(restoring, source="restored")
+                self._restored[restoring.id] = (restored, time.time())
+                self.hits = [replace(hit, source="restored") if hit.id == restoring.id else hit for hit in self.hits]
+                self._fill(self.hits, keep_place=True)
+                if self.entry is not None and self.entry.id == restoring.id:
+                    self._show_entry(restored)
             self.query_one("#recall-status", Label).update(literal(
                 f"could not restore {call_id} (see the notification)" if still else f"restored {call_id} into the context"))
 
@@ -359,7 +377,7 @@ class RecallScreen(Modal[None]):
         if not ok:
             self.app.notify(f"cannot restore this entry: {why}", severity="warning")
             return
-        self._restoring = entry.tool_call_id
+        self._restoring = entry
         self.app.post_message(m.RestoreRequested(entry.tool_call_id))
         self.query_one("#recall-status", Label).update(literal(f"restoring {entry.tool_call_id} into the context…"))
 

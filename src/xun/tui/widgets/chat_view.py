@@ -74,6 +74,8 @@ class ChatView(VerticalScroll):
         """Home was pressed: each page that loads leaves the view at the top."""
         self.selected: Widget | None = None
         """The block `[`/`]` moved to (or a jump from /context showed), marked `-jump-target`."""
+        self.last_notice: NoticeBlock | None = None
+        """The newest notice added: a slash command that answered with one brings it into view."""
 
     def on_mount(self) -> None:
         self.anchor()
@@ -311,6 +313,16 @@ class ChatView(VerticalScroll):
         self.anchor()
         return block
 
+    def mark_replaced(self, text: str) -> None:
+        """The last prompt, never answered, that the one sent now replaces in the session: dimmed and said so,
+        so the chat shows what the model sees (it looked like part of the conversation, trial F #25)."""
+        for child in reversed(self.children):
+            if isinstance(child, UserBlock) and not child.has_class("-summarised"):
+                if child.text == text and not child.has_class("-replaced"):
+                    child.add_class("-replaced")
+                    child.border_title = "you · replaced, not sent"
+                return
+
     async def show_waiting(self) -> None:
         await self.hide_waiting()
         self.waiting = WaitingLine()
@@ -366,6 +378,7 @@ class ChatView(VerticalScroll):
     async def add_notice(self, level: str, text: str) -> NoticeBlock:
         block = NoticeBlock(level, text)
         await self.mount(block)
+        self.last_notice = block
         return block
 
     async def add_divider(self, text: str, state: str) -> SummaryDivider:

@@ -51,7 +51,7 @@ class LogEntry:
     cache: str = ""
     """The prompt-cache cost: what the next call pays uncached, and what each later call saves."""
     cache_short: str = ""
-    """The same in a few characters, for the row: "cache 4.5k once, -3k/call"."""
+    """The same in a few characters, for the row: "cache 4.5k once, saves 3k/call"."""
 
     @property
     def saved(self) -> int:
@@ -68,7 +68,11 @@ class LogEntry:
     def figures(self) -> str:
         if self.tokens_before is None or self.tokens_after is None:
             return ""
-        return f"{tokens(self.tokens_before)} → {tokens(self.tokens_after)}"
+        before, after = tokens(self.tokens_before), tokens(self.tokens_after)
+        if before == after and self.tokens_before != self.tokens_after:  # "3.4k → 3.4k" read as nothing done
+            change = self.tokens_before - self.tokens_after
+            return f"{before}, {tokens(abs(change))} {'freed' if change > 0 else 'added'}"
+        return f"{before} → {after}"
 
     @property
     def what(self) -> str:
@@ -82,7 +86,8 @@ class LogEntry:
         """Everything about the event, for the tooltip and Enter."""
         lines = [f"{self.kind} at {self.time} ({'by hand' if self.trigger == 'manual' else self.trigger})"]
         if self.figures:
-            lines.append(f"tokens {self.figures}" + (f" ({tokens(self.saved)} freed)" if self.saved else ""))
+            lines.append(f"tokens {tokens(self.tokens_before)} → {tokens(self.tokens_after)}"
+                         + (f" ({tokens(self.saved)} freed)" if self.saved else ""))
         if self.count:
             lines.append(self.count)
         if self.cache:
@@ -137,8 +142,9 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
     miss, saves = record.get("cache_miss_tokens"), record.get("saved_per_call")
     cache = cache_short = ""
     if isinstance(miss, int) and isinstance(saves, int):
-        cache = f"cache: next call {tokens(miss)} uncached, {'saves' if saves >= 0 else 'adds'} {tokens(abs(saves))}/call"
-        cache_short = f"cache {tokens(miss)} once, {'-' if saves >= 0 else '+'}{tokens(abs(saves))}/call"
+        per_call = f"{'saves' if saves >= 0 else 'adds'} {tokens(abs(saves))}/call"  # a minus read as a loss
+        cache = f"cache: next call {tokens(miss)} uncached, {per_call}"
+        cache_short = f"cache {tokens(miss)} once, {per_call}"
     return LogEntry(
         time=clock(sane_timestamp(moment)) if sane_timestamp(moment, -1.0) >= 0 else "--:--:--",
         kind=kind,

@@ -18,7 +18,7 @@ from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Sparkline, Static
 
-from xun.tui.format import TOKENS_PER_CHAR, literal, percent, tokens
+from xun.tui.format import TOKENS_PER_CHAR, counted, literal, percent, tokens
 from xun.tui.messages import OpenBreakdown
 from xun.tui.widgets.context_bar import ContextBar
 
@@ -30,21 +30,34 @@ STREAM_REFRESH = 0.25
 """Seconds between gauge updates while a reply streams (the figures move, the keyboard stays quick)."""
 
 
-def history_label(points: list[int], width: int) -> str:
+def history_what(kinds: list[str]) -> tuple[str, str]:
+    """What the points are, long and short: "model calls" alone, or how many of each (a compaction or a restore
+    adds a point too: "the last 12 model calls" over 10 calls and 2 compactions was not true)."""
+    calls = kinds.count("call")
+    others = [counted(kinds.count(kind), kind) for kind in ("compaction", "restore") if kind in kinds]
+    if not others:
+        return counted(calls, "model call"), counted(calls, "model call")
+    return ", ".join([counted(calls, "model call"), *others]), ", ".join([counted(calls, "call"), *others])
+
+
+def history_label(points: list[int], width: int, kinds: list[str] | None = None) -> str:
     """The line over the sparkline: what a column is, and the range its heights span."""
     span = f"{tokens(min(points))}–{tokens(max(points))}" if points else ""
-    for what in (f"context at the last {len(points)} model calls", f"the last {len(points)} model calls",
-                 "each model call"):
+    long, short = history_what(kinds if kinds is not None else ["call"] * len(points))
+    whats = [f"context at the last {long}", f"the last {long}"]
+    whats += ["each model call"] if long == short else [f"the last {short}", short]
+    for what in whats:
         if len(what) + 3 + len(span) <= width:
             return f"{what} · {span}"
     return span
 
 
-def history_tooltip(points: list[int]) -> str:
+def history_tooltip(points: list[int], kinds: list[str] | None = None) -> str:
     if not points:
         return ""
-    return (f"The tokens in the context at each of the last {len(points)} model calls, oldest on the left, one "
-            "column a call; a drop is a compaction (a summary or a reclaim). The bars run from the lowest point "
+    long, _ = history_what(kinds if kinds is not None else ["call"] * len(points))
+    return (f"The tokens in the context at each of the last {long}, oldest on the left, one "
+            "column each; a drop is a compaction (a summary or a reclaim). The bars run from the lowest point "
             f"({tokens(min(points))}) to the highest ({tokens(max(points))}), not from zero.")
 
 
@@ -79,6 +92,8 @@ class ContextGauge(Vertical, can_focus=True):
         self.streaming_chars = 0
         """Characters streamed into the reply being written, not yet in any estimate."""
         self.history: list[int] = []
+        self.history_kinds: list[str] = []
+        """What made each point: "call" (a model call), "compaction" (a reclaim or a summary) or "restore"."""
         self.usage_text = ""
         self.cache_share: float | None = None
         """The share of the last call's prompt the server served from its cache (None: it did not say)."""
@@ -179,13 +194,15 @@ class ContextGauge(Vertical, can_focus=True):
         self.streaming_chars = 0
         self._show()
 
-    def add_point(self, value: int) -> None:
+    def add_point(self, value: int, kind: str = "call") -> None:
         self.history.append(max(int(value), 0))
-        del self.history[:-HISTORY_POINTS]
+        self.history_kinds.append(kind)
+        del self.history[:-HISTORY_POINTS], self.history_kinds[:-HISTORY_POINTS]
         self._show()
 
-    def set_history(self, values: list[int]) -> None:
+    def set_history(self, values: list[int], kinds: list[str] | None = None) -> None:
         self.history = [max(int(v), 0) for v in values][-HISTORY_POINTS:]
+        self.history_kinds = (kinds if kinds is not None else ["call"] * len(values))[-HISTORY_POINTS:]
         self._show()
 
     def _show(self) -> None:
@@ -206,12 +223,12 @@ class ContextGauge(Vertical, can_focus=True):
         sparkline = self.query_one("#gauge-history", Sparkline)
         label = self.query_one("#gauge-history-label", Static)
         width = max(self.content_size.width, 1)
-        points = self.history[-width:]
+        points, kinds = self.history[-width:], self.history_kinds[-width:]
         sparkline.data = points
         sparkline.styles.width = max(len(points), 1)  # a column a call: few points were stretched into blocks
         sparkline.styles.height = 2 if self.app.size.height >= ROOMY_HEIGHT else 1
         sparkline.display = label.display = len(points) >= 2
-        label.update(history_label(points, width))
-        sparkline.tooltip = label.tooltip = history_tooltip(points) or None
+        label.update(history_label(points, width, kinds))
+        sparkline.tooltip = label.tooltip = history_tooltip(points, kinds) or None
         label = {"calm": "calm", "warning": "warning", "alarm": "over threshold"}[zone]
         self.border_subtitle = f"{label} · {percent(now, self.threshold)}%" if self.known else "opening…"

@@ -51,29 +51,42 @@ class XunHeader(Horizontal):
         self.set_session(self._session_id)
 
     def _fit(self) -> None:
-        """Narrow, a read-only session's mark outlasts the model's name and the provider's badge (the badge
-        first shortened to "offline"): at 60 columns the id and its "read-only" were cut away, the only
-        lasting sign that nothing is saved."""
+        """Narrow, the status (what the agent is doing) shows whole: the less useful parts give way first, in
+        this order: the badge shortened to "offline", the badge, the session id, the model's name (at 60
+        columns "running run_com" was cut mid-word beside "offline demo model", trial F #7). A read-only
+        session's id goes last: its mark is the only lasting sign that nothing is saved (trial D #14). A
+        status still too long is cut with "…"."""
         if not self.is_mounted:
             return
         model, provider = self.query_one("#model-name", Label), self.query_one("#provider", Label)
-        badge = self._provider_text()
-        shown = [True, True]
+        session, status = self.query_one("#session-id", Label), self.query_one("#status", Label)
+        badge, ident = self._provider_text(), self._session_text()
+        shown = {"model": True, "badge": True, "session": True}
         width = self.size.width
-        if self.read_only and width:
-            margin = 2
-            room = (width - 2 - (len("xun") + margin) - cell_len(self.status)
-                    - (cell_len(self._session_text()) + margin))
-            pad = 2 if self._offline else 0
-            needs_model = cell_len(self._model) + margin
-            if room < needs_model + cell_len(badge) + pad + margin and self._offline:
-                badge = "offline"
-            needs_badge = cell_len(badge) + pad + margin
-            shown = [room >= needs_model + needs_badge, room >= needs_badge]
-            if not shown[0] and not shown[1] and room >= needs_model:
-                shown = [True, False]
+        margin = 2
+        room = width - 2 - (len("xun") + margin) - margin  # padding, the name, the session's margin (a spacer)
+
+        def needs() -> int:
+            parts = {"model": cell_len(self._model) + margin if self._model else 0,
+                     "badge": cell_len(badge) + (2 if self._offline else 0) + margin if badge else 0,
+                     "session": cell_len(ident)}
+            return sum(size for part, size in parts.items() if shown[part]) + cell_len(self.status)
+
+        if width:
+            giving_way = ["short badge", "badge", "model", "session"] if self.read_only else \
+                ["short badge", "badge", "session", "model"]
+            for part in giving_way:
+                if needs() <= room:
+                    break
+                if part == "short badge":
+                    badge = "offline" if self._offline else badge
+                else:
+                    shown[part] = False
         provider.update(literal(badge, flat=True))
-        model.display, provider.display = shown
+        model.display, provider.display = shown["model"], shown["badge"]
+        session.update(literal(ident if shown["session"] else "", flat=True))  # empty, it still pushes the status right
+        over = width > 0 and needs() > room
+        status.styles.width = max(room - (needs() - cell_len(self.status)), 1) if over else None
 
     def show_model(self, *, model: str, provider: str, offline: bool) -> None:
         """Once the session is open (the app may draw its first frame before)."""
@@ -103,5 +116,4 @@ class XunHeader(Horizontal):
         label = self.query_one("#status", Label)
         label.update(literal(status, flat=True))
         label.set_class(status != "ready", "-busy")
-        if self.read_only:
-            self._fit()
+        self._fit()

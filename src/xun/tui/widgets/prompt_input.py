@@ -75,6 +75,13 @@ class PromptInput(TextArea, inherit_bindings=False):
             self.prompt_history.append(text)
         self._history_at = None
 
+    def recall_earlier(self, prompts: list[str]) -> None:
+        """Prompts older than those typed here (a resumed session's own), oldest first, before them in the history."""
+        earlier = [text for at, text in enumerate(prompts) if text and (not at or prompts[at - 1] != text)]
+        if self._history_at is not None:
+            self._history_at += len(earlier)
+        self.prompt_history[:0] = earlier
+
     async def _on_paste(self, event: events.Paste) -> None:
         """A large paste is one line in the input, `[pasted 1,024 lines #1]`; the prompt sent has it all.
         Terminals end the lines of a bracketed paste with CR: every paste is read with LF line ends."""
@@ -102,8 +109,10 @@ class PromptInput(TextArea, inherit_bindings=False):
         the start of the wrapped row, so a long pasted line took one press a row to clear."""
         row, column = self.cursor_location
         if column == 0 and not self.selected_text:
-            self.set_prompt("")
-            self._pastes = []
+            # an edit, not `load_text`, which forgets the undo history: Ctrl+Z brings the draft back (trial G #3);
+            # the pastes stay known, so markers undone back into the prompt still send what was pasted
+            self._delete_via_keyboard((0, 0), self.document.end)
+            self._history_at = None
             return
         if self.selected_text or self.read_only:
             super().action_delete_to_start_of_line()

@@ -210,6 +210,17 @@ class RecoverableList(Vertical):
         event.stop()
         event.prevent_default()
 
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste while the table has the keyboard filters it, as typing does: its first line, printable
+        characters only (the table took no paste, and it vanished, trial G #7)."""
+        if not self.table.has_focus:
+            return
+        lines = event.text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        first = next((line for line in lines if line.strip()), "")
+        self.set_filter(self.filter_text + "".join(ch for ch in first.replace("\t", " ") if ch.isprintable()))
+        event.stop()
+        event.prevent_default()
+
     def focus_table(self) -> None:
         """F8: the newest row first (the cursor kept its row while newer ones came in above it, and ended
         on the oldest, where Down does nothing: one entry, it looked)."""
