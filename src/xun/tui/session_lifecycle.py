@@ -160,6 +160,7 @@ class SessionLifecycle:
             await self.chat.add_notice("warning", "opened read-only (--read-only): you can go on here, but nothing "
                                        "of it is saved; another xun may be writing this session")
         await self._offer_unanswered()
+        self.chat.anchor()  # what the resume says (a turn cut off, a draft back) is in view, below the transcript
         self.header.status = "ready"
         self.call_after_refresh(self._freeze_heap)
         self.call_after_refresh(self.discover_window)
@@ -202,7 +203,8 @@ class SessionLifecycle:
         typed = self._early_prompt is not None or self.prompt.text.strip()
         if last is not None and last.role == "tool":  # a turn cut off between its tool calls and its reply
             await self.chat.add_notice("warning", "the last turn stopped before the model's reply (xun quit or was "
-                                       "stopped during it): to go on from there, send a prompt such as “continue”")
+                                       "stopped during it): to go on from there, send its prompt again (Up brings it "
+                                       "back) or ask the model to continue")
         if draft and typed:
             await self.chat.add_notice("info", f"what the prompt held when xun quit (not put back: you typed "
                                        f"meanwhile): {draft}")
