@@ -105,3 +105,14 @@ def words_cut(screen: Any) -> list[str]:
         if "".join(drawn.split()) != "".join(text.split()) or widget.region.right > edge:  # a long word may fold
             cut.append(text)
     return cut
+
+
+async def quit_app(pilot: Pilot[Any], app: XunApp) -> None:
+    """Ctrl+Q, and wait until the app has quit (the session saved)."""
+    await pilot.press("ctrl+q")
+    await wait_until(pilot, lambda: app.return_code is not None, what="the quit")
+
+
+async def session_ready(pilot: Pilot[Any], app: XunApp) -> None:
+    """Until the session is open and takes prompts (a resume's notices are shown by then)."""
+    await wait_until(pilot, lambda: app.session is not None and app.header.status == "ready", what="the session")

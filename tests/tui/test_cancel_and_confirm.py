@@ -14,7 +14,7 @@ from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 
-from .helpers import finish, of_type, submit, turn, wait_until
+from .helpers import finish, of_type, quit_app, session_ready, submit, turn, wait_until
 
 
 async def armed(pilot) -> None:
@@ -98,7 +98,7 @@ async def test_escape_in_the_same_instant_as_enter_leaves_the_app_ready(offline_
     can say the work is over; the app must still become ready, with the prompt back."""
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.session is not None and app.header.status == "ready", what="the session")
+        await session_ready(pilot, app)
         await app.send_prompt("hello there")
         assert app.busy == "turn"
         app.action_cancel_turn()  # before any await: the worker's task has not started yet
@@ -309,10 +309,9 @@ async def test_a_denied_call_still_reads_denied_after_a_resume(offline_server, s
         assert live.state == "denied"
         result = [m for m in app.conversation.messages if m.role == "tool"][0].raw["content"]
         assert result.startswith(DECLINED_RESULT) and DECLINED_RESULT.startswith(ERROR_PREFIX)
-        await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: app.return_code is not None)
+        await quit_app(pilot, app)
     first.close()
     again = XunApp(session_factory(offline_server, resume=first.conversation.conversation_id))
     async with again.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: again.session is not None and again.header.status == "ready", what="the session")
+        await session_ready(pilot, again)
         assert again.chat.query(ToolBlock).first().state == "denied"

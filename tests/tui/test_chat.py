@@ -12,7 +12,7 @@ from xun.tui.widgets.reasoning_block import ReasoningBlock
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 
-from .helpers import finish, of_type, submit, turn, wait_until
+from .helpers import finish, of_type, quit_app, session_ready, submit, turn, wait_until
 
 
 def last_assistant_content(app: XunApp) -> str:
@@ -236,12 +236,11 @@ async def test_a_resumed_session_whose_last_prompt_was_never_answered_offers_it_
     app = XunApp(first)
     async with app.run_test(size=(80, 24)) as pilot:
         await turn(pilot, "first prompt never answered")
-        await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: app.return_code is not None)
+        await quit_app(pilot, app)
     first.close()
     again = XunApp(session_factory(server, resume=first.conversation.conversation_id))
     async with again.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: again.session is not None and again.header.status == "ready", what="the session")
+        await session_ready(pilot, again)
         assert again.prompt.text == "first prompt never answered"
         notice = again.chat.query(NoticeBlock).last().text
         assert "never answered" in notice and "back in the input" in notice, notice
@@ -263,8 +262,7 @@ async def test_a_replaced_unanswered_prompt_is_marked_in_the_chat(offline_server
     app = XunApp(first)
     async with app.run_test(size=(80, 24)) as pilot:
         await turn(pilot, "my unanswered prompt")
-        await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: app.return_code is not None)
+        await quit_app(pilot, app)
     first.close()
     again = XunApp(session_factory(server, resume=first.conversation.conversation_id))
     async with again.run_test(size=(80, 24)) as pilot:
@@ -425,7 +423,7 @@ async def test_what_the_prompt_held_at_quit_comes_back_on_resume(offline_server,
     first.close()
     again = XunApp(session_factory(offline_server, resume=first.conversation.conversation_id))
     async with again.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: again.session is not None and again.header.status == "ready", what="the session")
+        await session_ready(pilot, again)
         assert again.prompt.text == "some draft text\nwith a second line"
         assert "back in the input, not sent" in again.chat.query(NoticeBlock).last().text
         assert [m.text for m in again.conversation.messages if m.role == "user"] == ["hello"]
@@ -448,7 +446,7 @@ async def test_a_prompt_waiting_for_the_ask_question_at_quit_comes_back_on_resum
     first.close()
     again = XunApp(session_factory(offline_server, *settings, resume=first.conversation.conversation_id))
     async with again.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: again.session is not None and again.header.status == "ready", what="the session")
+        await session_ready(pilot, again)
         assert again.prompt.text == "write 800 tokens, the fourth"
 
 
@@ -466,7 +464,7 @@ async def test_a_turn_cut_off_between_its_tool_calls_and_its_reply_says_so_on_re
     first.close()
     again = XunApp(session_factory(server, resume=first.conversation.conversation_id))
     async with again.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: again.session is not None and again.header.status == "ready", what="the session")
+        await session_ready(pilot, again)
         notices = [block.text for block in again.chat.query(NoticeBlock)]
         assert any("stopped before the model's reply" in text for text in notices), notices
 

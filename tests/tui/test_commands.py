@@ -26,6 +26,18 @@ def user_texts(app: XunApp) -> list[str]:
     return [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)]
 
 
+
+async def run_from_the_palette(pilot, app: XunApp, typed: str, title: str) -> None:
+    """Ctrl+P, type, and Enter on the entry whose title starts with `title`."""
+    from textual.command import CommandList
+
+    await pilot.press("ctrl+p")
+    await wait_until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
+    await pilot.press(*typed)
+    options = lambda: [str(option.prompt) for option in app.screen.query_one(CommandList).options]  # noqa: E731
+    await wait_until(pilot, lambda: any(o.startswith(title) for o in options()), what=f"the {title} entry")
+    await pilot.press("enter")
+
 async def test_retry_sends_the_last_prompt_again(offline_server, session_factory):
     app = XunApp(session_factory(offline_server))
     seen: list = []
@@ -301,12 +313,7 @@ async def test_the_palettes_screenshot_is_saved_in_xun_exports_and_says_where(of
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         assert [c.title for c in app.get_system_commands(app.screen)].count("Screenshot") == 1
-        await pilot.press("ctrl+p")
-        await wait_until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
-        await pilot.press(*"screenshot")
-        options = lambda: [str(option.prompt) for option in app.screen.query_one(CommandList).options]  # noqa: E731
-        await wait_until(pilot, lambda: any(o.startswith("Screenshot") for o in options()), what="the entry")
-        await pilot.press("enter")
+        await run_from_the_palette(pilot, app, "screenshot", "Screenshot")
         exports = tmp_path / ".xun" / "exports"
         await wait_until(pilot, lambda: list(exports.glob("screenshot-*.svg")), what="the picture")
         [picture] = exports.glob("screenshot-*.svg")
@@ -336,12 +343,7 @@ async def test_esc_hides_the_keys_panel_the_palette_opened(offline_server, sessi
 
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("ctrl+p")
-        await wait_until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
-        await pilot.press(*"keys")
-        options = lambda: [str(option.prompt) for option in app.screen.query_one(CommandList).options]  # noqa: E731
-        await wait_until(pilot, lambda: any(o.startswith("Keys") for o in options()), what="the Keys action")
-        await pilot.press("enter")
+        await run_from_the_palette(pilot, app, "keys", "Keys")
         await wait_until(pilot, lambda: bool(app.screen.query(HelpPanel)), what="the keys panel")
         await pilot.press("escape")
         await wait_until(pilot, lambda: not app.screen.query(HelpPanel), what="the panel to close")

@@ -15,7 +15,7 @@ from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 
-from .helpers import finish, submit, turn, wait_until
+from .helpers import finish, quit_app, submit, turn, wait_until
 
 KEEP = ("auto_compact.summary_keep_max=4",)
 
@@ -35,6 +35,16 @@ def chat_rows(app: XunApp, arguments: bool = False) -> list[tuple[str, str, bool
         elif isinstance(child, AssistantBlock):
             rows.append(("assistant", child.text[:20], dim))
     return rows
+
+
+async def load_all_older(pilot, app: XunApp) -> None:
+    """Home in the chat, until every older page is loaded from the offload log."""
+    app.chat.focus()
+    for _ in range(60):
+        if not app.chat.older_count:
+            break
+        await pilot.press("home")
+        await wait_until(pilot, lambda: not (app.chat._older_wanted or app.chat._loading_older))
 
 
 async def two_summaries(pilot, tmp_path: Path) -> None:
@@ -78,8 +88,7 @@ async def test_resume_shows_the_whole_history_from_the_offload_log(offline_serve
     async with app.run_test(size=(140, 44)) as pilot:
         await two_summaries(pilot, tmp_path)
         live = [(kind, text) for kind, text, _ in chat_rows(app) if kind != "assistant"]
-        await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: app.return_code is not None)
+        await quit_app(pilot, app)
     first.close()  # one writer per session: the first lets go of it, as a process that quits does
     conversation_id = first.conversation.conversation_id
     assert sum(1 for kind, _ in live if kind == "divider") == 2
@@ -87,13 +96,7 @@ async def test_resume_shows_the_whole_history_from_the_offload_log(offline_serve
     again = XunApp(session_factory(offline_server, *KEEP, resume=conversation_id))
     async with again.run_test(size=(140, 44)) as pilot:
         await wait_until(pilot, lambda: again.chat.children, what="the transcript")
-        # Home loads everything older, page by page, from the offload log
-        again.chat.focus()
-        for _ in range(20):
-            if not again.chat.older_count:
-                break
-            await pilot.press("home")
-            await wait_until(pilot, lambda: not (again.chat._older_wanted or again.chat._loading_older))
+        await load_all_older(pilot, again)  # Home loads everything older, page by page, from the offload log
         assert not again.chat.older_count and not again.chat.query(EarlierMarker)
         rows = chat_rows(again)
         users = [text for kind, text, _ in rows if kind == "user"]
@@ -395,8 +398,7 @@ async def test_usage_of_the_last_call_the_session_and_its_cost_survive_a_resume(
         assert text.startswith(f"last call {last.prompt_tokens:,} in · {last.completion_tokens:,} out"), text
         expected = (totals["prompt"] * 2 + totals["completion"] * 8) / 1e6
         assert f"${expected:,.4f}" in text and "(2 calls)" in text
-        await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: app.return_code is not None)
+        await quit_app(pilot, app)
     first.close()  # one writer per session: the first lets go of it, as a process that quits does
     again = XunApp(session_factory(offline_server, *prices, "model.name=xun-offline",
                                    resume=first.conversation.conversation_id))
@@ -431,8 +433,7 @@ async def test_the_cost_bills_cached_input_at_its_price_as_the_server_reported_i
         await submit(pilot, "/tokens")
         await wait_until(pilot, lambda: f"cost ${expected:,.4f}" in str(app.chat.children[-1].render()))
         assert f"{prompt - cached:,} input uncached · {cached:,} cached" in str(app.chat.children[-1].render())
-        await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: app.return_code is not None)
+        await quit_app(pilot, app)
     first.close()
     again = XunApp(session_factory(server, *prices, resume=first.conversation.conversation_id))
     async with again.run_test(size=(140, 44)) as pilot:
@@ -541,8 +542,7 @@ async def test_a_long_turn_with_many_summaries_shows_every_call_once_live_resume
         await turn(pilot, "append the numbers 1 to 120 to steps.txt", timeout=120)
         assert len(app.conversation.summarizations) >= 3
         live = chat_rows(app, arguments=True)
-        await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: app.return_code is not None)
+        await quit_app(pilot, app)
     first.close()
     def calls(rows) -> list[int]:
         return [int(n) for kind, text, _ in rows if kind == "tool" for n in re.findall(r"echo (\d+)", text)]
@@ -556,12 +556,7 @@ async def test_a_long_turn_with_many_summaries_shows_every_call_once_live_resume
     again = XunApp(session_factory(offline_server, *settings, resume=first.conversation.conversation_id))
     async with again.run_test(size=(140, 44)) as pilot:
         await wait_until(pilot, lambda: again.chat.children, what="the transcript")
-        again.chat.focus()
-        for _ in range(40):
-            if not again.chat.older_count:
-                break
-            await pilot.press("home")
-            await wait_until(pilot, lambda: not (again.chat._older_wanted or again.chat._loading_older))
+        await load_all_older(pilot, again)
         rows = chat_rows(again, arguments=True)
         assert calls(rows) == list(range(1, 121)), calls(rows)
         assert [text for kind, text, _ in rows if kind == "user"] == ["append the numbers 1 to 120 to steps.txt"] * 2
