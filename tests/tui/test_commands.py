@@ -308,8 +308,6 @@ async def test_the_palettes_screenshot_is_saved_in_xun_exports_and_says_where(of
                                                                               tmp_path: Path):
     """Trial F #31: Textual's "Screenshot" wrote to a Downloads folder that did not exist and said only
     "Failed to save screenshot"."""
-    from textual.command import CommandList
-
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         assert [c.title for c in app.get_system_commands(app.screen)].count("Screenshot") == 1
@@ -338,7 +336,6 @@ async def test_the_palettes_screenshot_is_saved_in_xun_exports_and_says_where(of
 async def test_esc_hides_the_keys_panel_the_palette_opened(offline_server, session_factory):
     """Newcomer trial D, finding 12: Ctrl+P, "Keys" docked Textual's keys panel beside the chat (squeezing it
     to 48 columns at 80x24) and Esc, "back to the prompt from anywhere", left it there."""
-    from textual.command import CommandList
     from textual.widgets import HelpPanel
 
     app = XunApp(session_factory(offline_server))

@@ -103,8 +103,6 @@ async def test_esc_on_a_confirmation_after_a_summary_at_the_turns_start_answers_
 async def test_typing_while_the_chat_has_the_keyboard_goes_to_the_prompt_and_is_sent(offline_server, session_factory):
     """Trial D #5: after Tab (the chat has the keyboard) a typed prompt and its Enter went nowhere. Typed in
     one burst too: the space and Enter are keys the chat binds, and they must reach the prompt."""
-    from textual import events
-
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:
         await turn(pilot, "write 50 tokens")
@@ -128,8 +126,6 @@ async def test_typing_while_the_chat_has_the_keyboard_goes_to_the_prompt_and_is_
 async def test_typing_and_pasting_at_60x20_with_the_panel_shown_brings_the_prompt_back(offline_server, session_factory):
     """Trial D #2, #5b: at 60x20 F4 puts the panel in place of the chat and the prompt; typed text was lost,
     and so was a paste while the chat had the keyboard. Both land in the prompt, which shows again."""
-    from textual import events
-
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(60, 20)) as pilot:
         await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
@@ -148,8 +144,6 @@ async def test_typing_and_pasting_at_60x20_with_the_panel_shown_brings_the_promp
 
 async def test_a_paste_while_a_confirmation_is_open_is_kept_aside_and_answers_nothing(offline_server, session_factory):
     """Trial D #24: typed text was kept aside and shown after the confirmation; a paste vanished."""
-    from textual import events
-
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "write yes to yes.txt")
@@ -166,8 +160,6 @@ async def test_a_paste_while_a_confirmation_is_open_is_kept_aside_and_answers_no
 async def test_a_paste_into_a_dialog_with_no_field_for_it_goes_to_the_prompt(offline_server, session_factory, opener):
     """A paste into the help or /config, which have no field to take it, vanished (trial D, left last stop).
     It goes to the prompt behind the dialog, which says so; the dialog stays open."""
-    from textual import events
-
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
@@ -192,8 +184,6 @@ async def test_a_sentence_typed_at_a_confirmation_keeps_its_first_letter_when_it
     """Trial F #4: "yesterday was fun" typed in one burst at a confirmation that took answers was shown back
     as "esterday was fun": the "y" was no answer (the "e" after it disarmed the question first), and was
     kept nowhere."""
-    from textual import events
-
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "run `echo hi`")
@@ -214,8 +204,6 @@ async def test_keys_typed_at_once_after_esc_go_to_the_prompt_not_to_the_closing_
     """Trial F #24, G #14: Esc on F7's preview went on to the dialog behind the keys typed after it, which
     were lost there (or ran its keys: "s" summarises); and F7 pressed at once after an Esc at the prompt
     opened the preview, which the Esc then closed."""
-    from textual import events
-
     from xun.tui.screens.preview import PreviewScreen
 
     app = XunApp(session_factory(offline_server))
@@ -252,8 +240,6 @@ def test_esc_then_letters_at_once_in_a_real_terminal_close_the_preview_and_type(
 
 async def test_a_key_between_two_ctrl_c_cancels_the_quit(offline_server, session_factory):
     """Trial G #43: Ctrl+C, a few words typed, Ctrl+C: the app quit, the words with it."""
-    from textual import events
-
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
@@ -268,8 +254,6 @@ async def test_an_edited_paste_marker_is_not_sent_without_its_paste(offline_serv
     """Trial G #6: a letter typed into `[pasted 40 lines #1]`, or a Backspace at its end, and Enter sent the
     broken marker without the 40 lines, silently. It is not sent, and says why; deleted whole, the prompt goes
     without the paste."""
-    from textual import events
-
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
@@ -362,8 +346,6 @@ def test_a_large_bracketed_paste_from_a_real_terminal_is_one_marker_line(termina
 
 async def test_a_long_one_line_paste_says_its_characters_and_is_sent_whole(offline_server, session_factory):
     """Trial G #17: one line of 40,000 characters showed as `[pasted 1 lines #1]`."""
-    from textual import events
-
     one_line = " ".join(f"word{i}" for i in range(6_000))[:40_000]
     some_lines = "".join(f"{i:04d} " + "x" * 994 + "\r" for i in range(5))
     app = XunApp(session_factory(offline_server))
@@ -384,8 +366,6 @@ async def test_a_long_one_line_paste_says_its_characters_and_is_sent_whole(offli
 
 
 async def test_a_paste_counts_lines_and_ctrl_u_twice_clears_a_long_prompt(offline_server, session_factory):
-    from textual import events
-
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
         app.prompt.focus()
@@ -404,8 +384,6 @@ async def test_a_paste_counts_lines_and_ctrl_u_twice_clears_a_long_prompt(offlin
 async def test_ctrl_z_brings_back_a_draft_ctrl_u_cleared(offline_server, session_factory):
     """Trial G #3: Ctrl+U twice cleared a three-line draft and Ctrl+Z could not bring it back (the clear reset
     the prompt's undo history); a paste marker undone back still sends what was pasted."""
-    from textual import events
-
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:
         app.prompt.focus()
@@ -426,8 +404,6 @@ async def test_ctrl_z_brings_back_a_draft_ctrl_u_cleared(offline_server, session
 async def test_ctrl_u_twice_clears_one_long_line_wrapped_over_many_rows(offline_server, session_factory):
     """Newcomer trial (issue 25, finding 13): a pasted 3,000-character line wraps over dozens of rows, and
     each Ctrl+U deleted one wrapped row (41 presses to clear it). The line is the logical line."""
-    from textual import events
-
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:
         app.prompt.focus()
