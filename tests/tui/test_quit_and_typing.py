@@ -567,3 +567,18 @@ def test_a_toast_leaves_nothing_behind_in_a_real_terminal(terminal, size, while_
     after = term.screen().splitlines()[-5:]
     prompt_rows = slice(1, 5) if not while_streaming else slice(2, 5)  # (the chat's count changes with a turn)
     assert after[prompt_rows] == before[prompt_rows], "\n".join(["before:", *before, "after:", *after])
+
+
+async def test_text_put_in_the_prompt_never_reaches_the_terminal_raw(offline_server, session_factory):
+    """A session file's draft (or unanswered prompt) holding OSC 0 and ESC[2J, put back in the prompt on resume,
+    retitled the terminal and cleared it: the prompt's text shows control characters, it never holds them."""
+    app = XunApp(session_factory(offline_server))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
+        app.prompt.set_prompt("before \x1b]0;PWNED\x07 \x1b[2J after\nline two")
+        assert "\x1b" not in app.prompt.text and "\x07" not in app.prompt.text
+        assert app.prompt.text == "before \\x1b]0;PWNED\\x07 \\x1b[2J after\nline two"
+        app.prompt.set_prompt("")
+        app.prompt.post_message(events.Paste("pasted \x1b]52;c;eA==\x07 text"))
+        await wait_until(pilot, lambda: "pasted" in app.prompt.text, what="the paste")
+        assert "\x1b" not in app.prompt.text and "\x07" not in app.prompt.text

@@ -11,6 +11,7 @@ from textual.strip import Strip
 from textual.binding import BindingType
 from textual.widgets import TextArea
 
+from xun.base.valid_text import escape_control
 from xun.tui.commands import COMMAND_NAMES, completions
 from xun.tui.messages import PromptSubmitted
 from xun.tui.widgets.command_menu import CommandMenu
@@ -64,6 +65,12 @@ class PromptInput(TextArea, inherit_bindings=False):
 
     # ------------------------------------------------------------------------------------ text
 
+    def load_text(self, text: str) -> None:
+        """Text put in the prompt other than by keys (a draft or an unanswered prompt from the session file, the
+        history, a command) with its control characters shown, never drawn raw: a session file's draft
+        holding OSC 0 and `ESC[2J` retitled the terminal and cleared it on resume."""
+        super().load_text(escape_control(text))
+
     def set_prompt(self, text: str) -> None:
         """Put text in the prompt with the cursor at its end."""
         self.load_text(text)
@@ -91,8 +98,9 @@ class PromptInput(TextArea, inherit_bindings=False):
             return
         text = event.text.replace("\r\n", "\n").replace("\r", "\n")
         if len(text.splitlines()) >= PASTE_LINES or len(text) >= PASTE_CHARS:
-            self._pastes.append(text)
+            self._pastes.append(text)  # (sent as pasted; only its marker is drawn)
             text = paste_marker(text, len(self._pastes))
+        text = escape_control(text)  # a paste that came some other way than the terminal's parser
         if result := self._replace_via_keyboard(text, *self.selection):
             self.move_cursor(result.end_location)
             self.focus()
