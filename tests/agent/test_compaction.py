@@ -148,8 +148,7 @@ class UnreachableSummarizerAgent(Agent):
         return child
 
 
-async def test_three_failed_automatic_summaries_pause_the_models_summaries_then_it_tries_again(offline_server,
-                                                                                               tmp_path):
+async def test_three_failed_summaries_pause_the_models_summaries_then_it_tries_again(offline_server, tmp_path):
     """Three failures in a row switched automatic compaction off for the session, and a long turn then ran
     into the window with nothing to save it: now they pause the model's summaries for PAUSE_CALLS model
     calls, then it tries again, and each failure after that doubles the pause. The pause stops the model's
@@ -176,7 +175,7 @@ async def test_three_failed_automatic_summaries_pause_the_models_summaries_then_
     assert f"next {PAUSE_CALLS} model calls" in pauses[0] and f"next {2 * PAUSE_CALLS} model calls" in pauses[1]
     assert isinstance(agent.compactor, AutoCompactor) and agent.compactor.consecutive_failures >= 4
     assert all("Summary failed" in f.reason for f in rec.of("compaction_failed"))
-    own = [s for s in rec.of("summary_finished")]
+    own = rec.of("summary_finished")  # all of them xun's own (no "summary by model" above)
     assert all("paused" in s.own_because for s in own), {s.own_because for s in own}
     assert rec.of("turn_finished")[-1].status == "ok"  # the agent went on all along
 
