@@ -2,10 +2,12 @@
 and it does the step after the last one it can see done (in tool calls, tool results, the summary and
 the turn ledger), so a record that compaction lost shows up as a step done twice.
 
-The task: steps 1..N, one tool call each: `run_command` `echo K >> steps.txt`, or `write_file`
-`stepK.txt` with `content_chars` of content. Summary requests (no tools offered) get a faithful summary
-(all eight sections, naming the last step it can see) or, with `faithful=False`, "ok" (unusable: xun
-falls back to its own extractive summary). The server counts a request's tokens as its JSON characters
+The task: steps 1..N, one tool call each: `run_command` `echo K >> steps.txt`, `write_file` `stepK.txt`
+with `content_chars` of content, or `read_file` `stepK.txt` (files the test writes). Summary requests (no
+tools offered) get a faithful summary (all eight sections, naming the last step it can see), with
+`faithful=False` "ok" (unusable: xun falls back to its own extractive summary), or with
+`failing_summaries=True` HTTP 500 every time (an overloaded server's answer; each is counted in
+`failed_summaries`). The server counts a request's tokens as its JSON characters
 / 4, reports that as `usage.prompt_tokens`, and refuses a request over `window` the way OpenAI does
 (each refusal is kept in `over`).
 """
@@ -20,24 +22,29 @@ from typing import Any
 
 from tests.agent.scripted_server import NOT_FOUND, Json, ScriptedServer, Stream
 
-STEP = {"run_command": re.compile(r"echo (\d+) >> steps\.txt"), "write_file": re.compile(r"step(\d+)\.txt")}
+STEP = {"run_command": re.compile(r"echo (\d+) >> steps\.txt"), "write_file": re.compile(r"step(\d+)\.txt"),
+        "read_file": re.compile(r"step(\d+)\.txt")}
 SECTIONS = ("system_context", "overview", "key_facts", "user_preferences", "decisions", "pending_tasks",
             "open_questions", "tone_context")
 
 
 class StepPlanner:
     def __init__(self, steps: int, tool: str = "run_command", window: int = 4096, content_chars: int = 0,
-                 faithful: bool = True) -> None:
+                 faithful: bool = True, failing_summaries: bool = False) -> None:
         self.steps = steps
         self.tool = tool
         self.window = window
         self.content_chars = content_chars
         self.faithful = faithful
+        self.failing_summaries = failing_summaries
+        self.failed_summaries = 0
         self.pattern = STEP[tool]
         self.peak = 0
         self.over: list[int] = []
         self.summaries = 0
         self.calls = 0
+        self.issued: list[int] = []
+        """Every step a reply called a tool for, in order (a step lost to compaction shows up twice)."""
         self.server_seconds = 0.0
         self._ids = itertools.count(1)
         self.server = ScriptedServer(self.answer)
@@ -71,19 +78,25 @@ class StepPlanner:
         messages = body.get("messages") or []
         if not body.get("tools"):  # a summary request
             self.summaries += 1
+            if self.failing_summaries:
+                self.failed_summaries += 1
+                return Json(500, {"error": {"message": "The server is overloaded", "type": "server_error"}})
             if not self.faithful:
                 return Stream(["ok"], usage=usage)
             done = self.seen_done(messages)
             facts = f"- Steps 1 to {done} are done: the last one was `echo {done} >> steps.txt`." if self.tool == "run_command" \
-                else f"- Steps 1 to {done} are done: the last file written was step{done}.txt."
+                else f"- Steps 1 to {done} are done: the last file was step{done}.txt."
             text = "\n".join(f"## {name}\n{facts if name == 'key_facts' else '- (none)'}" for name in SECTIONS)
             return Stream([text], usage=usage)
         self.calls += 1
         step = self.seen_done(messages) + 1
         if step > self.steps:
             return Stream([f"All {self.steps} steps are done."], usage=usage)
+        self.issued.append(step)
         if self.tool == "run_command":
             arguments = {"command": f"echo {step} >> steps.txt"}
+        elif self.tool == "read_file":
+            arguments = {"path": f"step{step}.txt"}
         else:
             arguments = {"path": f"step{step}.txt", "content": f"step {step}\n" + "x" * self.content_chars}
         return Stream([], usage=usage, tool_calls=[(f"call_{next(self._ids)}", self.tool, json.dumps(arguments))])
@@ -91,4 +104,6 @@ class StepPlanner:
     def task(self) -> str:
         if self.tool == "run_command":
             return f"Append the numbers 1 to {self.steps} to steps.txt, one run_command call per number."
+        if self.tool == "read_file":
+            return f"Read the files stepK.txt for K = 1 to {self.steps}, one read_file call per file."
         return f"Write the files stepK.txt for K = 1 to {self.steps}, one write_file call per file."

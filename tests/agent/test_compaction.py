@@ -148,26 +148,35 @@ class UnreachableSummarizerAgent(Agent):
         return child
 
 
-async def test_three_failed_automatic_summaries_pause_automatic_compaction_then_it_tries_again(offline_server, tmp_path):
+async def test_three_failed_summaries_pause_the_models_summaries_then_it_tries_again(offline_server, tmp_path):
     """Three failures in a row switched automatic compaction off for the session, and a long turn then ran
-    into the window with nothing to save it: now they pause it for PAUSE_CALLS model calls, then it tries
-    again, and each failure after that doubles the pause."""
+    into the window with nothing to save it: now they pause the model's summaries for PAUSE_CALLS model
+    calls, then it tries again, and each failure after that doubles the pause. The pause stops the model's
+    summaries only: reclaims go on, and a summary due meanwhile is xun's own, written with no request."""
     from xun.compact.policy import PAUSE_CALLS
 
     write_files(tmp_path, 30)
     agent, rec = make_agent(offline_server, tmp_path, agent_class=UnreachableSummarizerAgent,
                             auto_compact__token_threshold=2000, auto_compact__escalation_rounds=0, retry__attempts=1)
     await read_many(agent, 1, 30)
-    kinds = [e.type for e in rec.events if e.type in ("summary_started", "compaction_failed", "assistant_message")
+    kinds = [e.type if e.type != "summary_finished" else f"summary by {e.method}" for e in rec.events
+             if e.type in ("compaction_failed", "summary_finished", "tool_results_reclaimed", "assistant_message")
              or (e.type == "warning" and "pauses" in e.message)]
-    assert kinds[:kinds.index("warning")].count("compaction_failed") == 3
-    after = kinds[kinds.index("warning") + 2:]  # (+1: the call whose compaction failed)
-    assert after[:PAUSE_CALLS] == ["assistant_message"] * PAUSE_CALLS  # the pause: calls, no summary
-    assert after[PAUSE_CALLS] == "summary_started"  # ...then it tries again
+    first = kinds.index("warning")
+    assert kinds[:first].count("compaction_failed") == 3
+    after = kinds[first + 2:]  # (+1: the call whose compaction failed)
+    calls = [i for i, kind in enumerate(after) if kind == "assistant_message"]
+    pause = after[:calls[PAUSE_CALLS - 1]]
+    assert "compaction_failed" not in pause, pause  # no model was asked during the pause...
+    assert "tool_results_reclaimed" in pause and "summary by extractive" in pause  # ...but compaction went on
+    assert "summary by model" not in kinds
+    assert after.index("compaction_failed") > calls[PAUSE_CALLS - 1]  # ...then it tries again
     pauses = [w.message for w in rec.of("warning") if "pauses" in w.message]
     assert f"next {PAUSE_CALLS} model calls" in pauses[0] and f"next {2 * PAUSE_CALLS} model calls" in pauses[1]
     assert isinstance(agent.compactor, AutoCompactor) and agent.compactor.consecutive_failures >= 4
     assert all("Summary failed" in f.reason for f in rec.of("compaction_failed"))
+    own = rec.of("summary_finished")  # all of them xun's own (no "summary by model" above)
+    assert all("paused" in s.own_because for s in own), {s.own_because for s in own}
     assert rec.of("turn_finished")[-1].status == "ok"  # the agent went on all along
 
 

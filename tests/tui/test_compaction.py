@@ -248,8 +248,10 @@ async def test_an_engine_warning_is_a_toast_and_a_notice(offline_server, session
     from xun.base import events
     from xun.tui.widgets.notice_block import NoticeBlock
 
-    text = ("automatic compaction failed 3 times in a row: it pauses for the next 10 model calls, then tries again (each "
-            "failure doubles the pause, up to 160); compact by hand (/compact, F5) meanwhile, which also ends the pause")
+    text = ("automatic compaction failed 3 times in a row: it pauses the model's summaries for the next 10 model "
+            "calls, then tries again (each failure doubles the pause, up to 160); meanwhile reclaims go on, and a "
+            "summary that is due is xun's own (extractive); a summary by hand (/compact, F5) asks the model, and "
+            "ends the pause when it works")
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 30)) as pilot:
         app.bridge(events.Warning(text))

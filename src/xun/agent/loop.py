@@ -660,7 +660,8 @@ class Agent:
                                        detail="automatic compaction is off; compact by hand (/compact, xun compact)")
         from xun.compact.summary import fit_to_window
 
-        await fit_to_window(self, budget, trigger=trigger)
+        if await fit_to_window(self, budget, trigger=trigger, ask_model=not self.compactor.paused):
+            await self.compactor.summary_failed(self)
         needed = self.request_tokens()
         if needed > budget:
             raise ContextTooLargeError(needed, budget, window, prompt=False, detail="compaction could not bring it under")

@@ -223,7 +223,9 @@ class SummaryFinished(PrefixChange):
     offload_path: str | None = None
     warning: str | None = None
     method: str = "model"
-    """"model" (the model's summary), or "extractive" (xun's own, when the model's was unusable)."""
+    """"model" (the model's summary), or "extractive" (xun's own, when the model gave no usable one)."""
+    own_because: str = ""
+    """Why xun wrote the summary itself (method "extractive"): what became of the model's, or why it was not asked."""
     pieces: int = 1
     """Summary requests the condensed messages were split into, so that each fits the window."""
     why: str = ""

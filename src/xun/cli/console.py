@@ -299,7 +299,8 @@ class TextPrinter(_Output):
 
     def _on_summary_finished(self, event: Any) -> None:
         where = f"; originals in {event.offload_path}" if event.offload_path else ""
-        how = " (xun's extractive summary)" if event.method == "extractive" else ""
+        because = event.own_because or "the model gave no usable summary"
+        how = f" (xun's own extractive summary: {because})" if event.method == "extractive" else ""
         pieces = f" in {event.pieces} pieces" if event.pieces > 1 else ""
         self._compaction(event, f"{event.message}{how}{pieces} ~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens"
                                 f"{_cache_cost(event)}{where}")

@@ -26,11 +26,12 @@ ESCALATION_RATIO = 0.95
 
 
 MAX_CONSECUTIVE_FAILURES = 3
-"""After this many automatic compactions failed in a row, the policy pauses (it was off for the rest of the
-session: a long turn then ran into the window with nothing to save it)."""
+"""After this many automatic compactions failed in a row, the model's summaries pause. Only they do:
+reclaims go on, and a summary that is due meanwhile is xun's own (extractive, no request), so a turn
+never runs into the window for want of a summarizer."""
 PAUSE_CALLS = 10
 """The first pause, in model calls; each failure after it doubles the next one, up to PAUSE_CALLS_MAX (a
-broken summarizer costs a request now and then, never one per call), and a success ends it."""
+broken summarizer costs a request now and then, never one per call), and a model's summary ends it."""
 PAUSE_CALLS_MAX = 160
 
 
@@ -39,6 +40,14 @@ class CompactorAbstract(ABC):
 
     @abstractmethod
     async def auto_compact(self, agent: CompactionHost) -> None: ...
+
+    @property
+    def paused(self) -> bool:
+        """Whether the model's summaries are paused (the window guard then writes xun's own)."""
+        return False
+
+    async def summary_failed(self, agent: CompactionHost) -> None:
+        """A summary the window guard asked the model for failed (xun's own stood in)."""
 
 
 SUMMARIES_OFF = "automatic summaries are off (auto_compact.mode = off)"
@@ -58,9 +67,10 @@ class AutoCompactor(CompactorAbstract):
         self._told_dead_end: int | None = None
         """The turn (its prompt's identity) of the last "nothing more can be done" notice: one per turn."""
         self.paused_calls = 0
-        """The model calls left before automatic compaction tries again (after MAX_CONSECUTIVE_FAILURES)."""
+        """The model calls left before the model is asked for a summary again (after MAX_CONSECUTIVE_FAILURES)."""
         self._pause_length = 0
-        self._summaries_at_pause = 0
+        self._log_at_pause = 0
+        """The compaction log's length when the pause began: a model's summary after it ends the pause."""
 
     @classmethod
     def from_config(cls, settings: Any) -> AutoCompactor:
@@ -71,22 +81,27 @@ class AutoCompactor(CompactorAbstract):
         was added since: the new prompt, tool results) above the threshold. Incremental, so it is cheap
         before every call."""
         settings = agent.config.auto_compact
-        return settings.enabled and not self.paused and agent.request_tokens() > agent.threshold
+        return settings.enabled and agent.request_tokens() > agent.threshold
 
     @property
     def paused(self) -> bool:
         return self.paused_calls > 0
 
     def resume(self) -> None:
-        """A success (the policy's, or a summary by hand) or the user's choice ends a pause and its doubling."""
+        """A model's summary (the policy's, or one by hand) or the user's choice ends a pause and its doubling."""
         self.consecutive_failures = self.paused_calls = self._pause_length = 0
 
     async def auto_compact(self, agent: CompactionHost) -> None:
-        if self.paused_calls:  # this model call is one of the pause's, unless a summary by hand ended it
-            if len(agent.conversation.summarizations) == self._summaries_at_pause:
-                self.paused_calls -= 1
+        if self.paused_calls:  # this model call is one of the pause's, unless a model's summary ended it
+            log = agent.conversation.compaction_log[self._log_at_pause:]
+            if any(r.get("type") == "summary_finished" and r.get("method") == "model" for r in log):
+                self.resume()
+            else:
+                try:
+                    await self.compact_if_needed(agent)  # reclaims, and xun's own summaries
+                finally:
+                    self.paused_calls = max(self.paused_calls - 1, 0)
                 return
-            self.resume()
         await self.compact_if_needed(agent)
 
     async def compact_if_needed(self, agent: CompactionHost) -> None:
@@ -102,8 +117,7 @@ class AutoCompactor(CompactorAbstract):
             reclaimed = await agent.reclaim_tool_results(keep, trigger="auto", tokens_before=tokens)
             estimate = agent.request_tokens()
             if self.reclaim_was_enough(agent, attempt, estimate, target):
-                self.resume()
-                return
+                return  # (a reclaim says nothing of the summarizer: failures in a row and a pause go on)
             why = self.why_summary(agent, attempt, keep, reclaimed, estimate, target)
             if not await agent.consent_to_summary():
                 off = agent.config.auto_compact.mode == "off"
@@ -127,14 +141,15 @@ class AutoCompactor(CompactorAbstract):
                 return
             keep_messages = worthwhile
             result = await compact_conversation(agent, keep_recent=keep_messages, instructions=agent.config.compression.instructions,
-                                                trigger="auto", why=why)
+                                                trigger="auto", why=why, ask_model=not self.paused)
             if not result.compacted:
                 if not result.did_not_fit:  # a request that did not fit is xun's bug, not the model's failure
                     await self._failed(agent)
                 return
+            if not result.without_model:  # the model wrote it: its failures in a row end
+                self.resume()
             tokens = agent.request_tokens()
             if tokens <= target:
-                self.resume()
                 return
             keep_tools, keep_messages = max(reclaim_floor(conversation), keep_tools // 2), max(1, keep_messages // 2)
         await self._dead_end(agent, CompactionFailed(
@@ -181,18 +196,26 @@ class AutoCompactor(CompactorAbstract):
             return False
         return attempt > 0 or agent.conversation.compaction_counter.tool_rounds < self.escalation_rounds
 
+    async def summary_failed(self, agent: CompactionHost) -> None:
+        """The window guard's failures count as the policy's: a summarizer that fails there is paused too."""
+        await self._failed(agent)
+
     async def _failed(self, agent: CompactionHost) -> None:
-        """One more automatic failure: from MAX_CONSECUTIVE_FAILURES in a row, a pause, longer each time."""
+        """One more automatic failure: from MAX_CONSECUTIVE_FAILURES in a row, a pause of the model's
+        summaries, longer each time. While they are paused no model is asked, so nothing counts."""
+        if self.paused:
+            return
         self.consecutive_failures += 1
         if self.consecutive_failures < MAX_CONSECUTIVE_FAILURES:
             return
         self._pause_length = min(PAUSE_CALLS_MAX, self._pause_length * 2 or PAUSE_CALLS)
         self.paused_calls = self._pause_length
-        self._summaries_at_pause = len(agent.conversation.summarizations)
+        self._log_at_pause = len(agent.conversation.compaction_log)
         await agent.emit(Warning(
-            f"automatic compaction failed {self.consecutive_failures} times in a row: it pauses for the next "
-            f"{self.paused_calls} model calls, then tries again (each failure doubles the pause, up to "
-            f"{PAUSE_CALLS_MAX}); compact by hand (/compact, F5) meanwhile, which also ends the pause"))
+            f"automatic compaction failed {self.consecutive_failures} times in a row: it pauses the model's "
+            f"summaries for the next {self.paused_calls} model calls, then tries again (each failure doubles the "
+            f"pause, up to {PAUSE_CALLS_MAX}); meanwhile reclaims go on, and a summary that is due is xun's own "
+            "(extractive); a summary by hand (/compact, F5) asks the model, and ends the pause when it works"))
 
 
 PAYBACK_CALLS = 20
@@ -287,8 +310,10 @@ class CacheAwareCompactor(AutoCompactor):
         keep = max(self.first_keep(agent, self.toolcall_keep_max), current_turn_results(agent.conversation), 1)
         if reclaim_preview(agent.conversation, keep).count:
             await self._reclaim_quietly(agent, keep, "idle")
-        if agent.request_tokens() <= agent.threshold * self.low_water or agent.config.auto_compact.mode != "auto":
-            return  # an optimisation, not a need: nobody is asked for it (mode "ask"), and "off" means off
+        if (agent.request_tokens() <= agent.threshold * self.low_water or agent.config.auto_compact.mode != "auto"
+                or self.paused):
+            return  # an optimisation, not a need: nobody is asked for it (mode "ask"), "off" means off, and
+            # while the model's summaries are paused xun's own waits until one is needed
         keep_messages = worthwhile_keep(agent.conversation, self.summary_keep_max)
         if keep_messages is not None:
             result = await compact_conversation(agent, keep_recent=keep_messages,

@@ -5,7 +5,7 @@ extractive summary), applies it only when the context gets smaller, and reports 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -122,14 +122,22 @@ class _Written:
     pieces: int = 1
     error: str | None = None
     did_not_fit: bool = False
+    own_because: str = ""
+    """Why xun wrote it itself (method "extractive"), for the compaction log."""
 
 
-async def fit_to_window(agent: CompactionHost, budget: int, trigger: str = "emergency") -> None:
+async def fit_to_window(agent: CompactionHost, budget: int, trigger: str = "emergency", ask_model: bool = True) -> bool:
     """Compact until the estimate of the next request is at most `budget` tokens: reclaim old tool
     results, then summarise, keeping fewer and fewer recent messages (halved each round), and at the
-    end reclaiming every tool result. Stops when a round changes nothing; the caller checks the result."""
+    end reclaiming every tool result. Stops when a round changes nothing; the caller checks the result.
+
+    A summary is needed here, so when the model gives none (or `ask_model` is False: its summaries are
+    paused) xun writes its own, and the model is not asked again; a summary that fails even so leaves the
+    reclaims to go on alone. A broken summarizer never ends a turn while a tool result can be reclaimed.
+    Returns whether the model was asked and failed (a request that did not fit is xun's bug, not that)."""
     settings = agent.config.auto_compact
     keep_tools, keep_messages = settings.toolcall_keep_max, settings.summary_keep_max
+    summarise, model_failed = True, False
     from xun.compact.breakdown import reclaim_preview
 
     while True:
@@ -137,16 +145,20 @@ async def fit_to_window(agent: CompactionHost, budget: int, trigger: str = "emer
         if reclaim_preview(agent.conversation, keep_max=keep_tools).count:
             await agent.reclaim_tool_results(keep_tools, trigger=trigger)
             if agent.request_tokens() <= budget:
-                return
-        worthwhile = worthwhile_keep(agent.conversation, keep_messages)
+                return model_failed
+        worthwhile = worthwhile_keep(agent.conversation, keep_messages) if summarise else None
         if worthwhile is not None:
             keep_messages = worthwhile
             result = await compact_conversation(agent, keep_recent=keep_messages,
-                                                instructions=agent.config.compression.instructions, trigger=trigger)
-            if agent.request_tokens() <= budget or result.status is SummaryCompactResult.Status.SUMMARIZE_FAILED:
-                return
+                                                instructions=agent.config.compression.instructions, trigger=trigger,
+                                                ask_model=ask_model, own_if_model_fails=True)
+            model_failed = model_failed or (ask_model and result.without_model and not result.did_not_fit)
+            if agent.request_tokens() <= budget:
+                return model_failed
+            ask_model = ask_model and not result.without_model
+            summarise = result.compacted
         if agent.request_tokens() >= before and keep_tools == 0:
-            return
+            return model_failed
         keep_tools //= 2
         keep_messages = max(1, keep_messages // 2)
 
@@ -316,10 +328,8 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
     """The summary of `plan.condensed`: in one request when it fits the window, else in pieces that each
     fit (each piece updating the summary of the ones before); xun's extractive summary when the model
     gives no usable one."""
-    from xun.compact.extractive import extractive_summary
     from xun.context.offload import transcript_entries
 
-    conversation = agent.conversation
     ratio, fixed = _measure(agent)
     window = agent.window.tokens
     max_tokens = summary_budget(agent, replaced_chars)
@@ -376,16 +386,29 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
         return _Written(summary, "model", pieces)
     if not unusable:
         return _Written(None, pieces=pieces, error=error)
-    hint = f"the offload log ({conversation.offload_dir / (conversation.conversation_id + '.md')})" if conversation.offload_dir else "the session file"
     reason = "the model's summary was unusable twice" if pieces else str(error)
+    return _own_summary(agent, plan, replaced_chars, reason, reason, pieces)
+
+
+def _own_summary(agent: CompactionHost, plan: CompactionPlan, replaced_chars: int, reason: str, because: str,
+                 pieces: int = 0) -> _Written:
+    """xun's extractive summary of `plan.condensed`, no model involved: `reason` is what its text says of
+    why (words of xun's own), `because` what the compaction log says (it may quote the server's error)."""
+    from xun.compact.extractive import extractive_summary
+
+    conversation = agent.conversation
+    ratio, _ = _measure(agent)
+    max_tokens = summary_budget(agent, replaced_chars)
+    offload = conversation.offload_dir
+    hint = f"the offload log ({offload / (conversation.conversation_id + '.md')})" if offload else "the session file"
     text = extractive_summary(list(plan.condensed), reason=reason, offload_hint=hint,
                               max_chars=min(int(max_tokens / max(ratio, 0.05)), max(replaced_chars // 2, 0)))
-    return _Written(text, "extractive", pieces)
+    return _Written(text, "extractive", pieces, own_because=because)
 
 
 async def compact_conversation(
     agent: CompactionHost, keep_recent: int = 16, instructions: str | None = None, trigger: str = "manual",
-    why: str = "",
+    why: str = "", *, ask_model: bool = True, own_if_model_fails: bool = False,
 ) -> SummaryCompactResult:
     """Tier 2 now: a helper agent summarises all but the newest `keep_recent` messages.
 
@@ -396,6 +419,10 @@ async def compact_conversation(
     extractive one. A summary is applied only if the context gets smaller by the same estimate as the
     gauge's; every rejection is a row of the compaction log. `why` (the automatic policy's reason for a
     summary) is recorded with the outcome.
+
+    Where a summary is needed and the model cannot give one, xun's own stands in: with `ask_model` False
+    (the model's summaries are paused) it is written without a request; with `own_if_model_fails`, when
+    the model's request fails. Either way the compaction log says so.
     """
     conversation = agent.conversation
     Status = SummaryCompactResult.Status
@@ -436,11 +463,21 @@ async def compact_conversation(
         written = _Written(None, error=f"too little to condense: a useful summary (at least {smallest:,} characters) "
                                        f"would not make the context shorter (the {replaced:,} characters it would "
                                        f"replace leave room for {max(room, 0):,})")
+    elif not ask_model:
+        written = _own_summary(agent, plan, replaced, "summaries by the model are paused after failing",
+                               "the model's summaries failed and are paused: xun wrote its own, with no request")
     else:
         try:
             written = await _write_summary(agent, plan, prompt, replaced, trigger)
         except Exception as exc:  # a broken summarizer must never stop the agent
             written = _Written(None, error=f"the summarizer failed: {type(exc).__name__}: {exc}")
+        if written.text is None and own_if_model_fails:
+            failure = written.error or "the summarizer returned an empty summary"
+            did_not_fit = written.did_not_fit
+            written = _own_summary(agent, plan, replaced, "the model's summary request failed",
+                                   f"the model's summary failed ({failure}): xun wrote its own", written.pieces)
+            written.error, written.did_not_fit = failure, did_not_fit
+    without_model = not ask_model or written.error is not None
     error = written.error or "the summarizer returned an empty summary"
 
     summary = written.text
@@ -450,23 +487,27 @@ async def compact_conversation(
         reason = not_shorter(summary)
         await agent.emit(SummaryRejected(reason=reason, next="extractive", trigger=trigger))
         hint = "the offload log" if conversation.offload_dir else "the session file"
-        summary = extractive_summary(list(plan.condensed), reason="the model's summary was longer than what it replaced",
+        longer = "the model's summary was longer than what it replaced"
+        summary = extractive_summary(list(plan.condensed), reason=longer,
                                      offload_hint=hint, max_chars=min(max(replaced - 1, 0), int(
                                          summary_budget(agent, replaced) / max(conversation.tokens_per_char, 0.05))))
-        written = _Written(summary, "extractive", written.pieces)
+        written = _Written(summary, "extractive", written.pieces, own_because=longer)
     if summary is not None and not shrinks(summary):
         error = not_shorter(summary)
         summary = None
     if summary is None:
         result = SummaryCompactResult(Status.SUMMARIZE_FAILED, f"Summary failed: {error}; nothing changed.",
-                                      did_not_fit=written.did_not_fit)
+                                      did_not_fit=written.did_not_fit, without_model=without_model)
         await agent.emit(CompactionFailed(reason=result.message, trigger=trigger))
         return result
     result = await conversation.aapply_compaction(plan, summary)  # the offload is indexed in a worker thread
+    if without_model:
+        result = replace(result, without_model=True, did_not_fit=written.did_not_fit)
     await agent.emit(SummaryFinished(
         status=result.status.value, message=result.message, condensed=result.condensed_count, kept=result.kept_count,
         tokens_before=tokens_before, tokens_after=(after := agent.request_tokens()), offload_path=result.offload_path,
         warning=result.warning, trigger=trigger, method=written.method, pieces=written.pieces, why=why,
+        own_because=written.own_because,
         turn_rounds=result.turn_rounds, ledger_entries=result.ledger_entries, ledger_calls=result.ledger_calls,
         cache_miss_tokens=tokens_from(conversation, 0), saved_per_call=tokens_before - after))
     if result.warning:

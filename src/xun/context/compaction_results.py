@@ -47,8 +47,11 @@ class SummaryCompactResult:
     ledger_calls: int = 0
     """Calls the ledger records in all."""
     did_not_fit: bool = False
-    """SUMMARIZE_FAILED because a summary request did not fit the window: a planning bug, never a reason
-    to switch automatic compaction off."""
+    """A summary request did not fit the window (the result is SUMMARIZE_FAILED, or xun's own summary in
+    its place): a planning bug, never a reason to pause automatic compaction."""
+    without_model: bool = False
+    """No summary came from the model (its request failed, or it was not asked): whatever was applied is
+    xun's own."""
 
     @property
     def compacted(self) -> bool:

@@ -128,6 +128,10 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
             calls = f"{inside} call{'s' if inside != 1 else ''}"
             count = f"inside the turn: {calls} condensed, ledger {entries} entr{'ies' if entries != 1 else 'y'}; {count}"
         reason = str(record.get("why") or "")
+        if record.get("method") == "extractive":  # the model gave no usable summary: xun wrote this one
+            count = f"xun's own summary; {count}"
+            because = str(record.get("own_because") or "the model gave no usable summary")
+            reason = "; ".join(filter(None, (reason, f"xun's own extractive summary: {because}")))
         offload = shown_path(record.get("offload_path")) or None
     elif kind == "restore":
         restored = str(record.get("id", ""))
