@@ -9,11 +9,14 @@ whole, held every row at once and indexed every character (2 GB, a 399 MB index)
 from __future__ import annotations
 
 import os
+import resource
+import subprocess
 from pathlib import Path
 
 from xun.base import paths
 from xun.context.conversation import Conversation
 
+from cli.helpers import Cli
 from tui.terminal import Terminal
 
 MiB = 1024 * 1024
@@ -63,3 +66,52 @@ def test_a_30_mb_draft_comes_back_folded_and_the_app_stays_small(tmp_path):
     finally:
         term.close()
     assert Conversation().load(session).draft == draft.strip("\n")
+
+
+def _capped_run(cli: Cli, *args: str, limit: int) -> subprocess.CompletedProcess:
+    """`xun ARGS` with its address space capped at `limit` bytes (RLIMIT_AS)."""
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return subprocess.run(cli.command(*args), cwd=cli.workdir, env=cli.environment(None), capture_output=True,
+                          text=True, timeout=300, preexec_fn=cap)
+
+
+def _plant_offload_logs(workdir: Path) -> Path:
+    """`big.md`: one entry of 300 MB on one line ("needle", sparse zeros, "farword"); `many.md`: 200,000
+    one-line entries."""
+    folder = paths.offload_dir(workdir)
+    folder.mkdir(parents=True)
+    head = "## Offloaded at 2026-01-01T00:00:00.000Z\n\n<!-- xun conversation {}, 1 entries -->\n\n"
+    with open(folder / "big.md", "wb") as log:
+        log.write((head.format("big") + "Tool (read_file, id call_1): needle ").encode())
+        log.seek(300 * MiB)
+        log.write(b" farword\n\nHuman: after the big one\n")
+    with open(folder / "many.md", "w") as log:
+        log.write(head.format("many"))
+        log.writelines(f"Human: small entry {number} about topic{number % 100}\n" for number in range(200_000))
+    return folder
+
+
+def test_planted_offload_logs_are_indexed_as_a_stream_with_each_entry_capped(tmp_path):
+    """A new index filling itself from the logs the first time it opens (`xun history search`), then `xun
+    history --reindex`, each in 768 MB of address space (the reindex took 1.4 to 2 GB): the big entry is
+    found by its first word and not by one past the cap, the cut is said once, every small entry is
+    indexed, and the index stays small (399 MB before)."""
+    cli = Cli(tmp_path)
+    folder = _plant_offload_logs(cli.workdir)
+    index = paths.history_db_path(cli.workdir)
+    for args in (("history", "search", "needle"), ("history", "--reindex")):
+        done = _capped_run(cli, *args, limit=768 * MiB)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.stderr.count("1 entry is longer than 1,048,576 characters") == 1, done.stderr
+        assert str(folder / "big.md") in done.stderr
+        assert index.stat().st_size < 100 * MiB
+    assert "reindexed 200002 entries from 2 offload logs" in done.stdout
+    found = cli("history", "search", "needle", "--json").check()
+    assert [hit["session"] for hit in found.events] == ["big"]
+    assert cli("history", "search", "farword", "--json").check().events == []
+    assert [hit["snippet"] for hit in cli("history", "search", "199999", "--json").check().events] == [
+        "small entry 199999 about topic99"]
+    assert len(cli("history", "search", "after", "big", "--json").check().events) == 1
