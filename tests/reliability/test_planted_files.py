@@ -11,12 +11,18 @@ from __future__ import annotations
 import os
 import resource
 import subprocess
+import time
 from pathlib import Path
+
+import pytest
+import tomli_w
 
 from xun.base import paths
 from xun.context.conversation import Conversation
+from xun.context.sessions import SessionStore
 
 from cli.helpers import Cli
+from mcp_servers.conftest import Servers, need_module
 from tui.terminal import Terminal
 
 MiB = 1024 * 1024
@@ -115,3 +121,38 @@ def test_planted_offload_logs_are_indexed_as_a_stream_with_each_entry_capped(tmp
     assert [hit["snippet"] for hit in cli("history", "search", "199999", "--json").check().events] == [
         "small entry 199999 about topic99"]
     assert len(cli("history", "search", "after", "big", "--json").check().events) == 1
+
+
+STALE = ".old.json.abcdefgh.tmp"  # the name of a session save's temporary file, left an hour ago
+
+
+@pytest.mark.parametrize("linked", [".xun", ".xun/sessions"])
+def test_a_linked_state_folder_is_refused_and_nothing_is_written_through_it(tmp_path, linked):
+    """`.xun` (or `.xun/sessions`) in a clone is a link to another folder: `xun run`, `xun sessions` (and
+    `xun config set` for `.xun`) stop naming the link; `xun mcp list` (the user's own server) runs it without its log;
+    the folder the link leads to keeps only what it had (no `<id>.json`, `sessions/`, `mcp/` or
+    `config.toml`; its old temporary file is not cleaned up either)."""
+    cli = Cli(tmp_path)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / STALE).write_text("the victim's file")
+    hour_ago = time.time() - 3600
+    os.utime(victim / STALE, (hour_ago, hour_ago))
+    link = cli.workdir / linked
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(victim)
+    runs = [cli("--offline", "run", "hello", timeout=60), cli("sessions")]
+    if linked == ".xun":
+        runs.append(cli("config", "set", "model.name", "evil"))
+    for done in runs:
+        assert done.returncode == 1, f"{done.args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+        assert "symbolic link" in done.stderr and str(link) in done.stderr, f"{done.args}: {done.stderr}"
+    if linked == ".xun":  # the server runs without its log, as with a planted `.xun/mcp/time.log` link
+        need_module("mcp_server_time", "mcp-server-time")
+        config = cli.home / ".config" / "xun" / "config.toml"
+        config.parent.mkdir(parents=True)
+        config.write_text(tomli_w.dumps({"mcp": {"servers": {"time": Servers(tmp_path).time(trust=True)}}}))
+        assert "time  ready" in cli("mcp", "list", timeout=90).check().stdout
+    assert SessionStore(cli.workdir).remove_stale_temp_files() == 0
+    assert sorted(path.name for path in victim.iterdir()) == [STALE]
+    assert (victim / STALE).read_text() == "the victim's file"

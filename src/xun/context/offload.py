@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from xun.base.atomic import fsync_dir, open_regular, private_dirs
+from xun.base.atomic import fsync_dir, open_regular
+from xun.base.confined import LinkRefused, open_state
 from xun.context.messages import Message, SystemPrompt, UserMessage, content_text
 from xun.context.reclaimed import arguments_id
 
@@ -144,19 +145,15 @@ def append_offload(
     earlier append is first closed off with one, so the new section always starts on its own line.
     """
     target = Path(path)
-    private_dirs(target.parent)
     text = render_section(transcript_entries(messages, reclaimed), when or utc_now_iso(), conversation_id)
     created = not target.exists()
-    # O_NONBLOCK: a FIFO planted where the log should be fails the open instead of blocking it;
-    # O_NOFOLLOW: so does a link (to ~/.bashrc, say), which would have the transcript appended to it
+    # O_NONBLOCK: a FIFO planted where the log should be fails the open instead of blocking it; no link is
+    # followed (the log, its folder or `.xun` linked to ~/.bashrc, say, would have the transcript appended there)
     try:
-        fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
-                     | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise OSError(errno.ELOOP, "the offload log is a symbolic link, which xun does not follow in its "
-                          "own folder; remove it", str(target)) from None
-        raise
+        fd = open_state(target, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0))
+    except LinkRefused as exc:
+        raise OSError(errno.ELOOP, "the offload log or a folder on its way is a symbolic link, which xun does not "
+                      "follow in its own folder; remove it", exc.filename) from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "the offload log is not a regular file", str(target))

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from xun.context import offload
 from xun.base import paths
-from xun.base.atomic import private_dirs
+from xun.base.confined import LinkRefused, state_dir_fd
 from xun.base.errors import SessionFormatError
 from xun.context.offload import OffloadEntry, OffloadSection, iter_offload_log, transcript_entries
 from xun.context.reclaimed import ARGUMENTS, ARGUMENTS_SUFFIX, ReclaimedToolResult
@@ -778,9 +778,20 @@ class HistoryIndex:
             raise
         return db
 
-    def _refuse_links(self) -> None:
+    def _refuse_links(self, create: bool = False) -> None:
         """The index and its -wal and -shm are xun's own files: a symbolic link planted in their place (to a
-        file elsewhere, or to a missing one SQLite would create) is refused, never followed."""
+        file elsewhere, or to a missing one SQLite would create), or in place of `.xun`, is refused, never
+        followed. `create` makes the folder when it is missing."""
+        try:
+            with state_dir_fd(self.path.parent, create=create):
+                pass
+        except LinkRefused as exc:
+            if not Path(exc.filename).is_symlink():
+                raise  # not a folder: the index cannot be used there
+            raise HistoryError(f"{exc.filename} is a symbolic link; xun does not follow links in its own folder "
+                               "(remove it)") from None
+        except FileNotFoundError:
+            pass
         for name in self._files():
             if name.is_symlink():
                 raise HistoryError(f"{name} is a symbolic link; xun does not follow links in its own folder "
@@ -789,8 +800,7 @@ class HistoryIndex:
     def _prepare(self) -> int:
         """Create the file owner-only if it is missing (and make it owner-only if it is not); its inode,
         which recovery checks before moving the file aside. Links in its place are refused."""
-        private_dirs(self.path.parent)
-        self._refuse_links()
+        self._refuse_links(create=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
             info = os.fstat(fd)
