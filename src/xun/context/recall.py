@@ -264,7 +264,8 @@ def _indexed(text: str, cut: bool = False) -> str:
 def offload_row(session: str, when: str, position: int, entry: OffloadEntry) -> Row:
     """The row of an offload section's entry at `position`. The key is the content's, so writing the same
     section twice (the incremental index, then a rebuild that reads it back) adds nothing."""
-    session, speaker, detail, text = _clean(session), _clean(entry.speaker), _clean(entry.detail), _indexed(entry.text, entry.cut)
+    session, speaker, detail = _clean(session), _clean(entry.speaker), _clean(entry.detail)
+    text = _indexed(entry.text, entry.cut)
     tool, call_id = _split_detail(detail)
     key = "o:" + _digest(session, when, str(position), speaker, detail, text)
     return (key, "offload", session, _epoch(when), _ROLES.get(speaker, speaker.lower()), speaker, tool, call_id, "",
