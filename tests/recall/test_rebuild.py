@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 
 from xun.context import recall
+from xun.context.offload import read_offload_log
 from xun.context.recall import HistoryIndex, rebuild, reindex
 
 from .conftest import all_rows, busy_session, without_ids
@@ -48,6 +49,26 @@ def test_rebuild_gives_what_the_incremental_index_gave(store):
     assert all_rows(store.history) == incremental_rows
     assert results(store.history) == incremental
     assert results(store.history, session=a.conversation_id) == per_session
+
+
+def test_an_entry_over_the_cap_is_indexed_cut_the_same_way_by_a_summary_and_a_rebuild(store):
+    """The search index keeps the first INDEXED_CHARS characters of an entry (with a note), whether it was
+    indexed as the summary offloaded it or read back from the log; the log keeps the whole."""
+    conversation = busy_session(store.new(), "a", rounds=3)
+    huge = "first " + "x" * recall.INDEXED_CHARS + " lastword"
+    conversation.add_user_message(huge)
+    busy_session(conversation, "b", rounds=3)
+    conversation.compact(lambda messages: "SUMMARY", keep_recent=2)
+    store.save(conversation)
+    incremental_rows = all_rows(store.history)
+    texts = [row[-1] for row in incremental_rows]
+    assert huge[:recall.INDEXED_CHARS] + recall.CUT_NOTE in texts and huge not in texts
+    report = store.history.rebuild()
+    assert all_rows(store.history) == incremental_rows
+    assert len(report.problems) == 1 and "1 entry is longer than 1,048,576 characters" in report.problems[0]
+    assert store.history.search("lastword") == [] and len(store.history.search("first")) == 1
+    log = store.offload_dir / f"{conversation.conversation_id}.md"
+    assert any(entry.text == huge for section in read_offload_log(log) for entry in section.entries)
 
 
 def test_module_level_rebuild_and_reindex(store, workdir):

@@ -43,7 +43,8 @@ from pydantic_core import PydanticCustomError
 
 from xun.agent import keymap as keymap_table
 from xun.base import paths
-from xun.base.atomic import open_regular, write_text_atomic
+from xun.base.atomic import open_regular
+from xun.base.confined import write_state
 
 __all__ = [
     "AutoCompactSettings",
@@ -1261,6 +1262,7 @@ def unset_config_value(path: str | os.PathLike[str], dotted_key: str) -> bool:
 
 
 def _atomic_write_toml(path: Path, data: Mapping[str, Any]) -> None:
-    """A crash leaves the old file or the new, never half; owner-only, like every file xun writes."""
-    write_text_atomic(path, tomli_w.dumps(dict(data)))
+    """A crash leaves the old file or the new, never half; owner-only, like every file xun writes; a
+    project file is written only in the `.xun` below the working folder, never where a link leads."""
+    write_state(path, tomli_w.dumps(dict(data)))
 

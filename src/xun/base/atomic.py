@@ -71,14 +71,15 @@ def temp_target(name: str) -> str | None:
     return found["target"] if found else None
 
 
-def remove_stale_temp_files(folder: str | os.PathLike[str], older_than: float, target_suffix: str = "") -> int:
+def remove_stale_temp_files(folder: str | os.PathLike[str] | int, older_than: float, target_suffix: str = "") -> int:
     """Delete the temporary files of `write_text_atomic` left in `folder` by a process that was killed
     between creating one and renaming it; return how many were removed.
 
     Only regular files with exactly that name (for a target ending in `target_suffix`) whose mtime is more
     than `older_than` seconds ago: a younger one may belong to a write in progress in another process.
     Symlinks and everything else are left alone, and nothing here raises: a folder that is missing,
-    unreadable or read-only just keeps its files.
+    unreadable or read-only just keeps its files. `folder` may be a descriptor of the folder (the names are
+    then removed in the folder it holds, whatever its path leads to meanwhile).
     """
     removed = 0
     cutoff = time.time() - older_than
@@ -91,7 +92,7 @@ def remove_stale_temp_files(folder: str | os.PathLike[str], older_than: float, t
                 try:
                     if not entry.is_file(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_mtime >= cutoff:
                         continue
-                    os.unlink(entry.path)
+                    os.unlink(entry.name, dir_fd=folder) if isinstance(folder, int) else os.unlink(entry.path)
                 except OSError:
                     continue
                 removed += 1

@@ -20,10 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path, PurePath
 from typing import BinaryIO
 
-from xun.base.atomic import TEMP_PREFIX, TEMP_SUFFIX, fill_and_sync
+from xun.base.atomic import TEMP_PREFIX, TEMP_SUFFIX, fill_and_sync, private_dirs
+from xun.base.paths import split_state_path
 
-__all__ = ["LinkRefused", "dir_fd_beneath", "open_beneath", "open_inside", "open_regular_inside",
-           "write_beneath"]
+__all__ = ["LinkRefused", "dir_fd_beneath", "open_beneath", "open_inside", "open_regular_inside", "open_state",
+           "state_dir_fd", "write_beneath", "write_state"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -58,6 +59,7 @@ def dir_fd_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str
     (`create` makes missing folders with `folder_mode`, less the umask)."""
     root = Path(root)
     fd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    at = root
     try:
         for part in _parts(relative):
             try:
@@ -69,9 +71,10 @@ def dir_fd_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str
                     os.mkdir(part, folder_mode, dir_fd=fd)
                 child = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
             except OSError as exc:
-                raise _refused(exc, root, relative) from None
+                raise _refused(exc, at, part) from None  # names the link itself
             os.close(fd)
             fd = child
+            at = at / part
         yield fd
     finally:
         os.close(fd)
@@ -117,9 +120,10 @@ def open_regular_inside(path: str | os.PathLike[str], roots: list[Path]) -> Bina
         raise
 
 
-def write_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str], text: str, mode: int) -> None:
+def write_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str], text: str, mode: int,
+                  folder_mode: int = 0o777) -> None:
     """`atomic.write_text_atomic` for `root/relative` done from a descriptor of its folder (made when
-    missing, mode 0777 less the umask): the temporary file and the rename stay in the folder that was
+    missing, `folder_mode` less the umask): the temporary file and the rename stay in the folder that was
     reached without links, whatever is swapped meanwhile."""
     parts = _parts(relative)
     if not parts:
@@ -139,3 +143,35 @@ def write_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str]
             raise
         with contextlib.suppress(OSError):
             os.fsync(folder)
+
+
+# xun's own state (`.xun`, or `$XUN_HOME`): no link followed below where `paths.split_state_path` says
+
+@contextlib.contextmanager
+def state_dir_fd(folder: str | os.PathLike[str], *, create: bool = False) -> Iterator[int]:
+    """A descriptor of a folder of xun's state, reached without following a link below the working folder
+    (or `$XUN_HOME`): a `.xun`, `.xun/sessions` or `.xun/mcp` planted as a link raises LinkRefused naming
+    it. `create` makes the missing folders private (0700)."""
+    root, below = split_state_path(folder)
+    if create:
+        private_dirs(root)
+    with dir_fd_beneath(root, below, create=create) as fd:
+        yield fd
+
+
+def open_state(path: str | os.PathLike[str], flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
+    """`open_beneath` for a file of xun's state (`state_dir_fd`); with O_CREAT its missing folders are made
+    private (0700)."""
+    root, below = split_state_path(path)
+    create = bool(flags & os.O_CREAT)
+    if create:
+        private_dirs(root)
+    return open_beneath(root, below, flags, mode, create_folders=create)
+
+
+def write_state(path: str | os.PathLike[str], text: str, mode: int = 0o600) -> None:
+    """`write_beneath` for a file of xun's state (`state_dir_fd`): written atomically, its missing folders
+    made private (0700)."""
+    root, below = split_state_path(path)
+    private_dirs(root)
+    write_beneath(root, below, text, mode, folder_mode=0o700)

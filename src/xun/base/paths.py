@@ -7,7 +7,7 @@ user settings live under `$XDG_CONFIG_HOME/xun/` (default `~/.config/xun/`).
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePath
 
 
 def xun_home(workdir: str | os.PathLike[str] | None = None) -> Path:
@@ -16,6 +16,21 @@ def xun_home(workdir: str | os.PathLike[str] | None = None) -> Path:
     if env:
         return Path(env).expanduser()
     return Path(workdir or os.getcwd()) / ".xun"
+
+
+def split_state_path(path: str | os.PathLike[str]) -> tuple[Path, PurePath]:
+    """A path in xun's state folder as (the folder that may be reached through links, the part below it in
+    which xun follows none): below `$XUN_HOME` when it is set and holds `path` (the user chose it), else
+    below the folder that holds the nearest `.xun` (a `.xun` that came with a clone may be a planted link).
+    Any other path: its folder, and its name."""
+    path = Path(path)
+    home = os.environ.get("XUN_HOME")
+    if home and path.is_relative_to(base := Path(home).expanduser()):
+        return base, PurePath(path.relative_to(base))
+    for parent in path.parents:
+        if parent.name == ".xun":
+            return parent.parent, PurePath(path.relative_to(parent.parent))
+    return path.parent, PurePath(path.name)
 
 
 def sessions_dir(workdir: str | os.PathLike[str] | None = None) -> Path:

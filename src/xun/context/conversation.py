@@ -1157,14 +1157,15 @@ class Conversation:
             head = json.dumps({**layout, **self._head()}, ensure_ascii=ensure_ascii, separators=(",", ":"))
         return "".join([head[:-1], _ARCHIVE_KEY, *archive, "}"])
 
-    def dump(self, path: str | os.PathLike[str]) -> None:
-        """Save atomically (temporary file, fsync, rename), readable by the owner only. Text that UTF-8
-        cannot hold (a lone surrogate that got in some other way) is written as JSON escapes, so a save
-        never fails on text."""
+    def dump(self, path: str | os.PathLike[str],
+             write: Callable[[str | os.PathLike[str], str], None] = write_text_atomic) -> None:
+        """Save atomically (temporary file, fsync, rename: `write`), readable by the owner only. Text that
+        UTF-8 cannot hold (a lone surrogate that got in some other way) is written as JSON escapes, so a
+        save never fails on text."""
         try:
-            write_text_atomic(path, self.dumps())
+            write(path, self.dumps())
         except UnicodeEncodeError:
-            write_text_atomic(path, self._dumps(ensure_ascii=True))
+            write(path, self._dumps(ensure_ascii=True))
 
     def loads(self, text: str | bytes, source: str | os.PathLike[str] | None = None) -> Conversation:
         """Load session text (this format or an older one); on any problem raise SessionFormatError, change nothing."""

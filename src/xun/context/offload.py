@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from xun.base.atomic import fsync_dir, open_regular, private_dirs
+from xun.base.atomic import fsync_dir, open_regular
+from xun.base.confined import LinkRefused, open_state
 from xun.context.messages import Message, SystemPrompt, UserMessage, content_text
 from xun.context.reclaimed import arguments_id
 
@@ -35,6 +36,8 @@ class OffloadEntry:
     speaker: str  # Human, AI, AI reasoning, AI tool call, Tool
     text: str
     detail: str = ""  # e.g. "read_file, id call_1"
+    cut: bool = False
+    """`text` is only the first characters of a longer entry (`iter_offload_log` with a cap)."""
 
 
 @dataclass(slots=True)
@@ -142,19 +145,15 @@ def append_offload(
     earlier append is first closed off with one, so the new section always starts on its own line.
     """
     target = Path(path)
-    private_dirs(target.parent)
     text = render_section(transcript_entries(messages, reclaimed), when or utc_now_iso(), conversation_id)
     created = not target.exists()
-    # O_NONBLOCK: a FIFO planted where the log should be fails the open instead of blocking it;
-    # O_NOFOLLOW: so does a link (to ~/.bashrc, say), which would have the transcript appended to it
+    # O_NONBLOCK: a FIFO planted where the log should be fails the open instead of blocking it; no link is
+    # followed (the log, its folder or `.xun` linked to ~/.bashrc, say, would have the transcript appended there)
     try:
-        fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
-                     | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise OSError(errno.ELOOP, "the offload log is a symbolic link, which xun does not follow in its "
-                          "own folder; remove it", str(target)) from None
-        raise
+        fd = open_state(target, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0))
+    except LinkRefused as exc:
+        raise OSError(errno.ELOOP, "the offload log or a folder on its way is a symbolic link, which xun does not "
+                      "follow in its own folder; remove it", exc.filename) from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "the offload log is not a regular file", str(target))
@@ -194,27 +193,97 @@ def parse_entries(text: str) -> list[OffloadEntry]:
 def read_offload_log(path: str | os.PathLike[str]) -> list[OffloadSection]:
     """Parse a log back into sections and entries (exact texts); tolerant of a torn last section."""
     sections: list[OffloadSection] = []
-    current: OffloadEntry | None = None
-    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="replace", newline="") as handle:  # keep "\r"
-        text = handle.read()
-    for line in text.split("\n"):
-        if line.startswith(HEADING):
-            sections.append(OffloadSection(when=line[len(HEADING):].strip()))
-            current = None
-            continue
-        if not sections:
-            continue
-        if line.startswith(INDENT) and current is not None:
-            current.text += "\n" + line[len(INDENT):]
-            continue
-        if line.startswith("<!-- xun conversation "):
-            words = line.split()  # a cut or tampered line may stop after "conversation"
-            sections[-1].conversation_id = words[3].rstrip(",") if len(words) > 3 else ""
-            continue
-        match = _ENTRY.match(line)
-        if match:
-            current = OffloadEntry(match.group(1), match.group(3), match.group(2) or "")
-            sections[-1].entries.append(current)
-        elif line.strip():
-            current = None
+    for item in iter_offload_log(path):
+        if isinstance(item, OffloadSection):
+            sections.append(item)
+        else:
+            sections[-1].entries.append(item)
     return sections
+
+
+READ_PIECE = 1 << 16
+"""The most of one line `iter_offload_log` holds at a time: a longer line is read in pieces of this many
+characters, so no line of a log (one can be hundreds of megabytes) is ever in memory whole."""
+
+
+def iter_offload_log(path: str | os.PathLike[str], cap: int | None = None) -> Iterator[OffloadSection | OffloadEntry]:
+    """A log read as a stream: each section as its heading is read (its `entries` stay empty), then each of
+    its entries once it is whole, so memory holds one entry, never the log. With `cap`, an entry keeps
+    its first `cap` characters and is marked `cut` when it had more. The texts are exact otherwise, as
+    `read_offload_log` gives them; an entry takes the conversation id its section's comment gave before it."""
+    reader = _EntryReader(cap)
+    section: OffloadSection | None = None
+    line_start = True
+    rest = ""  # where the pieces after a long line's first go: "entry" (its text), "check" (ends it if not blank)
+    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="replace", newline="") as handle:  # keep "\r"
+        while piece := handle.readline(READ_PIECE):
+            ends = piece.endswith("\n")
+            line = piece[:-1] if ends else piece
+            if not line_start:
+                if rest == "entry":
+                    reader.add(line)
+                elif rest == "check" and line.strip():
+                    yield from reader.finish()
+                    rest = ""
+                line_start = ends
+                continue
+            line_start, rest = ends, ""
+            if line.startswith(HEADING):
+                yield from reader.finish()
+                section = OffloadSection(when=line[len(HEADING):].strip())
+                yield section
+                continue
+            if section is None:
+                continue
+            if line.startswith(INDENT) and reader.open:
+                reader.add("\n" + line[len(INDENT):])
+                rest = "entry"
+                continue
+            if line.startswith("<!-- xun conversation "):
+                words = line.split()  # a cut or tampered line may stop after "conversation"
+                section.conversation_id = words[3].rstrip(",") if len(words) > 3 else ""
+                continue
+            match = _ENTRY.match(line)
+            if match:
+                yield from reader.finish()
+                reader.start(OffloadEntry(match.group(1), "", match.group(2) or ""), match.group(3))
+                rest = "entry"
+            elif line.strip():
+                yield from reader.finish()
+            else:
+                rest = "check"
+        yield from reader.finish()
+
+
+class _EntryReader:
+    """The entry `iter_offload_log` is reading: its text gathered in pieces, up to `cap` characters."""
+
+    def __init__(self, cap: int | None) -> None:
+        self.cap = cap
+        self.entry: OffloadEntry | None = None
+        self.pieces: list[str] = []
+        self.size = 0
+
+    @property
+    def open(self) -> bool:
+        return self.entry is not None
+
+    def start(self, entry: OffloadEntry, text: str) -> None:
+        self.entry, self.pieces, self.size = entry, [], 0
+        self.add(text)
+
+    def add(self, text: str) -> None:
+        if self.entry is None or self.entry.cut:
+            return
+        if self.cap is not None and self.size + len(text) > self.cap:
+            text = text[:self.cap - self.size]
+            self.entry.cut = True
+        self.pieces.append(text)
+        self.size += len(text)
+
+    def finish(self) -> Iterator[OffloadEntry]:
+        """The entry, whole (or cut at `cap`), when one was being read."""
+        if self.entry is not None:
+            self.entry.text = "".join(self.pieces)
+            yield self.entry
+        self.entry, self.pieces, self.size = None, [], 0

@@ -40,7 +40,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -48,9 +48,9 @@ from typing import TYPE_CHECKING, Any
 
 from xun.context import offload
 from xun.base import paths
-from xun.base.atomic import private_dirs
+from xun.base.confined import LinkRefused, state_dir_fd
 from xun.base.errors import SessionFormatError
-from xun.context.offload import OffloadEntry, read_offload_log, transcript_entries
+from xun.context.offload import OffloadEntry, OffloadSection, iter_offload_log, transcript_entries
 from xun.context.reclaimed import ARGUMENTS, ARGUMENTS_SUFFIX, ReclaimedToolResult
 
 if TYPE_CHECKING:
@@ -246,19 +246,35 @@ def _split_detail(detail: str) -> tuple[str, str]:
     return tool, call_id
 
 
-def offload_rows(session: str, when: str, entries: Sequence[OffloadEntry]) -> list[Row]:
-    """Rows for the entries of one offload section. The key is the content's, so writing the same
+INDEXED_CHARS = 1 << 20
+"""The most of one entry's text the index holds (its first 1,048,576 characters, then `CUT_NOTE`): words
+past them are not searchable, and the offload log or session file keeps the whole text. A planted 300 MB
+entry cost the index 300 MB and a rebuild gigabytes of memory."""
+CUT_NOTE = (f"\n[… the search index keeps only the first {INDEXED_CHARS:,} characters of an entry; "
+            "its offload log or session file has it whole]")
+
+
+def _indexed(text: str, cut: bool = False) -> str:
+    """An entry's text as the index holds it (cut at INDEXED_CHARS, with `CUT_NOTE`), ready for SQLite."""
+    if cut or len(text) > INDEXED_CHARS:
+        text = text[:INDEXED_CHARS] + CUT_NOTE
+    return _clean(text)
+
+
+def offload_row(session: str, when: str, position: int, entry: OffloadEntry) -> Row:
+    """The row of an offload section's entry at `position`. The key is the content's, so writing the same
     section twice (the incremental index, then a rebuild that reads it back) adds nothing."""
-    at = _epoch(when)
-    session = _clean(session)
-    rows = []
-    for position, entry in enumerate(entries):
-        speaker, detail, text = _clean(entry.speaker), _clean(entry.detail), _clean(entry.text)
-        tool, call_id = _split_detail(detail)
-        key = "o:" + _digest(session, when, str(position), speaker, detail, text)
-        rows.append((key, "offload", session, at, _ROLES.get(speaker, speaker.lower()), speaker, tool, call_id, "",
-                     detail, position, text))
-    return rows
+    session, speaker, detail = _clean(session), _clean(entry.speaker), _clean(entry.detail)
+    text = _indexed(entry.text, entry.cut)
+    tool, call_id = _split_detail(detail)
+    key = "o:" + _digest(session, when, str(position), speaker, detail, text)
+    return (key, "offload", session, _epoch(when), _ROLES.get(speaker, speaker.lower()), speaker, tool, call_id, "",
+            detail, position, text)
+
+
+def offload_rows(session: str, when: str, entries: Sequence[OffloadEntry]) -> list[Row]:
+    """Rows for the entries of one offload section (`offload_row`)."""
+    return [offload_row(session, when, position, entry) for position, entry in enumerate(entries)]
 
 
 def reclaimed_row(session: str, record: ReclaimedToolResult, original: str, fallback_time: float = 0.0) -> Row:
@@ -269,7 +285,7 @@ def reclaimed_row(session: str, record: ReclaimedToolResult, original: str, fall
     arguments = record.kind == ARGUMENTS  # then the text is the arguments: no preview of them beside it
     role, speaker = ("tool_call", "AI tool call") if arguments else ("tool", "Tool")
     return ("r:" + _digest(session, call_id), "reclaimed", session, at, role, speaker, _clean(record.tool_name), call_id,
-            "" if arguments else _clean(record.arguments), "", 0, _clean(original))
+            "" if arguments else _clean(record.arguments), "", 0, _indexed(original))
 
 
 def as_logged(entries: Iterable[OffloadEntry]) -> list[OffloadEntry]:
@@ -557,28 +573,46 @@ class HistoryIndex:
         return report
 
     def _fill(self, db: sqlite3.Connection, report: RebuildReport, live: Sequence[Conversation] = ()) -> None:
-        """Insert the rows of every log and session (inside the caller's transaction), oldest first."""
-        rows = self._source_rows(report, live)
-        rows.sort(key=lambda row: (row[3], row[2], row[1], row[10], row[0]))  # time, session, source, position
-        db.executemany(_INSERT, rows)
+        """Insert the rows of every log and session (inside the caller's transaction), oldest first. The rows
+        go through a temporary table that SQLite sorts on disk: memory holds one entry at a time, never
+        every row of every log."""
+        db.execute(f"CREATE TEMP TABLE staged ({', '.join(_ROW_COLUMNS)})")
+        try:
+            db.executemany(f"INSERT INTO staged VALUES ({', '.join('?' * len(_ROW_COLUMNS))})",
+                           self._source_rows(report, live))
+            db.execute(f"INSERT OR IGNORE INTO entries ({', '.join(_ROW_COLUMNS)}) SELECT {', '.join(_ROW_COLUMNS)} "
+                       "FROM staged ORDER BY time, session, source, position, key")
+        finally:
+            db.execute("DROP TABLE temp.staged")
         report.entries = db.execute("SELECT count(*) FROM entries").fetchone()[0]
-        if rows:
+        if report.entries:
             db.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
 
-    def _source_rows(self, report: RebuildReport, live: Sequence[Conversation]) -> list[Row]:
+    def _source_rows(self, report: RebuildReport, live: Sequence[Conversation]) -> Iterator[Row]:
+        """The rows of every offload log, read as a stream, and of every session's reclaimed results."""
         from xun.context.conversation import Conversation
 
-        rows: list[Row] = []
         logs = paths.offload_dir(self.workdir)
         for log in sorted(logs.glob("*.md")) if logs.is_dir() else ():
+            cut = 0
             try:
-                sections = read_offload_log(log)
+                section, position = None, 0
+                for item in iter_offload_log(log, cap=INDEXED_CHARS):
+                    if isinstance(item, OffloadSection):
+                        section, position = item, 0
+                        continue
+                    assert section is not None
+                    cut += item.cut
+                    yield offload_row(section.conversation_id or log.stem, section.when, position, item)
+                    position += 1
             except OSError as exc:
                 report.problems.append(f"{log}: cannot read the offload log ({exc.strerror or exc})")
                 continue
             report.logs += 1
-            for section in sections:
-                rows.extend(offload_rows(section.conversation_id or log.stem, section.when, section.entries))
+            if cut:
+                report.problems.append(f"{log}: {cut:,} {'entry is' if cut == 1 else 'entries are'} longer than "
+                                       f"{INDEXED_CHARS:,} characters: only that much of each is searchable (the log "
+                                       "keeps the whole)")
         newer = {c.conversation_id: c for c in live}
         folder = paths.sessions_dir(self.workdir)
         for session_file in sorted(folder.glob("*.json")) if folder.is_dir() else ():
@@ -588,19 +622,20 @@ class HistoryIndex:
                 conversation = Conversation().load(session_file)
                 if conversation.conversation_id in newer:
                     continue
-                rows.extend(_reclaimed_rows(conversation))
+                rows = _reclaimed_rows(conversation)
             except SessionFormatError as exc:
                 report.problems.append(str(exc))
                 continue
             report.sessions += 1
+            yield from rows
         for conversation in newer.values():
             try:
-                rows.extend(_reclaimed_rows(conversation))
+                rows = _reclaimed_rows(conversation)
             except SessionFormatError as exc:
                 report.problems.append(str(exc))
                 continue
             report.sessions += 1
-        return rows
+            yield from rows
 
     # ----------------------------------------------------------------- the engine's writes (never raise)
 
@@ -744,9 +779,20 @@ class HistoryIndex:
             raise
         return db
 
-    def _refuse_links(self) -> None:
+    def _refuse_links(self, create: bool = False) -> None:
         """The index and its -wal and -shm are xun's own files: a symbolic link planted in their place (to a
-        file elsewhere, or to a missing one SQLite would create) is refused, never followed."""
+        file elsewhere, or to a missing one SQLite would create), or in place of `.xun`, is refused, never
+        followed. `create` makes the folder when it is missing."""
+        try:
+            with state_dir_fd(self.path.parent, create=create):
+                pass
+        except LinkRefused as exc:
+            if not Path(exc.filename).is_symlink():
+                raise  # not a folder: the index cannot be used there
+            raise HistoryError(f"{exc.filename} is a symbolic link; xun does not follow links in its own folder "
+                               "(remove it)") from None
+        except FileNotFoundError:
+            pass
         for name in self._files():
             if name.is_symlink():
                 raise HistoryError(f"{name} is a symbolic link; xun does not follow links in its own folder "
@@ -755,8 +801,7 @@ class HistoryIndex:
     def _prepare(self) -> int:
         """Create the file owner-only if it is missing (and make it owner-only if it is not); its inode,
         which recovery checks before moving the file aside. Links in its place are refused."""
-        private_dirs(self.path.parent)
-        self._refuse_links()
+        self._refuse_links(create=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
             info = os.fstat(fd)

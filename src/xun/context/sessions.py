@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xun.base import paths
-from xun.base.atomic import open_regular, private_dirs, remove_stale_temp_files
+from xun.base.atomic import open_regular, remove_stale_temp_files
+from xun.base.confined import open_state, state_dir_fd, write_state
 from xun.context.conversation import FORMAT_2_OPENING, Conversation, SessionFormatError, is_session_id, read_session, session_head
 from xun.base.errors import SessionLocked
 from xun.base.timestamps import sane_timestamp
@@ -71,10 +72,9 @@ class SessionLock:
     """An exclusive advisory lock on one session, held until `release` (or the process ends)."""
 
     def __init__(self, path: Path, conversation_id: str) -> None:
-        private_dirs(path.parent)
         self.path = path
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+            fd = open_state(path, os.O_RDWR | os.O_CREAT)  # no link followed below the working folder
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 if _same_file(fd, path):
@@ -156,8 +156,7 @@ class SessionStore:
         if conversation_id in self._locks:
             return None
         try:
-            fd = os.open(self._lock_path(conversation_id), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                         | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+            fd = open_state(self._lock_path(conversation_id), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except (OSError, ValueError):
             return None  # no lock file (nobody ever held it), or not one xun reads
         try:
@@ -169,6 +168,12 @@ class SessionStore:
         finally:
             os.close(fd)  # (closing drops the probe's lock)
         return None
+
+    def check_folder(self) -> None:
+        """Raise LinkRefused (naming it) when `.xun` or `.xun/sessions` is a symbolic link: xun reads and
+        writes sessions only in the folder below the working folder, never where a planted link leads."""
+        with contextlib.suppress(FileNotFoundError), state_dir_fd(self.root):
+            pass
 
     def _lock_path(self, conversation_id: str) -> Path:
         return self.root / f"{check_session_id(conversation_id)}.lock"
@@ -212,6 +217,7 @@ class SessionStore:
         the files are ordered by the save time at their opening (`_saved_at`), and the newest is loaded;
         one whose session part cannot be read is passed over, as `list` passes it over."""
         candidates = []
+        self.check_folder()
         for path in self.root.glob("*.json"):
             try:
                 candidates.append((*_saved_at(path), path))
@@ -246,7 +252,7 @@ class SessionStore:
         with contextlib.ExitStack() as held:
             if ident not in self._locks:  # not ours: hold it for the write, or learn who has it
                 held.callback(SessionLock(self._lock_path(ident), ident).release)
-            conversation.dump(path)
+            conversation.dump(path, write=write_state)  # no link followed below the working folder
         return path
 
     def remove_stale_temp_files(self) -> int:
@@ -256,10 +262,15 @@ class SessionStore:
         `save` calls it once per store, before its first write (which may need the space back): never on
         the way to the app's first frame, and only when this process writes here anyway. Never raises.
         """
-        return remove_stale_temp_files(self.root, STALE_TEMP_SECONDS, target_suffix=".json")
+        try:
+            with state_dir_fd(self.root) as folder:  # never a folder a link leads to
+                return remove_stale_temp_files(folder, STALE_TEMP_SECONDS, target_suffix=".json")
+        except OSError:
+            return 0
 
     def load(self, conversation_id: str, *, peek: Callable[[Path], object] | None = None) -> Conversation:
         path = self.path_for(conversation_id)
+        self.check_folder()
         if not path.exists():
             raise FileNotFoundError(f"no session {conversation_id!r} in {self.root}")
         conversation = Conversation(offload_dir=self.offload_dir).load(path, peek=peek)
@@ -280,6 +291,7 @@ class SessionStore:
         """In one reading: the sessions newest first, and the files that cannot be read with the reason
         (newest first by their time on disk), so a listing can show both."""
         infos, bad = [], []
+        self.check_folder()
         for path in self.root.glob("*.json"):
             try:
                 infos.append(_read_info(path))

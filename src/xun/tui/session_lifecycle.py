@@ -18,6 +18,7 @@ from xun.base.errors import SessionLocked
 from xun.base.valid_text import escape_control
 from xun.tui import messages as m
 from xun.tui.transcript import OffloadedItem, UserItem, offloaded_of, transcript, whole_history
+from xun.tui.widgets.prompt_input import PASTE_CHARS, PASTE_LINES
 
 if TYPE_CHECKING:
     from xun.agent.launch import Session
@@ -205,12 +206,15 @@ class SessionLifecycle:
             await self.chat.add_notice("warning", "the last turn stopped before the model's reply (xun quit or was "
                                        "stopped during it): to go on from there, send its prompt again (Up brings it "
                                        "back) or ask the model to continue")
-        if draft and typed:
+        if draft and typed and len(draft) < PASTE_CHARS and draft.count("\n") < PASTE_LINES:
             await self.chat.add_notice("info", f"what the prompt held when xun quit (not put back: you typed "
                                        f"meanwhile): {draft}")
         elif draft:
-            self.prompt.set_prompt(draft)
-            await self.chat.add_notice("info", "what the prompt held when xun quit is back in the input, not sent")
+            folded = self.prompt.put_back(draft)
+            where = "after what you typed meanwhile" if typed else "in the input"
+            said = f"is back {where}, not sent" if folded is None else (
+                f"is back {where}, not sent, folded as {folded} (Enter sends all of it)")
+            await self.chat.add_notice("info", f"what the prompt held when xun quit {said}")
         if draft or typed or not isinstance(last, UserMessage):
             return
         self._unanswered = last

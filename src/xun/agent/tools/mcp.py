@@ -23,11 +23,10 @@ import re
 import stat
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xun.base.atomic import private_dirs
-from xun.base.confined import dir_fd_beneath, open_beneath
+from xun.base.confined import open_state, state_dir_fd
 from xun.base.events import McpServerChanged
 from xun.agent.tools.toolbox import ConfirmationRequest, Tool, Toolbox, ToolContext, ToolError, ToolResult, escape_control
 
@@ -163,12 +162,9 @@ def _open_log(path: Path) -> int:
     """A descriptor of a server's log `<xun home>/mcp/NAME.log`, emptied, opened without following a link
     below the xun home (a planted `mcp/NAME.log -> ~/.bashrc` is refused, not emptied); the folder is made
     0700 and the log 0600, as the rest of `.xun`."""
-    home = path.parent.parent
-    private_dirs(home)
-    with dir_fd_beneath(home, path.parent.name, create=True) as folder:
+    with state_dir_fd(path.parent, create=True) as folder:  # `.xun` and `.xun/mcp` as links are refused too
         os.fchmod(folder, 0o700)
-    fd = open_beneath(home, PurePath(path.parent.name, path.name),
-                      os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0), 0o600)
+    fd = open_state(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NONBLOCK", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
@@ -388,9 +384,7 @@ class McpManager:
         if server.log_path is None:
             return ""
         try:
-            with os.fdopen(open_beneath(server.log_path.parent.parent, PurePath(server.log_path.parent.name,
-                                                                          server.log_path.name),
-                                        os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
+            with os.fdopen(open_state(server.log_path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as handle:
                 handle.seek(0, os.SEEK_END)
                 handle.seek(max(0, handle.tell() - 4096))
                 lines = handle.read().decode("utf-8", "replace").strip().splitlines()

@@ -21,6 +21,11 @@ PLACEHOLDER = "Ask the agent…  (/ for commands · F1 help)"
 PASTE_LINES = 20
 PASTE_CHARS = 4_000
 """A paste of this many lines or characters is shown as one marker line (and sent in full)."""
+DRAFT_LINES = 2_000
+DRAFT_CHARS = 256 * 1024
+"""Text put back in the prompt (a session file's draft) over this many lines or characters comes back folded as
+a paste marker, sent in full like a paste: the editor spends about a kilobyte a line, so a 30 MB draft drawn
+as text took the app past a gigabyte."""
 TYPED_AHEAD_SECONDS = 0.5
 """A Ctrl+J this soon after the prompt appears was an Enter typed before the app started: the terminal,
 not yet in raw mode, turned it into a line feed (which reads as Ctrl+J). It sends, as Enter would."""
@@ -76,6 +81,17 @@ class PromptInput(TextArea, inherit_bindings=False):
         self.load_text(text)
         self.move_cursor(self.document.end)
         self._history_at = None
+
+    def put_back(self, text: str) -> str | None:
+        """Put `text` back at the end of the prompt (in place of an empty prompt), folded as a paste marker
+        when it is over DRAFT_LINES or DRAFT_CHARS; the marker, or None when it came back as text."""
+        marker = None
+        if len(text) > DRAFT_CHARS or text.count("\n") >= DRAFT_LINES:
+            self._pastes.append(text)
+            text = marker = paste_marker(text, len(self._pastes))
+        before = self.text.rstrip()
+        self.set_prompt(f"{before}\n\n{text}" if before else text)
+        return marker
 
     def remember(self, text: str) -> None:
         if text and (not self.prompt_history or self.prompt_history[-1] != text):
