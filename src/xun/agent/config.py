@@ -368,7 +368,7 @@ class RetrySettings(_Section):
         delay = ceiling * (0.5 + 0.5 * rand())
         if asked is not None and asked > delay:
             delay = min(asked, self.backoff_max)
-        return delay
+        return float(delay)
 
 
 class ToolSettings(_Section):

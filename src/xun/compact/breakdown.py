@@ -402,14 +402,14 @@ def reclaim_preview(conversation: Conversation, keep_max: int) -> ReclaimPreview
                         caller_large = True
                         break
     # Results restored by hand stay until they leave the conversation (the conversation keeps their ids).
-    pinned = getattr(conversation, "_pinned", set())
+    pinned: set[str] = getattr(conversation, "_pinned", set())
     older = positions[: len(positions) - keep_max] if len(positions) >= keep_max else []
     current = _current_round(messages)
     ids: list[str] = []
     before = after = arguments = 0
     skipped = [0, 0, 0]
     for i in older:
-        raw = messages[i].raw  # type: ignore[union-attr]
+        raw = messages[i].raw  # type: ignore[union-attr]  # positions holds tool results only
         call_id = str(raw.get("tool_call_id", ""))
         at = large.get(i, current)
         call = next((c for c in messages[at].raw.get("tool_calls") or ()  # type: ignore[union-attr]

@@ -685,7 +685,8 @@ class Conversation:
         indexed: list[tuple[ReclaimedToolResult, str]] = []
         now = time.time()
         if seen == keep_max:
-            archive, pinned, placeholders = self._reclaimed, self._pinned, {}
+            archive, pinned = self._reclaimed, self._pinned
+            placeholders: dict[int, Message] = {}
             current = self._current_round()
             caller: int | None = None  # the assistant message nearest before i, once one is passed
             for i in range(start, cutoff):
@@ -822,7 +823,9 @@ class Conversation:
                 f"{what} {toolcall_id!r} was summarised away; its original is still available by id but "
                 "there is no place left in the conversation to restore it to"
             )
-        raw = self._messages[i].raw  # type: ignore[union-attr]
+        holder = self._messages[i]
+        assert isinstance(holder, RawOpenAIMessage), "a reclaimed id is found only in a raw message"
+        raw = holder.raw
         original = self._reclaimed.pop(toolcall_id)
         if record.kind == ARGUMENTS:
             self._messages[i] = RawOpenAIMessage(raw=_with_arguments(raw, record.call_id, original))
@@ -911,6 +914,7 @@ class Conversation:
             cut = min(cut, self._newest_round(anchor))  # rule 4
         cut = max(cut, first)
         carried = messages[anchor] if first <= anchor < cut else None
+        assert carried is None or isinstance(carried, UserMessage), "the turn's prompt is a user message"
         condensed = list(messages[:cut])
         kept = ([carried] if carried is not None else []) + list(messages[cut:])
         before = messages.estimated_length()
@@ -930,8 +934,8 @@ class Conversation:
         return CompactionPlan(
             cut_index=cut,
             condensed=condensed,
-            kept=kept,  # type: ignore[arg-type]
-            carried_user=carried,  # type: ignore[arg-type]
+            kept=kept,
+            carried_user=carried,
             estimated_length_before=before,
             estimated_length_after=after,
             message_count=n,
@@ -1044,7 +1048,7 @@ class Conversation:
         ledger = plan.ledger
         self.set_system_message_content(summary, is_compressed=True)
         system = self._messages[0]
-        if ledger is not None:
+        if ledger is not None and isinstance(system, SystemPrompt):
             system = self._messages[0] = dataclasses.replace(system, ledger=ledger)
         self.messages = [system, *new_tail]
         self.total_tokens = None
@@ -1263,8 +1267,9 @@ def _answer_unanswered_calls(messages: list[Message]) -> list[int]:
         if not calls:
             continue
         answered = set()
-        while index < len(messages) and isinstance(messages[index], RawOpenAIMessage) and messages[index].role == "tool":
-            answered.add(messages[index].raw.get("tool_call_id"))
+        while index < len(messages) and isinstance(message := messages[index], RawOpenAIMessage) \
+                and message.role == "tool":
+            answered.add(message.raw.get("tool_call_id"))
             index += 1
         for call in calls:
             ident = call.get("id") if isinstance(call, dict) else None
@@ -1440,6 +1445,7 @@ def read_session(text: str, source: Any = None) -> tuple[Any, ReclaimedArchive |
     """The parsed session but its archive, and the archive over `text`, not parsed; None when `data`
     holds the archive (format 0, or a format 2 file another tool laid out anew). Raises
     SessionFormatError when `text` is not JSON or its archive is not the length recorded."""
+    data: Any
     head = session_head(text)
     if head is not None:
         data, start = head

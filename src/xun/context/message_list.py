@@ -15,7 +15,7 @@ from typing import Any, SupportsIndex
 from xun.context.messages import Message, message_length
 
 
-class MessageList(list):
+class MessageList(list[Message]):
     __slots__ = ("_lengths", "_total", "edits", "low_water")
 
     def __init__(self, items: Iterable[Message] = ()) -> None:
@@ -98,9 +98,9 @@ class MessageList(list):
         self.extend(other)
         return self
 
-    def __imul__(self, count: SupportsIndex) -> MessageList:  # type: ignore[override,misc]
+    def __imul__(self, count: SupportsIndex) -> MessageList:
         self._forget_from(0)
-        return super().__imul__(count)  # type: ignore[return-value]
+        return super().__imul__(count)
 
     def insert(self, index: SupportsIndex, value: Message) -> None:
         i = index.__index__()

@@ -190,7 +190,7 @@ class UserMessage:
         return {"role": "user", "content": parts}
 
     def to_json(self) -> dict[str, Any]:
-        data = {"kind": "user", "text": self.text, "images": list(self.images), "response_schema": self.response_schema}
+        data: dict[str, Any] = {"kind": "user", "text": self.text, "images": list(self.images), "response_schema": self.response_schema}
         if self.is_synthetic:
             data["is_synthetic"] = True
         return data
@@ -204,7 +204,7 @@ class RawOpenAIMessage:
 
     @property
     def role(self) -> str:
-        return self.raw.get("role", "unknown")
+        return str(self.raw.get("role", "unknown"))
 
     def completion_param(self) -> dict[str, Any]:
         """The param dict itself (aliased, not copied): treat it as read-only."""

@@ -38,8 +38,8 @@ def cached_tokens_of(usage: Any, timings: Any = None) -> int | None:
     it sent none (unknown, which is not zero)."""
     details = _field(usage, "prompt_tokens_details")
     for value in (_field(details, "cached_tokens"), _field(usage, "prompt_cache_hit_tokens"), _field(timings, "cache_n")):
-        if _count(value) is not None:
-            return value
+        if (count := _count(value)) is not None:
+            return count
     return None
 
 

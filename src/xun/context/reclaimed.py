@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
-from json.encoder import encode_basestring, encode_basestring_ascii  # type: ignore[attr-defined]
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, NamedTuple
 
 from xun.base.errors import SessionFormatError
@@ -137,7 +137,8 @@ def _entry(record: ReclaimedToolResult, original: str) -> str:
 
 def _entry_original(entry: str) -> str:
     _, end = _DECODER.raw_decode(entry)  # the id, then ":" and the record
-    return json.loads(entry[end + 1:])["original"]
+    original: str = json.loads(entry[end + 1:])["original"]
+    return original
 
 
 def _record(tool_call_id: Any, data: Any) -> tuple[ReclaimedToolResult, str]:

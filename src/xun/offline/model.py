@@ -455,9 +455,9 @@ _REQUIRED_FALLBACKS = {"offset": 0, "limit": 200, "timeout": 30, "path": ".", "c
 def complete_arguments(arguments: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
     """Fill parameters the offered schema requires but the words did not give (its default, or a safe value)."""
     completed = dict(arguments)
-    properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
-    for name in required:
+    properties = schema.get("properties")
+    required = schema.get("required")
+    for name in required if isinstance(required, list) else []:
         if not isinstance(name, str) or name in completed:
             continue
         spec = properties.get(name, {}) if isinstance(properties, Mapping) else {}
@@ -466,7 +466,7 @@ def complete_arguments(arguments: dict[str, Any], schema: Mapping[str, Any]) -> 
         elif name in _REQUIRED_FALLBACKS:
             completed[name] = _REQUIRED_FALLBACKS[name]
         else:
-            kind = spec.get("type") if isinstance(spec, Mapping) else None
+            kind = str(spec.get("type")) if isinstance(spec, Mapping) else ""
             completed[name] = {"integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}.get(kind, "")
     return completed
 

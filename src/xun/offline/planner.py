@@ -17,7 +17,7 @@ answers in text once all N are seen. So a record lost to compaction shows up as 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,7 +81,7 @@ def _failed_calls(messages: list[dict[str, Any]]) -> set[str]:
             and (_not_done(message_text(m)) or str(m.get("tool_call_id")) not in stepping)}
 
 
-def _message_texts(message: dict[str, Any], failed: set[str] = frozenset()) -> Iterable[str]:
+def _message_texts(message: dict[str, Any], failed: Set[str] = frozenset()) -> Iterable[str]:
     if not (message.get("role") == "tool" and str(message.get("tool_call_id")) in failed):
         yield message_text(message)
     for call in message.get("tool_calls") or ():
@@ -122,16 +122,13 @@ def steps_seen(texts: Iterable[str]) -> dict[str, set[int]]:
 
 def compact_ranges(numbers: Iterable[int]) -> str:
     """"1-80, 82" for {1..80, 82}."""
-    ordered = sorted(set(numbers))
-    parts: list[str] = []
-    start = previous = None
-    for number in [*ordered, None]:
-        if start is not None and (number is None or number != previous + 1):
-            parts.append(str(start) if start == previous else f"{start}-{previous}")
-            start = None
-        if number is not None and start is None:
-            start = number
-        previous = number
+    runs: list[list[int]] = []
+    for number in sorted(set(numbers)):
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    parts = [str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs]
     return ", ".join(parts)
 
 

@@ -153,8 +153,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.timeout = self.server.app.idle_timeout  # StreamRequestHandler.setup puts it on the socket
         super().setup()
+        self.connection.settimeout(self.server.app.idle_timeout)
         self.server.app._track(self.connection)
 
     def finish(self) -> None:
@@ -437,7 +437,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
             readable, _, _ = select.select([self.connection], [], [], 0)
             if not readable:
                 return False
-            return self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+            return bool(self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"")
         except BlockingIOError:
             return False
         except (OSError, ValueError):
@@ -492,7 +492,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
         tokens_per_second = app.tokens_per_second
         piece_chars = PACED_PIECE_CHARS if tokens_per_second else STREAM_PIECE_CHARS
         kind = fault.kind if fault is not None else None
-        slow_delay = (fault.seconds or 0.5) if kind == "slow" else 0.0
+        fault_seconds = fault.seconds if fault is not None else None
+        slow_delay = (fault_seconds or 0.5) if kind == "slow" else 0.0
         # HTTP/1.0 clients cannot read chunked bodies: they get the events raw and the connection closes.
         self._chunked = self.request_version != "HTTP/1.0"
         if not self._chunked:
@@ -517,7 +518,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
                 self._end_chunks()
                 return
             if kind == "stall" and sent == STALL_CHUNKS_BEFORE:
-                self._hang(fault.seconds or 30.0)
+                self._hang(fault_seconds or 30.0)
                 self._drop_connection()
                 return
             if sent and slow_delay:

@@ -13,7 +13,8 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Annotated
+from collections.abc import Iterator
+from typing import Annotated, Any, BinaryIO
 
 import regex
 from pydantic import Field
@@ -90,7 +91,7 @@ def reviewable(preview: str, tool: str) -> str:
     return preview
 
 
-def _open_checked(root: Path, target: Path, shown: str):
+def _open_checked(root: Path, target: Path, shown: str) -> BinaryIO:
     """Open a resolved path for reading from a descriptor of the workspace, following no link on the way:
     a folder swapped for a link after `resolve_in_workspace` checked the path fails here, never leads out."""
     try:
@@ -175,7 +176,7 @@ def read_file(
     return header + "\n" + "\n".join(picked)
 
 
-def _bounded_lines(text: io.TextIOBase):
+def _bounded_lines(text: io.TextIOBase) -> Iterator[tuple[str, bool]]:
     """(line, cut) for each line of `text`, each at most MAX_LINE_CHARS long: the rest of a longer line is
     read and dropped in pieces of that size (never held whole)."""
     while True:
@@ -228,7 +229,7 @@ def list_directory(path: str = ".", *, context: ToolContext) -> str:
     return heading + "\n" + "\n".join(lines)
 
 
-def _listed(entry: os.DirEntry, folder: int) -> str:
+def _listed(entry: os.DirEntry[str], folder: int) -> str:
     """One line of a listing (the entry comes from scanning the descriptor `folder`)."""
     name = escape_control(entry.name, keep_newlines=False)
     try:
@@ -257,10 +258,10 @@ def _skipped_dirs(root: Path) -> set[Path]:
 def _pattern_size(pattern: str) -> int:
     """About how many units `pattern` compiles to: each counted repeat multiplies what it repeats (read
     with the standard library's parser; a pattern it cannot read counts every `{m,n}` as nested)."""
-    import re._constants as codes
-    import re._parser as parser
+    import re._constants as codes  # type: ignore[import-not-found]  # no stubs: the parser is private
+    import re._parser as parser  # type: ignore[import-not-found]
 
-    def size(items) -> int:
+    def size(items: Any) -> int:
         total = 0
         for op, value in items:
             if op in (codes.MAX_REPEAT, codes.MIN_REPEAT, getattr(codes, "POSSESSIVE_REPEAT", None)):
@@ -327,7 +328,7 @@ def search_text(pattern: str, path: str = ".", *, context: ToolContext) -> str:
     files_searched = 0
     skipped_large = 0
 
-    def candidates():
+    def candidates() -> Iterator[Path]:
         if target.is_file():
             yield target
             return
@@ -402,7 +403,7 @@ def _write_target(path: str, context: ToolContext) -> tuple[Path, Path]:
     return root, target
 
 
-def _write_confirmation(args: dict, context: ToolContext) -> ConfirmationRequest:
+def _write_confirmation(args: dict[str, Any], context: ToolContext) -> ConfirmationRequest:
     """The exact resolved path, and a unified diff against the file as it is now (or the new content)."""
     root, target = _write_target(args["path"], context)
     content: str = args["content"]
@@ -488,7 +489,7 @@ def _current_umask() -> int:
 # ------------------------------------------------------------------------------------------ command
 
 
-def _command_confirmation(args: dict, context: ToolContext) -> ConfirmationRequest:
+def _command_confirmation(args: dict[str, Any], context: ToolContext) -> ConfirmationRequest:
     """The exact command (control characters made visible), where it runs and for how long at most."""
     root = workspace_root(context.workdir)
     command: str = args["command"]

@@ -336,9 +336,9 @@ class Tool:
                 fields[param.name] = (annotation, default)
             else:
                 help_text = doc_params.get(param.name)
-                extra = {"description": help_text} if help_text else {}
+                extra: dict[str, Any] = {"description": help_text} if help_text else {}
                 fields[param.name] = (annotation, Field(default, **extra))
-        model = create_model(  # type: ignore[call-overload]
+        model = create_model(
             f"{tool_name}_arguments",
             __config__=ConfigDict(extra="forbid"),
             **fields,
