@@ -201,3 +201,18 @@ def prompt_of(screen: str) -> str:
     top = next(i for i, row in enumerate(rows) if row.startswith("╭─ prompt"))
     bottom = next(i for i in range(top + 1, len(rows)) if rows[i].startswith("╰"))
     return " ".join(row.split("│")[1].strip() for row in rows[top + 1:bottom])
+
+
+def test_the_browser_driver_of_xun_serve_reads_input_with_the_same_parser(monkeypatch):
+    """Under `xun serve` the app reads what the page's terminal (xterm.js) sends, which brackets a paste
+    without looking inside it: the same attacks reach the app there, unless its driver uses this parser."""
+    from textual import constants
+    from textual.drivers import linux_driver, web_driver
+
+    from xun.tui import terminal_input
+
+    monkeypatch.setattr(linux_driver, "XTermParser", linux_driver.XTermParser)  # put back after the test
+    monkeypatch.setattr(web_driver, "XTermParser", web_driver.XTermParser)
+    monkeypatch.setattr(constants, "DRIVER", "textual.drivers.web_driver:WebDriver")  # what textual-serve sets
+    terminal_input.install()
+    assert web_driver.XTermParser is TerminalInputParser and linux_driver.XTermParser is TerminalInputParser
