@@ -503,9 +503,7 @@ def test_a_paste_split_anywhere_between_reads_is_one_paste_without_escapes():
 
 def test_a_line_break_after_a_pasted_end_marker_never_sends():
     """Trial G #29: copied text holding the end-of-paste marker, `safe text ESC[201~injected CR`, sent
-    "safe textinjected" as a prompt: what follows the marker in the same read, to its line break, is pasted."""
-    from textual import events
-
+    "safe textinjected" as a prompt: what follows the marker, until the input pauses, is pasted."""
     from xun.tui.terminal_input import PASTE_QUIET_SECONDS, TerminalInputParser
 
     parser = TerminalInputParser()
