@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -494,25 +495,25 @@ def test_a_paste_split_anywhere_between_reads_is_one_paste_without_escapes():
     raw = "a\x1b[200~one \x1b[31mred\x1b[0m \x1b]0;TITLE\x07two\rthree\x1b[201~b"
     for cut in range(1, len(raw)):
         parser = TerminalInputParser()
-        got = [*parser.feed(raw[:cut]), *parser.feed(raw[cut:])]
+        got = [*parser.feed(raw[:cut]), *parser.feed(raw[cut:]), *parser.feed("")]
         pastes = [event.text for event in got if isinstance(event, events.Paste)]
         keys = [event.key for event in got if isinstance(event, events.Key)]
-        assert pastes == ["one red two\rthree"] and keys == ["a", "b"], (cut, pastes, keys)
+        assert pastes == ["one red two\rthree", "b"] and keys == ["a"], (cut, pastes, keys)  # "b" came with it
 
 
 def test_a_line_break_after_a_pasted_end_marker_never_sends():
     """Trial G #29: copied text holding the end-of-paste marker, `safe text ESC[201~injected CR`, sent
-    "safe textinjected" as a prompt: what follows the marker in the same read, to its line break, is pasted."""
-    from textual import events
-
-    from xun.tui.terminal_input import TerminalInputParser
+    "safe textinjected" as a prompt: what follows the marker, until the input pauses, is pasted."""
+    from xun.tui.terminal_input import PASTE_QUIET_SECONDS, TerminalInputParser
 
     parser = TerminalInputParser()
     got = [*parser.feed("\x1b[200~safe text\x1b[201~injected\r/tokens\r"), *parser.feed("")]
     assert [type(event).__name__ for event in got] == ["Paste", "Paste"], got
     assert [event.text for event in got] == ["safe text", "injected\r/tokens\r"]
-    parser = TerminalInputParser()  # keys typed after a paste, in later reads, are keys
-    got = [*parser.feed("\x1b[200~text\x1b[201~"), *parser.feed("ab\r"), *parser.feed("")]
+    parser = TerminalInputParser()  # keys typed after a paste, once the input has paused, are keys
+    got = [*parser.feed("\x1b[200~text\x1b[201~")]
+    time.sleep(PASTE_QUIET_SECONDS)
+    got += [*parser.feed("ab\r"), *parser.feed("")]
     assert [getattr(event, "key", None) for event in got] == [None, "a", "b", "enter"]
 
 

@@ -4,7 +4,8 @@ A dialog that opens while someone types (a confirmation in the middle of a turn,
 would otherwise take the "n", "s" or "o" of their next word for an answer. Until the dialog has been shown
 for `GUARD_SECONDS` with no key pressed meanwhile, its answer keys do nothing and its buttons are
 disabled; every key that arrives meanwhile restarts the wait, and so does a typed character that is no
-answer once it is ready (someone typing a sentence is not answering). What is typed while it waits is kept
+answer once it is ready (someone typing a sentence is not answering), and so does a paste (a paste is
+text, and text copied from a web page may end in an answer key). What is typed while it waits is kept
 out of the prompt behind it (a newcomer found stray letters there, to be sent with the next prompt): the
 question keeps it (`typed_aside`), and the chat shows it once the question closes, so a sentence is not lost
 either."""
@@ -54,9 +55,7 @@ class GuardedQuestion(Modal[ResultType]):
         if self.armed and typed and event.character in self.ANSWER_KEYS:
             self._answer_key = event.character  # on its way to the binding, which runs after this handler
         elif self.armed and typed:
-            self._set_armed(False)
-            if self._answer_key:  # the answer key before it was the first letter of a word ("yesterday"):
-                self.typed_aside.append(self._answer_key)  # its binding finds the question disarmed (trial F)
+            self._wait_again()
         if typed and event.character not in self.ANSWER_KEYS:
             self._answer_key = ""
         if not self.armed:
@@ -67,10 +66,23 @@ class GuardedQuestion(Modal[ResultType]):
                 self.typed_aside.append(event.character)
 
     def on_paste(self, event: events.Paste) -> None:
-        """A paste is never an answer, and is kept aside as typed text is (it vanished: trial D #24)."""
+        """A paste is never an answer, nor is a key that comes with it: it is kept aside as typed text is, and
+        the question waits again."""
         event.stop()
         event.prevent_default()
+        self._wait_again()
+        self._answer_key = ""
+        self._quiet_since = time.monotonic()
         self.typed_aside.append(event.text.replace("\r\n", "\n").replace("\r", "\n"))
+
+    def _wait_again(self) -> None:
+        """Take no answer until it has been quiet for `GUARD_SECONDS` again. An answer key just before, whose
+        binding has not run yet, was the start of the text that disarmed it: its binding finds the question
+        disarmed, and the key is kept aside."""
+        if self.armed:
+            self._set_armed(False)
+        if self._answer_key:
+            self.typed_aside.append(self._answer_key)
 
     @property
     def aside_text(self) -> str:
