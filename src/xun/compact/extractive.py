@@ -125,7 +125,9 @@ def extractive_summary(messages: list[Message], *, reason: str, offload_hint: st
         quoted = "\n".join(f"- {json.dumps(p, ensure_ascii=False)}" for p in prompt_items) or "- (none)"
         if left_out:
             quoted = f"- ({left_out} earlier prompts are in the offload log)\n" + quoted
-        keep = lambda items: items[-fact_cut:] if fact_cut else []  # noqa: E731 - newest last
+        def keep(items: list[str]) -> list[str]:  # newest last
+            return items[-fact_cut:] if fact_cut else []
+
         return "\n\n".join([
             "## system_context\n" + (f"Earlier summary, carried forward:\n{previous}" if previous else "- (no earlier summary)"),
             f"## overview\nxun wrote this summary itself because {reason}. {len(messages)} messages were condensed; "

@@ -210,8 +210,8 @@ def summary_budget(agent: CompactionHost, replaced_chars: int, *, soft: bool = T
     if window is None:
         return budget
     room = summary_room(agent, window)
-    return min(budget, *([max(MIN_SUMMARY_TOKENS, window // 4)] if soft else []),
-               *([room] if room >= MIN_SUMMARY_TOKENS else []))
+    return int(min(budget, *([max(MIN_SUMMARY_TOKENS, window // 4)] if soft else []),
+                   *([room] if room >= MIN_SUMMARY_TOKENS else [])))
 
 
 def summary_room(agent: CompactionHost, window: int) -> int:

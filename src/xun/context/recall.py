@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from xun.context import offload
 from xun.base import paths
@@ -52,6 +52,8 @@ from xun.base.confined import LinkRefused, state_dir_fd
 from xun.base.errors import SessionFormatError
 from xun.context.offload import OffloadEntry, OffloadSection, iter_offload_log, transcript_entries
 from xun.context.reclaimed import ARGUMENTS, ARGUMENTS_SUFFIX, ReclaimedToolResult
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from xun.context.conversation import Conversation
@@ -458,7 +460,7 @@ class HistoryIndex:
         self.path = Path(path) if path is not None else paths.history_db_path(self.workdir)
         self._lock = _lock_for(self.path)
         self._warnings: list[str] = []
-        self._pending: list[tuple[int, Callable[[sqlite3.Connection], None]]] = []
+        self._pending: list[tuple[int, Callable[[sqlite3.Connection], object]]] = []
         self._pending_rows = 0
         self._dropped = False
 
@@ -673,7 +675,7 @@ class HistoryIndex:
 
         return self._write(1, forget, "the change to the reclaimed tool results", "the session")
 
-    def _write(self, size: int, op: Callable[[sqlite3.Connection], None], what: str, where: str) -> str | None:
+    def _write(self, size: int, op: Callable[[sqlite3.Connection], object], what: str, where: str) -> str | None:
         notes: list[str] = []
         with self._lock:
             ops = [*self._pending, (size, op)]
@@ -710,7 +712,7 @@ class HistoryIndex:
     def _files(self) -> list[Path]:
         return [self.path, self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")]
 
-    def _read(self, fn: Callable[[sqlite3.Connection], Any], nothing: Any) -> Any:
+    def _read(self, fn: Callable[[sqlite3.Connection], _T], nothing: _T) -> _T:
         """Run a query; with no database and nothing to build one from, `nothing` (and no file is made)."""
         if not self.path.exists() and not any(
             folder.is_dir() for folder in (paths.offload_dir(self.workdir), paths.sessions_dir(self.workdir))
@@ -724,7 +726,7 @@ class HistoryIndex:
                 with self._lock:
                     self._warnings.extend(notes)
 
-    def _run(self, fn: Callable[[sqlite3.Connection], Any], notes: list[str], *, write: bool) -> Any:
+    def _run(self, fn: Callable[[sqlite3.Connection], _T], notes: list[str], *, write: bool) -> _T:
         """Run `fn` on a fresh connection (in a write transaction when `write`). A damaged file is moved
         aside and rebuilt once, then `fn` runs again; any other failure is a HistoryError."""
         for attempt in (1, 2):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import fcntl
+import builtins
 import functools
 import os
 import sys
@@ -27,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from xun.base import paths
 from xun.base.atomic import open_regular, remove_stale_temp_files
 from xun.base.confined import open_state, state_dir_fd, write_state
-from xun.context.conversation import FORMAT_2_OPENING, Conversation, SessionFormatError, is_session_id, read_session, session_head
-from xun.base.errors import SessionLocked
+from xun.context.conversation import FORMAT_2_OPENING, Conversation, is_session_id, read_session, session_head
+from xun.base.errors import SessionFormatError, SessionLocked
 from xun.base.timestamps import sane_timestamp
 
 if TYPE_CHECKING:
@@ -194,6 +195,7 @@ class SessionStore:
         (raises NoSessionToResume, FileNotFoundError, SessionFormatError or SessionLocked); `fork`
         continues a copy under a new id, `read_only` takes no lock; `peek` is called with the file to read (locked
         unless read-only) before it is read (`Conversation.load`)."""
+        conversation: Conversation | None
         if resume is None:
             conversation = self.new()
         else:
@@ -279,15 +281,15 @@ class SessionStore:
         conversation.history_index = self.history
         return conversation
 
-    def list(self) -> list[SessionInfo]:
+    def list(self) -> builtins.list[SessionInfo]:
         """Sessions newest first. Files that cannot be read are skipped here; `load` names their problem."""
         return self.scan()[0]
 
-    def unreadable(self) -> list[tuple[Path, str]]:
+    def unreadable(self) -> builtins.list[tuple[Path, str]]:
         """Session files that cannot be read, with the reason, so front ends can say so."""
         return self.scan()[1]
 
-    def scan(self) -> tuple[list[SessionInfo], list[tuple[Path, str]]]:
+    def scan(self) -> tuple[builtins.list[SessionInfo], builtins.list[tuple[Path, str]]]:
         """In one reading: the sessions newest first, and the files that cannot be read with the reason
         (newest first by their time on disk), so a listing can show both."""
         infos, bad = [], []
@@ -365,8 +367,10 @@ def _read_info(path: Path) -> SessionInfo:
         raise SessionFormatError(path, "not a xun session")
     if data.get("conversation_id") and not is_session_id(data["conversation_id"]):
         raise SessionFormatError(path, f"conversation_id {data['conversation_id']!r} is not a file name")
-    counter = data.get("compaction") if isinstance(data.get("compaction"), dict) else {}
-    reclaimed = data.get("compacted_toolcalls") if isinstance(data.get("compacted_toolcalls"), dict) else {}
+    counter = data.get("compaction")
+    counter = counter if isinstance(counter, dict) else {}
+    reclaimed = data.get("compacted_toolcalls")
+    reclaimed = reclaimed if isinstance(reclaimed, dict) else {}
     updated = data.get("updated_at")
     return SessionInfo(
         conversation_id=str(data.get("conversation_id") or path.stem),
