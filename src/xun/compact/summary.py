@@ -451,7 +451,7 @@ async def compact_conversation(
 
     def not_shorter(text: str) -> str:
         """Why `text` is refused, in the figures compared: the whole context with the summary in its frame
-        against the context now ("861 characters is not shorter than 954" read as false: trial F #38)."""
+        against the context now, so the figures read as the reason they are."""
         return (f"with the summary ({len(text):,} characters) in its frame, the context would be "
                 f"{length_after(text) - plan.framing_chars:,} characters, not shorter than the "
                 f"{plan.estimated_length_before:,} it is now ({replaced:,} of them what it would replace)")

@@ -49,7 +49,7 @@ class OffloadSection:
 
 def utc_now_iso() -> str:
     """To the millisecond: a section's heading time names it, and a long turn made several summaries in
-    one second (the transcript then showed the first one's turns for each: trial F #20)."""
+    one second, and each must name its own section."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

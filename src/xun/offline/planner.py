@@ -72,8 +72,8 @@ STEP_TOOLS = frozenset({"write_file", "run_command"})
 
 def _failed_calls(messages: list[dict[str, Any]]) -> set[str]:
     """Ids of the calls whose result in the request does not show a step done: an error, a call stopped
-    before it ran, or a call of a tool that does no step (a directory listing showed files left by an
-    earlier session, and the summary wrote them down as this turn's steps: trial D)."""
+    before it ran, or a call of a tool that does no step (a directory listing may show files an earlier
+    session left, which are not this turn's steps)."""
     stepping = {str(call.get("id")) for m in messages for call in m.get("tool_calls") or ()
                 if isinstance(call, dict) and isinstance(call.get("function"), dict)
                 and call["function"].get("name") in STEP_TOOLS}

@@ -69,8 +69,8 @@ SHORT = 30
 """Below this many rows a list in the side panel with the keyboard shrinks the gauge to its figures and bar."""
 
 ANSWERS_A_KEY = frozenset({"Quit?"})
-"""Toasts that answer the key just pressed: a question holding the others back shows these (the first Ctrl+C
-under a confirmation showed nothing, and the second one quit the app: trial G #26)."""
+"""Toasts that answer the key just pressed: a question holding the others back still shows these, so a
+Ctrl+C under a confirmation always says "Quit?" before a second one quits."""
 
 
 class XunApp(
@@ -221,17 +221,17 @@ class XunApp(
         await super().on_event(event)
 
     async def _escape_a_dialog(self) -> bool:
-        """Esc on a dialog runs its Esc key here, at once, as the app reads it: sent on to the dialog, it
-        ran only after the keys typed behind it had been sent there too, and "yes please" typed at once
-        after Esc was lost in F7's preview, or ran its keys (trial F #24). Whether it was taken."""
+        """Esc on a dialog runs its Esc key here, at once, as the app reads it (sent on to the dialog, it
+        would run after the keys typed behind it), so those keys go to the screen under the dialog, never
+        to the dialog that is closing. Whether it was taken."""
         from xun.tui.screens.modal import Modal
 
         return isinstance(self.screen, Modal) and await self._check_bindings("escape")
 
     def _on_key(self, event: Key) -> None:
         """A key pressed before the dialog on screen was opened, and only now back at the app from the
-        screen it was sent to, runs none of the dialog's keys: F7 (a priority key, handled at once) opened
-        the preview while the Esc typed before it was on its way, and that Esc closed it (trial G #14).
+        screen it was sent to, runs none of the dialog's keys (an Esc typed before F7 must not close the
+        preview F7 opened).
         (`App._on_key`, which runs the screen's bindings, comes next unless the default is prevented.)"""
         from xun.tui.screens.modal import Modal
 
@@ -242,7 +242,7 @@ class XunApp(
     def _hand_typing_to_prompt(self, event: Key | Paste) -> None:
         """Give the prompt the keyboard, at once, for a printable key no binding takes or a paste, while
         another pane of the main screen has it (the chat after Tab, the gauge after F4 at 60x20): what was
-        typed there was lost, Enter too (trial D). At once, and here, so that each key of a burst, Enter
+        typed there is never lost, Enter included. At once, and here, so that each key of a burst, Enter
         included, goes to the prompt; a pane that takes typing (`TAKES_TYPING`) keeps it."""
         from textual.widgets import Input, TextArea
 
@@ -312,7 +312,7 @@ class XunApp(
         """Once no toast of a gone notification is still on the screen, repaint all of it after the next
         refresh. Textual repaints only what its layout diff finds changed, and under load the diff could miss
         the toast (most likely its map was rebuilt between the removal and the layout): rows of an expired toast
-        then stayed painted on the prompt's border (issue 25.8, seen on a slow runner). Textual is pinned."""
+        would stay painted on the prompt's border. Textual is pinned."""
         from textual.widgets._toast import Toast
 
         if not self.is_running:
@@ -346,12 +346,12 @@ class XunApp(
         for toast in held or ():
             self.call_after_refresh(self._show_released, toast)  # (the dialog is still the top screen now)
         # a toast withdrawn while the dialog was open is taken off the screen under it only now: repaint
-        # once it is gone, as for any toast that goes (its rows stayed painted: trial F)
+        # once it is gone, as for any toast that goes (else its rows may stay painted)
         self.call_after_refresh(self._repaint_after_toasts)
 
     def _show_released(self, toast: dict[str, Any]) -> None:
         """A toast that waited for a dialog, unless it was withdrawn meanwhile (a summary made as ask mode's
-        question closed brought the context back under, and the "nearly full" toast came back: trial F)."""
+        question closed brings the context back under: the "nearly full" toast must not come back)."""
         if toast in self._releasing:
             self._releasing.remove(toast)
             self.notify(**toast)
@@ -451,7 +451,7 @@ class XunApp(
 
     def _welcome(self) -> WelcomeBlock | None:
         """None before the session is open (a resumed session with no message shows its empty transcript
-        first: the welcome comes with the session; building it then crashed the resume, trial G #32)."""
+        first: the welcome needs the session, so it comes with it)."""
         session = self.session
         if session is None:
             return None

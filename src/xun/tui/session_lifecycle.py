@@ -171,7 +171,7 @@ class SessionLifecycle:
     def _keep_draft(self) -> None:
         """At quit, what was typed and not sent goes with the session, for the resume to put back: the
         prompt's text, the prompts queued behind the turn, and the prompt of a turn cut off before it was
-        in the context (ask mode's question stood open: trial F #26). It was lost (trial G #12)."""
+        in the context (ask mode's question stood open). Nothing typed is lost at a quit."""
         from xun.context.messages import UserMessage
         from xun.tui.commands import as_typed
 
@@ -189,9 +189,9 @@ class SessionLifecycle:
     async def _offer_unanswered(self) -> None:
         """A session whose last prompt got no answer (the server was down, xun quit before the reply): as
         when the turn failed, the prompt goes back into the input and sending it replaces the unanswered
-        one, instead of a second prompt after it (trial D #19). Not over what was typed while it opened.
+        one, instead of a second prompt after it. Not over what was typed while it opened.
         What the prompt held at quit (`Conversation.draft`) comes back the same way, and a turn cut off
-        between its tool calls and its reply is said to be (trial F #6)."""
+        between its tool calls and its reply is said to be."""
         from xun.context.messages import UserMessage
         from xun.tui.commands import as_typed
 
@@ -442,7 +442,7 @@ class SessionLifecycle:
 
     def action_quit_twice(self) -> None:
         """The second Ctrl+C within QUIT_AGAIN_WITHIN quits, unless something was typed between the two
-        (Ctrl+C, a few words, Ctrl+C quit the app, the words with it: trial G #43); then it asks again."""
+        (the words would go with the app); then it asks again."""
         now = time.monotonic()
         first, second = self._ctrl_c_keys
         typed_between = first < self._other_key_at < second

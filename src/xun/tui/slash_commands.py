@@ -36,7 +36,7 @@ class SlashCommands:
 
     def _give_command_back(self) -> None:
         """A command refused for its argument goes back into the input, to be corrected rather than typed
-        again (a long /render path was wiped: trial G #47), as an unknown command stays there."""
+        again, as an unknown command stays there."""
         if self._command_typed is not None and not self.prompt.text.strip():
             self.prompt.set_prompt(self._command_typed)
 
@@ -44,7 +44,7 @@ class SlashCommands:
         if name in ("/compact", "/offload"):
             first, _, rest = argument.partition(" ")
             if name == "/compact" and first.lower() in ("toolcall", "preview") and rest.strip():
-                # "/compact toolcall extra" ran a whole summary with that focus (trial D): say, keep the text
+                # never read the extra words as a summary's focus: say so, and keep the text
                 self.notify(f"/compact {first.lower()} takes nothing after it; a summary's focus may not start "
                             f"with '{first}' (reword it)", severity="warning")
                 self.prompt.set_prompt(f"{name} {argument}")
@@ -124,7 +124,7 @@ class SlashCommands:
 
     async def send_prompt(self, text: str) -> None:
         if self.busy is not None or (self.queued_prompts and not self._queue_waits):  # typed ahead: it waits its turn
-            lines = len(text.splitlines())  # a big paste is not written out in full above the reply (trial G #23)
+            lines = len(text.splitlines())  # a queued paste shows as one line, never in full
             shown = one_line(text, 200) + (f" ({lines:,} lines)" if lines > 1 else "")
             notice = await self.chat.add_notice(
                 "info", f"queued: {shown} (goes out when the turn is over; Esc takes the queued prompts back)")

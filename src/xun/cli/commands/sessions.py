@@ -12,7 +12,7 @@ from xun.cli.exits import EXIT_OK
 from xun.cli.commands.common import store_of
 
 COLUMNS = ("ID", "UPDATED", "MESSAGES", "TOKENS", "SUMMARIES", "RECLAIMED", "OPEN", "TITLE")
-"""OPEN marks a session another xun holds (it alone may save it), as the app's /sessions does (trial F #33)."""
+"""OPEN marks a session another xun holds (it alone may save it), as the app's /sessions does."""
 
 
 def main(args: argparse.Namespace) -> int:

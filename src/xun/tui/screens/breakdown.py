@@ -51,7 +51,7 @@ def part_rows(breakdown: ContextBreakdown) -> list[tuple[str, str, str, str, str
     rows.append((MARK_STYLE, "the threshold (a summary is made past it)", tokens(threshold), "100%", ""))
     if free.to_window is not None:
         rows.append((BEYOND_STYLE, "free beyond it, up to the window", tokens(free.to_window), "", ""))
-    else:  # the bar still runs on, so that a context past the threshold shows (trial F: what was that part?)
+    else:  # the bar still runs on, so that a context past the threshold shows, and says what that part is
         rows.append((BEYOND_STYLE, "past the threshold (the window is unknown: the bar shows a quarter more)", "", "",
                      ""))
     return rows

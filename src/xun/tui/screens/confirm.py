@@ -88,8 +88,7 @@ class ConfirmScreen(GuardedQuestion[Decision]):
         with Vertical(id="confirm-box") as box:
             box.border_title = literal(f"{request.tool} wants to run", flat=True)
             box.border_subtitle = self.WAITING
-            # a 3,000-character command filled the dialog with its heading, the buttons out of sight (trial G #48):
-            # the heading is cut, the preview below holds the whole command
+            # the heading is cut, so the buttons stay in sight; the preview below holds the whole command
             yield Label(literal(one_line(request.title, TITLE_CHARS)), id="confirm-title")
             with VerticalScroll(id="confirm-preview"):
                 yield Static(preview_renderable(request), id="confirm-preview-text")
@@ -97,8 +96,8 @@ class ConfirmScreen(GuardedQuestion[Decision]):
                 allow_once = Button("Allow once", id="allow_once", variant="success", compact=True, disabled=True)
                 allow_session = Button(ANSWER_LABELS[Decision.ALLOW_SESSION], id="allow_session", variant="primary",
                                        compact=True, disabled=True)
-                for allow in (allow_once, allow_session):  # allowing takes its key (y, s) or a click: Tab, Tab
-                    allow.can_focus = False  # and Enter, meant to reach Deny, overwrote a file (trial G #18)
+                for allow in (allow_once, allow_session):  # allowing takes its key (y, s) or a click, so
+                    allow.can_focus = False  # Tab and Enter reach Deny and never allow
                     yield allow
                 yield Button("Deny", id="deny", variant="error", compact=True, disabled=True)
 

@@ -45,7 +45,7 @@ class Modal(ModalScreen[ResultType]):
 
     def on_paste(self, event: events.Paste) -> None:
         """A paste that no field of the dialog took (an input stops its own) goes to the prompt behind it, and
-        the toast says so: in the help or /config it vanished (trial D). A question keeps it aside instead."""
+        the toast says so: a paste is never lost. A question keeps it aside instead."""
         event.stop()
         event.prevent_default()
         self.app.paste_into_prompt(event.text)

@@ -193,8 +193,8 @@ class CompactionLog(DataTable[str]):
     def _widths(self) -> tuple[int, int, int, int] | None:
         """Each column's width: time, kind and tokens as wide as their widest cell, "what" the room the pane
         leaves beside them (None before the pane has a size). All are given, none measured by the table:
-        it measures its cells when it is next idle, and a row drawn before that was cut to the labels'
-        widths ("16:5 skip", trial F)."""
+        it measures its cells when it is next idle, and a row drawn before that would be cut to the
+        labels' widths."""
         room = self.content_region.width - self.styles.scrollbar_size_vertical  # (room for the scrollbar, always)
         if room <= 0:
             return None

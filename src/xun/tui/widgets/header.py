@@ -53,8 +53,8 @@ class XunHeader(Horizontal):
     def _fit(self) -> None:
         """Narrow, the status (what the agent is doing) shows whole: the less useful parts give way first, in
         this order: the badge shortened to "offline", the badge, the session id, the model's name (at 60
-        columns "running run_com" was cut mid-word beside "offline demo model", trial F #7). A read-only
-        session's id goes last: its mark is the only lasting sign that nothing is saved (trial D #14). A
+        columns the status must never be cut mid-word beside the badge). A read-only session's id goes
+        last: its mark is the only lasting sign that nothing is saved. A
         status still too long is cut with "…"."""
         if not self.is_mounted:
             return

@@ -133,7 +133,7 @@ class PromptInput(TextArea, inherit_bindings=False):
         the start of the wrapped row, so a long pasted line took one press a row to clear."""
         row, column = self.cursor_location
         if column == 0 and not self.selected_text:
-            # an edit, not `load_text`, which forgets the undo history: Ctrl+Z brings the draft back (trial G #3);
+            # an edit, not `load_text`, which forgets the undo history: Ctrl+Z brings the draft back;
             # the pastes stay known, so markers undone back into the prompt still send what was pasted
             self._delete_via_keyboard((0, 0), self.document.end)
             self._history_at = None
@@ -145,7 +145,7 @@ class PromptInput(TextArea, inherit_bindings=False):
 
     def _edited_markers(self) -> list[str]:
         """The markers of pastes that are no longer whole in the text but not gone either (a letter typed
-        into one, a Backspace at its end): sent so, the paste was silently left out (trial G #6)."""
+        into one, a Backspace at its end): a prompt holding one is not sent, or its paste would be left out."""
         text = self.text
         edited = []
         for number, pasted in enumerate(self._pastes, 1):
@@ -216,7 +216,7 @@ class PromptInput(TextArea, inherit_bindings=False):
 
     def render_line(self, y: int) -> Strip:
         """A blank line when the prompt has no width: Textual (8.2.8, pinned) wraps the placeholder at width
-        0 and raises, which killed the app when a terminal grew back from 20x6 (trial F #35)."""
+        0 and raises (a terminal growing back from 20x6 passes through width 0)."""
         if self.content_size.width <= 0:
             return Strip.blank(self.size.width)
         return super().render_line(y)

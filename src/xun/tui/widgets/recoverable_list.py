@@ -212,7 +212,7 @@ class RecoverableList(Vertical):
 
     def on_paste(self, event: events.Paste) -> None:
         """A paste while the table has the keyboard filters it, as typing does: its first line, printable
-        characters only (the table took no paste, and it vanished, trial G #7)."""
+        characters only (the table itself takes no paste)."""
         if not self.table.has_focus:
             return
         lines = event.text.replace("\r\n", "\n").replace("\r", "\n").split("\n")

@@ -33,6 +33,6 @@ class WaitingLine(Static):
     def _tick(self) -> None:
         seconds = int(time.monotonic() - self._since)
         self.text = self._held or "thinking… the model has the prompt"
-        if not self._held:  # a held question counts down in its own dialog: one clock, not two (trial F)
+        if not self._held:  # a held question counts down in its own dialog: one clock, not two
             self.text += f" · {seconds} s" if seconds else ""
         self.update(self.text)
