@@ -7,6 +7,16 @@
 - `bad-utf8`: the first request gets a chunk with bytes that are not UTF-8; later ones are fine;
 - `trickle`: headers, then one byte every 50 ms, forever (each gap is short, the whole never ends);
 - `calls:N:COMMAND`: the first reply asks for N `run_command` calls of COMMAND at once; later ones are text.
+Bodies with no end (or huge ones), generated on the fly until the client hangs up:
+- `error-flood`: HTTP 500 with a chunked JSON error body whose message never ends;
+- `endless-line`: one SSE `data:` line that never ends;
+- `many-lines`: one SSE event of short `data:` lines that never ends (no blank line);
+- `giant-line:MB`: one complete SSE line holding MB megabytes of content in one delta, then a proper end;
+- `gzip-line`: an endless SSE line, gzip-compressed (a few kB on the wire per hundred MB of text);
+- `header-flood`: a 200 whose headers never end;
+- `long-reply:MB`: an honest reply of MB megabytes, in deltas of 256 kB, its lines ended by CRLF;
+- `json-flood`: a non-streamed request gets an endless JSON body (streamed ones a fine reply), and the
+  llama-cpp-python count endpoint answers, so a new session calibrates with a non-streamed request.
 `requests` counts the chat requests (anything else gets a 404); `stop()` ends the server and its threads.
 """
 
@@ -15,6 +25,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -30,6 +41,16 @@ def _usage(total: int) -> bytes:
     return b"data: " + json.dumps(body).encode() + b"\n\n"
 
 
+PIECE = 64 * 1024
+SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
+OPEN_LINE = _chunk({"role": "assistant", "content": "PLACEHOLDER"}).split(b"PLACEHOLDER")[0]
+"""An SSE line up to the start of the content's text: what follows is the text, then the line's end."""
+
+
+def _chunked(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
 class HostileServer:
     def __init__(self, mode: str) -> None:
         self.mode = mode
@@ -41,7 +62,15 @@ class HostileServer:
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:  # noqa: N802
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if outer.mode == "json-flood" and self.path.rstrip("/").endswith("/extras/tokenize/count"):
+                    answer = b'{"count": 40}'
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(answer)))
+                    self.end_headers()
+                    self.wfile.write(answer)
+                    return
                 if not self.path.rstrip("/").endswith("/chat/completions"):  # xun asking for a tokenizer
                     self.send_response(404)
                     self.send_header("Content-Length", "0")
@@ -49,6 +78,9 @@ class HostileServer:
                     return
                 outer.requests += 1
                 number = outer.requests
+                self.close_connection = True
+                if outer.flood(self.wfile, json.loads(body).get("stream") is True):
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
@@ -66,6 +98,58 @@ class HostileServer:
         self.server.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def flood(self, out, streamed: bool) -> bool:
+        """The endless (or huge) replies, written raw; False when the mode is not one of them."""
+        mode, _, arg = self.mode.partition(":")
+        if mode == "json-flood" and streamed:
+            return False
+        heads = {
+            "error-flood": (b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+                            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"),
+            "endless-line": SSE_HEAD + b"\r\n", "many-lines": SSE_HEAD + b"\r\n", "giant-line": SSE_HEAD + b"\r\n",
+            "gzip-line": SSE_HEAD + b"Content-Encoding: gzip\r\n\r\n",
+            "header-flood": b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n",
+            "json-flood": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n",
+            "long-reply": SSE_HEAD + b"\r\n",
+        }
+        if mode not in heads:
+            return False
+        first, piece, pieces = b"", b"a" * PIECE, None
+        if mode == "error-flood":
+            first, piece = _chunked(b'{"error": {"message": "'), _chunked(b"x" * PIECE)
+        elif mode in ("endless-line", "gzip-line"):
+            first = OPEN_LINE
+        elif mode == "many-lines":
+            first, piece = _chunk({"role": "assistant", "content": "Hi"})[:-1], b"data: " + b"a" * 1000 + b"\n"
+        elif mode == "giant-line":
+            first, pieces = OPEN_LINE, int(arg) * 1024 * 1024 // PIECE
+        elif mode == "header-flood":
+            piece = b"X-Padding: " + b"a" * 1000 + b"\r\n"
+        elif mode == "json-flood":
+            first = b'{"id": "'
+        elif mode == "long-reply":
+            first = _chunk({"role": "assistant", "content": ""}).replace(b"\n", b"\r\n")
+            piece = _chunk({"content": "b" * PIECE * 4}).replace(b"\n", b"\r\n")
+            pieces = int(arg) * 1024 * 1024 // (PIECE * 4)
+        if mode == "gzip-line":
+            packer = zlib.compressobj(1, zlib.DEFLATED, 31)
+            first = packer.compress(first) + packer.flush(zlib.Z_SYNC_FLUSH)
+            piece = b"".join(packer.compress(piece) for _ in range(256)) + packer.flush(zlib.Z_SYNC_FLUSH)
+        try:
+            out.write(heads[mode] + first)
+            sent = 0
+            while not self.stopping.is_set() and (pieces is None or sent < pieces):
+                out.write(piece)
+                sent += 1
+            if mode == "giant-line":
+                out.write(b'"}, "finish_reason": null}]}\n\n')
+            if mode in ("giant-line", "long-reply"):
+                out.write(_chunk({}, "stop") + _usage(42) + b"data: [DONE]\n\n")
+            out.flush()
+        except OSError:  # the client hung up: what a bounded client does
+            pass
+        return True
 
     def reply(self, out, number: int) -> None:
         mode, _, arg = self.mode.partition(":")

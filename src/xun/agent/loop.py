@@ -195,6 +195,14 @@ def _classify(exc: BaseException) -> Exception:
     """Map SDK and transport errors to what the loop does with them: retry, compact, or fail."""
     import openai
 
+    from xun.agent.bounded_http import ReplyRefused, cut_note
+
+    if isinstance(exc, ReplyRefused):
+        return RuntimeError(f"the model call failed: {exc}; the reply was dropped and the call not retried (a server "
+                            "that sends that sends it again)")
+    if isinstance(exc, openai.APIStatusError) and (note := cut_note(exc.response)):
+        exc.message += note  # the status still decides what is done; the words say the body was cut
+        exc.args = (exc.message,)
     if isinstance(exc, openai.APIError) and not isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError)):
         text = _error_text(exc)
         status = getattr(exc, "status_code", None)
@@ -424,10 +432,13 @@ class Agent:
         if self._client is None:
             import openai
 
+            from xun.agent.bounded_http import bounded_client
+
             key = None if self.offline else resolve_api_key(self.config, self.environ)
             key = key or OFFLINE_API_KEY
             self._client = openai.AsyncOpenAI(
-                api_key=key, base_url=self.config.provider.base_url, max_retries=0, timeout=self.config.provider.timeout
+                api_key=key, base_url=self.config.provider.base_url, max_retries=0,
+                timeout=self.config.provider.timeout, http_client=bounded_client(),
             )
         return self._client
 

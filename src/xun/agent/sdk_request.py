@@ -41,5 +41,8 @@ async def open_chunk_stream(client: Any, request: dict[str, Any]) -> AsyncIterat
     server-sent events; only the typed model of each chunk is left out. The response is closed on leaving."""
     import openai
 
-    async with client.chat.completions.with_streaming_response.create(**untransformed(request)) as response:
+    from xun.agent.bounded_http import STREAMED
+
+    kwargs = {**untransformed(request), "extra_headers": {STREAMED: "1"}}  # its events are bounded, not its length
+    async with client.chat.completions.with_streaming_response.create(**kwargs) as response:
         yield await response.parse(to=openai.AsyncStream[object])
