@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from xun.context.ledger import TurnLedger
 from xun.context.lookalikes import INVISIBLE, LOOK_ALIKES
@@ -27,21 +28,24 @@ def _code_points(class_body: str) -> Iterator[int]:
 
 
 def _skeleton_table() -> tuple[dict[int, str], dict[str, str]]:
-    """For `str.translate`: each look-alike becomes the tag character it reads as and each invisible character
-    `HIDDEN`, one for one, so a match in the skeleton is at the same place in the text. A character read
-    as either of two (Greek `Ν`: `n` or `v`) becomes one standing for both; the second result says, for each
-    tag character, the skeleton's characters that read as it."""
+    """For `str.translate`: each look-alike beyond ASCII becomes the tag character it reads as and each
+    invisible character `HIDDEN`, one for one, so a match in the skeleton is at the same place in the text.
+    A character read as either of two (Greek `Ν`: `n` or `v`) becomes one standing for both. The second
+    result says, for each tag character, the skeleton's characters that read as it (ASCII ones among them:
+    `O` and `0` for `o`), so ASCII text needs no translation."""
     readings: dict[int, str] = {}
     for tag_char, class_body in LOOK_ALIKES.items():
         for code in _code_points(class_body):
             readings[code] = readings.get(code, "") + tag_char
     either: dict[str, str] = {}
     table = {code: chars if len(chars) == 1 else either.setdefault(chars, chr(code))
-             for code, chars in readings.items()}
+             for code, chars in readings.items() if code > 0x7F}
     table.update(dict.fromkeys(_code_points(INVISIBLE), HIDDEN))
-    read_as = {tag_char: tag_char + "".join(char for chars, char in either.items() if tag_char in chars)
-               for tag_char in LOOK_ALIKES}
-    return table, read_as
+    read_as = {tag_char: {tag_char} for tag_char in LOOK_ALIKES}
+    for code, chars in readings.items():
+        for tag_char in chars:
+            read_as[tag_char].add(table.get(code, chr(code)))
+    return table, {tag_char: "".join(sorted(chars)) for tag_char, chars in read_as.items()}
 
 
 SKELETON, _READ_AS = _skeleton_table()
@@ -62,10 +66,11 @@ def _tag_words() -> str:
     return rf"{word('conversation')}(?:{hidden}[\W_]){{0,16}}+{hidden}{word('summary')}"
 
 
-SUMMARY_TAG = re.compile(rf"(?<![\W_])[\W_]++(?={_tag_words()})")
-"""In the skeleton, a whole run of punctuation (any `<` in it, a `/`, spaces, attributes, invisible
-characters) right before the tag's words: `</conversation_summary >`, `< /Conversation-Summary x=1>`.
-Matching only from a run's first character reads each run once: linear on hostile text."""
+TAG_WORDS = re.compile(_tag_words())
+"""In the skeleton, the words of the summary block's tags; any `<` in the run of punctuation right before
+them (a `/`, spaces, attributes, invisible characters) opens a look-alike tag: `</conversation_summary >`,
+`< /Conversation-Summary x=1>`."""
+_PUNCTUATION = re.compile(r"[\W_]*+")
 _OPENING = re.compile(f"[{LOOK_ALIKES['<']}]")
 
 
@@ -73,19 +78,27 @@ _OPENING = re.compile(f"[{LOOK_ALIKES['<']}]")
 def neutralise_summary_tags(text: str) -> str:
     """A summary (which may quote tool output) cannot open or close its block early: every `<` (or look-alike)
     before text that reads as the tag's words becomes `&lt;`, so the template's own tags are the only ones.
-    What reads as the tag is found in the text's skeleton (`SKELETON`): look-alike letters and brackets
-    folded, invisible characters marked."""
+    What reads as the tag is found in the text's skeleton: look-alike letters and brackets folded
+    (`SKELETON`), invisible characters marked. Each run of punctuation before the words is read once, from
+    its end backwards: linear time."""
     if not _OPENING.search(text):
         return text
-    skeleton = text.translate(SKELETON)
+    skeleton = text if text.isascii() else text.translate(SKELETON)
+    backwards = ""
+    opening: list[int] = []
+    for words in TAG_WORDS.finditer(skeleton):
+        backwards = backwards or skeleton[::-1]
+        end = words.start()
+        start = len(skeleton) - _PUNCTUATION.match(backwards, len(skeleton) - end).end()
+        at = skeleton.find("<", start, end)
+        while at != -1:
+            opening.append(at)
+            at = skeleton.find("<", at + 1, end)
     pieces: list[str] = []
     at = 0
-    for run in SUMMARY_TAG.finditer(skeleton):
-        start = skeleton.find("<", run.start(), run.end())
-        while start != -1:
-            pieces += [text[at:start], "&lt;"]
-            at = start + 1
-            start = skeleton.find("<", at, run.end())
+    for start in opening:
+        pieces += [text[at:start], "&lt;"]
+        at = start + 1
     pieces.append(text[at:])
     return "".join(pieces)
 
