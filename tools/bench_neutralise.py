@@ -27,6 +27,7 @@ def _texts() -> dict[str, str]:
         "< then punctuation": ("<" + "/" * 63 + "\u200b" * 64) * (SIZE // 128),
         "near-miss tags": ("</c\u200bo\u0578versation_summar" + "\u3164" * 20 + " ") * (SIZE // 48),
         "a tag every 1000": ("x" * 977 + "</conversation_summary>") * (SIZE // 1000),
+        "100 \u2039 before each tag": ("\u2039" * 100 + "conversation_summary ") * (SIZE // 121),
         "one invisible run": "<conversation" + "\u200b" * SIZE,
     }
 

@@ -85,20 +85,18 @@ def neutralise_summary_tags(text: str) -> str:
         return text
     skeleton = text if text.isascii() else text.translate(SKELETON)
     backwards = ""
-    opening: list[int] = []
+    pieces: list[str] = []
+    at = 0
     for words in TAG_WORDS.finditer(skeleton):
         backwards = backwards or skeleton[::-1]
         end = words.start()
         start = len(skeleton) - _PUNCTUATION.match(backwards, len(skeleton) - end).end()
-        at = skeleton.find("<", start, end)
-        while at != -1:
-            opening.append(at)
-            at = skeleton.find("<", at + 1, end)
-    pieces: list[str] = []
-    at = 0
-    for start in opening:
-        pieces += [text[at:start], "&lt;"]
-        at = start + 1
+        run, read = text[start:end], skeleton[start:end]
+        if "<" in read:
+            escaped = run.replace("<", "&lt;") if run == read else "".join(
+                "&lt;" if seen == "<" else char for char, seen in zip(run, read))
+            pieces += [text[at:start], escaped]
+            at = end
     pieces.append(text[at:])
     return "".join(pieces)
 
