@@ -1,6 +1,7 @@
-"""Time `neutralise_summary_tags` on 1 MB texts, honest and hostile (best of 3, its cache bypassed).
+"""`neutralise_summary_tags` on 1 MB texts, honest and hostile: the best of 3 runs (its cache bypassed).
+Not collected by pytest.
 
-    PYTHONPATH=src python tools/bench_neutralise.py
+    PYTHONPATH=src python3 tests/benchmarks/bench_neutralise.py
 """
 
 from __future__ import annotations
