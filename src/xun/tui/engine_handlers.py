@@ -119,7 +119,7 @@ class EngineHandlers:
     def on_context_usage(self, message: m.ContextUsage) -> None:
         usage = message.event
         if message.after_model_call:
-            self.gauge.model_called(usage.source == "server")
+            self.gauge.model_called(usage.source)
             self._count_usage(usage)
             self.gauge.cache_share = self.conversation.prompt_cache.last_hit_share
         self.gauge.set_figures(reported=usage.total_tokens, estimate=usage.estimated_tokens, threshold=usage.threshold,
