@@ -14,8 +14,12 @@ import json
 
 import pytest
 
+from xun.agent.launch import open_session
 from xun.agent.tools import Toolbox
 from xun.agent.window import LearnedEstimates
+from xun.tui.app import XunApp
+
+from tui.helpers import turn, wait_until
 
 from .helpers import make_agent
 from .hostile_server import CountingServer, honest_usage
@@ -89,16 +93,37 @@ async def test_a_tokenizer_count_that_cannot_be_true_is_not_believed(endpoint, l
     {"prompt_tokens": 900, "completion_tokens": 5_000_000, "total_tokens": 5_000_900},
 ], ids=["a tiny prompt", "a huge prompt", "a huge completion"])
 async def test_a_replys_usage_that_cannot_be_true_of_the_request_is_not_believed(lie, server, tmp_path):
-    """Whole numbers under 10^8, so believed before: a prompt of 1 token turned compaction off until the
-    server refused a request over its window; five million made every turn compact and billed them."""
+    """Whole numbers under 10^8, so believed before. With no tokenizer to count each request (as OpenAI's
+    API), a prompt of 1 token turned compaction off until the server refused a request over its window;
+    five million made every turn compact, and billed them."""
+    server.tokenize_paths = set()
     server.usage = lambda prompt, completion: lie
     agent, rec = session(server, tmp_path)
     finished = await turns(agent, 0, 9)
     assert_compacted_below_the_window(server, rec, finished)
     assert len(rec.of("summary_finished")) <= 2, "no more summaries than honest counts make"
-    assert said_once(rec) == 1
     assert agent.conversation.usage_totals.get("prompt", 0) < 100_000, "a count not believed is not billed"
     assert "disbelieved" in [e.source for e in rec.of("usage")]
+    assert said_once(rec) == 1
+
+
+async def test_the_gauge_says_the_servers_count_was_not_believed(server, tmp_path, monkeypatch):
+    """In the app, a reply's count that could not be true is not shown as "reported": the gauge's line says
+    the figure is xun's estimate because the server's count was not believed, and a warning says why."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    server.usage = lambda prompt, completion: {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    session = open_session(tmp_path, base_url=server.base_url, overrides=[], environ={})
+    app = XunApp(session)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, lambda: app.agent.window.known, what="the window from /v1/models")
+            await turn(pilot, prompt(0))
+            assert "the server's count was not believed" in app.gauge.detail_text()
+            assert "reported" not in app.gauge.detail_text()
+            notices = [n.text for n in app.chat.query("NoticeBlock")]
+            assert any(NOT_BELIEVED in n for n in notices), notices
+    finally:
+        session.close()
 
 
 @pytest.mark.parametrize("lie", [-900_000, 900_000])
@@ -109,9 +134,9 @@ async def test_a_hostile_calibration_answer_is_not_kept(lie, server, tmp_path):
     first, rec = session(server, tmp_path)
     finished = await turns(first, 0, 2)
     assert [f.status for f in finished] == ["ok", "ok"], [f.error for f in finished]
-    assert said_once(rec) == 1
     stored = stored_measure(server)
     assert stored is None or abs(stored["fixed_tokens"]) < 100, stored
+    assert said_once(rec) == 1
     server.probe = lambda tokens: tokens
     second, rec = session(server, tmp_path)
     assert_compacted_below_the_window(server, rec, await turns(second, 0, 9))
@@ -127,9 +152,9 @@ async def test_a_poisoned_estimates_file_does_not_survive_the_next_session(fixed
         "tokens_per_char": 0.25, "fixed_tokens": fixed, "tool_tokens": 0, "replies": 0, "tokenizer": "text"}}))
     agent, rec = session(server, tmp_path)
     assert_compacted_below_the_window(server, rec, await turns(agent, 0, 9))
-    assert said_once(rec) == 1
     stored = stored_measure(server)
     assert stored is None or abs(stored["fixed_tokens"]) < 100, stored
+    assert said_once(rec) == 1
 
 
 async def test_a_believable_but_wrong_calibration_is_dropped_by_the_next_sessions_replies(server, tmp_path):
@@ -146,5 +171,5 @@ async def test_a_believable_but_wrong_calibration_is_dropped_by_the_next_session
     server.usage = honest_usage
     second, rec = session(server, tmp_path)
     assert_compacted_below_the_window(server, rec, await turns(second, 0, 9))
-    assert said_once(rec) == 1
     assert abs(stored_measure(server)["fixed_tokens"]) < 100
+    assert said_once(rec) == 1
