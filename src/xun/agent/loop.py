@@ -30,7 +30,7 @@ from xun.context.compaction_results import ToolCallCompactResult
 from xun.agent.config import XunConfig, resolve_api_key
 from xun.base.arguments import DEFAULT_MAX_ITERATIONS
 from xun.base.confined import open_regular_inside
-from xun.context.conversation import MESSAGE_TOKENS, TOKENS_PER_CHAR_RANGE, Conversation
+from xun.context.conversation import DEFAULT_TOKENS_PER_CHAR, MESSAGE_TOKENS, TOKENS_PER_CHAR_RANGE, Conversation
 from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage, message_length
 from xun.context.prompt_cache import cached_tokens_of
 from xun.context.usage import add_call, cost, price_for
@@ -937,8 +937,10 @@ class Agent:
                 if usage is not None:  # a server that reports nothing leaves the estimate as it is, labelled so
                     await self._learn_estimate(int(usage.prompt_tokens))
                     c.record_usage(int(usage.total_tokens), overhead_chars=self._schema_chars())
-                elif reply.usage is not None:  # not believed: the report before it is not this context's either
+                elif reply.usage is not None:  # not believed: nor the last report, nor the ratio its counts taught
                     c.total_tokens = c.usage_chars = None
+                    if c.fixed_tokens is None:
+                        c.tokens_per_char = DEFAULT_TOKENS_PER_CHAR
                 self._record_cache(usage, reply)
                 await self.emit(AssistantMessage(content=reply.content, reasoning=reply.reasoning, tool_calls=len(calls)))
                 await self.emit_usage(usage, disbelieved=usage is None and reply.usage is not None)

@@ -102,6 +102,8 @@ class EngineHandlers:
         totals = self.conversation.usage_totals
         if event is not None and getattr(event, "prompt_tokens", None) is not None:
             self._last_call = {"prompt": event.prompt_tokens or 0, "completion": event.completion_tokens or 0}
+        elif event is not None and event.source == "disbelieved":  # the last call's count was not believed
+            self._last_call = None
         if not totals.get("calls"):
             self.gauge.set_usage("")
             return
