@@ -170,13 +170,13 @@ class CountingServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 if self.path.rstrip("/") == "/v1/models":
                     self._send(200, {"object": "list", "data": [{"id": "xun-offline", "max_model_len": outer.window}]})
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 path = self.path.rstrip("/")
                 if path in outer.tokenize_paths:

@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from tui.helpers import turn, wait_until
 
 from xun.agent.launch import open_session
 from xun.agent.tools import Toolbox
 from xun.agent.window import LearnedEstimates
 from xun.tui.app import XunApp
-
-from tui.helpers import turn, wait_until
 
 from .helpers import make_agent
 from .hostile_server import CountingServer, honest_usage
