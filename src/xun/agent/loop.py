@@ -530,9 +530,11 @@ class Agent:
         prompt, total = getattr(usage, "prompt_tokens", None), getattr(usage, "total_tokens", None)
         completion = getattr(usage, "completion_tokens", None)
         if believed is not None and sent is not None:
-            limit = sent.reply_limit
-            reply_tokens = max(completion or 0, total - prompt) if isinstance(prompt, int) else 0
-            if not sent.believes(prompt) or total < prompt or (limit is not None and reply_tokens > limit):
+            if isinstance(prompt, int) and isinstance(total, int) and sent.believes(prompt) and total >= prompt:
+                reply_tokens = max(completion or 0, total - prompt)
+                if sent.reply_limit is not None and reply_tokens > sent.reply_limit:
+                    believed = None
+            else:
                 believed = None
         if believed is None:
             await self._doubt(f"the server reported {_figure(prompt)} prompt, {_figure(completion)} completion and "
