@@ -199,23 +199,24 @@ class CountingServer:
         limit = body.get("max_tokens") or body.get("max_completion_tokens") or 0
         if prompt + limit > self.window:
             self.refused.append(prompt)
+            message = (f"This model's maximum context length is {self.window} tokens. However, you requested "
+                       f"{prompt + limit} tokens ({prompt} in the messages, {limit} in the completion). Please reduce "
+                       "the length of the messages or completion.")
             handler._send(400, {"object": "error", "code": 400, "type": "BadRequestError", "param": None,
-                                "message": f"This model's maximum context length is {self.window} tokens. However, you "
-                                           f"requested {prompt + limit} tokens ({prompt} in the messages, {limit} in the "
-                                           "completion). Please reduce the length of the messages or completion."})
+                                "message": message})
             return
         self.prompts.append(prompt)
         last = json.dumps(messages[-1]) if messages else ""
         text = "\n".join(f"## {name}\n- kept" for name in SUMMARY_SECTIONS) if "system_context" in last else "Noted."
         if limit == 1:  # the calibration's probe
-            usage = {"prompt_tokens": self.probe(prompt), "completion_tokens": 1, "total_tokens": self.probe(prompt) + 1}
+            usage = honest_usage(self.probe(prompt), 1)
         else:
             usage = self.usage(prompt, text_tokens(len(text)))
         if not body.get("stream"):
+            message = {"role": "assistant", "content": text[:4] if limit == 1 else text}
             handler._send(200, {"id": "c1", "object": "chat.completion", "created": 0, "model": "xun-offline",
                                 "choices": [{"index": 0, "finish_reason": "length" if limit == 1 else "stop",
-                                             "message": {"role": "assistant", "content": text[:4] if limit == 1 else text}}],
-                                "usage": usage})
+                                             "message": message}], "usage": usage})
             return
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
@@ -224,8 +225,9 @@ class CountingServer:
         out = handler.wfile
         out.write(_chunk({"role": "assistant", "content": text}))
         out.write(_chunk({}, "stop"))
-        out.write(b"data: " + json.dumps({"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "hostile",
-                                          "choices": [], "usage": usage}).encode() + b"\n\n")
+        tail = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "xun-offline", "choices": [],
+                "usage": usage}
+        out.write(b"data: " + json.dumps(tail).encode() + b"\n\n")
         out.write(b"data: [DONE]\n\n")
         out.flush()
         handler.close_connection = True
