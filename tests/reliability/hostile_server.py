@@ -18,6 +18,9 @@ Bodies with no end (or huge ones), generated on the fly until the client hangs u
 - `json-flood`: a non-streamed request gets an endless JSON body (streamed ones a fine reply), and the
   llama-cpp-python count endpoint answers, so a new session calibrates with a non-streamed request.
 `requests` counts the chat requests (anything else gets a 404); `stop()` ends the server and its threads.
+
+`CountingServer` counts tokens (its tokenize endpoints, each reply's `usage`, the calibration's probe) and
+says its window; a test makes any of those counts lie.
 """
 
 from __future__ import annotations
@@ -186,5 +189,133 @@ class HostileServer:
 
     def stop(self) -> None:
         self.stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+SUMMARY_SECTIONS = ("system_context", "overview", "key_facts", "user_preferences", "decisions", "pending_tasks",
+                    "open_questions", "tone_context")
+
+
+def _text_chars(message: dict) -> int:
+    """Characters of one chat message's text: its content and its calls' names and arguments."""
+    content = message.get("content")
+    chars = len(content) if isinstance(content, str) else len(json.dumps(content)) if content else 0
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        chars += len(function.get("name") or "") + len(function.get("arguments") or "")
+    return chars
+
+
+def text_tokens(chars: int) -> int:
+    """The counting server's tokenizer: four characters a token."""
+    return -(-chars // 4)
+
+
+def honest_usage(prompt: int, completion: int) -> dict:
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+class CountingServer:
+    """A vLLM-like server on loopback that counts tokens honestly unless a test tells it to lie.
+
+    Honest: four characters of text a token, five tokens a message and three a request; `/v1/models` says
+    the `window` (`max_model_len`); `/extras/tokenize/count` and `/tokenize` count text (`{"count": N}`); a
+    chat request over the window (its prompt and `max_tokens`) is refused as vLLM refuses it; a summary
+    request gets the eight sections; every reply reports its `usage`. The lies, set by the test:
+    - `count(tokens)`: what the tokenize endpoints answer for text of `tokens` tokens;
+    - `probe(tokens)`: the `usage.prompt_tokens` of a `max_tokens=1` request (xun's calibration);
+    - `usage(prompt, completion)`: the `usage` of every other reply (None: it streams none).
+    `prompts` holds the honest prompt tokens of every chat request answered, `refused` of every one refused.
+    """
+
+    def __init__(self, window: int = 8192) -> None:
+        self.window = window
+        self.count = lambda tokens: tokens
+        self.probe = lambda tokens: tokens
+        self.usage = honest_usage
+        self.tokenize_paths = {"/extras/tokenize/count", "/tokenize"}
+        """The tokenize endpoints that answer (the others are not found)."""
+        self.prompts: list[int] = []
+        self.refused: list[int] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def _send(self, status: int, body: dict) -> None:
+                payload = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/v1/models":
+                    self._send(200, {"object": "list", "data": [{"id": "xun-offline", "max_model_len": outer.window}]})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                path = self.path.rstrip("/")
+                if path in outer.tokenize_paths:
+                    text = body.get("input") if path.startswith("/extras") else body.get("prompt", body.get("content"))
+                    self._send(200, {"count": outer.count(text_tokens(len(text or "")))})
+                elif path == "/v1/chat/completions":
+                    outer.chat(self, body)
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def chat(self, handler, body: dict) -> None:
+        messages = body.get("messages") or []
+        prompt = 3 + sum(5 + text_tokens(_text_chars(m)) for m in messages)
+        prompt += sum(text_tokens(len(json.dumps(tool, separators=(",", ":")))) for tool in body.get("tools") or ())
+        limit = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+        if prompt + limit > self.window:
+            self.refused.append(prompt)
+            message = (f"This model's maximum context length is {self.window} tokens. However, you requested "
+                       f"{prompt + limit} tokens ({prompt} in the messages, {limit} in the completion). Please reduce "
+                       "the length of the messages or completion.")
+            handler._send(400, {"object": "error", "code": 400, "type": "BadRequestError", "param": None,
+                                "message": message})
+            return
+        self.prompts.append(prompt)
+        last = json.dumps(messages[-1]) if messages else ""
+        text = "\n".join(f"## {name}\n- kept" for name in SUMMARY_SECTIONS) if "system_context" in last else "Noted."
+        if limit == 1:  # the calibration's probe
+            usage = honest_usage(self.probe(prompt), 1)
+        else:
+            usage = self.usage(prompt, text_tokens(len(text)))
+        if not body.get("stream"):
+            message = {"role": "assistant", "content": text[:4] if limit == 1 else text}
+            handler._send(200, {"id": "c1", "object": "chat.completion", "created": 0, "model": "xun-offline",
+                                "choices": [{"index": 0, "finish_reason": "length" if limit == 1 else "stop",
+                                             "message": message}], "usage": usage})
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        out = handler.wfile
+        out.write(_chunk({"role": "assistant", "content": text}))
+        out.write(_chunk({}, "stop"))
+        tail = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "xun-offline", "choices": [],
+                "usage": usage}
+        out.write(b"data: " + json.dumps(tail).encode() + b"\n\n")
+        out.write(b"data: [DONE]\n\n")
+        out.flush()
+        handler.close_connection = True
+
+    def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()

@@ -11,6 +11,7 @@ from textual.messages import ExitApp
 
 from xun.context.messages import UserMessage
 from xun.tui.app import XunApp
+from xun.tui.terminal_input import PASTE_QUIET_SECONDS
 from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.screens.confirm import ConfirmScreen
 
@@ -500,6 +501,7 @@ def test_a_pasted_coloured_log_is_one_paste_and_sends_nothing(terminal):
     term.paste(COLOURED_LOG)
     screen = term.wait_for(lambda s: "[pasted 25 lines #1]" in s, what="the paste as one marker line")
     assert "0 messages in the context" in screen, "nothing was sent"
+    time.sleep(2 * PASTE_QUIET_SECONDS)  # a key within the quiet gap after a paste is the paste's, never a key
     term.keys("Enter")
     term.wait_for(lambda s: "2 messages in the context" in s, what="the one prompt answered")
     term.keys("C-q")

@@ -30,7 +30,7 @@ from xun.context.compaction_results import ToolCallCompactResult
 from xun.agent.config import XunConfig, resolve_api_key
 from xun.base.arguments import DEFAULT_MAX_ITERATIONS
 from xun.base.confined import open_regular_inside
-from xun.context.conversation import MESSAGE_TOKENS, Conversation
+from xun.context.conversation import DEFAULT_TOKENS_PER_CHAR, MESSAGE_TOKENS, TOKENS_PER_CHAR_RANGE, Conversation
 from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage, message_length
 from xun.context.prompt_cache import cached_tokens_of
 from xun.context.usage import add_call, cost, price_for
@@ -66,6 +66,7 @@ from xun.agent.window import (
     LearnedWindows,
     ServerKnowledge,
     Window,
+    believable_count,
     count_prompt,
     count_request,
     count_tail,
@@ -147,6 +148,31 @@ class ContextTooLargeError(Exception):
         if prompt:
             text += "; nothing was sent. Shorten the prompt, or split it over several turns"
         super().__init__(text + (f"; {detail}" if detail else ""))
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a request holds, as a count of it is judged (`believable_count`)."""
+
+    chars: int
+    """Characters of its messages' text (`Conversation.estimated_message_length`)."""
+    messages: int
+    tool_chars: int
+    images: int = 0
+    reply_limit: int | None = None
+    """Its `max_tokens`: no reply to it is longer."""
+
+    def believes(self, tokens: Any) -> bool:
+        return believable_count(tokens, self.chars, self.messages, self.tool_chars, self.images)
+
+    def describe(self) -> str:
+        tools = f" and {self.tool_chars:,} of tool definitions" if self.tool_chars else ""
+        return f"a request of {self.chars:,} characters in {self.messages:,} messages{tools}"
+
+
+def _figure(value: Any) -> str:
+    """A figure a server sent, as a message quotes it (never its text: it may be anything)."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "no"
 
 
 @dataclass
@@ -310,8 +336,8 @@ class Agent:
         """The window and the tokenizer's measure, as learned this session (shared with helpers)."""
         self.learned_windows = LearnedWindows()
         self.learned_estimates = LearnedEstimates()
-        self._sent: tuple[int, int, bool] | None = None
-        """The last request's shape as sent (message characters, messages, with tools), for `_learn_estimate`."""
+        self._sent: _Shape | None = None
+        """The last request as sent, which its reply's count is judged against and learnt from."""
         self.reply_budget: int | None = None
         """`max_tokens` of every request, when set (the summarizer's is bounded by what it replaces)."""
         self.last_finish_reason: str | None = None
@@ -461,8 +487,9 @@ class Agent:
             if inspect.isawaitable(result):
                 await result
 
-    async def emit_usage(self, usage: Any = None) -> None:
-        """The figures now; `usage` is the server's report of the call just made, when it sent one."""
+    async def emit_usage(self, usage: Any = None, disbelieved: bool = False) -> None:
+        """The figures now; `usage` is the server's report of the call just made, when it sent one
+        (`disbelieved`: it sent one that could not be true)."""
         c = self.conversation
         window = self.window
         await self.emit(Usage(
@@ -472,7 +499,7 @@ class Agent:
             context_window=window.tokens,
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None),
-            source="server" if usage is not None else "estimate",
+            source="server" if usage is not None else "disbelieved" if disbelieved else "estimate",
             window_source=window.source if window.known else None,
             cached_tokens=c.prompt_cache.last_cached if usage is not None else None,
             session_totals=dict(self.session_totals()),
@@ -480,6 +507,50 @@ class Agent:
         ))
 
     # ------------------------------------------------------- the window and the tokenizer
+
+    def _shape(self, start: int = 0, reply_limit: int | None = None) -> _Shape:
+        """The request as it stands, as a count of it is judged; from message `start`, its tail (no tools)."""
+        c = self.conversation
+        messages = c.messages[start:] if start else c.messages
+        chars = sum(message_length(m) for m in messages) if start else c.estimated_message_length()
+        images = sum(len(m.images) for m in messages if isinstance(m, UserMessage))
+        return _Shape(chars, len(messages), 0 if start else self._schema_chars(), images, reply_limit)
+
+    async def _doubt(self, what: str, outcome: str = "xun's own estimate stands in") -> None:
+        """Say, once a session, that a figure from the server was not believed, and what stands in for it."""
+        k = self.knowledge
+        if not k.doubted:
+            k.doubted = True
+            await self.emit(Warning(f"{what}: no count can be that, so xun does not believe it; {outcome} "
+                                    "(said once a session)"))
+
+    def _believes_measure(self, tokens_per_char: float, fixed_tokens: int) -> bool:
+        """Whether a measure of the tokenizer (a remembered one, or the conversation's) says of the request as
+        it stands what a count of it could say: a fixed cost no request could have is dropped, not kept."""
+        shape, c = self._shape(), self.conversation
+        estimate = round(shape.chars * tokens_per_char) + MESSAGE_TOKENS * shape.messages + fixed_tokens
+        return not c.messages or shape.believes(estimate)
+
+    async def _believed_usage(self, usage: Any) -> Any:
+        """The reply's usage when it can be true of the request just sent: whole numbers (`valid_usage`), the
+        prompt a count of that request could be (`believable_count`), the total no less than the prompt, and
+        neither the completion nor the total's rest longer than the reply's `max_tokens`. Else None, said once."""
+        if usage is None:
+            return None
+        sent, believed = self._sent, valid_usage(usage)
+        prompt, total = getattr(usage, "prompt_tokens", None), getattr(usage, "total_tokens", None)
+        completion = getattr(usage, "completion_tokens", None)
+        if believed is not None and sent is not None:
+            if isinstance(prompt, int) and isinstance(total, int) and sent.believes(prompt) and total >= prompt:
+                reply_tokens = max(completion or 0, total - prompt)
+                if sent.reply_limit is not None and reply_tokens > sent.reply_limit:
+                    believed = None
+            else:
+                believed = None
+        if believed is None:
+            await self._doubt(f"the server reported {_figure(prompt)} prompt, {_figure(completion)} completion and "
+                              f"{_figure(total)} total tokens for {sent.describe() if sent else 'a request'}")
+        return believed
 
     def _auth_headers(self) -> dict[str, str]:
         key = None if self.offline else resolve_api_key(self.config, self.environ)
@@ -517,8 +588,16 @@ class Agent:
         if not task.done() and self._estimate_would_act():  # the measure under way decides: wait for it
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(task), CALIBRATION_DEADLINE)
-        await self._calibrate_once()
         k, c = self.knowledge, self.conversation
+        fixed = k.calibration.fixed_for(bool(self.toolbox.schemas())) if k.calibration is not None else 0
+        if k.calibration is not None and not self._believes_measure(k.calibration.tokens_per_char, fixed):
+            await self._drop_measure(f"the remembered measure of the server's tokenizer puts the fixed cost of "
+                                     f"{self._shape().describe()} at {fixed:,} tokens")  # then measured again
+        if c.fixed_tokens is not None and not self._believes_measure(c.tokens_per_char, c.fixed_tokens):
+            await self._doubt(f"the session's measure of the server's tokenizer puts the fixed cost of "
+                              f"{self._shape().describe()} at {c.fixed_tokens:,} tokens")
+            c.fixed_tokens = None
+        await self._calibrate_once()
         if k.calibration is not None and c.fixed_tokens is None and c.total_tokens is None:
             c.calibrate(k.calibration.tokens_per_char, k.calibration.fixed_for(bool(self.toolbox.schemas())))
 
@@ -553,20 +632,24 @@ class Agent:
         of what a request costs besides its text is the server's own."""
         c = self.conversation
         if c.estimated_message_length() - sum(message_length(m) for m in c.messages if m.role == "system") >= CALIBRATION_MIN_CHARS:
-            params, chars = c.completion_params(), c.estimated_message_length()
+            params, probe = c.completion_params(), self._shape()
         else:  # too little text to measure: the system prompt and a sample of prose
             system = [m.completion_param() for m in c.messages]
             params = [*system, {"role": "user", "content": CALIBRATION_SAMPLE}]
-            chars = c.estimated_message_length() + len(CALIBRATION_SAMPLE)
-        text = request_text(params)
+            probe = _Shape(c.estimated_message_length() + len(CALIBRATION_SAMPLE), len(params), self._schema_chars())
+        chars, text = probe.chars, request_text(params)
         headers, base_url, model = self._auth_headers(), self.config.provider.base_url or "", self.config.model.name
         try:
             tokens = await count_tokens(base_url, model, text, headers)
         except Exception:  # noqa: BLE001 - best effort
             return None
-        if not tokens:
+        if tokens is None:
             return None
-        ratio = tokens / len(text)
+        if not believable_count(tokens, len(text)):  # every measure below is built on it: none this session
+            await self._doubt(f"the server's tokenizer counted {_figure(tokens)} tokens in {len(text):,} characters")
+            return None
+        low, high = TOKENS_PER_CHAR_RANGE
+        ratio = min(max(tokens / len(text), low), high)
         window = self.window
         if window.known and round(chars * ratio) + MESSAGE_TOKENS * len(params) + 1 > window.tokens:
             return None  # the probe would not fit: no measure this session (the server's counts teach it)
@@ -580,13 +663,21 @@ class Agent:
             try:
                 request = {**self._request(stream=False), "messages": params, self._max_tokens_param: 1}
                 response = await asyncio.wait_for(self.client().chat.completions.create(**untransformed(request)), CALIBRATION_DEADLINE)
-                prompt_tokens = int(response.usage.prompt_tokens)
+                prompt_tokens = response.usage.prompt_tokens
             except Exception:  # noqa: BLE001 - a server that refuses the probe stays uncalibrated
                 return None
+        if not probe.believes(prompt_tokens):  # a fixed cost no request could have would outlive every reply
+            await self._doubt(f"the server counted {_figure(prompt_tokens)} tokens in {probe.describe()}")
+            return None
         tool_tokens = 0
         if schemas:
+            definitions = json.dumps(schemas, ensure_ascii=False)
             with contextlib.suppress(Exception):
-                tool_tokens = await count_tokens(base_url, model, json.dumps(schemas, ensure_ascii=False), headers) or 0
+                tool_tokens = await count_tokens(base_url, model, definitions, headers) or 0
+            if tool_tokens and not believable_count(tool_tokens, len(definitions)):
+                await self._doubt(f"the server's tokenizer counted {_figure(tool_tokens)} tokens in "
+                                  f"{len(definitions):,} characters of tool definitions")
+                tool_tokens = 0
         fixed = prompt_tokens - round(chars * ratio) - MESSAGE_TOKENS * len(params)
         return Calibration(tokens_per_char=ratio, fixed_tokens=fixed, tool_tokens=tool_tokens, tokenizer=tokenizer)
 
@@ -600,8 +691,12 @@ class Agent:
             with contextlib.suppress(Exception):  # best effort: the ratio's figure stands
                 tokens = await asyncio.wait_for(count_tail(self.config.provider.base_url, self.config.model.name, request["messages"],
                                                            request.get("tools"), self._auth_headers(), calibration, index), COUNT_DEADLINE)
-                if tokens is not None and tokens >= 0:
+                tail = self._shape(index)
+                if tokens is not None and tail.believes(tokens):
                     return tokens
+                if tokens is not None:
+                    await self._doubt(f"the server's tokenizer counted {_figure(tokens)} tokens in the last "
+                                      f"{tail.messages:,} messages ({tail.chars:,} characters)")
         return tokens_from(self.conversation, index)
 
     async def _count_request(self) -> None:
@@ -618,8 +713,13 @@ class Agent:
                                                           request.get("tools"), self._auth_headers(), calibration), COUNT_DEADLINE)
         except Exception:  # noqa: BLE001 - best effort: the ratio's estimate stands
             return
-        if tokens:
+        if tokens is None:
+            return
+        shape = self._shape()
+        if shape.believes(tokens):
             self.conversation.record_count(tokens)
+        else:
+            await self._doubt(f"the server's tokenizer counted {_figure(tokens)} tokens in {shape.describe()}")
 
     async def _learn_estimate(self, prompt_tokens: int) -> None:
         """Correct the tokenizer's measure by the server's count of the request just sent, apply it to the
@@ -627,13 +727,30 @@ class Agent:
         calibration, sent = self.knowledge.calibration, self._sent
         if calibration is None or sent is None:
             return
-        chars, messages, with_tools = sent
+        chars, messages, with_tools = sent.chars, sent.messages, bool(sent.tool_chars)
+        if calibration.contradicted_by(prompt_tokens, chars, messages, with_tools):
+            fixed = calibration.fixed_for(with_tools)
+            await self._drop_measure(f"the server counted {prompt_tokens:,} tokens in {sent.describe()}, leaving "
+                                     f"{prompt_tokens - fixed:,} for its text once the measured fixed cost of "
+                                     f"{fixed:,} is taken out")
+            return
         if calibration.learn(prompt_tokens, chars, messages, with_tools) is None:
             return
         self.conversation.calibrate(calibration.tokens_per_char, calibration.fixed_for(bool(self.toolbox.schemas())))
         problem = self.learned_estimates.remember(self.config.provider.base_url, self.config.model.name, calibration)
         if problem:
             await self.emit(Warning(problem))
+
+    async def _drop_measure(self, why: str) -> None:
+        """Drop the tokenizer's measure (and forget it for this server and model): the server's counts
+        teach the estimate from here, and the next session measures again."""
+        k, c = self.knowledge, self.conversation
+        k.calibration, c.fixed_tokens = None, None
+        problem = self.learned_estimates.forget(self.config.provider.base_url, self.config.model.name)
+        if problem:
+            await self.emit(Warning(problem))
+        await self._doubt(why, f"the measure of the server's tokenizer is dropped and forgotten "
+                               f"({self.learned_estimates.path})")
 
     async def _learn_from_overflow(self, exc: ContextOverflowError, estimate: int) -> None:
         """Take what an overflow error says: the window (remembered for this base URL and model when the
@@ -648,7 +765,9 @@ class Agent:
             problem = self.learned_windows.remember(self.config.provider.base_url, self.config.model.name, k.learned)
             if problem:
                 await self.emit(Warning(problem))
-        if exc.requested is not None:  # the server's own count of this prompt
+        if exc.requested is not None and self._sent is not None and not self._sent.believes(exc.requested):
+            await self._doubt(f"the server's error counted {exc.requested:,} tokens in {self._sent.describe()}")
+        elif exc.requested is not None:  # the server's own count of this prompt
             c.record_usage(exc.requested, overhead_chars=self._schema_chars())
         elif exc.window is None and self.window.known and estimate < self.window.tokens:
             c.tokens_per_char = min(1.0, c.tokens_per_char * 1.1)  # refused below the window: the estimate was low
@@ -828,13 +947,17 @@ class Agent:
                 reply = await self._call_model()
                 calls = [call for _, call in sorted(reply.calls.items())]
                 c.add_agent_message(reply.message())
-                usage = valid_usage(reply.usage)  # absurd figures from a server are not believed
+                usage = await self._believed_usage(reply.usage)
                 if usage is not None:  # a server that reports nothing leaves the estimate as it is, labelled so
-                    c.record_usage(int(usage.total_tokens), overhead_chars=self._schema_chars())
                     await self._learn_estimate(int(usage.prompt_tokens))
+                    c.record_usage(int(usage.total_tokens), overhead_chars=self._schema_chars())
+                elif reply.usage is not None:  # not believed: nor the last report, nor the ratio its counts taught
+                    c.total_tokens = c.usage_chars = None
+                    if c.fixed_tokens is None:
+                        c.tokens_per_char = DEFAULT_TOKENS_PER_CHAR
                 self._record_cache(usage, reply)
                 await self.emit(AssistantMessage(content=reply.content, reasoning=reply.reasoning, tool_calls=len(calls)))
-                await self.emit_usage(usage)
+                await self.emit_usage(usage, disbelieved=usage is None and reply.usage is not None)
                 if not calls:
                     finished = TurnFinished(status="ok", iterations=iterations)
                     break
@@ -966,8 +1089,7 @@ class Agent:
         while True:
             attempt += 1
             estimate = self.request_tokens()
-            c = self.conversation
-            self._sent = (c.estimated_message_length(), len(c.messages), bool(self.toolbox.schemas()))
+            self._sent = self._shape(reply_limit=self._reply_limit())
             try:
                 reply = await within_deadline(self._stream_once(), self.config.provider.deadline)
             except asyncio.CancelledError:
@@ -1044,10 +1166,17 @@ class Agent:
             request["tools"] = tools
         if self.config.model.temperature is not None:
             request["temperature"] = self.config.model.temperature
-        window = self.window.tokens
-        if self.reply_budget is not None or window is not None:
-            request[self._max_tokens_param] = self.reply_budget if self.reply_budget is not None else self.output_reserve(window)
+        limit = self._reply_limit()
+        if limit is not None:
+            request[self._max_tokens_param] = limit
         return request
+
+    def _reply_limit(self) -> int | None:
+        """Every request's `max_tokens`: the reply budget when set, else the output reserve of a known window."""
+        window = self.window.tokens
+        if self.reply_budget is not None:
+            return self.reply_budget
+        return self.output_reserve(window) if window is not None else None
 
     async def _stream_once(self) -> _Reply:
         reply = self._partial = _Reply(reasoning_field=self.config.model.reasoning_field)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import re
 import time
@@ -36,6 +37,13 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 MIN_WINDOW = 256
 MAX_WINDOW = 100_000_000
 """Figures outside this range are not believed (a server's garbage must not shrink or lift the check)."""
+
+FRAMING_ALLOWANCE = 32
+"""Tokens a count may hold for each message besides its text: a chat template's role markers and special tokens."""
+PREAMBLE_ALLOWANCE = 1024
+"""Tokens a count may hold once besides its text: a template's own lines, a server's tool-use instructions."""
+IMAGE_ALLOWANCE = 16_384
+"""Tokens a count may hold for each image (the most a vision model's largest image costs)."""
 
 CONFIG = "config"
 SERVER = "server"
@@ -75,6 +83,20 @@ def _plausible(value: Any) -> int | None:
     if isinstance(value, int) and MIN_WINDOW <= value <= MAX_WINDOW:
         return value
     return None
+
+
+def believable_count(tokens: Any, chars: int, messages: int = 0, tool_chars: int = 0, images: int = 0) -> bool:
+    """Whether `tokens` can be a tokenizer's count of `chars` characters of text in `messages` messages,
+    with `tool_chars` characters of tool definitions (which a server may leave out) and `images` images:
+    a whole number from one token for every twenty characters of the text (no tokenizer's tokens are
+    longer on average) to one for every character of text and tools, with room for each message's
+    framing, a template's own lines and each image (`TOKENS_PER_CHAR_RANGE`, the ratios xun believes).
+    Any other figure (zero, negative, a billion) is a broken or hostile server's: the estimate stands in."""
+    if isinstance(tokens, bool) or not isinstance(tokens, int):
+        return False
+    low, high = TOKENS_PER_CHAR_RANGE
+    most = high * (chars + tool_chars) + FRAMING_ALLOWANCE * messages + PREAMBLE_ALLOWANCE + IMAGE_ALLOWANCE * images
+    return max(1, math.floor(low * chars)) <= tokens <= most
 
 
 # ------------------------------------------------------------------------------------- overflow errors
@@ -162,9 +184,13 @@ class _StateFile:
         entry = self._read().get(_key(base_url, model))
         return entry if isinstance(entry, dict) else None
 
-    def _write(self, base_url: str | None, model: str, entry: dict[str, Any], what: str) -> str | None:
+    def _write(self, base_url: str | None, model: str, entry: dict[str, Any] | None, what: str) -> str | None:
+        """Store `entry` (None: remove it); returns a problem (never raises) when the file cannot be written."""
         data = self._read()
-        data[_key(base_url, model)] = {**entry, "time": time.time()}
+        if entry is not None:
+            data[_key(base_url, model)] = {**entry, "time": time.time()}
+        elif data.pop(_key(base_url, model), None) is None:
+            return None
         try:
             write_text_atomic(self.path, json.dumps(data, indent=1, sort_keys=True) + "\n")
         except OSError as exc:
@@ -209,6 +235,10 @@ class LearnedEstimates(_StateFile):
     def remember(self, base_url: str | None, model: str, calibration: Calibration) -> str | None:
         return self._write(base_url, model, calibration.to_json(), "estimate's calibration")
 
+    def forget(self, base_url: str | None, model: str) -> str | None:
+        """Drop the measure of this server and model (one its replies contradicted): the next session measures again."""
+        return self._write(base_url, model, None, "estimate's calibration")
+
 
 @dataclass(slots=True)
 class Calibration:
@@ -235,6 +265,11 @@ class Calibration:
     def estimate(self, chars: int, messages: int, with_tools: bool) -> int:
         """Tokens of a request of `chars` characters of message text in `messages` messages."""
         return round(chars * self.tokens_per_char) + MESSAGE_TOKENS * messages + self.fixed_for(with_tools)
+
+    def contradicted_by(self, prompt_tokens: int, chars: int, messages: int, with_tools: bool) -> bool:
+        """Whether the server's count of a request it was sent, less this measure's fixed cost, is no count
+        its text could have (`believable_count`): the fixed cost is wrong, and no ratio can correct it."""
+        return not believable_count(prompt_tokens - self.fixed_for(with_tools), chars, messages)
 
     def learn(self, prompt_tokens: int, chars: int, messages: int, with_tools: bool) -> float | None:
         """Take the server's count of a request it was sent: the ratio that count implies (its fixed cost
@@ -293,6 +328,8 @@ class ServerKnowledge:
     """Calibration was tried (it runs once per session, successful or not)."""
     largest_fit: int = 0
     """The largest request estimate the server answered: the window is at least this."""
+    doubted: bool = False
+    """A count from the server was not believed this session (`believable_count`): said once."""
 
     def window(self) -> Window:
         for window in (self.learned, self.discovered, self.remembered):

@@ -11,65 +11,92 @@ from __future__ import annotations
 import functools
 import json
 import re
-import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from xun.context.ledger import TurnLedger
+from xun.context.lookalikes import INVISIBLE, LOOK_ALIKES
 
-SUMMARY_TAG = re.compile(r"<(?=[\W_]{0,64}conversation[\W_]{0,16}summary)", re.IGNORECASE)
-"""The `<` of anything a reader could take for the summary block's tags: any case, with spaces, other
-punctuation or attributes (`</conversation_summary >`, `< /Conversation-Summary x=1>`). Bounded runs keep
-it linear on hostile text."""
-
-
-LOOK_ALIKES = str.maketrans({
-    # Cyrillic and Greek letters drawn like the Latin letters of "conversation summary", and brackets drawn like <
-    "а": "a", "А": "a", "α": "a", "Α": "a", "с": "c", "С": "c", "ϲ": "c", "Ϲ": "c", "е": "e", "Е": "e", "ε": "e",
-    "Ε": "e", "і": "i", "І": "i", "ı": "i", "ι": "i", "Ι": "i", "м": "m", "М": "m", "Μ": "m", "п": "n", "η": "n",
-    "Ν": "n", "о": "o", "О": "o", "ο": "o", "Ο": "o", "σ": "o", "г": "r", "ѕ": "s", "Ѕ": "s", "т": "t", "Т": "t",
-    "τ": "t", "Τ": "t", "υ": "u", "μ": "u", "ѵ": "v", "ν": "v", "у": "y", "У": "y", "γ": "y", "Υ": "y",
-    "‹": "<", "〈": "<", "⟨": "<", "ᐸ": "<",
-})
-_NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
+HIDDEN = "\u200b"
+"""What the skeleton has for each invisible character (one that is invisible itself)."""
 
 
-def _skeleton(text: str) -> tuple[str, list[int]]:
-    """What a reader sees: each character NFKC-normalised (fullwidth and styled letters become plain ones),
-    invisible ones (format characters such as a soft hyphen or a zero-width space, combining marks) left out,
-    look-alikes folded; with, for each character of the result, where it came from in `text`."""
-    parts: list[str] = []
-    origin: list[int] = []
-    at = 0
-    for run in _NOT_ASCII.finditer(text):
-        parts.append(text[at:run.start()])
-        origin.extend(range(at, run.start()))
-        for index in range(run.start(), run.end()):
-            for char in unicodedata.normalize("NFKC", text[index]).translate(LOOK_ALIKES):
-                if unicodedata.category(char) not in ("Cf", "Mn"):
-                    parts.append(char)
-                    origin.append(index)
-        at = run.end()
-    parts.append(text[at:])
-    origin.extend(range(at, len(text)))
-    return "".join(parts), origin
+def _code_points(class_body: str) -> Iterator[int]:
+    for match in re.finditer(r"\\[uU]([0-9a-f]+)(?:-\\[uU]([0-9a-f]+))?", class_body):
+        yield from range(int(match[1], 16), int(match[2] or match[1], 16) + 1)
 
 
-@functools.lru_cache(maxsize=8)  # every request carries the summary: ~17 ms for 32k characters of Chinese
+def _skeleton_table() -> tuple[dict[int, str], dict[str, str]]:
+    """For `str.translate`: each look-alike beyond ASCII becomes the tag character it reads as and each
+    invisible character `HIDDEN`, one for one, so a match in the skeleton is at the same place in the text.
+    A character read as either of two (Greek `Ν`: `n` or `v`) becomes one standing for both. The second
+    result says, for each tag character, the skeleton's characters that read as it (ASCII ones among them:
+    `O` and `0` for `o`), so ASCII text needs no translation."""
+    readings: dict[int, str] = {}
+    for tag_char, class_body in LOOK_ALIKES.items():
+        for code in _code_points(class_body):
+            readings[code] = readings.get(code, "") + tag_char
+    either: dict[str, str] = {}
+    table = {code: chars if len(chars) == 1 else either.setdefault(chars, chr(code))
+             for code, chars in readings.items() if code > 0x7F}
+    table.update(dict.fromkeys(_code_points(INVISIBLE), HIDDEN))
+    read_as = {tag_char: {tag_char} for tag_char in LOOK_ALIKES}
+    for code, chars in readings.items():
+        for tag_char in chars:
+            read_as[tag_char].add(table.get(code, chr(code)))
+    return table, {tag_char: "".join(sorted(chars)) for tag_char, chars in read_as.items()}
+
+
+SKELETON, _READ_AS = _skeleton_table()
+
+
+def _tag_words() -> str:
+    """The summary tag's words in the skeleton: `HIDDEN` anywhere, `rn` for `m`, at most 16 punctuation
+    characters between them; no run of hidden characters is given back, which keeps it linear."""
+    hidden = f"{HIDDEN}*+"
+
+    def letter(char: str) -> str:
+        one = f"[{re.escape(_READ_AS[char])}]"
+        return f"(?:{one}|{letter('r')}{hidden}{letter('n')})" if char == "m" else one
+
+    def word(text: str) -> str:
+        return hidden.join(letter(char) for char in text)
+
+    return rf"{word('conversation')}(?:{hidden}[\W_]){{0,16}}+{hidden}{word('summary')}"
+
+
+TAG_WORDS = re.compile(_tag_words())
+"""In the skeleton, the words of the summary block's tags; any `<` in the run of punctuation right before
+them (a `/`, spaces, attributes, invisible characters) opens a look-alike tag: `</conversation_summary >`,
+`< /Conversation-Summary x=1>`."""
+_PUNCTUATION = re.compile(r"[\W_]*+")
+_OPENING = re.compile(f"[{LOOK_ALIKES['<']}]")
+
+
+@functools.lru_cache(maxsize=8)  # every request carries the summary
 def neutralise_summary_tags(text: str) -> str:
-    """A summary (which may quote tool output) cannot open or close its block early: every look-alike
-    tag's `<` becomes `&lt;`, so the template's own tags are the only ones. Tags hidden from the pattern
-    but not from a reader (a soft hyphen or zero-width space inside, Cyrillic letters, a fullwidth `＜`)
-    are found in the text's `_skeleton`."""
-    if text.isascii():
-        return SUMMARY_TAG.sub("&lt;", text)
-    skeleton, origin = _skeleton(text)
-    starts = sorted({origin[match.start()] for match in SUMMARY_TAG.finditer(skeleton)})
+    """A summary (which may quote tool output) cannot open or close its block early: every `<` (or look-alike)
+    before text that reads as the tag's words becomes `&lt;`, so the template's own tags are the only ones.
+    What reads as the tag is found in the text's skeleton: look-alike letters and brackets folded
+    (`SKELETON`), invisible characters marked. Each run of punctuation before the words is read once, from
+    its end backwards: linear time."""
+    if not _OPENING.search(text):
+        return text
+    skeleton = text if text.isascii() else text.translate(SKELETON)
+    backwards = ""
     pieces: list[str] = []
     at = 0
-    for start in starts:
-        pieces += [text[at:start], "&lt;"]
-        at = start + 1
+    for words in TAG_WORDS.finditer(skeleton):
+        backwards = backwards or skeleton[::-1]
+        end = words.start()
+        start = len(skeleton) - _PUNCTUATION.match(backwards, len(skeleton) - end).end()
+        run, read = text[start:end], skeleton[start:end]
+        if "<" in read:
+            escaped = run.replace("<", "&lt;") if run == read else "".join(
+                "&lt;" if seen == "<" else char for char, seen in zip(run, read))
+            pieces += [text[at:start], escaped]
+            at = end
     pieces.append(text[at:])
     return "".join(pieces)
 

