@@ -34,6 +34,7 @@ from xun.base.paths import styles_dir
 from xun.base.valid_text import escape_control
 from xun.tui import messages as m
 from xun.tui.format import Presentation, shown_path
+from xun.tui.textual_private import check_bindings, notifications
 from xun.tui.widgets.chat_view import ChatView
 from xun.tui.widgets.command_menu import CommandMenu
 from xun.tui.widgets.context_gauge import ContextGauge
@@ -226,7 +227,7 @@ class XunApp(
         to the dialog that is closing. Whether it was taken."""
         from xun.tui.screens.modal import Modal
 
-        return isinstance(self.screen, Modal) and await self._check_bindings("escape")
+        return isinstance(self.screen, Modal) and await check_bindings(self, "escape")
 
     def _on_key(self, event: Key) -> None:
         """A key pressed before the dialog on screen was opened, and only now back at the app from the
@@ -300,7 +301,7 @@ class XunApp(
         self._releasing = [toast for toast in self._releasing if toast["title"] != title]
         for entry in [entry for entry in self._recent_toasts if entry[1]["title"] == title]:
             self._recent_toasts.remove(entry)
-        gone = [notification for notification in self._notifications if notification.title == title]
+        gone = [notification for notification in notifications(self) if notification.title == title]
         for notification in gone:
             self._unnotify(notification)
 
@@ -313,7 +314,7 @@ class XunApp(
         refresh. Textual repaints only what its layout diff finds changed, and under load the diff could miss
         the toast (most likely its map was rebuilt between the removal and the layout): rows of an expired toast
         would stay painted on the prompt's border. Textual is pinned."""
-        from textual.widgets._toast import Toast
+        from xun.tui.textual_private import Toast, toast_notification
 
         if not self.is_running:
             return
@@ -321,7 +322,7 @@ class XunApp(
             screen = self.screen
         except Exception:  # no screen yet, or the app is closing
             return
-        if any(toast._notification not in self._notifications for toast in screen.query(Toast)):
+        if any(toast_notification(toast) not in notifications(self) for toast in screen.query(Toast)):
             self.set_timer(0.1, self._repaint_after_toasts)  # its holder is being removed
             return
         self.call_after_refresh(screen.refresh)

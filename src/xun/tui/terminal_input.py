@@ -30,7 +30,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from textual import events
-from textual._xterm_parser import XTermParser
+
+from xun.tui.textual_private import XTermParser
 
 PASTE_START = "\x1b[200~"
 PASTE_END = "\x1b[201~"

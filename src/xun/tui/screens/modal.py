@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from textual import events
-from textual._time import get_time
 from textual.screen import ModalScreen
+
+from xun.tui.textual_private import get_time
 
 from xun.base.paths import styles_dir
 

@@ -8,7 +8,8 @@ from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+
+from xun.tui.textual_private import FooterKey, bindings_ready
 
 KEPT_FIRST = ("help", "quit_saving", "cancel_turn", "toggle_side", "compact", "reclaim", "recall", "preview",
               "focus_recoverable")
@@ -48,5 +49,5 @@ class KeyBar(Footer):
         yield from (widget for widget in widgets if not isinstance(widget, FooterKey) or widget in shown)
 
     def on_resize(self, event: events.Resize) -> None:
-        if self._bindings_ready and event.size.width != self._laid_out_for:
+        if bindings_ready(self) and event.size.width != self._laid_out_for:
             self.call_after_refresh(self.recompose)

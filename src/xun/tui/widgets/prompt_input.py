@@ -14,6 +14,7 @@ from textual.widgets import TextArea
 from xun.base.valid_text import escape_control
 from xun.tui.commands import COMMAND_NAMES, completions
 from xun.tui.messages import PromptSubmitted
+from xun.tui.textual_private import delete_via_keyboard, replace_via_keyboard
 from xun.tui.widgets.command_menu import CommandMenu
 
 NEWLINE_KEYS = ("shift+enter", "ctrl+j", "alt+enter")
@@ -117,7 +118,7 @@ class PromptInput(TextArea, inherit_bindings=False):
             self._pastes.append(text)  # (sent as pasted; only its marker is drawn)
             text = paste_marker(text, len(self._pastes))
         text = escape_control(text)  # a paste that came some other way than the terminal's parser
-        if result := self._replace_via_keyboard(text, *self.selection):
+        if result := replace_via_keyboard(self, text, *self.selection):
             self.move_cursor(result.end_location)
             self.focus()
 
@@ -135,13 +136,13 @@ class PromptInput(TextArea, inherit_bindings=False):
         if column == 0 and not self.selected_text:
             # an edit, not `load_text`, which forgets the undo history: Ctrl+Z brings the draft back;
             # the pastes stay known, so markers undone back into the prompt still send what was pasted
-            self._delete_via_keyboard((0, 0), self.document.end)
+            delete_via_keyboard(self, (0, 0), self.document.end)
             self._history_at = None
             return
         if self.selected_text or self.read_only:
             super().action_delete_to_start_of_line()
             return
-        self._delete_via_keyboard(self.selection.end, (row, 0))
+        delete_via_keyboard(self, self.selection.end, (row, 0))
 
     def _edited_markers(self) -> list[str]:
         """The markers of pastes that are no longer whole in the text but not gone either (a letter typed

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.widgets import Collapsible, Static
 
 from xun.tui.format import literal
+from xun.tui.textual_private import collapsible_title
 
 
 class ReasoningBlock(Collapsible):
@@ -13,14 +14,14 @@ class ReasoningBlock(Collapsible):
         self._body = Static(literal(text), classes="reasoning-text")
         super().__init__(self._body, title=literal(self._heading()), collapsed=collapsed, classes="reasoning")
         self.title = self._heading()
-        self._title.can_focus = False  # opened with Enter on its selected reply, or a click
+        collapsible_title(self).can_focus = False  # opened with Enter on its selected reply, or a click
 
     @property
     def text(self) -> str:
         return "".join(self._parts)
 
     def _watch_title(self, title: str) -> None:
-        self._title.label = literal(title, flat=True) if isinstance(title, str) else title
+        collapsible_title(self).label = literal(title, flat=True) if isinstance(title, str) else title
 
     def _heading(self) -> str:
         size = sum(map(len, self._parts))

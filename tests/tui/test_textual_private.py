@@ -1,0 +1,81 @@
+"""Every private Textual (and Rich) name xun uses, from `xun.tui.textual_private`, still there and shaped as
+xun uses it: an upgrade that moves one fails here, naming it, not somewhere in the app."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+import textual
+from textual.app import App
+from textual.notifications import Notification
+from textual.widget import Widget
+from textual.widgets import Collapsible, Footer, TextArea
+
+from xun.tui import textual_private as private
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_textual_is_the_pinned_version():
+    pin = re.search(r'"textual==([^"]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert textual.__version__ == pin, (
+        f"Textual {textual.__version__} is not the pinned {pin}: check every use in xun/tui/textual_private.py")
+
+
+@pytest.mark.parametrize("owner,name", list(private.OVERRIDDEN), ids=lambda v: getattr(v, "__name__", v))
+def test_each_overridden_private_method_is_still_there(owner, name):
+    method = getattr(owner, name, None)
+    assert callable(method), f"{owner.__name__}.{name} is gone: {private.OVERRIDDEN[(owner, name)]}"
+    assert inspect.iscoroutinefunction(method) == (name == "_on_key"), f"{owner.__name__}.{name} changed kind"
+
+
+def test_the_overrides_take_what_textual_passes():
+    from xun.tui.app import XunApp
+    from xun.tui.terminal_input import TerminalInputParser
+    from xun.tui.widgets.prompt_input import PromptInput
+
+    for ours, theirs, name in [(XunApp, App, "_on_notify"), (XunApp, App, "_unnotify"),
+                               (PromptInput, TextArea, "_on_key"),
+                               (TerminalInputParser, private.XTermParser, "_sequence_to_key_events")]:
+        mine = list(inspect.signature(getattr(ours, name)).parameters)
+        upstream = list(inspect.signature(getattr(theirs, name)).parameters)
+        assert mine == upstream, f"{theirs.__name__}.{name}{upstream} is not what {ours.__name__} overrides: {mine}"
+
+
+def test_the_drivers_still_make_their_parser_from_a_module_name():
+    for module in private.DRIVER_PARSERS:
+        loaded = importlib.import_module(module)
+        source = inspect.getsource(loaded)
+        assert "XTermParser(" in source, f"{module} no longer makes its parser from XTermParser"
+
+
+async def test_each_private_member_is_there_and_works():
+    app = App()
+    async with app.run_test() as pilot:
+        app.notify("hello", title="t")
+        await pilot.pause()
+        assert [n.title for n in private.notifications(app)] == ["t"]
+        assert await private.check_bindings(app, "nothing-bound") is False
+    toast = private.Toast(Notification("m", title="t"))
+    assert private.toast_notification(toast).message == "m"
+    area = TextArea("abc def")
+    assert private.replace_via_keyboard(area, "X", (0, 0), (0, 1)) is not None
+    assert private.delete_via_keyboard(area, (0, 0), (0, 1)) is not None
+    assert area.text == "bc def"
+    assert private.layout_required(Widget()) in (True, False)
+    assert private.bindings_ready(Footer()) is False
+    assert isinstance(private.collapsible_title(Collapsible(title="x")), private.CollapsibleTitle)
+    assert private.divide_line("one two three", 7) == [8]  # where each line after the first starts
+    assert isinstance(private.get_time(), float)
+    assert issubclass(private.FooterKey, Widget)
+
+
+def test_each_private_use_has_an_upstream_report_ready_to_file():
+    reports = {path.stem for path in (ROOT / "docs" / "upstream").glob("*.md")}
+    wanted = {"xterm-parser", "event-clock", "notifications", "text-area-edits", "footer-keys",
+              "collapsible-title", "check-bindings", "layout-required", "rich-wrap-points"}
+    assert wanted <= reports, f"no report for {sorted(wanted - reports)} in docs/upstream/"
