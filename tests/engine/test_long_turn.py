@@ -9,7 +9,7 @@ from xun.context.conversation import Conversation
 from xun.context.ledger import TurnLedger
 from xun.context.messages import UserMessage, message_from_json
 
-from tests.engine.builders import assistant_call
+from tests.context.builders import assistant_call
 
 
 def running_turn(rounds: int, tool: str = "run_command") -> Conversation:
