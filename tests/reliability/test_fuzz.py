@@ -4,7 +4,7 @@
   saved session (cuts, flipped and inserted characters); here the structure is fuzzed (any field of a
   real session, archive entry or message set to any JSON value, or random bytes): only
   `SessionFormatError`, the file never modified, and what loads is usable (compaction, offload, save).
-- Config loading: `tests/test_config.py` fuzzes tables, TOML-ish text and `--set`; here arbitrary bytes
+- Config loading: `tests/agent/test_config.py` fuzzes tables, TOML-ish text and `--set`; here arbitrary bytes
   in both files and arbitrary environment values: only `ConfigError`.
 - Tool arguments: `tests/agent/tools/test_toolbox.py` fuzzes a toy toolbox; here the eight built-in tools with
   their real parameter names: `Toolbox.call` never raises, every result is a valid run or `[Error]`.
