@@ -1,4 +1,4 @@
-"""Round 3 (issue 22) attacks on the files xun writes, run against the real code."""
+"""Attacks on the files xun writes (logs, exports, sessions, offload logs), run against the real code."""
 
 from __future__ import annotations
 
