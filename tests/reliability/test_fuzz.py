@@ -1,6 +1,6 @@
 """Fuzzing the four parsers that read what xun does not control, each to its one clear error type.
 
-- Session loading (`Conversation.loads`/`load`): `tests/engine/test_properties.py` corrupts the text of a
+- Session loading (`Conversation.loads`/`load`): `tests/context/test_properties.py` corrupts the text of a
   saved session (cuts, flipped and inserted characters); here the structure is fuzzed (any field of a
   real session, archive entry or message set to any JSON value, or random bytes): only
   `SessionFormatError`, the file never modified, and what loads is usable (compaction, offload, save).
