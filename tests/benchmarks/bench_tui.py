@@ -191,7 +191,7 @@ def mcp_workdir(root: Path) -> Path:
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     config = folder / "xdg" / "xun" / "config.toml"
     config.parent.mkdir(parents=True)
-    fault = HERE.parents[1] / "mcp_servers" / "fault_server.py"
+    fault = HERE.parents[1] / "agent" / "tools" / "mcp" / "fault_server.py"
     config.write_text(tomli_w.dumps({"mcp": {"servers": {
         "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
         "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)]},

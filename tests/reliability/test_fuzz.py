@@ -1,12 +1,12 @@
 """Fuzzing the four parsers that read what xun does not control, each to its one clear error type.
 
-- Session loading (`Conversation.loads`/`load`): `tests/engine/test_properties.py` corrupts the text of a
+- Session loading (`Conversation.loads`/`load`): `tests/context/test_properties.py` corrupts the text of a
   saved session (cuts, flipped and inserted characters); here the structure is fuzzed (any field of a
   real session, archive entry or message set to any JSON value, or random bytes): only
   `SessionFormatError`, the file never modified, and what loads is usable (compaction, offload, save).
-- Config loading: `tests/test_config.py` fuzzes tables, TOML-ish text and `--set`; here arbitrary bytes
+- Config loading: `tests/agent/test_config.py` fuzzes tables, TOML-ish text and `--set`; here arbitrary bytes
   in both files and arbitrary environment values: only `ConfigError`.
-- Tool arguments: `tests/tools/test_toolbox.py` fuzzes a toy toolbox; here the eight built-in tools with
+- Tool arguments: `tests/agent/tools/test_toolbox.py` fuzzes a toy toolbox; here the eight built-in tools with
   their real parameter names: `Toolbox.call` never raises, every result is a valid run or `[Error]`.
 - The offline server's request parsing over real HTTP: always a JSON 400 or a valid answer (a parsable
   completion or a complete SSE stream), never a 500 or a dropped connection.

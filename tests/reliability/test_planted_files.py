@@ -22,7 +22,7 @@ from xun.context.conversation import Conversation
 from xun.context.sessions import SessionStore
 
 from cli.helpers import Cli
-from mcp_servers.conftest import Servers, need_module
+from agent.tools.mcp.conftest import Servers, need_module
 from tui.terminal import Terminal
 
 MiB = 1024 * 1024

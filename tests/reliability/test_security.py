@@ -1,4 +1,4 @@
-"""Security, end to end through the agent and the offline model (the tool level is in tests/tools).
+"""Security, end to end through the agent and the offline model (the tool level is in tests/agent/tools).
 
 - Path confinement: `..`, absolute paths, symlinks and symlinked parents, for reading, listing,
   searching and writing: refused with a tool error that says so, nothing outside read or written.

@@ -1,4 +1,4 @@
-"""Issue 23 in the app: one long turn keeps going through its compactions, and the compaction log says
+"""In the app: one long turn keeps going through its compactions, and the compaction log says
 a summary was inside the turn."""
 
 from __future__ import annotations

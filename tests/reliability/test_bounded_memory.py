@@ -1,4 +1,4 @@
-"""Round 3 (issue 22.5): memory is bounded with no approval needed. Each attack runs the real code in a
+"""Memory is bounded with no approval needed. Each attack runs the real code in a
 subprocess whose address space is capped (RLIMIT_AS), on sparse files so the test is fast."""
 
 from __future__ import annotations

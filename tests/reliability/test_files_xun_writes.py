@@ -1,4 +1,4 @@
-"""Round 3 (issue 22) attacks on the files xun writes, run against the real code."""
+"""Attacks on the files xun writes (logs, exports, sessions, offload logs), run against the real code."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import tomli_w
 
 from cli.helpers import Cli
-from mcp_servers.conftest import Servers, need_module
+from agent.tools.mcp.conftest import Servers, need_module
 
 
 def test_a_planted_mcp_log_link_does_not_empty_its_target(tmp_path):

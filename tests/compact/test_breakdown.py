@@ -7,7 +7,7 @@ from xun.compact.breakdown import context_breakdown, reclaim_preview
 from xun.context.conversation import Conversation
 from xun.context.messages import COMPACTED_SYSTEM_PROMPT
 
-from .builders import assistant_call, fresh_length, long_conversation, tool_round
+from context.builders import assistant_call, fresh_length, long_conversation, tool_round
 
 
 def kinds(breakdown) -> dict[str, int]:

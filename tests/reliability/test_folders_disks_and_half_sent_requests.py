@@ -1,4 +1,4 @@
-"""Issue 13, item 13: private folders, a read-only disk, half-sent requests, and `/render` into nowhere.
+"""Private folders, a read-only disk, half-sent requests, and `/render` into nowhere.
 
 - `.xun`, `.xun/sessions` and `.xun/conversation_history` are made 0700 (they were 0755: other users could
   list the session ids and read the offload logs' names), whatever the umask.

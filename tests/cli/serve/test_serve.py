@@ -73,7 +73,7 @@ def _chromium() -> str:
 
 
 def _playwright() -> str:
-    """node, with playwright-core installed from package-lock.json into tests/serve/node_modules."""
+    """node, with playwright-core installed from package-lock.json into tests/cli/serve/node_modules."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         problem = _apt_install("nodejs", "npm")
         if shutil.which("node") is None or shutil.which("npm") is None:

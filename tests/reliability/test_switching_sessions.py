@@ -1,4 +1,4 @@
-"""Round 3 (issue 22.4, issue 25.1): switching sessions in the app takes the session's lock like `--resume`
+"""Switching sessions in the app takes the session's lock like `--resume`
 and releases the one it leaves; "allow for this session" ends with the session (and with /clear)."""
 
 from __future__ import annotations
