@@ -532,7 +532,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temp(homes, monkeypatch):
     homes.write(homes.project, '[model]\nname = "keep"\n')
     before = _snapshot(homes.project)
 
-    def broken_replace(src, dst):
+    def broken_replace(src, dst, **_descriptors):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(cfg.os, "replace", broken_replace)
