@@ -24,11 +24,10 @@ import io
 import json
 import mimetypes
 import os
-import sys
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -63,15 +62,12 @@ from xun.context.session_format import session_head as session_head
 from xun.context.session_format import answer_unanswered_calls, parse_session_text, session_text
 from xun.context.offload import append_offload, archive_ids, utc_now_iso
 from xun.context.reclaimed import (
-    ARGUMENTS,
-    ARGUMENTS_PREVIEW,
-    ARGUMENTS_RECLAIM_AT,
     ReclaimedArchive,
     ReclaimedToolResult,
-    arguments_id,
-    arguments_placeholder,
 )
 from xun.base.valid_text import valid_text, valid_values
+from xun.context.reclaim import PLACEHOLDER as PLACEHOLDER
+from xun.context.reclaim import pinnable, reclaim, reclaimed_in_context, restore
 
 
 class HistoryListener(Protocol):
@@ -88,11 +84,7 @@ class HistoryListener(Protocol):
 
 
 TRUNCATE_AT = 1000
-PLACEHOLDER = (
-    "[Compacted, ID: {id}. If this content is still needed, call extract_compacted_tool_result "
-    "with this ID or re-run the tool.]"
-)
-_PLACEHOLDER_HEAD, _PLACEHOLDER_TAIL = PLACEHOLDER.split("{id}")
+
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
@@ -176,35 +168,6 @@ async def _in_thread_despite_cancel(fn: Callable[[], None]) -> None:
     future.result()
     if cancelled and task is not None:
         task.cancel()
-
-
-def _named_call(assistant: dict[str, Any], call_id: str) -> tuple[str, str]:
-    """Name and arguments of the call `call_id` among an assistant message's tool calls, or two ""."""
-    for call in assistant.get("tool_calls") or ():
-        if call.get("id") == call_id:
-            function = call.get("function") or {}
-            return str(function.get("name", "")), str(function.get("arguments", ""))
-    return "", ""
-
-
-def _with_arguments(assistant: dict[str, Any], call_id: str, arguments: str) -> dict[str, Any]:
-    """A copy of an assistant message whose call `call_id` has `arguments` (the message itself is untouched:
-    messages are values)."""
-    calls = [
-        {**call, "function": {**(call.get("function") or {}), "arguments": arguments}} if call.get("id") == call_id else call
-        for call in assistant.get("tool_calls") or ()
-    ]
-    return {**assistant, "tool_calls": calls}
-
-
-def _pinnable(messages: Iterable[Message]) -> Iterator[str]:
-    """The ids a restore can pin among `messages`: their tool results', and their calls' arguments'."""
-    for m in messages:
-        if isinstance(m, RawOpenAIMessage):
-            if m.raw.get("role") == "tool":
-                yield str(m.raw.get("tool_call_id"))
-            else:
-                yield from (arguments_id(str(call.get("id", ""))) for call in m.raw.get("tool_calls") or ())
 
 
 def tool_result_text(content: Any) -> str:
@@ -528,28 +491,6 @@ class Conversation:
         """The original of a reclaimed tool result, or None if that id was never reclaimed."""
         return self._reclaimed.original(toolcall_id)
 
-    def _caller_index(self, index: int) -> int | None:
-        """The assistant message that made the call whose result is at `index` (the nearest before it)."""
-        for j in range(index - 1, -1, -1):
-            message = self._messages[j]
-            if not isinstance(message, RawOpenAIMessage) or message.raw.get("role") == "tool":
-                continue
-            return j
-        return None
-
-    def _current_round(self) -> int:
-        """The index of the assistant message whose calls are the newest round when the conversation ends
-        in it or its results (a turn at work), else -1: its arguments are never reclaimed."""
-        messages = self._messages
-        for j in range(len(messages) - 1, -1, -1):
-            message = messages[j]
-            if type(message) is not RawOpenAIMessage:
-                return -1
-            raw = message.raw
-            if raw.get("role") != "tool":
-                return j if raw.get("tool_calls") else -1
-        return -1
-
     def compact_toolcall(self, keep_max: int = 12, *, write_index: bool = True) -> ToolCallCompactResult:
         """Tier 1: replace all but the newest `keep_max` tool results with recoverable placeholders, and the
         large arguments of their calls too.
@@ -568,67 +509,10 @@ class Conversation:
         self.compaction_counter.tool_rounds += 1
         messages = self._messages
         before = messages.estimated_length()
-        start = min(self._reclaim_frontier, messages.low_water, len(messages))
-        cutoff = len(messages)  # the oldest kept tool result; everything before it may be reclaimed
-        seen = 0
-        for i in range(len(messages) - 1, start - 1, -1):
-            message = messages[i]
-            if type(message) is RawOpenAIMessage and message.raw.get("role") == "tool":
-                if seen == keep_max:
-                    break
-                seen += 1
-                cutoff = i
-        reclaimed: list[str] = []
-        arguments_count = 0
         index = self.history_index
-        indexed: list[tuple[ReclaimedToolResult, str]] = []
-        now = time.time()
-        if seen == keep_max:
-            archive, pinned = self._reclaimed, self._pinned
-            placeholders: dict[int, Message] = {}
-            current = self._current_round()
-            caller: int | None = None  # the assistant message nearest before i, once one is passed
-            for i in range(start, cutoff):
-                message = messages[i]
-                if type(message) is not RawOpenAIMessage:
-                    continue
-                raw = message.raw
-                if raw.get("role") != "tool":
-                    caller = i
-                    continue
-                call_id = str(raw.get("tool_call_id", ""))
-                at = caller if caller is not None else self._caller_index(i)
-                call = (placeholders.get(at) or messages[at]) if at is not None else None
-                name, arguments = _named_call(call.raw, call_id) if type(call) is RawOpenAIMessage else ("", "")
-                if at is not None and at != current:
-                    replaced = self._reclaim_arguments(call, call_id, name, arguments, now)  # type: ignore[arg-type]
-                    if replaced is not None:
-                        record, placeholders[at] = replaced
-                        reclaimed.append(record.tool_call_id)
-                        arguments_count += 1
-                        if index is not None:
-                            indexed.append((record, arguments))
-                if call_id in pinned:
-                    continue
-                content = raw.get("content")
-                text = content if type(content) is str else content_text(content)
-                if text.startswith(_PLACEHOLDER_HEAD):
-                    continue
-                placeholder = f"{_PLACEHOLDER_HEAD}{call_id}{_PLACEHOLDER_TAIL}"
-                if len(placeholder) >= len(text):
-                    continue
-                record = ReclaimedToolResult(call_id, name, arguments[:ARGUMENTS_PREVIEW], len(text), now)
-                archive.add(record, text)
-                placeholders[i] = RawOpenAIMessage(raw={**raw, "content": placeholder})
-                reclaimed.append(call_id)
-                if index is not None:
-                    indexed.append((record, text))
-            messages.replace_at(placeholders)
-            # the round at work is scanned again next time: its arguments may be reclaimed once it is done
-            self._reclaim_frontier = current if 0 <= current < cutoff else cutoff
-        else:
-            self._reclaim_frontier = start
-        messages.low_water = sys.maxsize
+        done = reclaim(messages, self._reclaimed, self._pinned, self._reclaim_frontier, keep_max, collect=index is not None)
+        self._reclaim_frontier = done.frontier
+        reclaimed, arguments_count, indexed = done.reclaimed, done.arguments_count, done.indexed
         if indexed and index is not None:  # a failure is a warning: the originals stay in the archive
             session = self.conversation_id
             self._queue_index_write(lambda: index.index_reclaimed(session, indexed), self._history_warning)
@@ -643,22 +527,6 @@ class Conversation:
             length_after=after,
             arguments_count=arguments_count,
         )
-
-    def _reclaim_arguments(self, call: RawOpenAIMessage, call_id: str, name: str, arguments: str,
-                           now: float) -> tuple[ReclaimedToolResult, RawOpenAIMessage] | None:
-        """Archive the arguments of `call_id` and return the record and `call` with their placeholder, or None
-        when they stay (short, restored by hand, reclaimed already, or no shorter as a placeholder)."""
-        if len(arguments) <= ARGUMENTS_RECLAIM_AT:
-            return None
-        key = arguments_id(call_id)
-        if key in self._pinned or key in self._reclaimed:
-            return None
-        shown = arguments_placeholder(arguments, key)
-        if len(shown) >= len(arguments):
-            return None
-        record = ReclaimedToolResult(key, name, arguments[:ARGUMENTS_PREVIEW], len(arguments), now, ARGUMENTS)
-        self._reclaimed.add(record, arguments)
-        return record, RawOpenAIMessage(raw=_with_arguments(call.raw, call_id, shown))
 
     async def acompact_toolcall(self, keep_max: int = 12) -> ToolCallCompactResult:
         """`compact_toolcall` for the event loop: the placeholders go in at once, the index is written in
@@ -712,66 +580,17 @@ class Conversation:
         left the conversation in a summary (the original stays readable by id). With `write_index=False`
         the index write is only queued (`arestore_toolcall` runs it in a thread).
         """
-        if toolcall_id not in self._reclaimed:
-            raise KeyError(f"no reclaimed tool result has the id {toolcall_id!r}")
-        record = self._reclaimed[toolcall_id]
-        i = self._placeholder_index(record)
-        if i is None:
-            what = "the call" if record.kind == ARGUMENTS else "tool result"
-            raise ValueError(
-                f"{what} {toolcall_id!r} was summarised away; its original is still available by id but "
-                "there is no place left in the conversation to restore it to"
-            )
-        holder = self._messages[i]
-        assert isinstance(holder, RawOpenAIMessage), "a reclaimed id is found only in a raw message"
-        raw = holder.raw
-        original = self._reclaimed.pop(toolcall_id)
-        if record.kind == ARGUMENTS:
-            self._messages[i] = RawOpenAIMessage(raw=_with_arguments(raw, record.call_id, original))
-        else:
-            self._messages[i] = RawOpenAIMessage(raw={**raw, "content": original})
-        self._pinned.add(toolcall_id)
+        restore(self._messages, self._reclaimed, self._pinned, toolcall_id)
         if self.history_index is not None:
             index, session = self.history_index, self.conversation_id
             self._queue_index_write(lambda: index.forget_reclaimed(session, [toolcall_id]), self._history_warning)
         if write_index:
             self.write_history_index()
 
-    def _placeholder_index(self, record: ReclaimedToolResult) -> int | None:
-        """Where the placeholder of an archived original is now: the tool result's message, or the message
-        holding the call whose arguments it is; None when a summary took it out of the conversation."""
-        call_id, arguments = record.call_id, record.kind == ARGUMENTS
-        for i in range(len(self._messages) - 1, -1, -1):
-            message = self._messages[i]
-            if type(message) is not RawOpenAIMessage:
-                continue
-            raw = message.raw
-            if arguments:
-                if raw.get("role") != "tool" and any(call.get("id") == call_id for call in raw.get("tool_calls") or ()):
-                    return i
-            elif raw.get("role") == "tool" and raw.get("tool_call_id") == call_id:
-                return i
-        return None
-
     def reclaimed_in_context(self) -> set[str]:
         """The archive ids whose placeholder is still in the conversation (restorable); the others were
         summarised away after they were reclaimed (still readable by id)."""
-        archive = self._reclaimed
-        found: set[str] = set()
-        for message in self._messages:
-            if type(message) is not RawOpenAIMessage:
-                continue
-            raw = message.raw
-            if raw.get("role") == "tool":
-                key = str(raw.get("tool_call_id", ""))
-                if key in archive:
-                    found.add(key)
-                continue
-            for call in raw.get("tool_calls") or ():
-                key = arguments_id(str(call.get("id", "")))
-                if key in archive:
-                    found.add(key)
-        return found
+        return reclaimed_in_context(self._messages, self._reclaimed)
 
     async def arestore_toolcall(self, toolcall_id: str) -> None:
         """`restore_toolcall` for the event loop: the index write runs in a worker thread."""
@@ -851,7 +670,7 @@ class Conversation:
         self.total_tokens = None
         self.counted = None
         self.compaction_counter = CompactionCounter(tool_rounds=0, summary_rounds=self.compaction_counter.summary_rounds + 1)
-        self._pinned.intersection_update(_pinnable(new_tail))
+        self._pinned.intersection_update(pinnable(new_tail))
         after = self.estimated_message_length()
         before = plan.estimated_length_before
         event = SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning,
