@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xun.context.conversation import MESSAGE_TOKENS
+from xun.context.estimates import MESSAGE_TOKENS
 from xun.context.messages import COMPACTED_SYSTEM_PROMPT, Message, SystemPrompt, message_length
 from xun.context.compaction_results import SummaryCompactResult
 from xun.base.events import CompactionFailed, CompactionSkipped, SummaryFinished, SummaryRejected, SummaryStarted, Warning
@@ -18,7 +18,8 @@ from xun.compact.breakdown import tokens_from
 
 if TYPE_CHECKING:
     from xun.compact.host import CompactionHost
-    from xun.context.conversation import CompactionPlan, Conversation
+    from xun.context.conversation import Conversation
+    from xun.context.summarise import CompactionPlan
 
 
 SUMMARY_PROMPT = """\

@@ -1,56 +1,60 @@
-"""The conversation: typed messages, length estimates, the two compaction tiers, persistence.
+"""The conversation: it owns the typed messages, their length estimates and everything compaction took
+out of them, and runs the two compaction tiers and persistence over them.
 
 Tier 1 (`compact_toolcall`) swaps old tool results, and the large arguments of their calls, for
-placeholders and keeps the originals;
+placeholders and keeps the originals (`xun.context.reclaim`);
 tier 2 (`plan_compaction` + `apply_compaction`, or `compact`/`acompact`) replaces older turns with a
-summary, after appending their originals to the offload log. Nothing is ever dropped: every text is
-in the messages, the reclaimed originals, the offload log or (when the log cannot be written) the
-session's kept originals.
+summary (`xun.context.summarise` chooses the cut), after appending their originals to the offload log.
+Nothing is ever dropped: every text is in the messages, the reclaimed originals, the offload log or (when
+the log cannot be written) the session's kept originals. The session file's format is
+`xun.context.session_format`'s.
 
 With a search index attached (`history_index`), every step that changes what is history queues the
-matching index write. The synchronous API writes it inline, in the same call; the async one
-(`acompact_toolcall`, `aapply_compaction`, `acompact`, `arestore_toolcall`), which the agent uses,
-changes the conversation on the event loop and then writes the index in a worker thread, so a first
+matching index write (`xun.context.index_writes`). The synchronous API writes it inline, in the same call;
+the async one (`acompact_toolcall`, `aapply_compaction`, `acompact`, `arestore_toolcall`), which the agent
+uses, changes the conversation on the event loop and then writes the index in a worker thread, so a first
 reclaim of thousands of results does not freeze a front end running on the same loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import collections
 import dataclasses
 import io
 import json
 import mimetypes
 import os
-import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from xun.base.atomic import open_regular, write_text_atomic
+from xun.base.valid_text import valid_text, valid_values
 from xun.context.compaction_results import CompactionCounter, SummaryCompactResult, ToolCallCompactResult
-from xun.context.messages import (
-    Message,
-    RawOpenAIMessage,
-    SystemPrompt,
-    UserMessage,
-    content_text,
-)
+from xun.context.index_writes import IndexWrite, IndexWrites
 from xun.context.message_list import MessageList
+from xun.context.messages import Message, RawOpenAIMessage, SystemPrompt, UserMessage, content_text
+from xun.context.offload import append_offload, archive_ids, utc_now_iso
 from xun.context.prompt_cache import PromptCacheRecord
-from xun.context.estimates import DEFAULT_TOKENS_PER_CHAR as DEFAULT_TOKENS_PER_CHAR
-from xun.context.estimates import MESSAGE_TOKENS as MESSAGE_TOKENS
+from xun.context.reclaim import pinnable, reclaim, reclaimed_in_context, restore
+from xun.context.reclaimed import ReclaimedArchive
+from xun.context.session_format import answer_unanswered_calls, parse_session_text, session_text
+from xun.context.summarise import (
+    DEFAULT_LEDGER_CHARS,
+    last_user_index,
+    plan_summary,
+    system_prompt,
+    turn_in_progress,
+    turn_prompt_index,
+)
+
+# Used here, and importable from here as before their modules were split out (`x as x` re-exports).
 from xun.context.estimates import TOKENS_PER_CHAR_RANGE as TOKENS_PER_CHAR_RANGE
-from xun.context.summarise import DEFAULT_LEDGER_CHARS as DEFAULT_LEDGER_CHARS
-from xun.context.summarise import CompactionPlan as CompactionPlan
-from xun.context.summarise import StalePlanError as StalePlanError
-from xun.context.summarise import SummarizationEvent as SummarizationEvent
-from xun.context.summarise import last_user_index, plan_summary, system_prompt, turn_in_progress, turn_prompt_index
-from xun.base.errors import SessionFormatError as SessionFormatError
+from xun.context.estimates import MESSAGE_TOKENS as MESSAGE_TOKENS
+from xun.context.estimates import DEFAULT_TOKENS_PER_CHAR as DEFAULT_TOKENS_PER_CHAR
+from xun.context.reclaim import PLACEHOLDER as PLACEHOLDER
 from xun.context.session_format import FORMAT_2_OPENING as FORMAT_2_OPENING
 from xun.context.session_format import FORMAT_VERSION as FORMAT_VERSION
 from xun.context.session_format import UNANSWERED_AT_LOAD as UNANSWERED_AT_LOAD
@@ -59,29 +63,11 @@ from xun.context.session_format import newest_messages as newest_messages
 from xun.context.session_format import read_newest_messages as read_newest_messages
 from xun.context.session_format import read_session as read_session
 from xun.context.session_format import session_head as session_head
-from xun.context.session_format import answer_unanswered_calls, parse_session_text, session_text
-from xun.context.offload import append_offload, archive_ids, utc_now_iso
-from xun.context.reclaimed import (
-    ReclaimedArchive,
-    ReclaimedToolResult,
-)
-from xun.base.valid_text import valid_text, valid_values
-from xun.context.reclaim import PLACEHOLDER as PLACEHOLDER
-from xun.context.reclaim import pinnable, reclaim, reclaimed_in_context, restore
-
-
-class HistoryListener(Protocol):
-    """Told what leaves the context, in the same step (the recall index, `xun.context.recall.HistoryIndex`,
-    listens): each call returns a warning to show, or None. On async paths the calls run in a worker thread."""
-
-    def index_offload(
-        self, session: str, messages: Iterable[Message], *, reclaimed: Mapping[str, str] | None = None, when: str
-    ) -> str | None: ...
-
-    def index_reclaimed(self, session: str, results: Iterable[tuple[ReclaimedToolResult, str]]) -> str | None: ...
-
-    def forget_reclaimed(self, session: str, tool_call_ids: Iterable[str] | None = None) -> str | None: ...
-
+from xun.context.summarise import CompactionPlan as CompactionPlan
+from xun.context.summarise import StalePlanError as StalePlanError
+from xun.context.summarise import SummarizationEvent as SummarizationEvent
+from xun.base.errors import SessionFormatError as SessionFormatError
+from xun.context.index_writes import HistoryListener as HistoryListener
 
 TRUNCATE_AT = 1000
 
@@ -110,64 +96,6 @@ def image_to_url(image: Any) -> str:
         image.save(buffer, format="PNG")
         return f"data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
     raise ValueError(f"unsupported image of type {type(image).__name__}")
-
-
-class _IndexWrite:
-    """One queued write to the search index: `write` only uses what it was given when queued (never the
-    conversation), so it can run in any thread; `settle` takes its warning afterwards, on the loop."""
-
-    __slots__ = ("write", "settle", "warning", "done")
-
-    def __init__(self, write: Callable[[], str | None], settle: Callable[[str | None], None] | None) -> None:
-        self.write = write
-        self.settle = settle
-        self.warning: str | None = None
-        self.done = False
-
-
-class _IndexWrites:
-    """The index writes a conversation owes, run strictly in the order they were queued, by one runner
-    at a time: a restore's delete can never overtake the insert of the reclaim before it, even when that
-    insert is still running in a worker thread."""
-
-    def __init__(self) -> None:
-        self._queue: collections.deque[_IndexWrite] = collections.deque()
-        self._lock = threading.Lock()
-
-    def add(self, job: _IndexWrite) -> None:
-        self._queue.append(job)
-
-    def run(self) -> None:
-        """Run every queued write (any thread). Waits for a runner already at work in another thread."""
-        with self._lock:
-            while self._queue:
-                job = self._queue.popleft()
-                try:
-                    job.warning = job.write()
-                except Exception as exc:  # noqa: BLE001 - the index's own calls never raise; this is a last guard
-                    job.warning = f"the search index was not updated ({type(exc).__name__}: {exc}); run `xun history --reindex`"
-                job.done = True
-
-
-async def _in_thread_despite_cancel(fn: Callable[[], None]) -> None:
-    """Run `fn` in a worker thread and wait for it to finish even when the task is cancelled meanwhile:
-    the conversation has already changed, so the step must end whole (its warnings taken, its events
-    sent) before the cancellation is delivered, at the task's next await, as it was when the step was
-    synchronous."""
-    future = asyncio.ensure_future(asyncio.to_thread(fn))
-    task = asyncio.current_task()
-    cancelled = False
-    while not future.done():
-        try:
-            await asyncio.shield(future)
-        except asyncio.CancelledError:
-            if future.cancelled() or task is None:
-                raise
-            cancelled = True
-            task.uncancel()
-    future.result()
-    if cancelled and task is not None:
-        task.cancel()
 
 
 def tool_result_text(content: Any) -> str:
@@ -224,9 +152,7 @@ class Conversation:
         self.history_warnings: list[str] = []
         """Index problems met by reclaims, restores and clears, for the front end (`take_history_warnings`);
         a summary's own index problem is its result's `warning`."""
-        self._index_writes = _IndexWrites()
-        self._index_owed: collections.deque[_IndexWrite] = collections.deque()
-        """Queued index writes whose warnings have not been taken yet (touched on the loop only)."""
+        self._index_writes = IndexWrites()
         self.created_at: float = time.time()
         self.title: str | None = None
         """What `/sessions` and `xun sessions` call it: set with /name, else the first prompt (kept at save)."""
@@ -358,8 +284,7 @@ class Conversation:
 
     def offload_taken_back(self, messages: list[Message]) -> tuple[str | None, str | None]:
         """Messages `/revise` or `/retry` took out of the context go to the offload log, as /clear's do, so
-        F9 and `xun history` still find them: a prompt taken back to revise and then not sent was gone
-        (trial F #27). Returns (the log's path or None, a warning or None)."""
+        F9 and `xun history` still find them, even a prompt taken back to revise and then not sent. Returns (the log's path or None, a warning or None)."""
         leaving = [m for m in messages if m.role != "system"]
         if not leaving:
             return None, None
@@ -385,7 +310,7 @@ class Conversation:
         await self.awrite_history_index()
         return count, offload_path, warning or (job.warning if job is not None else None)
 
-    def _clear(self) -> tuple[int, str | None, str | None, _IndexWrite | None]:
+    def _clear(self) -> tuple[int, str | None, str | None, IndexWrite | None]:
         """`clear` with its index writes only queued; the offload's index write is returned with the rest."""
         leaving = [m for m in self._messages if m.role != "system"]
         offload_path, warning, job = None, None, None
@@ -541,31 +466,17 @@ class Conversation:
 
     # ------------------------------------------------------------ the search index
 
-    def _queue_index_write(self, write: Callable[[], str | None], settle: Callable[[str | None], None] | None) -> _IndexWrite:
-        job = _IndexWrite(write, settle)
-        self._index_owed.append(job)
-        self._index_writes.add(job)
-        return job
-
-    def _settle_index_writes(self) -> None:
-        """Hand the warnings of finished writes to their steps, in order (on the loop's thread only)."""
-        owed = self._index_owed
-        while owed and owed[0].done:
-            job = owed.popleft()
-            if job.settle is not None:
-                job.settle(job.warning)
+    def _queue_index_write(self, write: Callable[[], str | None], settle: Callable[[str | None], None] | None) -> IndexWrite:
+        return self._index_writes.add(write, settle)
 
     def write_history_index(self) -> None:
         """Run the queued index writes here and now (the synchronous API does, inline)."""
-        self._index_writes.run()
-        self._settle_index_writes()
+        self._index_writes.run_here()
 
     async def awrite_history_index(self) -> None:
         """Run the queued index writes in a worker thread: SQLite's work stays off the event loop, and
         the conversation is not touched there (the writes only use what they were queued with)."""
-        if self._index_owed and not self._index_owed[-1].done:  # queued, or still running in another runner
-            await _in_thread_despite_cancel(self._index_writes.run)
-        self._settle_index_writes()
+        await self._index_writes.run_in_thread()
 
     def take_history_warnings(self) -> list[str]:
         """The index warnings not shown yet (and forget them)."""
@@ -610,7 +521,7 @@ class Conversation:
         """Whether the newest turn is unfinished (its last message is not the model's final reply)."""
         return turn_in_progress(self._messages)
 
-    def _offload(self, leaving: list[Message], write_index: bool) -> tuple[str | None, str | None, _IndexWrite | None, str | None]:
+    def _offload(self, leaving: list[Message], write_index: bool) -> tuple[str | None, str | None, IndexWrite | None, str | None]:
         """Append `leaving` to the offload log (fsynced) and queue its index write: (path, warning, index
         job, section time). When the log cannot be written the messages are kept in the session file
         instead, and the warning says so; with `write_index` the index is written here and its warning
