@@ -357,6 +357,7 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
             if window is None:
                 return _Written(None, error="the summary request did not fit the window, which is unknown", did_not_fit=True)
     if not one_request:
+        assert window is not None, "only a known window splits a summary into pieces"
         entries = transcript_entries(condensed[1:] if system is not None else condensed)
         base = _base_prompt(system)
         # each request: the summary so far (the earlier one, or at most max_tokens, wrapped), one piece in
