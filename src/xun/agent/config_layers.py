@@ -15,7 +15,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from xun.agent.config_errors import ConfigError, config_error, problems_from, shown_value, strip_optional, walk_annotation
+from xun.agent.config_errors import (
+    ConfigError,
+    config_error,
+    problems_from,
+    shown_value,
+    strip_optional,
+    walk_annotation,
+)
 from xun.agent.settings_schema import DEFAULT_SOURCE, XunConfig
 from xun.base import paths
 from xun.base.atomic import open_regular

@@ -72,11 +72,8 @@ from xun.context.index_writes import HistoryListener as HistoryListener
 TRUNCATE_AT = 1000
 
 
-
 def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
-
-
 
 
 def image_to_url(image: Any) -> str:
@@ -435,7 +432,8 @@ class Conversation:
         messages = self._messages
         before = messages.estimated_length()
         index = self.history_index
-        done = reclaim(messages, self._reclaimed, self._pinned, self._reclaim_frontier, keep_max, collect=index is not None)
+        done = reclaim(messages, self._reclaimed, self._pinned, self._reclaim_frontier, keep_max,
+                       collect=index is not None)
         self._reclaim_frontier = done.frontier
         reclaimed, arguments_count, indexed = done.reclaimed, done.arguments_count, done.indexed
         if indexed and index is not None:  # a failure is a warning: the originals stay in the archive
@@ -466,7 +464,8 @@ class Conversation:
 
     # ------------------------------------------------------------ the search index
 
-    def _queue_index_write(self, write: Callable[[], str | None], settle: Callable[[str | None], None] | None) -> IndexWrite:
+    def _queue_index_write(self, write: Callable[[], str | None],
+                           settle: Callable[[str | None], None] | None) -> IndexWrite:
         return self._index_writes.add(write, settle)
 
     def write_history_index(self) -> None:

@@ -69,6 +69,7 @@ def _caller_index(messages: Sequence[Message], index: int) -> int | None:
         return j
     return None
 
+
 def _current_round(messages: Sequence[Message]) -> int:
     """The index of the assistant message whose calls are the newest round when the conversation ends
     in it or its results (a turn at work), else -1: its arguments are never reclaimed."""
@@ -159,8 +160,8 @@ def reclaim(messages: MessageList, archive: ReclaimedArchive, pinned: set[str], 
     return ReclaimPass(reclaimed, arguments_count, indexed, frontier)
 
 
-def _reclaim_arguments(archive: ReclaimedArchive, pinned: set[str], call: RawOpenAIMessage, call_id: str, name: str, arguments: str,
-                       now: float) -> tuple[ReclaimedToolResult, RawOpenAIMessage] | None:
+def _reclaim_arguments(archive: ReclaimedArchive, pinned: set[str], call: RawOpenAIMessage, call_id: str, name: str,
+                       arguments: str, now: float) -> tuple[ReclaimedToolResult, RawOpenAIMessage] | None:
     """Archive the arguments of `call_id` and return the record and `call` with their placeholder, or None
     when they stay (short, restored by hand, reclaimed already, or no shorter as a placeholder)."""
     if len(arguments) <= ARGUMENTS_RECLAIM_AT:

@@ -26,7 +26,14 @@ from xun.base.timestamps import sane_timestamp
 from xun.context.compaction_results import CompactionCounter
 from xun.context.estimates import DEFAULT_TOKENS_PER_CHAR
 from xun.context.message_list import MessageList
-from xun.context.messages import Message, MessageFormatError, RawOpenAIMessage, SystemPrompt, check_raw, message_from_json
+from xun.context.messages import (
+    Message,
+    MessageFormatError,
+    RawOpenAIMessage,
+    SystemPrompt,
+    check_raw,
+    message_from_json,
+)
 from xun.context.prompt_cache import PromptCacheRecord
 from xun.context.reclaimed import ReclaimedArchive
 from xun.context.summarise import SummarizationEvent
@@ -52,9 +59,9 @@ def session_text(head: dict[str, Any], archive: ReclaimedArchive, ensure_ascii: 
     chunks = archive.json_chunks()
     if ensure_ascii:
         chunks = ["".join(chunks).encode("utf-8", "backslashreplace").decode("utf-8")]
+    size = sum(len(c) if c.isascii() else len(c.encode("utf-8", "surrogatepass")) for c in chunks)
     layout = {"format_version": FORMAT_VERSION, "compacted_count": len(archive),
-              "compacted_chars": sum(map(len, chunks)),
-              "compacted_bytes": sum(len(c) if c.isascii() else len(c.encode("utf-8", "surrogatepass")) for c in chunks)}
+              "compacted_chars": sum(map(len, chunks)), "compacted_bytes": size}
     with _gc_paused():
         text = json.dumps({**layout, **head}, ensure_ascii=ensure_ascii, separators=(",", ":"))
     return "".join([text[:-1], _ARCHIVE_KEY, *chunks, "}"])
