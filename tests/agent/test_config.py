@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from xun.agent import config as cfg
+from xun.agent.config_errors import all_leaf_keys
 from xun.agent.config import (
     ConfigError,
     XunConfig,
@@ -609,7 +610,7 @@ def test_assignment_is_validated():
 def test_describe_config_lists_every_key_with_value_and_source(homes):
     homes.write(homes.user, '[ui.keymap]\ncompact = "f5"\n')
     items = {item.key: item for item in describe_config(load(homes, "retry.attempts=5"))}
-    assert set(items) == set(cfg._all_leaf_keys())
+    assert set(items) == set(all_leaf_keys())
     assert "auto_compact.ask_timeout" in items and "ui.keymap" in items
     assert items["retry.attempts"].value == 5 and items["retry.attempts"].source == "command line"
     assert items["ui.keymap"].value == {"compact": "f5"} and items["ui.keymap"].source == str(homes.user)
@@ -627,7 +628,7 @@ def test_retry_delay_grows_and_is_capped():
 
 # -------------------------------------------------------------------------------------- fuzzing
 
-_KNOWN = cfg._all_leaf_keys()
+_KNOWN = all_leaf_keys()
 _NAMES = st.sampled_from(sorted({part for key in _KNOWN for part in key.split(".")} | {"zz", "api_key"}))
 _SCALARS = st.one_of(
     st.integers(min_value=-(2**63), max_value=2**63 - 1),

@@ -550,7 +550,7 @@ def test_the_newest_messages_are_read_from_the_end_of_the_file_alone(tmp_path, m
     """A resume reads the opening of the file and the end of its messages (the archive's length in bytes says
     where they end), in pieces that grow until the newest messages are whole; text in any script, the archive
     too, and pieces that begin inside a character."""
-    from xun.context import conversation as module
+    from xun.context import session_format as module
     from xun.context.conversation import read_newest_messages
 
     c = compacted_session()

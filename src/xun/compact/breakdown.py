@@ -381,7 +381,7 @@ def reclaim_preview(conversation: Conversation, keep_max: int) -> ReclaimPreview
     `Conversation.compact_toolcall` chooses them: older than the newest `keep_max` results, not a
     placeholder already, not restored by hand, and longer than their placeholder; and the arguments of
     those results' calls when longer than ARGUMENTS_RECLAIM_AT, but for the round at work."""
-    from xun.context.conversation import PLACEHOLDER
+    from xun.context.reclaim import PLACEHOLDER
 
     keep_max = max(int(keep_max), 0)
     messages = conversation.messages
@@ -453,7 +453,7 @@ def _current_round(messages: list[Any]) -> int:
 def tokens_from(conversation: Conversation, index: int) -> int:
     """The estimated tokens of the messages from `index` to the end: after a change at `index`, what the
     next request pays uncached (a prompt cache serves only the prefix before the first change)."""
-    from xun.context.conversation import MESSAGE_TOKENS
+    from xun.context.estimates import MESSAGE_TOKENS
 
     messages = conversation.messages[max(index, 0):]
     return round(sum(message_length(m) for m in messages) * conversation.tokens_per_char) + MESSAGE_TOKENS * len(messages)

@@ -8,19 +8,78 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from xun.base.events import Event
+from xun.base.events import Event, TurnFinished
 from xun.context.compaction_results import ToolCallCompactResult
 from xun.context.conversation import Conversation
+
+
+class AutoCompactReading(Protocol):
+    """What compaction reads of the `auto_compact` settings (`xun.agent.settings_schema.AutoCompactSettings`)."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def toolcall_keep_max(self) -> int: ...
+
+    @property
+    def summary_keep_max(self) -> int: ...
+
+
+class CompressionReading(Protocol):
+    """What compaction reads of the `compression` settings (`xun.agent.settings_schema.CompressionSettings`)."""
+
+    @property
+    def instructions(self) -> str | None: ...
+
+    @property
+    def prompt_files(self) -> list[str]: ...
+
+
+class SettingsReading(Protocol):
+    """What compaction reads of the agent's settings (`xun.agent.settings_schema.XunConfig`)."""
+
+    @property
+    def auto_compact(self) -> AutoCompactReading: ...
+
+    @property
+    def compression(self) -> CompressionReading: ...
+
+
+class TokenizerMeasure(Protocol):
+    """The server tokenizer's measure (`xun.agent.window.Calibration`)."""
+
+    @property
+    def tokens_per_char(self) -> float: ...
+
+    def fixed_for(self, with_tools: bool) -> int:
+        """What a request costs besides its messages' characters and their framing."""
+        ...
+
+
+class ServerMeasures(Protocol):
+    """What is known of the server (`xun.agent.window.ServerKnowledge`): its tokenizer's measure, once taken."""
+
+    @property
+    def calibration(self) -> TokenizerMeasure | None: ...
+
+
+class WindowSize(Protocol):
+    """The model's context window (`xun.agent.window.Window`): `tokens` is None while it is unknown."""
+
+    @property
+    def tokens(self) -> int | None: ...
 
 
 class CompactionHost(Protocol):
     """An agent, as compaction sees it: its conversation, its budget, and a way to ask the model."""
 
     conversation: Conversation
-    config: Any  # xun.agent.config.Settings: compaction reads `auto_compact`, `compression` and `cache`
-    knowledge: Any  # xun.agent.window.ServerKnowledge: the tokenizer's calibration, when measured
     workdir: Path
     clock: Callable[[], float]
     reply_budget: int | None
@@ -29,10 +88,16 @@ class CompactionHost(Protocol):
     last_finish_reason: str | None
 
     @property
+    def config(self) -> SettingsReading: ...
+
+    @property
+    def knowledge(self) -> ServerMeasures: ...
+
+    @property
     def threshold(self) -> int: ...
 
     @property
-    def window(self) -> Any: ...  # xun.agent.window.Window: `.tokens` is the window, or None when unknown
+    def window(self) -> WindowSize: ...
 
     def request_tokens(self) -> int: ...
 
@@ -56,6 +121,6 @@ class CompactionHost(Protocol):
         """A copy for one summary call: the same model and conversation settings, no tools, no display."""
         ...
 
-    async def execute(self, max_iterations: int | None = None) -> Any: ...
+    async def execute(self, max_iterations: int | None = None) -> TurnFinished: ...
 
     def last_reply(self) -> str: ...

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xun.context.conversation import MESSAGE_TOKENS
+from xun.context.estimates import MESSAGE_TOKENS
 from xun.context.messages import COMPACTED_SYSTEM_PROMPT, Message, SystemPrompt, message_length
 from xun.context.compaction_results import SummaryCompactResult
 from xun.base.events import CompactionFailed, CompactionSkipped, SummaryFinished, SummaryRejected, SummaryStarted, Warning
@@ -18,7 +18,8 @@ from xun.compact.breakdown import tokens_from
 
 if TYPE_CHECKING:
     from xun.compact.host import CompactionHost
-    from xun.context.conversation import CompactionPlan, Conversation
+    from xun.context.conversation import Conversation
+    from xun.context.summarise import CompactionPlan
 
 
 SUMMARY_PROMPT = """\
@@ -356,6 +357,7 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
             if window is None:
                 return _Written(None, error="the summary request did not fit the window, which is unknown", did_not_fit=True)
     if not one_request:
+        assert window is not None, "only a known window splits a summary into pieces"
         entries = transcript_entries(condensed[1:] if system is not None else condensed)
         base = _base_prompt(system)
         # each request: the summary so far (the earlier one, or at most max_tokens, wrapped), one piece in

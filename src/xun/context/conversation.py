@@ -1,194 +1,79 @@
-"""The conversation: typed messages, length estimates, the two compaction tiers, persistence.
+"""The conversation: it owns the typed messages, their length estimates and everything compaction took
+out of them, and runs the two compaction tiers and persistence over them.
 
 Tier 1 (`compact_toolcall`) swaps old tool results, and the large arguments of their calls, for
-placeholders and keeps the originals;
+placeholders and keeps the originals (`xun.context.reclaim`);
 tier 2 (`plan_compaction` + `apply_compaction`, or `compact`/`acompact`) replaces older turns with a
-summary, after appending their originals to the offload log. Nothing is ever dropped: every text is
-in the messages, the reclaimed originals, the offload log or (when the log cannot be written) the
-session's kept originals.
+summary (`xun.context.summarise` chooses the cut), after appending their originals to the offload log.
+Nothing is ever dropped: every text is in the messages, the reclaimed originals, the offload log or (when
+the log cannot be written) the session's kept originals. The session file's format is
+`xun.context.session_format`'s.
 
 With a search index attached (`history_index`), every step that changes what is history queues the
-matching index write. The synchronous API writes it inline, in the same call; the async one
-(`acompact_toolcall`, `aapply_compaction`, `acompact`, `arestore_toolcall`), which the agent uses,
-changes the conversation on the event loop and then writes the index in a worker thread, so a first
+matching index write (`xun.context.index_writes`). The synchronous API writes it inline, in the same call;
+the async one (`acompact_toolcall`, `aapply_compaction`, `acompact`, `arestore_toolcall`), which the agent
+uses, changes the conversation on the event loop and then writes the index in a worker thread, so a first
 reclaim of thousands of results does not freeze a front end running on the same loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import codecs
-import collections
-import contextlib
 import dataclasses
-import gc
 import io
 import json
 import mimetypes
 import os
-import re
-import sys
-import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from xun.base.atomic import open_regular, write_text_atomic
-from xun.base.timestamps import sane_timestamp
-from xun.context.compaction_results import CompactionCounter, SummaryCompactResult, ToolCallCompactResult
-from xun.context.messages import (
-    Message,
-    MessageFormatError,
-    RawOpenAIMessage,
-    TURN_LEDGER_PROMPT,
-    SystemPrompt,
-    UserMessage,
-    check_raw,
-    content_text,
-    message_from_json,
-)
-from xun.context.ledger import TurnLedger, condensed_calls
-from xun.context.message_list import MessageList
-from xun.context.prompt_cache import PromptCacheRecord
-from xun.base.errors import SessionFormatError
-from xun.context.offload import append_offload, archive_ids, utc_now_iso
-from xun.context.reclaimed import (
-    ARGUMENTS,
-    ARGUMENTS_PREVIEW,
-    ARGUMENTS_RECLAIM_AT,
-    ReclaimedArchive,
-    ReclaimedToolResult,
-    arguments_id,
-    arguments_placeholder,
-)
 from xun.base.valid_text import valid_text, valid_values
-
-
-class HistoryListener(Protocol):
-    """Told what leaves the context, in the same step (the recall index, `xun.context.recall.HistoryIndex`,
-    listens): each call returns a warning to show, or None. On async paths the calls run in a worker thread."""
-
-    def index_offload(
-        self, session: str, messages: Iterable[Message], *, reclaimed: Mapping[str, str] | None = None, when: str
-    ) -> str | None: ...
-
-    def index_reclaimed(self, session: str, results: Iterable[tuple[ReclaimedToolResult, str]]) -> str | None: ...
-
-    def forget_reclaimed(self, session: str, tool_call_ids: Iterable[str] | None = None) -> str | None: ...
-
-
-FORMAT_VERSION = 2
-FORMAT_2_OPENING = re.compile(r'\{"format_version":(\d+),"compacted_count":(\d+),"compacted_chars":(\d+),')
-"""How a session file of format 2 (or newer) opens."""
-_ARCHIVE_KEY = ',"compacted_toolcalls":'
-DEFAULT_TOKENS_PER_CHAR = 0.25
-MESSAGE_TOKENS = 5
-"""Tokens a chat template adds around each message (ChatML and Llama 3 use 5, OpenAI about 4)."""
-TOKENS_PER_CHAR_RANGE = (0.05, 1.0)
-_DECODER = json.JSONDecoder()
-TRUNCATE_AT = 1000
-PLACEHOLDER = (
-    "[Compacted, ID: {id}. If this content is still needed, call extract_compacted_tool_result "
-    "with this ID or re-run the tool.]"
+from xun.context.compaction_results import CompactionCounter, SummaryCompactResult, ToolCallCompactResult
+from xun.context.index_writes import IndexWrite, IndexWrites
+from xun.context.message_list import MessageList
+from xun.context.messages import Message, RawOpenAIMessage, SystemPrompt, UserMessage, content_text
+from xun.context.offload import append_offload, archive_ids, utc_now_iso
+from xun.context.prompt_cache import PromptCacheRecord
+from xun.context.reclaim import pinnable, reclaim, reclaimed_in_context, restore
+from xun.context.reclaimed import ReclaimedArchive
+from xun.context.session_format import answer_unanswered_calls, parse_session_text, session_text
+from xun.context.summarise import (
+    DEFAULT_LEDGER_CHARS,
+    last_user_index,
+    plan_summary,
+    system_prompt,
+    turn_in_progress,
+    turn_prompt_index,
 )
-_PLACEHOLDER_HEAD, _PLACEHOLDER_TAIL = PLACEHOLDER.split("{id}")
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
+# Used here, and importable from here as before their modules were split out (`x as x` re-exports).
+from xun.context.estimates import TOKENS_PER_CHAR_RANGE as TOKENS_PER_CHAR_RANGE
+from xun.context.estimates import MESSAGE_TOKENS as MESSAGE_TOKENS
+from xun.context.estimates import DEFAULT_TOKENS_PER_CHAR as DEFAULT_TOKENS_PER_CHAR
+from xun.context.reclaim import PLACEHOLDER as PLACEHOLDER
+from xun.context.session_format import FORMAT_2_OPENING as FORMAT_2_OPENING
+from xun.context.session_format import FORMAT_VERSION as FORMAT_VERSION
+from xun.context.session_format import UNANSWERED_AT_LOAD as UNANSWERED_AT_LOAD
+from xun.context.session_format import is_session_id as is_session_id
+from xun.context.session_format import newest_messages as newest_messages
+from xun.context.session_format import read_newest_messages as read_newest_messages
+from xun.context.session_format import read_session as read_session
+from xun.context.session_format import session_head as session_head
+from xun.context.summarise import CompactionPlan as CompactionPlan
+from xun.context.summarise import StalePlanError as StalePlanError
+from xun.context.summarise import SummarizationEvent as SummarizationEvent
+from xun.base.errors import SessionFormatError as SessionFormatError
+from xun.context.index_writes import HistoryListener as HistoryListener
 
-def is_session_id(text: object) -> bool:
-    """Whether `text` can name the session's files (`<id>.json`, `<id>.md`): letters, digits, '_', '-'
-    and '.', no '..', so an id read from a file can never name a path outside its folder."""
-    return isinstance(text, str) and bool(_SESSION_ID.match(text)) and ".." not in text
-
-
-DEFAULT_LEDGER_CHARS = 6000
-"""The turn ledger's bound when nothing set it (about 1,500 tokens)."""
+TRUNCATE_AT = 1000
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
-
-
-def _ledger_chars(ledger: TurnLedger | None) -> int:
-    """What a ledger adds to the system message's estimated length."""
-    return len(TURN_LEDGER_PROMPT) + len(ledger.render()) if ledger is not None and ledger.entries else 0
-
-
-class StalePlanError(RuntimeError):
-    """The conversation changed (other than by appending) after the compaction plan was made."""
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionPlan:
-    """What a summary would do now: messages[1:cut_index] condensed, `kept` the new tail.
-
-    `condensed` is what the summarizer is shown (the system message first, when there is one);
-    Lengths are in characters; `framing_chars` is what the leaving messages' framing (MESSAGE_TOKENS
-    each) is worth in characters at the calibrated ratio, which the lengths leave out.
-    `carried_user` is the turn's prompt (the last user message not written by the agent) when it lies
-    before the cut and is carried to the head of the tail. `turn_rounds` counts the tool calls of that
-    turn the cut condenses (they go into the turn ledger). Lengths are estimated characters;
-    `estimated_length_after` leaves the summary out.
-    """
-
-    cut_index: int
-    condensed: list[Message]
-    kept: list[Message]
-    carried_user: UserMessage | None
-    estimated_length_before: int
-    estimated_length_after: int
-    message_count: int
-    edits: int
-    turn_start: int = -1
-    """The index of the carried prompt when the cut lies inside its turn, else -1."""
-    turn_rounds: int = 0
-    ledger: TurnLedger | None = None
-    """The turn ledger the new summary frame carries (its growth is in `estimated_length_after`)."""
-    framing_chars: int = 0
-
-    @property
-    def nothing_to_condense(self) -> bool:
-        return not any(m.role != "system" for m in self.condensed)
-
-    @property
-    def condensed_count(self) -> int:
-        """Messages that leave the conversation (the system message stays, so it is not counted)."""
-        return sum(1 for m in self.condensed if m.role != "system")
-
-
-@dataclass(slots=True)
-class SummarizationEvent:
-    """One applied summary: where the cut was, the summary text, and where the originals went."""
-
-    cutoff_index: int
-    summary_message: str
-    file_path: str | None
-    time: float
-    condensed_count: int
-    kept_count: int
-    warning: str | None = None
-    offload_when: str | None = None
-    """The heading time of the offload log's section holding the originals (how the chat finds them)."""
-    carried: bool = False
-    """The turn's prompt was carried word for word to the head of what is kept: the next summary's section
-    opens with that copy, which a transcript does not show twice (trial F #20)."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "cutoff_index": self.cutoff_index,
-            "summary_message": self.summary_message,
-            "file_path": self.file_path,
-            "time": self.time,
-            "condensed_count": self.condensed_count,
-            "kept_count": self.kept_count,
-            "warning": self.warning,
-            "offload_when": self.offload_when,
-            "carried": self.carried,
-        }
 
 
 def image_to_url(image: Any) -> str:
@@ -208,93 +93,6 @@ def image_to_url(image: Any) -> str:
         image.save(buffer, format="PNG")
         return f"data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
     raise ValueError(f"unsupported image of type {type(image).__name__}")
-
-
-class _IndexWrite:
-    """One queued write to the search index: `write` only uses what it was given when queued (never the
-    conversation), so it can run in any thread; `settle` takes its warning afterwards, on the loop."""
-
-    __slots__ = ("write", "settle", "warning", "done")
-
-    def __init__(self, write: Callable[[], str | None], settle: Callable[[str | None], None] | None) -> None:
-        self.write = write
-        self.settle = settle
-        self.warning: str | None = None
-        self.done = False
-
-
-class _IndexWrites:
-    """The index writes a conversation owes, run strictly in the order they were queued, by one runner
-    at a time: a restore's delete can never overtake the insert of the reclaim before it, even when that
-    insert is still running in a worker thread."""
-
-    def __init__(self) -> None:
-        self._queue: collections.deque[_IndexWrite] = collections.deque()
-        self._lock = threading.Lock()
-
-    def add(self, job: _IndexWrite) -> None:
-        self._queue.append(job)
-
-    def run(self) -> None:
-        """Run every queued write (any thread). Waits for a runner already at work in another thread."""
-        with self._lock:
-            while self._queue:
-                job = self._queue.popleft()
-                try:
-                    job.warning = job.write()
-                except Exception as exc:  # noqa: BLE001 - the index's own calls never raise; this is a last guard
-                    job.warning = f"the search index was not updated ({type(exc).__name__}: {exc}); run `xun history --reindex`"
-                job.done = True
-
-
-async def _in_thread_despite_cancel(fn: Callable[[], None]) -> None:
-    """Run `fn` in a worker thread and wait for it to finish even when the task is cancelled meanwhile:
-    the conversation has already changed, so the step must end whole (its warnings taken, its events
-    sent) before the cancellation is delivered, at the task's next await, as it was when the step was
-    synchronous."""
-    future = asyncio.ensure_future(asyncio.to_thread(fn))
-    task = asyncio.current_task()
-    cancelled = False
-    while not future.done():
-        try:
-            await asyncio.shield(future)
-        except asyncio.CancelledError:
-            if future.cancelled() or task is None:
-                raise
-            cancelled = True
-            task.uncancel()
-    future.result()
-    if cancelled and task is not None:
-        task.cancel()
-
-
-def _named_call(assistant: dict[str, Any], call_id: str) -> tuple[str, str]:
-    """Name and arguments of the call `call_id` among an assistant message's tool calls, or two ""."""
-    for call in assistant.get("tool_calls") or ():
-        if call.get("id") == call_id:
-            function = call.get("function") or {}
-            return str(function.get("name", "")), str(function.get("arguments", ""))
-    return "", ""
-
-
-def _with_arguments(assistant: dict[str, Any], call_id: str, arguments: str) -> dict[str, Any]:
-    """A copy of an assistant message whose call `call_id` has `arguments` (the message itself is untouched:
-    messages are values)."""
-    calls = [
-        {**call, "function": {**(call.get("function") or {}), "arguments": arguments}} if call.get("id") == call_id else call
-        for call in assistant.get("tool_calls") or ()
-    ]
-    return {**assistant, "tool_calls": calls}
-
-
-def _pinnable(messages: Iterable[Message]) -> Iterator[str]:
-    """The ids a restore can pin among `messages`: their tool results', and their calls' arguments'."""
-    for m in messages:
-        if isinstance(m, RawOpenAIMessage):
-            if m.raw.get("role") == "tool":
-                yield str(m.raw.get("tool_call_id"))
-            else:
-                yield from (arguments_id(str(call.get("id", ""))) for call in m.raw.get("tool_calls") or ())
 
 
 def tool_result_text(content: Any) -> str:
@@ -351,9 +149,7 @@ class Conversation:
         self.history_warnings: list[str] = []
         """Index problems met by reclaims, restores and clears, for the front end (`take_history_warnings`);
         a summary's own index problem is its result's `warning`."""
-        self._index_writes = _IndexWrites()
-        self._index_owed: collections.deque[_IndexWrite] = collections.deque()
-        """Queued index writes whose warnings have not been taken yet (touched on the loop only)."""
+        self._index_writes = IndexWrites()
         self.created_at: float = time.time()
         self.title: str | None = None
         """What `/sessions` and `xun sessions` call it: set with /name, else the first prompt (kept at save)."""
@@ -391,8 +187,7 @@ class Conversation:
         return [m.completion_param() for m in self._messages]
 
     def _system(self) -> SystemPrompt | None:
-        first = self._messages[0] if self._messages else None
-        return first if isinstance(first, SystemPrompt) else None
+        return system_prompt(self._messages)
 
     def set_system_message_content(self, content: str, is_compressed: bool = False) -> None:
         """Replace or insert message 0, keeping its persistent sections.
@@ -470,23 +265,13 @@ class Conversation:
             return self._messages.pop()  # type: ignore[return-value]
         return None
 
-    def _last_user_index(self) -> int:
-        for i in range(len(self._messages) - 1, -1, -1):
-            if isinstance(self._messages[i], UserMessage):
-                return i
-        return -1
-
     def turn_prompt_index(self) -> int:
         """The turn's prompt: the last user message the agent did not write itself (`is_synthetic`)."""
-        for i in range(len(self._messages) - 1, -1, -1):
-            message = self._messages[i]
-            if isinstance(message, UserMessage) and not message.is_synthetic:
-                return i
-        return self._last_user_index()
+        return turn_prompt_index(self._messages)
 
     def pop_from_last_user_message(self, inclusive: bool = True) -> list[Message]:
         """Pop what follows the last user message (`/retry`), and the message too when `inclusive` (`/revise`)."""
-        index = self._last_user_index()
+        index = last_user_index(self._messages)
         if index < 0:
             return []
         start = index if inclusive else index + 1
@@ -496,8 +281,7 @@ class Conversation:
 
     def offload_taken_back(self, messages: list[Message]) -> tuple[str | None, str | None]:
         """Messages `/revise` or `/retry` took out of the context go to the offload log, as /clear's do, so
-        F9 and `xun history` still find them: a prompt taken back to revise and then not sent was gone
-        (trial F #27). Returns (the log's path or None, a warning or None)."""
+        F9 and `xun history` still find them, even a prompt taken back to revise and then not sent. Returns (the log's path or None, a warning or None)."""
         leaving = [m for m in messages if m.role != "system"]
         if not leaving:
             return None, None
@@ -523,7 +307,7 @@ class Conversation:
         await self.awrite_history_index()
         return count, offload_path, warning or (job.warning if job is not None else None)
 
-    def _clear(self) -> tuple[int, str | None, str | None, _IndexWrite | None]:
+    def _clear(self) -> tuple[int, str | None, str | None, IndexWrite | None]:
         """`clear` with its index writes only queued; the offload's index write is returned with the rest."""
         leaving = [m for m in self._messages if m.role != "system"]
         offload_path, warning, job = None, None, None
@@ -629,28 +413,6 @@ class Conversation:
         """The original of a reclaimed tool result, or None if that id was never reclaimed."""
         return self._reclaimed.original(toolcall_id)
 
-    def _caller_index(self, index: int) -> int | None:
-        """The assistant message that made the call whose result is at `index` (the nearest before it)."""
-        for j in range(index - 1, -1, -1):
-            message = self._messages[j]
-            if not isinstance(message, RawOpenAIMessage) or message.raw.get("role") == "tool":
-                continue
-            return j
-        return None
-
-    def _current_round(self) -> int:
-        """The index of the assistant message whose calls are the newest round when the conversation ends
-        in it or its results (a turn at work), else -1: its arguments are never reclaimed."""
-        messages = self._messages
-        for j in range(len(messages) - 1, -1, -1):
-            message = messages[j]
-            if type(message) is not RawOpenAIMessage:
-                return -1
-            raw = message.raw
-            if raw.get("role") != "tool":
-                return j if raw.get("tool_calls") else -1
-        return -1
-
     def compact_toolcall(self, keep_max: int = 12, *, write_index: bool = True) -> ToolCallCompactResult:
         """Tier 1: replace all but the newest `keep_max` tool results with recoverable placeholders, and the
         large arguments of their calls too.
@@ -669,67 +431,11 @@ class Conversation:
         self.compaction_counter.tool_rounds += 1
         messages = self._messages
         before = messages.estimated_length()
-        start = min(self._reclaim_frontier, messages.low_water, len(messages))
-        cutoff = len(messages)  # the oldest kept tool result; everything before it may be reclaimed
-        seen = 0
-        for i in range(len(messages) - 1, start - 1, -1):
-            message = messages[i]
-            if type(message) is RawOpenAIMessage and message.raw.get("role") == "tool":
-                if seen == keep_max:
-                    break
-                seen += 1
-                cutoff = i
-        reclaimed: list[str] = []
-        arguments_count = 0
         index = self.history_index
-        indexed: list[tuple[ReclaimedToolResult, str]] = []
-        now = time.time()
-        if seen == keep_max:
-            archive, pinned = self._reclaimed, self._pinned
-            placeholders: dict[int, Message] = {}
-            current = self._current_round()
-            caller: int | None = None  # the assistant message nearest before i, once one is passed
-            for i in range(start, cutoff):
-                message = messages[i]
-                if type(message) is not RawOpenAIMessage:
-                    continue
-                raw = message.raw
-                if raw.get("role") != "tool":
-                    caller = i
-                    continue
-                call_id = str(raw.get("tool_call_id", ""))
-                at = caller if caller is not None else self._caller_index(i)
-                call = (placeholders.get(at) or messages[at]) if at is not None else None
-                name, arguments = _named_call(call.raw, call_id) if type(call) is RawOpenAIMessage else ("", "")
-                if at is not None and at != current:
-                    replaced = self._reclaim_arguments(call, call_id, name, arguments, now)  # type: ignore[arg-type]
-                    if replaced is not None:
-                        record, placeholders[at] = replaced
-                        reclaimed.append(record.tool_call_id)
-                        arguments_count += 1
-                        if index is not None:
-                            indexed.append((record, arguments))
-                if call_id in pinned:
-                    continue
-                content = raw.get("content")
-                text = content if type(content) is str else content_text(content)
-                if text.startswith(_PLACEHOLDER_HEAD):
-                    continue
-                placeholder = f"{_PLACEHOLDER_HEAD}{call_id}{_PLACEHOLDER_TAIL}"
-                if len(placeholder) >= len(text):
-                    continue
-                record = ReclaimedToolResult(call_id, name, arguments[:ARGUMENTS_PREVIEW], len(text), now)
-                archive.add(record, text)
-                placeholders[i] = RawOpenAIMessage(raw={**raw, "content": placeholder})
-                reclaimed.append(call_id)
-                if index is not None:
-                    indexed.append((record, text))
-            messages.replace_at(placeholders)
-            # the round at work is scanned again next time: its arguments may be reclaimed once it is done
-            self._reclaim_frontier = current if 0 <= current < cutoff else cutoff
-        else:
-            self._reclaim_frontier = start
-        messages.low_water = sys.maxsize
+        done = reclaim(messages, self._reclaimed, self._pinned, self._reclaim_frontier, keep_max,
+                       collect=index is not None)
+        self._reclaim_frontier = done.frontier
+        reclaimed, arguments_count, indexed = done.reclaimed, done.arguments_count, done.indexed
         if indexed and index is not None:  # a failure is a warning: the originals stay in the archive
             session = self.conversation_id
             self._queue_index_write(lambda: index.index_reclaimed(session, indexed), self._history_warning)
@@ -745,22 +451,6 @@ class Conversation:
             arguments_count=arguments_count,
         )
 
-    def _reclaim_arguments(self, call: RawOpenAIMessage, call_id: str, name: str, arguments: str,
-                           now: float) -> tuple[ReclaimedToolResult, RawOpenAIMessage] | None:
-        """Archive the arguments of `call_id` and return the record and `call` with their placeholder, or None
-        when they stay (short, restored by hand, reclaimed already, or no shorter as a placeholder)."""
-        if len(arguments) <= ARGUMENTS_RECLAIM_AT:
-            return None
-        key = arguments_id(call_id)
-        if key in self._pinned or key in self._reclaimed:
-            return None
-        shown = arguments_placeholder(arguments, key)
-        if len(shown) >= len(arguments):
-            return None
-        record = ReclaimedToolResult(key, name, arguments[:ARGUMENTS_PREVIEW], len(arguments), now, ARGUMENTS)
-        self._reclaimed.add(record, arguments)
-        return record, RawOpenAIMessage(raw=_with_arguments(call.raw, call_id, shown))
-
     async def acompact_toolcall(self, keep_max: int = 12) -> ToolCallCompactResult:
         """`compact_toolcall` for the event loop: the placeholders go in at once, the index is written in
         a worker thread; its warnings are in `history_warnings` when this returns."""
@@ -774,31 +464,18 @@ class Conversation:
 
     # ------------------------------------------------------------ the search index
 
-    def _queue_index_write(self, write: Callable[[], str | None], settle: Callable[[str | None], None] | None) -> _IndexWrite:
-        job = _IndexWrite(write, settle)
-        self._index_owed.append(job)
-        self._index_writes.add(job)
-        return job
-
-    def _settle_index_writes(self) -> None:
-        """Hand the warnings of finished writes to their steps, in order (on the loop's thread only)."""
-        owed = self._index_owed
-        while owed and owed[0].done:
-            job = owed.popleft()
-            if job.settle is not None:
-                job.settle(job.warning)
+    def _queue_index_write(self, write: Callable[[], str | None],
+                           settle: Callable[[str | None], None] | None) -> IndexWrite:
+        return self._index_writes.add(write, settle)
 
     def write_history_index(self) -> None:
         """Run the queued index writes here and now (the synchronous API does, inline)."""
-        self._index_writes.run()
-        self._settle_index_writes()
+        self._index_writes.run_here()
 
     async def awrite_history_index(self) -> None:
         """Run the queued index writes in a worker thread: SQLite's work stays off the event loop, and
         the conversation is not touched there (the writes only use what they were queued with)."""
-        if self._index_owed and not self._index_owed[-1].done:  # queued, or still running in another runner
-            await _in_thread_despite_cancel(self._index_writes.run)
-        self._settle_index_writes()
+        await self._index_writes.run_in_thread()
 
     def take_history_warnings(self) -> list[str]:
         """The index warnings not shown yet (and forget them)."""
@@ -813,66 +490,17 @@ class Conversation:
         left the conversation in a summary (the original stays readable by id). With `write_index=False`
         the index write is only queued (`arestore_toolcall` runs it in a thread).
         """
-        if toolcall_id not in self._reclaimed:
-            raise KeyError(f"no reclaimed tool result has the id {toolcall_id!r}")
-        record = self._reclaimed[toolcall_id]
-        i = self._placeholder_index(record)
-        if i is None:
-            what = "the call" if record.kind == ARGUMENTS else "tool result"
-            raise ValueError(
-                f"{what} {toolcall_id!r} was summarised away; its original is still available by id but "
-                "there is no place left in the conversation to restore it to"
-            )
-        holder = self._messages[i]
-        assert isinstance(holder, RawOpenAIMessage), "a reclaimed id is found only in a raw message"
-        raw = holder.raw
-        original = self._reclaimed.pop(toolcall_id)
-        if record.kind == ARGUMENTS:
-            self._messages[i] = RawOpenAIMessage(raw=_with_arguments(raw, record.call_id, original))
-        else:
-            self._messages[i] = RawOpenAIMessage(raw={**raw, "content": original})
-        self._pinned.add(toolcall_id)
+        restore(self._messages, self._reclaimed, self._pinned, toolcall_id)
         if self.history_index is not None:
             index, session = self.history_index, self.conversation_id
             self._queue_index_write(lambda: index.forget_reclaimed(session, [toolcall_id]), self._history_warning)
         if write_index:
             self.write_history_index()
 
-    def _placeholder_index(self, record: ReclaimedToolResult) -> int | None:
-        """Where the placeholder of an archived original is now: the tool result's message, or the message
-        holding the call whose arguments it is; None when a summary took it out of the conversation."""
-        call_id, arguments = record.call_id, record.kind == ARGUMENTS
-        for i in range(len(self._messages) - 1, -1, -1):
-            message = self._messages[i]
-            if type(message) is not RawOpenAIMessage:
-                continue
-            raw = message.raw
-            if arguments:
-                if raw.get("role") != "tool" and any(call.get("id") == call_id for call in raw.get("tool_calls") or ()):
-                    return i
-            elif raw.get("role") == "tool" and raw.get("tool_call_id") == call_id:
-                return i
-        return None
-
     def reclaimed_in_context(self) -> set[str]:
         """The archive ids whose placeholder is still in the conversation (restorable); the others were
         summarised away after they were reclaimed (still readable by id)."""
-        archive = self._reclaimed
-        found: set[str] = set()
-        for message in self._messages:
-            if type(message) is not RawOpenAIMessage:
-                continue
-            raw = message.raw
-            if raw.get("role") == "tool":
-                key = str(raw.get("tool_call_id", ""))
-                if key in archive:
-                    found.add(key)
-                continue
-            for call in raw.get("tool_calls") or ():
-                key = arguments_id(str(call.get("id", "")))
-                if key in archive:
-                    found.add(key)
-        return found
+        return reclaimed_in_context(self._messages, self._reclaimed)
 
     async def arestore_toolcall(self, toolcall_id: str) -> None:
         """`restore_toolcall` for the event loop: the index write runs in a worker thread."""
@@ -882,119 +510,17 @@ class Conversation:
     # ------------------------------------------------------------------ tier 2
 
     def plan_compaction(self, keep_recent: int) -> CompactionPlan:
-        """Choose the cut for a summary keeping about `keep_recent` recent messages, changing nothing.
-
-        The anchor is the turn's prompt: the last user message the agent did not write itself.
-        1. If the tail from the anchor has at most `keep_recent` messages, cut there.
-        2. Otherwise cut at `len - keep_recent` and move forward past tool results, so the tail never
-           opens on a tool result whose call was condensed (parallel results stay together). This also
-           cuts inside a turn still running (one prompt, hundreds of tool rounds): its older rounds are
-           summarised like anything else, and xun writes their calls into the turn ledger
-           (`xun.context.ledger`) beside the summary, so that the model, whatever the summary says,
-           knows every call that already ran and repeats none.
-        3. A prompt before the cut is carried word for word to the head of the tail.
-        4. The newest round of a running turn (the last tool call and its results) is always kept: the model
-           has not answered it yet, and without it a model that needs the result calls the tool again (a
-           file larger than what a summary may keep was read, summarised away and read again, forever).
-        """
-        if keep_recent < 0:
-            raise ValueError("keep_recent must be >= 0")
-        messages = self._messages
-        n = len(messages)
-        has_system = self._system() is not None
-        first = 1 if has_system else 0
-        anchor = self.turn_prompt_index()
-        if anchor >= 0 and n - anchor <= keep_recent:
-            cut = anchor  # rule 1
-        else:
-            cut = max(n - keep_recent, first)
-            while cut < n and messages[cut].role == "tool":
-                cut += 1
-        if anchor >= 0 and self.turn_in_progress():
-            cut = min(cut, self._newest_round(anchor))  # rule 4
-        cut = max(cut, first)
-        carried = messages[anchor] if first <= anchor < cut else None
-        assert carried is None or isinstance(carried, UserMessage), "the turn's prompt is a user message"
-        condensed = list(messages[:cut])
-        kept = ([carried] if carried is not None else []) + list(messages[cut:])
-        before = messages.estimated_length()
-        after = before - messages.counted_length(first, cut)
-        if carried is not None:
-            after += messages.counted_length(anchor, anchor + 1)
-        # each message also costs its framing (MESSAGE_TOKENS), which a long turn's small rounds are mostly made of
-        framing = round(MESSAGE_TOKENS / max(self.tokens_per_char, 0.05)) * max(cut - first - (carried is not None), 0)
-        turn_start = anchor if carried is not None and self.turn_in_progress() else -1
-        turn_rounds = 0
-        if turn_start >= 0:
-            turn_rounds = sum(len(m.raw.get("tool_calls") or ()) for m in messages[anchor + 1:cut] if isinstance(m, RawOpenAIMessage))
-        ledger = self._turn_ledger(anchor, turn_start, cut) if first <= cut else None
-        system = self._system()
-        old_ledger = system.ledger if system is not None else None
-        after += _ledger_chars(ledger) - _ledger_chars(old_ledger)
-        return CompactionPlan(
-            cut_index=cut,
-            condensed=condensed,
-            kept=kept,
-            carried_user=carried,
-            estimated_length_before=before,
-            estimated_length_after=after,
-            message_count=n,
-            edits=messages.edits,
-            turn_start=turn_start,
-            turn_rounds=turn_rounds,
-            ledger=ledger,
-            framing_chars=framing,
-        )
-
-    def _newest_round(self, anchor: int) -> int:
-        """The index of the last assistant message after `anchor` that calls tools (the end: none)."""
-        for i in range(len(self._messages) - 1, anchor, -1):
-            message = self._messages[i]
-            if isinstance(message, RawOpenAIMessage) and message.raw.get("tool_calls"):
-                return i
-        return len(self._messages)
+        """Choose the cut for a summary keeping about `keep_recent` recent messages, changing nothing
+        (`xun.context.summarise.plan_summary` says how)."""
+        where = str(self.offload_dir / f"{self.conversation_id}.md") if self.offload_dir is not None else None
+        return plan_summary(self._messages, keep_recent, tokens_per_char=self.tokens_per_char, archive=self._reclaimed,
+                            ledger_where=where, ledger_max_chars=self.ledger_max_chars)
 
     def turn_in_progress(self) -> bool:
-        """Whether the newest turn is unfinished: its last message is a prompt, a tool call or a tool result,
-        not the model's final reply. Only such a turn gets a ledger: a finished one is summarised whole."""
-        if not self._messages:
-            return False
-        last = self._messages[-1]
-        if isinstance(last, UserMessage):
-            return True
-        return isinstance(last, RawOpenAIMessage) and (last.raw.get("role") == "tool" or bool(last.raw.get("tool_calls")))
+        """Whether the newest turn is unfinished (its last message is not the model's final reply)."""
+        return turn_in_progress(self._messages)
 
-    def _turn_ledger(self, anchor: int, turn_start: int, cut: int) -> TurnLedger | None:
-        """The ledger the new summary frame carries: the current one extended by the calls of the
-        running turn that the cut condenses (`turn_start` is its prompt's index, -1 when the cut is not
-        inside it); kept as it is while its turn is still in the context; dropped once that turn's prompt
-        is condensed (the summarizer is shown it)."""
-        system = self._system()
-        current = system.ledger if system is not None else None
-        prompt = self._messages[anchor] if anchor >= 0 else None
-        if not isinstance(prompt, UserMessage):
-            return None
-        if current is not None and current.prompt != prompt.text:
-            current = None  # an earlier turn's ledger: that turn is summarised now
-        messages = self._messages[turn_start + 1:cut] if turn_start >= 0 else []
-        if not any(isinstance(m, RawOpenAIMessage) and m.raw.get("tool_calls") for m in messages):
-            return current
-        params = []
-        for message in messages:
-            param = message.completion_param()
-            content = param.get("content")
-            if param.get("role") == "tool" and isinstance(content, str) and content.startswith("[Compacted"):
-                original = self._reclaimed.original(str(param.get("tool_call_id")))
-                if original is not None:
-                    param = {**param, "content": original}
-            params.append(param)
-        ledger = TurnLedger(prompt.text, current.calls, list(current.entries), current.where) if current else TurnLedger(prompt.text)
-        if self.offload_dir is not None:
-            ledger.where = str(self.offload_dir / f"{self.conversation_id}.md")
-        ledger.add_calls(condensed_calls(params), self.ledger_max_chars)
-        return ledger
-
-    def _offload(self, leaving: list[Message], write_index: bool) -> tuple[str | None, str | None, _IndexWrite | None, str | None]:
+    def _offload(self, leaving: list[Message], write_index: bool) -> tuple[str | None, str | None, IndexWrite | None, str | None]:
         """Append `leaving` to the offload log (fsynced) and queue its index write: (path, warning, index
         job, section time). When the log cannot be written the messages are kept in the session file
         instead, and the warning says so; with `write_index` the index is written here and its warning
@@ -1054,7 +580,7 @@ class Conversation:
         self.total_tokens = None
         self.counted = None
         self.compaction_counter = CompactionCounter(tool_rounds=0, summary_rounds=self.compaction_counter.summary_rounds + 1)
-        self._pinned.intersection_update(_pinnable(new_tail))
+        self._pinned.intersection_update(pinnable(new_tail))
         after = self.estimated_message_length()
         before = plan.estimated_length_before
         event = SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning,
@@ -1151,15 +677,7 @@ class Conversation:
         return self._dumps(ensure_ascii=False)
 
     def _dumps(self, ensure_ascii: bool) -> str:
-        archive = self._reclaimed.json_chunks()
-        if ensure_ascii:  # every non-ASCII character (lone surrogates too) as a JSON escape
-            archive = ["".join(archive).encode("utf-8", "backslashreplace").decode("utf-8")]
-        layout = {"format_version": FORMAT_VERSION, "compacted_count": len(self._reclaimed),
-                  "compacted_chars": sum(map(len, archive)),
-                  "compacted_bytes": sum(len(c) if c.isascii() else len(c.encode("utf-8", "surrogatepass")) for c in archive)}
-        with _gc_paused():
-            head = json.dumps({**layout, **self._head()}, ensure_ascii=ensure_ascii, separators=(",", ":"))
-        return "".join([head[:-1], _ARCHIVE_KEY, *archive, "}"])
+        return session_text(self._head(), self._reclaimed, ensure_ascii)
 
     def dump(self, path: str | os.PathLike[str],
              write: Callable[[str | os.PathLike[str], str], None] = write_text_atomic) -> None:
@@ -1173,15 +691,7 @@ class Conversation:
 
     def loads(self, text: str | bytes, source: str | os.PathLike[str] | None = None) -> Conversation:
         """Load session text (this format or an older one); on any problem raise SessionFormatError, change nothing."""
-        if isinstance(text, bytes):
-            try:
-                text = text.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise SessionFormatError(source, f"not UTF-8 text ({exc})") from None
-        with _gc_paused(long_lived=True):
-            data, archive = read_session(text, source)
-            state = _parse_session(data, archive, source)
-            del data  # its containers go now, before the collector is back and would walk them all
+        state = parse_session_text(text, source)
         for name, value in state.items():
             setattr(self, name, value)
         return self
@@ -1189,7 +699,7 @@ class Conversation:
     def answer_unanswered_calls(self) -> int:
         """Give each tool call that has no result one (`UNANSWERED_AT_LOAD`), as a session opened to work
         on needs; returns how many. (A load itself keeps the file as it is: `loads` never changes it.)"""
-        inserted = _answer_unanswered_calls(self._messages)
+        inserted = answer_unanswered_calls(self._messages)
         self.usage_messages += sum(1 for index in inserted if index < self.usage_messages)
         return len(inserted)
 
@@ -1204,383 +714,3 @@ class Conversation:
         except OSError as exc:
             raise SessionFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
         return self.loads(text, source=path)
-
-
-@contextlib.contextmanager
-def _gc_paused(long_lived: bool = False) -> Iterator[None]:
-    """Building or parsing a large session makes no reference cycles; pausing the collector saves it
-    from re-walking every live object many times over.
-
-    With `long_lived` (a loaded session, kept as long as it is open), what was made goes straight to the
-    collector's oldest generation (a freeze, then an unfreeze) rather than being walked by the next young
-    collection and then the middle one; not when something else has frozen objects (the app does), whose
-    freeze an unfreeze would undo.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if long_lived and not gc.get_freeze_count():
-            gc.freeze()
-            gc.unfreeze()
-        if was_enabled:
-            gc.enable()
-
-
-def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError]) -> list[Message]:
-    """Typed messages from their stored forms; replies and tool results (most of them) inline, with
-    their tool calls checked (`check_raw`), other messages through `message_from_json`."""
-    raw_class = RawOpenAIMessage
-    try:
-        return [
-            raw_class(check_raw(raw) if "tool_calls" in raw or raw.get("tool_call_id", "").__class__ is not str else raw)
-            if m.__class__ is dict and m.get("kind") == "raw" and (raw := m["raw"]).__class__ is dict
-            and raw.get("role").__class__ is str
-            else message_from_json(m)
-            for m in items
-        ]
-    except (MessageFormatError, KeyError) as exc:
-        for index, item in enumerate(items):
-            try:
-                message_from_json(item)
-            except MessageFormatError as error:
-                raise fail(f"message {index}: {error}") from None
-        raise fail(f"a message is malformed ({exc!r})") from None
-
-
-UNANSWERED_AT_LOAD = ("[Cancelled] This session was saved without this tool call's result (xun stopped while it "
-                      "waited or ran): it did not run, or was cut off while running; check its effects before running it again.")
-"""The result a loaded session gives a call that has none: servers refuse a call without its result (HTTP
-400), so such a session failed on every prompt, and the app showed the call "running…" for ever (trial D)."""
-
-
-def _answer_unanswered_calls(messages: list[Message]) -> list[int]:
-    """Give every tool call without a result one (`UNANSWERED_AT_LOAD`), after the results its reply has;
-    returns the indices of the results put in, in the final list."""
-    inserted: list[int] = []
-    index = 0
-    while index < len(messages):
-        message = messages[index]
-        index += 1
-        calls = message.raw.get("tool_calls") if isinstance(message, RawOpenAIMessage) and message.role == "assistant" else None
-        if not calls:
-            continue
-        answered = set()
-        while index < len(messages) and isinstance(message := messages[index], RawOpenAIMessage) \
-                and message.role == "tool":
-            answered.add(message.raw.get("tool_call_id"))
-            index += 1
-        for call in calls:
-            ident = call.get("id") if isinstance(call, dict) else None
-            if isinstance(ident, str) and ident and ident not in answered:
-                messages.insert(index, RawOpenAIMessage(raw={"role": "tool", "tool_call_id": ident,
-                                                             "content": UNANSWERED_AT_LOAD}))
-                inserted.append(index)
-                index += 1
-    return inserted
-
-
-def session_head(text: str, stop_after: str | None = None, give_up_at: str | None = None) -> tuple[dict[str, Any], int] | None:
-    """Format 2's session but its archive, parsed key by key up to the archive, and where the archive
-    starts; None when `text` does not open as format 2 does. Does not check the archive. With
-    `stop_after`, only the keys up to that one (and where the next begins), None when it never comes, or
-    when the key `give_up_at` comes first (it is not parsed)."""
-    layout = FORMAT_2_OPENING.match(text)
-    if layout is None:
-        return None
-    data: dict[str, Any] = {"format_version": int(layout[1]), "compacted_count": int(layout[2]), "compacted_chars": int(layout[3])}
-    position = layout.end()
-    try:
-        while True:
-            key, colon = _DECODER.raw_decode(text, position)
-            if not isinstance(key, str) or text[colon] != ":":
-                return None
-            if key == "compacted_toolcalls":
-                return data, colon + 1
-            if key == give_up_at:
-                return None
-            data[key], position = _DECODER.raw_decode(text, colon + 1)
-            if key == stop_after:
-                return data, position
-            if text[position] != ",":
-                return None
-            position += 1
-    except (ValueError, IndexError, RecursionError):
-        return None
-
-
-_MESSAGE_OPENING = '{"kind":"'
-"""How every stored message opens (`Message.to_json` puts its kind first)."""
-_MESSAGES_KEY = ',"messages":['
-FORMAT_2_BYTES = re.compile(r'\{"format_version":\d+,"compacted_count":\d+,"compacted_chars":\d+,"compacted_bytes":(\d+),')
-"""How a session file that records its archive's length in bytes opens (a resume reads its end first)."""
-NEWEST_READ = 1 << 16
-"""What `read_newest_messages` reads of the opening of a session file at first (all but the messages and the
-archive must be in it: the piece doubles until they are, up to NEWEST_READ_MAX)."""
-NEWEST_TAIL_READ = 1 << 16
-"""What it reads of the end of the messages at first: the piece grows fourfold while the newest messages are
-not whole in it, up to NEWEST_READ_MAX."""
-NEWEST_READ_MAX = 1 << 24
-
-
-def _messages_head(text: str) -> tuple[str, int, int] | None:
-    """The session id, the number of messages and where their list opens (its "["), from the opening of
-    session text whose messages come last but the archive; None for another layout."""
-    head = session_head(text, stop_after="message_count", give_up_at="messages")
-    if head is None:
-        return None
-    data, position = head
-    total, ident = data.get("message_count"), data.get("conversation_id")
-    if (not isinstance(total, int) or isinstance(total, bool) or total < 0 or not isinstance(ident, str)
-            or not text.startswith(_MESSAGES_KEY, position)):
-        return None
-    return ident, total, position + len(_MESSAGES_KEY) - 1
-
-
-def _newest_stored(text: str, opening: int, close: int, count: int, total: int) -> list[Any] | None:
-    """The newest `count` stored messages (oldest first) of the list that closes at `close` in `text` and opens
-    at `opening` (-1: before `text`, a piece of the file's end); None when what is found does not hold together,
-    or when `text` ends before they do (a larger piece may hold them).
-
-    A message found from the end is taken only when it closes exactly where the next one opens (or where the
-    list closes): a dict nested in a message closes before its message does, so it is never taken for one."""
-    found: list[Any] = []
-    end = search = close
-    try:
-        while len(found) < min(count, total):
-            at = text.rfind(_MESSAGE_OPENING, opening + 1, search)
-            if at <= 0:  # (at 0 nothing before it says whether it opens a message)
-                return None
-            item, stop = _DECODER.raw_decode(text, at)
-            if stop != end or text[at - 1] not in ",[":
-                search = at  # inside a message: its own opening is further back
-                continue
-            found.append(item)
-            end = search = at - 1
-            if end == opening:
-                break
-    except (ValueError, RecursionError):
-        return None
-    if end == opening and len(found) != total:
-        return None
-    found.reverse()
-    return found
-
-
-def _typed(ident: str, total: int, found: list[Any] | None) -> tuple[str, int, list[Message]] | None:
-    if found is None:
-        return None
-    try:
-        return ident, total, _parse_messages(found, lambda reason: SessionFormatError(None, reason))
-    except SessionFormatError:
-        return None
-
-
-def newest_messages(text: str, count: int) -> tuple[str, int, list[Message]] | None:
-    """The session id, the number of messages, and the newest `count` of them, from session text whose
-    messages come last but the archive (as `dumps` writes them), without parsing the others: the stored
-    messages are found from the end. None when the text is laid out otherwise or when what is found does not
-    hold together (the whole is then read as always); this is a preview, the whole text is read after it."""
-    layout = FORMAT_2_OPENING.match(text)
-    if layout is None or not text.endswith("}"):
-        return None
-    archive_key = len(text) - 1 - int(layout[3]) - len(_ARCHIVE_KEY)
-    close = archive_key - 1
-    if close < 0 or text[close] != "]" or not text.startswith(_ARCHIVE_KEY, archive_key):
-        return None
-    head = _messages_head(text)
-    if head is None:
-        return None
-    ident, total, opening = head
-    return _typed(ident, total, _newest_stored(text, opening, close, count, total))
-
-
-def read_newest_messages(path: str | os.PathLike[str], count: int) -> tuple[str, int, list[Message]] | None:
-    """`newest_messages` of the session file at `path`, reading only its opening and the end of its messages
-    (the archive's length in bytes, at its opening, says where they end): a 50,000-message session is 40 MB,
-    most of it the archive. None when the file is laid out otherwise or cannot be read (the whole is then read
-    as always, and any problem named then)."""
-    try:
-        with open_regular(path) as handle:
-            size = os.fstat(handle.fileno()).st_size
-            decoder = codecs.getincrementaldecoder("utf-8")()  # (a character cut at a piece's end waits)
-            text = decoder.decode(handle.read(NEWEST_READ))
-            while True:  # the opening grows while all before the messages is not in it (a long compaction log)
-                layout = FORMAT_2_BYTES.match(text)
-                if layout is None and len(text) >= 256:  # (the layout's keys are in the first 100 characters)
-                    return None
-                if layout is not None and (head := _messages_head(text)) is not None:
-                    break
-                if len(text) >= NEWEST_READ_MAX or handle.tell() >= size:
-                    return None
-                text += decoder.decode(handle.read(max(len(text), 256)))
-            assert layout is not None
-            ident, total, opening = head
-            list_at = len(text[:opening].encode("utf-8"))  # where the list opens, in bytes
-            key_at = size - 1 - int(layout[1]) - len(_ARCHIVE_KEY)
-            if key_at <= list_at:
-                return None
-            piece = NEWEST_TAIL_READ
-            while True:
-                start = max(key_at - piece, list_at)
-                handle.seek(start)
-                tail = handle.read(key_at + len(_ARCHIVE_KEY) - start)
-                if not tail.endswith(b"]" + _ARCHIVE_KEY.encode()):
-                    return None
-                cut = 0
-                while start > list_at and cut < len(tail) and 0x80 <= tail[cut] < 0xC0:
-                    cut += 1  # into the middle of a character: from the next one
-                window = tail[cut:].decode("utf-8")
-                found = _newest_stored(window, 0 if start == list_at else -1, len(window) - len(_ARCHIVE_KEY) - 1,
-                                       count, total)
-                if found is not None or start == list_at or piece >= NEWEST_READ_MAX:
-                    return _typed(ident, total, found)
-                piece *= 4
-    except (OSError, ValueError):  # (UnicodeDecodeError is one)
-        return None
-
-
-def read_session(text: str, source: Any = None) -> tuple[Any, ReclaimedArchive | None]:
-    """The parsed session but its archive, and the archive over `text`, not parsed; None when `data`
-    holds the archive (format 0, or a format 2 file another tool laid out anew). Raises
-    SessionFormatError when `text` is not JSON or its archive is not the length recorded."""
-    data: Any
-    head = session_head(text)
-    if head is not None:
-        data, start = head
-        end = len(text) - 1
-        if end - start == data["compacted_chars"] and text.endswith("}"):
-            return data, ReclaimedArchive.from_json_text(text, start, end, data["compacted_count"], source)
-    try:  # format 1: the head is the first line, the archive lines follow it
-        data, end = _DECODER.raw_decode(text)
-    except (ValueError, RecursionError):
-        data = None
-    if isinstance(data, dict) and data.get("format_version") == 1:
-        archive_at = end + 1 if text.startswith("\n", end) else len(text)
-        return data, ReclaimedArchive.from_lines(text, archive_at, data.get("compacted_toolcalls") or {}, source)
-    if data is not None and not text[end:].strip():
-        return data, None
-    try:
-        return json.loads(text), None
-    except (ValueError, RecursionError) as exc:
-        raise SessionFormatError(source, f"not valid JSON ({exc}); the file may be truncated or corrupt") from None
-
-
-def _parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> dict[str, Any]:
-    """Validate a parsed session (current or legacy) into Conversation attributes."""
-
-    def fail(reason: str) -> SessionFormatError:
-        return SessionFormatError(source, reason)
-
-    if isinstance(data, list):  # the oldest form: a bare list of OpenAI messages
-        data = {"messages": data}
-    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
-        raise fail("not a xun session (expected an object with a 'messages' list)")
-    version = data.get("format_version", 0)
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise fail(f"format_version should be a whole number, got {version!r}")
-    if version > FORMAT_VERSION:
-        raise fail(f"written by a newer xun (format {version}; this one reads up to {FORMAT_VERSION})")
-    messages = _parse_messages(data["messages"], fail)
-    if SystemPrompt in map(type, messages[1:]):  # the stored kinds make exact classes
-        stray = next(i for i, m in enumerate(messages) if i and isinstance(m, SystemPrompt))
-        raise fail(f"message {stray}: a system prompt may only be message 0")
-    tokens = data.get("tokens_used")
-    if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
-        raise fail(f"tokens_used should be a whole number or null, got {tokens!r}")
-    conversation_id = data.get("conversation_id") or uuid.uuid4().hex
-    if not is_session_id(conversation_id):
-        raise fail(f"conversation_id should be a file name (letters, digits, '_', '-', '.'), got {conversation_id!r}")
-    if archive is not None:
-        reclaimed = archive
-    else:
-        stored = data.get("compacted_toolcalls") or {}
-        if not isinstance(stored, dict):
-            raise fail("compacted_toolcalls should be an object")
-        if version == 0:
-            reclaimed = ReclaimedArchive.from_legacy(stored, source)
-        else:
-            reclaimed = ReclaimedArchive.from_records(stored, data.get("compacted_count"), source)
-    try:
-        counter = CompactionCounter.from_json(data.get("compaction") or {})
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-    try:
-        prompt_cache = PromptCacheRecord.from_json(data.get("prompt_cache") or {})
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-    events: list[SummarizationEvent] = []
-    summarizations = data.get("summarizations") or []
-    if not isinstance(summarizations, list):
-        raise fail("summarizations should be a list of objects")
-    for i, event in enumerate(summarizations):
-        try:
-            if not all(isinstance(event.get(key), (str, type(None))) for key in ("file_path", "warning", "offload_when")):
-                raise TypeError("file_path, warning and offload_when should be text or null")
-            events.append(
-                SummarizationEvent(
-                    cutoff_index=int(event["cutoff_index"]),
-                    summary_message=str(event["summary_message"]),
-                    file_path=event.get("file_path"),
-                    time=sane_timestamp(event.get("time")),
-                    condensed_count=int(event.get("condensed_count") or 0),
-                    kept_count=int(event.get("kept_count") or 0),
-                    warning=event.get("warning"),
-                    offload_when=event.get("offload_when"),
-                    carried=event.get("carried") is True,
-                )
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise fail(f"summarization event {i} is malformed ({exc!r})") from None
-    log = data.get("compaction_log") or []
-    kept = data.get("kept_originals") or []
-    pinned = data.get("pinned_toolcalls") or []
-    if not isinstance(log, list) or not all(isinstance(e, dict) for e in log):
-        raise fail("compaction_log should be a list of objects")
-    if not isinstance(kept, list) or not all(isinstance(e, dict) and isinstance(e.get("messages"), list) for e in kept):
-        raise fail("kept_originals should be a list of objects with a 'messages' list")
-    if not isinstance(pinned, list) or not all(isinstance(p, str) for p in pinned):
-        raise fail("pinned_toolcalls should be a list of ids")
-    try:
-        kept = [{**e, "messages": [message_from_json(m) for m in e["messages"]]} for e in kept]
-    except MessageFormatError as exc:
-        raise fail(f"kept_originals: {exc}") from None
-    usage = data.get("usage") or {}
-    usage_chars = usage.get("chars") if isinstance(usage, dict) else None
-    ratio = usage.get("tokens_per_char") if isinstance(usage, dict) else None
-    overhead = usage.get("overhead_chars", 0) if isinstance(usage, dict) else 0
-    fixed = usage.get("fixed_tokens") if isinstance(usage, dict) else None
-    usage_messages = usage.get("messages") if isinstance(usage, dict) else None
-    if not isinstance(usage_messages, int) or isinstance(usage_messages, bool) or not 0 <= usage_messages <= len(messages):
-        usage_messages = len(messages)  # older files: the report was taken as of the saved messages
-    if usage_chars is not None and (not isinstance(usage_chars, int) or usage_chars < 0):
-        raise fail(f"usage.chars should be a whole number or null, got {usage_chars!r}")
-    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0 < ratio <= 10:
-        ratio = DEFAULT_TOKENS_PER_CHAR
-    created = data.get("created_at")
-    title = data.get("title")
-    draft = data.get("draft")
-    totals = data.get("usage_totals")
-    return {
-        "title": title if isinstance(title, str) and title.strip() else None,
-        "draft": draft if isinstance(draft, str) else "",
-        "usage_totals": {k: v for k, v in totals.items() if isinstance(k, str) and isinstance(v, int)
-                         and not isinstance(v, bool) and v >= 0} if isinstance(totals, dict) else {},
-        "messages": MessageList(messages),
-        "conversation_id": conversation_id,
-        "total_tokens": tokens,
-        "usage_chars": usage_chars if tokens is not None else None,
-        "tokens_per_char": float(ratio),
-        "overhead_chars": overhead if isinstance(overhead, int) and not isinstance(overhead, bool) and overhead >= 0 else 0,
-        "fixed_tokens": fixed if isinstance(fixed, int) and not isinstance(fixed, bool) and abs(fixed) < 10_000_000 else None,
-        "usage_messages": usage_messages,
-        "compaction_counter": counter,
-        "prompt_cache": prompt_cache,
-        "_reclaimed": reclaimed,
-        "_pinned": set(pinned),
-        "summarizations": events,
-        "compaction_log": log,
-        "kept_originals": kept,
-        "created_at": float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else time.time(),
-    }

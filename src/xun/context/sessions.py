@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 from xun.base import paths
 from xun.base.atomic import open_regular, remove_stale_temp_files
 from xun.base.confined import open_state, state_dir_fd, write_state
-from xun.context.conversation import FORMAT_2_OPENING, Conversation, is_session_id, read_session, session_head
 from xun.base.errors import SessionFormatError, SessionLocked
+from xun.context.conversation import Conversation
+from xun.context.session_format import FORMAT_2_OPENING, is_session_id, read_session, session_head
 from xun.base.timestamps import sane_timestamp
 
 if TYPE_CHECKING:
