@@ -36,6 +36,7 @@ import openai  # noqa: E402  (imported here, once: the agent imports it lazily, 
 
 import xun.base.atomic  # noqa: E402
 import xun.context.conversation  # noqa: E402
+import xun.context.sessions  # noqa: E402
 from xun.agent.loop import Agent  # noqa: E402
 from xun.agent.config import XunConfig  # noqa: E402
 from xun.context.conversation import Conversation  # noqa: E402
@@ -104,17 +105,17 @@ def journal_messages(journal: Journal) -> None:
 
     Conversation.add_user_message, Conversation.add_agent_message, Conversation.add_tool_result = (
         add_user_message, add_agent_message, add_tool_result)
-    real_atomic = xun.context.conversation.write_text_atomic
+    real_write = xun.context.sessions.write_state  # SessionStore.save writes a session through it
 
     def write_session(path, text, *args, **kwargs):
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         journal.saves += 1
         journal.write({"saving": journal.saves, "sha": digest})
-        real_atomic(path, text, *args, **kwargs)
+        real_write(path, text, *args, **kwargs)
         journal.write({"saved": journal.saves, "sha": digest, "texts": journal.pending})
         journal.pending = []
 
-    xun.context.conversation.write_text_atomic = write_session
+    xun.context.sessions.write_state = write_session
 
 
 # ------------------------------------------------------------------------------------------- kill points
