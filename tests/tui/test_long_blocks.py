@@ -6,6 +6,7 @@ resize takes with such blocks is in `tests/benchmarks/bench_long_session.py`."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from textual.geometry import Region
@@ -21,6 +22,7 @@ from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 
 from .helpers import session_ready, submit, turn, wait_until
+from .terminal import Terminal, terminal  # noqa: F401 - a fixture
 
 PASTE = "\n".join(f"pasted line {n} of 50000" for n in range(50_000))
 RESULT = "".join(f"word{n} " for n in range(100_000))  # ~790k characters on one line
@@ -172,6 +174,39 @@ async def test_a_big_paste_sent_as_a_prompt_is_folded_in_the_chat(offline_server
         block = next(block for block in app.chat.query(UserBlock) if block.text == PASTE)
         await wait_until(pilot, lambda: block.size.height, what="the prompt laid out")
         assert bounded(block) and block.folded is not None
+
+
+def test_in_a_real_terminal_a_50000_line_paste_is_folded_and_read_whole(terminal, tmp_path: Path):
+    """`xun --resume` of a session whose last prompt is a 50,000-line paste: the chat shows its first and
+    last lines and the fold line; [ selects it, o opens the reader, End reaches its last lines, and a resize
+    of the terminal with the paste mounted redraws at once."""
+    workdir = tmp_path / "t0" / "work"  # where the fixture's first terminal runs
+    workdir.mkdir(parents=True)
+    store = SessionStore(workdir)
+    conversation = store.new()
+    conversation.add_user_message(PASTE)
+    conversation.add_agent_message({"role": "assistant", "content": "a short answer"})
+    store.save(conversation)
+    term: Terminal = terminal("--resume", conversation.conversation_id, size=(120, 40))
+    term.wait_for(lambda screen: "⋯ 49,950 more lines" in screen and "pasted line 49999 of 50000" in screen,
+                  what="the paste folded in the chat")
+    term.wait_for(lambda screen: screen.split("\n")[0].rstrip().endswith("ready"), what="the session ready")
+    term.keys("BTab")
+    term.wait_for(lambda screen: "Open/fold" in screen.rstrip().rsplit("\n", 1)[-1], what="the chat focused")
+    term.keys("[")
+    term.keys("[")
+    term.keys("o")
+    term.wait_for(lambda screen: "your message" in screen and "50,000 lines" in screen, what="the reader")
+    term.keys("End")
+    term.wait_for(lambda screen: "pasted line 49975 of 50000" in screen,  # folded in the chat: only the reader has it
+                  what="the paste's end in the reader")
+    term.keys("Escape")
+    term.wait_for(lambda screen: "your message" not in screen, what="the reader closed")
+    subprocess.run(["tmux", "resize-window", "-t", term.name, "-x", "90", "-y", "30"], check=True)
+    term.wait_for(lambda screen: screen.split("\n")[1].rstrip().endswith("╮")
+                  and len(screen.split("\n")[1].rstrip()) == 90, timeout=10, what="the app redrawn at 90 columns")
+    term.keys("C-q")
+    assert term.wait_exit() == 0
 
 
 # ------------------------------------------------------------------------------------------ the helpers
