@@ -21,7 +21,7 @@ from xun.tui.widgets.text_pager import TextPager
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 
-from .helpers import session_ready, submit, turn, wait_until
+from .helpers import session_ready, submit, turn, wait_idle, wait_until
 from .terminal import Terminal, terminal  # noqa: F401 - a fixture
 
 PASTE = "\n".join(f"pasted line {n} of 50000" for n in range(50_000))
@@ -165,6 +165,23 @@ async def test_a_streamed_reply_longer_than_the_fold_is_folded_when_complete(off
         await pilot.press("o")
         await wait_until(pilot, lambda: isinstance(app.screen, ReaderScreen), what="the reply in the reader")
         assert app.screen.query_one(TextPager).text == block.text
+
+
+async def test_a_reply_streaming_past_the_fold_shows_only_its_first_and_newest_parts(offline_server_factory,
+                                                                                     session_factory):
+    app = XunApp(session_factory(offline_server_factory(tokens_per_second=10_000)))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await submit(pilot, "write 40000 tokens")
+        await wait_until(pilot, lambda: app.chat.reply is not None and len(app.chat.reply.text) > 100_000,
+                         timeout=60, what="the reply past the fold")
+        block = app.chat.reply
+        await pilot.pause()
+        shown = [part for part in block.sealed if part.display]
+        assert len(block.sealed) > 3 and len(shown) == 2, (len(block.sealed), len(shown))
+        assert any("characters folded while the reply streams" in row for row in drawn_rows(block._stream_fold))
+        await wait_idle(pilot, timeout=120)
+        assert block.folded is not None and block._stream_fold is None and not block.sealed[1:-2]
+        assert bounded(block)
 
 
 async def test_a_big_paste_sent_as_a_prompt_is_folded_in_the_chat(offline_server, session_factory):

@@ -14,7 +14,7 @@ from textual.containers import Vertical
 from textual.timer import Timer
 
 from xun.base.valid_text import escape_control
-from xun.tui.folding import Folded, markdown_fold, needs_folding
+from xun.tui.folding import FOLD_CHARS, Folded, markdown_fold, needs_folding
 from xun.tui.widgets.reasoning_block import ReasoningBlock
 
 if TYPE_CHECKING:
@@ -155,6 +155,8 @@ class AssistantBlock(Vertical):
         self.markdown: Markdown | None = None
         self.folded: Folded | None = None
         """What is drawn of a reply too long to draw whole."""
+        self._stream_fold: Static | None = None
+        """The line standing for the sealed parts hidden while a long reply streams (`_fold_streamed`)."""
         if streaming or not content:
             from textual.widgets import Markdown  # here, not above: an empty chat's first frame does without it
 
@@ -278,6 +280,26 @@ class AssistantBlock(Vertical):
         self.sealed.append(part)
         await self.mount(part, before=self.live)
         await self._set_live(end)
+        if end > FOLD_CHARS and len(self.sealed) > 2:
+            await self._fold_streamed()
+
+    async def _fold_streamed(self) -> None:
+        """While a reply past FOLD_CHARS streams, only its first and newest sealed parts are shown, the ones
+        between hidden behind a fold line: a hidden widget is not laid out, so a resize costs the same at any
+        length (the finished reply is folded as a resumed one is)."""
+        from textual.content import Content
+
+        from xun.tui.widgets.readable_text import ReadableText
+
+        for part in self.sealed[1:-1]:
+            part.display = False
+        hidden = self._seal_ends[-2] - self._seal_ends[0]
+        line = Content.styled(f"⋯ {hidden:,} characters folded while the reply streams", "dim italic")
+        if self._stream_fold is None:
+            self._stream_fold = ReadableText(line, title=READER_TITLE, classes="fold-line")
+            await self.mount(self._stream_fold, after=self.sealed[0])
+        else:
+            self._stream_fold.update(line)
 
     async def on_resize(self, event: events.Resize) -> None:
         """The parts are drawn again for the new width by themselves; the live Markdown starts where the
@@ -380,6 +402,9 @@ class AssistantBlock(Vertical):
         self._live, self._live_chars = [], 0
         self._cut_in_a_paragraph = False
         self.folded = None
+        if self._stream_fold is not None:
+            sealed.append(self._stream_fold)
+            self._stream_fold = None
         if sealed:
             await self.remove_children(sealed)
 
