@@ -18,7 +18,6 @@ from xun.tui.screens.reader import ReaderScreen
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.readable_text import ReadableText
 from xun.tui.widgets.text_pager import TextPager
-from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 
 from .helpers import session_ready, submit, turn, wait_idle, wait_until
