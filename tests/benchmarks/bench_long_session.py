@@ -502,7 +502,8 @@ def verdicts(by_size: dict[int, dict[str, dict[str, float | None]]], blocks: dic
         for name in ("resize", "page_up"):
             base, value = blocks["plain"][name], blocks["long_blocks"][name]
             ratio = None if not base or value is None else round(value / base, 2)
-            emit("verdict", name=f"long_blocks_{name}", plain=base, long_blocks=value, ratio=ratio,
+            emit("verdict", name=f"long_blocks_{name}", plain=None if base is None else round(base, 3),
+                 long_blocks=None if value is None else round(value, 3), ratio=ratio,
                  target="within 1.3x of the same session without the long blocks", ok=ratio is not None and ratio <= 1.3)
 
 
