@@ -73,6 +73,13 @@ class TextPager(ScrollView, can_focus=True):
         """The line shown at `row` of the whole text."""
         return min(len(self._lines) - 1, max(0, bisect_right(self._starts, row) - 1))
 
+    def action_scroll_home(self) -> None:
+        """At once: an animated scroll over thousands of rows took a second."""
+        self.scroll_home(animate=False, immediate=True)
+
+    def action_scroll_end(self) -> None:
+        self.scroll_end(animate=False, immediate=True)
+
     def on_resize(self, event: events.Resize) -> None:
         self.lay_out(self.scrollable_content_region.width)
 
