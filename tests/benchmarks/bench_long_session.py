@@ -362,7 +362,7 @@ def streaming_key_latencies(x: Xun, count: int, *, pages_up: int = 0) -> tuple[l
     return latencies, streaming
 
 
-def page_up_seconds(x: Xun, presses: int = 6) -> list[float]:
+def page_up_seconds(x: Xun, presses: int = 12) -> list[float]:
     """PageUp from the prompt (the chat scrolls), each until the screen has changed."""
     times = []
     for _ in range(presses):

@@ -139,6 +139,30 @@ async def test_an_800k_tool_result_opens_whole_from_its_preview(offline_server, 
         await wait_until(pilot, lambda: pager.row_count >= len(RESULT) // pager.size.width)
 
 
+async def test_a_call_with_100k_characters_of_arguments_shows_them_folded(offline_server, session_factory, tmp_path):
+    content = "\n".join(f"row {n} of the file" for n in range(5_000))
+    store = SessionStore(tmp_path)
+    conversation = store.new()
+    conversation.add_user_message("write the file")
+    conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_write", "type": "function",
+         "function": {"name": "write_file", "arguments": json.dumps({"path": "big.txt", "content": content})}}]})
+    conversation.add_tool_result("call_write", "wrote big.txt")
+    conversation.add_agent_message({"role": "assistant", "content": "done"})
+    store.save(conversation)
+    app = XunApp(session_factory(offline_server, workdir=tmp_path, resume=conversation.conversation_id))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await session_ready(pilot, app)
+        await wait_until(pilot, lambda: app.chat.tool_block("call_write") is not None, what="the call in the chat")
+        block = app.chat.tool_block("call_write")
+        block.collapsed = False
+        await wait_until(pilot, lambda: block.query(".tool-arguments") and block.query_one(".tool-arguments").size.height,
+                         what="the call opened")
+        arguments = block.query_one(".tool-arguments", ReadableText)
+        assert bounded(arguments) and arguments.whole is not None and json.loads(arguments.whole)["content"] == content
+        assert "click opens it whole" in " ".join(row.strip() for row in drawn_rows(arguments))
+
+
 async def test_render_still_exports_a_folded_block_whole(offline_server, session_factory, tmp_path):
     ident = long_session(tmp_path)
     app = XunApp(session_factory(offline_server, workdir=tmp_path, resume=ident))
