@@ -14,6 +14,7 @@ from textual.containers import Vertical
 from textual.timer import Timer
 
 from xun.base.valid_text import escape_control
+from xun.tui.folding import FOLD_CHARS, Folded, markdown_fold, needs_folding
 from xun.tui.widgets.reasoning_block import ReasoningBlock
 
 if TYPE_CHECKING:
@@ -84,6 +85,24 @@ def drawn_once(text: str) -> Static:
     return Static(rich_markdown(text), classes="reply-sealed")
 
 
+def drawn_folded(folded: Folded, whole: str) -> list[Static]:
+    """A reply too long to lay out at each resize (`xun.tui.folding`): its head and its tail drawn once, and
+    the fold line between them, which a click opens whole."""
+    from textual.content import Content
+
+    from xun.tui.widgets.readable_text import ReadableText
+
+    parts = [drawn_once(folded.head),
+             ReadableText(Content.styled(folded.fold_line(), "dim italic"), title=READER_TITLE, whole=whole,
+                          classes="fold-line")]
+    if folded.tail:
+        parts.append(drawn_once(folded.tail))
+    return parts
+
+
+READER_TITLE = "the assistant's reply"
+
+
 def rich_markdown(text: str) -> RichMarkdown:
     from rich.markdown import Markdown as RichMarkdown
 
@@ -134,10 +153,17 @@ class AssistantBlock(Vertical):
         cut ends short (a last word alone on its line); the finished reply is drawn again as one."""
         self.reasoning: ReasoningBlock | None = None
         self.markdown: Markdown | None = None
+        self.folded: Folded | None = None
+        """What is drawn of a reply too long to draw whole."""
+        self._stream_fold: Static | None = None
+        """The line standing for the sealed parts hidden while a long reply streams (`_fold_streamed`)."""
         if streaming or not content:
             from textual.widgets import Markdown  # here, not above: an empty chat's first frame does without it
 
             self.markdown = Markdown(escape_control(content), classes="reply")
+        elif (folded := markdown_fold(content)) is not None:
+            self.folded = folded
+            self.sealed += drawn_folded(folded, content)
         else:
             self.sealed.append(drawn_once(content))
 
@@ -254,6 +280,26 @@ class AssistantBlock(Vertical):
         self.sealed.append(part)
         await self.mount(part, before=self.live)
         await self._set_live(end)
+        if end > FOLD_CHARS and len(self.sealed) > 2:
+            await self._fold_streamed()
+
+    async def _fold_streamed(self) -> None:
+        """While a reply past FOLD_CHARS streams, only its first and newest sealed parts are shown, the ones
+        between hidden behind a fold line: a hidden widget is not laid out, so a resize costs the same at any
+        length (the finished reply is folded as a resumed one is)."""
+        from textual.content import Content
+
+        from xun.tui.widgets.readable_text import ReadableText
+
+        for part in self.sealed[1:-1]:
+            part.display = False
+        hidden = self._seal_ends[-2] - self._seal_ends[0]
+        line = Content.styled(f"⋯ {hidden:,} characters folded while the reply streams", "dim italic")
+        if self._stream_fold is None:
+            self._stream_fold = ReadableText(line, title=READER_TITLE, classes="fold-line")
+            await self.mount(self._stream_fold, after=self.sealed[0])
+        else:
+            self._stream_fold.update(line)
 
     async def on_resize(self, event: events.Resize) -> None:
         """The parts are drawn again for the new width by themselves; the live Markdown starts where the
@@ -278,12 +324,16 @@ class AssistantBlock(Vertical):
         if content is not None and content != self.text:
             shown = self.text
             self._text_parts = [content]
-            if shown and content.startswith(shown):  # e.g. a cancelled reply's mark: only the end is new
+            if needs_folding(content):
+                pass  # drawn folded below, never whole
+            elif shown and content.startswith(shown):  # e.g. a cancelled reply's mark: only the end is new
                 await self.live.append(escape_control(content[len(shown):]))
             else:
                 await self._remove_sealed()
                 await self.live.update(escape_control(content))
-        if self._cut_in_a_paragraph and len(self.text) <= REDRAW_WHOLE_CHARS:
+        if (folded := markdown_fold(self.text)) is not None:
+            await self._draw_folded(folded)
+        elif self._cut_in_a_paragraph and len(self.text) <= REDRAW_WHOLE_CHARS:
             await self._draw_whole()
         if reasoning is not None and self.reasoning is not None and reasoning != self.reasoning.text:
             self.reasoning.replace(reasoning)
@@ -303,6 +353,23 @@ class AssistantBlock(Vertical):
             await live.remove()
         else:
             await self.mount(whole)
+
+    async def _draw_folded(self, folded: Folded) -> None:
+        """Draw the complete reply folded, as a resumed session shows it: the parts it streamed into go."""
+        await self._remove_sealed()
+        self.folded = folded
+        self.sealed += drawn_folded(folded, self.text)
+        live, self.markdown = self.markdown, None
+        if live is not None:
+            await self.mount_all(self.sealed, before=live)
+            await live.remove()
+        else:
+            await self.mount_all(self.sealed)
+
+    def read_whole(self) -> None:
+        from xun.tui.screens.reader import read_whole  # read when first opened, not at start-up
+
+        read_whole(self.app, READER_TITLE, self.text)
 
     def _measure_again(self, tries: int = 3) -> None:
         """Lay the reply's blocks out once more. Textual 8.2.8 keeps the size a block was measured at when
@@ -334,6 +401,10 @@ class AssistantBlock(Vertical):
         self._seal_ends, self._sealed_text, self._ends_at, self._live_start = [], "", {}, 0
         self._live, self._live_chars = [], 0
         self._cut_in_a_paragraph = False
+        self.folded = None
+        if self._stream_fold is not None:
+            sealed.append(self._stream_fold)
+            self._stream_fold = None
         if sealed:
             await self.remove_children(sealed)
 

@@ -44,13 +44,15 @@ BLOCKS = (UserBlock, AssistantBlock, ToolBlock, SummaryDivider, NoticeBlock)
 
 class ChatView(VerticalScroll):
     """Focused, `[` and `]` select the previous and next block and Enter (or Space) opens or folds the
-    selected tool call or reasoning: no block is a stop on Tab."""
+    selected tool call or reasoning (opens a folded message in the reader), `o` reads the selected block
+    whole: no block is a stop on Tab."""
 
     can_focus = True
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left_square_bracket", "select_block(-1)", "Previous block", id="chat.previous_block"),
         Binding("right_square_bracket", "select_block(1)", "Next block", id="chat.next_block"),
         Binding("enter,space", "toggle_block", "Open/fold", id="chat.toggle_block"),
+        Binding("o", "read_block", "Read whole", id="chat.read_block"),
     ]
 
     def __init__(self, *, shown_path: Callable[[str | None], str], welcome: Callable[[], Widget | None] | None = None) -> None:
@@ -297,6 +299,13 @@ class ChatView(VerticalScroll):
             block.collapsed = not block.collapsed
         elif isinstance(block, AssistantBlock) and block.reasoning is not None:
             block.reasoning.collapsed = not block.reasoning.collapsed
+        elif isinstance(block, (UserBlock, AssistantBlock)) and block.folded is not None:
+            block.read_whole()
+
+    def action_read_block(self) -> None:
+        """The selected block's whole text in the reader (a long one is folded in the chat)."""
+        if isinstance(self.selected, (UserBlock, AssistantBlock, ToolBlock)):
+            self.selected.read_whole()
 
     # ---------------------------------------------------------------------------------- live
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import re
 
-from textual.widgets import Collapsible, Static
+from textual.widgets import Collapsible
 
+from xun.tui.folding import fold
 from xun.tui.format import literal, one_line, tokens
+from xun.tui.widgets.readable_text import ReadableText, folded_content
 
 DECLINED_RESULT = "[Error] the user declined: "
 """How the result of a call the user denied begins (written by `xun.agent.tools.toolbox`; a test keeps the two
@@ -70,11 +72,15 @@ def pretty_arguments(arguments: str) -> str:
 
 
 def result_preview(text: str) -> str:
-    lines = text[:RESULT_PREVIEW_CHARS].splitlines()
-    shown = "\n".join(lines[:RESULT_PREVIEW_LINES])
-    if len(lines) > RESULT_PREVIEW_LINES or len(text) > RESULT_PREVIEW_CHARS:
-        shown += f"\n… ({len(text):,} chars in all)"
+    shown = "\n".join(text[:RESULT_PREVIEW_CHARS].splitlines()[:RESULT_PREVIEW_LINES])
+    if previewed_in_part(text):
+        shown += f"\n… ({len(text):,} chars in all · click or o opens it whole)"
     return shown
+
+
+def previewed_in_part(text: str) -> bool:
+    """Whether `result_preview` shows only the start of `text`."""
+    return len(text) > RESULT_PREVIEW_CHARS or len(text[:RESULT_PREVIEW_CHARS].splitlines()) > RESULT_PREVIEW_LINES
 
 
 class ToolBlock(Collapsible):
@@ -91,7 +97,7 @@ class ToolBlock(Collapsible):
         self.reclaimed = False
         self.restored = False
         self.result_text: str | None = None
-        self._result_view: Static | None = None
+        self._result_view: ReadableText | None = None
         super().__init__(title=literal(self._heading(), flat=True), collapsed=True, classes="block tool -running")
         self.title = self._heading()
         self._title.can_focus = False  # the chat's [ and ] select a block and Enter opens it: Tab skips hundreds of titles
@@ -102,9 +108,30 @@ class ToolBlock(Collapsible):
 
     def watch_collapsed(self, collapsed: bool) -> None:
         if not collapsed and self._result_view is None and self.is_mounted:
-            self._result_view = Static(literal(result_preview(self.result_text or "")), classes="tool-result")
+            result = self.result_text or ""
+            self._result_view = ReadableText(literal(result_preview(result)), title=self._reader_title("result"),
+                                             whole=result if previewed_in_part(result) else None,
+                                             classes="tool-result")
+            arguments = pretty_arguments(self.arguments)
+            folded = fold(arguments)
             self.query_one(Collapsible.Contents).mount(
-                Static(literal(pretty_arguments(self.arguments)), classes="tool-arguments"), self._result_view)
+                ReadableText(literal(arguments) if folded is None else folded_content(folded, "click opens it whole"),
+                             title=self._reader_title("arguments"), whole=None if folded is None else arguments,
+                             classes="tool-arguments"),
+                self._result_view)
+
+    def _reader_title(self, what: str) -> str:
+        subject = call_subject(self.arguments)
+        return f"{self.tool_name}{f' {subject}' if subject else ''} · {what}"
+
+    def read_whole(self) -> None:
+        """The result in the reader (the arguments while there is none)."""
+        from xun.tui.screens.reader import read_whole  # read when first opened, not at start-up
+
+        if self.result_text is not None:
+            read_whole(self.app, self._reader_title("result"), self.result_text)
+        else:
+            read_whole(self.app, self._reader_title("arguments"), pretty_arguments(self.arguments))
 
     def _heading(self) -> str:
         """`read_file src/app.py · reclaimed · 2.1k chars · 5 ms`: the marks first, so a narrow pane keeps them."""
@@ -142,6 +169,7 @@ class ToolBlock(Collapsible):
             self.result_text = result
             if self._result_view is not None:
                 self._result_view.update(literal(result_preview(result)))
+                self._result_view.whole = result if previewed_in_part(result) else None
         self.title = self._heading()
 
     def mark_reclaimed(self) -> None:
