@@ -21,6 +21,8 @@ from xun.tui.widgets.user_block import UserBlock
 
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from xun.compact.breakdown import ReclaimPreview
     from xun.context.conversation import CompactionPlan
     from xun.tui.screens.preview import PreviewFigures
@@ -157,11 +159,12 @@ class AppActions:
             self.action_context()
 
     async def jump_to_message(self, index: int) -> Widget | None:
-        """Scroll the chat to the block showing `conversation.messages[index]` (older pages are loaded
-        until it is mounted), mark it, and return it; None when the chat does not show that message."""
-        block = self.chat_block_for(index)
-        while block is None and self.chat.older_count:
-            await self.chat.load_older()
+        """Scroll the chat to the block showing `conversation.messages[index]` (its page is mounted at once,
+        wherever it is in the session), mark it, and return it; None when the chat does not show that message."""
+        wanted = self._entry_test(index)
+        block = await self.chat.show_entry(wanted) if wanted is not None else None
+        if block is None:  # a block made in this run: counted from the newest, which the chat then shows
+            await self.chat.go_end()
             block = self.chat_block_for(index)
         if block is None:
             self.notify(f"message #{index} is not shown in the chat", severity="warning")
@@ -170,6 +173,31 @@ class AppActions:
         self.call_after_refresh(self.chat.scroll_to_widget, block, animate=False, top=True)
         self.chat.focus()  # [ and ] go on from here, Enter opens it
         return block
+
+    def _entry_test(self, index: int) -> Callable[[object], bool] | None:
+        """What picks the chat entry of `conversation.messages[index]`: a tool call or result by its id, any
+        other by its position (entries read from the session file know it)."""
+        from xun.context.messages import RawOpenAIMessage
+        from xun.tui.chat_window import Released
+        from xun.tui.transcript import AssistantItem, ToolItem, UserItem
+
+        messages = self.conversation.messages
+        if not 0 <= index < len(messages):
+            return None
+        message = messages[index]
+        raw = message.raw if isinstance(message, RawOpenAIMessage) else None
+        call_id: str | None = None
+        if raw is not None and raw.get("role") == "tool":
+            call_id = str(raw.get("tool_call_id", ""))
+
+        def wanted(entry: object) -> bool:
+            item = entry.item if isinstance(entry, Released) else entry
+            if call_id is not None:
+                return isinstance(item, ToolItem) and item.call_id == call_id and not item.summarised
+            return (isinstance(item, (UserItem, AssistantItem, ToolItem)) and item.index == index and index > 0
+                    and not item.summarised)
+
+        return wanted
 
     def chat_block_for(self, index: int) -> Widget | None:
         """The chat block of one message: a tool result or a call by its id; a user message or an
@@ -218,10 +246,7 @@ class AppActions:
     def action_chat_page(self, direction: int) -> None:
         """PageUp and PageDown where the focused pane has no use for them (the prompt): the chat scrolls, and
         the typing stays where it is."""
-        if direction < 0:
-            self.chat.scroll_page_up()
-        else:
-            self.chat.scroll_page_down()
+        self.chat.page(direction)
 
     def action_focus_prompt(self) -> None:
         """Esc from anywhere on the main screen: the keyboard goes back to the prompt, and the keys panel
