@@ -1,0 +1,135 @@
+"""The chat mounts a bounded window of a session of any length: Home reaches the first prompt at once,
+End the newest, every block shows exactly once on the way, and a reply streams below a view far up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xun.tui.app import XunApp
+from xun.tui.chat_window import WINDOW
+from xun.tui.widgets.assistant_block import AssistantBlock
+from xun.tui.widgets.chat_view import ChatView, EarlierMarker, LaterMarker
+from xun.tui.widgets.summary_divider import SummaryDivider
+from xun.tui.widgets.tool_block import ToolBlock
+from xun.tui.widgets.user_block import UserBlock
+
+from .helpers import wait_until
+from .long_sessions import long_session
+from .terminal import Terminal
+
+
+def window_rows(chat: ChatView) -> list[tuple[str, str, bool]]:
+    """The blocks the window shows, in order: kind, what identifies it, dimmed or not."""
+    rows = []
+    for child in chat._window():
+        dim = child.has_class("-summarised")
+        if isinstance(child, UserBlock):
+            rows.append(("user", child.text, dim))
+        elif isinstance(child, ToolBlock):
+            rows.append(("tool", child.arguments, dim))
+        elif isinstance(child, AssistantBlock):
+            rows.append(("assistant", child.text, dim))
+        elif isinstance(child, SummaryDivider):
+            rows.append(("divider", child.text, dim))
+    return rows
+
+
+def merged(seen: list, window: list, *, downward: bool) -> list:
+    """`seen` with the window's new blocks added, after checking that the blocks both hold agree: a
+    window that skipped or doubled a block at a page's edge fails here."""
+    if not seen:
+        return list(window)
+    if downward:
+        at = seen.index(window[0])
+        overlap = seen[at:]
+        assert window[:len(overlap)] == overlap, (overlap[-3:], window[:len(overlap)][-3:])
+        return seen + window[len(overlap):]
+    at = seen.index(window[-1])
+    overlap = seen[:at + 1]
+    assert window[-len(overlap):] == overlap, (overlap[:3], window[-len(overlap):][:3])
+    return window[:-len(overlap)] + seen
+
+
+async def settled(pilot, chat: ChatView) -> None:
+    await wait_until(pilot, lambda: not (chat._older_wanted or chat._newer_wanted or chat._loading_older),
+                     what="the window to settle")
+    await pilot.pause()
+
+
+async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window(offline_server, session_factory,
+                                                                                tmp_path: Path):
+    rounds = 300
+    conversation_id = long_session(tmp_path, rounds, summaries=2)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.chat
+        await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
+        await settled(pilot, chat)
+        chat.focus()
+        await pilot.press("home")
+        await wait_until(pilot, lambda: chat.query(UserBlock) and chat.query(UserBlock).first().text.startswith("question 0:"),
+                         what="the first prompt")
+        await settled(pilot, chat)
+        assert chat.scroll_y == 0 and not chat.query(EarlierMarker) and chat.query(LaterMarker)
+        assert chat.border_title.startswith("chat · blocks 1–")
+
+        seen: list = []
+        steps = 0
+        while True:  # down to the newest, a page at a time, as scrolling down does
+            assert len(chat._window()) <= WINDOW
+            seen = merged(seen, window_rows(chat), downward=True)
+            if chat.at_end:
+                break
+            chat.scroll_to(y=chat.max_scroll_y, animate=False, immediate=True)
+            await settled(pilot, chat)
+            steps += 1
+            assert steps < 200, "the window never reached the newest"
+        assert not chat.query(LaterMarker) and chat.query(EarlierMarker)
+        assert chat.border_title == "chat · blocks " + chat.border_title.split("blocks ")[1]
+
+        users = [text for kind, text, _ in seen if kind == "user"]
+        assert users == [f"question {i}: read src/file{i}.py" for i in range(rounds)]
+        assert sum(1 for kind, *_ in seen if kind == "tool") == rounds
+        assert sum(1 for kind, *_ in seen if kind == "assistant") == rounds
+        dividers = [i for i, row in enumerate(seen) if row[0] == "divider"]
+        assert len(dividers) == 2 and len(seen) == 3 * rounds + 2
+        # what the summaries took out is dimmed, what is in the context is not
+        assert all(dim for kind, _, dim in seen[:dividers[-1]] if kind != "divider")
+        assert not any(dim for _, _, dim in seen[dividers[-1] + 1:])
+
+        going_up: list = []
+        steps = 0
+        while True:  # and back up to the first prompt, releasing at the bottom
+            assert len(chat._window()) <= WINDOW
+            going_up = merged(going_up, window_rows(chat), downward=False)
+            if not chat.older_count:
+                break
+            chat.scroll_to(y=0, animate=False, immediate=True)
+            await settled(pilot, chat)
+            steps += 1
+            assert steps < 200, "the window never reached the first block"
+        assert going_up == seen
+
+        await pilot.press("end")
+        await wait_until(pilot, lambda: chat.at_end, what="the newest")
+        await settled(pilot, chat)
+        assert chat.query(UserBlock).last().text == f"question {rounds - 1}: read src/file{rounds - 1}.py"
+        assert chat.scroll_y == chat.max_scroll_y and len(chat._window()) <= WINDOW
+
+
+def test_home_reaches_the_first_prompt_in_one_press_in_a_real_terminal(tmp_path: Path):
+    """5,000 messages, three quarters of them summarised into the offload log: Home shows the first prompt
+    at once (it loaded one page a press: 740 presses at 20,000 messages), End the newest again."""
+    long_session(tmp_path / "t0" / "work", 1250, summaries=3)
+    term = Terminal(tmp_path / "t0", "--resume", "long-session", size=(160, 48))
+    try:
+        term.wait_for(lambda s: "question 1249: read" in s and "Ask the agent" in s, timeout=60, what="the newest turns")
+        term.keys("BTab")  # Shift+Tab: from the prompt to the chat
+        term.wait_for(lambda s: "Previous block" in s, what="the chat focused")
+        term.keys("Home")
+        screen = term.wait_for(lambda s: "question 0: read src/file0.py" in s, timeout=10, what="the first prompt")
+        assert "chat · blocks 1–" in screen
+        term.keys("End")
+        term.wait_for(lambda s: "question 1249: read" in s and "question 0: read" not in s, timeout=10, what="the newest")
+    finally:
+        term.close()
