@@ -23,7 +23,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from xun.tui.chat_window import (
-    FIRST_PAGE, PAGE, WINDOW, DividerItem, Entry, NoticeItem, Released, centred, position_text,
+    FIRST_PAGE, PAGE, WINDOW, DividerItem, Entry, NoticeItem, Released, centred, position_text, weight,
 )
 from xun.tui.transcript import AssistantItem, Item, OffloadedItem, SummaryItem, ToolItem, UserItem, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
@@ -322,38 +322,39 @@ class ChatView(VerticalScroll):
     async def load_older(self) -> int:
         """Mount the page before the window (releasing as many blocks at its bottom), keeping the view still."""
         self._older_wanted = False
-        if not self._above or self._window_lock.locked():
-            return 0
         async with self._window_lock:
-            generation = self._generation
-            self._loading_older = True
-            try:
-                page = await self._take(self._above, PAGE, generation, newest=True)
-                if not page:
-                    return 0
-                window = self._window()
-                anchor = self._view_anchor(window, newest=False)
-                widgets = [self._widget_for(entry) for entry in page]
-                await self.mount_all(widgets, before=window[0] if window else self._later)
-                if generation != self._generation:  # replaced while mounting: the page belongs to no history shown
-                    await self.remove_children([widget for widget in widgets if widget.is_attached])
-                    return 0
-                await self._release_newest()
-                await self._sync_markers()
-                self.call_after_refresh(self._keep_anchor, anchor)
-                self.call_after_refresh(self._fill_view)
-                return len(widgets)
-            finally:
-                if generation == self._generation:
-                    self._loading_older = False
+            return await self._mount_older(PAGE) if self._above else 0
+
+    async def _mount_older(self, size: int, *, keep_view: bool = True) -> int:
+        generation = self._generation
+        self._loading_older = True
+        try:
+            page = await self._take(self._above, size, generation, newest=True)
+            if not page:
+                return 0
+            window = self._window()
+            anchor = self._view_anchor(window, newest=False) if keep_view else None
+            widgets = [self._widget_for(entry) for entry in page]
+            await self.mount_all(widgets, before=window[0] if window else self._later)
+            if generation != self._generation:  # replaced while mounting: the page belongs to no history shown
+                await self.remove_children([widget for widget in widgets if widget.is_attached])
+                return 0
+            await self._release_newest()
+            await self._sync_markers()
+            self.call_after_refresh(self._keep_anchor, anchor)
+            self.call_after_refresh(self._fill_view)
+            return len(widgets)
+        finally:
+            if generation == self._generation:
+                self._loading_older = False
 
     async def load_newer(self) -> int:
         """Mount the page after the window (releasing as many at its top), keeping the view still; the
         hidden blocks made meanwhile show once every entry before them is mounted."""
         self._newer_wanted = False
-        if self.at_end or self._window_lock.locked():
-            return 0
         async with self._window_lock:
+            if self.at_end:
+                return 0
             generation = self._generation
             self._loading_older = True
             try:
@@ -423,55 +424,59 @@ class ChatView(VerticalScroll):
 
     async def _rewindow(self, choose: Callable[[list[Entry]], int | None]) -> Widget | None:
         """Release the window and mount the page that `choose` picks in the whole transcript (the index of
-        an entry, shown a third of the way down; None: the newest page). Returns the chosen entry's block."""
-        async with self._window_lock:
-            generation = self._generation
-            self._loading_older = True
-            try:
-                window = self._window()
-                held = next((i for i, widget in enumerate(window) if self._in_progress(widget)), len(window))
-                whole = [*self._above, *(self._released(widget) for widget in window[:held]), *self._below]
-                for widget in window[held:]:
-                    widget.display = False
-                self._tail[:0] = window[held:]
-                self.select(None)
-                await self.remove_children([*window[:held], *(m for m in (self._marker, self._later) if m)])
-                self._marker = self._later = None
-                at = choose(whole)
-                if at is None:
-                    self._above, self._below = whole, []
-                    page = await self._take(self._above, FIRST_PAGE, generation, newest=True)
-                else:
-                    start, end = centred(len(whole), at, 2 * PAGE)
-                    self._above, self._below = whole[:start], whole[start:]
-                    page = await self._take(self._below, end - start, generation, newest=False)
-                if page is None:
-                    return None
-                widgets = [self._widget_for(entry) for entry in page]
-                await self.mount_all(widgets, before=self._tail[0] if self._tail else None)
-                if at is None or not self._below:
-                    self._show_tail()
-                await self._sync_markers()
-                target = whole[at] if at is not None else None
-                return next((w for w in widgets if getattr(w, "chat_entry", None) is target), None)
-            finally:
-                if generation == self._generation:
-                    self._loading_older = False
+        an entry, shown a third of the way down; None: the newest page). Returns the chosen entry's block.
+        The caller holds the window's lock."""
+        generation = self._generation
+        self._loading_older = True
+        try:
+            window = self._window()
+            held = next((i for i, widget in enumerate(window) if self._in_progress(widget)), len(window))
+            whole = [*self._above, *(self._released(widget) for widget in window[:held]), *self._below]
+            for widget in window[held:]:
+                widget.display = False
+            self._tail[:0] = window[held:]
+            self.select(None)
+            await self.remove_children([*window[:held], *(m for m in (self._marker, self._later) if m)])
+            self._marker = self._later = None
+            at = choose(whole)
+            if at is None:
+                self._above, self._below = whole, []
+                page = await self._take(self._above, FIRST_PAGE, generation, newest=True)
+            else:
+                start, end = centred(len(whole), at, 2 * PAGE)
+                self._above, self._below = whole[:start], whole[start:]
+                page = await self._take(self._below, end - start, generation, newest=False)
+            if page is None:
+                return None
+            widgets = [self._widget_for(entry) for entry in page]
+            await self.mount_all(widgets, before=self._tail[0] if self._tail else None)
+            if at is None or not self._below:
+                self._show_tail()
+            await self._sync_markers()
+            target = whole[at] if at is not None else None
+            return next((w for w in widgets if getattr(w, "chat_entry", None) is target), None)
+        finally:
+            if generation == self._generation:
+                self._loading_older = False
 
     async def go_home(self) -> None:
         """The first block of the session, reading only the first page."""
         self._anchored = False
-        if self._above:
-            await self._rewindow(lambda whole: 0)
+        async with self._window_lock:
+            if self._above and weight(self._above) + len(self._window()) + weight(self._below) + len(self._tail) <= WINDOW:
+                await self._mount_older(len(self._above), keep_view=False)  # a short session: all of it
+            elif self._above:
+                await self._rewindow(lambda whole: 0)
         self.scroll_to(y=0, animate=False, immediate=True)
         self.call_after_refresh(self.scroll_to, y=0, animate=False, immediate=True)
         self.call_after_refresh(self._fill_view)
 
     async def go_end(self) -> None:
         """The newest block, the view following what comes next."""
-        if not self.at_end:
-            await self._rewindow(lambda whole: None)
-            self.call_after_refresh(self._fill_view)
+        async with self._window_lock:
+            if not self.at_end:
+                await self._rewindow(lambda whole: None)
+                self.call_after_refresh(self._fill_view)
         self.anchor()
 
     async def show_entry(self, wanted: Callable[[Entry], bool]) -> Widget | None:
@@ -488,7 +493,8 @@ class ChatView(VerticalScroll):
         def choose(whole: list[Entry]) -> int | None:
             return next((i for i, entry in enumerate(whole) if wanted(entry)), None)
 
-        block = await self._rewindow(choose)
+        async with self._window_lock:
+            block = await self._rewindow(choose)
         self.call_after_refresh(self._fill_view)
         return block
 
@@ -606,6 +612,8 @@ class ChatView(VerticalScroll):
         below it until the window gets there (it neither mounts into the window nor moves it)."""
         if self.at_end:
             await self.mount(widget, before=None)
+            if len(self.children) > WINDOW + PAGE and not self._window_lock.locked():
+                self.call_later(self._bound_live)
             return
         widget.display = False
         self._tail.append(widget)
@@ -613,6 +621,17 @@ class ChatView(VerticalScroll):
         if self._later is not None:
             self._later.update(self._later_text())
         self._show_position()
+
+    async def _bound_live(self) -> None:
+        """A long run adds blocks at the newest: the oldest leave the window, a page at a time, the view
+        staying where it is."""
+        async with self._window_lock:
+            if not self.at_end or len(self._window()) <= WINDOW + PAGE:
+                return
+            anchor = None if self.is_anchored and not self._anchor_released else self._view_anchor(self._window(), newest=True)
+            await self._release_oldest()
+            await self._sync_markers()
+            self.call_after_refresh(self._keep_anchor, anchor)
 
     async def add(self, widget: Widget) -> Widget:
         await self._add_live(widget)
