@@ -133,3 +133,31 @@ def test_home_reaches_the_first_prompt_in_one_press_in_a_real_terminal(tmp_path:
         term.wait_for(lambda s: "question 1249: read" in s and "question 0: read" not in s, timeout=10, what="the newest")
     finally:
         term.close()
+
+
+async def test_a_jump_to_an_early_message_mounts_its_page_not_every_page_between(offline_server, session_factory,
+                                                                                 tmp_path: Path):
+    """/context's jump (and any other) to the second message of 2,000: its page is mounted at once, the
+    window stays bounded, and the jump marks the block; End comes back to the newest."""
+    conversation_id = long_session(tmp_path, 500)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.chat
+        await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
+        await settled(pilot, chat)
+        messages = app.conversation.messages
+        prompt = next(i for i, message in enumerate(messages) if getattr(message, "text", "").startswith("question 1:"))
+        block = await app.jump_to_message(prompt)
+        assert isinstance(block, UserBlock) and block.text == "question 1: read src/file1.py"
+        assert chat.selected is block and block.has_class("-jump-target")
+        await settled(pilot, chat)
+        assert len(chat._window()) <= WINDOW and chat.query(LaterMarker)
+        assert block.region.height and chat.screen.find_widget(block), "in view"
+        tool = await app.jump_to_message(prompt + 4 * 249 + 2)  # the result of question 250's read_file: its tool block
+        assert isinstance(tool, ToolBlock) and tool.call_id == "call_250"
+        await settled(pilot, chat)
+        assert len(chat._window()) <= WINDOW
+        chat.focus()
+        await pilot.press("end")
+        await wait_until(pilot, lambda: chat.at_end, what="the newest")
+        assert chat.query(UserBlock).last().text == "question 499: read src/file499.py"

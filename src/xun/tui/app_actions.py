@@ -194,8 +194,7 @@ class AppActions:
             item = entry.item if isinstance(entry, Released) else entry
             if call_id is not None:
                 return isinstance(item, ToolItem) and item.call_id == call_id and not item.summarised
-            return (isinstance(item, (UserItem, AssistantItem, ToolItem)) and item.index == index and index > 0
-                    and not item.summarised)
+            return isinstance(item, (UserItem, AssistantItem, ToolItem)) and item.index == index and not item.summarised
 
         return wanted
 

@@ -37,6 +37,9 @@ from xun.tui.widgets.welcome_block import WelcomeBlock
 OLDER_PAGE = PAGE
 TOOL_STATE = ("state", "result_chars", "duration_text", "reclaimed", "restored", "result_text")
 """What a tool block gathers while it runs and keeps when it leaves the window."""
+LIVE = -1
+"""The message position of a block made while the app ran (not known to the chat: a jump finds it by
+its place from the newest)."""
 UNKEPT_CLASSES = frozenset({"-jump-target", "-collapsed"})
 """Marks a block does not keep when it leaves the window (a selection, a fold: it comes back folded)."""
 
@@ -159,14 +162,14 @@ class ChatView(VerticalScroll):
         item = entry.item if isinstance(entry, Released) else entry
         attributes: tuple[tuple[str, object], ...] = ()
         if isinstance(widget, UserBlock):
-            item = item or UserItem(widget.text)
+            item = item or UserItem(widget.text, index=LIVE)
             attributes = (("border_title", widget.border_title),)
         elif isinstance(widget, AssistantBlock):
             reasoning = widget.reasoning.text if widget.reasoning is not None else ""
             if not isinstance(item, AssistantItem) or (item.content, item.reasoning) != (widget.text, reasoning):
-                item = AssistantItem(widget.text, reasoning)
+                item = AssistantItem(widget.text, reasoning, index=LIVE)
         elif isinstance(widget, ToolBlock):
-            item = item or ToolItem(widget.call_id, widget.tool_name, widget.arguments, None, None)
+            item = item or ToolItem(widget.call_id, widget.tool_name, widget.arguments, None, None, index=LIVE)
             attributes = tuple((name, getattr(widget, name)) for name in TOOL_STATE)
         elif isinstance(widget, NoticeBlock):
             item = item or NoticeItem(widget.level, widget.text)
