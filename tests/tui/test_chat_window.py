@@ -161,3 +161,28 @@ async def test_a_jump_to_an_early_message_mounts_its_page_not_every_page_between
         await pilot.press("end")
         await wait_until(pilot, lambda: chat.at_end, what="the newest")
         assert chat.query(UserBlock).last().text == "question 499: read src/file499.py"
+
+
+async def test_a_call_a_summary_took_out_is_shown_in_the_chat_from_the_offload_log(offline_server, session_factory,
+                                                                                    tmp_path: Path):
+    """A search hit or a recoverable result jumps the chat to its call: a summarised one is read from the
+    offload log (only the parts until it is found), its page mounted, dimmed as summarised."""
+    from xun.tui import messages as m
+
+    conversation_id = long_session(tmp_path, 400, summaries=3)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.chat
+        await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
+        await settled(pilot, chat)
+        app.post_message(m.ShowInChat("call_3"))
+        await wait_until(pilot, lambda: isinstance(chat.selected, ToolBlock), what="the call shown")
+        block = chat.selected
+        assert block.call_id == "call_3" and block.has_class("-summarised") and block.is_attached
+        assert app.focused is chat and len(chat._window()) <= WINDOW
+        app.post_message(m.ShowInChat("", "Human", "question 350: read src/file350.py"))
+        await wait_until(pilot, lambda: isinstance(chat.selected, UserBlock), what="the prompt shown")
+        assert chat.selected.text == "question 350: read src/file350.py"
+        app.post_message(m.ShowInChat("call_nowhere"))
+        await wait_until(pilot, lambda: any("not in the chat" in str(n.message) for n in app._notifications),
+                         what="the warning")

@@ -174,6 +174,47 @@ class AppActions:
         self.chat.focus()  # [ and ] go on from here, Enter opens it
         return block
 
+    async def show_in_chat(self, wanted: Callable[[object], bool], what: str) -> Widget | None:
+        """Jump the chat to the block `wanted` picks (its page mounted at once, read from the offload log when
+        a summary took it out), mark it and focus the chat; say so when the chat has no such block."""
+        block = await self.chat.show_summarised(wanted)
+        if block is None:
+            self.notify(f"{what} is not in the chat", severity="warning")
+            return None
+        self.chat.select(block, scroll=False)
+        self.call_after_refresh(self.chat.scroll_to_widget, block, animate=False, top=True)
+        self.chat.focus()
+        return block
+
+    def show_call_in_chat(self, call_id: str) -> None:
+        """The chat at the block of tool call `call_id` (the recoverable list, a search hit)."""
+        from xun.context.reclaimed import ARGUMENTS_SUFFIX
+        from xun.tui.chat_window import Released
+        from xun.tui.transcript import ToolItem
+
+        call_id = call_id.removesuffix(ARGUMENTS_SUFFIX)
+
+        def wanted(entry: object) -> bool:
+            item = entry.item if isinstance(entry, Released) else entry
+            return isinstance(item, ToolItem) and item.call_id == call_id
+
+        self.run_worker(self.show_in_chat(wanted, f"the call {call_id}"), group="jump", exclusive=True)
+
+    def show_said_in_chat(self, speaker: str, text: str) -> None:
+        """The chat at a prompt or a reply found in the history (a search hit), by its words."""
+        from xun.tui.chat_window import Released
+        from xun.tui.transcript import AssistantItem, UserItem
+
+        def wanted(entry: object) -> bool:
+            item = entry.item if isinstance(entry, Released) else entry
+            if speaker == "Human":
+                return isinstance(item, UserItem) and item.text == text
+            if speaker == "AI reasoning":
+                return isinstance(item, AssistantItem) and bool(text) and text in item.reasoning
+            return isinstance(item, AssistantItem) and item.content == text
+
+        self.run_worker(self.show_in_chat(wanted, "that message"), group="jump", exclusive=True)
+
     def _entry_test(self, index: int) -> Callable[[object], bool] | None:
         """What picks the chat entry of `conversation.messages[index]`: a tool call or result by its id, any
         other by its position (entries read from the session file know it)."""
@@ -420,6 +461,8 @@ class AppActions:
                 self.post_message(m.RestoreRequested(call_id))
             elif result == "recall":
                 self.action_recall(recall_query(record, original))
+            elif result == "chat":
+                self.show_call_in_chat(call_id)
 
         self.push_screen(InspectorScreen(
             record, original, workdir=self.workdir,
@@ -428,6 +471,12 @@ class AppActions:
 
     def _restorable(self, call_id: str) -> bool:
         return call_id in self.conversation.reclaimed_in_context()
+
+    def on_show_in_chat(self, message: m.ShowInChat) -> None:
+        if message.tool_call_id:
+            self.show_call_in_chat(message.tool_call_id)
+        else:
+            self.show_said_in_chat(message.speaker, message.text)
 
     def on_restore_requested(self, message: m.RestoreRequested) -> None:
         if not self._may_start("a restore"):

@@ -501,6 +501,26 @@ class ChatView(VerticalScroll):
         self.call_after_refresh(self._fill_view)
         return block
 
+    async def show_summarised(self, wanted: Callable[[Entry], bool]) -> Widget | None:
+        """`show_entry`, reading the turns summaries took out (newest first) until one holds the entry."""
+        block = await self.show_entry(wanted)
+        if block is not None:
+            return block
+        async with self._window_lock:
+            generation = self._generation
+            found = False
+            for source in (self._below, self._above):
+                at = len(source) - 1
+                while not found and at >= 0:
+                    if isinstance(source[at], OffloadedItem):
+                        items, problems = await asyncio.to_thread(whole_history, [source[at]])
+                        if generation != self._generation:
+                            return None
+                        source[at:at + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
+                        found = any(wanted(item) for item in items)
+                    at -= 1
+        return await self.show_entry(wanted) if found else None
+
     def _fill_view(self) -> None:
         """A view the mounted blocks do not fill (a tall terminal, short blocks) asks for more: newer ones
         while the window is away from the newest, else older ones."""
