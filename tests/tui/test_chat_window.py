@@ -186,3 +186,35 @@ async def test_a_call_a_summary_took_out_is_shown_in_the_chat_from_the_offload_l
         app.post_message(m.ShowInChat("call_nowhere"))
         await wait_until(pilot, lambda: any("not in the chat" in str(n.message) for n in app._notifications),
                          what="the warning")
+
+
+async def test_a_reply_streams_below_a_view_far_up_and_is_there_at_end(offline_server_factory, session_factory,
+                                                                       tmp_path: Path):
+    """Home while a reply streams: the reply is written into a hidden block below the window, which neither
+    mounts a block nor changes while it streams; End shows the reply, whole, at the bottom."""
+    from .helpers import idle, submit
+
+    server = offline_server_factory(tokens_per_second=10)  # the reply streams for seconds
+    conversation_id = long_session(tmp_path, 500)
+    app = XunApp(session_factory(server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.chat
+        await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
+        await submit(pilot, "tell me a long story")
+        await wait_until(pilot, lambda: chat.reply is not None and chat.reply.text, what="the reply streaming")
+        chat.focus()
+        await pilot.press("home")
+        await wait_until(pilot, lambda: chat.query(UserBlock).first().text.startswith("question 0:"), what="the top")
+        await settled(pilot, chat)
+        assert chat.reply is not None and not chat.reply.display and chat.reply in chat._tail, "streaming, hidden"
+        window = list(chat._window())
+        await wait_until(pilot, lambda: idle(app), timeout=60, what="the reply to end")
+        assert chat._window() == window, "nothing was mounted into the window, nothing left it"
+        reply = app.conversation.messages[-1].raw["content"]
+        await pilot.press("end")
+        await wait_until(pilot, lambda: chat.at_end, what="the newest")
+        await settled(pilot, chat)
+        last = chat.query(AssistantBlock).last()
+        assert last.display and last.text == reply
+        assert chat.query(UserBlock).last().text == "tell me a long story"
+        assert chat.scroll_y == chat.max_scroll_y and len(chat._window()) <= WINDOW

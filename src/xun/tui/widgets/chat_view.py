@@ -641,6 +641,11 @@ class ChatView(VerticalScroll):
         widget.display = False
         self._tail.append(widget)
         await self.mount(widget)
+        settled = next((i for i, block in enumerate(self._tail) if self._in_progress(block)), len(self._tail))
+        if settled > PAGE:  # a long turn far below the view: what it finished waits as entries, not blocks
+            leaving, self._tail = self._tail[:settled], self._tail[settled:]
+            self._below += [self._released(block) for block in leaving]
+            await self.remove_children(leaving)
         if self._later is not None:
             self._later.update(self._later_text())
         self._show_position()
@@ -655,6 +660,14 @@ class ChatView(VerticalScroll):
             await self._release_oldest()
             await self._sync_markers()
             self.call_after_refresh(self._keep_anchor, anchor)
+
+    async def _remove_live(self, widget: Widget) -> None:
+        """A block the running work takes back (the waiting line, an empty or failed reply)."""
+        if widget in self._tail:
+            self._tail.remove(widget)
+        await widget.remove()
+        if self._later is not None:
+            await self._sync_markers()
 
     async def add(self, widget: Widget) -> Widget:
         await self._add_live(widget)
@@ -690,7 +703,7 @@ class ChatView(VerticalScroll):
     async def hide_waiting(self) -> None:
         waiting, self.waiting = self.waiting, None
         if waiting is not None and waiting.is_attached:
-            await waiting.remove()
+            await self._remove_live(waiting)
 
     async def current_reply(self) -> AssistantBlock:
         if self.reply is None:
@@ -706,7 +719,7 @@ class ChatView(VerticalScroll):
             if cancelled:
                 block.add_class("-cancelled")
             if not content and block.reasoning is None:
-                await block.remove()
+                await self._remove_live(block)
         elif content or reasoning:
             await self._add_live(AssistantBlock(content, reasoning))
 
@@ -716,7 +729,7 @@ class ChatView(VerticalScroll):
         block, self.reply = self.reply, None
         if block is not None:
             await block.discard()
-            await block.remove()
+            await self._remove_live(block)
 
     async def add_tool(self, call_id: str, name: str, arguments: str) -> ToolBlock:
         block = ToolBlock(call_id, name, arguments)
@@ -752,7 +765,7 @@ class ChatView(VerticalScroll):
         (they stacked there, the calls they took out never dimmed: trial F #5). The caller finds `first_kept`
         in a window at the newest (`go_end`)."""
         if replacing is not None and replacing.is_attached:
-            await replacing.remove()
+            await self._remove_live(replacing)
         divider = SummaryDivider(text, state="done")
         if first_kept is not None and first_kept.parent is self:
             await self.mount(divider, before=first_kept)
