@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from xun.tui.app import XunApp
-from xun.tui.chat_window import WINDOW
+from xun.tui.chat_window import WINDOW, Released, centred, messages_in, position_text, summarised
+from xun.tui.transcript import OffloadedItem, SummaryItem, ToolItem, UserItem
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_view import ChatView, EarlierMarker, LaterMarker
 from xun.tui.widgets.summary_divider import SummaryDivider
@@ -54,6 +55,24 @@ async def settled(pilot, chat: ChatView) -> None:
     await wait_until(pilot, lambda: not (chat._older_wanted or chat._newer_wanted or chat._loading_older),
                      what="the window to settle")
     await pilot.pause()
+
+
+def test_the_window_s_position_and_a_jump_s_page_are_counted_over_the_whole_session():
+    lazy = OffloadedItem("log.md", None, 0, "c", condensed=400)
+    above = [lazy, SummaryItem(400, 4, "log.md", "s"), UserItem("q", index=401)]
+    assert position_text([], 30, []) == ""  # everything mounted: nothing to say
+    assert position_text(above, 160, [UserItem("r")] * 10) == "blocks 403–562 of ~572"  # about: 400 unread
+    assert position_text([UserItem("q")], 2, [], later=3) == "blocks 2–3 of 6"
+    assert centred(30_000, 0, 40) == (0, 40) and centred(30_000, 29_999, 40) == (29_960, 30_000)
+    assert centred(30_000, 15_000, 40) == (14_987, 15_027) and centred(10, 5, 40) == (0, 10)
+    assert messages_in(above) == 401 and messages_in([UserItem("q", index=5), UserItem("r", index=9)]) == 5
+
+
+def test_a_block_released_from_the_window_is_dimmed_by_a_later_summary():
+    released = Released(ToolItem("c1", "read_file", "{}", "x", 1), frozenset({"-done"}), (("state", "done"),))
+    dim = summarised(released)
+    assert dim.item.summarised and dim.classes == {"-done", "-summarised"} and dim.attributes == released.attributes
+    assert summarised(UserItem("q")).summarised and summarised(SummaryItem(1, 1, None, "s")) == SummaryItem(1, 1, None, "s")
 
 
 async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window(offline_server, session_factory,

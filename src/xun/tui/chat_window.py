@@ -10,9 +10,9 @@ block made while the app runs (a prompt, a reply, a tool call, a notice) that le
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from xun.tui.transcript import Item, OffloadedItem
+from xun.tui.transcript import AssistantItem, Item, OffloadedItem, SummaryItem, ToolItem, UserItem
 
 WINDOW = 160
 """The most blocks mounted at once: a few hundred rows, several screens of the tallest terminal."""
@@ -75,3 +75,24 @@ def centred(total: int, at: int, size: int) -> tuple[int, int]:
     size = min(size, total)
     start = max(0, min(at - size // 3, total - size))
     return start, start + size
+
+
+def messages_in(entries: Sequence[Entry]) -> int:
+    """About how many messages of the session `entries` show: the span of their positions, and what the
+    summaries among them took out."""
+    summarised = sum(entry.condensed for entry in entries if isinstance(entry, OffloadedItem))
+    indexed = [entry.index for entry in entries if isinstance(entry, (UserItem, AssistantItem, ToolItem))
+               and not entry.summarised and entry.index >= 0]
+    others = sum(1 for entry in entries if not isinstance(entry, (OffloadedItem, SummaryItem)))
+    return max(summarised + (max(indexed) - min(indexed) + 1 if indexed else 0), others)
+
+
+def summarised(entry: Entry) -> Entry:
+    """`entry` as a turn a summary took out of the context (dimmed)."""
+    if isinstance(entry, Released):
+        if isinstance(entry.item, (UserItem, AssistantItem, ToolItem)):
+            return replace(entry, item=replace(entry.item, summarised=True), classes=entry.classes | {"-summarised"})
+        return entry
+    if isinstance(entry, (UserItem, AssistantItem, ToolItem)):
+        return replace(entry, summarised=True)
+    return entry

@@ -23,7 +23,8 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from xun.tui.chat_window import (
-    FIRST_PAGE, PAGE, WINDOW, DividerItem, Entry, NoticeItem, Released, centred, position_text, weight,
+    FIRST_PAGE, PAGE, WINDOW, DividerItem, Entry, NoticeItem, Released, centred, messages_in, position_text,
+    summarised, weight,
 )
 from xun.tui.transcript import AssistantItem, Item, OffloadedItem, SummaryItem, ToolItem, UserItem, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
@@ -203,12 +204,7 @@ class ChatView(VerticalScroll):
         return len(self._above) + len(self._window()) + self.newer_count
 
     def _marker_text(self) -> str:
-        summarised = sum(item.condensed for item in self._above if isinstance(item, OffloadedItem))
-        indexed = [item.index for item in self._above if isinstance(item, (UserItem, AssistantItem, ToolItem))
-                   and not item.summarised]
-        others = sum(1 for item in self._above if not isinstance(item, (OffloadedItem, SummaryItem)))
-        messages = max(summarised + (max(indexed) - min(indexed) + 1 if indexed else 0), others)
-        return f"⋯ {messages:,} earlier messages · scroll up to load them, Home for the first"
+        return f"⋯ {messages_in(self._above):,} earlier messages · scroll up to load them, Home for the first"
 
     def _later_text(self) -> str:
         return f"⋯ {self.newer_count:,} newer blocks · scroll down to load them, End for the newest"
@@ -825,13 +821,3 @@ class ChatView(VerticalScroll):
         self._new_history([])
         await self.remove_children()
 
-
-def summarised(entry: Entry) -> Entry:
-    """`entry` as a turn a summary took out of the context (dimmed)."""
-    if isinstance(entry, Released):
-        if isinstance(entry.item, (UserItem, AssistantItem, ToolItem)):
-            return replace(entry, item=replace(entry.item, summarised=True), classes=entry.classes | {"-summarised"})
-        return entry
-    if isinstance(entry, (UserItem, AssistantItem, ToolItem)):
-        return replace(entry, summarised=True)
-    return entry
