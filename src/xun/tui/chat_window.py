@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 
 from xun.tui.transcript import AssistantItem, Item, OffloadedItem, SummaryItem, ToolItem, UserItem
 
-WINDOW = 160
-"""The most blocks mounted at once: a few hundred rows, several screens of the tallest terminal."""
+WINDOW = 100
+"""The most blocks mounted at once: a few hundred rows, several screens of a tall terminal. A resize, a
+restyle or a stream step lays out every mounted block: this bound, not the session's length, is their cost."""
 FIRST_PAGE = 10
 """Blocks mounted first (a resumed session's newest, Home's oldest): few, since mounting is most of what
 a first screen costs; when they do not fill the view, more pages follow at once."""

@@ -379,14 +379,20 @@ class ChatView(VerticalScroll):
                 if generation == self._generation:
                     self._loading_older = False
 
+    def _follow_newest(self) -> None:
+        """A window that holds the newest follows what comes next once the view is scrolled to its bottom;
+        one that does not never sticks to its own bottom."""
+        self._anchored = self.at_end
+        if self.at_end:
+            self.release_anchor()
+
     def _show_tail(self) -> None:
         """The window reached the newest: the hidden blocks join it, and the view follows what comes next
         once it is scrolled to the bottom."""
         for widget in self._tail:
             widget.display = True
         self._tail = []
-        self._anchored = True
-        self.release_anchor()
+        self._follow_newest()
 
     async def _release_newest(self) -> None:
         """Blocks past the bound at the window's bottom leave it: as entries of `_below`, or, from the first
@@ -466,6 +472,7 @@ class ChatView(VerticalScroll):
                 await self._mount_older(len(self._above), keep_view=False)  # a short session: all of it
             elif self._above:
                 await self._rewindow(lambda whole: 0)
+        self._follow_newest()
         self.scroll_to(y=0, animate=False, immediate=True)
         self.call_after_refresh(self.scroll_to, y=0, animate=False, immediate=True)
         self.call_after_refresh(self._fill_view)
@@ -494,6 +501,7 @@ class ChatView(VerticalScroll):
 
         async with self._window_lock:
             block = await self._rewindow(choose)
+        self._follow_newest()
         self.call_after_refresh(self._fill_view)
         return block
 
