@@ -35,6 +35,11 @@ def window_rows(chat: ChatView) -> list[tuple[str, str, bool]]:
     return rows
 
 
+def first_prompt(chat: ChatView) -> str:
+    prompts = chat.query(UserBlock)
+    return prompts.first().text if prompts else ""
+
+
 def merged(seen: list, window: list, *, downward: bool) -> list:
     """`seen` with the window's new blocks added, after checking that the blocks both hold agree: a
     window that skipped or doubled a block at a page's edge fails here."""
@@ -72,7 +77,8 @@ def test_a_block_released_from_the_window_is_dimmed_by_a_later_summary():
     released = Released(ToolItem("c1", "read_file", "{}", "x", 1), frozenset({"-done"}), (("state", "done"),))
     dim = summarised(released)
     assert dim.item.summarised and dim.classes == {"-done", "-summarised"} and dim.attributes == released.attributes
-    assert summarised(UserItem("q")).summarised and summarised(SummaryItem(1, 1, None, "s")) == SummaryItem(1, 1, None, "s")
+    divider = SummaryItem(1, 1, None, "s")
+    assert summarised(UserItem("q")).summarised and summarised(divider) == divider
 
 
 async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window(offline_server, session_factory,
@@ -86,8 +92,7 @@ async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window
         await settled(pilot, chat)
         chat.focus()
         await pilot.press("home")
-        await wait_until(pilot, lambda: chat.query(UserBlock) and chat.query(UserBlock).first().text.startswith("question 0:"),
-                         what="the first prompt")
+        await wait_until(pilot, lambda: first_prompt(chat).startswith("question 0:"), what="the first prompt")
         await settled(pilot, chat)
         assert chat.scroll_y == 0 and not chat.query(EarlierMarker) and chat.query(LaterMarker)
         assert chat.border_title.startswith("chat · blocks 1–")
@@ -142,14 +147,16 @@ def test_home_reaches_the_first_prompt_in_one_press_in_a_real_terminal(tmp_path:
     long_session(tmp_path / "t0" / "work", 1250, summaries=3)
     term = Terminal(tmp_path / "t0", "--resume", "long-session", size=(160, 48))
     try:
-        term.wait_for(lambda s: "question 1249: read" in s and "Ask the agent" in s, timeout=60, what="the newest turns")
+        term.wait_for(lambda s: "question 1249: read" in s and "Ask the agent" in s, timeout=60,
+                      what="the newest turns")
         term.keys("BTab")  # Shift+Tab: from the prompt to the chat
         term.wait_for(lambda s: "Previous block" in s, what="the chat focused")
         term.keys("Home")
         screen = term.wait_for(lambda s: "question 0: read src/file0.py" in s, timeout=10, what="the first prompt")
         assert "chat · blocks 1–" in screen
         term.keys("End")
-        term.wait_for(lambda s: "question 1249: read" in s and "question 0: read" not in s, timeout=10, what="the newest")
+        term.wait_for(lambda s: "question 1249: read" in s and "question 0: read" not in s, timeout=10,
+                      what="the newest")
     finally:
         term.close()
 
@@ -223,7 +230,7 @@ async def test_a_reply_streams_below_a_view_far_up_and_is_there_at_end(offline_s
         await wait_until(pilot, lambda: chat.reply is not None and chat.reply.text, what="the reply streaming")
         chat.focus()
         await pilot.press("home")
-        await wait_until(pilot, lambda: chat.query(UserBlock).first().text.startswith("question 0:"), what="the top")
+        await wait_until(pilot, lambda: first_prompt(chat).startswith("question 0:"), what="the top")
         await settled(pilot, chat)
         assert chat.reply is not None and not chat.reply.display and chat.reply in chat._tail, "streaming, hidden"
         window = list(chat._window())

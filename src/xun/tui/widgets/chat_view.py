@@ -35,7 +35,6 @@ from xun.tui.widgets.user_block import UserBlock
 from xun.tui.widgets.waiting_line import WaitingLine
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
-OLDER_PAGE = PAGE
 TOOL_STATE = ("state", "result_chars", "duration_text", "reclaimed", "restored", "result_text")
 """What a tool block gathers while it runs and keeps when it leaves the window."""
 LIVE = -1
@@ -199,15 +198,12 @@ class ChatView(VerticalScroll):
     def newer_count(self) -> int:
         return len(self._below) + len(self._tail)
 
-    def entry_count(self) -> int:
-        """Entries in the whole transcript (a summarised part not read yet counts as one)."""
-        return len(self._above) + len(self._window()) + self.newer_count
-
     def _marker_text(self) -> str:
         return f"⋯ {messages_in(self._above):,} earlier messages · scroll up to load them, Home for the first"
 
     def _later_text(self) -> str:
-        return f"⋯ {self.newer_count:,} newer blocks · scroll down to load them, End for the newest"
+        newer = weight(self._below) + len(self._tail)
+        return f"⋯ {newer:,} newer blocks · scroll down to load them, End for the newest"
 
     async def _sync_markers(self) -> None:
         """The lines at the window's ends and the position in the title say what is not mounted."""
@@ -468,7 +464,8 @@ class ChatView(VerticalScroll):
         """The first block of the session, reading only the first page."""
         self._anchored = False
         async with self._window_lock:
-            if self._above and weight(self._above) + len(self._window()) + weight(self._below) + len(self._tail) <= WINDOW:
+            whole = weight(self._above) + len(self._window()) + weight(self._below) + len(self._tail)
+            if self._above and whole <= WINDOW:
                 await self._mount_older(len(self._above), keep_view=False)  # a short session: all of it
             elif self._above:
                 await self._rewindow(lambda whole: 0)
@@ -660,7 +657,8 @@ class ChatView(VerticalScroll):
         async with self._window_lock:
             if not self.at_end or len(self._window()) <= WINDOW + PAGE:
                 return
-            anchor = None if self.is_anchored and not self._anchor_released else self._view_anchor(self._window(), newest=True)
+            following = self.is_anchored and not self._anchor_released
+            anchor = None if following else self._view_anchor(self._window(), newest=True)
             await self._release_oldest()
             await self._sync_markers()
             self.call_after_refresh(self._keep_anchor, anchor)
