@@ -147,13 +147,13 @@ def test_home_reaches_the_first_prompt_in_one_press_in_a_real_terminal(tmp_path:
     long_session(tmp_path / "t0" / "work", 1250, summaries=3)
     term = Terminal(tmp_path / "t0", "--resume", "long-session", size=(160, 48))
     try:
-        term.wait_for(lambda s: "question 1249: read" in s and "Ask the agent" in s, timeout=60,
-                      what="the newest turns")
+        term.wait_for(lambda s: "question 1249: read" in s and "offline demo model" in s and "Ask the agent" in s,
+                      timeout=60, what="the session open at its newest turns")
         term.keys("BTab")  # Shift+Tab: from the prompt to the chat
         term.wait_for(lambda s: "Previous block" in s, what="the chat focused")
         term.keys("Home")
-        screen = term.wait_for(lambda s: "question 0: read src/file0.py" in s, timeout=10, what="the first prompt")
-        assert "chat · blocks 1–" in screen
+        term.wait_for(lambda s: "question 0: read src/file0.py" in s and "chat · blocks 1–" in s, timeout=10,
+                      what="the first prompt, the title saying where it is")
         term.keys("End")
         term.wait_for(lambda s: "question 1249: read" in s and "question 0: read" not in s, timeout=10,
                       what="the newest")

@@ -426,39 +426,43 @@ class ChatView(VerticalScroll):
     async def _rewindow(self, choose: Callable[[list[Entry]], int | None]) -> Widget | None:
         """Release the window and mount the page that `choose` picks in the whole transcript (the index of
         an entry, shown a third of the way down; None: the newest page). Returns the chosen entry's block.
-        The caller holds the window's lock."""
+        The caller holds the window's lock; the screen shows the old window until the new one is whole."""
         generation = self._generation
         self._loading_older = True
         try:
-            window = self._window()
-            held = next((i for i, widget in enumerate(window) if self._in_progress(widget)), len(window))
-            whole = [*self._above, *(self._released(widget) for widget in window[:held]), *self._below]
-            for widget in window[held:]:
-                widget.display = False
-            self._tail[:0] = window[held:]
-            self.select(None)
-            await self.remove_children([*window[:held], *(m for m in (self._marker, self._later) if m)])
-            self._marker = self._later = None
-            at = choose(whole)
-            if at is None:
-                self._above, self._below = whole, []
-                page = await self._take(self._above, FIRST_PAGE, generation, newest=True)
-            else:
-                start, end = centred(len(whole), at, 2 * PAGE)
-                self._above, self._below = whole[:start], whole[start:]
-                page = await self._take(self._below, end - start, generation, newest=False)
-            if page is None:
-                return None
-            widgets = [self._widget_for(entry) for entry in page]
-            await self.mount_all(widgets, before=self._tail[0] if self._tail else None)
-            if at is None or not self._below:
-                self._show_tail()
-            await self._sync_markers()
-            target = whole[at] if at is not None else None
-            return next((w for w in widgets if getattr(w, "chat_entry", None) is target), None)
+            with self.app.batch_update():
+                return await self._replace_window(choose, generation)
         finally:
             if generation == self._generation:
                 self._loading_older = False
+
+    async def _replace_window(self, choose: Callable[[list[Entry]], int | None], generation: int) -> Widget | None:
+        window = self._window()
+        held = next((i for i, widget in enumerate(window) if self._in_progress(widget)), len(window))
+        whole = [*self._above, *(self._released(widget) for widget in window[:held]), *self._below]
+        for widget in window[held:]:
+            widget.display = False
+        self._tail[:0] = window[held:]
+        self.select(None)
+        await self.remove_children([*window[:held], *(m for m in (self._marker, self._later) if m)])
+        self._marker = self._later = None
+        at = choose(whole)
+        if at is None:
+            self._above, self._below = whole, []
+            page = await self._take(self._above, FIRST_PAGE, generation, newest=True)
+        else:
+            start, end = centred(len(whole), at, 2 * PAGE)
+            self._above, self._below = whole[:start], whole[start:]
+            page = await self._take(self._below, end - start, generation, newest=False)
+        if page is None:
+            return None
+        widgets = [self._widget_for(entry) for entry in page]
+        await self.mount_all(widgets, before=self._tail[0] if self._tail else None)
+        if at is None or not self._below:
+            self._show_tail()
+        await self._sync_markers()
+        target = whole[at] if at is not None else None
+        return next((w for w in widgets if getattr(w, "chat_entry", None) is target), None)
 
     async def go_home(self) -> None:
         """The first block of the session, reading only the first page."""
