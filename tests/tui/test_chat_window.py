@@ -201,6 +201,10 @@ async def test_a_call_a_summary_took_out_is_shown_in_the_chat_from_the_offload_l
         chat = app.chat
         await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
         await settled(pilot, chat)
+        app.post_message(m.ShowInChat("call_200"))  # early in the third summary's part: two unread parts just above it
+        await wait_until(pilot, lambda: isinstance(chat.selected, ToolBlock), what="the call shown")
+        assert chat.selected.call_id == "call_200" and chat.selected.is_attached
+        chat.select(None)
         app.post_message(m.ShowInChat("call_3"))
         await wait_until(pilot, lambda: isinstance(chat.selected, ToolBlock), what="the call shown")
         block = chat.selected

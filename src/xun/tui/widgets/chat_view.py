@@ -452,6 +452,8 @@ class ChatView(VerticalScroll):
             page = await self._take(self._above, FIRST_PAGE, generation, newest=True)
         else:
             start, end = centred(len(whole), at, 2 * PAGE)
+            # summarised turns read between the page's start and the chosen entry would push it off the page
+            start = max([start, *(i + 1 for i in range(start, at) if isinstance(whole[i], OffloadedItem))])
             self._above, self._below = whole[:start], whole[start:]
             page = await self._take(self._below, end - start, generation, newest=False)
         if page is None:
