@@ -116,3 +116,34 @@ async def quit_app(pilot: Pilot[Any], app: XunApp) -> None:
 async def session_ready(pilot: Pilot[Any], app: XunApp) -> None:
     """Until the session is open and takes prompts (a resume's notices are shown by then)."""
     await wait_until(pilot, lambda: app.session is not None and app.header.status == "ready", what="the session")
+
+
+async def window_settled(pilot: Pilot[Any], chat: Any) -> None:
+    """The chat's window changed as far as the last scroll or key asked (no page wanted or being read)."""
+    await wait_until(pilot, lambda: not (chat._older_wanted or chat._newer_wanted or chat._loading_older),
+                     what="the chat's window to settle")
+    await pilot.pause()
+
+
+async def every_block(pilot: Pilot[Any], chat: Any) -> list[Any]:
+    """Every block of the chat's session, top to bottom, each once: Home, then down to the newest a page at a
+    time (the chat mounts a bounded window). A block mounted at two steps is the same widget at both."""
+    from xun.tui.widgets.chat_view import BLOCKS
+
+    chat.focus()
+    await pilot.press("home")
+    await wait_until(pilot, lambda: not chat.older_count, what="the first block")
+    blocks: list[Any] = []
+    for _ in range(500):
+        await window_settled(pilot, chat)
+        window = [child for child in chat._window() if isinstance(child, BLOCKS)]
+        if blocks and window:
+            at = next(i for i, block in enumerate(blocks) if block is window[0])
+            overlap = blocks[at:]
+            assert all(a is b for a, b in zip(overlap, window)), "the window skipped or doubled a block"
+            window = window[len(overlap):]
+        blocks += window
+        if chat.at_end:
+            return blocks
+        chat.scroll_to(y=chat.max_scroll_y, animate=False, immediate=True)
+    raise AssertionError("the chat's window never reached the newest block")

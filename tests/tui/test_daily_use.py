@@ -10,21 +10,20 @@ from xun.tui.format import tokens
 from xun.tui.screens.breakdown import BreakdownScreen
 from xun.tui.screens.preview import PreviewScreen
 from xun.tui.widgets.assistant_block import AssistantBlock
-from xun.tui.widgets.chat_view import EarlierMarker
 from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 
-from .helpers import finish, quit_app, submit, turn, wait_until
+from .helpers import every_block, finish, quit_app, submit, turn, wait_until
 
 KEEP = ("auto_compact.summary_keep_max=4",)
 
 
-def chat_rows(app: XunApp, arguments: bool = False) -> list[tuple[str, str, bool]]:
-    """(kind, text, summarised) of each block in the chat, top to bottom (a tool's text: its name, or its
-    arguments)."""
+def chat_rows(app: XunApp, arguments: bool = False, blocks: list | None = None) -> list[tuple[str, str, bool]]:
+    """(kind, text, summarised) of each block in the chat (or of `blocks`), top to bottom (a tool's text: its
+    name, or its arguments)."""
     rows = []
-    for child in app.chat.children:
+    for child in app.chat.children if blocks is None else blocks:
         dim = child.has_class("-summarised")
         if isinstance(child, UserBlock):
             rows.append(("user", child.text, dim))
@@ -35,16 +34,6 @@ def chat_rows(app: XunApp, arguments: bool = False) -> list[tuple[str, str, bool
         elif isinstance(child, AssistantBlock):
             rows.append(("assistant", child.text[:20], dim))
     return rows
-
-
-async def load_all_older(pilot, app: XunApp) -> None:
-    """Home in the chat, until every older page is loaded from the offload log."""
-    app.chat.focus()
-    for _ in range(60):
-        if not app.chat.older_count:
-            break
-        await pilot.press("home")
-        await wait_until(pilot, lambda: not (app.chat._older_wanted or app.chat._loading_older))
 
 
 async def two_summaries(pilot, tmp_path: Path) -> None:
@@ -96,9 +85,8 @@ async def test_resume_shows_the_whole_history_from_the_offload_log(offline_serve
     again = XunApp(session_factory(offline_server, *KEEP, resume=conversation_id))
     async with again.run_test(size=(140, 44)) as pilot:
         await wait_until(pilot, lambda: again.chat.children, what="the transcript")
-        await load_all_older(pilot, again)  # Home loads everything older, page by page, from the offload log
-        assert not again.chat.older_count and not again.chat.query(EarlierMarker)
-        rows = chat_rows(again)
+        blocks = await every_block(pilot, again.chat)  # Home, then down: summarised turns from the offload log
+        rows = chat_rows(again, blocks=blocks)
         users = [text for kind, text, _ in rows if kind == "user"]
         assert users == [f"read f{i}.txt" for i in range(6)], rows
         dividers = [i for i, row in enumerate(rows) if row[0] == "divider"]
@@ -541,7 +529,7 @@ async def test_a_long_turn_with_many_summaries_shows_every_call_once_live_resume
     async with app.run_test(size=(140, 44)) as pilot:
         await turn(pilot, "append the numbers 1 to 120 to steps.txt", timeout=120)
         assert len(app.conversation.summarizations) >= 3
-        live = chat_rows(app, arguments=True)
+        live = chat_rows(app, arguments=True, blocks=await every_block(pilot, app.chat))
         await quit_app(pilot, app)
     first.close()
     def calls(rows) -> list[int]:
@@ -556,8 +544,7 @@ async def test_a_long_turn_with_many_summaries_shows_every_call_once_live_resume
     again = XunApp(session_factory(offline_server, *settings, resume=first.conversation.conversation_id))
     async with again.run_test(size=(140, 44)) as pilot:
         await wait_until(pilot, lambda: again.chat.children, what="the transcript")
-        await load_all_older(pilot, again)
-        rows = chat_rows(again, arguments=True)
+        rows = chat_rows(again, arguments=True, blocks=await every_block(pilot, again.chat))
         assert calls(rows) == list(range(1, 121)), calls(rows)
         assert [text for kind, text, _ in rows if kind == "user"] == ["append the numbers 1 to 120 to steps.txt"] * 2
         assert again.chat.query(UserBlock).last().border_title.startswith("you · the turn's prompt, carried")

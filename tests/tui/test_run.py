@@ -14,7 +14,7 @@ from xun.tui import run
 from xun.tui.app import XunApp
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
-from .helpers import submit, turn, wait_until
+from .helpers import every_block, submit, turn, wait_until
 
 
 def test_run_returns_zero_after_a_quit_and_saves(offline_server, tmp_path: Path, capsys):
@@ -243,15 +243,17 @@ async def test_a_long_resumed_session_shows_its_newest_turns_before_the_whole_is
             assert newest.items[-1].index == 159, "numbered as in the whole session"
             newest_block = app.chat.query(UserBlock).last()
             chat = app.chat
-            while chat.query(EarlierMarker):
-                count = len(chat.children)
-                chat.scroll_to(y=0, animate=False, immediate=True)
-                await wait_until(pilot, lambda count=count: len(chat.children) != count, what="an older page")
-                chat.scroll_end(animate=False, immediate=True)
-                await pilot.pause()
-            prompts = [block.text for block in chat.query(UserBlock)]
-            assert prompts == [f"question {i}: read src/file{i}.py" for i in range(40)], "every turn, once"
+            await pilot.pause()
             assert chat.query(UserBlock).last() is newest_block, "the newest turns were not mounted again"
+            while chat.query(EarlierMarker):
+                older = chat.older_count
+                chat.scroll_to(y=0, animate=False, immediate=True)
+                await wait_until(pilot, lambda older=older: chat.older_count != older, what="an older page")
+                chat.scroll_to(y=chat.max_scroll_y // 2, animate=False, immediate=True)
+                await pilot.pause()
+            assert chat.query(UserBlock).first().text == "question 0: read src/file0.py"
+            prompts = [block.text for block in await every_block(pilot, chat) if isinstance(block, UserBlock)]
+            assert prompts == [f"question {i}: read src/file{i}.py" for i in range(40)], "every turn, once"
             await pilot.press("ctrl+q")
     finally:
         if app.opened_session is not None:

@@ -12,7 +12,8 @@ from xun.context.conversation import Conversation
 from xun.tui.app import XunApp
 from xun.tui.screens.sessions import SessionsScreen
 from xun.tui.widgets.assistant_block import AssistantBlock
-from xun.tui.widgets.chat_view import OLDER_PAGE, PAGE, EarlierMarker
+from xun.tui.chat_window import FIRST_PAGE, PAGE, WINDOW
+from xun.tui.widgets.chat_view import EarlierMarker, LaterMarker
 from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
@@ -194,19 +195,23 @@ async def test_a_long_history_mounts_the_newest_first(offline_server, session_fa
         children = list(chat.children)
         assert isinstance(children[0], EarlierMarker)
         mounted = len(children) - 1
-        assert mounted >= PAGE and (mounted - PAGE) % OLDER_PAGE == 0 and mounted <= PAGE + 2 * OLDER_PAGE
+        assert mounted >= FIRST_PAGE and (mounted - FIRST_PAGE) % PAGE == 0 and mounted <= FIRST_PAGE + 2 * PAGE
         assert chat.query(UserBlock).last().text == "question 499: read src/file499.py"
         assert "earlier messages" in str(children[0].render())
         assert chat.older_count > 1000
 
         chat.focus()
-        loaded = len(chat.children)
-        await pilot.press("home")
-        await wait_until(pilot, lambda: len(chat.children) > loaded, what="an older page")
-        assert len(chat.children) == loaded + OLDER_PAGE
+        await pilot.press("home")  # the first prompt at once, not one more page a press (issue 32)
+        await wait_until(pilot, lambda: chat.query(UserBlock).first().text == "question 0: read src/file0.py",
+                         what="the first prompt")
+        await wait_until(pilot, lambda: not (chat._newer_wanted or chat._loading_older), what="a filled view")
         await pilot.pause()
-        assert chat.scroll_y == 0, "Home goes to the very top of what is loaded (issue 14: it stopped short)"
-        assert isinstance(chat.children[0], EarlierMarker), "and each Home loads one more page, not all 2,000"
+        assert chat.scroll_y == 0, "Home goes to the very top (issue 14: it stopped short)"
+        assert not chat.query(EarlierMarker) and isinstance(chat.children[-1], LaterMarker)
+        assert len(chat.children) - 1 <= WINDOW, "only the first pages are mounted, not all 2,000"
+        await pilot.press("end")
+        await wait_until(pilot, lambda: chat.at_end, what="the newest")
+        assert chat.query(UserBlock).last().text == "question 499: read src/file499.py"
 
 
 async def test_scrolling_up_reaches_the_first_message(offline_server, session_factory, tmp_path: Path):
@@ -223,7 +228,7 @@ async def test_scrolling_up_reaches_the_first_message(offline_server, session_fa
             chat.scroll_end(animate=False, immediate=True)
             await pilot.pause()
             pages += 1
-        assert 1 <= pages <= math.ceil((90 - PAGE) / OLDER_PAGE)  # some pages came with the first screen
+        assert 1 <= pages <= math.ceil((90 - FIRST_PAGE) / PAGE)  # some pages came with the first screen
         assert chat.query(UserBlock).first().text == "question 0: read src/file0.py"
         assert len(chat.query(UserBlock)) == 30 and len(chat.query(ToolBlock)) == 30
 
@@ -251,7 +256,7 @@ async def test_a_tall_terminal_fills_itself_with_older_blocks(offline_server, se
         chat = app.chat
         await wait_until(pilot, lambda: chat.max_scroll_y > 0, what="the view to fill")
         mounted = len(chat.children) - 1
-        assert mounted > PAGE and chat.query(EarlierMarker)  # more than the first page, far from all of it
+        assert mounted > FIRST_PAGE and chat.query(EarlierMarker)  # more than the first page, far from all of it
         await pilot.pause(0.2)
         assert len(chat.children) - 1 == mounted  # and no more once the view is full
 

@@ -47,6 +47,7 @@ BINDINGS: dict[str, tuple[str, str]] = {
     "inspector.save": ("s", "Save to file"),
     "inspector.restore": ("r", "Restore into context"),
     "inspector.find": ("f", "Find in the history"),
+    "inspector.chat": ("g", "Show in the chat"),
     "mcp.close": ("escape,q", "Close"),
     "mcp.restart": ("r", "Restart"),
     "reader.close": ("escape,q", "Close"),
@@ -57,6 +58,7 @@ BINDINGS: dict[str, tuple[str, str]] = {
     "recall.close": ("escape,f9", "Close"),
     "recall.restore": ("ctrl+r", "Restore into context"),
     "recall.scope": ("f2", "This session / all"),
+    "recall.chat": ("ctrl+g", "Show in the chat"),
     "sessions.close": ("escape,q", "Close"),
     "trust.no": ("n,escape", "Do not trust"),
 }

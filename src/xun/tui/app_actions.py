@@ -21,6 +21,8 @@ from xun.tui.widgets.user_block import UserBlock
 
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from xun.compact.breakdown import ReclaimPreview
     from xun.context.conversation import CompactionPlan
     from xun.tui.screens.preview import PreviewFigures
@@ -157,11 +159,12 @@ class AppActions:
             self.action_context()
 
     async def jump_to_message(self, index: int) -> Widget | None:
-        """Scroll the chat to the block showing `conversation.messages[index]` (older pages are loaded
-        until it is mounted), mark it, and return it; None when the chat does not show that message."""
-        block = self.chat_block_for(index)
-        while block is None and self.chat.older_count:
-            await self.chat.load_older()
+        """Scroll the chat to the block showing `conversation.messages[index]` (its page is mounted at once,
+        wherever it is in the session), mark it, and return it; None when the chat does not show that message."""
+        wanted = self._entry_test(index)
+        block = await self.chat.show_entry(wanted) if wanted is not None else None
+        if block is None:  # a block made in this run: counted from the newest, which the chat then shows
+            await self.chat.go_end()
             block = self.chat_block_for(index)
         if block is None:
             self.notify(f"message #{index} is not shown in the chat", severity="warning")
@@ -170,6 +173,71 @@ class AppActions:
         self.call_after_refresh(self.chat.scroll_to_widget, block, animate=False, top=True)
         self.chat.focus()  # [ and ] go on from here, Enter opens it
         return block
+
+    async def show_in_chat(self, wanted: Callable[[object], bool], what: str) -> Widget | None:
+        """Jump the chat to the block `wanted` picks (its page mounted at once, read from the offload log when
+        a summary took it out), mark it and focus the chat; say so when the chat has no such block."""
+        block = await self.chat.show_summarised(wanted)
+        if block is None:
+            self.notify(f"{what} is not in the chat", severity="warning")
+            return None
+        self.chat.select(block, scroll=False)
+        self.call_after_refresh(self.chat.scroll_to_widget, block, animate=False, top=True)
+        self.chat.focus()
+        return block
+
+    def show_call_in_chat(self, call_id: str) -> None:
+        """The chat at the block of tool call `call_id` (the recoverable list, a search hit)."""
+        from xun.context.reclaimed import ARGUMENTS_SUFFIX
+        from xun.tui.chat_window import Released
+        from xun.tui.transcript import ToolItem
+
+        call_id = call_id.removesuffix(ARGUMENTS_SUFFIX)
+
+        def wanted(entry: object) -> bool:
+            item = entry.item if isinstance(entry, Released) else entry
+            return isinstance(item, ToolItem) and item.call_id == call_id
+
+        self.run_worker(self.show_in_chat(wanted, f"the call {call_id}"), group="jump", exclusive=True)
+
+    def show_said_in_chat(self, speaker: str, text: str) -> None:
+        """The chat at a prompt or a reply found in the history (a search hit), by its words."""
+        from xun.tui.chat_window import Released
+        from xun.tui.transcript import AssistantItem, UserItem
+
+        def wanted(entry: object) -> bool:
+            item = entry.item if isinstance(entry, Released) else entry
+            if speaker == "Human":
+                return isinstance(item, UserItem) and item.text == text
+            if speaker == "AI reasoning":
+                return isinstance(item, AssistantItem) and bool(text) and text in item.reasoning
+            return isinstance(item, AssistantItem) and item.content == text
+
+        self.run_worker(self.show_in_chat(wanted, "that message"), group="jump", exclusive=True)
+
+    def _entry_test(self, index: int) -> Callable[[object], bool] | None:
+        """What picks the chat entry of `conversation.messages[index]`: a tool call or result by its id, any
+        other by its position (entries read from the session file know it)."""
+        from xun.context.messages import RawOpenAIMessage
+        from xun.tui.chat_window import Released
+        from xun.tui.transcript import AssistantItem, ToolItem, UserItem
+
+        messages = self.conversation.messages
+        if not 0 <= index < len(messages):
+            return None
+        message = messages[index]
+        raw = message.raw if isinstance(message, RawOpenAIMessage) else None
+        call_id: str | None = None
+        if raw is not None and raw.get("role") == "tool":
+            call_id = str(raw.get("tool_call_id", ""))
+
+        def wanted(entry: object) -> bool:
+            item = entry.item if isinstance(entry, Released) else entry
+            if call_id is not None:
+                return isinstance(item, ToolItem) and item.call_id == call_id and not item.summarised
+            return isinstance(item, (UserItem, AssistantItem, ToolItem)) and item.index == index and not item.summarised
+
+        return wanted
 
     def chat_block_for(self, index: int) -> Widget | None:
         """The chat block of one message: a tool result or a call by its id; a user message or an
@@ -218,10 +286,7 @@ class AppActions:
     def action_chat_page(self, direction: int) -> None:
         """PageUp and PageDown where the focused pane has no use for them (the prompt): the chat scrolls, and
         the typing stays where it is."""
-        if direction < 0:
-            self.chat.scroll_page_up()
-        else:
-            self.chat.scroll_page_down()
+        self.chat.page(direction)
 
     def action_focus_prompt(self) -> None:
         """Esc from anywhere on the main screen: the keyboard goes back to the prompt, and the keys panel
@@ -396,6 +461,8 @@ class AppActions:
                 self.post_message(m.RestoreRequested(call_id))
             elif result == "recall":
                 self.action_recall(recall_query(record, original))
+            elif result == "chat":
+                self.show_call_in_chat(call_id)
 
         self.push_screen(InspectorScreen(
             record, original, workdir=self.workdir,
@@ -404,6 +471,12 @@ class AppActions:
 
     def _restorable(self, call_id: str) -> bool:
         return call_id in self.conversation.reclaimed_in_context()
+
+    def on_show_in_chat(self, message: m.ShowInChat) -> None:
+        if message.tool_call_id:
+            self.show_call_in_chat(message.tool_call_id)
+        else:
+            self.show_said_in_chat(message.speaker, message.text)
 
     def on_restore_requested(self, message: m.RestoreRequested) -> None:
         if not self._may_start("a restore"):

@@ -151,8 +151,7 @@ class EngineHandlers:
         self.log_pane.add_record(event.to_json())
         conversation = self.conversation
         if isinstance(event, events.ToolResultsReclaimed):
-            for block in self.chat.tool_blocks(event.ids):
-                block.mark_reclaimed()
+            self.chat.mark_reclaimed(event.ids)
             archive = conversation.compacted_toolcalls
             self.recoverable.add(archive[i] for i in event.ids if i in archive)
             self._refresh_gauge()
@@ -168,6 +167,7 @@ class EngineHandlers:
             self._pending_focus = None
             divider, self._pending_divider = self._pending_divider, None
             carried = bool(conversation.summarizations) and conversation.summarizations[-1].carried
+            await self.chat.go_end()  # the cut is among the newest blocks: found, and shown, there
             first_kept = self.chat_block_for(2 if carried else 1) if len(conversation.messages) > 1 else None
             await self.chat.place_divider(text, first_kept, replacing=divider,
                                           carried=self.chat_block_for(1) if carried else None)
@@ -177,9 +177,7 @@ class EngineHandlers:
             if event.trigger == "manual":
                 await self._say_if_still_over(event.kept)
         elif isinstance(event, events.ToolResultRestored):
-            block = self.chat.tool_block(event.id)
-            if block is not None:
-                block.mark_restored()
+            self.chat.mark_restored(event.id)
             self.recoverable.discard(event.id)
             self._refresh_gauge()
             self.gauge.add_point(self.agent.request_tokens(), "restore")

@@ -93,7 +93,7 @@ class KeysAndHelp:
             ("The chat (Shift+Tab from the prompt; PgUp and PgDn scroll it from the prompt too)", [
                 ("[ / ]", "select the previous / next block (a prompt, a reply, a tool call, a divider)"),
                 ("Enter / Space", "open or fold the selected tool call (or the reply's reasoning)"),
-                ("Home / End", "the top of the whole history (older turns load as you go) / the newest"),
+                ("Home / End", "the session's first prompt / the newest, at once however long the session"),
                 ("dimmed turns", "out of the context: a summary replaced them (the divider below them says which)"),
             ]),
             ("Words", [

@@ -236,6 +236,15 @@ class RestoreRequested(Message):
 
 
 @dataclass
+class ShowInChat(Message):
+    """Jump the chat to a turn found elsewhere: a tool call by its id, or else a prompt or reply by its words."""
+
+    tool_call_id: str
+    speaker: str = ""
+    text: str = ""
+
+
+@dataclass
 class SessionSaved(Message):
     path: str | None
     error: str | None = None

@@ -108,6 +108,7 @@ class InspectorScreen(Modal[str | None]):
         Binding("s", "save", "Save to file", id="inspector.save"),
         Binding("r", "restore", "Restore into context", id="inspector.restore"),
         Binding("f", "find", "Find in the history", id="inspector.find"),
+        Binding("g", "show_in_chat", "Show in the chat", id="inspector.chat"),
     ]
 
     def __init__(self, record: ReclaimedToolResult, original: str, *, workdir: Path, when: str,
@@ -240,6 +241,10 @@ class InspectorScreen(Modal[str | None]):
 
     def action_find(self) -> None:
         self.dismiss("recall")
+
+    def action_show_in_chat(self) -> None:
+        """Close, and the chat shows the call (its page mounted wherever it is in the session)."""
+        self.dismiss("chat")
 
     @on(Input.Submitted, "#inspector-save-path")
     def _save_submitted(self, event: Input.Submitted) -> None:

@@ -79,6 +79,7 @@ class RecallScreen(Modal[None]):
         Binding("escape,f9", "close", "Close", id="recall.close"),
         Binding("ctrl+r", "restore", "Restore into context", id="recall.restore"),
         Binding("f2", "scope", "This session / all", id="recall.scope"),
+        Binding("ctrl+g", "show_in_chat", "Show in the chat", id="recall.chat"),
     ]
 
     def __init__(self, index: HistoryIndex, *, session: str, query: str = "", clock: Callable[[float], str],
@@ -380,6 +381,18 @@ class RecallScreen(Modal[None]):
         self._restoring = entry
         self.app.post_message(m.RestoreRequested(entry.tool_call_id))
         self.query_one("#recall-status", Label).update(literal(f"restoring {entry.tool_call_id} into the context…"))
+
+    def action_show_in_chat(self) -> None:
+        """Close, and the chat shows the entry read here: its turn, mounted wherever it is in the session."""
+        entry = self.entry
+        if entry is None:
+            return
+        if entry.session != self.session:
+            self.app.notify(f"it is in session {entry.session}; switch to it (/sessions) to see it in the chat",
+                            severity="warning")
+            return
+        self.action_close()
+        self.app.post_message(m.ShowInChat(entry.tool_call_id, entry.speaker, entry.text))
 
     def action_scope(self) -> None:
         self.only_this_session = not self.only_this_session

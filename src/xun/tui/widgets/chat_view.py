@@ -1,9 +1,12 @@
 """The chat pane: an anchored scroll of blocks (user, assistant, tool, notices, summary dividers).
 
-A long history is mounted newest first: `show_transcript` mounts the last `PAGE` blocks, and the rest
-come in pages when the view reaches its top (the chat loads them itself, after the scroll that asked).
-The turns a summary took out of the context are read from the offload log only when their page is
-reached, and are shown dimmed (`-summarised`) above the divider that replaced them.
+The chat holds a session's whole transcript as entries and mounts a bounded window of them
+(`chat_window.WINDOW` blocks): a resumed session shows its newest page, pages come in at whichever end the
+view reaches while as many leave at the other end, and Home, End and a jump to a turn mount the page
+they show at once, whatever the session's length. The turns a summary took out of the context are read
+from the offload log only when their page is reached, and are shown dimmed (`-summarised`) above the
+divider that replaced them. Blocks made while the view is away from the newest (a reply streaming) wait
+hidden below the window (`_tail`) until End, or a scroll down, reaches them.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
+from xun.tui.chat_window import (
+    FIRST_PAGE, PAGE, WINDOW, DividerItem, Entry, NoticeItem, Released, centred, messages_in, position_text,
+    summarised, weight,
+)
 from xun.tui.transcript import AssistantItem, Item, OffloadedItem, SummaryItem, ToolItem, UserItem, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.notice_block import NoticeBlock
@@ -28,15 +35,21 @@ from xun.tui.widgets.user_block import UserBlock
 from xun.tui.widgets.waiting_line import WaitingLine
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
-PAGE = 10
-"""Blocks mounted first from a history: few, since mounting blocks is most of what a resumed session's
-first screen costs; when they do not fill the view, older pages follow at once (`_fill_view`)."""
-OLDER_PAGE = 20
-"""Blocks mounted each time the view reaches the top: small, so scrolling up never stalls."""
+TOOL_STATE = ("state", "result_chars", "duration_text", "reclaimed", "restored", "result_text")
+"""What a tool block gathers while it runs and keeps when it leaves the window."""
+LIVE = -1
+"""The message position of a block made while the app ran (not known to the chat: a jump finds it by
+its place from the newest)."""
+UNKEPT_CLASSES = frozenset({"-jump-target", "-collapsed"})
+"""Marks a block does not keep when it leaves the window (a selection, a fold: it comes back folded)."""
 
 
 class EarlierMarker(Static):
-    """The top line while older blocks are not mounted yet."""
+    """The top line while older blocks are not mounted."""
+
+
+class LaterMarker(Static):
+    """The bottom line while newer blocks are not mounted (the view is away from the newest)."""
 
 
 BLOCKS = (UserBlock, AssistantBlock, ToolBlock, SummaryDivider, NoticeBlock)
@@ -60,20 +73,28 @@ class ChatView(VerticalScroll):
         self._welcome = welcome
         self.border_title = "chat"
         self._shown_path = shown_path
-        self._older: list[Item] = []
+        self._above: list[Entry] = []
+        """Entries older than the window, oldest first, not mounted."""
+        self._below: list[Entry] = []
+        """Entries newer than the window, not mounted (empty while the window holds the newest)."""
+        self._tail: list[Widget] = []
+        """Blocks newer than `_below`, mounted but hidden: made (or still running) while the view was away
+        from the newest. Shown, in order, when the window reaches them."""
         self._marker: EarlierMarker | None = None
+        self._later: LaterMarker | None = None
         self.reply: AssistantBlock | None = None
         """The assistant block being streamed into, if any."""
         self.waiting: WaitingLine | None = None
         """"thinking…" from a turn's start to its first token, tool call or end."""
+        self._window_lock = asyncio.Lock()
+        """One change of the window at a time (a page read while another is mounted mounted turns twice)."""
         self._loading_older = False
-        """A page is being read and mounted (the newest by `show_transcript`, or an older one): one at a time."""
+        """A change of the window is under way (a page being read or mounted, Home, End, a jump)."""
         self._older_wanted = False
+        self._newer_wanted = False
         self._generation = 0
-        """Which history `_older` holds: a page read for one replaced meanwhile (a session switch, /clear) is
-        dropped, never mounted into the next."""
-        self._going_home = False
-        """Home was pressed: each page that loads leaves the view at the top."""
+        """Which history the entries belong to: a page read for one replaced meanwhile (a session switch,
+        /clear) is dropped, never mounted into the next."""
         self.selected: Widget | None = None
         """The block `[`/`]` moved to (or a jump from /context showed), marked `-jump-target`."""
         self.last_notice: NoticeBlock | None = None
@@ -90,17 +111,24 @@ class ChatView(VerticalScroll):
             value = 0
         super().set_reactive(reactive, value)
 
-    # ------------------------------------------------------------------------------ history
+    # ------------------------------------------------------------------------------ entries and blocks
 
-    def _widget_for(self, item: Item | NoticeBlock) -> Widget:
-        if isinstance(item, NoticeBlock):
-            return item
-        widget = self._block_for(item)
-        if getattr(item, "summarised", False):
-            widget.add_class("-summarised")
+    def _widget_for(self, entry: Entry) -> Widget:
+        if isinstance(entry, Released):
+            widget = self._widget_for(entry.item)
+            for name, value in entry.attributes:
+                setattr(widget, name, value)
+            if isinstance(widget, ToolBlock):
+                widget.title = widget._heading()
+            widget.set_classes(entry.classes)
+        else:
+            widget = self._block_for(entry)
+            if getattr(entry, "summarised", False):
+                widget.add_class("-summarised")
+        widget.chat_entry = entry  # type: ignore[attr-defined]  # what it shows: found again by a jump
         return widget
 
-    def _block_for(self, item: Item) -> Widget:
+    def _block_for(self, item: Item | NoticeItem | DividerItem) -> Widget:
         if isinstance(item, UserItem):
             return UserBlock(item.text, carried=item.carried)
         if isinstance(item, AssistantItem):
@@ -115,157 +143,464 @@ class ChatView(VerticalScroll):
             if item.reclaimed:
                 block.mark_reclaimed()
             return block
+        if isinstance(item, NoticeItem):
+            return NoticeBlock(item.level, item.text)
+        if isinstance(item, DividerItem):
+            return SummaryDivider(item.text, state=item.state)
         assert isinstance(item, SummaryItem), item
         return SummaryDivider(SummaryDivider.describe(item.condensed, item.kept, self._shown_path(item.offload_path)))
 
+    def _in_progress(self, widget: Widget) -> bool:
+        """A block the running work still writes into (or not a transcript block at all): never released."""
+        if widget is self.reply or not isinstance(widget, BLOCKS):
+            return True
+        if isinstance(widget, ToolBlock):
+            return widget.state == "running"
+        return isinstance(widget, SummaryDivider) and widget.state != "done"
+
+    def _released(self, widget: Widget) -> Released:
+        """What rebuilds `widget` as it is now, when the window comes back to it."""
+        entry = getattr(widget, "chat_entry", None)
+        item = entry.item if isinstance(entry, Released) else entry
+        attributes: tuple[tuple[str, object], ...] = ()
+        if isinstance(widget, UserBlock):
+            item = item or UserItem(widget.text, index=LIVE)
+            attributes = (("border_title", widget.border_title),)
+        elif isinstance(widget, AssistantBlock):
+            reasoning = widget.reasoning.text if widget.reasoning is not None else ""
+            if not isinstance(item, AssistantItem) or (item.content, item.reasoning) != (widget.text, reasoning):
+                item = AssistantItem(widget.text, reasoning, index=LIVE)
+        elif isinstance(widget, ToolBlock):
+            item = item or ToolItem(widget.call_id, widget.tool_name, widget.arguments, None, None, index=LIVE)
+            attributes = tuple((name, getattr(widget, name)) for name in TOOL_STATE)
+        elif isinstance(widget, NoticeBlock):
+            item = item or NoticeItem(widget.level, widget.text)
+        elif isinstance(widget, SummaryDivider):
+            if not isinstance(item, SummaryItem):
+                item = DividerItem(widget.text, widget.state)
+        assert item is not None, widget
+        return Released(item, frozenset(widget.classes - UNKEPT_CLASSES), attributes)
+
+    def _window(self) -> list[Widget]:
+        """The mounted blocks the view shows, in order (not the markers, not the hidden `_tail`)."""
+        hidden = {id(widget) for widget in self._tail}
+        return [child for child in self.children
+                if child is not self._marker and child is not self._later and id(child) not in hidden]
+
+    @property
+    def at_end(self) -> bool:
+        """The window holds the newest block: what the running work adds shows at once."""
+        return not self._below and not self._tail
+
+    @property
+    def older_count(self) -> int:
+        return len(self._above)
+
+    @property
+    def newer_count(self) -> int:
+        return len(self._below) + len(self._tail)
+
+    def _marker_text(self) -> str:
+        return f"⋯ {messages_in(self._above):,} earlier messages · scroll up to load them, Home for the first"
+
+    def _later_text(self) -> str:
+        newer = weight(self._below) + len(self._tail)
+        return f"⋯ {newer:,} newer blocks · scroll down to load them, End for the newest"
+
+    async def _sync_markers(self) -> None:
+        """The lines at the window's ends and the position in the title say what is not mounted."""
+        if self._above and self._marker is None:
+            self._marker = EarlierMarker(self._marker_text(), id="earlier")
+            await self.mount(self._marker, before=0)
+        elif self._above and self._marker is not None:
+            self._marker.update(self._marker_text())
+        elif self._marker is not None:
+            marker, self._marker = self._marker, None
+            await marker.remove()
+        if not self.at_end and self._later is None:
+            self._later = LaterMarker(self._later_text(), id="later")
+            await self.mount(self._later, before=self._tail[0] if self._tail else None)
+        elif not self.at_end and self._later is not None:
+            self._later.update(self._later_text())
+        elif self._later is not None:
+            later, self._later = self._later, None
+            await later.remove()
+        self._show_position()
+
+    def _show_position(self) -> None:
+        position = position_text(self._above, len(self._window()), self._below, len(self._tail))
+        self.border_title = f"chat · {position}" if position else "chat"
+
+    # ------------------------------------------------------------------------------ history
+
     async def show_transcript(self, items: list[Item]) -> None:
-        """Replace everything with a history: the newest page now, older pages on scroll-up (a scroll-up
-        while the newest page is read waits for it: two reads of one list mounted some turns twice)."""
+        """Replace everything with a history: its newest page now, the rest as the view goes up."""
         generation = self._new_history(list(items))
-        self._loading_older = True
-        try:
-            await self.remove_children()
-            newest = await self._take_page(PAGE, generation)
-            if newest is None:
+        async with self._window_lock:
+            if generation != self._generation:
                 return
-            widgets = [self._widget_for(item) for item in newest]
-            if self._older:
-                self._marker = EarlierMarker(self._marker_text(), id="earlier")
-                widgets.insert(0, self._marker)
-            if not widgets and self._welcome is not None and (welcome := self._welcome()) is not None:
-                widgets.append(welcome)
-            if widgets:
-                await self.mount_all(widgets)
-        finally:
-            if generation == self._generation:
-                self._loading_older = False
+            self._loading_older = True
+            try:
+                await self.remove_children()
+                newest = await self._take(self._above, FIRST_PAGE, generation, newest=True)
+                if newest is None:
+                    return
+                widgets = [self._widget_for(entry) for entry in newest]
+                if not widgets and self._welcome is not None and (welcome := self._welcome()) is not None:
+                    widgets.append(welcome)
+                if widgets:
+                    await self.mount_all(widgets)
+                await self._sync_markers()
+            finally:
+                if generation == self._generation:
+                    self._loading_older = False
         self.anchor()
         self.call_after_refresh(self._fill_view)
-        if self._going_home:
-            self._want_older()
 
     async def add_older(self, items: list[Item]) -> None:
         """Turns older than the whole history shown (a resume shows its newest turns before the rest of the
         session is read): they come on scroll-up like the others."""
         if not items:
             return
-        self._older[:0] = items
-        if self._marker is None:
-            self._marker = EarlierMarker(self._marker_text(), id="earlier")
-            await self.mount(self._marker, before=0)
-        else:
-            self._marker.update(self._marker_text())
+        async with self._window_lock:
+            self._above[:0] = items
+            await self._sync_markers()
         self.call_after_refresh(self._fill_view)
 
     def _new_history(self, items: list[Item]) -> int:
         """Forget the shown history (a page still being read for it is dropped); the new one's generation."""
         self._generation += 1
-        self._older = items
-        self._marker = None
+        self._above = list(items)
+        self._below = []
+        self._tail = []
+        self._marker = self._later = None
         self.reply = None
-        self._older_wanted = False
+        self._older_wanted = self._newer_wanted = False
         self._loading_older = False
         return self._generation
 
-    async def _take_page(self, size: int, generation: int) -> list[Item | NoticeBlock] | None:
-        """The newest `size` items not mounted yet, reading the offload log for summarised turns among them;
-        None when another history replaced this one while the log was read."""
-        while True:
-            page = self._older[-size:]
-            lazy = [i for i, item in enumerate(page) if isinstance(item, OffloadedItem)]
+    async def _take(self, source: list[Entry], size: int, generation: int, *, newest: bool) -> list[Entry] | None:
+        """The newest (or oldest) `size` entries of `source`, taken out of it, the summarised turns among them
+        read from the offload log first; None when another history replaced this one meanwhile."""
+        while size:
+            page = source[-size:] if newest else source[:size]
+            lazy = [i for i, entry in enumerate(page) if isinstance(entry, OffloadedItem)]
             if not lazy:
                 break
-            at = len(self._older) - len(page) + lazy[-1]
-            items, problems = await asyncio.to_thread(whole_history, [self._older[at]])
+            at = len(source) - len(page) + lazy[-1] if newest else lazy[0]
+            items, problems = await asyncio.to_thread(whole_history, [source[at]])
             if generation != self._generation:
                 return None
-            notices = [NoticeBlock("warning", problem) for problem in problems]
-            self._older[at:at + 1] = [*items, *notices]
-        taken, self._older = self._older[-size:] if size else [], self._older[:-size] if size else self._older
+            source[at:at + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
+        if not size:
+            return []
+        if newest:
+            taken = source[-size:]
+            del source[-size:]
+        else:
+            taken = source[:size]
+            del source[:size]
         return taken
 
-    @property
-    def older_count(self) -> int:
-        return len(self._older)
+    def _view_anchor(self, window: list[Widget], *, newest: bool) -> tuple[Widget, float] | None:
+        """A block in view and its line on screen: kept there while pages come and go at the ends."""
+        top, bottom = self.scroll_y, self.scroll_y + self.scrollable_content_region.height
+        shown = [widget for widget in window if widget.virtual_region.bottom > top and widget.virtual_region.y < bottom]
+        if not shown:
+            return None
+        widget = shown[-1] if newest else shown[0]
+        return widget, widget.virtual_region.y - self.scroll_y
 
-    def _marker_text(self) -> str:
-        summarised = sum(item.condensed for item in self._older if isinstance(item, OffloadedItem))
-        indexed = [item.index for item in self._older if isinstance(item, (UserItem, AssistantItem, ToolItem))
-                   and not item.summarised]
-        others = sum(1 for item in self._older if not isinstance(item, (OffloadedItem, SummaryItem)))
-        messages = max(summarised + (max(indexed) - min(indexed) + 1 if indexed else 0), others)
-        return f"⋯ {messages:,} earlier messages · scroll up (or press Home) to load them"
+    def _keep_anchor(self, anchor: tuple[Widget, float] | None) -> None:
+        if anchor is not None and anchor[0].is_attached and anchor[0].parent is self:
+            self.scroll_to(y=anchor[0].virtual_region.y - anchor[1], animate=False, immediate=True,
+                           release_anchor=not self.at_end)
 
     async def load_older(self) -> int:
-        """Mount the next page of older blocks above the current ones, keeping the view still."""
+        """Mount the page before the window (releasing as many blocks at its bottom), keeping the view still."""
         self._older_wanted = False
-        if not self._older or self._loading_older:
-            return 0
-        self._loading_older = True
+        async with self._window_lock:
+            return await self._mount_older(PAGE) if self._above else 0
+
+    async def _mount_older(self, size: int, *, keep_view: bool = True) -> int:
         generation = self._generation
+        self._loading_older = True
         try:
-            page = await self._take_page(OLDER_PAGE, generation)
-            if page is None:
+            page = await self._take(self._above, size, generation, newest=True)
+            if not page:
                 return 0
-            widgets = [self._widget_for(item) for item in page]
-            height_before = self.virtual_size.height
-            if self._marker is not None:
-                await self.mount_all(widgets, after=self._marker)
-            else:
-                await self.mount_all(widgets, before=0)
+            window = self._window()
+            anchor = self._view_anchor(window, newest=False) if keep_view else None
+            widgets = [self._widget_for(entry) for entry in page]
+            await self.mount_all(widgets, before=window[0] if window else self._later)
             if generation != self._generation:  # replaced while mounting: the page belongs to no history shown
                 await self.remove_children([widget for widget in widgets if widget.is_attached])
                 return 0
-            if not self._older and self._marker is not None:
-                await self._marker.remove()
-                self._marker = None
-            elif self._marker is not None:
-                self._marker.update(self._marker_text())
-
-            def keep_place() -> None:
-                grown = self.virtual_size.height - height_before
-                if self._going_home:
-                    self._going_home = bool(self._older)
-                    self.scroll_home(animate=False, immediate=True)
-                elif grown > 0:
-                    self.scroll_to(y=self.scroll_y + grown, animate=False, immediate=True)
-
-            self.call_after_refresh(keep_place)
+            await self._release_newest()
+            await self._sync_markers()
+            self.call_after_refresh(self._keep_anchor, anchor)
             self.call_after_refresh(self._fill_view)
             return len(widgets)
         finally:
             if generation == self._generation:
                 self._loading_older = False
 
+    async def load_newer(self) -> int:
+        """Mount the page after the window (releasing as many at its top), keeping the view still; the
+        hidden blocks made meanwhile show once every entry before them is mounted."""
+        self._newer_wanted = False
+        async with self._window_lock:
+            if self.at_end:
+                return 0
+            generation = self._generation
+            self._loading_older = True
+            try:
+                page = await self._take(self._below, PAGE, generation, newest=False)
+                if page is None:
+                    return 0
+                window = self._window()
+                anchor = self._view_anchor(window, newest=True)
+                widgets = [self._widget_for(entry) for entry in page]
+                if widgets:
+                    await self.mount_all(widgets, before=self._later)
+                if generation != self._generation:
+                    await self.remove_children([widget for widget in widgets if widget.is_attached])
+                    return 0
+                if not self._below:
+                    self._show_tail()
+                await self._release_oldest()
+                await self._sync_markers()
+                self.call_after_refresh(self._keep_anchor, anchor)
+                self.call_after_refresh(self._fill_view)
+                return len(widgets)
+            finally:
+                if generation == self._generation:
+                    self._loading_older = False
+
+    def _follow_newest(self) -> None:
+        """A window that holds the newest follows what comes next once the view is scrolled to its bottom;
+        one that does not never sticks to its own bottom."""
+        self._anchored = self.at_end
+        if self.at_end:
+            self.release_anchor()
+
+    def _show_tail(self) -> None:
+        """The window reached the newest: the hidden blocks join it, and the view follows what comes next
+        once it is scrolled to the bottom."""
+        for widget in self._tail:
+            widget.display = True
+        self._tail = []
+        self._follow_newest()
+
+    async def _release_newest(self) -> None:
+        """Blocks past the bound at the window's bottom leave it: as entries of `_below`, or, from the first
+        one still in progress on, hidden in `_tail` (they are the newest; the work goes on writing into them)."""
+        window = self._window()
+        excess = len(window) - WINDOW
+        if excess <= 0:
+            return
+        leaving = window[-excess:]
+        held = next((i for i, widget in enumerate(leaving) if self._in_progress(widget)), len(leaving))
+        self._below[:0] = [self._released(widget) for widget in leaving[:held]]
+        for widget in leaving[held:]:
+            widget.display = False
+        self._tail[:0] = leaving[held:]
+        self._anchored = False  # the newest is not in the window: nothing keeps the view at its bottom
+        self._forget_selection(leaving)
+        await self.remove_children(leaving[:held])
+
+    async def _release_oldest(self) -> None:
+        """Blocks past the bound at the window's top leave it, as entries at the end of `_above`."""
+        window = self._window()
+        excess = len(window) - WINDOW
+        if excess <= 0:
+            return
+        held = next((i for i, widget in enumerate(window[:excess]) if self._in_progress(widget)), excess)
+        leaving = window[:held]
+        self._above += [self._released(widget) for widget in leaving]
+        self._forget_selection(leaving)
+        await self.remove_children(leaving)
+
+    def _forget_selection(self, leaving: list[Widget]) -> None:
+        if self.selected is not None and self.selected in leaving:
+            self.select(None)
+
+    async def _rewindow(self, choose: Callable[[list[Entry]], int | None]) -> Widget | None:
+        """Release the window and mount the page that `choose` picks in the whole transcript (the index of
+        an entry, shown a third of the way down; None: the newest page). Returns the chosen entry's block.
+        The caller holds the window's lock; the screen shows the old window until the new one is whole."""
+        generation = self._generation
+        self._loading_older = True
+        try:
+            with self.app.batch_update():
+                return await self._replace_window(choose, generation)
+        finally:
+            if generation == self._generation:
+                self._loading_older = False
+
+    async def _replace_window(self, choose: Callable[[list[Entry]], int | None], generation: int) -> Widget | None:
+        window = self._window()
+        held = next((i for i, widget in enumerate(window) if self._in_progress(widget)), len(window))
+        whole = [*self._above, *(self._released(widget) for widget in window[:held]), *self._below]
+        for widget in window[held:]:
+            widget.display = False
+        self._tail[:0] = window[held:]
+        self.select(None)
+        await self.remove_children([*window[:held], *(m for m in (self._marker, self._later) if m)])
+        self._marker = self._later = None
+        at = choose(whole)
+        if at is None:
+            self._above, self._below = whole, []
+            page = await self._take(self._above, FIRST_PAGE, generation, newest=True)
+        else:
+            start, end = centred(len(whole), at, 2 * PAGE)
+            # summarised turns read between the page's start and the chosen entry would push it off the page
+            start = max([start, *(i + 1 for i in range(start, at) if isinstance(whole[i], OffloadedItem))])
+            self._above, self._below = whole[:start], whole[start:]
+            page = await self._take(self._below, end - start, generation, newest=False)
+        if page is None:
+            return None
+        widgets = [self._widget_for(entry) for entry in page]
+        await self.mount_all(widgets, before=self._tail[0] if self._tail else None)
+        if at is None or not self._below:
+            self._show_tail()
+        await self._sync_markers()
+        target = whole[at] if at is not None else None
+        return next((w for w in widgets if getattr(w, "chat_entry", None) is target), None)
+
+    async def go_home(self) -> None:
+        """The first block of the session, reading only the first page."""
+        self._anchored = False
+        async with self._window_lock:
+            whole = weight(self._above) + len(self._window()) + weight(self._below) + len(self._tail)
+            if self._above and whole <= WINDOW:
+                await self._mount_older(len(self._above), keep_view=False)  # a short session: all of it
+            elif self._above:
+                await self._rewindow(lambda whole: 0)
+        self._follow_newest()
+        self.scroll_to(y=0, animate=False, immediate=True)
+        self.call_after_refresh(self.scroll_to, y=0, animate=False, immediate=True)
+        self.call_after_refresh(self._fill_view)
+
+    async def go_end(self) -> None:
+        """The newest block, the view following what comes next."""
+        async with self._window_lock:
+            if not self.at_end:
+                await self._rewindow(lambda whole: None)
+                self.call_after_refresh(self._fill_view)
+        self.anchor()
+
+    async def show_entry(self, wanted: Callable[[Entry], bool]) -> Widget | None:
+        """The block of the first entry that `wanted` picks, mounted (with its page) if it is not; None when
+        no entry is picked (summarised turns are not searched: they hold no message of the context)."""
+        for widget in self._window():
+            entry = getattr(widget, "chat_entry", None)
+            if entry is not None and wanted(entry):
+                return widget
+        if not any(wanted(entry) for entry in (*self._above, *self._below)):
+            return None
+        self._anchored = False
+
+        def choose(whole: list[Entry]) -> int | None:
+            return next((i for i, entry in enumerate(whole) if wanted(entry)), None)
+
+        async with self._window_lock:
+            block = await self._rewindow(choose)
+        self._follow_newest()
+        self.call_after_refresh(self._fill_view)
+        return block
+
+    async def show_summarised(self, wanted: Callable[[Entry], bool]) -> Widget | None:
+        """`show_entry`, reading the turns summaries took out (newest first) until one holds the entry."""
+        block = await self.show_entry(wanted)
+        if block is not None:
+            return block
+        async with self._window_lock:
+            generation = self._generation
+            found = False
+            for source in (self._below, self._above):
+                at = len(source) - 1
+                while not found and at >= 0:
+                    if isinstance(source[at], OffloadedItem):
+                        items, problems = await asyncio.to_thread(whole_history, [source[at]])
+                        if generation != self._generation:
+                            return None
+                        source[at:at + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
+                        found = any(wanted(item) for item in items)
+                    at -= 1
+        return await self.show_entry(wanted) if found else None
+
     def _fill_view(self) -> None:
-        """A view the mounted blocks do not fill (a tall terminal, short blocks) asks for older ones."""
-        if self._older and self.max_scroll_y == 0:
-            self._want_older()
+        """A view the mounted blocks do not fill (a tall terminal, short blocks) asks for more: newer ones
+        while the window is away from the newest, else older ones."""
+        if self.max_scroll_y == 0:
+            if not self.at_end:
+                self._want_newer()
+            elif self._above:
+                self._want_older()
 
     def _want_older(self) -> None:
         """Load the next older page once this scroll (or layout) is over; a chat removed meanwhile (the app
         quitting) loads nothing."""
-        if self._older and not self._older_wanted:
+        if self._above and not self._older_wanted:
             self._older_wanted = True
             self.call_later(self.load_older)
 
+    def _want_newer(self) -> None:
+        if not self.at_end and not self._newer_wanted:
+            self._newer_wanted = True
+            self.call_later(self.load_newer)
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
-        if new_value > old_value and self._going_home and not self._loading_older:
-            self._going_home = False  # the user scrolled down: stop taking the view to the top
         if new_value <= 0 < old_value:
             self._want_older()
+        elif new_value >= self.max_scroll_y > old_value:
+            self._want_newer()
 
     def on_mouse_scroll_up(self) -> None:
         if self.scroll_y <= 0:
             self._want_older()
 
+    def on_mouse_scroll_down(self) -> None:
+        if self.scroll_y >= self.max_scroll_y:
+            self._want_newer()
+
+    def page(self, direction: int) -> None:
+        """PageUp (-1) or PageDown (1), loading the next page when the view is at that end already."""
+        if direction < 0:
+            self.action_page_up()
+        else:
+            self.action_page_down()
+
+    def action_page_up(self) -> None:
+        if self.scroll_y <= 0:
+            self._want_older()
+        super().action_page_up()
+
+    def action_scroll_up(self) -> None:
+        if self.scroll_y <= 0:
+            self._want_older()
+        super().action_scroll_up()
+
+    def action_page_down(self) -> None:
+        if self.scroll_y >= self.max_scroll_y:
+            self._want_newer()
+        super().action_page_down()
+
+    def action_scroll_down(self) -> None:
+        if self.scroll_y >= self.max_scroll_y:
+            self._want_newer()
+        super().action_scroll_down()
+
     def action_scroll_home(self) -> None:
-        """Home goes to the very top: what loads meanwhile does not keep the view where it was."""
-        self._going_home = True
+        """Home: the session's first block, at once (only the first page is read)."""
         self.release_anchor()
-        self._want_older()
-        self.scroll_home(animate=False, immediate=True)
+        self.call_later(self.go_home)
+
+    def action_scroll_end(self) -> None:
+        """End: the newest block, at once."""
+        self.call_later(self.go_end)
 
     # ------------------------------------------------------------------------------- selection
 
@@ -291,6 +626,8 @@ class ChatView(VerticalScroll):
         if at < 0:
             self._want_older()
             at = 0
+        elif at >= len(blocks):
+            self._want_newer()
         self.select(blocks[min(at, len(blocks) - 1)])
 
     def action_toggle_block(self) -> None:
@@ -309,14 +646,55 @@ class ChatView(VerticalScroll):
 
     # ---------------------------------------------------------------------------------- live
 
-    async def add(self, widget: Widget) -> Widget:
+    async def _add_live(self, widget: Widget) -> None:
+        """A block the running work made: at the bottom of the window when it holds the newest, else hidden
+        below it until the window gets there (it neither mounts into the window nor moves it)."""
+        if self.at_end:
+            await self.mount(widget, before=None)
+            if len(self.children) > WINDOW + PAGE and not self._window_lock.locked():
+                self.call_later(self._bound_live)
+            return
+        widget.display = False
+        self._tail.append(widget)
         await self.mount(widget)
+        settled = next((i for i, block in enumerate(self._tail) if self._in_progress(block)), len(self._tail))
+        if settled > PAGE:  # a long turn far below the view: what it finished waits as entries, not blocks
+            leaving, self._tail = self._tail[:settled], self._tail[settled:]
+            self._below += [self._released(block) for block in leaving]
+            await self.remove_children(leaving)
+        if self._later is not None:
+            self._later.update(self._later_text())
+        self._show_position()
+
+    async def _bound_live(self) -> None:
+        """A long run adds blocks at the newest: the oldest leave the window, a page at a time, the view
+        staying where it is."""
+        async with self._window_lock:
+            if not self.at_end or len(self._window()) <= WINDOW + PAGE:
+                return
+            following = self.is_anchored and not self._anchor_released
+            anchor = None if following else self._view_anchor(self._window(), newest=True)
+            await self._release_oldest()
+            await self._sync_markers()
+            self.call_after_refresh(self._keep_anchor, anchor)
+
+    async def _remove_live(self, widget: Widget) -> None:
+        """A block the running work takes back (the waiting line, an empty or failed reply)."""
+        if widget in self._tail:
+            self._tail.remove(widget)
+        await widget.remove()
+        if self._later is not None:
+            await self._sync_markers()
+
+    async def add(self, widget: Widget) -> Widget:
+        await self._add_live(widget)
         return widget
 
     async def add_user(self, text: str) -> UserBlock:
         self.reply = None
         self.select(None)
         await self.query(WelcomeBlock).remove()
+        await self.go_end()  # a prompt sent is shown, with what answers it
         block = UserBlock(text)
         await self.mount(block)
         self.anchor()
@@ -335,18 +713,19 @@ class ChatView(VerticalScroll):
     async def show_waiting(self) -> None:
         await self.hide_waiting()
         self.waiting = WaitingLine()
-        await self.mount(self.waiting)
-        self.anchor()
+        await self._add_live(self.waiting)
+        if self.at_end:
+            self.anchor()
 
     async def hide_waiting(self) -> None:
         waiting, self.waiting = self.waiting, None
         if waiting is not None and waiting.is_attached:
-            await waiting.remove()
+            await self._remove_live(waiting)
 
     async def current_reply(self) -> AssistantBlock:
         if self.reply is None:
             self.reply = AssistantBlock(streaming=True)
-            await self.mount(self.reply)
+            await self._add_live(self.reply)
         return self.reply
 
     async def end_reply(self, content: str, reasoning: str, *, cancelled: bool = False) -> None:
@@ -357,9 +736,9 @@ class ChatView(VerticalScroll):
             if cancelled:
                 block.add_class("-cancelled")
             if not content and block.reasoning is None:
-                await block.remove()
+                await self._remove_live(block)
         elif content or reasoning:
-            await self.mount(AssistantBlock(content, reasoning))
+            await self._add_live(AssistantBlock(content, reasoning))
 
     async def discard_reply(self) -> None:
         """The reply being streamed is thrown away, block and all (a failed attempt's text): the next attempt
@@ -367,11 +746,11 @@ class ChatView(VerticalScroll):
         block, self.reply = self.reply, None
         if block is not None:
             await block.discard()
-            await block.remove()
+            await self._remove_live(block)
 
     async def add_tool(self, call_id: str, name: str, arguments: str) -> ToolBlock:
         block = ToolBlock(call_id, name, arguments)
-        await self.mount(block)
+        await self._add_live(block)
         return block
 
     def tool_blocks(self, ids: Iterable[str] | None = None) -> list[ToolBlock]:
@@ -386,13 +765,13 @@ class ChatView(VerticalScroll):
 
     async def add_notice(self, level: str, text: str) -> NoticeBlock:
         block = NoticeBlock(level, text)
-        await self.mount(block)
+        await self._add_live(block)
         self.last_notice = block
         return block
 
     async def add_divider(self, text: str, state: str) -> SummaryDivider:
         divider = SummaryDivider(text, state=state)
-        await self.mount(divider)
+        await self._add_live(divider)
         return divider
 
     async def place_divider(self, text: str, first_kept: Widget | None,
@@ -400,9 +779,10 @@ class ChatView(VerticalScroll):
         """A finished summary: its divider goes where the cut is, above `first_kept` (the end when no block
         was kept), and every turn above it is marked as out of the context, but the turn's prompt the
         summary `carried` past it: a summary inside a long turn goes among its calls, not above its prompt
-        (they stacked there, the calls they took out never dimmed: trial F #5)."""
+        (they stacked there, the calls they took out never dimmed: trial F #5). The caller finds `first_kept`
+        in a window at the newest (`go_end`)."""
         if replacing is not None and replacing.is_attached:
-            await replacing.remove()
+            await self._remove_live(replacing)
         divider = SummaryDivider(text, state="done")
         if first_kept is not None and first_kept.parent is self:
             await self.mount(divider, before=first_kept)
@@ -413,13 +793,40 @@ class ChatView(VerticalScroll):
                 break
             if isinstance(child, (UserBlock, AssistantBlock, ToolBlock)) and child is not carried:
                 child.add_class("-summarised")
-        self._older[:] = [replace(item, summarised=True) if isinstance(item, (UserItem, AssistantItem, ToolItem))
-                          else item for item in self._older]  # in place, one for one: a page being read keeps its place
+        self._above[:] = [summarised(entry) for entry in self._above]  # one for one: a page being read keeps its place
         return divider
+
+    def mark_reclaimed(self, ids: Iterable[str]) -> None:
+        """Tool results reclaimed from the context: their blocks say so, mounted or not."""
+        wanted = set(ids)
+        for block in self.tool_blocks(wanted):
+            block.mark_reclaimed()
+        self._update_tools(wanted, reclaimed=True, restored=False)
+
+    def mark_restored(self, call_id: str) -> None:
+        if (block := self.tool_block(call_id)) is not None:
+            block.mark_restored()
+        self._update_tools({call_id}, reclaimed=False, restored=True)
+
+    def _update_tools(self, ids: set[str], **state: bool) -> None:
+        """Entries of tool calls `ids` not mounted now come back with `state`."""
+        def updated(entry: Entry) -> Entry:
+            item = entry.item if isinstance(entry, Released) else entry
+            if not isinstance(item, ToolItem) or item.call_id not in ids:
+                return entry
+            released = entry if isinstance(entry, Released) else Released(item)
+            attributes = dict(released.attributes) | state
+            classes = released.classes | {"-reclaimed"} if state["reclaimed"] else released.classes - {"-reclaimed"}
+            return replace(released, item=replace(item, reclaimed=state["reclaimed"]), classes=classes,
+                           attributes=tuple(attributes.items()))
+
+        self._above[:] = [updated(entry) for entry in self._above]
+        self._below[:] = [updated(entry) for entry in self._below]
 
     async def remove_from_last_user(self, inclusive: bool) -> None:
         """What /retry (not inclusive) and /revise (inclusive) take back from the screen: the blocks of the
         last prompt still in the context (a summary's divider and the turns it summarised stay)."""
+        await self.go_end()
         children = list(self.children)
         last = max((i for i, child in enumerate(children) if isinstance(child, UserBlock)
                     and not child.has_class("-summarised")), default=None)
@@ -434,3 +841,4 @@ class ChatView(VerticalScroll):
     async def clear(self) -> None:
         self._new_history([])
         await self.remove_children()
+

@@ -1,0 +1,99 @@
+"""The chat's window over a whole session: which blocks are mounted, and what the rest is while it is not.
+
+No Textual here. The chat holds the transcript as entries (items, cheap) and mounts at most `WINDOW` of
+them as blocks, wherever the view is: pages come in at the end the view reaches and as many leave at the
+other end, so a restyle, a layout or a resize costs the same in a session of 30 messages or 30,000. A
+block made while the app runs (a prompt, a reply, a tool call, a notice) that leaves the window becomes a
+`Released` entry: what rebuilds it as it was when the window comes back to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from xun.tui.transcript import AssistantItem, Item, OffloadedItem, SummaryItem, ToolItem, UserItem
+
+WINDOW = 100
+"""The most blocks mounted at once: a few hundred rows, several screens of a tall terminal. A resize, a
+restyle or a stream step lays out every mounted block: this bound, not the session's length, is their cost."""
+FIRST_PAGE = 10
+"""Blocks mounted first (a resumed session's newest, Home's oldest): few, since mounting is most of what
+a first screen costs; when they do not fill the view, more pages follow at once."""
+PAGE = 20
+"""Blocks mounted each time the view reaches an end of the window: small, so scrolling never stalls."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeItem:
+    """A notice as an entry (an offload log that could not be read, a released notice)."""
+
+    level: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DividerItem:
+    """A summary's divider made while the app ran (its text is all it shows)."""
+
+    text: str
+    state: str = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class Released:
+    """A block that left the window: the item it shows, its marks (classes), and the state a tool block
+    gathered while it ran (`attributes`), so that it comes back exactly as it left."""
+
+    item: Item | NoticeItem | DividerItem
+    classes: frozenset[str] = frozenset()
+    attributes: tuple[tuple[str, object], ...] = ()
+
+
+Entry = Item | NoticeItem | DividerItem | Released
+
+
+def weight(entries: Iterable[Entry]) -> int:
+    """How many blocks `entries` show, counting the turns a summary took out (unread yet) as their messages."""
+    return sum(entry.condensed if isinstance(entry, OffloadedItem) else 1 for entry in entries)
+
+
+def position_text(above: Sequence[Entry], mounted: int, below: Sequence[Entry], later: int = 0) -> str:
+    """Where the mounted blocks are in the whole session: `blocks 1,201–1,360 of 30,412` (about, while
+    summarised turns outside the window are unread); empty when every block is mounted."""
+    if not above and not below and not later:
+        return ""
+    first = weight(above) + 1
+    last = first + mounted - 1
+    total = last + weight(below) + later
+    about = "~" if any(isinstance(entry, OffloadedItem) for seq in (above, below) for entry in seq) else ""
+    return f"blocks {first:,}–{last:,} of {about}{total:,}"
+
+
+def centred(total: int, at: int, size: int) -> tuple[int, int]:
+    """A window of `size` entries out of `total` holding `at` a third of the way down (its context above it,
+    more of what followed below), clipped to the ends."""
+    size = min(size, total)
+    start = max(0, min(at - size // 3, total - size))
+    return start, start + size
+
+
+def messages_in(entries: Sequence[Entry]) -> int:
+    """About how many messages of the session `entries` show: the span of their positions, and what the
+    summaries among them took out."""
+    summarised = sum(entry.condensed for entry in entries if isinstance(entry, OffloadedItem))
+    indexed = [entry.index for entry in entries if isinstance(entry, (UserItem, AssistantItem, ToolItem))
+               and not entry.summarised and entry.index >= 0]
+    others = sum(1 for entry in entries if not isinstance(entry, (OffloadedItem, SummaryItem)))
+    return max(summarised + (max(indexed) - min(indexed) + 1 if indexed else 0), others)
+
+
+def summarised(entry: Entry) -> Entry:
+    """`entry` as a turn a summary took out of the context (dimmed)."""
+    if isinstance(entry, Released):
+        if isinstance(entry.item, (UserItem, AssistantItem, ToolItem)):
+            return replace(entry, item=replace(entry.item, summarised=True), classes=entry.classes | {"-summarised"})
+        return entry
+    if isinstance(entry, (UserItem, AssistantItem, ToolItem)):
+        return replace(entry, summarised=True)
+    return entry
