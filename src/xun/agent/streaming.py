@@ -13,27 +13,58 @@ from xun.agent.failures import EmptyStreamError, TransientServerError
 from xun.base.events import Event, ReasoningDelta, TextDelta
 
 
+class Pieces:
+    """Text that arrives in pieces: kept as a list and joined when read, so a long reply costs what its
+    length does (adding each piece to a string copies all before it)."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    def add(self, piece: str) -> None:
+        self._parts.append(piece)
+
+    @property
+    def text(self) -> str:
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+
 @dataclass
 class PendingCall:
     """A tool call as its deltas build it."""
 
     id: str = ""
     name: str = ""
-    arguments: str = ""
+    argument_pieces: Pieces = field(default_factory=Pieces, repr=False)
+
+    @property
+    def arguments(self) -> str:
+        return self.argument_pieces.text
 
 
 @dataclass
 class Reply:
     """What one streamed completion produced."""
 
-    content: str = ""
-    reasoning: str = ""
     reasoning_field: str | None = None
     calls: dict[int, PendingCall] = field(default_factory=dict)
     usage: Any = None
     timings: Any = None
     """llama.cpp's server's `timings` (its prompt-cache figure), when a chunk carried them."""
     finish_reason: str | None = None
+    content_pieces: Pieces = field(default_factory=Pieces, repr=False)
+    reasoning_pieces: Pieces = field(default_factory=Pieces, repr=False)
+
+    @property
+    def content(self) -> str:
+        return self.content_pieces.text
+
+    @property
+    def reasoning(self) -> str:
+        return self.reasoning_pieces.text
 
     def message(self) -> dict[str, Any]:
         raw: dict[str, Any] = {"role": "assistant", "content": self.content or None}
@@ -92,12 +123,12 @@ async def take_delta(reply: Reply, delta: Any, model: ModelSettings, emit: Emit)
             if model.reasoning_field is None:
                 model.reasoning_field = name
             reply.reasoning_field = model.reasoning_field
-            reply.reasoning += value
+            reply.reasoning_pieces.add(value)
             await emit(ReasoningDelta(text=value))
             break
     content = delta.get("content")
     if isinstance(content, str) and content:
-        reply.content += content
+        reply.content_pieces.add(content)
         await emit(TextDelta(text=content))
     for part in delta.get("tool_calls") or ():
         if not isinstance(part, dict):
@@ -111,4 +142,4 @@ async def take_delta(reply: Reply, delta: Any, model: ModelSettings, emit: Emit)
             if isinstance(call_name := function.get("name"), str):
                 call.name += call_name
             if isinstance(arguments := function.get("arguments"), str):
-                call.arguments += arguments
+                call.argument_pieces.add(arguments)
