@@ -257,7 +257,7 @@ async def calibrate(agent: Learner) -> Calibration | None:
     low, high = TOKENS_PER_CHAR_RANGE
     ratio = min(max(tokens / len(text), low), high)
     window = agent.window
-    if window.known and round(chars * ratio) + MESSAGE_TOKENS * len(params) + 1 > window.tokens:
+    if window.tokens is not None and round(chars * ratio) + MESSAGE_TOKENS * len(params) + 1 > window.tokens:
         return None  # the probe would not fit: no measure this session (the server's counts teach it)
     schemas = agent.toolbox.schemas()
     try:  # llama.cpp: the chat template rendered with the tools, counted by its tokenizer (no inference)
@@ -380,5 +380,5 @@ async def learn_from_overflow(agent: Learner, exc: ContextOverflowError, estimat
         await doubt(agent, f"the server's error counted {exc.requested:,} tokens in {agent.sent.describe()}")
     elif exc.requested is not None:  # the server's own count of this prompt
         c.record_usage(exc.requested, overhead_chars=agent.toolbox.schema_chars())
-    elif exc.window is None and agent.window.known and estimate < agent.window.tokens:
+    elif exc.window is None and (tokens := agent.window.tokens) is not None and estimate < tokens:
         c.tokens_per_char = min(1.0, c.tokens_per_char * 1.1)  # refused below the window: the estimate was low
