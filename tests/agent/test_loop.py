@@ -6,7 +6,7 @@ import json
 import pytest
 
 from xun import Agent, AutoCompactor, CompactorAbstract, Conversation
-from xun.agent.loop import CANCELLED_TOOL_RESULT, INTERRUPTED_TOOL_RESULT
+from xun.agent.tool_calls import CANCELLED_TOOL_RESULT, INTERRUPTED_TOOL_RESULT
 from xun.agent import loop as loop_module
 from xun.agent.tools import builtin
 from xun.context.messages import RawOpenAIMessage, UserMessage

@@ -64,7 +64,7 @@ class MeasuredAgent(Agent):
     rows: list[Row]
 
     async def _stream_once(self):
-        estimate, request = self.request_tokens(), self._request(stream=False)
+        estimate, request = self.request_tokens(), self.request(stream=False)
         reply = await super()._stream_once()
         if reply.usage is not None and reply.usage.prompt_tokens:
             counted = int(reply.usage.prompt_tokens)

@@ -199,6 +199,7 @@ def test_endless_headers_are_a_connection_error(tmp_path):
 
 CALIBRATE = """
 import asyncio, sys
+from xun.agent.calibration import calibrate
 from xun.agent.config import XunConfig
 from xun.agent.loop import Agent
 
@@ -207,7 +208,7 @@ async def main():
     config.provider.base_url, config.model.name = sys.argv[1], "hostile"
     agent = Agent(config, environ={})
     agent.system("You are a test.")
-    print("calibration:", await agent._calibrate())
+    print("calibration:", await calibrate(agent))
     try:
         await agent.client().chat.completions.create(model="hostile", messages=[{"role": "user", "content": "hi"}])
     except Exception as exc:

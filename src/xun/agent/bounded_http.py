@@ -162,6 +162,8 @@ async def _bound(response: httpx2.Response) -> None:
         take = _Events()
     else:
         take = _WholeReply()
+    if not isinstance(response.stream, httpx2.AsyncByteStream):  # an async client's replies are async streams
+        raise TypeError(f"an async client's reply has a {type(response.stream).__name__} body")
     response.stream = _Counted(response.stream, take)
 
 

@@ -10,41 +10,51 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import contextlib
 import inspect
-import json
-import math
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-from xun.agent.call_limits import gather_limited, raise_if_cancel_pending, valid_usage, within_deadline
-from xun.compact.breakdown import first_tool_result, tokens_from
-from xun.compact.policy import CompactorAbstract, compactor_from_config
-from xun.compact.summary import ledger_budget
-from xun.context.compaction_results import ToolCallCompactResult
+from xun.agent.calibration import (
+    RequestShape,
+    believed_usage,
+    count_current_request,
+    discover,
+    learn_estimate,
+    learn_from_overflow,
+    learn_server,
+    request_shape,
+    uncached_tokens_from,
+)
+from xun.agent.call_limits import raise_if_cancel_pending, within_deadline
 from xun.agent.config import XunConfig, resolve_api_key
+from xun.agent.failures import (
+    ContextOverflowError,
+    ContextStillTooLongError,
+    ContextTooLargeError,
+    EmptyStreamError,
+    TransientServerError,
+    classify,
+    retry_after,
+    server_address,
+    server_unreached,
+)
+from xun.agent.sdk_request import open_chunk_stream
+from xun.agent.streaming import PendingCall, Reply, check_complete, read_chunks
+from xun.agent.tool_calls import ToolRound
+from xun.agent.tools import ConfirmCallback, Toolbox, ToolContext, default_toolbox
+from xun.agent.window import CONFIG, LearnedEstimates, LearnedWindows, ServerKnowledge, Window
 from xun.base.arguments import DEFAULT_MAX_ITERATIONS
 from xun.base.confined import open_regular_inside
-from xun.context.conversation import DEFAULT_TOKENS_PER_CHAR, MESSAGE_TOKENS, TOKENS_PER_CHAR_RANGE, Conversation
-from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage, message_length
-from xun.context.prompt_cache import cached_tokens_of
-from xun.context.usage import add_call, cost, price_for
 from xun.base.events import (
     AssistantMessage,
     CompactionEvent,
     Error,
     Event,
     Info,
-    ReasoningDelta,
     Retry,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
     ToolResultRestored,
     ToolResultsReclaimed,
     TurnFinished,
@@ -52,242 +62,28 @@ from xun.base.events import (
     Usage,
     Warning,
 )
-from xun.agent.sdk_request import open_chunk_stream, untransformed
-from xun.agent.tools import ConfirmCallback, Toolbox, ToolContext, ToolOutcome, default_toolbox
-from xun.agent.window import (
-    ASSUMED,
-    CONFIG,
-    LEARNED,
-    UNKNOWN,
-    TEMPLATE,
-    TEXT,
-    Calibration,
-    LearnedEstimates,
-    LearnedWindows,
-    ServerKnowledge,
-    Window,
-    believable_count,
-    count_prompt,
-    count_request,
-    count_tail,
-    count_tokens,
-    discover_window,
-    is_overflow_text,
-    overflow_window,
-    request_text,
-    requested_tokens,
-)
+from xun.compact.breakdown import first_tool_result
+from xun.compact.policy import CompactorAbstract, compactor_from_config
+from xun.compact.summary import ledger_budget
+from xun.context.compaction_results import ToolCallCompactResult
+from xun.context.conversation import DEFAULT_TOKENS_PER_CHAR, Conversation
+from xun.context.messages import RawOpenAIMessage, SystemPrompt, UserMessage, message_length
+from xun.context.prompt_cache import cached_tokens_of
+from xun.context.usage import add_call, cost, price_for
 
 PROJECT_INSTRUCTION_FILES = ("AGENTS.md", "Agents.md", "agents.md")
 MAX_PROJECT_INSTRUCTION_BYTES = 256 * 1024
 """The most of AGENTS.md read into the context (a 1.5 GB one took 10.8 GB whole); the rest is cut, and
 the section says so."""
 PROJECT_SECTION = "AGENTS.md"
-CANCELLED_TOOL_RESULT = "[Cancelled] The user cancelled the turn before this tool call ran; it did not run."
-INTERRUPTED_TOOL_RESULT = ("[Cancelled] The user cancelled the turn while this tool call was running: it was "
-                           "interrupted and may have run in part or in full, so check its effects before running it again.")
-"""A cancel keeps the real result of a call that had finished; these say what became of the others."""
 CANCELLED_REPLY_MARK = "\n\n[cancelled by the user]"
 """Ends a reply cut short by a cancel: what streamed is kept, and the model (and the user) see why it stops."""
 OFFLINE_API_KEY = "xun-offline-no-key"
 
 EventCallback = Callable[[Event], Awaitable[None] | None]
 ConsentCallback = Callable[["Agent"], Awaitable[bool]]
-
-
-PREPARE_WAIT = 3.0
-"""Seconds a model call waits for window discovery still under way (front ends start it early)."""
-CALIBRATION_SAMPLE = (
-    "Please read src/app.py and tell me why the tests in tests/test_app.py fail since yesterday's change; "
-    "run `make test` afterwards, and keep the public names as they are. The error was: TypeError: "
-    "expected str, got None (line 42)."
-)
-"""Prose with a path, a command and an error line: what the tokenizer is measured on in a new session."""
-CALIBRATION_DEADLINE = 30.0
-"""Seconds the calibration's single-token request may take in all (it is only a measure)."""
-COUNT_DEADLINE = 10.0
-"""Seconds the count of a request before a call may take in all (without it, the ratio's estimate stands)."""
-CALIBRATION_MIN_CHARS = 400
-"""Below this much conversation text, the sample is measured instead (a ratio of a few words misleads)."""
 SMALLEST_COMMON_WINDOW = 2048
 """llama-cpp-python's default n_ctx: below it an empty reply is not taken for an overflow."""
-
-
-class TransientServerError(Exception):
-    """A model call that may succeed when tried again (5xx, timeout, dropped or broken stream)."""
-
-
-class EmptyStreamError(TransientServerError):
-    """The server answered 200 and then sent nothing at all (how llama.cpp servers refuse an overflow)."""
-
-
-class ContextOverflowError(Exception):
-    """The server refused the request as longer than the model's context window."""
-
-    def __init__(self, message: str, window: int | None = None, requested: int | None = None) -> None:
-        super().__init__(message)
-        self.window = window
-        self.requested = requested
-
-
-class ContextStillTooLongError(RuntimeError):
-    """The server refused a request as too long again, after compacting to fit the window it named."""
-
-
-class ContextTooLargeError(Exception):
-    """Nothing was sent: the request cannot fit the model's window, even after compaction.
-
-    `prompt` is True when the newest user message alone (with the system prompt and the tool
-    definitions) is too large: the front ends give it back to the user instead of keeping it."""
-
-    def __init__(self, needed: int, budget: int, window: Window, prompt: bool, detail: str = "") -> None:
-        self.needed, self.budget, self.window, self.prompt = needed, budget, window, prompt
-        what = "the prompt" if prompt else "the context"
-        text = (f"{what} does not fit the model's context window: about {needed:,} tokens are needed and "
-                f"{budget:,} are available ({window.describe()}, less {window.tokens - budget:,} kept for the reply)")
-        if prompt:
-            text += "; nothing was sent. Shorten the prompt, or split it over several turns"
-        super().__init__(text + (f"; {detail}" if detail else ""))
-
-
-@dataclass(frozen=True, slots=True)
-class _Shape:
-    """What a request holds, as a count of it is judged (`believable_count`)."""
-
-    chars: int
-    """Characters of its messages' text (`Conversation.estimated_message_length`)."""
-    messages: int
-    tool_chars: int
-    images: int = 0
-    reply_limit: int | None = None
-    """Its `max_tokens`: no reply to it is longer."""
-
-    def believes(self, tokens: Any) -> bool:
-        return believable_count(tokens, self.chars, self.messages, self.tool_chars, self.images)
-
-    def describe(self) -> str:
-        tools = f" and {self.tool_chars:,} of tool definitions" if self.tool_chars else ""
-        return f"a request of {self.chars:,} characters in {self.messages:,} messages{tools}"
-
-
-def _figure(value: Any) -> str:
-    """A figure a server sent, as a message quotes it (never its text: it may be anything)."""
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "no"
-
-
-@dataclass
-class _PendingCall:
-    id: str = ""
-    name: str = ""
-    arguments: str = ""
-
-
-@dataclass
-class _Reply:
-    """What one streamed completion produced."""
-
-    content: str = ""
-    reasoning: str = ""
-    reasoning_field: str | None = None
-    calls: dict[int, _PendingCall] = field(default_factory=dict)
-    usage: Any = None
-    timings: Any = None
-    """llama.cpp's server's `timings` (its prompt-cache figure), when a chunk carried them."""
-    finish_reason: str | None = None
-
-    def message(self) -> dict[str, Any]:
-        raw: dict[str, Any] = {"role": "assistant", "content": self.content or None}
-        if self.reasoning and self.reasoning_field:
-            raw[self.reasoning_field] = self.reasoning
-        if self.calls:
-            raw["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for _, c in sorted(self.calls.items())
-            ]
-        return raw
-
-
-def _error_text(exc: BaseException) -> str:
-    """The error's message and body, where servers put their words (and figures) about an overflow."""
-    body = getattr(exc, "body", None)
-    try:
-        body_text = json.dumps(body, ensure_ascii=False) if body is not None else ""
-    except (TypeError, ValueError):
-        body_text = str(body)
-    return f"{exc} {body_text}"
-
-
-def _classify(exc: BaseException) -> Exception:
-    """Map SDK and transport errors to what the loop does with them: retry, compact, or fail."""
-    import openai
-
-    from xun.agent.bounded_http import ReplyRefused, cut_note
-
-    if isinstance(exc, ReplyRefused):
-        return RuntimeError(f"the model call failed: {exc}; the reply was dropped and the call not retried (a server "
-                            "that sends that sends it again)")
-    if isinstance(exc, openai.APIStatusError) and (note := cut_note(exc.response)):
-        exc.message += note  # the status still decides what is done; the words say the body was cut
-        exc.args = (exc.message,)
-    if isinstance(exc, openai.APIError) and not isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError)):
-        text = _error_text(exc)
-        status = getattr(exc, "status_code", None)
-        if (status is None or status in (400, 413, 422) or status >= 500) and is_overflow_text(text):
-            return ContextOverflowError(str(exc), window=overflow_window(text), requested=requested_tokens(text))
-    if isinstance(exc, openai.BadRequestError):
-        return exc  # type: ignore[return-value]
-    if isinstance(exc, openai.APIStatusError):
-        if exc.status_code >= 500 or exc.status_code in (408, 409, 429):
-            return TransientServerError(f"HTTP {exc.status_code} from the server: {exc.message}")
-        return exc  # type: ignore[return-value]
-    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
-        return TransientServerError(f"{type(exc).__name__}: {exc}")
-    if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError, UnicodeDecodeError)):
-        return TransientServerError(f"the server sent a malformed stream ({exc})")
-    name = type(exc).__module__
-    if name.startswith(("httpx", "httpcore", "h11", "anyio")) or isinstance(exc, (ConnectionError, TimeoutError)):
-        return TransientServerError(f"{type(exc).__name__}: {exc}")
-    return exc  # type: ignore[return-value]
-
-
-def _unreached(exc: BaseException) -> bool:
-    """Whether the server was never reached or stopped answering (no HTTP status): then where xun was
-    connecting is what the user needs to know."""
-    import openai
-
-    if isinstance(exc, openai.APIConnectionError):  # (timeouts too)
-        return True
-    return type(exc).__module__.startswith(("httpx", "httpcore", "anyio")) or isinstance(exc, (ConnectionError, TimeoutError))
-
-
-def server_address(url: object) -> str:
-    """A base URL as messages name it: scheme, host, port and path, never a user, password or query
-    (they may hold a key)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(str(url))
-    try:
-        host, port = parts.hostname or "", parts.port
-    except ValueError:
-        host, port = parts.hostname or "", None
-    if ":" in host:
-        host = f"[{host}]"
-    return urlunsplit((parts.scheme, f"{host}:{port}" if port else host, parts.path.rstrip("/"), "", ""))
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """Seconds the server asked to wait (`retry-after-ms` or a `Retry-After` in seconds), if it did."""
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            seconds = float(headers.get(name)) * scale
-        except (TypeError, ValueError):  # absent, or an HTTP date (not worth parsing for a capped wait)
-            continue
-        if seconds >= 0 and math.isfinite(seconds):
-            return seconds
-    return None
 
 
 class Agent:
@@ -324,24 +120,23 @@ class Agent:
         """The last turn failed because its request did not fit the window (refused before or by the server)."""
         self.reads_project_instructions = True
         self._shares_client = False  # set by inherit: a helper never closes its parent's client
-        self._partial: _Reply | None = None
+        self._partial: Reply | None = None
         """The reply being streamed (None once it is complete): a cancel keeps what it holds."""
-        self._tools_running: set[str] = set()
-        """Ids of this reply's tool calls that began to run (confirmed, if they ask); a cancel says they may have run."""
-        self._tools_done: dict[str, ToolOutcome] = {}
-        """Outcomes of this reply's tool calls that finished: a cancel keeps them, though not yet recorded."""
+        self._tools = ToolRound()
+        """This reply's tool calls: which began to run and which finished (a cancel says what became of each)."""
         self.offline = False
         """Talking to the offline demo server: the user's API key is not sent to it."""
         self.knowledge = ServerKnowledge()
         """The window and the tokenizer's measure, as learned this session (shared with helpers)."""
         self.learned_windows = LearnedWindows()
         self.learned_estimates = LearnedEstimates()
-        self._sent: _Shape | None = None
+        self.sent: RequestShape | None = None
         """The last request as sent, which its reply's count is judged against and learnt from."""
         self.reply_budget: int | None = None
         """`max_tokens` of every request, when set (the summarizer's is bounded by what it replaces)."""
         self.last_finish_reason: str | None = None
-        self._max_tokens_param = "max_tokens"
+        self.max_tokens_param = "max_tokens"
+        """What a request calls the reply's limit (newer OpenAI models refuse `max_tokens`)."""
         self._empty_for_null = False
         self.clock: Callable[[], float] = time.time
         """Wall-clock seconds; the cache-aware policy's idle rule reads it (tests and benchmarks set it)."""
@@ -437,7 +232,7 @@ class Agent:
         child.reads_project_instructions = False  # the summarizer must not see AGENTS.md
         child.offline = agent.offline
         child.knowledge = agent.knowledge
-        child._max_tokens_param, child._empty_for_null = agent._max_tokens_param, agent._empty_for_null
+        child.max_tokens_param, child._empty_for_null = agent.max_tokens_param, agent._empty_for_null
         child.learned_windows = agent.learned_windows
         child.learned_estimates = agent.learned_estimates
         child.conversation.tokens_per_char = agent.conversation.tokens_per_char
@@ -508,51 +303,7 @@ class Agent:
 
     # ------------------------------------------------------- the window and the tokenizer
 
-    def _shape(self, start: int = 0, reply_limit: int | None = None) -> _Shape:
-        """The request as it stands, as a count of it is judged; from message `start`, its tail (no tools)."""
-        c = self.conversation
-        messages = c.messages[start:] if start else c.messages
-        chars = sum(message_length(m) for m in messages) if start else c.estimated_message_length()
-        images = sum(len(m.images) for m in messages if isinstance(m, UserMessage))
-        return _Shape(chars, len(messages), 0 if start else self._schema_chars(), images, reply_limit)
-
-    async def _doubt(self, what: str, outcome: str = "xun's own estimate stands in") -> None:
-        """Say, once a session, that a figure from the server was not believed, and what stands in for it."""
-        k = self.knowledge
-        if not k.doubted:
-            k.doubted = True
-            await self.emit(Warning(f"{what}: no count can be that, so xun does not believe it; {outcome} "
-                                    "(said once a session)"))
-
-    def _believes_measure(self, tokens_per_char: float, fixed_tokens: int) -> bool:
-        """Whether a measure of the tokenizer (a remembered one, or the conversation's) says of the request as
-        it stands what a count of it could say: a fixed cost no request could have is dropped, not kept."""
-        shape, c = self._shape(), self.conversation
-        estimate = round(shape.chars * tokens_per_char) + MESSAGE_TOKENS * shape.messages + fixed_tokens
-        return not c.messages or shape.believes(estimate)
-
-    async def _believed_usage(self, usage: Any) -> Any:
-        """The reply's usage when it can be true of the request just sent: whole numbers (`valid_usage`), the
-        prompt a count of that request could be (`believable_count`), the total no less than the prompt, and
-        neither the completion nor the total's rest longer than the reply's `max_tokens`. Else None, said once."""
-        if usage is None:
-            return None
-        sent, believed = self._sent, valid_usage(usage)
-        prompt, total = getattr(usage, "prompt_tokens", None), getattr(usage, "total_tokens", None)
-        completion = getattr(usage, "completion_tokens", None)
-        if believed is not None and sent is not None:
-            if isinstance(prompt, int) and isinstance(total, int) and sent.believes(prompt) and total >= prompt:
-                reply_tokens = max(completion or 0, total - prompt)
-                if sent.reply_limit is not None and reply_tokens > sent.reply_limit:
-                    believed = None
-            else:
-                believed = None
-        if believed is None:
-            await self._doubt(f"the server reported {_figure(prompt)} prompt, {_figure(completion)} completion and "
-                              f"{_figure(total)} total tokens for {sent.describe() if sent else 'a request'}")
-        return believed
-
-    def _auth_headers(self) -> dict[str, str]:
+    def auth_headers(self) -> dict[str, str]:
         key = None if self.offline else resolve_api_key(self.config, self.environ)
         return {"Authorization": f"Bearer {key or OFFLINE_API_KEY}"}
 
@@ -561,216 +312,8 @@ class Agent:
         session, so the answer is there before the first prompt); returns the task."""
         k = self.knowledge
         if k.discovery is None:
-            k.discovery = asyncio.ensure_future(self._discover())
+            k.discovery = asyncio.ensure_future(discover(self))
         return k.discovery
-
-    async def _discover(self) -> None:
-        k = self.knowledge
-        base_url, model = self.config.provider.base_url, self.config.model.name
-        k.remembered = self.learned_windows.get(base_url, model)
-        if k.calibration is None:  # one remembered from before the server's way of counting was kept is measured again
-            remembered = self.learned_estimates.get(base_url, model)
-            k.calibration = remembered if remembered is not None and remembered.tokenizer else None
-        if self.config.model.context_window is None and base_url:
-            try:
-                k.discovered = await discover_window(base_url, model, self._auth_headers())
-            except Exception:  # noqa: BLE001 - discovery is best effort; the window stays unknown
-                k.discovered = UNKNOWN
-        await self._calibrate_once()
-
-    async def _learn_server(self) -> None:
-        """Before a model call: the window and the tokenizer's measure (waiting a bounded time for the
-        discovery that front ends start when the session opens), applied to this conversation."""
-        task = self.start_discovery()
-        if not task.done():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(task), PREPARE_WAIT)
-        if not task.done() and self._estimate_would_act():  # the measure under way decides: wait for it
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(task), CALIBRATION_DEADLINE)
-        k, c = self.knowledge, self.conversation
-        fixed = k.calibration.fixed_for(bool(self.toolbox.schemas())) if k.calibration is not None else 0
-        if k.calibration is not None and not self._believes_measure(k.calibration.tokens_per_char, fixed):
-            await self._drop_measure(f"the remembered measure of the server's tokenizer puts the fixed cost of "
-                                     f"{self._shape().describe()} at {fixed:,} tokens")  # then measured again
-        if c.fixed_tokens is not None and not self._believes_measure(c.tokens_per_char, c.fixed_tokens):
-            await self._doubt(f"the session's measure of the server's tokenizer puts the fixed cost of "
-                              f"{self._shape().describe()} at {c.fixed_tokens:,} tokens")
-            c.fixed_tokens = None
-        await self._calibrate_once()
-        if k.calibration is not None and c.fixed_tokens is None and c.total_tokens is None:
-            c.calibrate(k.calibration.tokens_per_char, k.calibration.fixed_for(bool(self.toolbox.schemas())))
-
-    def _estimate_would_act(self) -> bool:
-        """Whether the estimate as it stands would compact or refuse the request (an uncalibrated one prices
-        the tool definitions at the prose ratio, which a server's template may render far cheaper, or not
-        at all: llama-cpp-python's probe of them takes seconds on a small machine)."""
-        needed, window = self.request_tokens(), self.window.tokens
-        over_window = window is not None and needed > window - self.output_reserve(window)
-        return over_window or (self.config.auto_compact.enabled and needed > self.threshold)
-
-    async def _calibrate_once(self) -> None:
-        """Once per session, unless an earlier session's measure of this server is remembered: measure
-        its tokenizer (a resumed session too: the summarizer's requests are planned with it)."""
-        k, c = self.knowledge, self.conversation
-        if k.calibrated or k.calibration is not None or not self.config.provider.base_url:
-            return
-        k.calibrated = True
-        calibration = await self._calibrate()
-        if calibration is not None:
-            k.calibration = calibration
-            c.calibrate(calibration.tokens_per_char, calibration.fixed_for(bool(self.toolbox.schemas())))
-            # remembered at once: a server that reports no usage in a stream (llama-cpp-python) never corrects it
-            problem = self.learned_estimates.remember(self.config.provider.base_url, self.config.model.name, calibration)
-            if problem:
-                await self.emit(Warning(problem))
-
-    async def _calibrate(self) -> Calibration | None:
-        """Measure the server's tokenizer: its tokenize endpoint counts the conversation's text (or, in an
-        empty session, a sample of prose), and one request for a single token (only to a server that has
-        such an endpoint: a local one) counts the whole prompt with the tool definitions, so the estimate
-        of what a request costs besides its text is the server's own."""
-        c = self.conversation
-        if c.estimated_message_length() - sum(message_length(m) for m in c.messages if m.role == "system") >= CALIBRATION_MIN_CHARS:
-            params, probe = c.completion_params(), self._shape()
-        else:  # too little text to measure: the system prompt and a sample of prose
-            system = [m.completion_param() for m in c.messages]
-            params = [*system, {"role": "user", "content": CALIBRATION_SAMPLE}]
-            probe = _Shape(c.estimated_message_length() + len(CALIBRATION_SAMPLE), len(params), self._schema_chars())
-        chars, text = probe.chars, request_text(params)
-        headers, base_url, model = self._auth_headers(), self.config.provider.base_url or "", self.config.model.name
-        try:
-            tokens = await count_tokens(base_url, model, text, headers)
-        except Exception:  # noqa: BLE001 - best effort
-            return None
-        if tokens is None:
-            return None
-        if not believable_count(tokens, len(text)):  # every measure below is built on it: none this session
-            await self._doubt(f"the server's tokenizer counted {_figure(tokens)} tokens in {len(text):,} characters")
-            return None
-        low, high = TOKENS_PER_CHAR_RANGE
-        ratio = min(max(tokens / len(text), low), high)
-        window = self.window
-        if window.known and round(chars * ratio) + MESSAGE_TOKENS * len(params) + 1 > window.tokens:
-            return None  # the probe would not fit: no measure this session (the server's counts teach it)
-        schemas = self.toolbox.schemas()
-        try:  # llama.cpp: the chat template rendered with the tools, counted by its tokenizer (no inference)
-            prompt_tokens = await count_prompt(base_url, params, schemas, headers)
-        except Exception:  # noqa: BLE001 - best effort
-            prompt_tokens = None
-        tokenizer = TEXT if prompt_tokens is None else TEMPLATE
-        if prompt_tokens is None:
-            try:
-                request = {**self._request(stream=False), "messages": params, self._max_tokens_param: 1}
-                response = await asyncio.wait_for(self.client().chat.completions.create(**untransformed(request)), CALIBRATION_DEADLINE)
-                prompt_tokens = response.usage.prompt_tokens
-            except Exception:  # noqa: BLE001 - a server that refuses the probe stays uncalibrated
-                return None
-        if not probe.believes(prompt_tokens):  # a fixed cost no request could have would outlive every reply
-            await self._doubt(f"the server counted {_figure(prompt_tokens)} tokens in {probe.describe()}")
-            return None
-        tool_tokens = 0
-        if schemas:
-            definitions = json.dumps(schemas, ensure_ascii=False)
-            with contextlib.suppress(Exception):
-                tool_tokens = await count_tokens(base_url, model, definitions, headers) or 0
-            if tool_tokens and not believable_count(tool_tokens, len(definitions)):
-                await self._doubt(f"the server's tokenizer counted {_figure(tool_tokens)} tokens in "
-                                  f"{len(definitions):,} characters of tool definitions")
-                tool_tokens = 0
-        fixed = prompt_tokens - round(chars * ratio) - MESSAGE_TOKENS * len(params)
-        return Calibration(tokens_per_char=ratio, fixed_tokens=fixed, tool_tokens=tool_tokens, tokenizer=tokenizer)
-
-    async def _tokens_from(self, index: int) -> int:
-        """What the next request pays uncached after a change at message `index` (a prompt cache serves only
-        the prefix before it): the server tokenizer's count of the messages from there where it can count
-        (`_count_request`'s measure: code and prose are not priced alike), else `tokens_from`'s ratio."""
-        calibration = self.knowledge.calibration
-        if calibration is not None and calibration.tokenizer and self.config.provider.base_url:
-            request = self._request(stream=False)
-            with contextlib.suppress(Exception):  # best effort: the ratio's figure stands
-                tokens = await asyncio.wait_for(count_tail(self.config.provider.base_url, self.config.model.name, request["messages"],
-                                                           request.get("tools"), self._auth_headers(), calibration, index), COUNT_DEADLINE)
-                tail = self._shape(index)
-                if tokens is not None and tail.believes(tokens):
-                    return tokens
-                if tokens is not None:
-                    await self._doubt(f"the server's tokenizer counted {_figure(tokens)} tokens in the last "
-                                      f"{tail.messages:,} messages ({tail.chars:,} characters)")
-        return tokens_from(self.conversation, index)
-
-    async def _count_request(self) -> None:
-        """Before a call, the server's tokenizer counts the request as it stands (a server that can: see
-        `Calibration.tokenizer`), so the window check, the trigger and the gauge judge the server's own
-        figure, not a ratio learnt on other text (a summary request's prose, a new message, a reply's
-        framing). Best effort: without an answer the estimate stays the ratio's."""
-        calibration = self.knowledge.calibration
-        if calibration is None or not calibration.tokenizer or not self.config.provider.base_url:
-            return
-        request = self._request(stream=False)
-        try:
-            tokens = await asyncio.wait_for(count_request(self.config.provider.base_url, self.config.model.name, request["messages"],
-                                                          request.get("tools"), self._auth_headers(), calibration), COUNT_DEADLINE)
-        except Exception:  # noqa: BLE001 - best effort: the ratio's estimate stands
-            return
-        if tokens is None:
-            return
-        shape = self._shape()
-        if shape.believes(tokens):
-            self.conversation.record_count(tokens)
-        else:
-            await self._doubt(f"the server's tokenizer counted {_figure(tokens)} tokens in {shape.describe()}")
-
-    async def _learn_estimate(self, prompt_tokens: int) -> None:
-        """Correct the tokenizer's measure by the server's count of the request just sent, apply it to the
-        conversation, and remember it for this server and model (a later session starts from it)."""
-        calibration, sent = self.knowledge.calibration, self._sent
-        if calibration is None or sent is None:
-            return
-        chars, messages, with_tools = sent.chars, sent.messages, bool(sent.tool_chars)
-        if calibration.contradicted_by(prompt_tokens, chars, messages, with_tools):
-            fixed = calibration.fixed_for(with_tools)
-            await self._drop_measure(f"the server counted {prompt_tokens:,} tokens in {sent.describe()}, leaving "
-                                     f"{prompt_tokens - fixed:,} for its text once the measured fixed cost of "
-                                     f"{fixed:,} is taken out")
-            return
-        if calibration.learn(prompt_tokens, chars, messages, with_tools) is None:
-            return
-        self.conversation.calibrate(calibration.tokens_per_char, calibration.fixed_for(bool(self.toolbox.schemas())))
-        problem = self.learned_estimates.remember(self.config.provider.base_url, self.config.model.name, calibration)
-        if problem:
-            await self.emit(Warning(problem))
-
-    async def _drop_measure(self, why: str) -> None:
-        """Drop the tokenizer's measure (and forget it for this server and model): the server's counts
-        teach the estimate from here, and the next session measures again."""
-        k, c = self.knowledge, self.conversation
-        k.calibration, c.fixed_tokens = None, None
-        problem = self.learned_estimates.forget(self.config.provider.base_url, self.config.model.name)
-        if problem:
-            await self.emit(Warning(problem))
-        await self._doubt(why, f"the measure of the server's tokenizer is dropped and forgotten "
-                               f"({self.learned_estimates.path})")
-
-    async def _learn_from_overflow(self, exc: ContextOverflowError, estimate: int) -> None:
-        """Take what an overflow error says: the window (remembered for this base URL and model when the
-        server named it) and the prompt's real size (a count by the server's own tokenizer)."""
-        k, c = self.knowledge, self.conversation
-        if exc.window is not None:
-            k.learned = Window(exc.window, "learned from the server's error", LEARNED)
-        elif not self.window.known or self.window.kind == ASSUMED:
-            assumed = max(k.largest_fit, math.floor(estimate * 0.75), 1)
-            k.learned = Window(assumed, f"assumed: the server refused a request of about {estimate:,} tokens", ASSUMED)
-        if k.learned.known and self.config.model.context_window is None:
-            problem = self.learned_windows.remember(self.config.provider.base_url, self.config.model.name, k.learned)
-            if problem:
-                await self.emit(Warning(problem))
-        if exc.requested is not None and self._sent is not None and not self._sent.believes(exc.requested):
-            await self._doubt(f"the server's error counted {exc.requested:,} tokens in {self._sent.describe()}")
-        elif exc.requested is not None:  # the server's own count of this prompt
-            c.record_usage(exc.requested, overhead_chars=self._schema_chars())
-        elif exc.window is None and self.window.known and estimate < self.window.tokens:
-            c.tokens_per_char = min(1.0, c.tokens_per_char * 1.1)  # refused below the window: the estimate was low
 
     async def _fit_window(self, trigger: str = "auto") -> None:
         """Never send what cannot fit: over the window, compact first; a prompt too large to fit even
@@ -824,14 +367,14 @@ class Agent:
         result = await c.acompact_toolcall(keep_max=keep)  # the index is written in a worker thread
         first = first_tool_result(c, result.reclaimed_ids)
         if first is not None:
-            await self._count_request()
+            await count_current_request(self)
         after = self.request_tokens()
         reason = "" if result.reclaimed_count else reclaim_preview(c, keep).why_nothing
         await self.emit(ToolResultsReclaimed(
             ids=result.reclaimed_ids, count=result.reclaimed_count, arguments=result.arguments_count,
             fraction=result.reclaimed_fraction,
             tokens_before=before, tokens_after=after, trigger=trigger, reason=reason,
-            cache_miss_tokens=await self._tokens_from(first) if first is not None else None,
+            cache_miss_tokens=await uncached_tokens_from(self, first) if first is not None else None,
             saved_per_call=before - after if first is not None else None,
         ))
         for warning in c.take_history_warnings():  # the search index could not take the reclaimed results
@@ -842,10 +385,10 @@ class Agent:
         """Put a reclaimed original back into the context (raises KeyError/ValueError as the conversation does)."""
         before = self.request_tokens()
         await self.conversation.arestore_toolcall(tool_call_id)
-        await self._count_request()
+        await count_current_request(self)
         after, first = self.request_tokens(), first_tool_result(self.conversation, [tool_call_id])
         await self.emit(ToolResultRestored(id=tool_call_id, tokens_before=before, tokens_after=after, trigger="manual",
-                                           cache_miss_tokens=await self._tokens_from(first) if first is not None else None,
+                                           cache_miss_tokens=await uncached_tokens_from(self, first) if first is not None else None,
                                            saved_per_call=before - after))
         await self.emit_usage()
 
@@ -868,8 +411,8 @@ class Agent:
     async def _compact_before_call(self) -> None:
         """The preflight of every model call: learn the window, run the policy, make the request fit. A
         usage event first shows the figure that is judged; another follows when compaction changed it."""
-        await self._learn_server()
-        await self._count_request()
+        await learn_server(self)
+        await count_current_request(self)
         judged = self.request_tokens()
         await self.emit_usage()
         self.conversation.ledger_max_chars = ledger_budget(self)
@@ -883,7 +426,7 @@ class Agent:
             await self.emit(CompactionFailed(reason=f"the compactor failed: {type(exc).__name__}: {exc}"))
         await self._fit_window()
         if self.request_tokens() != judged:  # compaction changed it: counted again
-            await self._count_request()
+            await count_current_request(self)
             await self._fit_window()
             await self.emit_usage()
 
@@ -938,7 +481,7 @@ class Agent:
         unasked_rounds = 0  # rounds with a call refused as nobody can confirm it: the second ends the turn
         finished: TurnFinished | None = None
         answered: list[dict[str, Any]] = []
-        self._partial, self._tools_running, self._tools_done = None, set(), {}
+        self._partial, self._tools = None, ToolRound()
         try:
             while iterations < limit:
                 iterations += 1
@@ -947,9 +490,9 @@ class Agent:
                 reply = await self._call_model()
                 calls = [call for _, call in sorted(reply.calls.items())]
                 c.add_agent_message(reply.message())
-                usage = await self._believed_usage(reply.usage)
+                usage = await believed_usage(self, reply.usage)
                 if usage is not None:  # a server that reports nothing leaves the estimate as it is, labelled so
-                    await self._learn_estimate(int(usage.prompt_tokens))
+                    await learn_estimate(self, int(usage.prompt_tokens))
                     c.record_usage(int(usage.total_tokens), overhead_chars=self._schema_chars())
                 elif reply.usage is not None:  # not believed: nor the last report, nor the ratio its counts taught
                     c.total_tokens = c.usage_chars = None
@@ -964,7 +507,7 @@ class Agent:
                 raise_if_cancel_pending()
                 await self._run_tools(calls)
                 await self.emit_usage()
-                if self.confirm is None and any(outcome.denied for outcome in self._tools_done.values()):
+                if self.confirm is None and self._tools.denied():
                     unasked_rounds += 1
                     if unasked_rounds == 2:
                         finished = await self._stop_unasked(iterations)
@@ -982,7 +525,7 @@ class Agent:
             message = str(exc) or type(exc).__name__
             self.last_error = message
             self.last_error_did_not_fit = isinstance(exc, ContextTooLargeError | ContextOverflowError | ContextStillTooLongError)
-            self._answer_dangling_calls()
+            self._tools.answer_dangling(self.conversation)
             restored = None
             if isinstance(exc, ContextTooLargeError) and exc.prompt:  # never sent: it goes back to the user
                 popped = c.pop_last_message_if_user()
@@ -992,7 +535,7 @@ class Agent:
         finally:
             self.sync_project_instructions()
             if finished is not None and finished.status == "cancelled":
-                await self._report_settled_calls(answered)
+                await self._tools.report_settled(answered, self.conversation, self.emit)
             if finished is not None:
                 await self.emit(finished)
         return finished
@@ -1000,33 +543,15 @@ class Agent:
     async def _stop_unasked(self, iterations: int) -> TurnFinished:
         """A call needing confirmation was refused, the model was told, and it called one again: with nobody
         to ask (`xun run` without a terminal) every further try is refused too, and a model that keeps
-        trying burnt the whole turn's 500 calls (trial D #10). The refusals are in the conversation."""
-        names = sorted({outcome.name for outcome in self._tools_done.values() if outcome.denied})
+        trying burnt the whole turn's 500 calls. The refusals are in the conversation."""
+        names = self._tools.denied()
         message = (f"the turn stopped: {', '.join(names)} needed the user's confirmation again, and nobody can be asked "
                    "here (auto_confirm is off); nothing was done")
         self.last_error = message
         await self.emit(Error(message=message, detail="NobodyToConfirm"))
         return TurnFinished(status="error", iterations=iterations, error=message)
 
-    async def _report_settled_calls(self, answered: list[dict[str, Any]]) -> None:
-        """The calls a cancel answered end as every call does, with a finished event (a front end shows
-        a kept result as it is, the rest as cancelled)."""
-        for raw in answered:
-            call_id, text = str(raw.get("tool_call_id", "")), str(raw.get("content", ""))
-            outcome = self._tools_done.get(call_id)
-            function = next((call.get("function") or {} for message in self.conversation.messages
-                             if isinstance(message, RawOpenAIMessage) and message.role == "assistant"
-                             for call in message.raw.get("tool_calls") or () if call.get("id") == call_id), {})
-            is_error = outcome.is_error if outcome is not None else True
-            await self.emit(ToolCallFinished(
-                id=call_id, name=str(function.get("name", "")), arguments=str(function.get("arguments", "")),
-                result_chars=len(text), duration=round(outcome.duration, 4) if outcome is not None else 0.0,
-                is_error=is_error, error=text[:300] if is_error else None,
-                denied=outcome.denied if outcome is not None else False,
-                truncated_chars=outcome.truncated_chars if outcome is not None else 0,
-            ))
-
-    def _record_cache(self, usage: Any, reply: _Reply) -> None:
+    def _record_cache(self, usage: Any, reply: Reply) -> None:
         """Keep the call's prompt-cache figures (when the server sent believable ones) and when it was made."""
         usage = usage if getattr(usage, "prompt_tokens", None) is not None else None
         prompt = int(usage.prompt_tokens) if usage is not None else None
@@ -1048,7 +573,7 @@ class Agent:
         """After a cancel: answer dangling tool calls, keep a reply cut short (marked as cancelled), and if
         the turn got no reply at all, take the user message back so the front end can put it into the
         prompt again."""
-        self._answer_dangling_calls()
+        self._tools.answer_dangling(self.conversation)
         partial, self._partial = self._partial, None
         if partial is not None and partial.content.strip():
             self.conversation.add_agent_message({"role": "assistant", "content": partial.content + CANCELLED_REPLY_MARK})
@@ -1056,31 +581,7 @@ class Agent:
         popped = self.conversation.pop_last_message_if_user()
         return popped.text if popped is not None else None
 
-    def _answer_dangling_calls(self) -> None:
-        """Every tool call of this turn gets a result, so the history stays valid for the next request: its
-        real one if it finished (a cancel may come before it is recorded), else what became of it. Only the
-        newest reply can have calls without results (each round's come before the next call); it is found
-        from the end, as a summary inside the turn moves where the turn began (looking from there, a call
-        kept no result and showed "running…" for ever: trial D)."""
-        c = self.conversation
-        answered: set[Any] = set()
-        for message in reversed(c.messages):
-            if not isinstance(message, RawOpenAIMessage):
-                return
-            if message.role == "tool":
-                answered.add(message.raw.get("tool_call_id"))
-                continue
-            for call in message.raw.get("tool_calls") or ():
-                call_id = call.get("id", "")
-                if call_id in answered:
-                    continue
-                outcome = self._tools_done.get(call_id)
-                text = (outcome.text if outcome is not None
-                        else INTERRUPTED_TOOL_RESULT if call_id in self._tools_running else CANCELLED_TOOL_RESULT)
-                c.add_tool_result(call_id, text)
-            return
-
-    async def _call_model(self) -> _Reply:
+    async def _call_model(self) -> Reply:
         """One completion with retries on transient errors; on an overflow, learn the window, compact to
         fit it and try once more (never the same oversized request again)."""
         attempts = self.config.retry.attempts
@@ -1089,13 +590,13 @@ class Agent:
         while True:
             attempt += 1
             estimate = self.request_tokens()
-            self._sent = self._shape(reply_limit=self._reply_limit())
+            self.sent = request_shape(self, reply_limit=self._reply_limit())
             try:
                 reply = await within_deadline(self._stream_once(), self.config.provider.deadline)
             except asyncio.CancelledError:
                 raise
             except Exception as raw_exc:
-                exc = _classify(raw_exc)
+                exc = classify(raw_exc)
                 if isinstance(exc, EmptyStreamError) and self._empty_means_overflow(estimate):
                     exc = ContextOverflowError(f"the server sent an empty reply to a request of about {estimate:,} tokens "
                                                f"({self.window.describe()})")
@@ -1104,7 +605,7 @@ class Agent:
                         raise ContextStillTooLongError(f"the context is too long for the model even after compacting to fit "
                                            f"{self.window.describe()}: {exc}") from None
                     overflowed = True
-                    await self._learn_from_overflow(exc, estimate)
+                    await learn_from_overflow(self, exc, estimate)
                     await self.emit(Warning(f"the server says the context is too long ({exc}); now {self.window.describe()}: "
                                             "compacting to fit it and retrying once"))
                     await self._fit_window(trigger="emergency")
@@ -1114,11 +615,11 @@ class Agent:
                 if self._adapt_request(raw_exc):
                     attempt -= 1
                     continue
-                unreached = isinstance(exc, TransientServerError) and _unreached(raw_exc)
+                unreached = isinstance(exc, TransientServerError) and server_unreached(raw_exc)
                 if unreached:
                     exc = TransientServerError(f"{exc} (server at {server_address(self.client().base_url)})")
                 if isinstance(exc, TransientServerError) and attempt < attempts:
-                    delay = self.config.retry.delay(attempt, asked=_retry_after(raw_exc))
+                    delay = self.config.retry.delay(attempt, asked=retry_after(raw_exc))
                     await self.emit(Retry(attempt=attempt, attempts=attempts, delay=round(delay, 3), reason=str(exc)))
                     await asyncio.sleep(delay)
                     continue
@@ -1144,15 +645,15 @@ class Agent:
         to it, once): `max_completion_tokens` for newer OpenAI models, and "" instead of null for the
         content of an assistant message that only calls tools (llama-cpp-python's validation)."""
         text = str(exc)
-        if self._max_tokens_param == "max_tokens" and "max_tokens" in text and "max_completion_tokens" in text:
-            self._max_tokens_param = "max_completion_tokens"
+        if self.max_tokens_param == "max_tokens" and "max_tokens" in text and "max_completion_tokens" in text:
+            self.max_tokens_param = "max_completion_tokens"
             return True
         if not self._empty_for_null and "content" in text and "valid string" in text:
             self._empty_for_null = True
             return True
         return False
 
-    def _request(self, stream: bool) -> dict[str, Any]:
+    def request(self, stream: bool) -> dict[str, Any]:
         """The chat-completion request for the conversation as it is now."""
         messages = self.conversation.completion_params()
         if self._empty_for_null:
@@ -1168,7 +669,7 @@ class Agent:
             request["temperature"] = self.config.model.temperature
         limit = self._reply_limit()
         if limit is not None:
-            request[self._max_tokens_param] = limit
+            request[self.max_tokens_param] = limit
         return request
 
     def _reply_limit(self) -> int | None:
@@ -1178,85 +679,18 @@ class Agent:
             return self.reply_budget
         return self.output_reserve(window) if window is not None else None
 
-    async def _stream_once(self) -> _Reply:
-        reply = self._partial = _Reply(reasoning_field=self.config.model.reasoning_field)
-        chunks = 0
-        async with open_chunk_stream(self.client(), self._request(stream=True)) as stream:
-            async for chunk in stream:
-                chunks += 1
-                if not isinstance(chunk, dict):
-                    continue
-                if isinstance(usage := chunk.get("usage"), dict):
-                    reply.usage = SimpleNamespace(**usage)
-                if (timings := chunk.get("timings")) is not None:
-                    reply.timings = timings
-                for choice in chunk.get("choices") or ():
-                    if not isinstance(choice, dict):
-                        continue
-                    await self._take_delta(reply, choice.get("delta"))
-                    if choice.get("finish_reason"):
-                        reply.finish_reason = choice["finish_reason"]
+    async def _stream_once(self) -> Reply:
+        reply = self._partial = Reply(reasoning_field=self.config.model.reasoning_field)
+        async with open_chunk_stream(self.client(), self.request(stream=True)) as stream:
+            chunks = await read_chunks(stream, reply, self.config.model, self.emit)
         self.last_finish_reason = reply.finish_reason
-        if chunks == 0:
-            raise EmptyStreamError("the server sent an empty reply (HTTP 200 and no data)")
-        if reply.finish_reason is None:
-            raise TransientServerError("the stream ended before the reply was complete")
-        if not reply.content and not reply.calls and reply.finish_reason != "length":
-            raise TransientServerError("the server sent an empty reply")
+        check_complete(reply, chunks)
         self._partial = None
         return reply
 
-    async def _take_delta(self, reply: _Reply, delta: Any) -> None:
-        """One chunk's delta, as the server's plain JSON (`open_chunk_stream`): text, reasoning, tool-call parts."""
-        if not isinstance(delta, dict):
-            return
-        for name in ("reasoning_content", "reasoning"):
-            value = delta.get(name)
-            if isinstance(value, str) and value:
-                if self.config.model.reasoning_field is None:
-                    self.config.model.reasoning_field = name  # detected once, remembered for the session
-                reply.reasoning_field = self.config.model.reasoning_field
-                reply.reasoning += value
-                await self.emit(ReasoningDelta(text=value))
-                break
-        content = delta.get("content")
-        if isinstance(content, str) and content:
-            reply.content += content
-            await self.emit(TextDelta(text=content))
-        for part in delta.get("tool_calls") or ():
-            if not isinstance(part, dict):
-                continue
-            index = part.get("index")
-            call = reply.calls.setdefault(index if isinstance(index, int) else 0, _PendingCall())
-            if isinstance(ident := part.get("id"), str) and ident:
-                call.id = ident
-            function = part.get("function")
-            if isinstance(function, dict):
-                if isinstance(name := function.get("name"), str):
-                    call.name += name
-                if isinstance(arguments := function.get("arguments"), str):
-                    call.arguments += arguments
-
-    async def _run_tools(self, calls: list[_PendingCall]) -> None:
+    async def _run_tools(self, calls: list[PendingCall]) -> None:
         """Run the calls of one reply concurrently; store the results in call order."""
         context = ToolContext.from_config(self.config, workdir=self.workdir, conversation=self.conversation,
                                           confirm=self.confirm, environ=self.environ)
-        self._tools_running, self._tools_done = set(), {}
-        for call in calls:
-            await self.emit(ToolCallStarted(id=call.id, name=call.name, arguments=call.arguments))
-
-        async def one(call: _PendingCall) -> ToolOutcome:
-            outcome = await self.toolbox.call(call.name, call.arguments, context,
-                                              on_run=lambda: self._tools_running.add(call.id))
-            self._tools_done[call.id] = outcome
-            return outcome
-
-        outcomes = await gather_limited(one(call) for call in calls)
-        for call, outcome in zip(calls, outcomes, strict=True):
-            self.conversation.add_tool_result(call.id, outcome.text)
-            await self.emit(ToolCallFinished(
-                id=call.id, name=call.name, arguments=call.arguments, result_chars=len(outcome.text),
-                duration=round(outcome.duration, 4), is_error=outcome.is_error,
-                error=outcome.text[:300] if outcome.is_error else None, denied=outcome.denied,
-                truncated_chars=outcome.truncated_chars,
-            ))
+        self._tools = ToolRound()
+        await self._tools.run(calls, self.toolbox, context, self.conversation, self.emit)

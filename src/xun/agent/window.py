@@ -207,7 +207,7 @@ class LearnedWindows(_StateFile):
         """What an earlier session learned (or assumed) of this server's window; UNKNOWN when nothing."""
         entry = self._entry(base_url, model)
         tokens = _plausible(entry.get("tokens")) if entry is not None else None
-        if tokens is None:
+        if entry is None or tokens is None:
             return UNKNOWN
         if entry.get("kind") == ASSUMED:
             return Window(tokens, "assumed in an earlier session: the server refused a longer request", ASSUMED)
@@ -296,7 +296,10 @@ class Calibration:
         if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not low <= ratio <= high:
             return None
         whole = [v for v in (fixed, tools, replies) if isinstance(v, int) and not isinstance(v, bool) and abs(v) < MAX_WINDOW]
-        if len(whole) != 3 or tools < 0 or replies < 0:
+        if len(whole) != 3:
+            return None
+        fixed, tools, replies = whole
+        if tools < 0 or replies < 0:
             return None
         tokenizer = data.get("tokenizer")
         return cls(float(ratio), fixed, tools, replies, tokenizer if tokenizer in (TEMPLATE, TEXT) else "")
@@ -446,14 +449,14 @@ def count_tokens_sync(base_url: str, model: str, text: str, headers: dict[str, s
     """Tokens of `text` by the server's own tokenizer (llama-cpp-python, llama.cpp, vLLM), if it has one."""
     root = server_root(base_url)
     answer = _http_json(f"{root}/extras/tokenize/count", {"input": text, "model": model}, headers, timeout)
-    if isinstance(answer, dict) and isinstance(answer.get("count"), int):
-        return answer["count"]
+    if isinstance(answer, dict) and isinstance(count := answer.get("count"), int):
+        return count
     answer = _http_json(f"{root}/tokenize", {"content": text}, headers, timeout)  # llama.cpp
     if isinstance(answer, dict) and isinstance(answer.get("tokens"), list):
         return len(answer["tokens"])
     answer = _http_json(f"{root}/tokenize", {"model": model, "prompt": text}, headers, timeout)  # vLLM
-    if isinstance(answer, dict) and isinstance(answer.get("count"), int):
-        return answer["count"]
+    if isinstance(answer, dict) and isinstance(count := answer.get("count"), int):
+        return count
     return None
 
 
@@ -522,10 +525,11 @@ def count_tail_sync(base_url: str, model: str, messages: list[dict[str, Any]], t
         # the part before `start` is what the template renders before a marker put in that message's
         # place (a template may refuse to render a prefix ending in an assistant's tool calls)
         marked = [*messages[:start], {**messages[start], "content": TAIL_MARKER}, *messages[start + 1:]] if start < len(messages) else messages
-        prompts = [_render(base_url, messages, tools, headers), _render(base_url, marked, tools, headers)]
-        if None in prompts or TAIL_MARKER not in prompts[1]:
+        rendered, rendered_marked = _render(base_url, messages, tools, headers), _render(base_url, marked, tools, headers)
+        if rendered is None or rendered_marked is None or TAIL_MARKER not in rendered_marked:
             return None
-        whole, before = (_tokenize(base_url, text, headers) for text in (prompts[0], prompts[1][:prompts[1].index(TAIL_MARKER)]))
+        prefix = rendered_marked[:rendered_marked.index(TAIL_MARKER)]
+        whole, before = (_tokenize(base_url, text, headers) for text in (rendered, prefix))
         return whole - before if whole is not None and before is not None else None
     if calibration.tokenizer == TEXT:
         tail = messages[start:]

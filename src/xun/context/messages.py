@@ -90,7 +90,8 @@ def neutralise_summary_tags(text: str) -> str:
     for words in TAG_WORDS.finditer(skeleton):
         backwards = backwards or skeleton[::-1]
         end = words.start()
-        start = len(skeleton) - _PUNCTUATION.match(backwards, len(skeleton) - end).end()
+        punctuation = _PUNCTUATION.match(backwards, len(skeleton) - end)  # `*+`: it matches everywhere, if only ""
+        start = end - (len(punctuation.group()) if punctuation is not None else 0)
         run, read = text[start:end], skeleton[start:end]
         if "<" in read:
             escaped = run.replace("<", "&lt;") if run == read else "".join(

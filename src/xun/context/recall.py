@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import re
 import sqlite3
@@ -46,12 +45,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from xun.context import offload
 from xun.base import paths
 from xun.base.confined import LinkRefused, state_dir_fd
 from xun.base.errors import SessionFormatError
-from xun.context.offload import OffloadEntry, OffloadSection, iter_offload_log, transcript_entries
-from xun.context.reclaimed import ARGUMENTS, ARGUMENTS_SUFFIX, ReclaimedToolResult
+from xun.context.offload import OffloadSection, iter_offload_log, transcript_entries
+from xun.context.recall_rows import (
+    INDEXED_CHARS,
+    Row,
+    as_logged,
+    clean,
+    iso_time,
+    offload_row,
+    offload_rows,
+    reclaimed_key,
+    reclaimed_row,
+    reclaimed_rows,
+)
+from xun.context.reclaimed import ARGUMENTS_SUFFIX, ReclaimedToolResult
 
 _T = TypeVar("_T")
 
@@ -86,7 +96,6 @@ MAX_QUERY_TERMS = 32
 SNIPPET_TOKENS = 16
 HIGHLIGHT = ("«", "»")
 
-_ROLES = {"Human": "user", "AI": "assistant", "AI reasoning": "reasoning", "AI tool call": "tool_call", "Tool": "tool"}
 _COLUMNS = (
     "id", "key", "source", "session", "time", "role", "speaker", "tool", "tool_call_id", "arguments", "detail",
     "position", "text",
@@ -104,10 +113,6 @@ reclaimed original (restorable while its placeholder is in the context)."""
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
 _TOKEN_CHAR = re.compile(r"[^\W_]")  # what FTS5's unicode61 tokenizer keeps: letters and digits
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
-
-Row = tuple[Any, ...]
-"""One row of `entries` without its id, in `_ROW_COLUMNS` order."""
-
 
 class HistoryError(RuntimeError):
     """The history index cannot be used at all (permissions, a full disk, a lock held too long)."""
@@ -181,20 +186,6 @@ class IndexStats:
     bytes: int
 
 
-def iso_time(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _epoch(when: str) -> float:
-    try:
-        parsed = datetime.fromisoformat(when.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return 0.0
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.timestamp()
-
-
 # ------------------------------------------------------------------------------------------------ query
 
 
@@ -206,7 +197,7 @@ def fts_query(text: str, prefix: bool = False) -> str:
     letter or digit are left out, and "" means there is nothing to search for. With `prefix`, a last
     word of three characters or more also matches longer words (for results as they are typed).
     """
-    text = _clean(text).replace("\x00", " ")
+    text = clean(text).replace("\x00", " ")
     terms: list[str] = []
     for match in _TERM.finditer(text):
         term = match.group(1) if match.group(1) is not None else match.group(2)
@@ -219,88 +210,6 @@ def fts_query(text: str, prefix: bool = False) -> str:
     if prefix and not text.endswith((" ", '"')) and len(terms[-1]) >= 3:
         quoted[-1] += "*"
     return " ".join(quoted)
-
-
-def _clean(text: str) -> str:
-    """Text SQLite can store: lone surrogates (from undecodable input) become U+FFFD."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-
-
-# ------------------------------------------------------------------------------------------------- rows
-
-
-def _digest(*parts: str) -> str:
-    return hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
-
-
-def _split_detail(detail: str) -> tuple[str, str]:
-    """Tool name and call id from an offload detail such as "read_file, id call_1, reclaimed earlier"."""
-    tool, call_id = "", ""
-    for part in detail.split(", "):
-        if part.startswith("id "):
-            call_id = part[3:]
-        elif part != "reclaimed earlier" and not tool:
-            tool = part
-    return tool, call_id
-
-
-INDEXED_CHARS = 1 << 20
-"""The most of one entry's text the index holds (its first 1,048,576 characters, then `CUT_NOTE`): words
-past them are not searchable, and the offload log or session file keeps the whole text. A planted 300 MB
-entry cost the index 300 MB and a rebuild gigabytes of memory."""
-CUT_NOTE = (f"\n[… the search index keeps only the first {INDEXED_CHARS:,} characters of an entry; "
-            "its offload log or session file has it whole]")
-
-
-def _indexed(text: str, cut: bool = False) -> str:
-    """An entry's text as the index holds it (cut at INDEXED_CHARS, with `CUT_NOTE`), ready for SQLite."""
-    if cut or len(text) > INDEXED_CHARS:
-        text = text[:INDEXED_CHARS] + CUT_NOTE
-    return _clean(text)
-
-
-def offload_row(session: str, when: str, position: int, entry: OffloadEntry) -> Row:
-    """The row of an offload section's entry at `position`. The key is the content's, so writing the same
-    section twice (the incremental index, then a rebuild that reads it back) adds nothing."""
-    session, speaker, detail = _clean(session), _clean(entry.speaker), _clean(entry.detail)
-    text = _indexed(entry.text, entry.cut)
-    tool, call_id = _split_detail(detail)
-    key = "o:" + _digest(session, when, str(position), speaker, detail, text)
-    return (key, "offload", session, _epoch(when), _ROLES.get(speaker, speaker.lower()), speaker, tool, call_id, "",
-            detail, position, text)
-
-
-def offload_rows(session: str, when: str, entries: Sequence[OffloadEntry]) -> list[Row]:
-    """Rows for the entries of one offload section (`offload_row`)."""
-    return [offload_row(session, when, position, entry) for position, entry in enumerate(entries)]
-
-
-def reclaimed_row(session: str, record: ReclaimedToolResult, original: str, fallback_time: float = 0.0) -> Row:
-    """A reclaimed original's row: a tool result, or a call's arguments (role "tool_call"); its
-    `tool_call_id` is the archive id, the one a restore takes."""
-    session, call_id = _clean(session), _clean(record.tool_call_id)
-    at = record.reclaimed_at or fallback_time
-    arguments = record.kind == ARGUMENTS  # then the text is the arguments: no preview of them beside it
-    role, speaker = ("tool_call", "AI tool call") if arguments else ("tool", "Tool")
-    return ("r:" + _digest(session, call_id), "reclaimed", session, at, role, speaker, _clean(record.tool_name), call_id,
-            "" if arguments else _clean(record.arguments), "", 0, _indexed(original))
-
-
-def as_logged(entries: Iterable[OffloadEntry]) -> list[OffloadEntry]:
-    """The entries as `read_offload_log` will read them back from the log, so the incremental index and
-    a rebuild hold the same rows: the first line is parsed with the log's own pattern, and an entry the
-    log's reader cannot parse (an unknown speaker) is left out, as a rebuild would leave it out."""
-    out = []
-    for entry in entries:
-        head, newline, rest = entry.text.partition("\n")
-        match = offload._ENTRY.match(offload._entry(entry.speaker, head, entry.detail))
-        if match is not None:
-            out.append(OffloadEntry(match.group(1), match.group(3) + newline + rest, match.group(2) or ""))
-    return out
 
 
 # ----------------------------------------------------------------------------------------------- schema
@@ -487,12 +396,12 @@ class HistoryIndex:
             return []
         expression = f"{{text tool arguments}} : ({expression})"  # the session column is for filtering only
         if session is not None:
-            session = _clean(session)
+            session = clean(session)
             if _TOKEN_CHAR.search(session):
                 expression = f'session : "{session.replace(chr(34), chr(34) * 2)}" AND {expression}'
         where = "entries_fts MATCH ?" + (" AND e.session = ?" if session is not None else "") + _NOT_TWICE
         params: list[Any] = [expression] + ([session] if session is not None else [])
-        start, end = (_clean(mark) for mark in highlight)
+        start, end = (clean(mark) for mark in highlight)
 
         def run(db: sqlite3.Connection) -> list[HistoryHit]:
             floor = db.execute(
@@ -624,7 +533,7 @@ class HistoryIndex:
                 conversation = Conversation().load(session_file)
                 if conversation.conversation_id in newer:
                     continue
-                rows = _reclaimed_rows(conversation)
+                rows = reclaimed_rows(conversation)
             except SessionFormatError as exc:
                 report.problems.append(str(exc))
                 continue
@@ -632,7 +541,7 @@ class HistoryIndex:
             yield from rows
         for conversation in newer.values():
             try:
-                rows = _reclaimed_rows(conversation)
+                rows = reclaimed_rows(conversation)
             except SessionFormatError as exc:
                 report.problems.append(str(exc))
                 continue
@@ -668,7 +577,7 @@ class HistoryIndex:
             def forget(db: sqlite3.Connection) -> None:
                 db.execute("DELETE FROM entries WHERE session = ? AND source = 'reclaimed'", (session,))
         else:
-            keys = [("r:" + _digest(_clean(session), _clean(call_id)),) for call_id in tool_call_ids]
+            keys = [(reclaimed_key(session, call_id),) for call_id in tool_call_ids]
 
             def forget(db: sqlite3.Connection) -> None:
                 db.executemany("DELETE FROM entries WHERE key = ?", keys)
@@ -878,13 +787,6 @@ class HistoryIndex:
                 f"one was built from the offload logs and sessions ({entries} entries)"
             )
             notes.extend(fill_notes)
-
-
-def _reclaimed_rows(conversation: Conversation) -> list[Row]:
-    archive = conversation.compacted_toolcalls
-    originals = archive.originals()
-    session = conversation.conversation_id
-    return [reclaimed_row(session, record, originals[call_id], conversation.created_at) for call_id, record in archive.items()]
 
 
 def rebuild(workdir: str | os.PathLike[str] | None = None, conversations: Iterable[Conversation] = ()) -> RebuildReport:

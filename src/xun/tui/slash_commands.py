@@ -228,7 +228,7 @@ class SlashCommands:
     def _calls_that_acted(self) -> list[str]:
         """The tool calls since the last prompt that ask for a confirmation (they write or run things) and
         were not refused or stopped before they ran, as `write_file code.py`."""
-        from xun.agent.loop import CANCELLED_TOOL_RESULT
+        from xun.agent.tool_calls import CANCELLED_TOOL_RESULT
         from xun.context.messages import RawOpenAIMessage, UserMessage
 
         results: dict[str, str] = {}

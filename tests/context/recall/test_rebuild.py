@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from xun.context import recall
+from xun.context import recall, recall_rows
 from xun.context.offload import read_offload_log
 from xun.context.recall import HistoryIndex, rebuild, reindex
 
@@ -62,7 +62,7 @@ def test_an_entry_over_the_cap_is_indexed_cut_the_same_way_by_a_summary_and_a_re
     store.save(conversation)
     incremental_rows = all_rows(store.history)
     texts = [row[-1] for row in incremental_rows]
-    assert huge[:recall.INDEXED_CHARS] + recall.CUT_NOTE in texts and huge not in texts
+    assert huge[:recall.INDEXED_CHARS] + recall_rows.CUT_NOTE in texts and huge not in texts
     report = store.history.rebuild()
     assert all_rows(store.history) == incremental_rows
     assert len(report.problems) == 1 and "1 entry is longer than 1,048,576 characters" in report.problems[0]
