@@ -1,8 +1,8 @@
-"""Reading a stream into a reply (`xun.agent.streaming`): what arrives in pieces is kept whole, at a cost
-that grows with the reply's length, not with its square."""
+"""Reading a stream into a reply (`xun.agent.streaming`): what arrives in pieces is kept whole. What it
+costs is measured by `tests/benchmarks/bench_stream_reply.py` (a cost that grows with the reply's length,
+not with its square)."""
 
 import json
-import time
 
 from xun.agent.config import ModelSettings
 from xun.agent.streaming import Reply, check_complete, read_chunks
@@ -22,7 +22,7 @@ async def _chunks(pieces: list[str]):
     yield {"choices": [{"delta": {}, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 9}}
 
 
-async def test_a_long_reply_in_small_pieces_is_read_whole_in_linear_time():
+async def test_a_long_reply_in_small_pieces_is_read_whole():
     pieces = [f"{index:08d}" + "x" * (PIECE - 8) for index in range(PIECES)]
     events: list[Event] = []
     reply, model = Reply(), ModelSettings()
@@ -30,9 +30,7 @@ async def test_a_long_reply_in_small_pieces_is_read_whole_in_linear_time():
     async def emit(event: Event) -> None:
         events.append(event)
 
-    start = time.perf_counter()
     chunks = await read_chunks(_chunks(pieces), reply, model, emit)
-    took = time.perf_counter() - start
     check_complete(reply, chunks)
     whole = "".join(pieces)
     assert reply.content == whole and reply.reasoning == whole and reply.calls[0].arguments == whole
@@ -43,4 +41,3 @@ async def test_a_long_reply_in_small_pieces_is_read_whole_in_linear_time():
     call = reply.message()["tool_calls"][0]
     assert call["id"] == "call_1" and call["function"]["name"] == "write_file"
     assert json.dumps(reply.message())  # the message the conversation keeps is plain JSON
-    assert took < 8, f"reading 3 x {len(whole):,} characters in {PIECE:,}-character pieces took {took:.1f} s"
