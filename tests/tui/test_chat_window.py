@@ -229,8 +229,9 @@ async def test_g_on_a_compaction_log_row_shows_its_summary_divider_or_its_call_i
     conversation_id = long_session(tmp_path, 400, summaries=3, logged=True)
     store = SessionStore(tmp_path)
     conversation = store.load(conversation_id)
-    conversation.compaction_log += [ToolResultRestored(id="call_350", tokens_before=20_000, tokens_after=20_400).to_json(),
-                                    CompactionSkipped(reason="below the threshold", trigger="manual").to_json()]
+    conversation.compaction_log += [
+        ToolResultRestored(id="call_350", tokens_before=20_000, tokens_after=20_400).to_json(),
+        CompactionSkipped(reason="below the threshold", trigger="manual").to_json()]
     store.save(conversation)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
