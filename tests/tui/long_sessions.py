@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from xun.base.events import SummaryFinished
 from xun.context.sessions import SessionStore
 
 
@@ -18,9 +19,11 @@ def add_round(conversation, i: int) -> None:
     conversation.add_agent_message({"role": "assistant", "content": f"Answer **{i}**: the file prints hello."})
 
 
-def long_session(root: Path, rounds: int, *, summaries: int = 0, conversation_id: str = "long-session") -> str:
+def long_session(root: Path, rounds: int, *, summaries: int = 0, conversation_id: str = "long-session",
+                 logged: bool = False) -> str:
     """A session of `rounds` rounds (4 messages each); with `summaries`, that many summaries, evenly spread,
-    each keeping the last round before it (its originals in the offload log). Returns its id."""
+    each keeping the last round before it (its originals in the offload log), and with `logged` each in the
+    compaction log as the engine records it. Returns its id."""
     store = SessionStore(root)
     conversation = store.new()
     conversation.conversation_id = conversation_id
@@ -29,6 +32,11 @@ def long_session(root: Path, rounds: int, *, summaries: int = 0, conversation_id
         add_round(conversation, i)
         if summaries and (i + 1) % stretch == 0 and (i + 1) // stretch <= summaries:
             conversation.compact(lambda messages, i=i: f"summary up to question {i}", keep_recent=4)
+            if logged:
+                event = conversation.summarizations[-1]
+                conversation.compaction_log.append(SummaryFinished(
+                    condensed=event.condensed_count, kept=event.kept_count, offload_path=event.file_path,
+                    tokens_before=60_000, tokens_after=20_000, time=event.time).to_json())
     conversation.record_usage(60_000)
     store.save(conversation)
     return conversation.conversation_id

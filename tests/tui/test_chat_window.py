@@ -218,6 +218,52 @@ async def test_a_call_a_summary_took_out_is_shown_in_the_chat_from_the_offload_l
                          what="the warning")
 
 
+async def test_g_on_a_compaction_log_row_shows_its_summary_divider_or_its_call_in_the_chat(
+        offline_server, session_factory, tmp_path: Path):
+    """The compaction log's g: a summary row jumps the chat to that summary's divider (the second row to
+    the second divider, its page mounted at once, the window bounded), a restore row to its call, and a row
+    with no turn says so."""
+    from xun.base.events import CompactionSkipped, ToolResultRestored
+    from xun.context.sessions import SessionStore
+
+    conversation_id = long_session(tmp_path, 400, summaries=3, logged=True)
+    store = SessionStore(tmp_path)
+    conversation = store.load(conversation_id)
+    conversation.compaction_log += [
+        ToolResultRestored(id="call_350", tokens_before=20_000, tokens_after=20_400).to_json(),
+        CompactionSkipped(reason="below the threshold", trigger="manual").to_json()]
+    store.save(conversation)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat, log = app.chat, app.log_pane
+        await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
+        await settled(pilot, chat)
+        assert [entry.kind for entry in log.entries] == ["summary"] * 3 + ["restore", "skipped"]
+        second = app.conversation.summarizations[1]
+        assert not any(isinstance(getattr(w, "chat_entry", None), SummaryItem) and w.chat_entry.time == second.time
+                       for w in chat._window()), "the second divider is far above the window"
+        log.focus()
+        log.move_cursor(row=1)
+        await pilot.press("g")
+        await wait_until(pilot, lambda: isinstance(chat.selected, SummaryDivider), what="the divider shown")
+        divider = chat.selected
+        entry = divider.chat_entry
+        assert (entry.item if isinstance(entry, Released) else entry).time == second.time
+        await settled(pilot, chat)
+        assert divider.is_attached and len(chat._window()) <= WINDOW and app.focused is chat
+        assert divider.region.height and chat.screen.find_widget(divider), "in view"
+        log.focus()
+        log.move_cursor(row=3)
+        await pilot.press("g")
+        await wait_until(pilot, lambda: isinstance(chat.selected, ToolBlock), what="the restored call shown")
+        assert chat.selected.call_id == "call_350" and chat.selected.is_attached
+        log.focus()
+        log.move_cursor(row=4)
+        await pilot.press("g")
+        await wait_until(pilot, lambda: any("no single turn" in str(n.message) for n in app._notifications),
+                         what="the toast")
+
+
 async def test_a_reply_streams_below_a_view_far_up_and_is_there_at_end(offline_server_factory, session_factory,
                                                                        tmp_path: Path):
     """Home while a reply streams: the reply is written into a hidden block below the window, which neither

@@ -105,6 +105,9 @@ async def test_f5_summarises_with_a_divider_a_log_row_and_a_drop(offline_server,
         assert app.gauge.detail_text().startswith("estimate ") and "no server count since the summary" in app.gauge.detail_text()
         assert app.gauge.history[-1] < before
         assert of_type(seen, m.SummaryBegan)
+        app.log_pane.focus()  # g on its row: the chat at the divider made while the app ran
+        await pilot.press("g")
+        await wait_until(pilot, lambda: app.chat.selected is divider, what="the divider shown")
 
 
 async def test_compact_with_a_focus_and_offload(offline_server, session_factory, tmp_path: Path):

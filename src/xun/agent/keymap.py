@@ -48,6 +48,7 @@ BINDINGS: dict[str, tuple[str, str]] = {
     "inspector.restore": ("r", "Restore into context"),
     "inspector.find": ("f", "Find in the history"),
     "inspector.chat": ("g", "Show in the chat"),
+    "log.show_in_chat": ("g", "Show in the chat"),
     "mcp.close": ("escape,q", "Close"),
     "mcp.restart": ("r", "Restart"),
     "reader.close": ("escape,q", "Close"),

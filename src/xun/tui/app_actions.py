@@ -177,7 +177,10 @@ class AppActions:
     async def show_in_chat(self, wanted: Callable[[object], bool], what: str) -> Widget | None:
         """Jump the chat to the block `wanted` picks (its page mounted at once, read from the offload log when
         a summary took it out), mark it and focus the chat; say so when the chat has no such block."""
-        block = await self.chat.show_summarised(wanted)
+        return self._shown(await self.chat.show_summarised(wanted), what)
+
+    def _shown(self, block: Widget | None, what: str) -> Widget | None:
+        """The jump's block marked, in view and the chat focused; a warning when the chat has no such block."""
         if block is None:
             self.notify(f"{what} is not in the chat", severity="warning")
             return None
@@ -199,6 +202,14 @@ class AppActions:
             return isinstance(item, ToolItem) and item.call_id == call_id
 
         self.run_worker(self.show_in_chat(wanted, f"the call {call_id}"), group="jump", exclusive=True)
+
+    def show_summary_in_chat(self, ordinal: int) -> None:
+        """The chat at the divider of the session's `ordinal`-th summary (a compaction-log row)."""
+
+        async def show() -> None:
+            self._shown(await self.chat.show_divider(ordinal), "that summary's divider")
+
+        self.run_worker(show(), group="jump", exclusive=True)
 
     def show_said_in_chat(self, speaker: str, text: str) -> None:
         """The chat at a prompt or a reply found in the history (a search hit), by its words."""
@@ -475,6 +486,8 @@ class AppActions:
     def on_show_in_chat(self, message: m.ShowInChat) -> None:
         if message.tool_call_id:
             self.show_call_in_chat(message.tool_call_id)
+        elif message.summary is not None:
+            self.show_summary_in_chat(message.summary)
         else:
             self.show_said_in_chat(message.speaker, message.text)
 

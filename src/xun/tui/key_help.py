@@ -102,6 +102,10 @@ class KeysAndHelp:
                 ("offload log", "the file the summarised turns are written to, word for word "
                                 "(.xun/conversation_history/ID.md); the chat shows them dimmed, F9 searches them"),
             ]),
+            ("Compaction log (Tab to it)", [
+                ("Enter", "the highlighted event's whole detail"),
+                ("g", "show its turn in the chat: a summary's divider, a restored or reclaimed call"),
+            ]),
             ("Recoverable results (F8)", [
                 ("typing", "filter the list (Backspace, Esc clears)"),
                 ("Enter", "open the inspector: c copy · s save to a file · r restore into the context "

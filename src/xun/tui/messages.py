@@ -237,11 +237,13 @@ class RestoreRequested(Message):
 
 @dataclass
 class ShowInChat(Message):
-    """Jump the chat to a turn found elsewhere: a tool call by its id, or else a prompt or reply by its words."""
+    """Jump the chat to a turn found elsewhere: a tool call by its id, or else a prompt or reply by its words,
+    or else the divider of the session's `summary`-th summary (0 the first)."""
 
     tool_call_id: str
     speaker: str = ""
     text: str = ""
+    summary: int | None = None
 
 
 @dataclass

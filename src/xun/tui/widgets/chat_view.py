@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from itertools import islice
 from typing import Any, ClassVar
 
 from textual.binding import Binding, BindingType
@@ -509,6 +510,27 @@ class ChatView(VerticalScroll):
         self._follow_newest()
         self.call_after_refresh(self._fill_view)
         return block
+
+    async def show_divider(self, ordinal: int) -> Widget | None:
+        """The divider of the session's `ordinal`-th finished summary (0 the first), mounted (with its page) if
+        it is not; None when the chat holds fewer. The chat's dividers are its summaries, in order."""
+
+        def finished(entry: Entry | Widget) -> bool:
+            if isinstance(entry, Widget):
+                return isinstance(entry, SummaryDivider) and entry.state == "done"
+            item = entry.item if isinstance(entry, Released) else entry
+            return isinstance(item, SummaryItem) or (isinstance(item, DividerItem) and item.state == "done")
+
+        everything: list[Entry | Widget] = [*self._above, *self._window(), *self._below, *self._tail]
+        target = next(islice((entry for entry in everything if finished(entry)), ordinal, None), None)
+        if isinstance(target, Widget):
+            if target in self._tail:
+                await self.go_end()
+            return target
+        if target is None:
+            return None
+        item = target.item if isinstance(target, Released) else target
+        return await self.show_entry(lambda entry: (entry.item if isinstance(entry, Released) else entry) is item)
 
     async def show_summarised(self, wanted: Callable[[Entry], bool]) -> Widget | None:
         """`show_entry`, reading the turns summaries took out (newest first) until one holds the entry."""

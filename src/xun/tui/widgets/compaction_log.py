@@ -1,24 +1,26 @@
 """The compaction log: one row per compaction event in columns (time, kind, tokens before -> after,
 what), filled from the session's saved log on resume. The detail (offload file, focus, reason, trigger,
 what it costs in the server's prompt cache) is the highlighted row's tooltip; Enter shows it whole, in a
-box that scrolls and stays until Esc. Checks that changed nothing (a reclaim with nothing to replace, an
-automatic skip repeated) are not rows: the pane's footer counts them. The "what" column takes the width the others leave, its text cut with an
+box that scrolls and stays until Esc; g shows the event's turn in the chat. Checks that changed nothing (a
+reclaim with nothing to replace, an automatic skip repeated) are not rows: the pane's footer counts them. The "what" column takes the width the others leave, its text cut with an
 ellipsis (the table is laid out again when the pane's width or the other columns' change)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import events
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
 from xun.base.timestamps import sane_timestamp
 from xun.base.valid_text import escape_control
 from xun.context.reclaimed import ARGUMENTS_SUFFIX
 from xun.tui.format import literal, one_line, tokens
+from xun.tui.messages import ShowInChat
 
 KINDS = {
     "tool_results_reclaimed": "reclaim",
@@ -52,6 +54,10 @@ class LogEntry:
     """The prompt-cache cost: what the next call pays uncached, and what each later call saves."""
     cache_short: str = ""
     """The same in a few characters, for the row: "cache 4.5k once, saves 3k/call"."""
+    calls: tuple[str, ...] = ()
+    """The archive ids the event restored or reclaimed, in its order."""
+    summary: int | None = None
+    """Which of the session's finished summaries it is (0 the first): the chat's dividers, in order."""
 
     @property
     def saved(self) -> int:
@@ -113,6 +119,7 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
     count = ""
     reason = ""
     offload = None
+    calls: tuple[str, ...] = ()
     if kind == "reclaim":
         n = int(record.get("count", 0) or 0)
         arguments = int(record.get("arguments", 0) or 0)  # of n, calls' arguments (older records have none)
@@ -120,6 +127,8 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
                  f"{arguments} call args" if arguments else ""]
         count = ", ".join(filter(None, parts)) or "nothing to reclaim"
         reason = str(record.get("reason") or "")
+        ids = record.get("ids")
+        calls = tuple(str(i) for i in ids) if isinstance(ids, list | tuple) else ()
     elif kind in ("summary", "emergency"):
         count = f"{int(record.get('condensed', 0) or 0)} summarised, {int(record.get('kept', 0) or 0)} kept"
         inside = int(record.get("turn_rounds", 0) or 0)
@@ -137,6 +146,7 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         restored = str(record.get("id", ""))
         call_id = restored.removesuffix(ARGUMENTS_SUFFIX)
         count = f"id …{call_id[-8:]}" + (" args" if call_id != restored else "")
+        calls = (restored,) if restored else ()
     elif kind == "rejected":
         then = {"retry": "asked once more", "extractive": "xun's extractive summary instead"}.get(str(record.get("next")), "")
         reason = str(record.get("reason", "")) + (f"; {then}" if then else "")
@@ -161,6 +171,7 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         focus=str(record.get("focus") or ""),
         cache=cache,
         cache_short=cache_short,
+        calls=calls,
     )
 
 
@@ -169,6 +180,10 @@ STYLES = {"reclaim": "bold cyan", "summary": "bold magenta", "emergency": "bold 
 
 
 class CompactionLog(DataTable[str]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("g", "show_in_chat", "Show in the chat", id="log.show_in_chat", show=False),
+    ]
+
     def __init__(self, *, clock: Callable[[float], str], shown_path: Callable[[str | None], str]) -> None:
         super().__init__(id="compaction-log", classes="pane", cursor_type="row", zebra_stripes=False)
         self.border_title = "compaction log"
@@ -182,6 +197,8 @@ class CompactionLog(DataTable[str]):
         """The widths the columns were laid out with (`_widths`)."""
         self.last_unchanged: LogEntry | None = None
         """The newest of them: its reason is in the pane's tooltip."""
+        self._summaries = 0
+        """The finished summaries among the rows so far."""
 
     def on_mount(self) -> None:
         self._lay_out()
@@ -242,6 +259,9 @@ class CompactionLog(DataTable[str]):
         entry = entry_from_record(record, self._clock, self._shown_path)
         if entry is None:
             return None
+        if entry.kind in ("summary", "emergency") and record.get("status", "compacted") == "compacted":
+            entry = replace(entry, summary=self._summaries)
+            self._summaries += 1
         if entry.changed_nothing or (entry.kind == "skipped" and entry.trigger != "manual" and any(
                 e.kind == "skipped" and e.reason == entry.reason for e in self.entries[-3:])):
             self.unchanged += 1  # a repeated automatic skip says nothing new either
@@ -263,6 +283,7 @@ class CompactionLog(DataTable[str]):
         self.entries = []
         self.unchanged = 0
         self.last_unchanged = None
+        self._summaries = 0
         for record in records:
             self._take(record)
         self._lay_out()  # once, for all the rows (a resumed session's whole log)
@@ -300,6 +321,19 @@ class CompactionLog(DataTable[str]):
 
             self.app.push_screen(DetailScreen(f"compaction log · {entry.kind} at {entry.time}", "\n\n".join(
                 part for part in (entry.detail(), self.unchanged_detail()) if part)))
+
+    def action_show_in_chat(self) -> None:
+        """The chat at the highlighted event's turn: a summary's divider, a restored or reclaimed call."""
+        entry = self.highlighted
+        if entry is None:
+            return
+        if entry.summary is not None:
+            self.post_message(ShowInChat("", summary=entry.summary))
+        elif entry.calls:
+            self.post_message(ShowInChat(entry.calls[0]))
+        else:
+            what = "a reclaim that lists no calls" if entry.kind == "reclaim" else f"a {entry.kind} compaction"
+            self.app.notify(f"{what} has no single turn in the chat", title="compaction log")
 
     def _update_subtitle(self) -> None:
         saved = sum(entry.saved for entry in self.entries if entry.kind in ("reclaim", "summary", "emergency"))
