@@ -192,9 +192,10 @@ async def test_a_streamed_reply_longer_than_the_fold_is_folded_when_complete(off
 
 async def test_a_reply_streaming_past_the_fold_shows_only_its_first_and_newest_parts(offline_server_factory,
                                                                                      session_factory):
-    app = XunApp(session_factory(offline_server_factory(tokens_per_second=10_000)))
+    # paced so that the reply is still streaming well after it passes the fold (about 20 s in all)
+    app = XunApp(session_factory(offline_server_factory(tokens_per_second=3_000)))
     async with app.run_test(size=(100, 40)) as pilot:
-        await submit(pilot, "write 40000 tokens")
+        await submit(pilot, "write 60000 tokens")
         await wait_until(pilot, lambda: app.chat.reply is not None and len(app.chat.reply.text) > 100_000,
                          timeout=60, what="the reply past the fold")
         block = app.chat.reply

@@ -35,6 +35,8 @@ class TextPager(ScrollView, can_focus=True):
         """The row each line starts at, and the row count after the last."""
         self._chopped: dict[int, list[str]] = {}
         """Lines that are not ASCII, cut into rows by cells at `_width` (as they are first drawn)."""
+        self._end_wanted = False
+        """End was pressed before the text was laid out (as the reader opened): the first layout goes there."""
 
     @property
     def line_count(self) -> int:
@@ -67,7 +69,11 @@ class TextPager(ScrollView, can_focus=True):
         self._starts = list(accumulate((self._rows_of(i, line, width) for i, line in enumerate(self._lines)),
                                        initial=0))
         self.virtual_size = Size(width, self.row_count)
-        self.scroll_to(y=self._starts[top], animate=False, immediate=True)
+        if self._end_wanted:
+            self._end_wanted = False
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
+        else:
+            self.scroll_to(y=self._starts[top], animate=False, immediate=True)
 
     def line_at(self, row: int) -> int:
         """The line shown at `row` of the whole text."""
@@ -78,6 +84,9 @@ class TextPager(ScrollView, can_focus=True):
         self.scroll_home(animate=False, immediate=True)
 
     def action_scroll_end(self) -> None:
+        if not self._width:
+            self._end_wanted = True
+            return
         self.scroll_end(animate=False, immediate=True)
 
     def on_resize(self, event: events.Resize) -> None:
