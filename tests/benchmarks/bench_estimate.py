@@ -44,16 +44,39 @@ def main() -> int:
             finally:
                 stop_server(server)
         for number, row in enumerate(measured.rows, 1):
-            print(json.dumps({"server": kind, "request": number, "summary_request": row.summary, "estimate": row.estimate,
-                              "server_count": row.counted, "error_percent": round(100 * row.error, 1)}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "server": kind,
+                        "request": number,
+                        "summary_request": row.summary,
+                        "estimate": row.estimate,
+                        "server_count": row.counted,
+                        "error_percent": round(100 * row.error, 1),
+                    }
+                ),
+                flush=True,
+            )
         errors = [row.error for row in measured.rows]
         ok = bool(errors) and max(abs(e) for e in errors) <= TOLERANCE and min(errors) >= -UNDER
         turns = [row.error for row in measured.rows if not row.summary]
         met = met and ok
-        print(json.dumps({"server": kind, "requests": len(errors), "window": measured.window_source, "n_ctx": N_CTX,
-                          "summaries": measured.summaries, "max_over_percent": round(100 * max(errors), 1),
-                          "max_under_percent": round(-100 * min(errors), 1),
-                          "max_off_percent_turns": round(100 * max(abs(e) for e in turns), 1), "target_met": ok}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "server": kind,
+                    "requests": len(errors),
+                    "window": measured.window_source,
+                    "n_ctx": N_CTX,
+                    "summaries": measured.summaries,
+                    "max_over_percent": round(100 * max(errors), 1),
+                    "max_under_percent": round(-100 * min(errors), 1),
+                    "max_off_percent_turns": round(100 * max(abs(e) for e in turns), 1),
+                    "target_met": ok,
+                }
+            ),
+            flush=True,
+        )
     return 0 if met else 1
 
 

@@ -11,9 +11,19 @@ from xun.context.sessions import SessionStore
 
 def add_round(conversation, i: int) -> None:
     conversation.add_user_message(f"question {i}: read src/file{i}.py")
-    conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-        {"id": f"call_{i}", "type": "function",
-         "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/file{i}.py"})}}]})
+    conversation.add_agent_message(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/file{i}.py"})},
+                }
+            ],
+        }
+    )
     conversation.add_tool_result(f"call_{i}", f"[src/file{i}.py]\n" + "print('hello')\n" * 30)
     conversation.add_agent_message({"role": "assistant", "content": f"Answer **{i}**: the file prints hello."})
 

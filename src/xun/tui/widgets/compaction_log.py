@@ -86,8 +86,10 @@ class LogEntry:
         """Everything about the event, for the tooltip and Enter."""
         lines = [f"{self.kind} at {self.time} ({'by hand' if self.trigger == 'manual' else self.trigger})"]
         if self.figures:
-            lines.append(f"tokens {tokens(self.tokens_before)} → {tokens(self.tokens_after)}"
-                         + (f" ({tokens(self.saved)} freed)" if self.saved else ""))
+            lines.append(
+                f"tokens {tokens(self.tokens_before)} → {tokens(self.tokens_after)}"
+                + (f" ({tokens(self.saved)} freed)" if self.saved else "")
+            )
         if self.count:
             lines.append(self.count)
         if self.cache:
@@ -101,7 +103,9 @@ class LogEntry:
         return "\n".join(lines)
 
 
-def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], shown_path: Callable[[str | None], str]) -> LogEntry | None:
+def entry_from_record(
+    record: dict[str, Any], clock: Callable[[float], str], shown_path: Callable[[str | None], str]
+) -> LogEntry | None:
     kind = KINDS.get(str(record.get("type", "")))
     if kind is None:
         return None
@@ -116,8 +120,10 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
     if kind == "reclaim":
         n = int(record.get("count", 0) or 0)
         arguments = int(record.get("arguments", 0) or 0)  # of n, calls' arguments (older records have none)
-        parts = [f"{n - arguments} result{'s' if n - arguments != 1 else ''}" if n > arguments else "",
-                 f"{arguments} call args" if arguments else ""]
+        parts = [
+            f"{n - arguments} result{'s' if n - arguments != 1 else ''}" if n > arguments else "",
+            f"{arguments} call args" if arguments else "",
+        ]
         count = ", ".join(filter(None, parts)) or "nothing to reclaim"
         reason = str(record.get("reason") or "")
     elif kind in ("summary", "emergency"):
@@ -126,7 +132,9 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         if inside:
             entries = int(record.get("ledger_entries", 0) or 0)
             calls = f"{inside} call{'s' if inside != 1 else ''}"
-            count = f"inside the turn: {calls} condensed, ledger {entries} entr{'ies' if entries != 1 else 'y'}; {count}"
+            count = (
+                f"inside the turn: {calls} condensed, ledger {entries} entr{'ies' if entries != 1 else 'y'}; {count}"
+            )
         reason = str(record.get("why") or "")
         if record.get("method") == "extractive":  # the model gave no usable summary: xun wrote this one
             count = f"xun's own summary; {count}"
@@ -138,7 +146,9 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         call_id = restored.removesuffix(ARGUMENTS_SUFFIX)
         count = f"id …{call_id[-8:]}" + (" args" if call_id != restored else "")
     elif kind == "rejected":
-        then = {"retry": "asked once more", "extractive": "xun's extractive summary instead"}.get(str(record.get("next")), "")
+        then = {"retry": "asked once more", "extractive": "xun's extractive summary instead"}.get(
+            str(record.get("next")), ""
+        )
         reason = str(record.get("reason", "")) + (f"; {then}" if then else "")
     else:
         reason = str(record.get("reason", ""))
@@ -164,8 +174,15 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
     )
 
 
-STYLES = {"reclaim": "bold cyan", "summary": "bold magenta", "emergency": "bold red", "restore": "bold green",
-          "skipped": "bold yellow", "failed": "bold red", "rejected": "bold yellow"}
+STYLES = {
+    "reclaim": "bold cyan",
+    "summary": "bold magenta",
+    "emergency": "bold red",
+    "restore": "bold green",
+    "skipped": "bold yellow",
+    "failed": "bold red",
+    "rejected": "bold yellow",
+}
 
 
 class CompactionLog(DataTable[str]):
@@ -198,9 +215,14 @@ class CompactionLog(DataTable[str]):
         room = self.content_region.width - self.styles.scrollbar_size_vertical  # (room for the scrollbar, always)
         if room <= 0:
             return None
-        time, kind, figures = (max([len(label), *(len(cell) for cell in cells)]) for label, cells in (
-            ("time", [e.time for e in self.entries]), ("kind", [e.kind for e in self.entries]),
-            ("tokens", [e.figures for e in self.entries])))
+        time, kind, figures = (
+            max([len(label), *(len(cell) for cell in cells)])
+            for label, cells in (
+                ("time", [e.time for e in self.entries]),
+                ("kind", [e.kind for e in self.entries]),
+                ("tokens", [e.figures for e in self.entries]),
+            )
+        )
         return time, kind, figures, max(room - time - kind - figures - 4 * 2 * self.cell_padding, WHAT_MIN)
 
     def _lay_out(self) -> None:
@@ -226,8 +248,12 @@ class CompactionLog(DataTable[str]):
             Text(entry.time, style="dim"),
             Text(entry.kind, style=STYLES.get(entry.kind, "bold")),
             Text(entry.figures, justify="right"),
-            Text(escape_control(one_line(entry.what, WHAT_CELL_CHARS)), style="italic" if entry.reason else "", no_wrap=True,
-                 overflow="ellipsis"),
+            Text(
+                escape_control(one_line(entry.what, WHAT_CELL_CHARS)),
+                style="italic" if entry.reason else "",
+                no_wrap=True,
+                overflow="ellipsis",
+            ),
             key=str(index),
         )
 
@@ -242,8 +268,11 @@ class CompactionLog(DataTable[str]):
         entry = entry_from_record(record, self._clock, self._shown_path)
         if entry is None:
             return None
-        if entry.changed_nothing or (entry.kind == "skipped" and entry.trigger != "manual" and any(
-                e.kind == "skipped" and e.reason == entry.reason for e in self.entries[-3:])):
+        if entry.changed_nothing or (
+            entry.kind == "skipped"
+            and entry.trigger != "manual"
+            and any(e.kind == "skipped" and e.reason == entry.reason for e in self.entries[-3:])
+        ):
             self.unchanged += 1  # a repeated automatic skip says nothing new either
             self.last_unchanged = entry
             return entry
@@ -285,7 +314,9 @@ class CompactionLog(DataTable[str]):
         if last is None:
             return ""
         what = last.count if last.kind == "reclaim" else last.kind
-        return f"the last check that changed nothing ({last.time}): {what}" + (f": {last.reason}" if last.reason else "")
+        return f"the last check that changed nothing ({last.time}): {what}" + (
+            f": {last.reason}" if last.reason else ""
+        )
 
     def _update_tooltip(self) -> None:
         entry = self.highlighted
@@ -298,13 +329,20 @@ class CompactionLog(DataTable[str]):
         if entry is not None:
             from xun.tui.screens.detail import DetailScreen  # read when first opened, not at start-up
 
-            self.app.push_screen(DetailScreen(f"compaction log · {entry.kind} at {entry.time}", "\n\n".join(
-                part for part in (entry.detail(), self.unchanged_detail()) if part)))
+            self.app.push_screen(
+                DetailScreen(
+                    f"compaction log · {entry.kind} at {entry.time}",
+                    "\n\n".join(part for part in (entry.detail(), self.unchanged_detail()) if part),
+                )
+            )
 
     def _update_subtitle(self) -> None:
         saved = sum(entry.saved for entry in self.entries if entry.kind in ("reclaim", "summary", "emergency"))
-        back = sum(entry.tokens_after - entry.tokens_before for entry in self.entries if entry.kind == "restore"
-                   and entry.tokens_before is not None and entry.tokens_after is not None)
+        back = sum(
+            entry.tokens_after - entry.tokens_before
+            for entry in self.entries
+            if entry.kind == "restore" and entry.tokens_before is not None and entry.tokens_after is not None
+        )
         n = len(self.entries)
         parts = [f"{n} event{'s' if n != 1 else ''}"]
         if saved:
