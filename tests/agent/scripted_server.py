@@ -4,7 +4,8 @@ overflow errors, their model cards, a 200 stream with no data, a summary cut off
 `ScriptedServer(answer)` calls `answer(method, path, body)` for every request and sends back what it
 returns: `Json(status, body)`, `Stream(texts, finish_reason)` (server-sent events), or `EMPTY_STREAM`
 (HTTP 200 and an empty body, then the connection closes, as llama-cpp-python does on an overflow). Every request is
-kept in `requests` as (method, path, parsed body), and its raw body in `raw_bodies`. Loopback only; stopped by the fixture.
+kept in `requests` as (method, path, parsed body), and its raw body in `raw_bodies`. Loopback only; stopped by the
+fixture.
 """
 
 from __future__ import annotations

@@ -750,7 +750,8 @@ def test_mcp_servers_in_the_user_file_and_on_the_command_line(homes):
         ('[mcp.servers.x]\nurl = "ftp://host/mcp"\n', "an http:// or https:// URL"),
         ('[mcp.servers.x]\nurl = "https://user:pw@host/mcp"\n', "without credentials"),
         (
-            '[mcp.servers.x]\nurl = "https://host/mcp"\nheaders = { Authorization = "Bearer sk-abcdefghijklmnop1234567890XYZ" }\n',
+            '[mcp.servers.x]\nurl = "https://host/mcp"\nheaders = { Authorization = "Bearer '
+            'sk-abcdefghijklmnop1234567890XYZ" }\n',
             "not its value",
         ),
         ('[mcp.servers.x]\ncommand = "a"\npass_env = ["ghp_abcdefghijklmnopqrstuvwxyz0123456789"]\n', "NAMES"),

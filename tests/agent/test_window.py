@@ -9,7 +9,6 @@ import re
 
 import pytest
 
-from xun.agent.config import XunConfig
 from xun.agent.tools import Toolbox
 from xun.agent.window import (
     Calibration,
@@ -262,14 +261,16 @@ async def test_discovery_of_the_offline_profiles(offline_server_factory, tmp_pat
 def test_the_figures_in_real_error_texts():
     texts = {
         "Requested tokens (2372) exceed context window of 2048": (2048, 2372),
-        "This model's maximum context length is 32768 tokens. However, you requested 33000 tokens (32000 in the messages, "
+        "This model's maximum context length is 32768 tokens. However, you requested 33000 tokens (32000 in the "
+        "messages, "
         "1000 in the completion).": (32768, 32000),
         '{"code":400,"message":"the request exceeds the available context size","n_prompt_tokens":5000,"n_ctx":4096}': (
             4096,
             5000,
         ),
         "Cannot truncate prompt with n_keep (15028) >= n_ctx (7424)": (7424, None),
-        "Trying to keep the first 10136 tokens when context the overflows. However, the model is loaded with context length "
+        "Trying to keep the first 10136 tokens when context the overflows. However, the model is loaded with context "
+        "length "
         "of only 7866 tokens, which is not enough.": (7866, 10136),
         "The number of tokens to keep from the initial prompt is greater than the context length.": (None, None),
     }

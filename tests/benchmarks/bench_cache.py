@@ -15,7 +15,8 @@ many it served from its cache, billed input tokens (uncached + 0.1 x cached, in 
 `cache.cached_discount` is the 0.1),
 summaries, reclaims, and the peak context (the largest prompt the server received); then one line
 comparing them, with `target_met`: the cache-aware policy bills at least 25% less input, with no more
-summaries, and both peaks within the same bound (the threshold plus 1% for the estimate's error). Not collected by pytest.
+summaries, and both peaks within the same bound (the threshold plus 1% for the estimate's error). Not collected by
+pytest.
 """
 
 from __future__ import annotations

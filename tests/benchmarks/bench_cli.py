@@ -46,9 +46,7 @@ def environment(home: Path) -> dict[str, str]:
 
 def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
     started = time.perf_counter()
-    done = subprocess.run(
-        command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    done = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")

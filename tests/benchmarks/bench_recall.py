@@ -140,17 +140,20 @@ class Corpus:
         if roll < 0.3:
             failed = self.rng.randint(0, 3)
             tests = [
-                f"{self.rng.choice(self.paths).replace('src/', 'tests/test_')}::test_{self.rng.choice(self.identifiers)} "
+                f"{self.rng.choice(self.paths).replace('src/', 'tests/test_')}"
+                f"::test_{self.rng.choice(self.identifiers)} "
                 f"{'FAILED' if i < failed else 'PASSED'}"
                 for i in range(self.rng.randint(5, 30))
             ]
             return (
                 "\n".join(tests)
-                + f"\n{failed} failed, {len(tests) - failed} passed in {self.rng.random() * 9:.2f}s\n[exit code {1 if failed else 0}]"
+                + f"\n{failed} failed, {len(tests) - failed} passed in {self.rng.random() * 9:.2f}s\n[exit code "
+                f"{1 if failed else 0}]"
             )
         if roll < 0.5:
             frames = [
-                f'  File "{self.rng.choice(self.paths)}", line {self.rng.randint(1, 900)}, in {self.rng.choice(self.identifiers)}'
+                f'  File "{self.rng.choice(self.paths)}", line {self.rng.randint(1, 900)}, in '
+                f"{self.rng.choice(self.identifiers)}"
                 for _ in range(self.rng.randint(2, 8))
             ]
             error = self.rng.choice(["ValueError", "KeyError", "TypeError", "RuntimeError", "FileNotFoundError"])

@@ -197,8 +197,8 @@ def main() -> None:
             flush=True,
         )
     print()
-    print(f"| summarizer | kind       | context | recall | lost |")
-    print(f"|------------|------------|---------|--------|------|")
+    print("| summarizer | kind       | context | recall | lost |")
+    print("|------------|------------|---------|--------|------|")
     for summarizer, kinds in table.items():
         for kind in KINDS:
             c = kinds.get(kind, {"context": 0, "recall": 0, "lost": 0})

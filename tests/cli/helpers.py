@@ -94,8 +94,7 @@ class Cli:
             text=True,
             input=input,
             stdin=None if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            capture_output=True,
             timeout=timeout,
         )
         return Result(tuple(args), done.returncode, done.stdout, done.stderr)

@@ -118,6 +118,9 @@ def test_xun_version_still_works_and_does_not_import_the_server():
 
 
 def test_the_server_package_never_imports_textual():
-    code = "import sys, xun.offline, xun.offline.server, xun.offline.model; print(any(m.split('.')[0] == 'textual' for m in sys.modules))"
+    code = (
+        "import sys, xun.offline, xun.offline.server, xun.offline.model; print(any(m.split('.')[0] == 'textual' for m "
+        "in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
     assert result.stdout.strip() == "False"

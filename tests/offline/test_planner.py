@@ -102,7 +102,10 @@ def test_write_files_steps_write_the_size_asked_and_finish(client):
     assert paths == ["step1.txt", "step2.txt", "step3.txt"] and "All 3 steps are done" in message.content
 
 
-SUMMARY_REQUEST = "Summarize the conversation above into these sections: system_context, overview, key_facts, user_preferences, decisions, pending_tasks, open_questions, tone_context."
+SUMMARY_REQUEST = (
+    "Summarize the conversation above into these sections: system_context, overview, key_facts, user_preferences, "
+    "decisions, pending_tasks, open_questions, tone_context."
+)
 
 
 def test_a_faithful_summary_lists_the_steps_done_and_a_useless_one_nothing(offline_server_factory):

@@ -167,7 +167,8 @@ def test_a_compacted_result_in_the_answer_is_named_by_id(client):
         {
             "role": "tool",
             "tool_call_id": "call_7",
-            "content": "[Compacted, ID: call_7. If this content is still needed, call extract_compacted_tool_result with this ID or re-run the tool.]",
+            "content": "[Compacted, ID: call_7. If this content is still needed, call extract_compacted_tool_result "
+            "with this ID or re-run the tool.]",
         },
     ]
     answer = client.chat.completions.create(model="m", messages=messages, tools=BUILTIN_TOOLS)
@@ -191,7 +192,8 @@ def test_asking_to_recover_a_compacted_result_uses_the_latest_placeholder(client
         {
             "role": "tool",
             "tool_call_id": "call_old",
-            "content": "[Compacted, ID: call_old. If this content is still needed, call extract_compacted_tool_result with this ID or re-run the tool.]",
+            "content": "[Compacted, ID: call_old. If this content is still needed, call extract_compacted_tool_result "
+            "with this ID or re-run the tool.]",
         },
         {"role": "assistant", "content": "It was compacted."},
         {"role": "user", "content": "Please recover the compacted result."},

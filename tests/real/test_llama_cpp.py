@@ -122,7 +122,8 @@ async def test_the_estimate_is_within_five_percent_and_never_two_percent_under(
     )
     for number, row in enumerate(measured.rows, 1):
         print(
-            f"{number:7}  {row.estimate:8}  {row.counted:6}  {100 * row.error:+5.1f}%{'  (summary)' if row.summary else ''}"
+            f"{number:7}  {row.estimate:8}  {row.counted:6}  "
+            f"{100 * row.error:+5.1f}%{'  (summary)' if row.summary else ''}"
         )
     errors = [row.error for row in measured.rows]
     assert len(errors) >= 12 and sum(row.summary for row in measured.rows) >= 2, measured.rows

@@ -34,7 +34,7 @@ from xun.context.offload import read_offload_log
 from xun.context.recall import HistoryIndex
 from xun.context.sessions import STALE_TEMP_SECONDS, SessionStore
 
-from .helpers import Recorder, make_agent, missing_texts
+from .helpers import make_agent, missing_texts
 
 WORKER = Path(__file__).resolve().parent / "crash_worker.py"
 CONVERSATION_ID = "crash"

@@ -68,7 +68,8 @@ class SoakReport:
         found = []
         if self.usage_mismatches:
             found.append(
-                f"{len(self.usage_mismatches)} Usage events disagree with the trigger's figure: {self.usage_mismatches[:3]}"
+                f"{len(self.usage_mismatches)} Usage events disagree with the trigger's figure: "
+                f"{self.usage_mismatches[:3]}"
             )
         if self.logged_events != self.compaction_log_records:
             found.append(f"{self.logged_events} logged compaction events but {self.compaction_log_records} log records")

@@ -8,7 +8,6 @@ given as bytes that are not UTF-8 on the command line. Each runs through the rea
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys

@@ -30,7 +30,6 @@ from xun.agent.tools import CONFIRM_KEYS, Decision, ToolContext, default_toolbox
 from xun.agent.tools.builtin import MAX_REVIEW_LINES, _command_confirmation
 from xun.tui.app import XunApp
 from xun.tui.screens.confirm import ConfirmScreen
-from xun.tui.widgets.notice_block import NoticeBlock
 
 from .helpers import submit, wait_until
 

@@ -9,7 +9,6 @@ compaction ever loops (summary requests are counted at the server).
 
 from __future__ import annotations
 
-import json
 import random
 import time
 

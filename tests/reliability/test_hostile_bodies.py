@@ -34,15 +34,15 @@ WITHIN = 40.0
 """Seconds a run may take in all (a busy 2-core machine; a bounded run takes a few)."""
 
 
-MEASURED = """
+MEASURED = f"""
 import os, resource, subprocess, sys
-resource.setrlimit(resource.RLIMIT_AS, ({0}, {0}))
+resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE}, {ADDRESS_SPACE}))
 process = subprocess.Popen([sys.executable, *sys.argv[2:]])
 _, status, usage = os.wait4(process.pid, 0)
 with open(sys.argv[1], "w") as peak:
     peak.write(str(usage.ru_maxrss * 1024))
 sys.exit(os.waitstatus_to_exitcode(status))
-""".format(ADDRESS_SPACE)
+"""
 """Runs Python with the arguments after the first under the address-space cap, and writes its peak RSS (bytes)
 to the file named first. The command is this small launcher's child: Linux keeps a process's peak across
 `exec`, so a child of pytest itself would report pytest's own peak."""

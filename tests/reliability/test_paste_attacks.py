@@ -28,6 +28,7 @@ from xun.tui.terminal_input import TerminalInputParser
 
 from tui.helpers import finish, submit, turn, wait_until
 from tui.terminal import terminal  # noqa: F401 - a fixture
+# ruff: noqa: F811 - the tests take the imported `terminal` fixture as a parameter
 
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 

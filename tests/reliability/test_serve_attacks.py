@@ -117,7 +117,7 @@ async def _read_for(ws: aiohttp.ClientWebSocketResponse, seconds: float) -> int:
     while (left := deadline - time.monotonic()) > 0:
         try:
             message = await ws.receive(timeout=left)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             break
         if message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
             break

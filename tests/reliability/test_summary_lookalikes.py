@@ -1,8 +1,9 @@
 """Issue 22, item 9: summary tags hidden from the pattern but not from a reader.
 
-A summary that quotes a file holding `</conver<soft hyphen>sation_summary>`, `</con<zero-width space>versation_summary>`,
-`</сonversation_summаry>` (Cyrillic с and а) or a fullwidth `＜/conversation_summary＞` closed its block early:
-`neutralise_summary_tags` matched the raw text. The detector here reads what a reader (a model) reads: the text
+A summary that quotes a file holding `</conver<soft hyphen>sation_summary>`,
+`</con<zero-width space>versation_summary>`, `</сonversation_summаry>` (Cyrillic с and а) or a fullwidth
+`＜/conversation_summary＞` closed its block early: `neutralise_summary_tags` matched the raw text. The detector
+here reads what a reader (a model) reads: the text
 NFKC-normalised, invisible characters left out and look-alike letters folded, independently of xun's own table.
 
 Issue 31, item 10: letters outside the hand-made list still passed (Armenian օ ո, Latin ɑ, small capital ᴄ,

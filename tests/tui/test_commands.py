@@ -203,7 +203,10 @@ async def test_history_shows_the_summary_whole(offline_server, session_factory, 
     async with app.run_test(size=(80, 24)) as pilot:
         await turn(pilot, "hello")
         facts = "\n".join(f"- `run_command` `echo {n} >> steps.txt` ran" for n in range(60))
-        summary = f"## overview\n- appending numbers\n\n## key_facts\n{facts}\n\n## pending_tasks\n- append 61 to 300 (PENDING-MARK)"
+        summary = (
+            f"## overview\n- appending numbers\n\n## key_facts\n{facts}\n\n## pending_tasks\n- append 61 to 300 "
+            "(PENDING-MARK)"
+        )
         app.conversation.set_system_message_content(summary, is_compressed=True)
         await submit(pilot, "/history")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))

@@ -216,8 +216,8 @@ async def test_clear_offloads_what_it_drops_so_recall_finds_it(offline_server, s
         assert not app.conversation.messages
         log = tmp_path / ".xun" / "conversation_history" / f"{app.conversation.conversation_id}.md"
         assert (
-            f"the {dropped} messages it took out are in the offload log .xun/conversation_history/{log.name} (F9 finds them)"
-            in app.chat.query(NoticeBlock).last().text
+            f"the {dropped} messages it took out are in the offload log .xun/conversation_history/{log.name} (F9 finds "
+            "them)" in app.chat.query(NoticeBlock).last().text
         )
         text = log.read_text()
         assert "PINEAPPLE42" in text and "zebra0" in text and "[Compacted" not in text

@@ -342,7 +342,7 @@ async def test_the_sparkline_label_counts_the_model_calls_apart_from_compactions
     app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
     async with app.run_test(size=(140, 44)) as pilot:
         await reclaimed_app(pilot, app)
-        screen = await open_row(pilot, app, "read_file", "data")
+        await open_row(pilot, app, "read_file", "data")
         await finish(pilot, lambda: pilot.press("r"))
         calls = app.conversation.usage_totals["calls"]
         label = str(app.gauge.query_one("#gauge-history-label").render())

@@ -22,6 +22,7 @@ from xun.tui.widgets.user_block import UserBlock
 
 from .helpers import session_ready, submit, turn, wait_idle, wait_until
 from .terminal import Terminal, terminal  # noqa: F401 - a fixture
+# ruff: noqa: F811 - the tests take the imported `terminal` fixture as a parameter
 
 PASTE = "\n".join(f"pasted line {n} of 50000" for n in range(50_000))
 RESULT = "".join(f"word{n} " for n in range(100_000))  # ~790k characters on one line

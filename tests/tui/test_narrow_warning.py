@@ -9,6 +9,7 @@ from xun.tui.app import XunApp
 
 from .helpers import submit, turn, wait_until
 from .terminal import terminal  # noqa: F401 - a fixture
+# ruff: noqa: F811 - the tests take the imported `terminal` fixture as a parameter
 
 TITLES = ("the context is nearly full", "the context is past the threshold")
 

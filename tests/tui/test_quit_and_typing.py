@@ -17,6 +17,7 @@ from xun.tui.screens.confirm import ConfirmScreen
 
 from .helpers import finish, submit, turn, wait_until
 from .terminal import Terminal, terminal  # noqa: F401 - a fixture
+# ruff: noqa: F811 - the tests take the imported `terminal` fixture as a parameter
 
 
 async def quit_and_wait(pilot, seen: list, *keys: str) -> None:

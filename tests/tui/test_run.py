@@ -83,7 +83,8 @@ def test_importing_the_app_leaves_the_engine_heavyweights_for_later():
 
     code = (
         "import sys, xun.tui.app; print(sorted(m for m in ('pydantic', 'openai', 'sqlite3', 'markdown_it', "
-        "'xun.base.events', 'xun.context.conversation', 'xun.agent.config', 'xun.agent.tools', 'xun.agent.loop', 'xun.agent.launch', 'xun.context.recall', "
+        "'xun.base.events', 'xun.context.conversation', 'xun.agent.config', 'xun.agent.tools', 'xun.agent.loop', "
+        "'xun.agent.launch', 'xun.context.recall', "
         "'xun.offline') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -63,7 +63,7 @@ async def within_deadline(call: Awaitable[T], seconds: float) -> T:
     """Await `call`, cancelling it after `seconds` with CallDeadlineExceeded."""
     try:
         return await asyncio.wait_for(call, seconds)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise CallDeadlineExceeded(
             f"the model call took longer than {seconds:g} s in all (provider.deadline); "
             "the server kept the stream open without finishing"

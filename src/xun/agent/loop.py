@@ -439,7 +439,7 @@ class Agent:
             return True
         try:
             return bool(await asyncio.wait_for(self.consent(self), timeout=self.config.auto_compact.ask_timeout))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.emit(Info(f"no answer within {self.config.auto_compact.ask_timeout:g}s; summarising"))
             return True
 
@@ -604,7 +604,8 @@ class Agent:
             add_call(self.session_totals(), prompt, getattr(usage, "completion_tokens", None), record.last_cached)
 
     def session_totals(self) -> dict[str, int]:
-        """The session's usage totals (`xun.context.usage`), which a helper's calls (the summarizer's) count into too."""
+        """The session's usage totals (`xun.context.usage`), which a helper's calls (the summarizer's) count into
+        too."""
         return (self.bills_to or self).conversation.usage_totals
 
     def session_cost(self) -> float | None:

@@ -89,7 +89,10 @@ def _cache_cost(event: Any) -> str:
     """What a change of the prompt costs in the server's prompt cache ("" when nothing changed)."""
     if event.cache_miss_tokens is None or event.saved_per_call is None:
         return ""
-    return f" (prompt cache: the next call pays ~{event.cache_miss_tokens:,} uncached, each later one ~{event.saved_per_call:,} fewer)"
+    return (
+        f" (prompt cache: the next call pays ~{event.cache_miss_tokens:,} uncached, each later one "
+        f"~{event.saved_per_call:,} fewer)"
+    )
 
 
 def _plural(count: int, word: str) -> str:

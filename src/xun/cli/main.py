@@ -139,7 +139,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
         "demo model (a deterministic scripted model, not an LLM) on a local port, and says so.",
         epilog=EXIT_CODES_HELP
         + "\nexamples:\n  xun run 'list the files'\n  xun run --json 'read notes.txt' | jq .type\n"
-        "  xun run --resume 'and now summarise them'\n  xun sessions\n  xun config set auto_compact.token_threshold 100000",
+        "  xun run --resume 'and now summarise them'\n  xun sessions\n  xun config set auto_compact.token_threshold "
+        "100000",
     )
     parser.add_argument("--version", action="version", version=f"xun {__version__}")
     _add_global_options(parser, top=True)

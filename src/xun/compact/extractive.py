@@ -145,7 +145,8 @@ def extractive_summary(messages: list[Message], *, reason: str, offload_hint: st
             [
                 "## system_context\n"
                 + (f"Earlier summary, carried forward:\n{previous}" if previous else "- (no earlier summary)"),
-                f"## overview\nxun wrote this summary itself because {reason}. {len(messages)} messages were condensed; "
+                f"## overview\nxun wrote this summary itself because {reason}. {len(messages)} messages were "
+                "condensed; "
                 f"their originals are in {offload_hint}, and search_history finds them by their words.",
                 "## key_facts\nFiles:\n"
                 + bullets(keep(paths), True)

@@ -208,7 +208,10 @@ class AutoCompactor(CompactorAbstract):
         if attempt:
             return f"still {over} after a summary: once more with fewer kept ({keep} tool results)"
         if estimate > target and not reclaimed.reclaimed_count:
-            return f"a reclaim first replaced nothing ({reclaim_preview(agent.conversation, keep).why_nothing}): still {over}"
+            return (
+                f"a reclaim first replaced nothing ({reclaim_preview(agent.conversation, keep).why_nothing}): still "
+                f"{over}"
+            )
         if estimate > target:
             n = reclaimed.reclaimed_count
             return f"a reclaim first replaced {n} tool result{'s' if n != 1 else ''}, keeping {keep}: still {over}"

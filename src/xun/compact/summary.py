@@ -73,7 +73,8 @@ def _summarizer_prompt(agent: CompactionHost, instructions: str | None) -> tuple
                 extra = handle.read().decode("utf-8").strip()
         except OSError as exc:
             problems.append(
-                f"compression.prompt_files: cannot read {path} ({exc.strerror or exc}); using the built-in prompt without it"
+                f"compression.prompt_files: cannot read {path} ({exc.strerror or exc}); using the built-in prompt "
+                "without it"
             )
             continue
         except UnicodeDecodeError as exc:
@@ -346,7 +347,10 @@ def _pieces(entries: list[Any], room_chars: int) -> list[str]:
         text = render_entries([entry])
         if len(text) > room_chars:
             half = max(room_chars // 2 - 60, 0)
-            text = f"{text[:half]}\n    …[{len(text) - 2 * half:,} characters cut here; the whole is in the offload log]…\n    {text[-half:] if half else ''}"
+            text = (
+                f"{text[:half]}\n    …[{len(text) - 2 * half:,} characters cut here; the whole is in the offload "
+                f"log]…\n    {text[-half:] if half else ''}"
+            )
         if current and size + len(text) + 1 > room_chars:
             pieces.append("\n".join(current))
             current, size = [], 0

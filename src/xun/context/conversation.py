@@ -294,7 +294,8 @@ class Conversation:
 
     def offload_taken_back(self, messages: list[Message]) -> tuple[str | None, str | None]:
         """Messages `/revise` or `/retry` took out of the context go to the offload log, as /clear's do, so
-        F9 and `xun history` still find them, even a prompt taken back to revise and then not sent. Returns (the log's path or None, a warning or None)."""
+        F9 and `xun history` still find them, even a prompt taken back to revise and then not sent. Returns (the log's
+        path or None, a warning or None)."""
         leaving = [m for m in messages if m.role != "system"]
         if not leaving:
             return None, None
@@ -594,10 +595,10 @@ class Conversation:
         """Apply a plan with the summary written for `plan.condensed`.
 
         No summary or an empty one: SUMMARIZE_FAILED and nothing changes (judging a summary's
-        quality, e.g. that it is shorter than what it replaces, is the policy's job). On success the originals are appended to the offload log (fsynced) before
-        they leave the conversation; if the log cannot be written they are kept in the session and
-        the result carries a warning. Messages appended after planning stay, after the kept tail.
-        With `write_index=False` the index write of the offload is only queued, and its warning is not
+        quality, e.g. that it is shorter than what it replaces, is the policy's job). On success the originals are
+        appended to the offload log (fsynced) before they leave the conversation; if the log cannot be written they are
+        kept in the session and the result carries a warning. Messages appended after planning stay, after the kept
+        tail. With `write_index=False` the index write of the offload is only queued, and its warning is not
         in the result: `aapply_compaction` runs it in a thread and adds it.
         """
         Status = SummaryCompactResult.Status
@@ -642,7 +643,8 @@ class Conversation:
         if job is not None and not write_index:  # the index's warning, when it is written, is the summary's
             job.settle = lambda index_warning: setattr(event, "warning", index_warning)
         inside = (
-            f"; inside the turn: {_count(plan.turn_rounds, 'call')} condensed, ledger {_count(len(ledger.entries), 'entry', 'entries')}"
+            f"; inside the turn: {_count(plan.turn_rounds, 'call')} condensed, ledger "
+            f"{_count(len(ledger.entries), 'entry', 'entries')}"
             if (plan.turn_rounds and ledger is not None)
             else ""
         )

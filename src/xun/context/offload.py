@@ -16,7 +16,7 @@ import re
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from xun.base.atomic import fsync_dir, open_regular
@@ -50,7 +50,7 @@ class OffloadSection:
 def utc_now_iso() -> str:
     """To the millisecond: a section's heading time names it, and a long turn made several summaries in
     one second, and each must name its own section."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _entry(speaker: str, text: str, detail: str = "") -> str:

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -114,7 +114,8 @@ _COLUMNS = (
 _ROW_COLUMNS = _COLUMNS[1:]
 _INSERT = f"INSERT OR IGNORE INTO entries ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})"
 _NOT_TWICE = (
-    " AND NOT (e.source = 'offload' AND e.role IN ('tool', 'tool_call') AND e.detail LIKE '%, reclaimed earlier' AND EXISTS ("
+    " AND NOT (e.source = 'offload' AND e.role IN ('tool', 'tool_call') AND e.detail LIKE '%, reclaimed earlier' AND "
+    "EXISTS ("
     "SELECT 1 FROM entries r WHERE r.session = e.session AND r.source = 'reclaimed' AND r.tool_call_id = "
     f"CASE e.role WHEN 'tool' THEN e.tool_call_id ELSE e.tool_call_id || '{ARGUMENTS_SUFFIX}' END))"
 )
@@ -272,7 +273,8 @@ def _fts_with_session(db: sqlite3.Connection) -> None:
         "content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
     )
     db.execute(
-        "CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN INSERT INTO entries_fts (rowid, text, tool, arguments, "
+        "CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN INSERT INTO entries_fts (rowid, text, tool, "
+        "arguments, "
         "session) VALUES (new.id, new.text, new.tool, new.arguments, new.session); END"
     )
     db.execute(
@@ -425,7 +427,8 @@ class HistoryIndex:
             ).fetchone()
             rows = db.execute(
                 "SELECT e.id, e.session, e.time, e.role, e.source, e.tool, e.tool_call_id, "
-                f"snippet(entries_fts, -1, ?, ?, '…', {SNIPPET_TOKENS:d}), bm25(entries_fts, 1.0, 0.5, 0.5, 0.0) AS score "
+                f"snippet(entries_fts, -1, ?, ?, '…', {SNIPPET_TOKENS:d}), bm25(entries_fts, 1.0, 0.5, 0.5, 0.0) AS "
+                "score "
                 f"FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid WHERE {where} AND entries_fts.rowid > ? "
                 "ORDER BY score, e.time DESC, e.key LIMIT ?",
                 (start, end, *params, floor[0] if floor else 0, limit),
@@ -799,7 +802,7 @@ class HistoryIndex:
             reason = str(exc) or type(exc).__name__
             if inode is not None and current != inode:
                 return  # another thread or process has already replaced it
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
             aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
             try:
                 for source in self._files():

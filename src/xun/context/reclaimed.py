@@ -5,8 +5,8 @@ In a session file (format 2) the archive is the document's last value, `"compact
 from tool call id to `{"tool", "arguments", "chars", "reclaimed_at", "original"}`, in the order the results
 were reclaimed. The large arguments of an old call are archived under the call's id with `ARGUMENTS_SUFFIX`
 (`call_7:arguments`) and `"kind": "arguments"` (a result has no `kind`, so files written before arguments
-were reclaimed read the same). Each entry is kept as the JSON text it is saved as, encoded once when it is reclaimed, and
-a loaded session keeps its archive as one unparsed block of the file's text until the archive is first
+were reclaimed read the same). Each entry is kept as the JSON text it is saved as, encoded once when it is reclaimed,
+and a loaded session keeps its archive as one unparsed block of the file's text until the archive is first
 read, so saving and loading a long session neither re-encodes nor re-decodes thousands of large tool
 outputs. Format 1 files (one JSON line per result after the session's head line) load the same lazy way
 and are saved in format 2.

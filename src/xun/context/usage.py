@@ -63,7 +63,8 @@ def usage_totals_line(totals: Mapping[str, Any], spent: float | None) -> str:
     prompt, cached = int(totals.get("prompt") or 0), int(totals.get("cached_input") or 0)
     calls = int(totals.get("calls") or 0)
     line = (
-        f"session: {prompt - cached:,} input uncached · {cached:,} cached · {int(totals.get('completion') or 0):,} output"
+        f"session: {prompt - cached:,} input uncached · {cached:,} cached · {int(totals.get('completion') or 0):,} "
+        "output"
         f" ({calls:,} call{'s' if calls != 1 else ''})"
     )
     return line + (f" · cost {cost_text(spent)}" if spent is not None else " · no price for the model (pricing)")

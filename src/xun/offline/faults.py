@@ -66,7 +66,8 @@ class FaultSchedule:
             match = _ENTRY.match(entry)
             if match is None:
                 raise ValueError(
-                    f"fault spec entry {entry!r}: expected KIND@N, KIND@N-M or KIND:SECONDS@N (e.g. 500@2, slow:0.1@3-5)"
+                    f"fault spec entry {entry!r}: expected KIND@N, KIND@N-M or KIND:SECONDS@N (e.g. 500@2, "
+                    "slow:0.1@3-5)"
                 )
             kind = match["kind"].lower()
             if kind not in FAULT_KINDS:

@@ -584,7 +584,10 @@ def describe_tool_result(name: str, arguments: Mapping[str, Any], text: str, exc
     stripped = text.strip()
     compacted = _compacted_ids_in(stripped)
     if stripped.startswith("[Compacted, ID:") and compacted:
-        return f"{label}: that result was compacted earlier (ID {code(compacted[0])}); `extract_compacted_tool_result` can fetch it again."
+        return (
+            f"{label}: that result was compacted earlier (ID {code(compacted[0])}); `extract_compacted_tool_result` "
+            "can fetch it again."
+        )
     if stripped.startswith("[Error]") or (stripped and _ERROR_LINE.search(stripped.splitlines()[0])):
         return f"{label} failed; the tool said {quote_tool_text(stripped, excerpt_chars)}."
     size = f"{len(text):,} characters in {count_lines(text):,} line{'s' if count_lines(text) != 1 else ''}"
@@ -645,7 +648,10 @@ def decide_reply(request: ChatRequest, with_reasoning: bool = False, useless_sum
     if is_summary_request(user_text):
         summary = useless_summary() if useless_summaries else write_summary(messages[:user_index], user_text)
         reply = Reply(FixedText(summary))
-        note = f"This is a compaction summary request; I condense the {user_index} earlier messages into the eight sections."
+        note = (
+            f"This is a compaction summary request; I condense the {user_index} earlier messages into the eight "
+            "sections."
+        )
         return _with_reasoning(reply, note, with_reasoning)
 
     task = read_task(user_text)

@@ -35,7 +35,8 @@ _PROGRESS = re.compile(r"Steps done \((echo K >> [\w./-]+|write_file stepK\.txt)
 _ECHO = re.compile(r"echo (\d{1,6}) >> ([\w./-]+)")
 _STEP_FILE = re.compile(r"\bstep(\d{1,6})\.txt\b")
 _LEDGER_RUN = re.compile(
-    r'first \w+="(?:echo (\d{1,6}) >> ([\w./-]+)|step(\d{1,6})\.txt)[^\n]*? … last \w+="(?:echo (\d{1,6}) >> [\w./-]+|step(\d{1,6})\.txt)'
+    r'first \w+="(?:echo (\d{1,6}) >> ([\w./-]+)|step(\d{1,6})\.txt)[^\n]*? … last \w+="(?:echo (\d{1,6}) >> '
+    r"[\w./-]+|step(\d{1,6})\.txt)"
 )
 """A merged line of xun's turn ledger: a run of calls from its first to its last, all of which ran."""
 

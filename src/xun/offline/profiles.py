@@ -19,7 +19,7 @@ none at all from `llamacpp` (llama-cpp-python says nothing of its cache).
 
 The `llamacpp` profile also refuses an assistant message whose content is null (llama-cpp-python's
 request validation answers HTTP 500), so the agent's fallback to "" is tested offline too.
-"""
+"""  # noqa: E501 - the table of profiles is wider than a line
 
 from __future__ import annotations
 
@@ -54,7 +54,8 @@ class Profile:
         if self.name == "vllm":
             message = (
                 f"This model's maximum context length is {window} tokens. However, you requested "
-                f"{prompt_tokens + (max_tokens or 0)} tokens ({prompt_tokens} in the messages, {max_tokens or 0} in the "
+                f"{prompt_tokens + (max_tokens or 0)} tokens ({prompt_tokens} in the messages, {max_tokens or 0} in "
+                "the "
                 "completion). Please reduce the length of the messages or completion."
             )
             return 400, {"object": "error", "message": message, "type": "BadRequestError", "param": None, "code": 400}
@@ -87,7 +88,8 @@ def null_content_error(messages: list[dict[str, Any]]) -> tuple[int, dict[str, A
     for index, message in enumerate(messages):
         if message.get("role") == "assistant" and message.get("content", "") is None:
             detail = (
-                f"{{'type': 'string_type', 'loc': ('body', 'messages', {index}, 'ChatCompletionRequestAssistantMessage', "
+                f"{{'type': 'string_type', 'loc': ('body', 'messages', {index}, "
+                "'ChatCompletionRequestAssistantMessage', "
                 "'content'), 'msg': 'Input should be a valid string', 'input': None}"
             )
             return 500, error_body(f"1 validation error:\n  {detail}", "internal_server_error")

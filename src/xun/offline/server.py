@@ -97,7 +97,8 @@ def resolve_loopback(host: str) -> tuple[int, str]:
         address = next((a for a in addresses if a.version == 4), addresses[0])
     if not address.is_loopback:
         raise ValueError(
-            f"refusing to bind the offline server to non-loopback host {host!r}: it listens on loopback only (127.0.0.1 or ::1)"
+            f"refusing to bind the offline server to non-loopback host {host!r}: it listens on loopback only "
+            "(127.0.0.1 or ::1)"
         )
     family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
     return family, str(address)

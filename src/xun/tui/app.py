@@ -561,8 +561,8 @@ class XunApp(
             side, column = screen.query_one("#side"), screen.query_one("#chat-column")
         except Exception:  # (not composed yet: applied once it is, from on_mount)
             return
-        for name, on in self._layout.items():
-            side.set_class(on, "-" + name.replace("_", "-"))
+        for name, enabled in self._layout.items():
+            side.set_class(enabled, "-" + name.replace("_", "-"))
         column.display = not (self._layout["narrow"] and self._layout["side_shown"])
 
     def layout_is(self, name: str) -> bool:

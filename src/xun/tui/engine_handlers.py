@@ -178,7 +178,8 @@ class EngineHandlers:
             elif event.trigger == "manual":
                 keep = self.session.config.auto_compact.toolcall_keep_max
                 self.notify(
-                    f"Nothing to reclaim: {event.reason} ({self.key_of('reclaim')} keeps auto_compact.toolcall_keep_max = {keep}).",
+                    f"Nothing to reclaim: {event.reason} ({self.key_of('reclaim')} keeps "
+                    f"auto_compact.toolcall_keep_max = {keep}).",
                     title="reclaim",
                 )
         elif isinstance(event, events.SummaryFinished):

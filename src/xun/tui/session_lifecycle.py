@@ -405,7 +405,8 @@ class SessionLifecycle:
                 raise
         except SessionLocked as exc:  # the command-line advice (--fork, --read-only) is no use in here
             self.notify(
-                f"session {new_id} is open in another xun ({escape_control(exc.holder, keep_newlines=False) or 'its process is not named'}), which "
+                f"session {new_id} is open in another xun "
+                f"({escape_control(exc.holder, keep_newlines=False) or 'its process is not named'}), which "
                 "alone may save it; you stay in this session. Switch to it once that xun has ended, or "
                 f"from a shell `xun --resume {new_id} --fork` continues a copy of it",
                 severity="error",

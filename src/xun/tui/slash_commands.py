@@ -321,7 +321,10 @@ class SlashCommands:
         if not count:
             gone = ""
         elif offload_path:
-            gone = f"; the {count} messages it took out are in the offload log {self.shown_path(offload_path)} ({self.key_of('recall')} finds them)"
+            gone = (
+                f"; the {count} messages it took out are in the offload log {self.shown_path(offload_path)} "
+                f"({self.key_of('recall')} finds them)"
+            )
         else:
             gone = f"; the {count} messages it took out are kept in the session file"
         await self.chat.add_notice("info", f"cleared: a fresh start in this session (the compaction log stays){gone}")

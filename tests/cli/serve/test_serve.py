@@ -6,8 +6,8 @@ The browser test starts `xun serve --offline --port <free port>` as a subprocess
 context gauge pane (its border title) and the header's offline badge must be there. It types a prompt
 into the page and waits for the offline model's reply on the screen. Then it stops the server with
 SIGINT, as Ctrl+C would, while the page is still open: the server must ask the app to quit (the app
-saves the session, prompt included), exit 0, and the page must show textual-serve's "Session ended". Every process the test started (the
-server, the app, node, Chromium) is gone at the end, or killed and reported.
+saves the session, prompt included), exit 0, and the page must show textual-serve's "Session ended". Every process the
+test started (the server, the app, node, Chromium) is gone at the end, or killed and reported.
 
 It skips only when Chromium or Node and npm are missing and cannot be installed (apt-get, as root), or
 when npm cannot install playwright-core, and says which.

@@ -81,7 +81,8 @@ def all_rows(index: HistoryIndex) -> list[tuple]:
 
     with sqlite3.connect(index.path) as db:
         rows = db.execute(
-            "SELECT key, source, session, time, role, speaker, tool, tool_call_id, arguments, detail, position, text FROM entries"
+            "SELECT key, source, session, time, role, speaker, tool, tool_call_id, arguments, detail, position, text "
+            "FROM entries"
         ).fetchall()
     db.close()
     return sorted(rows)

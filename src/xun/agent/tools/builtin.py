@@ -407,7 +407,8 @@ def _write_target(path: str, context: ToolContext) -> tuple[Path, Path]:
         raise ToolError(f"{display_path(target, root)} is a folder; give the path of a file")
     if target.exists() and not target.is_file():  # reading it for the diff would block (a FIFO) or never end
         raise ToolError(
-            f"{display_path(target, root)} is not a regular file (a FIFO, socket or device); write_file only replaces regular files"
+            f"{display_path(target, root)} is not a regular file (a FIFO, socket or device); write_file only replaces "
+            "regular files"
         )
     return root, target
 

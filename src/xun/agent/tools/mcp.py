@@ -489,7 +489,7 @@ class McpManager:
             )
         except asyncio.CancelledError:
             raise
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             raise ToolError(
                 f"MCP server {name} did not answer {tool} within {timeout:g}s (mcp.servers.{name}.timeout)"
             ) from None

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from xun.base.valid_text import escape_control
-from xun.cli.exits import LATEST, CommandError
+from xun.cli.exits import CommandError
 
 if TYPE_CHECKING:
     from xun.agent.config import XunConfig

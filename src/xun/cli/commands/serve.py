@@ -107,7 +107,7 @@ PAGE_SCRIPT = """<script>
   };
 })();
 </script>
-""" % {"parameter": TOKEN_PARAMETER, "key": STORAGE_KEY, "protocol": PROTOCOL, "prefix": TOKEN_PROTOCOL}
+""" % {"parameter": TOKEN_PARAMETER, "key": STORAGE_KEY, "protocol": PROTOCOL, "prefix": TOKEN_PROTOCOL}  # noqa: E501, UP031 - the script's own lines and braces
 """Put at the top of textual-serve's page (before its own script opens the WebSocket)."""
 _SECRETS_IN_TEXT = re.compile(rf"(\b{TOKEN_PARAMETER}=|{re.escape(TOKEN_PROTOCOL)})[^\s&\"',;]*")
 
@@ -373,7 +373,7 @@ def _make_server(
             """Ask the app to quit; kill it when it has not within `QUIT_TIMEOUT`."""
             try:
                 await asyncio.wait_for(asyncio.shield(super().stop()), QUIT_TIMEOUT)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("an app did not quit within %g s of its page closing; killing it", QUIT_TIMEOUT)
                 self.kill()
 
@@ -426,7 +426,7 @@ def _make_server(
             while True:
                 try:
                     message = await websocket.receive(timeout=idle_timeout)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     log.warning("a browser session had no input for %g s; closing it", idle_timeout)
                     return
                 if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):

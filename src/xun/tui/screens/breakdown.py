@@ -121,7 +121,8 @@ def figures_line(breakdown: ContextBreakdown) -> str:
     fixed = f" + {breakdown.fixed_tokens:,} per request (measured)" if breakdown.fixed_tokens is not None else ""
     return (
         f"{reported} · estimate {tokens(breakdown.live_estimate)} now · the parts: {breakdown.chars:,} chars × "
-        f"{breakdown.tokens_per_char:.3f}{fixed} = {tokens(breakdown.estimated_tokens)} · threshold {tokens(breakdown.threshold)}"
+        f"{breakdown.tokens_per_char:.3f}{fixed} = {tokens(breakdown.estimated_tokens)} · threshold "
+        f"{tokens(breakdown.threshold)}"
         f" · {window}"
     )
 

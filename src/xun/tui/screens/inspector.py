@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import ClassVar
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType

@@ -2,8 +2,9 @@
 what), filled from the session's saved log on resume. The detail (offload file, focus, reason, trigger,
 what it costs in the server's prompt cache) is the highlighted row's tooltip; Enter shows it whole, in a
 box that scrolls and stays until Esc. Checks that changed nothing (a reclaim with nothing to replace, an
-automatic skip repeated) are not rows: the pane's footer counts them. The "what" column takes the width the others leave, its text cut with an
-ellipsis (the table is laid out again when the pane's width or the other columns' change)."""
+automatic skip repeated) are not rows: the pane's footer counts them. The "what" column takes the width the others
+leave, its text cut with an ellipsis (the table is laid out again when the pane's width or the other columns'
+change)."""
 
 from __future__ import annotations
 
