@@ -78,8 +78,13 @@ def test_only_the_interfaces_import_textual() -> None:
         if _layer(name) in ("tui", "cli") or name in FACES:
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            modules = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             found += [f"{name} imports {m}" for m in modules if m.split(".")[0] in ("textual", "textual_serve")]
     assert found == []
 

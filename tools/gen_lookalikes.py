@@ -34,8 +34,24 @@ READS_AS = {char: {char} for char in TAG} | {"m": {"m", "rn"}}
 EXTRA = {
     # Greek and Cyrillic letters drawn like the Latin letters of the tag that UTS #39 maps elsewhere
     # (to a small capital, a turned letter or a letter with a hook): the earlier hand-made table's
-    "ε": "e", "Ε": "e", "м": "m", "М": "m", "Μ": "m", "п": "n", "η": "n", "Ν": "n", "τ": "t", "Τ": "t",
-    "μ": "u", "υ": "u", "γ": "y", "Υ": "y", "〈": "<", "⟨": "<", "〉": ">", "⟩": ">",
+    "ε": "e",
+    "Ε": "e",
+    "м": "m",
+    "М": "m",
+    "Μ": "m",
+    "п": "n",
+    "η": "n",
+    "Ν": "n",
+    "τ": "t",
+    "Τ": "t",
+    "μ": "u",
+    "υ": "u",
+    "γ": "y",
+    "Υ": "y",
+    "〈": "<",
+    "⟨": "<",
+    "〉": ">",
+    "⟩": ">",
 }
 WIDTH = 116
 

@@ -19,9 +19,10 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from xun.agent.loop import Agent
-    from xun.compact.policy import AutoCompactor, CompactorAbstract
-    from xun.context.conversation import Conversation
+    from xun.agent.loop import Agent as Agent
+    from xun.compact.policy import AutoCompactor as AutoCompactor
+    from xun.compact.policy import CompactorAbstract as CompactorAbstract
+    from xun.context.conversation import Conversation as Conversation
 
 
 __getattr__ = lazy_names(__name__, _LAZY)

@@ -22,15 +22,33 @@ from typing import Any
 
 from tests.agent.scripted_server import NOT_FOUND, Json, ScriptedServer, Stream
 
-STEP = {"run_command": re.compile(r"echo (\d+) >> steps\.txt"), "write_file": re.compile(r"step(\d+)\.txt"),
-        "read_file": re.compile(r"step(\d+)\.txt")}
-SECTIONS = ("system_context", "overview", "key_facts", "user_preferences", "decisions", "pending_tasks",
-            "open_questions", "tone_context")
+STEP = {
+    "run_command": re.compile(r"echo (\d+) >> steps\.txt"),
+    "write_file": re.compile(r"step(\d+)\.txt"),
+    "read_file": re.compile(r"step(\d+)\.txt"),
+}
+SECTIONS = (
+    "system_context",
+    "overview",
+    "key_facts",
+    "user_preferences",
+    "decisions",
+    "pending_tasks",
+    "open_questions",
+    "tone_context",
+)
 
 
 class StepPlanner:
-    def __init__(self, steps: int, tool: str = "run_command", window: int = 4096, content_chars: int = 0,
-                 faithful: bool = True, failing_summaries: bool = False) -> None:
+    def __init__(
+        self,
+        steps: int,
+        tool: str = "run_command",
+        window: int = 4096,
+        content_chars: int = 0,
+        faithful: bool = True,
+        failing_summaries: bool = False,
+    ) -> None:
         self.steps = steps
         self.tool = tool
         self.window = window
@@ -71,9 +89,17 @@ class StepPlanner:
         self.peak = max(self.peak, tokens)
         if tokens > self.window:
             self.over.append(tokens)
-            return Json(400, {"error": {"message": f"This model's maximum context length is {self.window} tokens. "
-                                                  f"However, your messages resulted in {tokens} tokens.",
-                                       "type": "invalid_request_error", "code": "context_length_exceeded"}})
+            return Json(
+                400,
+                {
+                    "error": {
+                        "message": f"This model's maximum context length is {self.window} tokens. "
+                        f"However, your messages resulted in {tokens} tokens.",
+                        "type": "invalid_request_error",
+                        "code": "context_length_exceeded",
+                    }
+                },
+            )
         usage = {"prompt_tokens": tokens, "completion_tokens": 8, "total_tokens": tokens + 8}
         messages = body.get("messages") or []
         if not body.get("tools"):  # a summary request
@@ -84,8 +110,11 @@ class StepPlanner:
             if not self.faithful:
                 return Stream(["ok"], usage=usage)
             done = self.seen_done(messages)
-            facts = f"- Steps 1 to {done} are done: the last one was `echo {done} >> steps.txt`." if self.tool == "run_command" \
+            facts = (
+                f"- Steps 1 to {done} are done: the last one was `echo {done} >> steps.txt`."
+                if self.tool == "run_command"
                 else f"- Steps 1 to {done} are done: the last file was step{done}.txt."
+            )
             text = "\n".join(f"## {name}\n{facts if name == 'key_facts' else '- (none)'}" for name in SECTIONS)
             return Stream([text], usage=usage)
         self.calls += 1

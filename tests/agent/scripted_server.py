@@ -4,7 +4,8 @@ overflow errors, their model cards, a 200 stream with no data, a summary cut off
 `ScriptedServer(answer)` calls `answer(method, path, body)` for every request and sends back what it
 returns: `Json(status, body)`, `Stream(texts, finish_reason)` (server-sent events), or `EMPTY_STREAM`
 (HTTP 200 and an empty body, then the connection closes, as llama-cpp-python does on an overflow). Every request is
-kept in `requests` as (method, path, parsed body), and its raw body in `raw_bodies`. Loopback only; stopped by the fixture.
+kept in `requests` as (method, path, parsed body), and its raw body in `raw_bodies`. Loopback only; stopped by the
+fixture.
 """
 
 from __future__ import annotations
@@ -95,19 +96,59 @@ class ScriptedServer:
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                chunks = [{"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                           "choices": [{"index": 0, "delta": text if isinstance(text, dict) else {"content": text},
-                                        "finish_reason": None}]} for text in reply.texts]
+                chunks = [
+                    {
+                        "id": "x",
+                        "object": "chat.completion.chunk",
+                        "created": 0,
+                        "model": "m",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "delta": text if isinstance(text, dict) else {"content": text},
+                                "finish_reason": None,
+                            }
+                        ],
+                    }
+                    for text in reply.texts
+                ]
                 for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
-                    call = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-                    chunks.append({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                                   "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]})
+                    call = {
+                        "index": index,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": arguments},
+                    }
+                    chunks.append(
+                        {
+                            "id": "x",
+                            "object": "chat.completion.chunk",
+                            "created": 0,
+                            "model": "m",
+                            "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}],
+                        }
+                    )
                 finish = "tool_calls" if reply.tool_calls and reply.finish_reason == "stop" else reply.finish_reason
-                chunks.append({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                               "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+                chunks.append(
+                    {
+                        "id": "x",
+                        "object": "chat.completion.chunk",
+                        "created": 0,
+                        "model": "m",
+                        "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+                    }
+                )
                 if reply.usage is not None:
-                    chunks.append({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                                   "choices": [], "usage": reply.usage})
+                    chunks.append(
+                        {
+                            "id": "x",
+                            "object": "chat.completion.chunk",
+                            "created": 0,
+                            "model": "m",
+                            "choices": [],
+                            "usage": reply.usage,
+                        }
+                    )
                 for chunk in chunks:
                     data = f"data: {json.dumps(chunk)}\n\n".encode()
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -16,9 +16,19 @@ from .scripted_server import NOT_FOUND, Json, ScriptedServer, Stream
 
 WINDOW, THRESHOLD, STEPS = 4096, 2500, 80
 STEP = re.compile(r"out/step(\d+)\.txt")
-SUMMARY = "\n".join(f"## {name}\n- writing out/stepN.txt files one by one" for name in (
-    "system_context", "overview", "key_facts", "user_preferences", "decisions", "pending_tasks", "open_questions",
-    "tone_context"))
+SUMMARY = "\n".join(
+    f"## {name}\n- writing out/stepN.txt files one by one"
+    for name in (
+        "system_context",
+        "overview",
+        "key_facts",
+        "user_preferences",
+        "decisions",
+        "pending_tasks",
+        "open_questions",
+        "tone_context",
+    )
+)
 
 
 def content(i: int) -> str:
@@ -50,11 +60,25 @@ class Planner:
         tokens = server_tokens(body)
         self.sizes.append(tokens)
         if tokens > WINDOW:
-            return Json(400, {"error": {"code": 400, "message": "the request exceeds the available context size",
-                                        "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": WINDOW}})
+            return Json(
+                400,
+                {
+                    "error": {
+                        "code": 400,
+                        "message": "the request exceeds the available context size",
+                        "type": "exceed_context_size_error",
+                        "n_prompt_tokens": tokens,
+                        "n_ctx": WINDOW,
+                    }
+                },
+            )
+
         def usage(reply: str) -> dict[str, int]:  # the reply's tokens too: the total counts it
-            return {"prompt_tokens": tokens, "completion_tokens": len(reply) // 4 + 5,
-                    "total_tokens": tokens + len(reply) // 4 + 5}
+            return {
+                "prompt_tokens": tokens,
+                "completion_tokens": len(reply) // 4 + 5,
+                "total_tokens": tokens + len(reply) // 4 + 5,
+            }
 
         if "system_context" in json.dumps(body["messages"][-1]):
             return Stream([SUMMARY], usage=usage(SUMMARY))
@@ -77,16 +101,18 @@ def planner_server():
 
 async def test_a_long_turn_of_large_write_file_calls_reclaims_their_arguments(planner_server, tmp_path):
     server, planner = planner_server
-    agent, rec = make_agent(server, tmp_path, auto_confirm=True, model__context_window=WINDOW,
-                            auto_compact__token_threshold=THRESHOLD)
+    agent, rec = make_agent(
+        server, tmp_path, auto_confirm=True, model__context_window=WINDOW, auto_compact__token_threshold=THRESHOLD
+    )
     agent.toolbox = Toolbox([tool for tool in BUILTIN_TOOLS if tool.name == "write_file"])
-    finished = await agent.run(f"write the {STEPS} step files in out/, one call each",
-                               max_iterations=200)
+    finished = await agent.run(f"write the {STEPS} step files in out/, one call each", max_iterations=200)
 
     assert max(planner.sizes) <= WINDOW, "no request went over the window"
     assert len(planner.issued) == len(set(planner.issued)), "no step was issued twice"
     written = sorted(int(STEP.search(str(p.relative_to(tmp_path))).group(1)) for p in (tmp_path / "out").iterdir())
-    assert written == list(range(len(written))) and len(written) >= 40, f"{len(written)} steps (reclaiming results alone: 5)"
+    assert written == list(range(len(written))) and len(written) >= 40, (
+        f"{len(written)} steps (reclaiming results alone: 5)"
+    )
     for i in written:
         assert (tmp_path / "out" / f"step{i}.txt").read_text() == content(i)
     reclaims = [e for e in rec.of("tool_results_reclaimed") if e.arguments]
@@ -99,12 +125,16 @@ async def test_a_long_turn_of_large_write_file_calls_reclaims_their_arguments(pl
     assert all(STEP.fullmatch(a["path"]) for a in reclaimed)
     # with summaries inside the turn, the last request may hold only the newest rounds (none reclaimed)
     assert reclaimed or rec.of("summary_finished")
-    assert all(len(call["function"]["arguments"]) < 200 for call in calls[:-1] if "[Compacted" in call["function"]["arguments"])
+    assert all(
+        len(call["function"]["arguments"]) < 200 for call in calls[:-1] if "[Compacted" in call["function"]["arguments"]
+    )
     conversation = agent.conversation
     for call in calls:
         if "[Compacted" in call["function"]["arguments"]:
             step = int(STEP.search(call["function"]["arguments"]).group(1))
-            assert json.loads(conversation.compacted_toolcall_result(f"{call['id']}:arguments"))["content"] == content(step)
+            assert json.loads(conversation.compacted_toolcall_result(f"{call['id']}:arguments"))["content"] == content(
+                step
+            )
     if finished.status == "ok":  # tier 1 with the summaries inside a turn: the whole turn, every step once
         assert written == list(range(STEPS)) and planner.issued == list(range(STEPS))
     else:  # tier 1 alone: the placeholders of 80 rounds still outgrow a 4,096-token window in the end

@@ -31,8 +31,13 @@ async def read_many(agent, start, stop):
 
 async def test_reclaim_then_escalation_then_summary(offline_server, tmp_path):
     write_files(tmp_path, 40)
-    agent, rec = make_agent(offline_server, tmp_path, auto_compact__token_threshold=6000,
-                            auto_compact__toolcall_keep_max=2, auto_compact__summary_keep_max=6)
+    agent, rec = make_agent(
+        offline_server,
+        tmp_path,
+        auto_compact__token_threshold=6000,
+        auto_compact__toolcall_keep_max=2,
+        auto_compact__summary_keep_max=6,
+    )
     await read_many(agent, 1, 40)
     kinds = [e.type for e in rec.events if e.type in ("tool_results_reclaimed", "summary_started", "summary_finished")]
     assert kinds[0] == "tool_results_reclaimed"
@@ -57,8 +62,11 @@ async def test_reclaim_then_escalation_then_summary(offline_server, tmp_path):
     path = tmp_path / "s.json"
     agent.conversation.dump(path)
     log = Conversation().load(path).compaction_log
-    assert [r["type"] for r in log] == [e.type for e in rec.events
-                                          if e.type in ("tool_results_reclaimed", "summary_finished", "compaction_failed", "compaction_skipped")]
+    assert [r["type"] for r in log] == [
+        e.type
+        for e in rec.events
+        if e.type in ("tool_results_reclaimed", "summary_finished", "compaction_failed", "compaction_skipped")
+    ]
 
 
 async def test_below_the_threshold_nothing_happens(offline_server, tmp_path):
@@ -92,7 +100,9 @@ async def test_summarizer_gets_no_tools_and_no_persistent_sections(offline_serve
     assert helper.toolbox.schemas() == []
     assert helper.config.auto_compact.enabled is False and helper.config.auto_confirm is True
     system = helper.conversation.messages[0]
-    assert system.persist_sections == {} and "Never delete files." not in json.dumps(helper.conversation.completion_params())
+    assert system.persist_sections == {} and "Never delete files." not in json.dumps(
+        helper.conversation.completion_params()
+    )
     request = helper.conversation.messages[-2].text
     assert "system_context" in request and "pending_tasks" in request and "Focus: keep file names" in request
     assert agent.on_event is not helper.on_event
@@ -156,17 +166,26 @@ async def test_three_failed_summaries_pause_the_models_summaries_then_it_tries_a
     from xun.compact.policy import PAUSE_CALLS
 
     write_files(tmp_path, 30)
-    agent, rec = make_agent(offline_server, tmp_path, agent_class=UnreachableSummarizerAgent,
-                            auto_compact__token_threshold=2000, auto_compact__escalation_rounds=0, retry__attempts=1)
+    agent, rec = make_agent(
+        offline_server,
+        tmp_path,
+        agent_class=UnreachableSummarizerAgent,
+        auto_compact__token_threshold=2000,
+        auto_compact__escalation_rounds=0,
+        retry__attempts=1,
+    )
     await read_many(agent, 1, 30)
-    kinds = [e.type if e.type != "summary_finished" else f"summary by {e.method}" for e in rec.events
-             if e.type in ("compaction_failed", "summary_finished", "tool_results_reclaimed", "assistant_message")
-             or (e.type == "warning" and "pauses" in e.message)]
+    kinds = [
+        e.type if e.type != "summary_finished" else f"summary by {e.method}"
+        for e in rec.events
+        if e.type in ("compaction_failed", "summary_finished", "tool_results_reclaimed", "assistant_message")
+        or (e.type == "warning" and "pauses" in e.message)
+    ]
     first = kinds.index("warning")
     assert kinds[:first].count("compaction_failed") == 3
-    after = kinds[first + 2:]  # (+1: the call whose compaction failed)
+    after = kinds[first + 2 :]  # (+1: the call whose compaction failed)
     calls = [i for i, kind in enumerate(after) if kind == "assistant_message"]
-    pause = after[:calls[PAUSE_CALLS - 1]]
+    pause = after[: calls[PAUSE_CALLS - 1]]
     assert "compaction_failed" not in pause, pause  # no model was asked during the pause...
     assert "tool_results_reclaimed" in pause and "summary by extractive" in pause  # ...but compaction went on
     assert "summary by model" not in kinds
@@ -237,7 +256,6 @@ async def test_ask_mode_declined_skips_the_summary(offline_server, tmp_path):
     assert not rec.of("summary_started") and rec.of("compaction_skipped")
 
 
-
 def test_a_summary_request_is_sized_as_the_summarizers_preflight_sizes_it():
     """800 condensed messages: sized at 4 tokens a message of framing, a 200-turn session's summary request
     fit the window by compaction's count and not by the summarizer's own preflight (5 a message), which
@@ -250,7 +268,10 @@ def test_a_summary_request_is_sized_as_the_summarizers_preflight_sizes_it():
         helper.add_user_message(f"turn {turn}: look at module_{turn}.py")
         helper.add_agent_message({"role": "assistant", "content": f"module_{turn}.py computes 29 values."})
     messages = list(helper.messages)
-    assert _tokens(sum(message_length(m) for m in messages), helper.tokens_per_char, len(messages)) == helper.estimated_tokens()
+    assert (
+        _tokens(sum(message_length(m) for m in messages), helper.tokens_per_char, len(messages))
+        == helper.estimated_tokens()
+    )
 
 
 def test_the_extractive_summary_keeps_the_users_rules_when_old_prompts_are_shed():
@@ -261,7 +282,9 @@ def test_the_extractive_summary_keeps_the_users_rules_when_old_prompts_are_shed(
     messages = []
     for turn in range(120):
         rule = f"; never edit the folder vendor_q{turn}c (it is generated)" if turn % 10 == 0 else ""
-        messages.append(UserMessage(f"turn {turn}: look at module_{turn}.py and tell me what each function returns{rule}"))
+        messages.append(
+            UserMessage(f"turn {turn}: look at module_{turn}.py and tell me what each function returns{rule}")
+        )
     text = extractive_summary(messages, reason="a test", offload_hint="the log", max_chars=3000)
     assert len(text) <= 3000
     assert "turn 0:" not in text  # old prompts were shed ...
@@ -274,8 +297,9 @@ async def test_a_skip_logged_under_the_threshold_says_why_a_summary_was_tried(of
     context under the threshold: a skip then says so, with the figure that set it off (trial 2, finding 4:
     "about 1,829 tokens" under a threshold of 3,000 read as a compaction for no reason)."""
     for i in range(1, 7):
-        (tmp_path / f"f{i}.py").write_text("".join(f"line {j} of file {i}: the quick brown fox jumps over the lazy dog\n"
-                                                   for j in range(60)))
+        (tmp_path / f"f{i}.py").write_text(
+            "".join(f"line {j} of file {i}: the quick brown fox jumps over the lazy dog\n" for j in range(60))
+        )
     agent, rec = make_agent(offline_server, tmp_path, auto_compact__token_threshold=3000)
     for i in range(1, 7):
         await agent.run(f"read f{i}.py")
@@ -296,8 +320,9 @@ async def test_with_a_small_threshold_no_summary_is_asked_for_twice_with_the_sam
     summary cut off at its limit is asked for again only with a larger one. (The offline model, like many
     models, does not follow the stated limit: xun must cope with that.)"""
     RecordingAgent.children = []
-    agent, rec = make_agent(offline_server, tmp_path, agent_class=RecordingAgent, auto_confirm=True,
-                            auto_compact__token_threshold=2500)
+    agent, rec = make_agent(
+        offline_server, tmp_path, agent_class=RecordingAgent, auto_confirm=True, auto_compact__token_threshold=2500
+    )
     finished = await agent.run("append the numbers 1 to 60 to steps.txt", max_iterations=120)
     assert finished.status == "ok"
     assert (tmp_path / "steps.txt").read_text().split() == [str(n) for n in range(1, 61)]

@@ -235,9 +235,7 @@ def test_wrong_type_in_a_file_names_file_key_expected_and_got(homes):
     homes.write(homes.project, '[auto_compact]\ntoken_threshold = "lots"\n')
     with pytest.raises(ConfigError) as info:
         load(homes)
-    assert str(info.value) == (
-        f'{homes.project}: auto_compact.token_threshold: expected an integer > 0, got "lots"'
-    )
+    assert str(info.value) == (f'{homes.project}: auto_compact.token_threshold: expected an integer > 0, got "lots"')
     assert info.value.source == str(homes.project)
     assert info.value.key == "auto_compact.token_threshold"
     assert info.value.__cause__ is None and info.value.__suppress_context__
@@ -246,37 +244,63 @@ def test_wrong_type_in_a_file_names_file_key_expected_and_got(homes):
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
-        ("[auto_compact]\nthreshold_ratio = 1.5\n", "auto_compact.threshold_ratio: expected a number > 0 and <= 1, got 1.5"),
-        ("[auto_compact]\nthreshold_ratio = 0\n", "auto_compact.threshold_ratio: expected a number > 0 and <= 1, got 0"),
+        (
+            "[auto_compact]\nthreshold_ratio = 1.5\n",
+            "auto_compact.threshold_ratio: expected a number > 0 and <= 1, got 1.5",
+        ),
+        (
+            "[auto_compact]\nthreshold_ratio = 0\n",
+            "auto_compact.threshold_ratio: expected a number > 0 and <= 1, got 0",
+        ),
         ("[auto_compact]\nenabled = 1\n", "auto_compact.enabled: expected true or false, got 1"),
-        ('[auto_compact]\nmode = "sometimes"\n', 'auto_compact.mode: expected one of "auto", "ask", "off", got "sometimes"'),
+        (
+            '[auto_compact]\nmode = "sometimes"\n',
+            'auto_compact.mode: expected one of "auto", "ask", "off", got "sometimes"',
+        ),
         ("[auto_compact]\nask_timeout = -1\n", "auto_compact.ask_timeout: expected a number > 0, got -1"),
         ("[auto_compact]\ntoolcall_keep_max = 0\n", "auto_compact.toolcall_keep_max: expected an integer >= 1, got 0"),
-        ("[auto_compact]\nescalation_rounds = -1\n", "auto_compact.escalation_rounds: expected an integer >= 0, got -1"),
+        (
+            "[auto_compact]\nescalation_rounds = -1\n",
+            "auto_compact.escalation_rounds: expected an integer >= 0, got -1",
+        ),
         ("[model]\ncontext_window = 0\n", "model.context_window: expected an integer > 0, got 0"),
-        ('[model]\nreasoning_field = "thoughts"\n', 'model.reasoning_field: expected one of "reasoning", "reasoning_content", got "thoughts"'),
+        (
+            '[model]\nreasoning_field = "thoughts"\n',
+            'model.reasoning_field: expected one of "reasoning", "reasoning_content", got "thoughts"',
+        ),
         ("[model]\ntemperature = 3.0\n", "model.temperature: expected a number >= 0 and <= 2, got 3.0"),
         ('[model]\nname = ""\n', 'model.name: expected a non-empty string, got ""'),
         ("[model]\nname = 5\n", "model.name: expected a non-empty string, got 5"),
         ("[compression]\ninstructions = 5\n", "compression.instructions: expected a string, got 5"),
-        ('[provider]\nbase_url = "localhost:8000"\n', 'provider.base_url: expected an http:// or https:// URL with a host, got "localhost:8000"'),
+        (
+            '[provider]\nbase_url = "localhost:8000"\n',
+            'provider.base_url: expected an http:// or https:// URL with a host, got "localhost:8000"',
+        ),
         ('[provider]\napi_key_env = "MY KEY"\n', "provider.api_key_env: expected an environment variable name"),
         ("[retry]\nattempts = 0\n", "retry.attempts: expected an integer >= 1, got 0"),
-        ("[retry]\nbackoff_base = 4.0\nbackoff_max = 1.0\n", "retry.backoff_max: expected a number >= retry.backoff_base (4.0), got 1.0"),
+        (
+            "[retry]\nbackoff_base = 4.0\nbackoff_max = 1.0\n",
+            "retry.backoff_max: expected a number >= retry.backoff_base (4.0), got 1.0",
+        ),
         ("[tools]\nmax_output_chars = 0\n", "tools.max_output_chars: expected an integer > 0, got 0"),
         ('[compression]\nprompt_files = ["a.md", 3]\n', "compression.prompt_files[1]: expected a string, got 3"),
         ('[compression]\nprompt_files = "a.md"\n', 'compression.prompt_files: expected a list of strings, got "a.md"'),
         ('[ui.keymap]\ncompact = ""\n', 'ui.keymap.compact: expected a non-empty string, got ""'),
         ("[ui]\nkeymap = 3\n", "ui.keymap: expected a table of strings, got 3"),
         # trial F #28: an unknown id or an impossible key name was taken silently (F1 could end up unbound)
-        ('[ui.keymap]\nsummarise = "f11"\n', "ui.keymap.summarise: unknown binding id; did you mean compact? "
-                                              "The ids are help, toggle_side, compact, reclaim,"),
+        (
+            '[ui.keymap]\nsummarise = "f11"\n',
+            "ui.keymap.summarise: unknown binding id; did you mean compact? "
+            "The ids are help, toggle_side, compact, reclaim,",
+        ),
         ('[ui.keymap]\nhelp = "notakey"\n', "ui.keymap.help: 'notakey' is not a key name Textual reports"),
         ('[ui.keymap]\nhelp = "cmd+k"\n', "ui.keymap.help: 'cmd+k': 'cmd' is not a modifier"),
-        ('[ui.keymap]\nreclaim = "f10"\ncompact = "F10"\n',
-         "ui.keymap: reclaim and compact are both given 'f10' (main screen): only one of them could run"),
+        (
+            '[ui.keymap]\nreclaim = "f10"\ncompact = "F10"\n',
+            "ui.keymap: reclaim and compact are both given 'f10' (main screen): only one of them could run",
+        ),
         ('model = "gpt"\n', 'model: expected a table, got "gpt"'),
-        ("auto_confirm = \"yes\"\n", 'auto_confirm: expected true or false, got "yes"'),
+        ('auto_confirm = "yes"\n', 'auto_confirm: expected true or false, got "yes"'),
     ],
 )
 def test_each_kind_of_bad_value(homes, toml, message):
@@ -333,10 +357,13 @@ def test_unreadable_file(homes):
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
-        ("[auto_compact]\ntoken_treshold = 5\n", "auto_compact.token_treshold: unknown key; did you mean auto_compact.token_threshold?"),
+        (
+            "[auto_compact]\ntoken_treshold = 5\n",
+            "auto_compact.token_treshold: unknown key; did you mean auto_compact.token_threshold?",
+        ),
         ("token_threshold = 5\n", "token_threshold: unknown key; did you mean auto_compact.token_threshold?"),
         ("[auto_compaction]\nenabled = true\n", "auto_compaction: unknown key; did you mean auto_compact?"),
-        ("[provider]\napi_key = \"x\"\n", "provider.api_key: unknown key; did you mean provider.api_key_env?"),
+        ('[provider]\napi_key = "x"\n', "provider.api_key: unknown key; did you mean provider.api_key_env?"),
         ("[model]\nzzzz = 1\n", "model.zzzz: unknown key"),
         ("[0]\n", "0: unknown key"),  # an empty table is still blamed on its file
     ],
@@ -352,7 +379,7 @@ def test_errors_from_the_environment_and_command_line_say_so(homes):
     with pytest.raises(ConfigError) as info:
         load(homes, environ={"OPENAI_BASE_URL": "not a url"})
     assert str(info.value) == (
-        'environment (OPENAI_BASE_URL): provider.base_url: expected an http:// or https:// URL with a host, '
+        "environment (OPENAI_BASE_URL): provider.base_url: expected an http:// or https:// URL with a host, "
         'got "not a url"'
     )
     with pytest.raises(ConfigError) as info:
@@ -519,7 +546,7 @@ def _snapshot(path: Path) -> tuple[bytes, list[str]]:
 
 
 def test_invalid_value_leaves_the_old_file_intact(homes):
-    homes.write(homes.project, "# my notes\n[model]\nname = \"keep\"\n")
+    homes.write(homes.project, '# my notes\n[model]\nname = "keep"\n')
     before = _snapshot(homes.project)
     with pytest.raises(ConfigError) as info:
         set_config_value(homes.project, "auto_compact.token_threshold", "lots")
@@ -699,9 +726,12 @@ def test_fuzz_overrides_give_a_config_or_a_config_error(homes, overrides):
 
 
 def test_mcp_servers_in_the_user_file_and_on_the_command_line(homes):
-    homes.write(homes.user, '[mcp.servers.time]\ncommand = "mcp-server-time"\nargs = ["--local-timezone", "UTC"]\n'
-                            'trust = true\ntools = { deny = ["convert_time"] }\n'
-                            '[mcp.servers.web]\nurl = "https://example.invalid/mcp"\nheaders = { Authorization = "WEB_TOKEN" }\n')
+    homes.write(
+        homes.user,
+        '[mcp.servers.time]\ncommand = "mcp-server-time"\nargs = ["--local-timezone", "UTC"]\n'
+        'trust = true\ntools = { deny = ["convert_time"] }\n'
+        '[mcp.servers.web]\nurl = "https://example.invalid/mcp"\nheaders = { Authorization = "WEB_TOKEN" }\n',
+    )
     config = load(homes, "mcp.servers.web.enabled=false")
     time, web = config.mcp.servers["time"], config.mcp.servers["web"]
     assert time.command == "mcp-server-time" and time.trust and time.tools.deny == ["convert_time"]
@@ -711,17 +741,23 @@ def test_mcp_servers_in_the_user_file_and_on_the_command_line(homes):
     assert {"mcp.servers.time.command", "mcp.servers.web.headers", "mcp.servers.time.tools.deny"} <= keys
 
 
-@pytest.mark.parametrize(("toml", "message"), [
-    ('[mcp.servers.x]\nargs = ["a"]\n', "exactly one of command (a local server) or url"),
-    ('[mcp.servers.x]\ncommand = "a"\nurl = "http://127.0.0.1:1/mcp"\n', "exactly one of command"),
-    ('[mcp.servers."bad name"]\ncommand = "a"\n', "server names of 1-32 letters"),
-    ('[mcp.servers.x]\nurl = "ftp://host/mcp"\n', "an http:// or https:// URL"),
-    ('[mcp.servers.x]\nurl = "https://user:pw@host/mcp"\n', "without credentials"),
-    ('[mcp.servers.x]\nurl = "https://host/mcp"\nheaders = { Authorization = "Bearer sk-abcdefghijklmnop1234567890XYZ" }\n',
-     "not its value"),
-    ('[mcp.servers.x]\ncommand = "a"\npass_env = ["ghp_abcdefghijklmnopqrstuvwxyz0123456789"]\n', "NAMES"),
-    ('[mcp.servers.x]\ncommand = "a"\ntimeout = 0\n', "mcp.servers.x.timeout"),
-])
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('[mcp.servers.x]\nargs = ["a"]\n', "exactly one of command (a local server) or url"),
+        ('[mcp.servers.x]\ncommand = "a"\nurl = "http://127.0.0.1:1/mcp"\n', "exactly one of command"),
+        ('[mcp.servers."bad name"]\ncommand = "a"\n', "server names of 1-32 letters"),
+        ('[mcp.servers.x]\nurl = "ftp://host/mcp"\n', "an http:// or https:// URL"),
+        ('[mcp.servers.x]\nurl = "https://user:pw@host/mcp"\n', "without credentials"),
+        (
+            '[mcp.servers.x]\nurl = "https://host/mcp"\nheaders = { Authorization = "Bearer '
+            'sk-abcdefghijklmnop1234567890XYZ" }\n',
+            "not its value",
+        ),
+        ('[mcp.servers.x]\ncommand = "a"\npass_env = ["ghp_abcdefghijklmnopqrstuvwxyz0123456789"]\n', "NAMES"),
+        ('[mcp.servers.x]\ncommand = "a"\ntimeout = 0\n', "mcp.servers.x.timeout"),
+    ],
+)
 def test_bad_mcp_servers_name_the_key_and_never_echo_a_secret(homes, toml, message):
     homes.write(homes.user, toml)
     with pytest.raises(ConfigError) as caught:
@@ -754,7 +790,9 @@ def test_keymap_keys_are_written_as_textual_reports_them_and_a_taken_key_is_a_wa
     homes.write(homes.user, '[ui.keymap]\nreclaim = "F5"\npreview = "Shift+Ctrl+Up, ["\n')
     config = load(homes)
     assert config.ui.keymap == {"reclaim": "f5", "preview": "ctrl+shift+up,left_square_bracket"}
-    assert config.keymap_warnings == ["ui.keymap.reclaim takes 'f5' from compact (Summarise), which has no key then "
-                                      "(Ctrl+P still runs it; give it one with ui.keymap.compact)"]
+    assert config.keymap_warnings == [
+        "ui.keymap.reclaim takes 'f5' from compact (Summarise), which has no key then "
+        "(Ctrl+P still runs it; give it one with ui.keymap.compact)"
+    ]
     homes.write(homes.user, '[ui.keymap]\nreclaim = "f5"\ncompact = "f6"\n')  # a swap takes nothing
     assert load(homes).keymap_warnings == []

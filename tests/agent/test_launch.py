@@ -93,8 +93,14 @@ async def test_a_session_opener_reads_and_locks_the_conversation_first_then_open
         first.save()
         ident = first.conversation.conversation_id
     assert SessionOpener(tmp_path, environ={}).conversation() is None, "a new session has nothing to show first"
-    opener = SessionOpener(tmp_path, resume=ident[:6], resolve=lambda store, text: next(
-        info.conversation_id for info in store.list() if info.conversation_id.startswith(text)), environ={})
+    opener = SessionOpener(
+        tmp_path,
+        resume=ident[:6],
+        resolve=lambda store, text: next(
+            info.conversation_id for info in store.list() if info.conversation_id.startswith(text)
+        ),
+        environ={},
+    )
     conversation = opener.conversation()
     assert conversation is not None and conversation.conversation_id == ident
     assert opener.conversation() is conversation, "read once"

@@ -100,7 +100,7 @@ async def test_cancel_mid_stream_leaves_a_consistent_conversation(offline_server
     assert finished.status == "cancelled" and finished.restored_prompt is None
     # the reply so far is kept after the prompt, marked as cancelled (issue 14), and nothing else changed
     messages = agent.conversation.messages
-    assert messages[:len(before)] == before and len(messages) == len(before) + 2
+    assert messages[: len(before)] == before and len(messages) == len(before) + 2
     assert messages[-2].text == "write 2000 tokens"
     streamed = "".join(event.text for event in rec.of("text_delta"))
     assert messages[-1].raw["content"] == streamed + "\n\n[cancelled by the user]"
@@ -149,7 +149,9 @@ async def test_a_cancel_right_after_a_command_finished_keeps_its_real_result(off
     assert len(ended) == 1 and not ended[0].is_error and ended[0].name == "run_command"
 
 
-async def test_a_cancel_that_a_finishing_model_call_swallowed_still_ends_the_turn(offline_server, tmp_path, monkeypatch):
+async def test_a_cancel_that_a_finishing_model_call_swallowed_still_ends_the_turn(
+    offline_server, tmp_path, monkeypatch
+):
     """Python 3.11's wait_for returns the result of a call that ends just as the cancel lands, and the
     cancel is lost: the turn must still stop, and run no tool (a Ctrl+Q then waited for the whole turn)."""
     agent, rec = make_agent(offline_server, tmp_path, auto_confirm=True)
@@ -226,7 +228,9 @@ async def test_paths_outside_the_workspace_are_refused(offline_server, tmp_path)
     agent, rec = make_agent(offline_server, inside)
     await agent.run("read ../secret.txt")
     finished = rec.of("tool_call_finished")[0]
-    assert finished.is_error and "top secret" not in json.dumps([m.completion_param() for m in agent.conversation.messages])
+    assert finished.is_error and "top secret" not in json.dumps(
+        [m.completion_param() for m in agent.conversation.messages]
+    )
 
 
 async def test_agents_md_is_synced_before_and_after_every_turn(offline_server, tmp_path):

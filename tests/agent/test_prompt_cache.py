@@ -46,7 +46,7 @@ async def test_cache_figures_from_every_server_shape(offline_server_factory, tmp
     clock.now += 10
     await agent.run("please read f2.py")
     reported = [e.cached_tokens for e in server_usages(rec)]
-    assert reported == server.cached_sizes[-len(reported):]  # every call's figure, as the server sent it
+    assert reported == server.cached_sizes[-len(reported) :]  # every call's figure, as the server sent it
     assert server.cached_sizes[0] == 0 and all(n > 0 for n in reported[1:])  # (a calibration probe may come first)
     record = agent.conversation.prompt_cache
     assert record.last_cached == server.cached_sizes[-1] and record.last_prompt == server.prompt_sizes[-1]
@@ -91,9 +91,14 @@ async def fill(agent, clock, files):
 async def test_the_low_water_mark_triggers_exactly_over_the_threshold(offline_server_factory, tmp_path):
     write_files(tmp_path, 10, lines=120)
     # cached input as free as it gets: no reclaim below the threshold ever pays for its broken prefix
-    server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
-                                             auto_compact__low_water=0.5, auto_compact__toolcall_keep_max=6,
-                                             cache__cached_discount=0.0)
+    server, agent, rec, clock = cached_agent(
+        offline_server_factory,
+        tmp_path,
+        auto_compact__policy="cache-aware",
+        auto_compact__low_water=0.5,
+        auto_compact__toolcall_keep_max=6,
+        cache__cached_discount=0.0,
+    )
     await fill(agent, clock, range(1, 9))
     assert isinstance(agent.compactor, CacheAwareCompactor)
     tokens = agent.request_tokens()
@@ -106,8 +111,9 @@ async def test_the_low_water_mark_triggers_exactly_over_the_threshold(offline_se
     assert reclaim.count > 0 and reclaim.tokens_after <= 0.5 * (tokens - 1)
     assert not rec.of("summary_started")
     # the seed, on the same conversation, keeps its 6 results and stops just under the threshold
-    seed_server, seed, seed_rec, seed_clock = cached_agent(offline_server_factory, tmp_path / "seed", auto_compact__policy="seed",
-                                                               auto_compact__toolcall_keep_max=6)
+    seed_server, seed, seed_rec, seed_clock = cached_agent(
+        offline_server_factory, tmp_path / "seed", auto_compact__policy="seed", auto_compact__toolcall_keep_max=6
+    )
     (tmp_path / "seed").mkdir(exist_ok=True)
     write_files(tmp_path / "seed", 10, lines=120)
     await fill(seed, seed_clock, range(1, 9))
@@ -120,8 +126,9 @@ async def test_the_low_water_mark_triggers_exactly_over_the_threshold(offline_se
 
 async def test_the_idle_rule_reclaims_exactly_after_the_time_to_live(offline_server_factory, tmp_path):
     write_files(tmp_path, 10)
-    server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
-                                             auto_compact__toolcall_keep_max=2)
+    server, agent, rec, clock = cached_agent(
+        offline_server_factory, tmp_path, auto_compact__policy="cache-aware", auto_compact__toolcall_keep_max=2
+    )
     await fill(agent, clock, range(1, 6))
     assert agent.request_tokens() < agent.threshold and not rec.of("tool_results_reclaimed")
     rounds = agent.conversation.compaction_counter.tool_rounds
@@ -140,12 +147,18 @@ async def test_the_idle_rule_reclaims_exactly_after_the_time_to_live(offline_ser
 
 @pytest.mark.parametrize("mode", ["auto", "ask", "off"])
 async def test_the_idle_rule_summarises_when_the_reclaim_leaves_the_context_above_the_low_water_mark(
-        offline_server_factory, tmp_path, mode):
+    offline_server_factory, tmp_path, mode
+):
     write_files(tmp_path, 10)
-    server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
-                                             auto_compact__mode=mode,
-                                             auto_compact__toolcall_keep_max=2, auto_compact__low_water=0.1,
-                                             cache__cached_discount=0.0)  # no early reclaim ever pays: only the idle rule acts
+    server, agent, rec, clock = cached_agent(
+        offline_server_factory,
+        tmp_path,
+        auto_compact__policy="cache-aware",
+        auto_compact__mode=mode,
+        auto_compact__toolcall_keep_max=2,
+        auto_compact__low_water=0.1,
+        cache__cached_discount=0.0,
+    )  # no early reclaim ever pays: only the idle rule acts
     await fill(agent, clock, range(1, 8))
     agent.config.auto_compact.token_threshold = agent.request_tokens() + 1  # under it: only the idle rule can act
     clock.now = agent.conversation.prompt_cache.last_call_at + TTL
@@ -166,14 +179,24 @@ async def test_the_idle_rule_summarises_when_the_reclaim_leaves_the_context_abov
 def current_turn_results_intact(agent) -> bool:
     messages = agent.conversation.messages
     last_user = max(i for i, m in enumerate(messages) if isinstance(m, UserMessage))
-    return all(not str(m.raw.get("content", "")).startswith(PLACEHOLDER_HEAD) for m in messages[last_user:]
-               if isinstance(m, RawOpenAIMessage) and m.raw.get("role") == "tool")
+    return all(
+        not str(m.raw.get("content", "")).startswith(PLACEHOLDER_HEAD)
+        for m in messages[last_user:]
+        if isinstance(m, RawOpenAIMessage) and m.raw.get("role") == "tool"
+    )
 
 
-async def test_an_early_reclaim_runs_exactly_above_the_low_water_mark_and_pays_for_itself(offline_server_factory, tmp_path):
+async def test_an_early_reclaim_runs_exactly_above_the_low_water_mark_and_pays_for_itself(
+    offline_server_factory, tmp_path
+):
     write_files(tmp_path, 10, lines=120)
-    server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
-                                             auto_compact__low_water=0.5, auto_compact__toolcall_keep_max=6)
+    server, agent, rec, clock = cached_agent(
+        offline_server_factory,
+        tmp_path,
+        auto_compact__policy="cache-aware",
+        auto_compact__low_water=0.5,
+        auto_compact__toolcall_keep_max=6,
+    )
     await fill(agent, clock, range(1, 9))  # a threshold far above: nothing happens
     assert not rec.of("tool_results_reclaimed")
     tokens = agent.request_tokens()
@@ -195,10 +218,17 @@ async def test_an_early_reclaim_runs_exactly_above_the_low_water_mark_and_pays_f
     assert abs(early.cache_miss_tokens - uncached) <= 0.1 * uncached + 30  # the break the server then reports
 
 
-async def test_early_reclaims_spare_the_current_turn_and_are_no_step_towards_a_summary(offline_server_factory, tmp_path):
+async def test_early_reclaims_spare_the_current_turn_and_are_no_step_towards_a_summary(
+    offline_server_factory, tmp_path
+):
     write_files(tmp_path, 40)
-    server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
-                                             auto_compact__token_threshold=8000, auto_compact__toolcall_keep_max=12)
+    server, agent, rec, clock = cached_agent(
+        offline_server_factory,
+        tmp_path,
+        auto_compact__policy="cache-aware",
+        auto_compact__token_threshold=8000,
+        auto_compact__toolcall_keep_max=12,
+    )
     seen = []
     record = agent.on_event
 
@@ -217,12 +247,19 @@ async def test_early_reclaims_spare_the_current_turn_and_are_no_step_towards_a_s
 
 async def test_no_early_reclaim_when_cached_input_costs_nothing(offline_server_factory, tmp_path):
     write_files(tmp_path, 40)
-    server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
-                                             auto_compact__token_threshold=8000, cache__cached_discount=0.0)
+    server, agent, rec, clock = cached_agent(
+        offline_server_factory,
+        tmp_path,
+        auto_compact__policy="cache-aware",
+        auto_compact__token_threshold=8000,
+        cache__cached_discount=0.0,
+    )
     for i in range(1, 20):
         clock.now += 10
         await agent.run(f"read f{i}.py and f{i + 1}.py")
-    assert rec.of("tool_results_reclaimed") and not [e for e in rec.of("tool_results_reclaimed") if e.trigger == "early"]
+    assert rec.of("tool_results_reclaimed") and not [
+        e for e in rec.of("tool_results_reclaimed") if e.trigger == "early"
+    ]
 
 
 def test_the_cache_aware_policy_is_the_default():
@@ -233,8 +270,9 @@ def test_the_cache_aware_policy_is_the_default():
 
 async def test_the_seed_policy_has_no_idle_rule(offline_server_factory, tmp_path):
     write_files(tmp_path, 6)
-    server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="seed",
-                                             auto_compact__toolcall_keep_max=2)
+    server, agent, rec, clock = cached_agent(
+        offline_server_factory, tmp_path, auto_compact__policy="seed", auto_compact__toolcall_keep_max=2
+    )
     await fill(agent, clock, range(1, 5))
     clock.now += 10 * TTL
     await agent.run("please read f5.py")
@@ -243,8 +281,13 @@ async def test_the_seed_policy_has_no_idle_rule(offline_server_factory, tmp_path
 
 async def test_the_logged_cache_cost_is_what_the_server_then_reports(offline_server_factory, tmp_path):
     write_files(tmp_path, 40)
-    server, agent, rec, clock = cached_agent(offline_server_factory, tmp_path, auto_compact__policy="cache-aware",
-                                             auto_compact__token_threshold=6000, auto_compact__toolcall_keep_max=4)
+    server, agent, rec, clock = cached_agent(
+        offline_server_factory,
+        tmp_path,
+        auto_compact__policy="cache-aware",
+        auto_compact__token_threshold=6000,
+        auto_compact__toolcall_keep_max=4,
+    )
     next_request: dict[int, int] = {}
     record = agent.on_event
 
@@ -260,8 +303,10 @@ async def test_the_logged_cache_cost_is_what_the_server_then_reports(offline_ser
     changes = ("tool_results_reclaimed", "summary_started", "summary_finished")
     for position, index in next_request.items():
         event = events[position]
-        call = next(q for q in range(position + 1, len(events)) if events[q].type == "usage" and events[q].source == "server")
-        if any(e.type in changes for e in events[position + 1:call]):
+        call = next(
+            q for q in range(position + 1, len(events)) if events[q].type == "usage" and events[q].source == "server"
+        )
+        if any(e.type in changes for e in events[position + 1 : call]):
             continue  # another change before the same call: that call pays for both
         uncached = server.prompt_sizes[index] - server.cached_sizes[index]
         assert abs(event.cache_miss_tokens - uncached) <= 0.1 * uncached, (event, uncached)

@@ -14,17 +14,23 @@ from xun.agent.sdk_request import untransformed
 
 
 def _server() -> ScriptedServer:
-    return ScriptedServer(lambda method, path, body: Stream(["done"], usage={"prompt_tokens": 50, "completion_tokens": 1, "total_tokens": 51})).start()
+    return ScriptedServer(
+        lambda method, path, body: Stream(
+            ["done"], usage={"prompt_tokens": 50, "completion_tokens": 1, "total_tokens": 51}
+        )
+    ).start()
 
 
 def _send_the_old_way(server: ScriptedServer, request: dict) -> bytes:
     """The body the SDK sends when every parameter goes through its transform (xun's path before)."""
+
     async def go() -> None:
         client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
         stream = await client.chat.completions.create(**request)
         async for _ in stream:
             pass
         await client.close()
+
     before = len(server.raw_bodies)
     asyncio.run(go())
     return server.raw_bodies[before]
@@ -36,8 +42,19 @@ def test_a_turns_request_body_is_byte_for_byte_the_sdks_ordinary_body(tmp_path):
         agent, _ = make_agent(server, tmp_path, model__temperature=0.3)
         conversation = agent.conversation
         conversation.add_user_message("read ünïcode.txt and fix “it”")
-        conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": "ünïcode.txt"})}}]})
+        conversation.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": "ünïcode.txt"})},
+                    }
+                ],
+            }
+        )
         conversation.add_tool_result("c1", "line 1\n\ttabbed \u2028 \x00 text")
         asyncio.run(agent.run("go on"))
         [new_body] = [raw for raw in server.raw_bodies if b'"messages"' in raw][-1:]
@@ -50,8 +67,13 @@ def test_a_turns_request_body_is_byte_for_byte_the_sdks_ordinary_body(tmp_path):
 
 
 def test_untransformed_keeps_every_key_in_its_place():
-    request = {"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True, "tools": [{"type": "function"}],
-               "max_tokens": 5}
+    request = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "x"}],
+        "stream": True,
+        "tools": [{"type": "function"}],
+        "max_tokens": 5,
+    }
     kwargs = untransformed(request)
     assert kwargs["messages"] == [] and kwargs["tools"] == []
     assert kwargs["extra_body"] == {"messages": request["messages"], "tools": request["tools"]}
@@ -101,12 +123,27 @@ def test_the_replys_chunks_are_read_as_plain_json_not_built_into_sdk_models(tmp_
     monkeypatch.setattr(_base_client, "construct_type", counting)
     call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"pa'}}
     rest = {"index": 0, "function": {"arguments": 'th": "a.txt"}'}}
-    usage = {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59, "prompt_tokens_details": {"cached_tokens": 32}}
-    replies = iter([Stream([{"reasoning_content": "think"}, "let me ", "look", {"tool_calls": [call]}, {"tool_calls": [rest]}],
-                           finish_reason="tool_calls", usage=usage),
-                    Stream(["done"], usage={"prompt_tokens": 70, "completion_tokens": 1, "total_tokens": 71})])
-    server = ScriptedServer(lambda method, path, body: next(replies) if path.endswith("/chat/completions") else
-                            Json(404, {"error": {"message": "not found"}})).start()
+    usage = {
+        "prompt_tokens": 50,
+        "completion_tokens": 9,
+        "total_tokens": 59,
+        "prompt_tokens_details": {"cached_tokens": 32},
+    }
+    replies = iter(
+        [
+            Stream(
+                [{"reasoning_content": "think"}, "let me ", "look", {"tool_calls": [call]}, {"tool_calls": [rest]}],
+                finish_reason="tool_calls",
+                usage=usage,
+            ),
+            Stream(["done"], usage={"prompt_tokens": 70, "completion_tokens": 1, "total_tokens": 71}),
+        ]
+    )
+    server = ScriptedServer(
+        lambda method, path, body: (
+            next(replies) if path.endswith("/chat/completions") else Json(404, {"error": {"message": "not found"}})
+        )
+    ).start()
     try:
         (tmp_path / "a.txt").write_text("hello\n")
         agent, recorder = make_agent(server, tmp_path)
@@ -115,8 +152,9 @@ def test_the_replys_chunks_are_read_as_plain_json_not_built_into_sdk_models(tmp_
         assistant = [m.raw for m in agent.conversation.messages if getattr(m, "role", "") == "assistant"][0]
         assert assistant["content"] == "let me look"
         assert assistant["reasoning_content"] == "think"
-        assert assistant["tool_calls"] == [{"id": "call_1", "type": "function",
-                                            "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]
+        assert assistant["tool_calls"] == [
+            {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}
+        ]
         results = [m.raw["content"] for m in agent.conversation.messages if getattr(m, "role", "") == "tool"]
         assert "hello" in str(results)
         assert agent.conversation.prompt_cache.known_calls >= 1 and agent.conversation.usage_totals["calls"] == 2

@@ -16,9 +16,21 @@ async def _chunks(pieces: list[str]):
     for index, piece in enumerate(pieces):
         yield {"choices": [{"delta": {"reasoning_content": piece}}]}
         yield {"choices": [{"delta": {"content": piece}}]}
-        yield {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "call_1" if index == 0 else None,
-                                                      "function": {"name": "write_file" if index == 0 else None,
-                                                                   "arguments": piece}}]}}]}
+        yield {
+            "choices": [
+                {
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1" if index == 0 else None,
+                                "function": {"name": "write_file" if index == 0 else None, "arguments": piece},
+                            }
+                        ]
+                    }
+                }
+            ]
+        }
     yield {"choices": [{"delta": {}, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 9}}
 
 

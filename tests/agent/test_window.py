@@ -9,40 +9,107 @@ import re
 
 import pytest
 
-from xun.agent.config import XunConfig
 from xun.agent.tools import Toolbox
-from xun.agent.window import Calibration, LearnedEstimates, LearnedWindows, is_overflow_text, overflow_window, requested_tokens
+from xun.agent.window import (
+    Calibration,
+    LearnedEstimates,
+    LearnedWindows,
+    is_overflow_text,
+    overflow_window,
+    requested_tokens,
+)
 
 from .helpers import make_agent
 from .scripted_server import EMPTY_STREAM, NOT_FOUND, Json, ScriptedServer, Stream, prompt_chars
 
 WINDOW = 3000
 """The scripted server's window, in its own tokens: 4 characters of message text each."""
-SUMMARY = "\n".join(f"## {name}\n- kept" for name in ("system_context", "overview", "key_facts", "user_preferences",
-                                                       "decisions", "pending_tasks", "open_questions", "tone_context"))
+SUMMARY = "\n".join(
+    f"## {name}\n- kept"
+    for name in (
+        "system_context",
+        "overview",
+        "key_facts",
+        "user_preferences",
+        "decisions",
+        "pending_tasks",
+        "open_questions",
+        "tone_context",
+    )
+)
 
 
 def overflow_shapes(window: int, requested: int) -> dict[str, Json | object]:
     """What each kind of server answers to a prompt of `requested` tokens over a `window`."""
     return {
-        "openai": Json(400, {"error": {"message": f"This model's maximum context length is {window} tokens. However, your "
-                                                  f"messages resulted in {requested} tokens. Please reduce the length of the messages.",
-                                       "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
-        "llama-cpp-python": Json(400, {"error": {"message": f"This model's maximum context length is {window} tokens. However, "
-                                                            f"you requested {requested} tokens ({requested} in the messages, None in the "
-                                                            "completion). Please reduce the length of the messages or completion.",
-                                                 "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
-        "llama.cpp": Json(400, {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
-                                          "type": "exceed_context_size_error", "n_prompt_tokens": requested, "n_ctx": window}}),
-        "vllm": Json(400, {"object": "error", "message": f"This model's maximum context length is {window} tokens. However, you "
-                                                         f"requested {requested} tokens ({requested} in the messages, 0 in the completion). "
-                                                         "Please reduce the length of the messages or completion.",
-                           "type": "BadRequestError", "param": None, "code": 400}),
-        "lm studio": Json(400, {"error": f"Trying to keep the first {requested} tokens when context the overflows. However, the model "
-                                         f"is loaded with context length of only {window} tokens, which is not enough. Try to load "
-                                         "the model with a larger context length, or provide a shorter input"}),
-        "ollama": Json(500, {"error": {"message": "the input length exceeds the context length", "type": "api_error",
-                                       "param": None, "code": None}}),
+        "openai": Json(
+            400,
+            {
+                "error": {
+                    "message": f"This model's maximum context length is {window} tokens. However, your "
+                    f"messages resulted in {requested} tokens. Please reduce the length of the messages.",
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+            },
+        ),
+        "llama-cpp-python": Json(
+            400,
+            {
+                "error": {
+                    "message": f"This model's maximum context length is {window} tokens. However, "
+                    f"you requested {requested} tokens ({requested} in the messages, None in the "
+                    "completion). Please reduce the length of the messages or completion.",
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+            },
+        ),
+        "llama.cpp": Json(
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": requested,
+                    "n_ctx": window,
+                }
+            },
+        ),
+        "vllm": Json(
+            400,
+            {
+                "object": "error",
+                "message": f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {requested} tokens ({requested} in the messages, 0 in the completion). "
+                "Please reduce the length of the messages or completion.",
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            },
+        ),
+        "lm studio": Json(
+            400,
+            {
+                "error": f"Trying to keep the first {requested} tokens when context the overflows. However, the model "
+                f"is loaded with context length of only {window} tokens, which is not enough. Try to load "
+                "the model with a larger context length, or provide a shorter input"
+            },
+        ),
+        "ollama": Json(
+            500,
+            {
+                "error": {
+                    "message": "the input length exceeds the context length",
+                    "type": "api_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        ),
         "llama.cpp stream": EMPTY_STREAM,
     }
 
@@ -76,7 +143,11 @@ def refusing(shape: str, window: int = WINDOW, models: Json | None = None):
         tokens = -(-prompt_chars(body) // 4)
         if tokens > window:
             reply = overflow_shapes(window, tokens)[shape]
-            return reply if (reply is not EMPTY_STREAM or body.get("stream")) else Json(400, {"error": {"message": "too long"}})
+            return (
+                reply
+                if (reply is not EMPTY_STREAM or body.get("stream"))
+                else Json(400, {"error": {"message": "too long"}})
+            )
         if "system_context" in json.dumps(body["messages"][-1]):
             return Stream([SUMMARY])
         return Stream(["fine"])
@@ -127,12 +198,18 @@ async def test_a_learned_window_is_kept_for_the_next_session(scripted, tmp_path)
     assert [e.trigger for e in rec.of("summary_finished")] == ["auto"]
 
 
-@pytest.mark.parametrize("card, expected", [
-    ({"id": "xun-offline", "max_model_len": 32768}, 32768),  # vLLM
-    ({"id": "xun-offline", "context_length": 131072}, 131072),  # OpenRouter, LM Studio
-    ({"id": "/models/SmolLM2.gguf", "meta": {"n_ctx": 2048, "n_ctx_train": 8192}}, 2048),  # llama-server (its only card)
-    ({"id": "other"}, None),
-])
+@pytest.mark.parametrize(
+    "card, expected",
+    [
+        ({"id": "xun-offline", "max_model_len": 32768}, 32768),  # vLLM
+        ({"id": "xun-offline", "context_length": 131072}, 131072),  # OpenRouter, LM Studio
+        (
+            {"id": "/models/SmolLM2.gguf", "meta": {"n_ctx": 2048, "n_ctx_train": 8192}},
+            2048,
+        ),  # llama-server (its only card)
+        ({"id": "other"}, None),
+    ],
+)
 async def test_the_window_is_discovered_from_the_model_card(card, expected, scripted, tmp_path):
     cards = [card] if "meta" in card else [card, {"id": "unrelated", "context_length": 8}]
     server = scripted(refusing("openai", models=Json(200, {"object": "list", "data": cards})))
@@ -146,7 +223,9 @@ async def test_the_window_is_discovered_from_the_model_card(card, expected, scri
 async def test_ollama_and_llama_cpp_say_their_window_elsewhere(scripted, tmp_path):
     def answer(method, path, body):
         if path == "/api/show":
-            return Json(200, {"parameters": "temperature 0.7\nnum_ctx 8192", "model_info": {"llama.context_length": 131072}})
+            return Json(
+                200, {"parameters": "temperature 0.7\nnum_ctx 8192", "model_info": {"llama.context_length": 131072}}
+            )
         return NOT_FOUND
 
     agent, _ = make_agent(scripted(answer), tmp_path)
@@ -182,11 +261,16 @@ async def test_discovery_of_the_offline_profiles(offline_server_factory, tmp_pat
 def test_the_figures_in_real_error_texts():
     texts = {
         "Requested tokens (2372) exceed context window of 2048": (2048, 2372),
-        "This model's maximum context length is 32768 tokens. However, you requested 33000 tokens (32000 in the messages, "
+        "This model's maximum context length is 32768 tokens. However, you requested 33000 tokens (32000 in the "
+        "messages, "
         "1000 in the completion).": (32768, 32000),
-        '{"code":400,"message":"the request exceeds the available context size","n_prompt_tokens":5000,"n_ctx":4096}': (4096, 5000),
+        '{"code":400,"message":"the request exceeds the available context size","n_prompt_tokens":5000,"n_ctx":4096}': (
+            4096,
+            5000,
+        ),
         "Cannot truncate prompt with n_keep (15028) >= n_ctx (7424)": (7424, None),
-        "Trying to keep the first 10136 tokens when context the overflows. However, the model is loaded with context length "
+        "Trying to keep the first 10136 tokens when context the overflows. However, the model is loaded with context "
+        "length "
         "of only 7866 tokens, which is not enough.": (7866, 10136),
         "The number of tokens to keep from the initial prompt is greater than the context length.": (None, None),
     }
@@ -234,7 +318,9 @@ async def test_summaries_in_pieces_when_the_history_cannot_fit_one_request(offli
 async def test_a_window_too_small_for_any_summary_request_gets_xuns_own_summary(offline_server_factory, tmp_path):
     """An earlier summary already fills most of a small window: no request could carry it and a piece of
     the history, so xun writes the summary from the messages itself (none is sent), instead of failing."""
-    server = offline_server_factory(context_window=1600, profile="vllm")  # at 1,700 a summary of a fifth of the threshold fits
+    server = offline_server_factory(
+        context_window=1600, profile="vllm"
+    )  # at 1,700 a summary of a fifth of the threshold fits
     agent, rec = make_agent(server, tmp_path)
     earlier = "## overview\n" + "the earlier work on src/module_old.py went on for a long time; " * 40
     agent.conversation.set_system_message_content(earlier, is_compressed=True)
@@ -335,8 +421,11 @@ def wordy(needs: int):
 
 
 def summary_requests(server) -> list[tuple[int, str]]:
-    return [(b["max_tokens"], b["messages"][-1]["content"]) for b in server.chat_bodies()
-            if "system_context" in json.dumps(b["messages"][-1])]
+    return [
+        (b["max_tokens"], b["messages"][-1]["content"])
+        for b in server.chat_bodies()
+        if "system_context" in json.dumps(b["messages"][-1])
+    ]
 
 
 async def test_a_summary_cut_off_at_its_limit_is_not_asked_for_again_with_the_same_limit(scripted, tmp_path):
@@ -359,7 +448,9 @@ async def test_a_summary_cut_off_at_its_limit_is_not_asked_for_again_with_the_sa
 
 
 @pytest.mark.parametrize("window, repeats, method", [(2000, 300, "model"), (1000, 45, "extractive")])
-async def test_a_later_summary_folds_in_a_turn_too_small_to_pay_for_a_new_frame(window, repeats, method, scripted, tmp_path):
+async def test_a_later_summary_folds_in_a_turn_too_small_to_pay_for_a_new_frame(
+    window, repeats, method, scripted, tmp_path
+):
     """Found against llama.cpp with a small window: one earlier turn (under the size that pays for a first
     summary's frame) was left out of every summary, and the next prompt could not be sent. A summary that
     updates an earlier one pays no new frame, so that turn is folded in and the prompt goes. In the
@@ -374,7 +465,9 @@ async def test_a_later_summary_folds_in_a_turn_too_small_to_pay_for_a_new_frame(
     finished = await agent.run("and now the next task: " + "check the build " * repeats)
     assert finished.status == "ok", finished.error
     summary = rec.of("summary_finished")
-    assert len(summary) == 1 and summary[0].condensed == 2 and summary[0].trigger == "auto" and summary[0].method == method
+    assert (
+        len(summary) == 1 and summary[0].condensed == 2 and summary[0].trigger == "auto" and summary[0].method == method
+    )
     assert all(-(-prompt_chars(b) // 4) <= window - agent.output_reserve(window) for b in server.chat_bodies())
     if method == "extractive":
         text = agent.conversation.messages[0].content
@@ -392,7 +485,9 @@ async def test_a_summary_leaves_room_for_the_prompt_it_was_written_for(scripted,
     finished = await agent.run("the new task, word for word: " + "rename the parser's entry point " * 237)
     assert finished.status == "ok", finished.error
     assert rec.of("summary_finished")
-    summary_limits = [b["max_tokens"] for b in server.chat_bodies() if "system_context" in json.dumps(b["messages"][-1])]
+    summary_limits = [
+        b["max_tokens"] for b in server.chat_bodies() if "system_context" in json.dumps(b["messages"][-1])
+    ]
     assert summary_limits and max(summary_limits) < window // 4
     budget = window - agent.output_reserve(window)
     assert all(-(-prompt_chars(b) // 4) <= budget for b in server.chat_bodies())
@@ -414,8 +509,11 @@ def test_each_reply_corrects_the_measure_quickly_up_and_slowly_down(tmp_path):
     assert store.remember("http://127.0.0.1:8080/v1", "m", measure) is None
     again = store.get("http://127.0.0.1:8080/v1/", "m")
     assert again == measure and store.get("http://127.0.0.1:8080/v1", "other") is None
-    (tmp_path / "estimates.json").write_text(json.dumps({"http://127.0.0.1:8080/v1 m": {"tokens_per_char": 7, "fixed_tokens": 1,
-                                                                                         "tool_tokens": 0, "replies": 1}}))
+    (tmp_path / "estimates.json").write_text(
+        json.dumps(
+            {"http://127.0.0.1:8080/v1 m": {"tokens_per_char": 7, "fixed_tokens": 1, "tool_tokens": 0, "replies": 1}}
+        )
+    )
     assert store.get("http://127.0.0.1:8080/v1", "m") is None, "a figure out of range is not believed"
 
 
@@ -428,8 +526,11 @@ async def test_a_summary_that_did_not_fit_never_switches_automatic_compaction_of
     agent, rec = make_agent(scripted(refusing("openai")), tmp_path, auto_compact__token_threshold=1000)
     long_history(agent)
     for did_not_fit, suspended in ((True, False), (False, True)):
+
         async def failing(*args, **kwargs):
-            return SummaryCompactResult(SummaryCompactResult.Status.SUMMARIZE_FAILED, "Summary failed", did_not_fit=did_not_fit)
+            return SummaryCompactResult(
+                SummaryCompactResult.Status.SUMMARIZE_FAILED, "Summary failed", did_not_fit=did_not_fit
+            )
 
         monkeypatch.setattr(policy, "compact_conversation", failing)
         compactor = policy.AutoCompactor()
@@ -454,18 +555,24 @@ def imitating_llama_server(usage: list[int]):
     """llama-server's counting endpoints (`/apply-template`, `/tokenize`, which refuses nothing) and its
     refusal to render a prompt that ends in an assistant's tool calls; each chat reply reports the
     prompt's tokens, appended to `usage`."""
+
     def answer(method: str, path: str, body):
         if path == "/apply-template":
             messages = body["messages"]
             if messages[-1]["role"] == "assistant" and messages[-1].get("tool_calls"):
-                return Json(400, {"error": {"message": "Cannot continue an assistant message that contains tool calls."}})
+                return Json(
+                    400, {"error": {"message": "Cannot continue an assistant message that contains tool calls."}}
+                )
             return Json(200, {"prompt": chatml(messages)})
         if path == "/tokenize":
             return Json(200, {"tokens": list(range(len(TOKEN.findall(body["content"]))))})
         if path == "/v1/chat/completions":
             usage.append(len(TOKEN.findall(chatml(body["messages"]))))
-            return Stream(["Noted."], usage={"prompt_tokens": usage[-1], "completion_tokens": 2, "total_tokens": usage[-1] + 2})
+            return Stream(
+                ["Noted."], usage={"prompt_tokens": usage[-1], "completion_tokens": 2, "total_tokens": usage[-1] + 2}
+            )
         return NOT_FOUND
+
     return answer
 
 
@@ -495,10 +602,13 @@ def test_a_changes_uncached_tail_is_counted_where_the_template_renders_it(script
 
     server = scripted(imitating_llama_server([]))
     call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
-    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Read it."},
-                {"role": "assistant", "content": "", "tool_calls": [call]},
-                {"role": "tool", "tool_call_id": "c1", "content": "[Compacted, ID: c1]"},
-                {"role": "user", "content": "What does it do?"}]
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Read it."},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "[Compacted, ID: c1]"},
+        {"role": "user", "content": "What does it do?"},
+    ]
     measure = Calibration(0.25, 3, 0, tokenizer="template")
     tail = count_tail_sync(server.base_url, "m", messages, None, {}, measure, 3)
     whole, prefix = chatml(messages), chatml(messages[:3], generation=False) + "<|im_start|>tool\n"

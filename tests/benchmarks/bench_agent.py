@@ -27,8 +27,19 @@ def conversation_of(size: int) -> Conversation:
     c.add_user_message("start")
     i = 0
     while len(c.messages) < size:
-        c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": f"f{i}"})}}]})
+        c.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{i}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": f"f{i}"})},
+                    }
+                ],
+            }
+        )
         c.add_tool_result(f"c{i}", "x" * 500)
         i += 1
     c.record_usage(100_000)
@@ -53,8 +64,10 @@ async def measure(size: int, repeats: int = 200) -> list[dict]:
         check += middle - start
     assert not agent.conversation.compaction_log, "the check compacted: it must stay under the threshold"
     messages = len(agent.conversation.messages)
-    return [{"op": "before_call_check_under_threshold", "messages": messages, "seconds": round(check / repeats, 9)},
-            {"op": "preflight_under_threshold", "messages": messages, "seconds": round(preflight / repeats, 9)}]
+    return [
+        {"op": "before_call_check_under_threshold", "messages": messages, "seconds": round(check / repeats, 9)},
+        {"op": "preflight_under_threshold", "messages": messages, "seconds": round(preflight / repeats, 9)},
+    ]
 
 
 async def cancel_latency(repeats: int = 5) -> dict:

@@ -33,13 +33,30 @@ from bench_tui import emit, watch_frames  # noqa: E402
 ROUNDS = 1000  # 4 messages a round
 TARGET_MS = 50
 
-ANSWER = [{"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-           "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": None}]},
-          {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
-           "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
-COMPLETION = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-              "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-              "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+ANSWER = [
+    {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": None}],
+    },
+    {
+        "id": "x",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+    },
+]
+COMPLETION = {
+    "id": "x",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "m",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
 
 
 class SlowServer:
@@ -105,11 +122,24 @@ class SlowServer:
 def fill(conversation, rounds: int = ROUNDS) -> None:
     for i in range(rounds):
         conversation.add_user_message(f"question {i}: read src/module_{i}.py and tell me what it does")
-        conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{i:04d}", "type": "function",
-             "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/module_{i}.py"})}}]})
-        conversation.add_tool_result(f"call_{i:04d}", f"[src/module_{i}.py: lines 1-40 of 40]\n" + "".join(
-            f"{n:6d}\tdef function_{n}(value):  # returns the value times {n}\n" for n in range(1, 41)))
+        conversation.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{i:04d}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/module_{i}.py"})},
+                    }
+                ],
+            }
+        )
+        conversation.add_tool_result(
+            f"call_{i:04d}",
+            f"[src/module_{i}.py: lines 1-40 of 40]\n"
+            + "".join(f"{n:6d}\tdef function_{n}(value):  # returns the value times {n}\n" for n in range(1, 41)),
+        )
         conversation.add_agent_message({"role": "assistant", "content": f"`src/module_{i}.py` defines 40 functions."})
 
 
@@ -123,7 +153,12 @@ def sdk_call(calls: int) -> None:
     conversation = Conversation()
     conversation.set_system_message_content("You are the benchmark agent.")
     fill(conversation)
-    request = {"model": "m", "messages": conversation.completion_params(), "tools": default_toolbox().schemas(), "max_tokens": 100}
+    request = {
+        "model": "m",
+        "messages": conversation.completion_params(),
+        "tools": default_toolbox().schemas(),
+        "max_tokens": 100,
+    }
     server = SlowServer(None)
 
     async def timed(kwargs: dict) -> float:
@@ -142,8 +177,15 @@ def sdk_call(calls: int) -> None:
         after = asyncio.run(timed(untransformed(request)))
     finally:
         server.stop()
-    emit("sdk_call_4000", messages=len(request["messages"]), body_bytes=len(json.dumps(request)), calls=calls,
-         sdk_transform_ms=round(before * 1000, 1), xun_ms=round(after * 1000, 1), speedup=round(before / after, 1))
+    emit(
+        "sdk_call_4000",
+        messages=len(request["messages"]),
+        body_bytes=len(json.dumps(request)),
+        calls=calls,
+        sdk_transform_ms=round(before * 1000, 1),
+        xun_ms=round(after * 1000, 1),
+        speedup=round(before / after, 1),
+    )
 
 
 async def key_latency(accept_bytes_per_second: float, old_path: bool) -> None:
@@ -163,8 +205,13 @@ async def key_latency(accept_bytes_per_second: float, old_path: bool) -> None:
         conversation = store.new()
         fill(conversation)
         store.save(conversation)
-        session = open_session(folder, base_url=server.base_url, environ={"OPENAI_API_KEY": "k"}, resume=conversation.conversation_id,
-                               overrides=["auto_compact.enabled=false", "model.context_window=100000000"])
+        session = open_session(
+            folder,
+            base_url=server.base_url,
+            environ={"OPENAI_API_KEY": "k"},
+            resume=conversation.conversation_id,
+            overrides=["auto_compact.enabled=false", "model.context_window=100000000"],
+        )
         app = XunApp(session)
         frames: list[float] = []
         watch_frames(app, lambda: frames.append(time.perf_counter()))
@@ -200,17 +247,28 @@ async def key_latency(accept_bytes_per_second: float, old_path: bool) -> None:
         return
     ordered = sorted(latencies)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    emit("key_latency_big_request", old_path=old_path, messages=4 * ROUNDS + 1, keys=len(ordered),
-         sending_s=round(sending_s, 2), body_received=server.received.is_set(),
-         ms_median=round(1000 * statistics.median(ordered), 2), ms_p95=round(1000 * p95, 2), ms_max=round(1000 * ordered[-1], 2),
-         target_ms=TARGET_MS, ok=p95 <= TARGET_MS / 1000)
+    emit(
+        "key_latency_big_request",
+        old_path=old_path,
+        messages=4 * ROUNDS + 1,
+        keys=len(ordered),
+        sending_s=round(sending_s, 2),
+        body_received=server.received.is_set(),
+        ms_median=round(1000 * statistics.median(ordered), 2),
+        ms_p95=round(1000 * p95, 2),
+        ms_max=round(1000 * ordered[-1], 2),
+        target_ms=TARGET_MS,
+        ok=p95 <= TARGET_MS / 1000,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=5, help="calls per path for sdk_call_4000 (median)")
     parser.add_argument("--accept-kbps", type=float, default=1000, help="how fast the slow server reads a body, KB/s")
-    parser.add_argument("--old-path", action="store_true", help="key latency with the SDK's transform put back (xun before)")
+    parser.add_argument(
+        "--old-path", action="store_true", help="key latency with the SDK's transform put back (xun before)"
+    )
     parser.add_argument("--only", choices=("sdk", "keys"), help="one figure only")
     args = parser.parse_args()
     if args.only != "keys":

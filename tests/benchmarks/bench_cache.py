@@ -15,7 +15,8 @@ many it served from its cache, billed input tokens (uncached + 0.1 x cached, in 
 `cache.cached_discount` is the 0.1),
 summaries, reclaims, and the peak context (the largest prompt the server received); then one line
 comparing them, with `target_met`: the cache-aware policy bills at least 25% less input, with no more
-summaries, and both peaks within the same bound (the threshold plus 1% for the estimate's error). Not collected by pytest.
+summaries, and both peaks within the same bound (the threshold plus 1% for the estimate's error). Not collected by
+pytest.
 """
 
 from __future__ import annotations
@@ -59,9 +60,14 @@ async def run(policy: str, turns: int, threshold: int, idle_every: int, low_wate
     with tempfile.TemporaryDirectory() as folder, OfflineServer(cache_ttl=TTL, clock=clock) as server:
         workdir = Path(folder)
         write_files(workdir, 40, lines=file_lines)
-        agent, recorder = make_agent(server, workdir, auto_compact__token_threshold=threshold,
-                                     auto_compact__policy=policy, auto_compact__low_water=low_water,
-                                     cache__ttl_seconds=TTL)
+        agent, recorder = make_agent(
+            server,
+            workdir,
+            auto_compact__token_threshold=threshold,
+            auto_compact__policy=policy,
+            auto_compact__low_water=low_water,
+            cache__ttl_seconds=TTL,
+        )
         agent.compactor = compactor_from_config(agent.config)
         agent.clock = clock
         started = time.perf_counter()
@@ -75,36 +81,55 @@ async def run(policy: str, turns: int, threshold: int, idle_every: int, low_wate
         prompt, cached = sum(server.prompt_sizes), sum(server.cached_sizes)
         reclaims = [e for e in recorder.of("tool_results_reclaimed") if e.count]
         return {
-            "policy": policy, "turns": turns, "threshold": threshold, "low_water": agent.config.auto_compact.low_water, "requests": len(server.prompt_sizes),
-            "prompt_tokens": prompt, "cached_tokens": cached, "uncached_tokens": prompt - cached,
+            "policy": policy,
+            "turns": turns,
+            "threshold": threshold,
+            "low_water": agent.config.auto_compact.low_water,
+            "requests": len(server.prompt_sizes),
+            "prompt_tokens": prompt,
+            "cached_tokens": cached,
+            "uncached_tokens": prompt - cached,
             "billed_input": round(billed_input(prompt - cached, cached, agent.config.cache.cached_discount)),
-            "summaries": len(recorder.of("summary_finished")), "reclaims": len(reclaims),
+            "summaries": len(recorder.of("summary_finished")),
+            "reclaims": len(reclaims),
             "idle_reclaims": sum(1 for e in reclaims if e.trigger == "idle"),
             "early_reclaims": sum(1 for e in reclaims if e.trigger == "early"),
             "idle_summaries": sum(1 for e in recorder.of("summary_finished") if e.trigger == "idle"),
-            "peak_context": max(server.prompt_sizes), "seconds": round(seconds, 1),
+            "peak_context": max(server.prompt_sizes),
+            "seconds": round(seconds, 1),
         }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("turns", nargs="?", type=positive_int, default=300, metavar="TURNS")
-    parser.add_argument("--threshold", type=positive_int, default=12000, help="auto_compact.token_threshold (default 12000)")
-    parser.add_argument("--idle-every", type=int, default=40, metavar="K", help="an idle gap every K turns (0: never; default 40)")
-    parser.add_argument("--file-lines", type=positive_int, default=60, help="lines of each file the turns read (default 60)")
+    parser.add_argument(
+        "--threshold", type=positive_int, default=12000, help="auto_compact.token_threshold (default 12000)"
+    )
+    parser.add_argument(
+        "--idle-every", type=int, default=40, metavar="K", help="an idle gap every K turns (0: never; default 40)"
+    )
+    parser.add_argument(
+        "--file-lines", type=positive_int, default=60, help="lines of each file the turns read (default 60)"
+    )
     parser.add_argument("--low-water", type=float, default=0.5, help="auto_compact.low_water (default 0.5)")
     args = parser.parse_args(argv)
     results = {}
     for policy in ("seed", "cache-aware"):
-        results[policy] = asyncio.run(run(policy, args.turns, args.threshold, args.idle_every, args.low_water, args.file_lines))
+        results[policy] = asyncio.run(
+            run(policy, args.turns, args.threshold, args.idle_every, args.low_water, args.file_lines)
+        )
         print(json.dumps(results[policy]), flush=True)
     seed, aware = results["seed"], results["cache-aware"]
     saving = 1 - aware["billed_input"] / seed["billed_input"]
     bound = round(args.threshold * (1 + PEAK_SLACK))
     comparison = {
-        "billed_input_saving": round(saving, 3), "summaries": [seed["summaries"], aware["summaries"]],
-        "peak_context": [seed["peak_context"], aware["peak_context"]], "peak_bound": bound,
-        "target_met": saving >= 0.25 and aware["summaries"] <= seed["summaries"]
+        "billed_input_saving": round(saving, 3),
+        "summaries": [seed["summaries"], aware["summaries"]],
+        "peak_context": [seed["peak_context"], aware["peak_context"]],
+        "peak_bound": bound,
+        "target_met": saving >= 0.25
+        and aware["summaries"] <= seed["summaries"]
         and max(seed["peak_context"], aware["peak_context"]) <= bound,
     }
     print(json.dumps(comparison), flush=True)

@@ -31,7 +31,14 @@ TARGETS_MS = {"xun --version": 150, "xun run --offline hi": 1000}
 
 def environment(home: Path) -> dict[str, str]:
     # PYTHONDONTWRITEBYTECODE would have every run compile xun anew; an installed package has its bytecode
-    scrubbed = {"OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME", "XUN_OFFLINE_FAULTS", "PYTHONDONTWRITEBYTECODE"}
+    scrubbed = {
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "XUN_MODEL",
+        "XUN_HOME",
+        "XUN_OFFLINE_FAULTS",
+        "PYTHONDONTWRITEBYTECODE",
+    }
     env = {k: v for k, v in os.environ.items() if k not in scrubbed}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
     return env
@@ -39,7 +46,7 @@ def environment(home: Path) -> dict[str, str]:
 
 def timed(command: list[str], cwd: Path, env: dict[str, str]) -> float:
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr.strip()}")
@@ -50,8 +57,13 @@ def figure(name: str, command: list[str], runs: int, cwd: Path, env: dict[str, s
     timed(command, cwd, env)  # warm the page cache and the bytecode cache
     times = [timed(command, cwd, env) for _ in range(runs)]
     median_ms = statistics.median(times) * 1000
-    record = {"figure": name, "median_ms": round(median_ms, 1), "min_ms": round(min(times) * 1000, 1),
-              "max_ms": round(max(times) * 1000, 1), "runs": runs}
+    record = {
+        "figure": name,
+        "median_ms": round(median_ms, 1),
+        "min_ms": round(min(times) * 1000, 1),
+        "max_ms": round(max(times) * 1000, 1),
+        "runs": runs,
+    }
     if name in TARGETS_MS:
         record["target_ms"] = TARGETS_MS[name]
         record["met"] = median_ms < TARGETS_MS[name]
@@ -59,16 +71,30 @@ def figure(name: str, command: list[str], runs: int, cwd: Path, env: dict[str, s
 
 
 def import_breakdown(cwd: Path, env: dict[str, str]) -> None:
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "xun", "run", "--offline", "hi"], cwd=cwd, env=env,
-                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "xun", "run", "--offline", "hi"],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     top: dict[str, int] = {}
     for line in done.stderr.splitlines():
         match = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\S.*)$", line)
         if match and not match.group(2).startswith(" "):  # top-level imports only
             top[match.group(2)] = int(match.group(1))
     heaviest = dict(sorted(top.items(), key=lambda item: -item[1])[:8])
-    print(json.dumps({"figure": "import_ms (xun run --offline hi, -X importtime, top level)",
-                      **{name: round(us / 1000, 1) for name, us in heaviest.items()}}), flush=True)
+    print(
+        json.dumps(
+            {
+                "figure": "import_ms (xun run --offline hi, -X importtime, top level)",
+                **{name: round(us / 1000, 1) for name, us in heaviest.items()},
+            }
+        ),
+        flush=True,
+    )
 
 
 def main() -> None:

@@ -20,11 +20,19 @@ from xun.context.conversation import Conversation
 
 
 def add_round(c: Conversation, i: int) -> None:
-    c.add_agent_message({
-        "role": "assistant", "content": f"Reading file {i}",
-        "tool_calls": [{"id": f"call_{i}", "type": "function",
-                        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/f{i}.py"})}}],
-    })
+    c.add_agent_message(
+        {
+            "role": "assistant",
+            "content": f"Reading file {i}",
+            "tool_calls": [
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/f{i}.py"})},
+                }
+            ],
+        }
+    )
     c.add_tool_result(f"call_{i}", f"line {i} of output\n" * 111)
     if i % 10 == 9:
         c.add_user_message("continue with the next part")
@@ -74,8 +82,11 @@ def main() -> None:
             loaded = Conversation().load(path)
             emit("first_original_after_load", timed(lambda: loaded.compacted_toolcall_result("call_0"))[0])
             emit("plan_compaction", timed(lambda: c.plan_compaction(16))[0])
-            emit("summary_with_offload", timed(lambda: c.compact(lambda msgs: "SUMMARY", keep_recent=16))[0],
-                 log_bytes=(folder / "history" / f"{c.conversation_id}.md").stat().st_size)
+            emit(
+                "summary_with_offload",
+                timed(lambda: c.compact(lambda msgs: "SUMMARY", keep_recent=16))[0],
+                log_bytes=(folder / "history" / f"{c.conversation_id}.md").stat().st_size,
+            )
 
 
 if __name__ == "__main__":

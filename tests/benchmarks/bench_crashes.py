@@ -37,8 +37,14 @@ async def resume_all(outcomes) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("workers", nargs="?", type=positive_int, default=2, metavar="WORKERS",
-                        help="worker processes running kill points at once (default: 2)")
+    parser.add_argument(
+        "workers",
+        nargs="?",
+        type=positive_int,
+        default=2,
+        metavar="WORKERS",
+        help="worker processes running kill points at once (default: 2)",
+    )
     workers = parser.parse_args(argv).workers
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="xun-crashes-") as tmp:

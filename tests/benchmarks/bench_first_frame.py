@@ -1,4 +1,5 @@
-"""Benchmark of the first frame as the user sees it (a script, not a test: `python3 tests/benchmarks/bench_first_frame.py`).
+"""Benchmark of the first frame as the user sees it (a script, not a test:
+`python3 tests/benchmarks/bench_first_frame.py`).
 
 `bench_tui.py` times the app inside `run_test`; this one launches the command the way a user does, in a
 real terminal (tmux, 120x40), and times from launch until the text that marks the frame is on the screen
@@ -38,14 +39,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve()
 SRC = HERE.parents[2] / "src"
 SOCKET = f"xun-bench-{os.getpid()}"
-MINIMAL_APP = '''\
+MINIMAL_APP = """\
 from textual.app import App
 from textual.widgets import Footer, Header, Input, Static
 class Minimal(App):
     def compose(self):
         yield Header(); yield Static("READY-MARKER"); yield Input(); yield Footer()
 Minimal().run()
-'''
+"""
 
 
 def emit(figure: str, **values: object) -> None:
@@ -66,8 +67,9 @@ def time_to_marker(command: str, marker: str, cwd: Path, timeout: float = 20.0) 
             if marker in tmux("capture-pane", "-p", "-t", name).stdout:
                 return time.perf_counter() - start
             time.sleep(0.01)
-        raise SystemExit(f"{marker!r} never showed after launching {command!r}: "
-                         + tmux("capture-pane", "-p", "-t", name).stdout)
+        raise SystemExit(
+            f"{marker!r} never showed after launching {command!r}: " + tmux("capture-pane", "-p", "-t", name).stdout
+        )
     finally:
         tmux("kill-session", "-t", name)
 
@@ -88,7 +90,9 @@ def python_command() -> str:
     return sys.executable
 
 
-def interleaved(runs: int, first: tuple[str, str, Path], second: tuple[str, str, Path]) -> tuple[list[float], list[float]]:
+def interleaved(
+    runs: int, first: tuple[str, str, Path], second: tuple[str, str, Path]
+) -> tuple[list[float], list[float]]:
     """`runs` timings of each (command, marker, folder), one of each in turn; one unrecorded warm-up each."""
     for command, marker, cwd in (first, second):
         time_to_marker(command, marker, cwd)
@@ -134,12 +138,21 @@ def main() -> None:
                 command, launcher = xun_command(src, "--offline")
                 xun, base = interleaved(args.runs, (command, "context", empty), minimal)
                 ratio = statistics.median(xun) / statistics.median(base)
-                emit("first_frame_terminal", seconds_median=round(statistics.median(xun), 3),
-                     minimal_textual_median=round(statistics.median(base), 3), ratio_to_minimal=round(ratio, 2),
-                     seconds=[round(t, 3) for t in xun], minimal_seconds=[round(t, 3) for t in base],
-                     launcher=launcher, minimal_launcher=python, src=str(src), runs=args.runs,
-                     load_average=os.getloadavg()[0], target_ratio=1.3,
-                     ok=ratio <= 1.3)
+                emit(
+                    "first_frame_terminal",
+                    seconds_median=round(statistics.median(xun), 3),
+                    minimal_textual_median=round(statistics.median(base), 3),
+                    ratio_to_minimal=round(ratio, 2),
+                    seconds=[round(t, 3) for t in xun],
+                    minimal_seconds=[round(t, 3) for t in base],
+                    launcher=launcher,
+                    minimal_launcher=python,
+                    src=str(src),
+                    runs=args.runs,
+                    load_average=os.getloadavg()[0],
+                    target_ratio=1.3,
+                    ok=ratio <= 1.3,
+                )
             if args.only in (None, "resume_50000"):
                 big = root / "big"
                 big.mkdir()
@@ -147,12 +160,22 @@ def main() -> None:
                 size = (big / ".xun" / "sessions" / f"{ident}.json").stat().st_size
                 command, launcher = xun_command(src, "--offline", "--resume")
                 resume, base = interleaved(args.runs, (command, newest, big), minimal)
-                emit("resume_50000", seconds_median=round(statistics.median(resume), 3),
-                     seconds_max=round(max(resume), 3), minimal_textual_median=round(statistics.median(base), 3),
-                     ratio_to_minimal=round(statistics.median(resume) / statistics.median(base), 2),
-                     messages=4 * args.rounds, session_bytes=size, launcher=launcher, minimal_launcher=python,
-                     src=str(src), runs=args.runs,
-                     load_average=os.getloadavg()[0], target_seconds=0.5, ok=statistics.median(resume) <= 0.5)
+                emit(
+                    "resume_50000",
+                    seconds_median=round(statistics.median(resume), 3),
+                    seconds_max=round(max(resume), 3),
+                    minimal_textual_median=round(statistics.median(base), 3),
+                    ratio_to_minimal=round(statistics.median(resume) / statistics.median(base), 2),
+                    messages=4 * args.rounds,
+                    session_bytes=size,
+                    launcher=launcher,
+                    minimal_launcher=python,
+                    src=str(src),
+                    runs=args.runs,
+                    load_average=os.getloadavg()[0],
+                    target_seconds=0.5,
+                    ok=statistics.median(resume) <= 0.5,
+                )
         finally:
             tmux("kill-server")
 

@@ -87,28 +87,65 @@ def build_session(workdir: Path, messages: int, long_blocks: bool = False) -> tu
     summaries = {rounds // 3, 2 * rounds // 3} - {0}
     for i in range(rounds):
         if i in summaries:
-            result = conversation.compact(lambda condensed: f"The user asked about {len(condensed)} messages' worth "
-                                          "of modules; each defines forty functions.", keep_recent=8)
+            result = conversation.compact(
+                lambda condensed: (
+                    f"The user asked about {len(condensed)} messages' worth of modules; each defines forty functions."
+                ),
+                keep_recent=8,
+            )
             assert result.offload_path, result.message
         conversation.add_user_message(prompt_text(i, rounds))
-        conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{i:05d}", "type": "function",
-             "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/module_{i}.py"})}}]})
-        conversation.add_tool_result(f"call_{i:05d}", f"[src/module_{i}.py: lines 1-40 of 40]\n" + "".join(
-            f"{n:6d}\tdef function_{n}(value):  # returns the value times {n}\n" for n in range(1, 41)))
-        conversation.add_agent_message({"role": "assistant", "content": (
-            f"`src/module_{i}.py` defines **40 functions**; each multiplies its argument:\n\n"
-            f"- `function_1` returns the value\n- `function_40` returns forty times the value\n")})
+        conversation.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{i:05d}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/module_{i}.py"})},
+                    }
+                ],
+            }
+        )
+        conversation.add_tool_result(
+            f"call_{i:05d}",
+            f"[src/module_{i}.py: lines 1-40 of 40]\n"
+            + "".join(f"{n:6d}\tdef function_{n}(value):  # returns the value times {n}\n" for n in range(1, 41)),
+        )
+        conversation.add_agent_message(
+            {
+                "role": "assistant",
+                "content": (
+                    f"`src/module_{i}.py` defines **40 functions**; each multiplies its argument:\n\n"
+                    f"- `function_1` returns the value\n- `function_40` returns forty times the value\n"
+                ),
+            }
+        )
         if i % 500 == 499:
             conversation.compact_toolcall(keep_max=12, write_index=False)
     if long_blocks:
         conversation.add_user_message("\n".join(f"pasted line {n} of 50000" for n in range(50_000)))
-        conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_big", "type": "function",
-             "function": {"name": "read_file", "arguments": json.dumps({"path": "words.txt"})}}]})
+        conversation.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_big",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": "words.txt"})},
+                    }
+                ],
+            }
+        )
         conversation.add_tool_result("call_big", "".join(f"word{n} " for n in range(100_000)))
-        conversation.add_agent_message({"role": "assistant", "content": "The words:\n\n" + "".join(
-            f"term{n} " for n in range(100_000)) + "\n\nThat is all."})
+        conversation.add_agent_message(
+            {
+                "role": "assistant",
+                "content": "The words:\n\n" + "".join(f"term{n} " for n in range(100_000)) + "\n\nThat is all.",
+            }
+        )
     conversation.record_usage(150_000)
     conversation.compact_toolcall(keep_max=12)
     store.save(conversation)
@@ -128,7 +165,10 @@ class PacedServer:
             self.port = probe.getsockname()[1]
         self.process = subprocess.Popen(
             [sys.executable, "-m", "xun.offline", "--port", str(self.port), "--tokens-per-second", str(rate)],
-            env={**os.environ, "PYTHONPATH": str(src)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            env={**os.environ, "PYTHONPATH": str(src)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with socket.socket() as attempt:
@@ -140,8 +180,11 @@ class PacedServer:
 
     @property
     def environment(self) -> dict[str, str]:
-        return {"OPENAI_BASE_URL": f"http://127.0.0.1:{self.port}/v1", "OPENAI_API_KEY": "offline",
-                "XUN_MODEL": "xun-offline"}
+        return {
+            "OPENAI_BASE_URL": f"http://127.0.0.1:{self.port}/v1",
+            "OPENAI_API_KEY": "offline",
+            "XUN_MODEL": "xun-offline",
+        }
 
     def stop(self) -> None:
         self.process.terminate()
@@ -156,15 +199,32 @@ class Xun:
         home = root / "home"
         home.mkdir(exist_ok=True)
         self.name = f"x{time.monotonic_ns()}"
-        env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "TERM": "xterm-256color",
-               "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(src), "LANG": "C.UTF-8",
-               **(server.environment if server is not None else {})}
+        env = {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "TERM": "xterm-256color",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PYTHONPATH": str(src),
+            "LANG": "C.UTF-8",
+            **(server.environment if server is not None else {}),
+        }
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         offline = () if server is not None else ("--offline",)
         command = " ".join(shlex.quote(part) for part in (sys.executable, "-m", "xun", *offline, *args))
         self.started = time.perf_counter()
-        tmux("new-session", "-d", "-s", self.name, "-x", str(SIZE[0]), "-y", str(SIZE[1]), "-c", str(workdir),
-             f"env -i {exports} sh -c {shlex.quote(command + '; sleep 600')}")
+        tmux(
+            "new-session",
+            "-d",
+            "-s",
+            self.name,
+            "-x",
+            str(SIZE[0]),
+            "-y",
+            str(SIZE[1]),
+            "-c",
+            str(workdir),
+            f"env -i {exports} sh -c {shlex.quote(command + '; sleep 600')}",
+        )
         self.size = SIZE
 
     def screen(self) -> str:
@@ -186,7 +246,9 @@ class Xun:
                 return None
             time.sleep(POLL)
 
-    def timed(self, action: Callable[[], object], predicate: Callable[[str], object], timeout: float = 30) -> float | None:
+    def timed(
+        self, action: Callable[[], object], predicate: Callable[[str], object], timeout: float = 30
+    ) -> float | None:
         start = time.perf_counter()
         action()
         return self.until(predicate, timeout, since=start)
@@ -210,8 +272,12 @@ class Xun:
         """The app has drawn the terminal's size: its top border reaches the right edge, its key bar the bottom."""
         lines = screen.split("\n")
         width, height = self.size
-        return (len(lines) >= height and len(lines[1].rstrip()) == width and lines[1].rstrip().endswith("╮")
-                and "Help" in lines[height - 1])
+        return (
+            len(lines) >= height
+            and len(lines[1].rstrip()) == width
+            and lines[1].rstrip().endswith("╮")
+            and "Help" in lines[height - 1]
+        )
 
     def pid(self) -> int | None:
         """The xun process: the Python child of the pane's shell."""
@@ -376,8 +442,9 @@ def page_up_seconds(x: Xun, presses: int = 12) -> list[float]:
 # ------------------------------------------------------------------------------------------------ runs
 
 
-def run_size(root: Path, src: Path, messages: int, args: argparse.Namespace,
-             server: PacedServer | None) -> dict[str, dict[str, float | None]]:
+def run_size(
+    root: Path, src: Path, messages: int, args: argparse.Namespace, server: PacedServer | None
+) -> dict[str, dict[str, float | None]]:
     """Every figure for one size, by view; each is emitted as it is measured."""
     workdir = root / f"s{messages}"
     workdir.mkdir()
@@ -385,8 +452,12 @@ def run_size(root: Path, src: Path, messages: int, args: argparse.Namespace,
     ident, rounds = build_session(workdir, messages)
     from xun.base.paths import offload_dir
 
-    emit("built", messages=messages, seconds=round(time.perf_counter() - built, 2),
-         offload_bytes=sum(f.stat().st_size for f in offload_dir(workdir).glob("*.md")))
+    emit(
+        "built",
+        messages=messages,
+        seconds=round(time.perf_counter() - built, 2),
+        offload_bytes=sum(f.stat().st_size for f in offload_dir(workdir).glob("*.md")),
+    )
     first, newest = f"question 0 of {rounds}:", f"question {rounds - 1} of {rounds}:"
     figures: dict[str, dict[str, float | None]] = {"newest": {}, "after_home": {}}
 
@@ -409,8 +480,15 @@ def run_size(root: Path, src: Path, messages: int, args: argparse.Namespace,
                 bottom = chat_bottom_line(x.screen())
                 focus_chat(x)
                 seconds, presses = go_home(x, first, args.home_limit)
-                record(view, "home", seconds, presses=presses, limit_s=args.home_limit,
-                       reached=seconds is not None, left=earlier_line(x.screen()) if seconds is None else "")
+                record(
+                    view,
+                    "home",
+                    seconds,
+                    presses=presses,
+                    limit_s=args.home_limit,
+                    reached=seconds is not None,
+                    left=earlier_line(x.screen()) if seconds is None else "",
+                )
                 x.settle(0.3)
                 for key, value in x.memory().items():
                     record(view, {"VmRSS": "rss_mb", "VmHWM": "hwm_mb"}[key], value, "MB")
@@ -427,11 +505,17 @@ def run_size(root: Path, src: Path, messages: int, args: argparse.Namespace,
             record(view, "f9_open", opened)
             record(view, "f9_search", searched)
             if args.jump_key:
-                record(view, "f9_jump", x.timed(lambda: x.keys(args.jump_key),
-                                                lambda screen: "recall ·" not in screen, 30))
+                record(
+                    view, "f9_jump", x.timed(lambda: x.keys(args.jump_key), lambda screen: "recall ·" not in screen, 30)
+                )
             else:
-                emit("f9_jump", messages=messages, view=view, value=None,
-                     note="the recall screen offers no jump into the chat on this branch (give --jump-key)")
+                emit(
+                    "f9_jump",
+                    messages=messages,
+                    view=view,
+                    value=None,
+                    note="the recall screen offers no jump into the chat on this branch (give --jump-key)",
+                )
             if "recall ·" in x.screen():
                 x.keys("Escape")
                 x.until(lambda screen: "recall ·" not in screen, 10)
@@ -444,8 +528,15 @@ def run_size(root: Path, src: Path, messages: int, args: argparse.Namespace,
                 focus_prompt(x)
             pages_up = 20 if view == "after_home" else 0  # sending a prompt takes the view to its end
             latencies, streamed = streaming_key_latencies(x, args.keys, pages_up=pages_up)
-            record(view, "key_streaming_p95", p95(latencies), "ms", pages_up=pages_up, keys=len(latencies),
-                   still_streaming=streamed)
+            record(
+                view,
+                "key_streaming_p95",
+                p95(latencies),
+                "ms",
+                pages_up=pages_up,
+                keys=len(latencies),
+                still_streaming=streamed,
+            )
         for key, value in x.memory().items():
             record("after_home", {"VmRSS": "rss_mb_end", "VmHWM": "hwm_mb_end"}[key], value, "MB")
     finally:
@@ -472,16 +563,26 @@ def run_blocks(root: Path, src: Path, messages: int) -> dict[str, dict[str, floa
             memory = x.memory()
         finally:
             x.close()
-        results[kind] = {"open": opened, "resize": max(r for r in resizes if r is not None) if all(resizes) else None,
-                         "page_up": statistics.median(pages)}
+        results[kind] = {
+            "open": opened,
+            "resize": max(r for r in resizes if r is not None) if all(resizes) else None,
+            "page_up": statistics.median(pages),
+        }
         for name, value in results[kind].items():
-            emit(f"{kind}_{name}", messages=messages, value=None if value is None else round(value, 3), unit="s",
-                 **({"page_up_max": round(max(pages), 3)} if name == "page_up" else {}))
+            emit(
+                f"{kind}_{name}",
+                messages=messages,
+                value=None if value is None else round(value, 3),
+                unit="s",
+                **({"page_up_max": round(max(pages), 3)} if name == "page_up" else {}),
+            )
         emit(f"{kind}_rss_mb", messages=messages, value=memory.get("VmRSS"), hwm_mb=memory.get("VmHWM"), unit="MB")
     return results
 
 
-def verdicts(by_size: dict[int, dict[str, dict[str, float | None]]], blocks: dict[str, dict[str, float | None]]) -> None:
+def verdicts(
+    by_size: dict[int, dict[str, dict[str, float | None]]], blocks: dict[str, dict[str, float | None]]
+) -> None:
     """Where each figure stands against its target."""
     if len(by_size) >= 2:
         small, large = min(by_size), max(by_size)
@@ -489,22 +590,42 @@ def verdicts(by_size: dict[int, dict[str, dict[str, float | None]]], blocks: dic
             for name, base in by_size[small][view].items():
                 value = by_size[large][view].get(name)
                 ratio = None if not base or value is None else round(value / base, 2)
-                emit("verdict", name=name, view=view, **{f"at_{small}": base, f"at_{large}": value}, ratio=ratio,
-                     target="within 1.3x of the smallest", ok=ratio is not None and ratio <= 1.3)
+                emit(
+                    "verdict",
+                    name=name,
+                    view=view,
+                    **{f"at_{small}": base, f"at_{large}": value},
+                    ratio=ratio,
+                    target="within 1.3x of the smallest",
+                    ok=ratio is not None and ratio <= 1.3,
+                )
     for size, figures in by_size.items():
         for view, view_figures in figures.items():
             for name, limit, unit in (("home", 0.5, "s"), ("key_streaming_p95", 50, "ms"), ("resize", 0.3, "s")):
                 if name in view_figures:
                     value = view_figures[name]
-                    emit("verdict", name=name, view=view, messages=size, value=value,
-                         target=f"under {limit} {unit}", ok=value is not None and value < limit)
+                    emit(
+                        "verdict",
+                        name=name,
+                        view=view,
+                        messages=size,
+                        value=value,
+                        target=f"under {limit} {unit}",
+                        ok=value is not None and value < limit,
+                    )
     if blocks:
         for name in ("resize", "page_up"):
             base, value = blocks["plain"][name], blocks["long_blocks"][name]
             ratio = None if not base or value is None else round(value / base, 2)
-            emit("verdict", name=f"long_blocks_{name}", plain=None if base is None else round(base, 3),
-                 long_blocks=None if value is None else round(value, 3), ratio=ratio,
-                 target="within 1.3x of the same session without the long blocks", ok=ratio is not None and ratio <= 1.3)
+            emit(
+                "verdict",
+                name=f"long_blocks_{name}",
+                plain=None if base is None else round(base, 3),
+                long_blocks=None if value is None else round(value, 3),
+                ratio=ratio,
+                target="within 1.3x of the same session without the long blocks",
+                ok=ratio is not None and ratio <= 1.3,
+            )
 
 
 def main() -> None:
@@ -513,9 +634,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="500 and 5000 messages, 20 keys, Home limit 20 s")
     parser.add_argument("--keys", type=int, default=40)
     parser.add_argument("--home-limit", type=float, default=60.0)
-    parser.add_argument("--jump-key", default="", help="the key in the recall screen that jumps to a result in the chat")
-    parser.add_argument("--stream-rate", type=float, default=500.0,
-                        help="tokens a second the reply streams at while keys are timed (0: `xun --offline`, unpaced)")
+    parser.add_argument(
+        "--jump-key", default="", help="the key in the recall screen that jumps to a result in the chat"
+    )
+    parser.add_argument(
+        "--stream-rate",
+        type=float,
+        default=500.0,
+        help="tokens a second the reply streams at while keys are timed (0: `xun --offline`, unpaced)",
+    )
     parser.add_argument("--blocks-base", type=int, default=500)
     parser.add_argument("--no-blocks", action="store_true")
     parser.add_argument("--blocks-only", action="store_true")

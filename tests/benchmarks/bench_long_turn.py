@@ -23,14 +23,14 @@ exit are left out; `wall_s` has them), `server_s` is the server's time in its ha
 arguments, spawning the shell, the command's own run, reading its output; per round the longest of its
 calls, as they run in parallel), and `xun_ms_per_round` = (`span_s` - `server_s` - `tool_s`) / rounds,
 a round being one of the turn's model calls (its `assistant_message` events: N + 1 when it completes; the
-summaries' calls are extra, and their xun-side work counts in the numerator); target under 5 ms at N = 2,000. `xun_with_tools_ms_per_round` leaves the tools
-in (`span_s` - `server_s`), the figure this benchmark printed before. These are wall-clock times: on a busy
-machine they include waiting for a core. `xun_cpu_ms_per_round` is the CPU time xun's process itself used
-over the same span (all its threads, not the tools' processes, though spawning them is counted: the fork is
-xun's), per round: what xun did, whatever else the machine runs.
+summaries' calls are extra, and their xun-side work counts in the numerator); target under 5 ms at N = 2,000.
+`xun_with_tools_ms_per_round` leaves the tools in (`span_s` - `server_s`), the figure this benchmark printed before.
+These are wall-clock times: on a busy machine they include waiting for a core. `xun_cpu_ms_per_round` is the CPU time
+xun's process itself used over the same span (all its threads, not the tools' processes, though spawning them is
+counted: the fork is xun's), per round: what xun did, whatever else the machine runs.
 `write80` sets `model.output_reserve=1024`: a 3,000-character call is about 800 tokens, more than the
-default reply reserve (window/8 = 512), and a call cut by `max_tokens` is an error, not a step. A run that dies is reported with
-its exit status and the end of its stderr, never hidden. Targets are met only with tier 2 cutting inside a
+default reply reserve (window/8 = 512), and a call cut by `max_tokens` is an error, not a step. A run that dies is
+reported with its exit status and the end of its stderr, never hidden. Targets are met only with tier 2 cutting inside a
 running turn (issue 23 items 1-4).
 """
 
@@ -60,7 +60,12 @@ ROUND_TARGET_MS = 5.0
 CASES = {  # name: (prompt with {n}, N, quick N, settings)
     "run300": ("append the numbers 1 to {n} to steps.txt, one tool call per number", 300, 60, ()),
     # a 3,000-character call is ~800 tokens: the reply's reserve must hold it (the default, window/8, is 512)
-    "write80": ("write files step1 to step{n} of 3000 characters, one tool call per file", 80, 20, ("model.output_reserve=1024",)),
+    "write80": (
+        "write files step1 to step{n} of 3000 characters, one tool call per file",
+        80,
+        20,
+        ("model.output_reserve=1024",),
+    ),
     "run2000": ("append the numbers 1 to {n} to steps.txt, one tool call per number", 2000, 200, ()),
 }
 
@@ -94,7 +99,9 @@ class Recording:
                     recording.summaries += 1
                 for call in reply.tool_calls:
                     arguments = json.loads(call.arguments)
-                    found = re.search(r"echo (\d+) >>", arguments.get("command", "")) or re.search(r"step(\d+)\.txt", arguments.get("path", ""))
+                    found = re.search(r"echo (\d+) >>", arguments.get("command", "")) or re.search(
+                        r"step(\d+)\.txt", arguments.get("path", "")
+                    )
                     if found:
                         recording.issued.append(int(found.group(1)))
             return reply
@@ -118,7 +125,10 @@ class Recording:
 
         offline_server.decide_reply = decide
         offline_server._ChatHandler.do_POST = post
-        self.restore = lambda: (setattr(offline_server, "decide_reply", real_decide), setattr(offline_server._ChatHandler, "do_POST", real_post))
+        self.restore = lambda: (
+            setattr(offline_server, "decide_reply", real_decide),
+            setattr(offline_server._ChatHandler, "do_POST", real_post),
+        )
 
 
 def process_cpu(pid: int | None) -> float | None:
@@ -167,13 +177,38 @@ def run_case(name: str, prompt: str, steps: int, useless: bool, timeout: float, 
             env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), OPENAI_API_KEY="bench-no-key")
             # the issue's 2,000, or one more than the steps: N steps and the final answer are N + 1 model calls
             iterations = str(max(2000, steps + 1))
-            command = [sys.executable, "-m", "xun", "run", "--yes", "--max-iterations", iterations, "--json",
-                       "--base-url", server.base_url, "--model", "xun-offline", "--workdir", str(work),
-                       "--set", f"model.context_window={WINDOW}", "--set", f"auto_compact.token_threshold={THRESHOLD}",
-                       *(arg for setting in settings for arg in ("--set", setting)), prompt.format(n=steps)]
+            command = [
+                sys.executable,
+                "-m",
+                "xun",
+                "run",
+                "--yes",
+                "--max-iterations",
+                iterations,
+                "--json",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "xun-offline",
+                "--workdir",
+                str(work),
+                "--set",
+                f"model.context_window={WINDOW}",
+                "--set",
+                f"auto_compact.token_threshold={THRESHOLD}",
+                *(arg for setting in settings for arg in ("--set", setting)),
+                prompt.format(n=steps),
+            ]
             started = time.perf_counter()
-            process = subprocess.Popen(command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True)
+            process = subprocess.Popen(
+                command,
+                cwd=work,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             recording.pid = process.pid
             try:
                 stdout, stderr = process.communicate(timeout=timeout)
@@ -198,7 +233,8 @@ def run_case(name: str, prompt: str, steps: int, useless: bool, timeout: float, 
             exit=returncode,
             completed=returncode == 0 and f"All {steps} steps are done" in stdout,
             steps_issued=sum(issued.values()),
-            each_step_once=all(issued[k] == 1 and written[k] == 1 for k in range(1, steps + 1)) and len(issued) == steps,
+            each_step_once=all(issued[k] == 1 and written[k] == 1 for k in range(1, steps + 1))
+            and len(issued) == steps,
             repeated=sorted(k for k, n in issued.items() if n > 1)[:20],
             missing=sorted(k for k in range(1, steps + 1) if written[k] == 0)[:20],
             over_window=sum(1 for size in server.prompt_sizes if size > WINDOW),
@@ -215,7 +251,8 @@ def run_case(name: str, prompt: str, steps: int, useless: bool, timeout: float, 
             xun_ms_per_round=round((span - recording.server_seconds - tools) / rounds * 1000, 2) if rounds else None,
             xun_with_tools_ms_per_round=round((span - recording.server_seconds) / rounds * 1000, 2) if rounds else None,
             xun_cpu_ms_per_round=round((recording.last_cpu - recording.first_cpu) / rounds * 1000, 2)
-            if rounds and recording.first_cpu is not None and recording.last_cpu is not None else None,
+            if rounds and recording.first_cpu is not None and recording.last_cpu is not None
+            else None,
         )
         if steps >= 2000:
             record["round_target_ms"] = ROUND_TARGET_MS
@@ -231,15 +268,33 @@ def run_case(name: str, prompt: str, steps: int, useless: bool, timeout: float, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="60, 20 and 200 steps instead of 300, 80 and 2,000")
-    parser.add_argument("--only", default="", help="comma-separated cases (run300, write80, run2000), optionally with :faithful or :useless")
-    parser.add_argument("--timeout", type=float, default=1800, help="seconds a run may take before it is reported as dead")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated cases (run300, write80, run2000), optionally with :faithful or :useless",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=1800, help="seconds a run may take before it is reported as dead"
+    )
     args = parser.parse_args()
     wanted = [part.strip() for part in args.only.split(",") if part.strip()]
     for name, (prompt, steps, quick_steps, settings) in CASES.items():
         for summarizer in ("faithful", "useless"):
             if wanted and name not in wanted and f"{name}:{summarizer}" not in wanted:
                 continue
-            print(json.dumps(run_case(name, prompt, quick_steps if args.quick else steps, summarizer == "useless", args.timeout, settings)), flush=True)
+            print(
+                json.dumps(
+                    run_case(
+                        name,
+                        prompt,
+                        quick_steps if args.quick else steps,
+                        summarizer == "useless",
+                        args.timeout,
+                        settings,
+                    )
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

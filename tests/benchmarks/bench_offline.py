@@ -25,7 +25,12 @@ import time
 
 SHORT_BODY = json.dumps({"model": "xun-offline", "messages": [{"role": "user", "content": "hello"}]}).encode()
 SHORT_STREAM_BODY = json.dumps(
-    {"model": "xun-offline", "messages": [{"role": "user", "content": "hello"}], "stream": True, "stream_options": {"include_usage": True}}
+    {
+        "model": "xun-offline",
+        "messages": [{"role": "user", "content": "hello"}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
 ).encode()
 
 
@@ -35,7 +40,10 @@ def emit(figure: str, **values: object) -> None:
 
 def start_server() -> tuple[subprocess.Popen, int]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "xun.offline", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        [sys.executable, "-m", "xun.offline", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     line = process.stdout.readline()
     if not line.startswith("listening on http://127.0.0.1:"):
@@ -83,7 +91,9 @@ def requests_per_second_raw(port: int, threads: int, total: int, streamed: bool)
     per_thread = total // threads
     errors: list[str] = []
     body = SHORT_STREAM_BODY if streamed else SHORT_BODY
-    workers = [threading.Thread(target=post_loop, args=(port, body, per_thread, streamed, errors)) for _ in range(threads)]
+    workers = [
+        threading.Thread(target=post_loop, args=(port, body, per_thread, streamed, errors)) for _ in range(threads)
+    ]
     started = time.perf_counter()
     for worker in workers:
         worker.start()

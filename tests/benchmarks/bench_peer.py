@@ -46,7 +46,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=positive_int, default=10000)
     parser.add_argument("--runs", type=positive_int, default=9)
-    parser.add_argument("--workload", type=Path, default=HERE.parents[3] / "shared" / "bench" / "conversation_workload.py")
+    parser.add_argument(
+        "--workload", type=Path, default=HERE.parents[3] / "shared" / "bench" / "conversation_workload.py"
+    )
     parser.add_argument("--peer-python", default=str(cache / "xun-peer-venv" / "bin" / "python"))
     parser.add_argument("--project-python", default=str(cache / "xun-bench-venv" / "bin" / "python"))
     args = parser.parse_args()
@@ -56,8 +58,13 @@ def main() -> None:
     best: dict[tuple[str, str], float] = {}
     for _ in range(args.runs):
         for impl, python in (("peer", args.peer_python), ("project", args.project_python)):
-            out = subprocess.run([python, str(args.workload), impl, str(args.rounds)], capture_output=True,
-                                 text=True, check=True, cwd="/")
+            out = subprocess.run(
+                [python, str(args.workload), impl, str(args.rounds)],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd="/",
+            )
             for line in out.stdout.splitlines():
                 row = json.loads(line)
                 key = (row["op"], impl)
@@ -67,8 +74,13 @@ def main() -> None:
         best[("build", "floor")] = min(best.get(("build", "floor"), float("inf")), json.loads(out.stdout))
     for op in dict.fromkeys(op for op, _ in best):
         peer, project = best[(op, "peer")], best[(op, "project")]
-        row = {"op": op, "rounds": args.rounds, "peer": round(peer, 5), "project": round(project, 5),
-               "peer_over_project": round(peer / project, 2) if project else None}
+        row = {
+            "op": op,
+            "rounds": args.rounds,
+            "peer": round(peer, 5),
+            "project": round(project, 5),
+            "peer_over_project": round(peer / project, 2) if project else None,
+        }
         if op == "build":
             floor = best[("build", "floor")]
             row.update(floor=round(floor, 5), peer_over_floor=round(peer / floor, 2))

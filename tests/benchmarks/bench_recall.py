@@ -49,13 +49,45 @@ class Corpus:
 
     def __init__(self, seed: int = 7) -> None:
         self.rng = random.Random(seed)
-        syllables = ["ka", "ro", "mi", "tan", "sel", "vo", "dre", "lin", "qu", "ex", "por", "za", "ni", "ble", "tor",
-                     "ash", "un", "fi", "gra", "mo", "set", "ul", "pe", "chi", "dan", "or", "ve", "li", "stru", "ber"]
+        syllables = [
+            "ka",
+            "ro",
+            "mi",
+            "tan",
+            "sel",
+            "vo",
+            "dre",
+            "lin",
+            "qu",
+            "ex",
+            "por",
+            "za",
+            "ni",
+            "ble",
+            "tor",
+            "ash",
+            "un",
+            "fi",
+            "gra",
+            "mo",
+            "set",
+            "ul",
+            "pe",
+            "chi",
+            "dan",
+            "or",
+            "ve",
+            "li",
+            "stru",
+            "ber",
+        ]
         words: set[str] = set()
         while len(words) < 30_000:
             words.add("".join(self.rng.choice(syllables) for _ in range(self.rng.randint(1, 4))))
-        common = ("the a to of and in is it for that on with as this file error line test value return if not "
-                  "be by we now run use add fix check so all new one when then").split()
+        common = (
+            "the a to of and in is it for that on with as this file error line test value return if not "
+            "be by we now run use add fix check so all new one when then"
+        ).split()
         self.words = common + sorted(words)
         weights = [1 / (rank + 1) ** 1.05 for rank in range(len(self.words))]
         self.cumulative = list(self._accumulate(weights))
@@ -77,7 +109,13 @@ class Corpus:
         out = []
         for _ in range(self.rng.randint(low, high)):
             roll = self.rng.random()
-            out.append(self.rng.choice(self.identifiers) if roll < 0.04 else self.rng.choice(self.paths) if roll < 0.06 else self.word())
+            out.append(
+                self.rng.choice(self.identifiers)
+                if roll < 0.04
+                else self.rng.choice(self.paths)
+                if roll < 0.06
+                else self.word()
+            )
         return " ".join(out).capitalize() + "."
 
     def code(self, lines: int) -> str:
@@ -91,7 +129,9 @@ class Corpus:
             elif kind < 0.35:
                 text = f"    # {self.prose(3, 10)}"
             else:
-                text = f"    {self.word()} = {self.rng.choice(self.identifiers)}.{self.word()}({self.rng.randint(0, 999)})"
+                text = (
+                    f"    {self.word()} = {self.rng.choice(self.identifiers)}.{self.word()}({self.rng.randint(0, 999)})"
+                )
             body.append(f"{number:>6}\t{text}")
         return f"[{self.rng.choice(self.paths)}: lines 1-{lines} of {lines}, the whole file]\n" + "\n".join(body)
 
@@ -99,16 +139,33 @@ class Corpus:
         roll = self.rng.random()
         if roll < 0.3:
             failed = self.rng.randint(0, 3)
-            tests = [f"{self.rng.choice(self.paths).replace('src/', 'tests/test_')}::test_{self.rng.choice(self.identifiers)} "
-                     f"{'FAILED' if i < failed else 'PASSED'}" for i in range(self.rng.randint(5, 30))]
-            return "\n".join(tests) + f"\n{failed} failed, {len(tests) - failed} passed in {self.rng.random() * 9:.2f}s\n[exit code {1 if failed else 0}]"
+            tests = [
+                f"{self.rng.choice(self.paths).replace('src/', 'tests/test_')}"
+                f"::test_{self.rng.choice(self.identifiers)} "
+                f"{'FAILED' if i < failed else 'PASSED'}"
+                for i in range(self.rng.randint(5, 30))
+            ]
+            return (
+                "\n".join(tests)
+                + f"\n{failed} failed, {len(tests) - failed} passed in {self.rng.random() * 9:.2f}s\n[exit code "
+                f"{1 if failed else 0}]"
+            )
         if roll < 0.5:
-            frames = [f'  File "{self.rng.choice(self.paths)}", line {self.rng.randint(1, 900)}, in {self.rng.choice(self.identifiers)}'
-                      for _ in range(self.rng.randint(2, 8))]
+            frames = [
+                f'  File "{self.rng.choice(self.paths)}", line {self.rng.randint(1, 900)}, in '
+                f"{self.rng.choice(self.identifiers)}"
+                for _ in range(self.rng.randint(2, 8))
+            ]
             error = self.rng.choice(["ValueError", "KeyError", "TypeError", "RuntimeError", "FileNotFoundError"])
-            return "Traceback (most recent call last):\n" + "\n".join(frames) + f"\n{error}: {self.prose(4, 12)}\n[exit code 1]"
-        return "\n".join(f"{self.rng.choice(self.paths)}:{self.rng.randint(1, 500)}: {self.prose(4, 14)}"
-                         for _ in range(self.rng.randint(3, 25)))
+            return (
+                "Traceback (most recent call last):\n"
+                + "\n".join(frames)
+                + f"\n{error}: {self.prose(4, 12)}\n[exit code 1]"
+            )
+        return "\n".join(
+            f"{self.rng.choice(self.paths)}:{self.rng.randint(1, 500)}: {self.prose(4, 14)}"
+            for _ in range(self.rng.randint(3, 25))
+        )
 
     def messages(self, count: int, start: int) -> tuple[list[Message], list[tuple[ReclaimedToolResult, str]]]:
         """About `count` messages (user, assistant with reasoning, tool calls and results), and a tenth of
@@ -129,15 +186,37 @@ class Corpus:
             else:
                 call_id = f"call_{i}"
                 if self.rng.random() < 0.5:
-                    name, arguments, result = "read_file", {"path": self.rng.choice(self.paths)}, self.code(self.rng.randint(10, 60))
+                    name, arguments, result = (
+                        "read_file",
+                        {"path": self.rng.choice(self.paths)},
+                        self.code(self.rng.randint(10, 60)),
+                    )
                 else:
-                    name, arguments = "run_command", {"command": f"pytest -q {self.rng.choice(self.paths).replace('src/', 'tests/')}"}
+                    name, arguments = (
+                        "run_command",
+                        {"command": f"pytest -q {self.rng.choice(self.paths).replace('src/', 'tests/')}"},
+                    )
                     result = self.command_output()
-                out.append(RawOpenAIMessage(raw={"role": "assistant", "content": None, "tool_calls": [
-                    {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}))
+                out.append(
+                    RawOpenAIMessage(
+                        raw={
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {
+                                    "id": call_id,
+                                    "type": "function",
+                                    "function": {"name": name, "arguments": json.dumps(arguments)},
+                                }
+                            ],
+                        }
+                    )
+                )
                 out.append(RawOpenAIMessage(raw={"role": "tool", "tool_call_id": call_id, "content": result}))
                 if self.rng.random() < 0.1:
-                    reclaimed.append((ReclaimedToolResult(call_id, name, json.dumps(arguments), len(result), time.time()), result))
+                    reclaimed.append(
+                        (ReclaimedToolResult(call_id, name, json.dumps(arguments), len(result), time.time()), result)
+                    )
         return out, reclaimed
 
 
@@ -211,15 +290,29 @@ def search_figures(index: HistoryIndex, cases: list[tuple[str, str, dict]], labe
             times.append(time.perf_counter() - start)
         every += times
         matches = len(index.search(query, limit=1000, **options))
-        emit(f"search_{label}", kind=kind, query=query, ms=round(statistics.median(times) * 1000, 3),
-             hits=len(hits), matches_up_to_1000=matches, **options)
+        emit(
+            f"search_{label}",
+            kind=kind,
+            query=query,
+            ms=round(statistics.median(times) * 1000, 3),
+            hits=len(hits),
+            matches_up_to_1000=matches,
+            **options,
+        )
         by_kind.setdefault("prefix" if options.get("prefix") else "words", []).extend(times)
     for name, times in (("all", every), *by_kind.items()):
         ordered = sorted(times)
         p50 = ordered[len(ordered) // 2]
         p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
-        emit(f"search_{label}_summary", queries=name, runs=len(ordered), p50_ms=round(p50 * 1000, 3),
-             p95_ms=round(p95 * 1000, 3), max_ms=round(ordered[-1] * 1000, 3), p95_under_50ms=p95 < 0.05)
+        emit(
+            f"search_{label}_summary",
+            queries=name,
+            runs=len(ordered),
+            p50_ms=round(p50 * 1000, 3),
+            p95_ms=round(p95 * 1000, 3),
+            max_ms=round(ordered[-1] * 1000, 3),
+            p95_under_50ms=p95 < 0.05,
+        )
 
 
 def busy_conversation(folder: Path, rounds: int) -> Conversation:
@@ -230,8 +323,19 @@ def busy_conversation(folder: Path, rounds: int) -> Conversation:
     c.set_system_message_content("You are a helpful assistant.")
     c.add_user_message("please analyse the repository")
     for i in range(rounds):
-        c.add_agent_message({"role": "assistant", "content": f"Reading file {i}", "tool_calls": [
-            {"id": f"call_{i}", "type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/f{i}.py"})}}]})
+        c.add_agent_message(
+            {
+                "role": "assistant",
+                "content": f"Reading file {i}",
+                "tool_calls": [
+                    {
+                        "id": f"call_{i}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/f{i}.py"})},
+                    }
+                ],
+            }
+        )
         c.add_tool_result(f"call_{i}", f"line {i} of output\n" * 111)
         if i % 10 == 9:
             c.add_user_message("continue with the next part")
@@ -245,12 +349,22 @@ def engine_figures(folder: Path, rounds: int) -> None:
     gc.collect()
     start = time.perf_counter()
     result = c.compact_toolcall(keep_max=12)
-    emit("engine_reclaim_first_indexed", messages=n, reclaimed=result.reclaimed_count, seconds=round(time.perf_counter() - start, 6))
+    emit(
+        "engine_reclaim_first_indexed",
+        messages=n,
+        reclaimed=result.reclaimed_count,
+        seconds=round(time.perf_counter() - start, 6),
+    )
     gc.collect()
     start = time.perf_counter()
     summary = c.compact(lambda messages: "SUMMARY", keep_recent=16)
-    emit("engine_summary_with_offload_indexed", messages=n, condensed=summary.condensed_count,
-         seconds=round(time.perf_counter() - start, 6), warning=summary.warning)
+    emit(
+        "engine_summary_with_offload_indexed",
+        messages=n,
+        condensed=summary.condensed_count,
+        seconds=round(time.perf_counter() - start, 6),
+        warning=summary.warning,
+    )
     assert not c.history_warnings and summary.warning is None
 
 
@@ -293,16 +407,29 @@ def loop_stall_figures(folder: Path, rounds: int) -> None:
     async def run() -> None:
         gc.collect()
         seconds, stall, ticks, result = await _stalls(lambda: agent.reclaim_tool_results(keep_max=12))
-        emit("engine_reclaim_first_loop_stall", messages=n, reclaimed=result.reclaimed_count, seconds=round(seconds, 6),
-             max_stall_ms=round(stall * 1000, 1), ticks=ticks)
+        emit(
+            "engine_reclaim_first_loop_stall",
+            messages=n,
+            reclaimed=result.reclaimed_count,
+            seconds=round(seconds, 6),
+            max_stall_ms=round(stall * 1000, 1),
+            ticks=ticks,
+        )
 
         async def summarize(messages):
             return "SUMMARY"
 
         gc.collect()
         seconds, stall, ticks, summary = await _stalls(lambda: c.acompact(summarize, keep_recent=16))
-        emit("engine_summary_with_offload_loop_stall", messages=n, condensed=summary.condensed_count,
-             seconds=round(seconds, 6), max_stall_ms=round(stall * 1000, 1), ticks=ticks, warning=summary.warning)
+        emit(
+            "engine_summary_with_offload_loop_stall",
+            messages=n,
+            condensed=summary.condensed_count,
+            seconds=round(seconds, 6),
+            max_stall_ms=round(stall * 1000, 1),
+            ticks=ticks,
+            warning=summary.warning,
+        )
         assert not c.history_warnings and summary.warning is None
 
     asyncio.run(run())
@@ -319,14 +446,26 @@ def main() -> None:
         corpus = Corpus()
         messages, results, seconds, sessions = build(index, corpus, total, logs)
         stats = index.stats()
-        emit("build_incremental", messages=messages, reclaimed=results, rows=stats.offloaded + stats.reclaimed,
-             seconds=round(seconds, 3), db_bytes=stats.bytes, log_bytes=sum(p.stat().st_size for p in logs.iterdir()))
+        emit(
+            "build_incremental",
+            messages=messages,
+            reclaimed=results,
+            rows=stats.offloaded + stats.reclaimed,
+            seconds=round(seconds, 3),
+            db_bytes=stats.bytes,
+            log_bytes=sum(p.stat().st_size for p in logs.iterdir()),
+        )
         cases = queries(corpus, sessions)
         search_figures(index, cases, "incremental")
         start = time.perf_counter()
         report = index.rebuild()
-        emit("rebuild_from_logs", rows=report.entries, logs=report.logs, seconds=round(time.perf_counter() - start, 3),
-             db_bytes=index.stats().bytes)
+        emit(
+            "rebuild_from_logs",
+            rows=report.entries,
+            logs=report.logs,
+            seconds=round(time.perf_counter() - start, 3),
+            db_bytes=index.stats().bytes,
+        )
         search_figures(index, cases, "rebuilt")
         engine_figures(folder / "engine", rounds)
         loop_stall_figures(folder / "loop", rounds)

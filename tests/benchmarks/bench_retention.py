@@ -62,8 +62,19 @@ def plant(conversation: Conversation, turns: int) -> list[dict]:
         prompt = f"turn {turn}: look at module_{turn}.py" + (f"; {text}" if kind == "constraint" else "")
         conversation.add_user_message(prompt)
         path = text if kind == "path" else f"lib/module_{turn}.py"
-        conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{turn:04d}", "type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": path})}}]})
+        conversation.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{turn:04d}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": path})},
+                    }
+                ],
+            }
+        )
         result = "".join(f"{n:4d}\tvalue_{turn}_{n} = compute({n})\n" for n in range(1, 30))
         if kind in ("error", "id"):
             result += text + "\n"
@@ -112,22 +123,42 @@ async def compact_and_check(summarizer: str, turns: int, window: int) -> list[di
             final = conversation.completion_params()  # what the model gets now (the turn may have failed)
             turn = next((e for e in events if getattr(e, "type", "") == "turn_finished"), None)
             failures = [getattr(e, "reason", "") for e in events if getattr(e, "type", "") == "compaction_failed"]
-            context = "\n".join(message_text(m) + "".join(c["function"]["arguments"] for c in m.get("tool_calls") or ()) for m in final)
-            tool_context = ToolContext.from_config(config, workdir=Path(folder), conversation=conversation, confirm=None, environ={})
+            context = "\n".join(
+                message_text(m) + "".join(c["function"]["arguments"] for c in m.get("tool_calls") or ()) for m in final
+            )
+            tool_context = ToolContext.from_config(
+                config, workdir=Path(folder), conversation=conversation, confirm=None, environ={}
+            )
             for item in facts:
                 if item["text"] in context or item["query"] in context:
                     item["where"] = "context" if item["text"] in context else "context (words only)"
                     continue
                 outcome = await agent.toolbox.call("search_history", {"query": item["query"]}, tool_context)
-                item["where"] = "recall" if not outcome.is_error and item["query"].lower() in outcome.text.lower() else "lost"
+                item["where"] = (
+                    "recall" if not outcome.is_error and item["query"].lower() in outcome.text.lower() else "lost"
+                )
             summaries = [e for e in events if getattr(e, "type", "") == "summary_finished"]
             for item in facts:
                 item["summarizer"] = summarizer
-            facts.append({"summarizer": summarizer, "totals": True, "requests": len(requests), "final_messages": len(final),
-                          "turn": getattr(turn, "status", None), "turn_error": getattr(turn, "error", None),
-                          "compaction_failures": [f[:300] for f in failures],
-                          "summaries": [{"method": getattr(e, "method", None), "condensed": getattr(e, "condensed", None),
-                                         "kept": getattr(e, "kept", None)} for e in summaries]})
+            facts.append(
+                {
+                    "summarizer": summarizer,
+                    "totals": True,
+                    "requests": len(requests),
+                    "final_messages": len(final),
+                    "turn": getattr(turn, "status", None),
+                    "turn_error": getattr(turn, "error", None),
+                    "compaction_failures": [f[:300] for f in failures],
+                    "summaries": [
+                        {
+                            "method": getattr(e, "method", None),
+                            "condensed": getattr(e, "condensed", None),
+                            "kept": getattr(e, "kept", None),
+                        }
+                        for e in summaries
+                    ],
+                }
+            )
             agent.close() if hasattr(agent, "close") else None
             return facts
     finally:
@@ -151,11 +182,23 @@ def main() -> None:
             print(json.dumps({k: row[k] for k in ("summarizer", "fact", "kind", "turn", "where", "text")}), flush=True)
         totals = [row for row in rows if row.get("totals")][0]
         lost = sum(1 for row in rows if row.get("where") == "lost")
-        constraints_out = sum(1 for row in rows if row.get("kind") == "constraint" and not row.get("where", "").startswith("context"))
-        print(json.dumps({**totals, "lost": lost, "constraints_not_in_context": constraints_out, "target_met": lost == 0 and constraints_out == 0 and totals["turn"] != "error"}), flush=True)
+        constraints_out = sum(
+            1 for row in rows if row.get("kind") == "constraint" and not row.get("where", "").startswith("context")
+        )
+        print(
+            json.dumps(
+                {
+                    **totals,
+                    "lost": lost,
+                    "constraints_not_in_context": constraints_out,
+                    "target_met": lost == 0 and constraints_out == 0 and totals["turn"] != "error",
+                }
+            ),
+            flush=True,
+        )
     print()
-    print(f"| summarizer | kind       | context | recall | lost |")
-    print(f"|------------|------------|---------|--------|------|")
+    print("| summarizer | kind       | context | recall | lost |")
+    print("|------------|------------|---------|--------|------|")
     for summarizer, kinds in table.items():
         for kind in KINDS:
             c = kinds.get(kind, {"context": 0, "recall": 0, "lost": 0})

@@ -33,29 +33,40 @@ REGIMES = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("turns", nargs="?", type=positive_int, default=300, metavar="TURNS",
-                        help="turns in each regime (default: 300)")
+    parser.add_argument(
+        "turns", nargs="?", type=positive_int, default=300, metavar="TURNS", help="turns in each regime (default: 300)"
+    )
     turns = parser.parse_args(argv).turns
     failed = False
     for name, settings in REGIMES.items():
+
         def show(sample: dict, name: str = name) -> None:
             print(json.dumps({"regime": name, **sample}), flush=True)
 
         report = run_soak_sync(turns, sample_every=25, on_sample=show, **settings)
         first, last = report.samples[0], report.samples[-1]
         summary = {
-            "regime": name, "turns": report.turns, "model_calls": report.model_calls, "seconds": report.seconds,
+            "regime": name,
+            "turns": report.turns,
+            "model_calls": report.model_calls,
+            "seconds": report.seconds,
             "ms_per_turn": round(1000 * report.seconds / report.turns, 1),
             "peak_rss_mb": round(report.peak_rss_kb / 1024, 1),
             "rss_growth_mb": round((last["rss_kb"] - first["rss_kb"]) / 1024, 1),
-            "reclaims": report.reclaims, "summaries": report.summaries_compacted,
-            "compaction_failures": report.compaction_failures, "summary_requests": report.summary_requests,
+            "reclaims": report.reclaims,
+            "summaries": report.summaries_compacted,
+            "compaction_failures": report.compaction_failures,
+            "summary_requests": report.summary_requests,
             "max_concurrent_summaries": max(report.max_concurrent_summaries, report.max_concurrent_summary_requests),
-            "logged_events": report.logged_events, "compaction_log_records": report.compaction_log_records,
-            "usage_checks": report.usage_checks, "session_bytes": last["session_bytes"],
+            "logged_events": report.logged_events,
+            "compaction_log_records": report.compaction_log_records,
+            "usage_checks": report.usage_checks,
+            "session_bytes": last["session_bytes"],
             "bytes_per_kept_item_first_last": [first["bytes_per_kept_item"], last["bytes_per_kept_item"]],
-            "bytes_per_kept_char_min_max": [min(s["bytes_per_kept_char"] for s in report.samples),
-                                            max(s["bytes_per_kept_char"] for s in report.samples)],
+            "bytes_per_kept_char_min_max": [
+                min(s["bytes_per_kept_char"] for s in report.samples),
+                max(s["bytes_per_kept_char"] for s in report.samples),
+            ],
             "problems": report.problems(),
         }
         print(json.dumps(summary), flush=True)

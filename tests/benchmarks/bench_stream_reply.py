@@ -22,9 +22,21 @@ async def _chunks(pieces: list[str]):  # type: ignore[no-untyped-def]
     for index, piece in enumerate(pieces):
         yield {"choices": [{"delta": {"reasoning_content": piece}}]}
         yield {"choices": [{"delta": {"content": piece}}]}
-        yield {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "call_1" if index == 0 else None,
-                                                      "function": {"name": "write_file" if index == 0 else None,
-                                                                   "arguments": piece}}]}}]}
+        yield {
+            "choices": [
+                {
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1" if index == 0 else None,
+                                "function": {"name": "write_file" if index == 0 else None, "arguments": piece},
+                            }
+                        ]
+                    }
+                }
+            ]
+        }
     yield {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}
 
 
@@ -44,8 +56,17 @@ async def measure(megabytes: int) -> float:
 def main() -> None:
     for megabytes in (1, 4, 16):
         seconds = asyncio.run(measure(megabytes))
-        print(json.dumps({"figure": "stream_reply", "megabytes_each": megabytes, "pieces": PIECE,
-                          "seconds": round(seconds, 3), "per_megabyte": round(seconds / megabytes, 4)}))
+        print(
+            json.dumps(
+                {
+                    "figure": "stream_reply",
+                    "megabytes_each": megabytes,
+                    "pieces": PIECE,
+                    "seconds": round(seconds, 3),
+                    "per_megabyte": round(seconds / megabytes, 4),
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

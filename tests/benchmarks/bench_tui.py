@@ -37,6 +37,7 @@ from __future__ import annotations
 import time
 
 STARTED = time.perf_counter()  # before any other import: the in-process figure starts here
+# ruff: noqa: E402 - the imports below come after the clock starts, on purpose
 
 import argparse
 import asyncio
@@ -100,8 +101,19 @@ def minimal_child() -> None:
                 await asyncio.sleep(0.001)
 
     asyncio.run(main())
-    print(json.dumps({"frame_at": first[0], "in_process": first[1], "ready_at": first[0], "kind": "minimal",
-                      "messages": 0, "blocks": 0}), flush=True)
+    print(
+        json.dumps(
+            {
+                "frame_at": first[0],
+                "in_process": first[1],
+                "ready_at": first[0],
+                "kind": "minimal",
+                "messages": 0,
+                "blocks": 0,
+            }
+        ),
+        flush=True,
+    )
 
 
 def child(kind: str, workdir: str, resume: str | None) -> None:
@@ -146,10 +158,21 @@ def child(kind: str, workdir: str, resume: str | None) -> None:
                 if any(s.state != "ready" for s in mcp.servers.values()):
                     raise SystemExit(f"an MCP server failed: {[s.reason for s in mcp.servers.values()]}")
                 servers_at = time.time()
-        print(json.dumps({"frame_at": first[0], "in_process": first[1], "ready_at": ready[0], "kind": kind,
-                          "transcript_at": shown[0] if shown else None,
-                          "messages": len(app.conversation.messages), "blocks": blocks,
-                          "servers_at": servers_at}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "frame_at": first[0],
+                    "in_process": first[1],
+                    "ready_at": ready[0],
+                    "kind": kind,
+                    "transcript_at": shown[0] if shown else None,
+                    "messages": len(app.conversation.messages),
+                    "blocks": blocks,
+                    "servers_at": servers_at,
+                }
+            ),
+            flush=True,
+        )
 
     try:
         asyncio.run(main())
@@ -192,11 +215,19 @@ def mcp_workdir(root: Path) -> Path:
     config = folder / "xdg" / "xun" / "config.toml"
     config.parent.mkdir(parents=True)
     fault = HERE.parents[1] / "agent" / "tools" / "mcp" / "fault_server.py"
-    config.write_text(tomli_w.dumps({"mcp": {"servers": {
-        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
-        "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)]},
-        "fault": {"command": sys.executable, "args": [str(fault)]},
-    }}}))
+    config.write_text(
+        tomli_w.dumps(
+            {
+                "mcp": {
+                    "servers": {
+                        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+                        "git": {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)]},
+                        "fault": {"command": sys.executable, "args": [str(fault)]},
+                    }
+                }
+            }
+        )
+    )
     return folder
 
 
@@ -209,12 +240,18 @@ def first_frames_with_mcp(root: Path, runs: int) -> None:
     pairs = [(spawn_first_frame("empty", plain, None), spawn_first_frame("mcp3", with_mcp, None)) for _ in range(runs)]
     without = [a[0] for a, _ in pairs]
     withs = [b[0] for _, b in pairs]
-    emit("first_frame_mcp3", seconds_median=round(statistics.median(withs), 3),
-         without_mcp_median=round(statistics.median(without), 3),
-         difference_median=round(statistics.median(withs) - statistics.median(without), 3),
-         ready_median=round(statistics.median(b[1]["ready"] for _, b in pairs), 3),
-         servers_ready_median=round(statistics.median(b[1]["servers_ready"] for _, b in pairs), 3),
-         runs=runs, servers=3, target_seconds=0.5, ok=statistics.median(withs) <= 0.5)
+    emit(
+        "first_frame_mcp3",
+        seconds_median=round(statistics.median(withs), 3),
+        without_mcp_median=round(statistics.median(without), 3),
+        difference_median=round(statistics.median(withs) - statistics.median(without), 3),
+        ready_median=round(statistics.median(b[1]["ready"] for _, b in pairs), 3),
+        servers_ready_median=round(statistics.median(b[1]["servers_ready"] for _, b in pairs), 3),
+        runs=runs,
+        servers=3,
+        target_seconds=0.5,
+        ok=statistics.median(withs) <= 0.5,
+    )
 
 
 def big_session(workdir: Path, rounds: int = 500) -> str:
@@ -225,14 +262,33 @@ def big_session(workdir: Path, rounds: int = 500) -> str:
     conversation.conversation_id = "bench-2000"
     for i in range(rounds):
         conversation.add_user_message(f"question {i}: read src/module_{i}.py and tell me what it does")
-        conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{i:04d}", "type": "function",
-             "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/module_{i}.py"})}}]})
-        conversation.add_tool_result(f"call_{i:04d}", f"[src/module_{i}.py: lines 1-40 of 40]\n" + "".join(
-            f"{n:6d}\tdef function_{n}(value):  # returns the value times {n}\n" for n in range(1, 41)))
-        conversation.add_agent_message({"role": "assistant", "content": (
-            f"`src/module_{i}.py` defines **40 functions**; each multiplies its argument:\n\n"
-            f"- `function_1` returns the value\n- `function_40` returns forty times the value\n")})
+        conversation.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{i:04d}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/module_{i}.py"})},
+                    }
+                ],
+            }
+        )
+        conversation.add_tool_result(
+            f"call_{i:04d}",
+            f"[src/module_{i}.py: lines 1-40 of 40]\n"
+            + "".join(f"{n:6d}\tdef function_{n}(value):  # returns the value times {n}\n" for n in range(1, 41)),
+        )
+        conversation.add_agent_message(
+            {
+                "role": "assistant",
+                "content": (
+                    f"`src/module_{i}.py` defines **40 functions**; each multiplies its argument:\n\n"
+                    f"- `function_1` returns the value\n- `function_40` returns forty times the value\n"
+                ),
+            }
+        )
     conversation.record_usage(150_000)
     conversation.compact_toolcall(keep_max=12)
     store.save(conversation)
@@ -254,10 +310,18 @@ def first_frames(runs: int) -> None:
         inside = [facts["in_process"] for _, facts in results]
         ready = [facts["ready"] for _, facts in results]
         ratio = statistics.median(times) / statistics.median(minimal)
-        emit("first_frame_empty", seconds_median=round(statistics.median(times), 3), seconds_max=round(max(times), 3),
-             in_process_median=round(statistics.median(inside), 3), ready_median=round(statistics.median(ready), 3),
-             minimal_textual_median=round(statistics.median(minimal), 3), ratio_to_minimal=round(ratio, 2),
-             runs=runs, target_ratio=1.5, ok=ratio <= 1.5)
+        emit(
+            "first_frame_empty",
+            seconds_median=round(statistics.median(times), 3),
+            seconds_max=round(max(times), 3),
+            in_process_median=round(statistics.median(inside), 3),
+            ready_median=round(statistics.median(ready), 3),
+            minimal_textual_median=round(statistics.median(minimal), 3),
+            ratio_to_minimal=round(ratio, 2),
+            runs=runs,
+            target_ratio=1.5,
+            ok=ratio <= 1.5,
+        )
 
         first_frames_with_mcp(root, runs)
 
@@ -271,11 +335,20 @@ def first_frames(runs: int) -> None:
         shown = [facts["transcript"] for _, facts in results]
         ready = [facts["ready"] for _, facts in results]
         facts = results[-1][1]
-        emit("first_frame_2000", seconds_median=round(statistics.median(times), 3),
-             transcript_median=round(statistics.median(shown), 3), transcript_max=round(max(shown), 3),
-             ready_median=round(statistics.median(ready), 3), ready_max=round(max(ready), 3), runs=runs,
-             messages=facts["messages"], blocks_mounted=facts["blocks"], session_bytes=size,
-             target_seconds=1.0, ok=statistics.median(shown) <= 1.0)
+        emit(
+            "first_frame_2000",
+            seconds_median=round(statistics.median(times), 3),
+            transcript_median=round(statistics.median(shown), 3),
+            transcript_max=round(max(shown), 3),
+            ready_median=round(statistics.median(ready), 3),
+            ready_max=round(max(ready), 3),
+            runs=runs,
+            messages=facts["messages"],
+            blocks_mounted=facts["blocks"],
+            session_bytes=size,
+            target_seconds=1.0,
+            ok=statistics.median(shown) <= 1.0,
+        )
 
 
 # ----------------------------------------------------------------------------------------- latency
@@ -327,10 +400,17 @@ async def key_latency(keys: int) -> None:
             server.stop()
     ordered = sorted(latencies)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    emit("key_latency_streaming", keys=keys, ms_median=round(1000 * statistics.median(ordered), 2),
-         ms_p95=round(1000 * p95, 2), ms_max=round(1000 * ordered[-1], 2),
-         stream_tokens_per_second=round(streamed / 4 / elapsed, 1), still_streaming=still_streaming,
-         target_ms=50, ok=p95 <= 0.05)
+    emit(
+        "key_latency_streaming",
+        keys=keys,
+        ms_median=round(1000 * statistics.median(ordered), 2),
+        ms_p95=round(1000 * p95, 2),
+        ms_max=round(1000 * ordered[-1], 2),
+        stream_tokens_per_second=round(streamed / 4 / elapsed, 1),
+        still_streaming=still_streaming,
+        target_ms=50,
+        ok=p95 <= 0.05,
+    )
 
 
 async def unpaced_stream(keys: int = 20) -> None:
@@ -375,9 +455,16 @@ async def unpaced_stream(keys: int = 20) -> None:
             server.stop()
     ordered = sorted(latencies)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    emit("unpaced_stream", keys=keys, key_ms_median=round(1000 * statistics.median(ordered), 1),
-         key_ms_p95=round(1000 * p95, 1), cancel_ms=round(1000 * cancel, 1), streamed_chars=streamed,
-         target_cancel_ms=100, ok=cancel <= 0.1)
+    emit(
+        "unpaced_stream",
+        keys=keys,
+        key_ms_median=round(1000 * statistics.median(ordered), 1),
+        key_ms_p95=round(1000 * p95, 1),
+        cancel_ms=round(1000 * cancel, 1),
+        streamed_chars=streamed,
+        target_cancel_ms=100,
+        ok=cancel <= 0.1,
+    )
 
 
 def main() -> None:

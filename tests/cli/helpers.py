@@ -52,7 +52,9 @@ class Result:
         return [event for event in self.events if event["type"] == kind]
 
     def check(self, code: int = 0) -> Result:
-        assert self.returncode == code, f"exit {self.returncode} (wanted {code})\nstdout:\n{self.stdout}\nstderr:\n{self.stderr}"
+        assert self.returncode == code, (
+            f"exit {self.returncode} (wanted {code})\nstdout:\n{self.stdout}\nstderr:\n{self.stderr}"
+        )
         return self
 
 
@@ -77,12 +79,23 @@ class Cli:
     def environment(self, env: dict[str, str] | None) -> dict[str, str]:
         return {**self.env, **(env or {})}
 
-    def __call__(self, *args: str, env: dict[str, str] | None = None, input: str | None = None,
-                 cwd: Path | None = None, timeout: float = 30) -> Result:
+    def __call__(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        input: str | None = None,
+        cwd: Path | None = None,
+        timeout: float = 30,
+    ) -> Result:
         done = subprocess.run(
-            self.command(*args), cwd=cwd or self.workdir, env=self.environment(env), text=True,
-            input=input, stdin=None if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+            self.command(*args),
+            cwd=cwd or self.workdir,
+            env=self.environment(env),
+            text=True,
+            input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
         )
         return Result(tuple(args), done.returncode, done.stdout, done.stderr)
 

@@ -97,8 +97,17 @@ def test_context_overflow_gets_an_emergency_summary_and_the_call_is_retried(cli:
     # threshold is the whole window, so the policy stays quiet once the window is learned.
     window = total + 500
     server = offline_server_factory(context_window=window)
-    second = cli("run", "--json", "--resume", "--base-url", server.base_url, "--set", "auto_compact.threshold_ratio=1",
-                 "--", "read part2.txt").check(0)
+    second = cli(
+        "run",
+        "--json",
+        "--resume",
+        "--base-url",
+        server.base_url,
+        "--set",
+        "auto_compact.threshold_ratio=1",
+        "--",
+        "read part2.txt",
+    ).check(0)
     types = second.types()
     warning = next(w["message"] for w in second.of("warning") if "too long" in w["message"])
     assert "context length" in warning or "context_length" in warning
@@ -181,4 +190,6 @@ def test_compact_toolcall_reclaims_large_call_arguments_and_says_how_many(cli: C
     assert [archive[f"{c['id']}:arguments"]["kind"] for c in calls[:2]] == ["arguments", "arguments"]
     assert [json.loads(archive[f"{c['id']}:arguments"]["original"])["content"] for c in calls[:2]] == texts[:2]
     hits = cli.inproc("history", "search", "note1-word-42", "--json").check(0).events
-    assert [(h["source"], h["role"], h["tool_call_id"]) for h in hits] == [("reclaimed", "tool_call", f"{calls[1]['id']}:arguments")]
+    assert [(h["source"], h["role"], h["tool_call_id"]) for h in hits] == [
+        ("reclaimed", "tool_call", f"{calls[1]['id']}:arguments")
+    ]

@@ -22,8 +22,11 @@ def test_config_set_show_unset_and_path(cli: Cli):
     project = cli.state / "config.toml"
     user = cli.home / ".config" / "xun" / "config.toml"
     assert _show(cli)["auto_compact.token_threshold"] == {
-        "key": "auto_compact.token_threshold", "value": 192000, "source": "default",
-        "description": _show(cli)["auto_compact.token_threshold"]["description"]}
+        "key": "auto_compact.token_threshold",
+        "value": 192000,
+        "source": "default",
+        "description": _show(cli)["auto_compact.token_threshold"]["description"],
+    }
 
     done = cli.inproc("config", "set", "auto_compact.token_threshold", "5000").check(0)
     assert done.stdout.strip() == f"auto_compact.token_threshold = 5000  (written to {project})"
@@ -44,7 +47,11 @@ def test_config_set_show_unset_and_path(cli: Cli):
     assert "Compact before a model call when the estimate of the request" in text
     assert "API key: $OPENAI_API_KEY is not set: xun uses the offline demo model" in text
 
-    assert cli.inproc("config", "unset", "auto_compact.token_threshold").check(0).stdout.startswith("auto_compact.token_threshold removed")
+    assert (
+        cli.inproc("config", "unset", "auto_compact.token_threshold")
+        .check(0)
+        .stdout.startswith("auto_compact.token_threshold removed")
+    )
     assert _show(cli)["auto_compact.token_threshold"]["source"] == "default"
     again = cli.inproc("config", "unset", "auto_compact.token_threshold").check(0)
     assert "is not set in" in again.stderr
@@ -79,7 +86,8 @@ def test_config_set_errors_name_the_file_and_the_key(cli: Cli):
     unknown = cli.inproc("config", "set", "auto_compact.token_treshold", "5").check(2)
     assert unknown.stderr.strip() == (
         f"xun: configuration error: {project}: auto_compact.token_treshold: unknown key; "
-        "did you mean auto_compact.token_threshold?")
+        "did you mean auto_compact.token_threshold?"
+    )
     trust = cli.inproc("config", "set", "auto_confirm", "true").check(2)
     assert "auto_confirm" in trust.stderr and "project file" in trust.stderr
     cli.inproc("config", "set", "auto_confirm", "true", "--user").check(0)  # the user file may
@@ -90,7 +98,7 @@ def test_config_set_errors_name_the_file_and_the_key(cli: Cli):
 def test_bad_configuration_is_exit_2_naming_file_and_key(cli: Cli):
     project = cli.state / "config.toml"
     project.parent.mkdir()
-    project.write_text("[auto_compact]\ntoken_threshold = \"lots\"\n")
+    project.write_text('[auto_compact]\ntoken_threshold = "lots"\n')
     for args in (("run", "hi"), ("run", "--json", "hi"), ("config", "show")):
         result = cli(*args).check(2)  # as a real process
         assert str(project) in result.stderr and "auto_compact.token_threshold" in result.stderr, args
@@ -108,10 +116,13 @@ def test_bad_configuration_is_exit_2_naming_file_and_key(cli: Cli):
 def test_config_show_in_an_untrusted_folder_says_what_it_ignores(cli: Cli):
     """Trial F #9: `xun config`, the command one runs to see why base_url "doesn't work", said nothing of the
     keys it ignored (`xun run` does), and named the folder's file as the source of the empty keymap."""
-    project = cli.write(".xun/config.toml", '[provider]\nbase_url = "http://evil.example/v1"\n'
-                                            '[ui.keymap]\nquit = "enter"\n')
-    said = (f"xun: this folder is not trusted, so its .xun/config.toml may not set provider.base_url, "
-            f"ui.keymap.quit: ignored (run `xun trust` in {cli.workdir.resolve()} if you trust it)\n")
+    project = cli.write(
+        ".xun/config.toml", '[provider]\nbase_url = "http://evil.example/v1"\n[ui.keymap]\nquit = "enter"\n'
+    )
+    said = (
+        f"xun: this folder is not trusted, so its .xun/config.toml may not set provider.base_url, "
+        f"ui.keymap.quit: ignored (run `xun trust` in {cli.workdir.resolve()} if you trust it)\n"
+    )
     for args in (("config",), ("config", "show", "-v"), ("config", "show", "--json")):
         shown = cli.inproc(*args).check(0)
         assert shown.stderr == said, args
@@ -130,8 +141,10 @@ def test_config_set_of_an_unknown_key_names_the_whole_key(cli: Cli):
     refused = cli.inproc("config", "set", "no.such.key", "1").check(2)
     assert refused.stderr == f"xun: configuration error: {project}: no.such.key: unknown key\n"
     moved = cli.inproc("config", "set", "auto_compat.token_threshold", "1").check(2)
-    assert moved.stderr == (f"xun: configuration error: {project}: auto_compat.token_threshold: unknown key; "
-                            "did you mean auto_compact.token_threshold?\n")
+    assert moved.stderr == (
+        f"xun: configuration error: {project}: auto_compat.token_threshold: unknown key; "
+        "did you mean auto_compact.token_threshold?\n"
+    )
     assert not project.exists()
 
 
@@ -143,13 +156,18 @@ def test_a_bad_keymap_is_exit_2_and_a_taken_key_a_warning(cli: Cli):
     user.write_text('[ui.keymap]\nreclaim = "f10"\nsummarise = "f11"\nhelp = "notakey"\n')
     bad = cli.inproc("config").check(2)
     assert bad.stdout == ""
-    assert f"xun: configuration error: {user}: ui.keymap.summarise: unknown binding id; did you mean compact?" in bad.stderr
+    assert (
+        f"xun: configuration error: {user}: ui.keymap.summarise: unknown binding id; did you mean compact?"
+        in bad.stderr
+    )
     assert "The ids are help, toggle_side, compact, reclaim, preview" in bad.stderr
     assert f"xun: configuration error: {user}: ui.keymap.help: 'notakey' is not a key name" in bad.stderr
     user.write_text('[ui.keymap]\nreclaim = "f5"\n')
     taken = cli.inproc("config").check(0)
-    assert taken.stderr == ("xun: warning: ui.keymap.reclaim takes 'f5' from compact (Summarise), which has no key "
-                            "then (Ctrl+P still runs it; give it one with ui.keymap.compact)\n")
+    assert taken.stderr == (
+        "xun: warning: ui.keymap.reclaim takes 'f5' from compact (Summarise), which has no key "
+        "then (Ctrl+P still runs it; give it one with ui.keymap.compact)\n"
+    )
 
 
 def test_sessions_lists_newest_first_and_names_unreadable_files(cli: Cli):
@@ -207,7 +225,9 @@ def test_a_corrupt_session_file_is_a_failure_naming_the_file(cli: Cli):
     (store.root / "bad.json").write_text("{ not json")
     for args in (("run", "--resume", "bad", "hi"), ("compact", "bad")):
         result = cli.inproc(*args).check(1)
-        assert result.stderr.startswith(f"xun: cannot load the session: {store.root / 'bad.json'}: not valid JSON"), result.stderr
+        assert result.stderr.startswith(f"xun: cannot load the session: {store.root / 'bad.json'}: not valid JSON"), (
+            result.stderr
+        )
         assert len(result.stderr.strip().splitlines()) == 1
     assert (store.root / "bad.json").read_text() == "{ not json"  # left as it was
 
@@ -218,8 +238,14 @@ def test_bare_config_shows_the_settings_and_a_closed_pipe_is_not_an_error(cli: C
     for i in range(3):
         cli("run", f"hello {i}").check(0)
     # `xun sessions --json | head -1`: the reader goes away early
-    reader = subprocess.run(f"{sys.executable} -m xun sessions --json | head -c 10", shell=True, cwd=cli.workdir,
-                            env=cli.environment(None), capture_output=True, text=True)
+    reader = subprocess.run(
+        f"{sys.executable} -m xun sessions --json | head -c 10",
+        shell=True,
+        cwd=cli.workdir,
+        env=cli.environment(None),
+        capture_output=True,
+        text=True,
+    )
     assert reader.returncode == 0 and "Broken pipe" not in reader.stderr, reader.stderr
 
 
@@ -232,6 +258,8 @@ def test_the_offline_address_names_its_source(cli: Cli):
         items = {item.key: item for item in describe_config(session.config)}
         assert items["provider.base_url"].source == "the offline demo server (no API key)"
         session.config.set_here("auto_compact.mode", "off", "chosen in the app (this session only)")
-        assert describe_config(session.config)[0].key and session.config.source_of("auto_compact.mode").startswith("chosen")
+        assert describe_config(session.config)[0].key and session.config.source_of("auto_compact.mode").startswith(
+            "chosen"
+        )
     finally:
         session.close()

@@ -79,8 +79,15 @@ def test_text_printer_puts_the_reply_on_stdout_and_the_rest_on_stderr():
     printer(events.ToolCallStarted(id="1", name="read_file", arguments='{"path": "a.txt", "limit": 20}'))
     printer(events.ToolCallFinished(id="1", name="read_file", result_chars=1234, duration=0.5))
     printer(events.Retry(attempt=1, attempts=3, delay=0.5, reason="HTTP 500"))
-    printer(events.SummaryFinished(message="Summarised 4 messages, kept 2.", tokens_before=1000, tokens_after=300,
-                                   offload_path="/x.md", trigger="emergency"))
+    printer(
+        events.SummaryFinished(
+            message="Summarised 4 messages, kept 2.",
+            tokens_before=1000,
+            tokens_after=300,
+            offload_path="/x.md",
+            trigger="emergency",
+        )
+    )
     printer(events.Usage(total_tokens=900, estimated_tokens=950, threshold=2000))
     printer(events.TurnFinished())
     assert out.getvalue() == "Hello world\n"
@@ -94,8 +101,10 @@ def test_text_printer_puts_the_reply_on_stdout_and_the_rest_on_stderr():
     ]
     printer(events.Usage(total_tokens=None, estimated_tokens=50, threshold=2000))
     printer(events.TurnFinished())
-    assert err.getvalue().splitlines()[-1].startswith(
-        "[context] ~50 tokens, estimated (last reported by the server: none for the context as it is)"
+    assert (
+        err.getvalue()
+        .splitlines()[-1]
+        .startswith("[context] ~50 tokens, estimated (last reported by the server: none for the context as it is)")
     ), "no summary to blame when the server simply sent no count"
 
 
@@ -118,12 +127,15 @@ def test_a_closed_pipe_stops_output_without_raising():
     JsonPrinter(Broken(), io.StringIO())(events.Info(message="x"))
 
 
-@pytest.mark.parametrize(("raw", "shown"), [
-    ('{"path": "a.txt"}', 'path="a.txt"'),
-    ('{"command": "' + "x" * 200 + '"}', 'command="' + "x" * 57 + '…"'),
-    ("not json", "not json"),
-    ('{"content": "two\\nlines"}', 'content="two lines"'),
-])
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ('{"path": "a.txt"}', 'path="a.txt"'),
+        ('{"command": "' + "x" * 200 + '"}', 'command="' + "x" * 57 + '…"'),
+        ("not json", "not json"),
+        ('{"content": "two\\nlines"}', 'content="two lines"'),
+    ],
+)
 def test_short_arguments(raw, shown):
     assert short_arguments(raw) == shown
 

@@ -107,7 +107,9 @@ def test_a_server_that_cannot_be_reached_is_named_with_a_hint_and_never_the_key(
     url = f"http://127.0.0.1:{port}/v1?api-key=sk-in-the-query"
     result = cli("run", *FAST_RETRIES, "--base-url", url, "hi", env={"OPENAI_API_KEY": "sk-bogus-secret-key"}).check(1)
     retries = [line for line in result.stderr.splitlines() if line.startswith("[retry]")]
-    assert len(retries) == 2 and all(f"(server at http://127.0.0.1:{port}/v1)" in line for line in retries), result.stderr
+    assert len(retries) == 2 and all(f"(server at http://127.0.0.1:{port}/v1)" in line for line in retries), (
+        result.stderr
+    )
     [error] = [line for line in result.stderr.splitlines() if line.startswith("[error]")]
     assert f"APIConnectionError: Connection error. (server at http://127.0.0.1:{port}/v1)" in error, error
     assert "`--offline` uses the offline demo model instead" in error, error

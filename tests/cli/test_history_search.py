@@ -27,11 +27,15 @@ def test_search_finds_a_reclaimed_result_in_text_and_json(cli: Cli):
 
 def test_reindex_rebuilds_the_same_results(cli: Cli):
     _session_with_history(cli)
-    before = [(h["session"], h["snippet"]) for h in cli.inproc("history", "search", "zanzibar", "--json").check(0).events]
+    before = [
+        (h["session"], h["snippet"]) for h in cli.inproc("history", "search", "zanzibar", "--json").check(0).events
+    ]
     (cli.state / "history.db").unlink()
     done = cli.inproc("history", "--reindex").check(0)
     assert "reindexed" in done.stdout
-    after = [(h["session"], h["snippet"]) for h in cli.inproc("history", "search", "zanzibar", "--json").check(0).events]
+    after = [
+        (h["session"], h["snippet"]) for h in cli.inproc("history", "search", "zanzibar", "--json").check(0).events
+    ]
     assert after == before and after
 
 

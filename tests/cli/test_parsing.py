@@ -18,8 +18,18 @@ from xun.cli.main import main
 
 from .helpers import Cli
 
-HELP_COMMANDS = [[], ["run"], ["sessions"], ["history"], ["compact"], ["config"], ["config", "show"],
-                 ["config", "set"], ["config", "unset"], ["config", "path"]]
+HELP_COMMANDS = [
+    [],
+    ["run"],
+    ["sessions"],
+    ["history"],
+    ["compact"],
+    ["config"],
+    ["config", "show"],
+    ["config", "set"],
+    ["config", "unset"],
+    ["config", "path"],
+]
 
 
 @pytest.mark.parametrize("command", HELP_COMMANDS, ids=lambda c: " ".join(c) or "xun")
@@ -39,11 +49,27 @@ def test_help_documents_the_exit_codes(capsys):
 
 
 def test_version_is_fast_and_imports_nothing_heavy(cli: Cli):
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "xun", "--version"], cwd=cli.workdir, env=cli.env,
-                          capture_output=True, text=True, timeout=20)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "xun", "--version"],
+        cwd=cli.workdir,
+        env=cli.env,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert done.returncode == 0 and done.stdout == f"xun {__version__}\n"
     imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    heavy = {"openai", "textual", "pydantic", "httpx", "httpx2", "xun.agent.loop", "xun.agent.launch", "xun.agent.config", "asyncio"}
+    heavy = {
+        "openai",
+        "textual",
+        "pydantic",
+        "httpx",
+        "httpx2",
+        "xun.agent.loop",
+        "xun.agent.launch",
+        "xun.agent.config",
+        "asyncio",
+    }
     assert imported & heavy == set()
     assert "xun.cli.main" in imported
 
@@ -54,10 +80,13 @@ def test_the_program_starts_without_pydantic_plugins_unless_told(cli: Cli, prese
     env = {k: v for k, v in cli.env.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
     if preset is not None:
         env["PYDANTIC_DISABLE_PLUGINS"] = preset
-    code = ("import os, sys; sys.argv = ['xun', '--version']; from xun.cli.main import main; main(); "
-            "print(repr(os.environ.get('PYDANTIC_DISABLE_PLUGINS')))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=cli.workdir, env=env, capture_output=True, text=True,
-                          timeout=20, check=True)
+    code = (
+        "import os, sys; sys.argv = ['xun', '--version']; from xun.cli.main import main; main(); "
+        "print(repr(os.environ.get('PYDANTIC_DISABLE_PLUGINS')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cli.workdir, env=env, capture_output=True, text=True, timeout=20, check=True
+    )
     assert done.stdout.splitlines()[-1] == repr(expected)
 
 
@@ -68,19 +97,29 @@ def test_the_cli_module_keeps_its_imports_light():
         assert f"import {name}" not in head and f"from {name}" not in head
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["run", "hi", "--bogus"], "xun run: unrecognized arguments: --bogus (see 'xun run --help')"),
-    (["run", "--max-iterations", "0", "hi"], "xun run: argument --max-iterations: expected a whole number >= 1, got '0'"),
-    (["frobnicate"], "xun: argument COMMAND: invalid choice: 'frobnicate'"),
-    (["config", "set", "only-key"], "xun config set: the following arguments are required: VALUE"),
-    (["compact", "--keep", "x"], "xun compact: argument --keep: expected a whole number >= 1, got 'x'"),
-    # trial F #18: without --resume they ran a new session (one never saved, for --read-only) without a word
-    (["--fork", "run", "hi"], "xun run: --fork needs --resume [ID]: it continues a copy of a saved session "
-                              "(see 'xun run --help')"),
-    (["--read-only"], "xun: --read-only needs --resume [ID]: it opens a saved session without saving it "
-                      "(see 'xun --help')"),
-    (["run", "hi", "--read-only"], "xun run: --read-only needs --resume [ID]"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "hi", "--bogus"], "xun run: unrecognized arguments: --bogus (see 'xun run --help')"),
+        (
+            ["run", "--max-iterations", "0", "hi"],
+            "xun run: argument --max-iterations: expected a whole number >= 1, got '0'",
+        ),
+        (["frobnicate"], "xun: argument COMMAND: invalid choice: 'frobnicate'"),
+        (["config", "set", "only-key"], "xun config set: the following arguments are required: VALUE"),
+        (["compact", "--keep", "x"], "xun compact: argument --keep: expected a whole number >= 1, got 'x'"),
+        # trial F #18: without --resume they ran a new session (one never saved, for --read-only) without a word
+        (
+            ["--fork", "run", "hi"],
+            "xun run: --fork needs --resume [ID]: it continues a copy of a saved session (see 'xun run --help')",
+        ),
+        (
+            ["--read-only"],
+            "xun: --read-only needs --resume [ID]: it opens a saved session without saving it (see 'xun --help')",
+        ),
+        (["run", "hi", "--read-only"], "xun run: --read-only needs --resume [ID]"),
+    ],
+)
 def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -89,7 +128,9 @@ def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys):
 
 def test_global_options_work_before_and_after_the_command():
     parser = cli_module.build_parser()
-    args = cli_module._merge_global_options(parser.parse_args(["--offline", "--set", "a=1", "run", "--set", "b=2", "--model", "m", "hi"]))
+    args = cli_module._merge_global_options(
+        parser.parse_args(["--offline", "--set", "a=1", "run", "--set", "b=2", "--model", "m", "hi"])
+    )
     assert args.offline is True and args.overrides == ["a=1", "b=2"] and args.model == "m" and args.prompt == "hi"
     args = cli_module._merge_global_options(parser.parse_args(["run", "--offline", "hi"]))
     assert args.offline is True and args.resume is None and args.overrides == []
@@ -112,11 +153,16 @@ def test_bare_xun_without_a_terminal_says_why_it_cannot_open_the_app(cli: Cli):
     result = cli()
     if importlib.util.find_spec("xun.tui") is None:
         assert result.returncode == 1
-        assert result.stderr.strip() == "xun: the full-screen app is not built yet; use `xun run PROMPT` (see `xun --help`)"
+        assert (
+            result.stderr.strip()
+            == "xun: the full-screen app is not built yet; use `xun run PROMPT` (see `xun --help`)"
+        )
     else:  # built: stdin is /dev/null here, so it refuses before opening anything
         assert result.returncode == 2, result.stderr
-        assert result.stderr.strip() == ("xun: the full-screen app needs a terminal on standard input and output; "
-                                         "in scripts use `xun run PROMPT` (see `xun run --help`)")
+        assert result.stderr.strip() == (
+            "xun: the full-screen app needs a terminal on standard input and output; "
+            "in scripts use `xun run PROMPT` (see `xun run --help`)"
+        )
     assert "Traceback" not in result.stderr
     assert not cli.state.exists()
 

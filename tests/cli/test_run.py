@@ -48,7 +48,13 @@ def test_json_mode_prints_exactly_one_event_object_per_line(cli: Cli):
     assert finished["is_error"] is False and finished["result_chars"] > 0
     usage = result.of("usage")[-1]
     assert usage["total_tokens"] > 0 and usage["threshold"] == 192000
-    assert events[-1] == {"type": "turn_finished", "status": "ok", "iterations": 2, "error": None, "restored_prompt": None}
+    assert events[-1] == {
+        "type": "turn_finished",
+        "status": "ok",
+        "iterations": 2,
+        "error": None,
+        "restored_prompt": None,
+    }
     lines = result.stdout.splitlines()
     repeats = [a for a, b in zip(lines, lines[1:]) if a == b and json.loads(a)["type"] == "usage"]
     assert not repeats, "a usage event is not sent twice in a row"
@@ -199,8 +205,11 @@ def test_the_resume_hint_works_from_where_it_was_printed_with_another_workdir(cl
     args = shlex.split(hint)
     assert args[:2] == ["xun", "run"] and args[-1] == "PROMPT", args
     cli(*args[1:-1], "and again").check(0)  # from the same directory, as printed
-    texts = [m["text"] for m in json.loads(next((project / ".xun" / "sessions").glob("*.json")).read_text())["messages"]
-             if m["kind"] == "user"]
+    texts = [
+        m["text"]
+        for m in json.loads(next((project / ".xun" / "sessions").glob("*.json")).read_text())["messages"]
+        if m["kind"] == "user"
+    ]
     assert texts == ["hi", "and again"]
     here = cli("run", "in the workspace").check(0)  # no --workdir where the session's folder is the current one
     assert "--workdir" not in here.stderr
@@ -212,7 +221,10 @@ def test_a_call_nobody_can_confirm_ends_the_turn_when_the_model_tries_again(cli:
     that asks for a confirmation ends the turn, with exit 1, and every call keeps its result."""
     result = cli("run", "write files step1 to step2").check(1)
     assert result.stderr.count("[tool] write_file refused") == 2, result.stderr
-    assert "[error] the turn stopped: write_file needed the user's confirmation again, and nobody can be asked" in result.stderr
+    assert (
+        "[error] the turn stopped: write_file needed the user's confirmation again, and nobody can be asked"
+        in result.stderr
+    )
     messages = [m.get("raw", {}) for m in cli.only_session()["messages"]]
     calls = [call["id"] for m in messages for call in m.get("tool_calls") or ()]
     answered = [m["tool_call_id"] for m in messages if m.get("role") == "tool"]
@@ -224,7 +236,9 @@ def test_final_model_failure_is_exit_1_and_the_prompt_is_kept(cli: Cli):
     result = cli("run", "--json", "--set", "retry.attempts=1", "hi", env={"XUN_OFFLINE_FAULTS": "500@1"}).check(1)
     assert result.of("error") and result.events[-1]["status"] == "error"
     assert [m["text"] for m in cli.only_session()["messages"] if m["kind"] == "user"] == ["hi"]
-    text = cli.inproc("run", "--set", "retry.attempts=1", "--resume", "--", "again", env={"XUN_OFFLINE_FAULTS": "500@1"}).check(1)
+    text = cli.inproc(
+        "run", "--set", "retry.attempts=1", "--resume", "--", "again", env={"XUN_OFFLINE_FAULTS": "500@1"}
+    ).check(1)
     assert "[error] the model call failed after 1 attempts" in text.stderr
 
 
@@ -258,7 +272,9 @@ def test_workdir_option(cli: Cli, tmp_path):
 
 
 def test_the_offline_subcommand_still_passes_its_options_through(cli: Cli):
-    done = subprocess.run(cli.command("offline-server", "--port", "not-a-port"), env=cli.env, capture_output=True, text=True, timeout=20)
+    done = subprocess.run(
+        cli.command("offline-server", "--port", "not-a-port"), env=cli.env, capture_output=True, text=True, timeout=20
+    )
     assert done.returncode == 2 and "port" in done.stderr
 
 
@@ -282,8 +298,14 @@ def test_json_usage_events_carry_the_session_cost_billed_from_the_servers_cache_
             prompt = sum(r["prompt_tokens"] for r in reports)
             cached = sum(r["cached_tokens"] for r in reports)
             completion = sum(r["completion_tokens"] for r in reports)
-            assert event["session_totals"] == {"calls": len(reports), "prompt": prompt, "completion": completion,
-                                               "cached_input": cached}
-            assert event["session_cost"] == pytest.approx(((prompt - cached) * 3 + cached * 0.3 + completion * 12) / 1e6)
+            assert event["session_totals"] == {
+                "calls": len(reports),
+                "prompt": prompt,
+                "completion": completion,
+                "cached_input": cached,
+            }
+            assert event["session_cost"] == pytest.approx(
+                ((prompt - cached) * 3 + cached * 0.3 + completion * 12) / 1e6
+            )
     assert len(reports) >= 4 and reports[-1]["cached_tokens"] > 0
     assert "[usage] session:" not in result.stdout  # --json: only the events on stdout

@@ -9,14 +9,16 @@ from xun.context.conversation import Conversation
 
 def assistant_call(c: Conversation, *calls: tuple[str, str, dict], content: str | None = None) -> None:
     """Append an assistant message that calls tools: each call is (id, name, arguments)."""
-    c.add_agent_message({
-        "role": "assistant",
-        "content": content,
-        "tool_calls": [
-            {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-            for cid, name, args in calls
-        ],
-    })
+    c.add_agent_message(
+        {
+            "role": "assistant",
+            "content": content,
+            "tool_calls": [
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                for cid, name, args in calls
+            ],
+        }
+    )
 
 
 def tool_round(c: Conversation, i: int, size: int = 400) -> str:

@@ -55,13 +55,16 @@ class Broken:
         raise RuntimeError("boom")
 
 
-@pytest.mark.parametrize("content, expected", [
-    ("plain", "plain"),
-    (Valued(), "valued"),
-    ({"a": [1, 2]}, '{"a": [1, 2]}'),
-    (Broken(), "[Error] Failed to serialize tool result: boom"),
-    (object(), None),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ("plain", "plain"),
+        (Valued(), "valued"),
+        ({"a": [1, 2]}, '{"a": [1, 2]}'),
+        (Broken(), "[Error] Failed to serialize tool result: boom"),
+        (object(), None),
+    ],
+)
 def test_add_tool_result_content_forms(content, expected):
     c = Conversation()
     c.add_tool_result("c1", content)
@@ -140,7 +143,11 @@ def test_to_history_and_truncation():
     c.add_user_message("u" * 1500)
     c.add_tool_result("t", {"k": "v"})
     history = c.to_history(truncate=True)
-    assert history[0]["role"] == "user" and len(history[0]["content"]) < 1100 and history[0]["content"].endswith("(truncated)")
+    assert (
+        history[0]["role"] == "user"
+        and len(history[0]["content"]) < 1100
+        and history[0]["content"].endswith("(truncated)")
+    )
     assert history[1] == {"role": "tool", "content": '{"k": "v"}'}
     assert c.to_history()[0]["content"] == "u" * 1500
 

@@ -60,8 +60,16 @@ def test_file_format_fields_and_owner_only_mode(tmp_path):
     c.dump(path)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     data = json.loads(path.read_text())  # one JSON document
-    for key in ("format_version", "conversation_id", "tokens_used", "messages", "compacted_toolcalls",
-                "compaction", "summarizations", "compaction_log"):
+    for key in (
+        "format_version",
+        "conversation_id",
+        "tokens_used",
+        "messages",
+        "compacted_toolcalls",
+        "compaction",
+        "summarizations",
+        "compaction_log",
+    ):
         assert key in data
     assert data["format_version"] == FORMAT_VERSION
     assert data["compaction"] == {"tool_rounds": 1, "summary_rounds": 1}
@@ -76,8 +84,13 @@ def test_file_format_fields_and_owner_only_mode(tmp_path):
 def test_unicode_line_separators_in_originals_survive(tmp_path):
     c = Conversation()
     c.add_user_message("go")
-    c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "u", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]})
+    c.add_agent_message(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "u", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}],
+        }
+    )
     text = "a\u2028b\x85c\u2029d" * 100
     c.add_tool_result("u", text)
     c.add_user_message("next")
@@ -110,8 +123,14 @@ PEER_FILE = {  # the shape xun-agent 1.4 writes: kind "tool" with a Result paylo
     "messages": [
         {"kind": "system", "content": "role", "is_compressed": False, "persist_sections": {}},
         {"kind": "user", "text": "hi", "images": [], "response_schema": None, "is_synthetic": False},
-        {"kind": "raw", "raw": {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "t1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]}},
+        {
+            "kind": "raw",
+            "raw": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "t1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}],
+            },
+        },
         {"kind": "tool", "tool_call_id": "t1", "content": {"value": "[Compacted, ID: t1. ...]", "is_ok": True}},
     ],
     "compacted_toolcalls": {"t1": "the original text"},
@@ -124,15 +143,22 @@ def test_peer_session_files_are_migrated(tmp_path):
     path.write_text(json.dumps(PEER_FILE, indent=2))
     c = Conversation().load(path)
     assert c.conversation_id == "peer1" and c.total_tokens == 900
-    assert c.messages[3] == RawOpenAIMessage({"role": "tool", "tool_call_id": "t1", "content": "[Compacted, ID: t1. ...]"})
+    assert c.messages[3] == RawOpenAIMessage(
+        {"role": "tool", "tool_call_id": "t1", "content": "[Compacted, ID: t1. ...]"}
+    )
     assert c.compacted_toolcall_result("t1") == "the original text"
     assert c.compaction_counter.tool_rounds == 1
 
 
 def test_pre_typed_files_of_plain_openai_dicts_are_migrated(tmp_path):
-    legacy = {"conversation_id": "old", "messages": [
-        {"role": "system", "content": "s"}, {"role": "user", "content": "u"},
-        {"role": "assistant", "content": "a"}]}
+    legacy = {
+        "conversation_id": "old",
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": "a"},
+        ],
+    }
     path = tmp_path / "old.json"
     path.write_text(json.dumps(legacy))
     c = Conversation().load(path)
@@ -280,15 +306,18 @@ def test_the_store_removes_old_temporary_files_of_killed_saves_and_nothing_else(
     store.root.mkdir(parents=True)
     old = store.root / ".s1.json.ab12cd_9.tmp"  # a save killed before its rename, long ago
     fresh = store.root / ".s2.json.zz99yy00.tmp"  # maybe another xun process's save in progress
-    foreign = [store.root / name for name in (
-        "s1.json.ab12cd_9.tmp",  # no leading dot
-        ".s1.json.ab12cd.tmp",  # not the eight random characters
-        ".s1.json.AB12CD_9.tmp",  # mkstemp draws lower case only
-        ".s1.json.ab12cd_9.tmp.bak",
-        ".s1.json.ab12cd_9.TMP",
-        ".notes.txt.ab12cd_9.tmp",  # a temporary file, but not of a session
-        "keep.txt",
-    )]
+    foreign = [
+        store.root / name
+        for name in (
+            "s1.json.ab12cd_9.tmp",  # no leading dot
+            ".s1.json.ab12cd.tmp",  # not the eight random characters
+            ".s1.json.AB12CD_9.tmp",  # mkstemp draws lower case only
+            ".s1.json.ab12cd_9.tmp.bak",
+            ".s1.json.ab12cd_9.TMP",
+            ".notes.txt.ab12cd_9.tmp",  # a temporary file, but not of a session
+            "keep.txt",
+        )
+    ]
     for path in (old, fresh, *foreign):
         path.write_text("a private copy of a session")
     outside = tmp_path / "outside.json.ab12cd_9.tmp"
@@ -392,7 +421,7 @@ def test_format_1_files_written_by_earlier_xun_load_and_are_saved_as_one_documen
     assert c.conversation_id == "format1-fixture" and c.total_tokens == 4321
     assert len(c.compacted_toolcalls) == 13
     assert list(c.compacted_toolcalls)[:2] == ["call_0", "call_1"] and "call_21" not in c.compacted_toolcalls
-    assert c.compacted_toolcall_result("call_0").endswith('\n"quoted" \\ back\u2028sep\u00e9\u4e2d\U0001F600 {}')
+    assert c.compacted_toolcall_result("call_0").endswith('\n"quoted" \\ back\u2028sep\u00e9\u4e2d\U0001f600 {}')
     assert c.compacted_toolcall_result("call_24") == "second batch 24\n" + "y" * 300
     assert c.compacted_toolcalls["call_24"].tool_name == "read_file"
     assert c.messages[0].is_compressed and c.messages[0].persist_sections == {"AGENTS.md": "rules"}
@@ -410,7 +439,7 @@ def test_format_1_with_a_torn_archive_line_is_named(tmp_path):
     path = tmp_path / "s.json"
     text = (FIXTURES / "format1.json").read_text()
     cut = text.index('"original"', text.index("\n"))
-    path.write_text(text[:cut] + '"origXnal"' + text[cut + len('"original"'):])  # the same length
+    path.write_text(text[:cut] + '"origXnal"' + text[cut + len('"original"') :])  # the same length
     c = Conversation().load(path)
     with pytest.raises(SessionFormatError, match="archive line 1 is unreadable") as info:
         c.compacted_toolcall_result("call_0")
@@ -432,13 +461,13 @@ def test_loading_leaves_the_archive_unparsed_until_it_is_first_read(tmp_path, mo
 
     c = compacted_session()
     text = c.dumps()
-    archive = text[text.rindex(',"compacted_toolcalls":') + len(',"compacted_toolcalls":'):-1]
+    archive = text[text.rindex(',"compacted_toolcalls":') + len(',"compacted_toolcalls":') : -1]
     monkeypatch.setattr(xun.context.reclaimed, "_DECODER", CountingDecoder())
     monkeypatch.setattr(xun.context.reclaimed.json, "loads", lambda *a, **k: pytest.fail("an original was decoded"))
     back = Conversation().loads(text)
     assert len(back.compacted_toolcalls) == len(c.compacted_toolcalls)
     saved = back.dumps()  # saved again unread: the block is copied as it is, not re-encoded
-    assert saved[saved.rindex(',"compacted_toolcalls":') + len(',"compacted_toolcalls":'):-1] == archive
+    assert saved[saved.rindex(',"compacted_toolcalls":') + len(',"compacted_toolcalls":') : -1] == archive
     assert CountingDecoder.calls == 0
     assert back.compacted_toolcalls["call_0"].tool_name == "read_file"  # the first read parses the entries
     assert CountingDecoder.calls == 2 * len(c.compacted_toolcalls)  # an id and a record each, once
@@ -451,7 +480,7 @@ def test_a_damaged_archive_of_the_right_length_is_named_when_first_read_and_the_
     compacted_session().dump(path)
     text = path.read_text()
     at = text.rindex('"original":')
-    path.write_text(text[:at] + '"original"!' + text[at + len('"original":'):])
+    path.write_text(text[:at] + '"original"!' + text[at + len('"original":') :])
     before = path.read_bytes()
     back = Conversation().load(path)  # the archive is not read yet
     with pytest.raises(SessionFormatError, match="archive entry .* is unreadable") as info:
@@ -487,7 +516,7 @@ def test_listing_reads_the_session_part_only_and_still_lists_a_torn_archive(tmp_
     archive_at = data.index(b',"compacted_toolcalls":')
     assert len(data) - archive_at > 1_000_000
     # a byte that is not UTF-8 deep in the archive: listing never reads it, loading names it
-    spoiled = data[: len(data) - 1000] + b"\xff" + data[len(data) - 999:]
+    spoiled = data[: len(data) - 1000] + b"\xff" + data[len(data) - 999 :]
     path.write_bytes(spoiled)
     [info] = store.list()
     assert (info.conversation_id, info.messages, info.reclaimed) == (c.conversation_id, len(c.messages), 39)
@@ -554,8 +583,13 @@ def test_the_newest_messages_are_read_from_the_end_of_the_file_alone(tmp_path, m
     from xun.context.conversation import read_newest_messages
 
     c = compacted_session()
-    c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_x", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]})
+    c.add_agent_message(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "call_x", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}],
+        }
+    )
     c.add_tool_result("call_x", "résultat 🙂 " * 200)
     c.compact_toolcall(keep_max=0)  # into the archive, which is not ASCII now
     for i in range(40):
@@ -589,9 +623,16 @@ def test_a_call_saved_without_its_result_gets_one_at_load(tmp_path):
 
     c = Conversation()
     c.add_user_message("write two files")
-    c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_a", "type": "function", "function": {"name": "write_file", "arguments": "{}"}},
-        {"id": "call_b", "type": "function", "function": {"name": "write_file", "arguments": "{}"}}]})
+    c.add_agent_message(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "call_a", "type": "function", "function": {"name": "write_file", "arguments": "{}"}},
+                {"id": "call_b", "type": "function", "function": {"name": "write_file", "arguments": "{}"}},
+            ],
+        }
+    )
     c.add_tool_result("call_a", "wrote 3 characters")
     c.add_user_message("and now?")  # the next prompt, sent from the resumed app
     store = SessionStore(tmp_path)
@@ -611,8 +652,9 @@ def test_the_draft_is_kept_with_the_session_and_older_files_have_none():
     data = json.loads(conversation.dumps())
     assert data["draft"] == "not sent yet\n[bold]as typed[/]"
     loaded = Conversation().loads(conversation.dumps())
-    assert loaded.draft == conversation.draft and [m.to_json() for m in loaded.messages] == [m.to_json() for m in
-                                                                                           conversation.messages]
+    assert loaded.draft == conversation.draft and [m.to_json() for m in loaded.messages] == [
+        m.to_json() for m in conversation.messages
+    ]
     del data["draft"]
     assert Conversation().loads(json.dumps(data)).draft == ""
     data["draft"] = 42

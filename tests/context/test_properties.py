@@ -51,9 +51,20 @@ class Recorder:
             for _ in op[1]:
                 self.calls += 1
                 ids.append(f"call_{self.calls}")
-            c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-                {"id": i, "type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": i})}}
-                for i in ids]})
+            c.add_agent_message(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": i,
+                            "type": "function",
+                            "function": {"name": "read_file", "arguments": json.dumps({"path": i})},
+                        }
+                        for i in ids
+                    ],
+                }
+            )
             for i, result in zip(ids, op[1]):
                 c.add_tool_result(i, result)
                 self.texts.append(result)
@@ -67,7 +78,7 @@ class Recorder:
         c = self.c
         plan = c.plan_compaction(keep)
         tail = plan.kept[1:] if plan.carried_user is not None else plan.kept
-        assert tail == list(c.messages[plan.cut_index:])
+        assert tail == list(c.messages[plan.cut_index :])
         assert plan.condensed == list(c.messages[: plan.cut_index])
         if tail:
             assert tail[0].role != "tool", "the tail opens on an orphaned tool result"
@@ -117,7 +128,8 @@ def test_random_sessions_keep_invariants_and_lose_nothing(steps, with_log):
         back = Conversation().load(path)
         assert back.completion_params() == rec.c.completion_params()
         assert {k: back.compacted_toolcall_result(k) for k in back.compacted_toolcalls} == {
-            k: rec.c.compacted_toolcall_result(k) for k in rec.c.compacted_toolcalls}
+            k: rec.c.compacted_toolcall_result(k) for k in rec.c.compacted_toolcalls
+        }
 
 
 @settings(max_examples=100, deadline=None)
@@ -132,7 +144,7 @@ def test_corrupted_session_text_raises_the_clear_error_or_loads(steps, data):
     if mode == "cut":
         bad = text[:position]
     elif mode == "flip":
-        bad = text[:position] + data.draw(st.sampled_from(['"', "{", "]", "x", "\n", "\\"])) + text[position + 1:]
+        bad = text[:position] + data.draw(st.sampled_from(['"', "{", "]", "x", "\n", "\\"])) + text[position + 1 :]
     else:
         bad = text[:position] + data.draw(text_strategy_small) + text[position:]
     with tempfile.TemporaryDirectory() as tmp:

@@ -36,7 +36,9 @@ def test_all_but_newest_keep_max_are_replaced_and_originals_kept():
     for call_id in ids[8:]:
         assert after[call_id] == originals[call_id]
     assert 0 < result.reclaimed_fraction < 1
-    assert result.reclaimed_fraction == pytest.approx((result.length_before - result.length_after) / result.length_before)
+    assert result.reclaimed_fraction == pytest.approx(
+        (result.length_before - result.length_after) / result.length_before
+    )
     assert c.estimated_message_length() == fresh_length(c)
     assert c.compaction_counter.tool_rounds == 1
 

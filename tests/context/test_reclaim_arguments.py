@@ -56,8 +56,12 @@ def test_old_rounds_arguments_become_valid_json_placeholders_and_the_originals_a
         assert len(shown) < 200
         assert c.compacted_toolcall_result(f"call_{i}:arguments") == originals[f"call_{i}"]
         record = c.compacted_toolcalls[f"call_{i}:arguments"]
-        assert (record.kind, record.call_id, record.tool_name, record.chars) == (ARGUMENTS, f"call_{i}", "write_file",
-                                                                                 len(originals[f"call_{i}"]))
+        assert (record.kind, record.call_id, record.tool_name, record.chars) == (
+            ARGUMENTS,
+            f"call_{i}",
+            "write_file",
+            len(originals[f"call_{i}"]),
+        )
     for i in range(76, 80):  # the newest rounds, the round at work among them, are untouched
         assert arguments_of(c, f"call_{i}") == originals[f"call_{i}"]
     after = c.estimated_message_length()
@@ -76,7 +80,9 @@ def test_the_round_at_work_keeps_its_arguments_even_keeping_no_result_and_loses_
     assistant_call(c, ("call_3", "write_file", {"path": "out/step3.txt", "content": content_of(3)}))
     c.add_tool_result("call_3", "wrote it")
     c.compact_toolcall(keep_max=0)  # call_2's round is done now: the next reclaim takes its arguments
-    assert "[Compacted" in arguments_of(c, "call_2") and json.loads(arguments_of(c, "call_3"))["content"] == content_of(3)
+    assert "[Compacted" in arguments_of(c, "call_2") and json.loads(arguments_of(c, "call_3"))["content"] == content_of(
+        3
+    )
     c.add_agent_message({"role": "assistant", "content": "all written"})  # the turn ends: no round at work
     c.compact_toolcall(keep_max=0)
     assert "[Compacted" in arguments_of(c, "call_3")
@@ -87,8 +93,12 @@ def test_short_arguments_and_parallel_calls():
     c = Conversation()
     c.add_user_message("go")
     long_command = "python3 - <<'EOF'\n" + "print('x')\n" * 80 + "EOF"
-    assistant_call(c, ("a", "read_file", {"path": "src/a.py"}), ("b", "run_command", {"command": long_command}),
-                   ("c", "write_file", {"path": "b.txt", "content": "y" * (ARGUMENTS_RECLAIM_AT - 40)}))
+    assistant_call(
+        c,
+        ("a", "read_file", {"path": "src/a.py"}),
+        ("b", "run_command", {"command": long_command}),
+        ("c", "write_file", {"path": "b.txt", "content": "y" * (ARGUMENTS_RECLAIM_AT - 40)}),
+    )
     for call_id in "abc":
         c.add_tool_result(call_id, "ok")
     assistant_call(c, ("d", "read_file", {"path": "src/d.py"}))
@@ -104,8 +114,15 @@ def test_short_arguments_and_parallel_calls():
 def test_arguments_that_are_not_an_object_still_become_valid_json():
     c = Conversation()
     c.add_user_message("go")
-    c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "x", "type": "function", "function": {"name": "odd", "arguments": "not json " * 100}}]})
+    c.add_agent_message(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "x", "type": "function", "function": {"name": "odd", "arguments": "not json " * 100}}
+            ],
+        }
+    )
     c.add_tool_result("x", "[Error] the arguments are not JSON")
     c.add_agent_message({"role": "assistant", "content": "done"})
     c.compact_toolcall(keep_max=0)
@@ -121,9 +138,21 @@ def test_restore_puts_the_arguments_back_and_they_stay():
     assert "call_3:arguments" in c.reclaimed_in_context()
     c.restore_toolcall("call_3:arguments")
     assert arguments_of(c, "call_3") == original
-    assert c.estimated_message_length() == fresh_length(c) == reclaimed + len(original) - len(
-        json.dumps({"path": "out/step3.txt", "content": content_of(3)[:40] + "…[Compacted, ID: call_3:arguments. "
-                    f"{len(content_of(3)):,} chars]"}, ensure_ascii=False))
+    assert (
+        c.estimated_message_length()
+        == fresh_length(c)
+        == reclaimed
+        + len(original)
+        - len(
+            json.dumps(
+                {
+                    "path": "out/step3.txt",
+                    "content": content_of(3)[:40] + f"…[Compacted, ID: call_3:arguments. {len(content_of(3)):,} chars]",
+                },
+                ensure_ascii=False,
+            )
+        )
+    )
     assert "call_3:arguments" not in c.compacted_toolcalls and "call_3:arguments" not in c.reclaimed_in_context()
     again = c.compact_toolcall(keep_max=0)
     assert "call_3:arguments" not in again.reclaimed_ids and arguments_of(c, "call_3") == original  # pinned
@@ -167,7 +196,8 @@ def test_a_summary_offloads_the_original_arguments():
         entries = read_offload_log(result.offload_path)[0].entries
         calls = {e.detail: e.text for e in entries if e.speaker == "AI tool call"}
         assert calls["write_file, id call_0, reclaimed earlier"] == json.dumps(
-            {"path": "out/step0.txt", "content": content_of(0)})
+            {"path": "out/step0.txt", "content": content_of(0)}
+        )
         assert c.compacted_toolcall_result("call_0:arguments") is not None  # still readable by id
         assert "call_0:arguments" not in c.reclaimed_in_context()
         with pytest.raises(ValueError, match="summarised away"):
@@ -188,4 +218,3 @@ def test_preview_and_breakdown_count_the_arguments_a_reclaim_replaces():
     placeholders, calls = parts.part(CALL_PLACEHOLDERS), parts.part(TOOL_CALLS)
     assert placeholders is not None and placeholders.count == 16 and calls is not None and calls.count == 4
     assert sum(p.chars for p in parts.parts) == c.estimated_message_length()
-

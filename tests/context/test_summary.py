@@ -91,8 +91,11 @@ def test_success_sets_summary_tokens_and_counters():
     assert c.total_tokens is None
     assert c.compaction_counter.summary_rounds == 1 and c.compaction_counter.tool_rounds == 0
     content = c.completion_params()[0]["content"]
-    assert content == ("You are a careful assistant.\n\n" + COMPACTED_SYSTEM_PROMPT.format(summary="## overview\nwork so far")
-                       + "\n\nAlways run the tests.")
+    assert content == (
+        "You are a careful assistant.\n\n"
+        + COMPACTED_SYSTEM_PROMPT.format(summary="## overview\nwork so far")
+        + "\n\nAlways run the tests."
+    )
     assert c.estimated_message_length() == fresh_length(c)
     assert 0 < result.reclaimed_fraction < 1
     assert c.messages[1] == UserMessage("now part 19")
@@ -128,8 +131,12 @@ def test_plan_changes_nothing_and_estimates_after():
     before = c.completion_params()
     plan = c.plan_compaction(keep_recent=5)
     assert c.completion_params() == before
-    kept_length = sum(len(m.raw.get("content") or "") + sum(len(t["function"]["arguments"]) for t in m.raw.get("tool_calls", []))
-                      if isinstance(m, RawOpenAIMessage) else len(m.text) for m in plan.kept)
+    kept_length = sum(
+        len(m.raw.get("content") or "") + sum(len(t["function"]["arguments"]) for t in m.raw.get("tool_calls", []))
+        if isinstance(m, RawOpenAIMessage)
+        else len(m.text)
+        for m in plan.kept
+    )
     system_length = len(c.completion_params()[0]["content"])
     assert plan.estimated_length_after == system_length + kept_length
     assert plan.estimated_length_before == c.estimated_message_length()
@@ -150,8 +157,11 @@ def test_originals_go_to_the_offload_log_first(tmp_path):
     c = long_conversation(rounds=10)
     c.offload_dir = tmp_path / "history"
     c.compact_toolcall(keep_max=2)
-    originals = {m.raw["tool_call_id"]: c.compacted_toolcall_result(m.raw["tool_call_id"])
-                 for m in c.messages if m.role == "tool" and c.compacted_toolcall_result(m.raw["tool_call_id"])}
+    originals = {
+        m.raw["tool_call_id"]: c.compacted_toolcall_result(m.raw["tool_call_id"])
+        for m in c.messages
+        if m.role == "tool" and c.compacted_toolcall_result(m.raw["tool_call_id"])
+    }
     condensed_users = [m.text for m in c.plan_compaction(keep_recent=3).condensed if isinstance(m, UserMessage)]
     result = c.compact(lambda msgs: "first summary", keep_recent=3)
     path = tmp_path / "history" / f"{c.conversation_id}.md"
@@ -170,7 +180,11 @@ def test_originals_go_to_the_offload_log_first(tmp_path):
     calls = [e for e in entries if e.speaker == "AI tool call"]
     assert calls and calls[0].detail == "read_file, id call_0" and calls[0].text == '{"path": "src/f0.py"}'
     event = c.summarizations[0]
-    assert (event.summary_message, event.file_path, event.cutoff_index) == ("first summary", str(path), result.condensed_count + 1)
+    assert (event.summary_message, event.file_path, event.cutoff_index) == (
+        "first summary",
+        str(path),
+        result.condensed_count + 1,
+    )
 
     for i in range(10):
         tool_round(c, 50 + i)

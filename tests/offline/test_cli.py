@@ -69,7 +69,9 @@ def test_ctrl_c_during_an_open_stream_still_exits_0(tmp_path):
     try:
         port = LISTENING.match(first_line(process)).group(1)
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, timeout=5)
-        stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "write 5000 tokens"}], stream=True)
+        stream = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "write 5000 tokens"}], stream=True
+        )
         next(iter(stream))
     finally:
         started = time.monotonic()
@@ -92,7 +94,9 @@ def test_faults_from_the_environment_and_options(tmp_path):
 
 
 def test_a_non_loopback_host_is_refused_with_a_clear_error():
-    result = subprocess.run([sys.executable, "-m", "xun", "offline-server", "--host", "0.0.0.0"], capture_output=True, text=True, timeout=20)
+    result = subprocess.run(
+        [sys.executable, "-m", "xun", "offline-server", "--host", "0.0.0.0"], capture_output=True, text=True, timeout=20
+    )
     assert result.returncode == 2
     assert "loopback" in result.stderr and "Traceback" not in result.stderr
     assert result.stdout == ""
@@ -106,7 +110,7 @@ def test_main_returns_status_codes_instead_of_raising(capsys):
 
 
 def test_xun_version_still_works_and_does_not_import_the_server():
-    code = "import sys; from xun.cli.main import main; import contextlib, io\n" "print('xun.offline' in sys.modules)"
+    code = "import sys; from xun.cli.main import main; import contextlib, io\nprint('xun.offline' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
     assert result.stdout.strip() == "False"
     version = subprocess.run([sys.executable, "-m", "xun", "--version"], capture_output=True, text=True, timeout=20)
@@ -114,6 +118,9 @@ def test_xun_version_still_works_and_does_not_import_the_server():
 
 
 def test_the_server_package_never_imports_textual():
-    code = "import sys, xun.offline, xun.offline.server, xun.offline.model; print(any(m.split('.')[0] == 'textual' for m in sys.modules))"
+    code = (
+        "import sys, xun.offline, xun.offline.server, xun.offline.model; print(any(m.split('.')[0] == 'textual' for m "
+        "in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
     assert result.stdout.strip() == "False"

@@ -32,7 +32,17 @@ def test_spec_parsing_and_ranges():
     assert [schedule.fault_for(n).seconds for n in (6, 7, 8)] == [0.25, 0.25, 0.25]
     assert schedule.fault_for(9) is None
     assert not FaultSchedule.parse("") and not FaultSchedule.parse(None)
-    assert set(FAULT_KINDS) >= {"500", "429", "disconnect", "slow", "stall", "timeout", "malformed", "truncate", "empty"}
+    assert set(FAULT_KINDS) >= {
+        "500",
+        "429",
+        "disconnect",
+        "slow",
+        "stall",
+        "timeout",
+        "malformed",
+        "truncate",
+        "empty",
+    }
 
 
 @pytest.mark.parametrize(

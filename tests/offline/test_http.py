@@ -13,7 +13,9 @@ import pytest
 from xun.offline import OfflineServer
 
 
-def raw(server, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> tuple[int, dict, dict]:
+def raw(
+    server, method: str, path: str, body: bytes | None = None, headers: dict | None = None
+) -> tuple[int, dict, dict]:
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
     try:
         connection.request(method, path, body=body, headers=headers or {"Content-Type": "application/json"})
@@ -48,9 +50,19 @@ def test_models_lists_the_scripted_model_honestly(offline_server):
 
 
 def test_any_model_name_and_no_api_key_are_accepted(offline_server):
-    status, _, body = raw(offline_server, "POST", "/v1/chat/completions", json.dumps({"model": "gpt-5-pro", "messages": [{"role": "user", "content": "hi"}]}).encode())
+    status, _, body = raw(
+        offline_server,
+        "POST",
+        "/v1/chat/completions",
+        json.dumps({"model": "gpt-5-pro", "messages": [{"role": "user", "content": "hi"}]}).encode(),
+    )
     assert status == 200 and body["model"] == "xun-offline"
-    status, _, body = raw(offline_server, "POST", "/v1/chat/completions", json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode())
+    status, _, body = raw(
+        offline_server,
+        "POST",
+        "/v1/chat/completions",
+        json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode(),
+    )
     assert status == 200 and body["object"] == "chat.completion"
 
 
@@ -69,16 +81,56 @@ def test_any_model_name_and_no_api_key_are_accepted(offline_server):
         (b'{"messages": [{"role": "wizard", "content": "hi"}]}', "messages[0].role", "invalid_value", "wizard"),
         (b'{"messages": [{"role": "user", "content": 5}]}', "messages[0].content", "invalid_type", "got number"),
         (b'{"messages": [{"role": "user"}]}', "messages[0].content", "missing_required_parameter", "content"),
-        (b'{"messages": [{"role": "user", "content": [{"text": "x"}]}]}', "messages[0].content[0].type", "missing_required_parameter", "type"),
-        (b'{"messages": [{"role": "tool", "content": "x"}]}', "messages[0].tool_call_id", "missing_required_parameter", "tool_call_id"),
-        (b'{"messages": [{"role": "assistant", "content": null, "tool_calls": {}}]}', "messages[0].tool_calls", "invalid_type", "array"),
+        (
+            b'{"messages": [{"role": "user", "content": [{"text": "x"}]}]}',
+            "messages[0].content[0].type",
+            "missing_required_parameter",
+            "type",
+        ),
+        (
+            b'{"messages": [{"role": "tool", "content": "x"}]}',
+            "messages[0].tool_call_id",
+            "missing_required_parameter",
+            "tool_call_id",
+        ),
+        (
+            b'{"messages": [{"role": "assistant", "content": null, "tool_calls": {}}]}',
+            "messages[0].tool_calls",
+            "invalid_type",
+            "array",
+        ),
         (b'{"messages": [{"role": "user", "content": "x"}], "stream": "yes"}', "stream", "invalid_type", "boolean"),
-        (b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}', "max_tokens", "integer_below_min_value", ">= 1"),
-        (b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": "9"}', "max_tokens", "invalid_type", "integer"),
+        (
+            b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}',
+            "max_tokens",
+            "integer_below_min_value",
+            ">= 1",
+        ),
+        (
+            b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": "9"}',
+            "max_tokens",
+            "invalid_type",
+            "integer",
+        ),
         (b'{"messages": [{"role": "user", "content": "x"}], "tools": {}}', "tools", "invalid_type", "array"),
-        (b'{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]}', "tools[0].function", "invalid_type", "object"),
-        (b'{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {}}]}', "tools[0].function.name", "missing_required_parameter", "name"),
-        (b'{"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": 1}}', "stream_options.include_usage", "invalid_type", "boolean"),
+        (
+            b'{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]}',
+            "tools[0].function",
+            "invalid_type",
+            "object",
+        ),
+        (
+            b'{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {}}]}',
+            "tools[0].function.name",
+            "missing_required_parameter",
+            "name",
+        ),
+        (
+            b'{"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": 1}}',
+            "stream_options.include_usage",
+            "invalid_type",
+            "boolean",
+        ),
         (b'{"messages": [{"role": "user", "content": "x"}], "n": 3}', "n", "invalid_value", "n must be 1"),
         (b'{"messages": [{"role": "user", "content": "x"}], "model": 7}', "model", "invalid_type", "string"),
     ],
@@ -90,7 +142,9 @@ def test_malformed_requests_get_a_400_in_openai_shape(offline_server, body, para
     message = assert_openai_error(payload, param, code)
     assert words in message
     # The server is still fine afterwards.
-    status, _, _ = raw(offline_server, "POST", "/v1/chat/completions", b'{"messages": [{"role": "user", "content": "hi"}]}')
+    status, _, _ = raw(
+        offline_server, "POST", "/v1/chat/completions", b'{"messages": [{"role": "user", "content": "hi"}]}'
+    )
     assert status == 200
 
 
@@ -131,7 +185,13 @@ def test_bad_content_length_and_chunked_bodies(offline_server):
     assert data.startswith(b"HTTP/1.1 400") and b"Content-Length" in data
     body = json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode()
     chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
-    status, _, payload = raw(offline_server, "POST", "/v1/chat/completions", chunked, {"Transfer-Encoding": "chunked", "Content-Type": "application/json"})
+    status, _, payload = raw(
+        offline_server,
+        "POST",
+        "/v1/chat/completions",
+        chunked,
+        {"Transfer-Encoding": "chunked", "Content-Type": "application/json"},
+    )
     assert status == 200 and payload["choices"][0]["finish_reason"] == "stop"
 
 
@@ -165,7 +225,14 @@ def test_loopback_names_are_accepted():
 
 @pytest.mark.parametrize(
     "options",
-    [{"port": -1}, {"port": 70000}, {"context_window": 0}, {"reasoning": "thoughts"}, {"tokens_per_second": 0}, {"tokens_per_second": "fast"}],
+    [
+        {"port": -1},
+        {"port": 70000},
+        {"context_window": 0},
+        {"reasoning": "thoughts"},
+        {"tokens_per_second": 0},
+        {"tokens_per_second": "fast"},
+    ],
 )
 def test_bad_options_are_value_errors(options):
     with pytest.raises(ValueError):
@@ -190,7 +257,12 @@ def test_lifecycle_start_stop_and_properties():
 async def test_start_inside_a_running_event_loop():
     async with OfflineServer() as server:
         client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
-        replies = await asyncio.gather(*(client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"say {n}"}]) for n in range(8)))
+        replies = await asyncio.gather(
+            *(
+                client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"say {n}"}])
+                for n in range(8)
+            )
+        )
         assert len({reply.choices[0].message.content for reply in replies}) == 8
         assert server.request_count == 8
 

@@ -33,7 +33,9 @@ def test_the_longest_live_prefix_is_served_message_by_message():
     assert cache.serve([SYSTEM, FIRST], [TOOL]) == 0  # nothing cached yet
     head = 3 + count_tool_tokens(TOOL)  # priming and tools come first
     clock.now += 10
-    assert cache.serve([SYSTEM, FIRST, ANSWER, SECOND], [TOOL]) == head + count_message_tokens(SYSTEM) + count_message_tokens(FIRST)
+    assert cache.serve([SYSTEM, FIRST, ANSWER, SECOND], [TOOL]) == head + count_message_tokens(
+        SYSTEM
+    ) + count_message_tokens(FIRST)
     changed = {**FIRST, "content": "first question, edited"}
     assert cache.serve([SYSTEM, changed, ANSWER, SECOND], [TOOL]) == head + count_message_tokens(SYSTEM)
     assert cache.serve([SYSTEM, FIRST], []) == 0  # other tools: another prefix from the start
@@ -62,7 +64,11 @@ def ask(server, stream: bool, messages):
     client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=10)
     if not stream:
         return client.chat.completions.create(model="m", messages=messages)
-    chunks = list(client.chat.completions.create(model="m", messages=messages, stream=True, stream_options={"include_usage": True}))
+    chunks = list(
+        client.chat.completions.create(
+            model="m", messages=messages, stream=True, stream_options={"include_usage": True}
+        )
+    )
     return chunks
 
 
@@ -77,7 +83,9 @@ def test_each_profile_reports_the_cache_in_its_own_shape(profile, stream):
     assert server.cached_sizes == [0, cached]
     if stream:
         usage = next((c.usage for c in answer if c.usage is not None), None)
-        timings = next(((c.model_extra or {}).get("timings") for c in answer if (c.model_extra or {}).get("timings")), None)
+        timings = next(
+            ((c.model_extra or {}).get("timings") for c in answer if (c.model_extra or {}).get("timings")), None
+        )
     else:
         usage, timings = answer.usage, (answer.model_extra or {}).get("timings")
     if profile in ("openai", "vllm"):
@@ -106,7 +114,9 @@ def test_the_command_line_option():
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, timeout=5)
         client.chat.completions.create(model="m", messages=[SYSTEM, FIRST])
         usage = client.chat.completions.create(model="m", messages=[SYSTEM, FIRST, ANSWER, SECOND]).usage
-        assert usage.model_extra["prompt_cache_hit_tokens"] == 3 + count_message_tokens(SYSTEM) + count_message_tokens(FIRST)
+        assert usage.model_extra["prompt_cache_hit_tokens"] == 3 + count_message_tokens(SYSTEM) + count_message_tokens(
+            FIRST
+        )
     finally:
         interrupt(process)
     bad = start("-m", "xun", "offline-server", "--cache-ttl", "0")

@@ -23,8 +23,35 @@ json_values = st.recursive(
 roles = st.sampled_from(["system", "user", "assistant", "tool", "developer"])
 words = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=200) | st.lists(
     st.sampled_from(
-        ["read", "a.py", "src/", "list", "ls", "run", "`make`", "grep", "TODO", "in", "and", "then", ",", ".", "write", "to",
-         "x.txt", '"hi"', "recover", "compacted", "[Compacted, ID: call_1.", "ID", "call_2", "count", "tokens", "5", "Focus:"]
+        [
+            "read",
+            "a.py",
+            "src/",
+            "list",
+            "ls",
+            "run",
+            "`make`",
+            "grep",
+            "TODO",
+            "in",
+            "and",
+            "then",
+            ",",
+            ".",
+            "write",
+            "to",
+            "x.txt",
+            '"hi"',
+            "recover",
+            "compacted",
+            "[Compacted, ID: call_1.",
+            "ID",
+            "call_2",
+            "count",
+            "tokens",
+            "5",
+            "Focus:",
+        ]
     ),
     max_size=25,
 ).map(" ".join)
@@ -38,7 +65,14 @@ def messages(draw):
         message = {"role": role, "content": draw(words)}
         if role == "assistant" and draw(st.booleans()):
             message["tool_calls"] = [
-                {"id": f"call_{n}", "type": "function", "function": {"name": draw(st.sampled_from(["read_file", "run_command", "other"])), "arguments": draw(st.sampled_from(['{"path": "a"}', "not json", "[]", '{"command": 5}']))}}
+                {
+                    "id": f"call_{n}",
+                    "type": "function",
+                    "function": {
+                        "name": draw(st.sampled_from(["read_file", "run_command", "other"])),
+                        "arguments": draw(st.sampled_from(['{"path": "a"}', "not json", "[]", '{"command": 5}'])),
+                    },
+                }
                 for n in range(draw(st.integers(0, 3)))
             ]
         if role == "tool":
@@ -65,7 +99,13 @@ def test_any_conversation_gets_a_deterministic_reply(conversation, with_tools, w
     if with_tools:
         body["tools"] = BUILTIN_TOOLS
     request = parse_chat_request(json.dumps(body).encode())
-    meta = ReplyMeta("chatcmpl-x", prompt_tokens=1, budget_tokens=None, reasoning_field="reasoning_content" if with_reasoning else None, created=0)
+    meta = ReplyMeta(
+        "chatcmpl-x",
+        prompt_tokens=1,
+        budget_tokens=None,
+        reasoning_field="reasoning_content" if with_reasoning else None,
+        created=0,
+    )
     first = build_completion(decide_reply(request, with_reasoning), meta)
     second = build_completion(decide_reply(request, with_reasoning), meta)
     assert first == second
@@ -81,5 +121,17 @@ def test_any_conversation_gets_a_deterministic_reply(conversation, with_tools, w
 def test_any_transcript_gets_eight_sections_under_the_cap(conversation, focus):
     summary = write_summary(conversation, "system_context pending_tasks\nFocus: " + focus)
     headings = [line for line in summary.splitlines() if line.startswith("## ")]
-    assert headings == [f"## {name}" for name in ("system_context", "overview", "key_facts", "user_preferences", "decisions", "pending_tasks", "open_questions", "tone_context")]
+    assert headings == [
+        f"## {name}"
+        for name in (
+            "system_context",
+            "overview",
+            "key_facts",
+            "user_preferences",
+            "decisions",
+            "pending_tasks",
+            "open_questions",
+            "tone_context",
+        )
+    ]
     assert count_text_tokens(summary) < 1024

@@ -24,7 +24,10 @@ from .conftest import BUILTIN_TOOLS, StreamResult, calls_of, only_tools, user
         ("Please run: ls -la", [("run_command", {"command": "ls -la"})]),
         ("grep -n foo src", [("search_text", {"pattern": "foo", "path": "src"})]),
         ("Can you list what's in the src directory?", [("list_directory", {"path": "src"})]),
-        ('write "hello there" to notes/hello.txt', [("write_file", {"path": "notes/hello.txt", "content": "hello there"})]),
+        (
+            'write "hello there" to notes/hello.txt',
+            [("write_file", {"path": "notes/hello.txt", "content": "hello there"})],
+        ),
         ("recover the result with ID call_abc123", [("extract_compacted_tool_result", {"toolcall_id": "call_abc123"})]),
         (
             "I need this again: [Compacted, ID: call_9f8e. If this content is still needed, call it.]",
@@ -92,7 +95,11 @@ def test_required_parameters_are_filled_from_the_schema(client):
                 "name": "read_file",
                 "parameters": {
                     "type": "object",
-                    "properties": {"path": {"type": "string"}, "offset": {"type": "integer", "default": 1}, "limit": {"type": "integer"}},
+                    "properties": {
+                        "path": {"type": "string"},
+                        "offset": {"type": "integer", "default": 1},
+                        "limit": {"type": "integer"},
+                    },
                     "required": ["path", "offset", "limit"],
                 },
             },
@@ -127,7 +134,10 @@ def test_results_are_answered_in_text_and_the_loop_ends(client):
     message = reply.choices[0].message
     assert [name for name, _ in calls_of(message)] == ["read_file", "run_command"]
     messages.append(message.model_dump(exclude_none=True))
-    outputs = {"read_file": "first line of notes\nsecond line\nthird", "run_command": "[Error] make: *** No rule to make target 'test'."}
+    outputs = {
+        "read_file": "first line of notes\nsecond line\nthird",
+        "run_command": "[Error] make: *** No rule to make target 'test'.",
+    }
     for call in message.tool_calls:
         messages.append({"role": "tool", "tool_call_id": call.id, "content": outputs[call.function.name]})
 
@@ -143,8 +153,23 @@ def test_results_are_answered_in_text_and_the_loop_ends(client):
 
 def test_a_compacted_result_in_the_answer_is_named_by_id(client):
     messages = user("read big.log") + [
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_7", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "big.log"}'}}]},
-        {"role": "tool", "tool_call_id": "call_7", "content": "[Compacted, ID: call_7. If this content is still needed, call extract_compacted_tool_result with this ID or re-run the tool.]"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_7",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "big.log"}'},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_7",
+            "content": "[Compacted, ID: call_7. If this content is still needed, call extract_compacted_tool_result "
+            "with this ID or re-run the tool.]",
+        },
     ]
     answer = client.chat.completions.create(model="m", messages=messages, tools=BUILTIN_TOOLS)
     assert "compacted earlier (ID `call_7`)" in answer.choices[0].message.content
@@ -153,8 +178,23 @@ def test_a_compacted_result_in_the_answer_is_named_by_id(client):
 def test_asking_to_recover_a_compacted_result_uses_the_latest_placeholder(client):
     messages = [
         {"role": "user", "content": "read big.log"},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_old", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "big.log"}'}}]},
-        {"role": "tool", "tool_call_id": "call_old", "content": "[Compacted, ID: call_old. If this content is still needed, call extract_compacted_tool_result with this ID or re-run the tool.]"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_old",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "big.log"}'},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_old",
+            "content": "[Compacted, ID: call_old. If this content is still needed, call extract_compacted_tool_result "
+            "with this ID or re-run the tool.]",
+        },
         {"role": "assistant", "content": "It was compacted."},
         {"role": "user", "content": "Please recover the compacted result."},
     ]
@@ -169,8 +209,17 @@ def test_streamed_tool_calls_arrive_as_indexed_deltas_with_argument_fragments(cl
     result = StreamResult(list(stream))
     assert result.finish_reason == "tool_calls"
     assert result.calls() == [("read_file", {"path": "src/xun/offline/server.py"}), ("list_directory", {"path": "src"})]
-    openings = [call for chunk in result.chunks for choice in chunk.choices for call in (choice.delta.tool_calls or []) if call.id]
-    assert [(call.index, call.type, call.function.name) for call in openings] == [(0, "function", "read_file"), (1, "function", "list_directory")]
+    openings = [
+        call
+        for chunk in result.chunks
+        for choice in chunk.choices
+        for call in (choice.delta.tool_calls or [])
+        if call.id
+    ]
+    assert [(call.index, call.type, call.function.name) for call in openings] == [
+        (0, "function", "read_file"),
+        (1, "function", "list_directory"),
+    ]
     fragments = [
         call.function.arguments
         for chunk in result.chunks
@@ -185,9 +234,13 @@ def test_streamed_tool_calls_arrive_as_indexed_deltas_with_argument_fragments(cl
 def test_streamed_and_whole_replies_agree(client):
     messages = user("list src and run `ls -la`")
     whole = client.chat.completions.create(model="m", messages=messages, tools=BUILTIN_TOOLS)
-    streamed = StreamResult(list(client.chat.completions.create(model="m", messages=messages, tools=BUILTIN_TOOLS, stream=True)))
+    streamed = StreamResult(
+        list(client.chat.completions.create(model="m", messages=messages, tools=BUILTIN_TOOLS, stream=True))
+    )
     assert streamed.calls() == calls_of(whole.choices[0].message)
-    assert [slot["id"] for _, slot in sorted(streamed.tool_calls.items())] == [c.id for c in whole.choices[0].message.tool_calls]
+    assert [slot["id"] for _, slot in sorted(streamed.tool_calls.items())] == [
+        c.id for c in whole.choices[0].message.tool_calls
+    ]
 
 
 async def test_async_client_streaming_and_not(async_client):
@@ -200,30 +253,46 @@ async def test_async_client_streaming_and_not(async_client):
     assert "not an LLM" in result.content
 
 
-MCP_STYLE_TOOL = {"type": "function", "function": {
-    "name": "time__get_current_time", "description": "Get the time (an MCP server's tool).",
-    "parameters": {"type": "object", "properties": {"timezone": {"type": "string", "default": "UTC"},
-                                                    "verbose": {"type": "boolean"}},
-                   "required": ["timezone", "verbose"]}}}
+MCP_STYLE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "time__get_current_time",
+        "description": "Get the time (an MCP server's tool).",
+        "parameters": {
+            "type": "object",
+            "properties": {"timezone": {"type": "string", "default": "UTC"}, "verbose": {"type": "boolean"}},
+            "required": ["timezone", "verbose"],
+        },
+    },
+}
 
 
-@pytest.mark.parametrize(("text", "arguments"), [
-    ('use the tool time__get_current_time with {"timezone": "Asia/Tokyo", "verbose": true}',
-     {"timezone": "Asia/Tokyo", "verbose": True}),
-    ('Please use the tool `time__get_current_time` with {"timezone": "Europe/Paris"} and tell me',
-     {"timezone": "Europe/Paris", "verbose": False}),  # a required parameter not given: from its type
-    ("use the tool time__get_current_time", {"timezone": "UTC", "verbose": False}),  # the schema's default
-])
+@pytest.mark.parametrize(
+    ("text", "arguments"),
+    [
+        (
+            'use the tool time__get_current_time with {"timezone": "Asia/Tokyo", "verbose": true}',
+            {"timezone": "Asia/Tokyo", "verbose": True},
+        ),
+        (
+            'Please use the tool `time__get_current_time` with {"timezone": "Europe/Paris"} and tell me',
+            {"timezone": "Europe/Paris", "verbose": False},
+        ),  # a required parameter not given: from its type
+        ("use the tool time__get_current_time", {"timezone": "UTC", "verbose": False}),  # the schema's default
+    ],
+)
 def test_use_the_tool_calls_any_offered_tool_with_that_json(client, text, arguments):
     reply = client.chat.completions.create(model="m", messages=user(text), tools=[*BUILTIN_TOOLS, MCP_STYLE_TOOL])
     assert calls_of(reply.choices[0].message) == [("time__get_current_time", arguments)]
 
 
 def test_use_the_tool_says_why_it_calls_nothing(client):
-    absent = client.chat.completions.create(model="m", messages=user('use the tool git__git_log with {"a": 1}'),
-                                            tools=BUILTIN_TOOLS)
+    absent = client.chat.completions.create(
+        model="m", messages=user('use the tool git__git_log with {"a": 1}'), tools=BUILTIN_TOOLS
+    )
     assert not absent.choices[0].message.tool_calls
     assert "no tool named `git__git_log`" in absent.choices[0].message.content
-    broken = client.chat.completions.create(model="m", messages=user("use the tool time__get_current_time with {oops"),
-                                            tools=[MCP_STYLE_TOOL])
+    broken = client.chat.completions.create(
+        model="m", messages=user("use the tool time__get_current_time with {oops"), tools=[MCP_STYLE_TOOL]
+    )
     assert not broken.choices[0].message.tool_calls and "is not valid" in broken.choices[0].message.content

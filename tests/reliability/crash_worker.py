@@ -85,7 +85,11 @@ def prepare(workdir: Path) -> None:
 
 def journal_messages(journal: Journal) -> None:
     """Record the text of every message the agent adds (they must survive once a save has completed)."""
-    add_user, add_agent, add_tool = Conversation.add_user_message, Conversation.add_agent_message, Conversation.add_tool_result
+    add_user, add_agent, add_tool = (
+        Conversation.add_user_message,
+        Conversation.add_agent_message,
+        Conversation.add_tool_result,
+    )
 
     def add_user_message(self, content, images=None):
         add_user(self, content, images)
@@ -96,7 +100,9 @@ def journal_messages(journal: Journal) -> None:
         add_agent(self, message)
         if self.conversation_id == CONVERSATION_ID:
             raw = self.messages[-1].raw
-            journal.add(raw.get("content"), *((c.get("function") or {}).get("arguments") for c in raw.get("tool_calls") or ()))
+            journal.add(
+                raw.get("content"), *((c.get("function") or {}).get("arguments") for c in raw.get("tool_calls") or ())
+            )
 
     def add_tool_result(self, tool_call_id, content):
         add_tool(self, tool_call_id, content)
@@ -104,7 +110,10 @@ def journal_messages(journal: Journal) -> None:
             journal.add(self.messages[-1].raw.get("content"))
 
     Conversation.add_user_message, Conversation.add_agent_message, Conversation.add_tool_result = (
-        add_user_message, add_agent_message, add_tool_result)
+        add_user_message,
+        add_agent_message,
+        add_tool_result,
+    )
     real_write = xun.context.sessions.write_state  # SessionStore.save writes a session through it
 
     def write_session(path, text, *args, **kwargs):
@@ -147,6 +156,7 @@ class Points:
         points = self
 
         if asyncio.iscoroutinefunction(real):
+
             async def wrapper(*args, **kwargs):
                 mode = points.hit(target)
                 if mode == "before":
@@ -156,6 +166,7 @@ class Points:
                     points.die()
                 return result
         else:
+
             def wrapper(*args, **kwargs):
                 mode = points.hit(target)
                 if mode == "before":
@@ -164,6 +175,7 @@ class Points:
                 if mode == "after":
                     points.die()
                 return result
+
         setattr(owner, name, wrapper)
 
     def wrap_os_write(self) -> None:

@@ -34,15 +34,23 @@ from xun.context.offload import read_offload_log
 from xun.context.recall import HistoryIndex
 from xun.context.sessions import STALE_TEMP_SECONDS, SessionStore
 
-from .helpers import Recorder, make_agent, missing_texts
+from .helpers import make_agent, missing_texts
 
 WORKER = Path(__file__).resolve().parent / "crash_worker.py"
 CONVERSATION_ID = "crash"
 MODES = {
-    "event": ("before",), "model_call": ("before",), "save": ("before", "after"),
-    "compact_toolcall": ("after",), "apply_compaction": ("before", "after"), "append_offload": ("before", "after"),
-    "index_offload": ("before", "after"), "index_reclaimed": ("before", "after"), "os.fsync": ("before", "after"),
-    "os.replace": ("before", "after"), "os.write": ("before", "torn", "after"), "atomic.write": ("before", "torn", "after"),
+    "event": ("before",),
+    "model_call": ("before",),
+    "save": ("before", "after"),
+    "compact_toolcall": ("after",),
+    "apply_compaction": ("before", "after"),
+    "append_offload": ("before", "after"),
+    "index_offload": ("before", "after"),
+    "index_reclaimed": ("before", "after"),
+    "os.fsync": ("before", "after"),
+    "os.replace": ("before", "after"),
+    "os.write": ("before", "torn", "after"),
+    "atomic.write": ("before", "torn", "after"),
 }
 
 
@@ -66,8 +74,13 @@ class Outcome:
 
 def count_points(root: Path) -> dict[str, int]:
     """Run the session once without killing it; how often each target was hit."""
-    done = subprocess.run([sys.executable, str(WORKER), "count", str(root / "dry")], capture_output=True, text=True,
-                          timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, str(WORKER), "count", str(root / "dry")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -86,8 +99,9 @@ def plan(counts: dict[str, int], root: Path, per_target: int | None = None) -> l
         for mode in modes:
             for n in picks:
                 index = len(points)
-                points.append({"id": index, "target": target, "n": n, "mode": mode,
-                               "workdir": str(root / f"p{index:04d}")})
+                points.append(
+                    {"id": index, "target": target, "n": n, "mode": mode, "workdir": str(root / f"p{index:04d}")}
+                )
     return points
 
 
@@ -100,8 +114,14 @@ def run_plan(points: list[dict[str, Any]], root: Path, workers: int = 2, timeout
             continue
         plan_file = root / f"plan{index}.json"
         plan_file.write_text(json.dumps(share))
-        procs.append(subprocess.Popen([sys.executable, str(WORKER), "kill", str(plan_file)], stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(WORKER), "kill", str(plan_file)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     by_id = {p["id"]: Outcome(p) for p in points}
     for proc in procs:
         out, err = proc.communicate(timeout=timeout)

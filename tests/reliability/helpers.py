@@ -47,8 +47,15 @@ def configure(config: XunConfig, settings: dict[str, Any]) -> XunConfig:
     return config
 
 
-def make_agent(server, workdir: Path, *, agent_class=Agent, environ: dict[str, str] | None = None,
-               conversation_id: str | None = None, **settings: Any) -> tuple[Agent, Recorder, SessionStore]:
+def make_agent(
+    server,
+    workdir: Path,
+    *,
+    agent_class=Agent,
+    environ: dict[str, str] | None = None,
+    conversation_id: str | None = None,
+    **settings: Any,
+) -> tuple[Agent, Recorder, SessionStore]:
     """An agent on `server` whose conversation lives in `workdir`'s session store."""
     config = XunConfig()
     config.provider.base_url = server.base_url
@@ -61,8 +68,13 @@ def make_agent(server, workdir: Path, *, agent_class=Agent, environ: dict[str, s
     if conversation_id:
         conversation.conversation_id = conversation_id
     recorder = Recorder()
-    agent = agent_class(config, conversation=conversation, workdir=workdir, on_event=recorder,
-                        environ=environ if environ is not None else {})
+    agent = agent_class(
+        config,
+        conversation=conversation,
+        workdir=workdir,
+        on_event=recorder,
+        environ=environ if environ is not None else {},
+    )
     agent.system("You are the reliability-test agent.")
     return agent, recorder, store
 

@@ -33,14 +33,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def _chunk(delta: dict, finish: str | None = None) -> bytes:
-    body = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "hostile",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    body = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "hostile",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return b"data: " + json.dumps(body).encode() + b"\n\n"
 
 
 def _usage(total: int) -> bytes:
-    body = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "hostile", "choices": [],
-            "usage": {"prompt_tokens": total, "completion_tokens": 0, "total_tokens": total}}
+    body = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "hostile",
+        "choices": [],
+        "usage": {"prompt_tokens": total, "completion_tokens": 0, "total_tokens": total},
+    }
     return b"data: " + json.dumps(body).encode() + b"\n\n"
 
 
@@ -108,9 +119,13 @@ class HostileServer:
         if mode == "json-flood" and streamed:
             return False
         heads = {
-            "error-flood": (b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
-                            b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"),
-            "endless-line": SSE_HEAD + b"\r\n", "many-lines": SSE_HEAD + b"\r\n", "giant-line": SSE_HEAD + b"\r\n",
+            "error-flood": (
+                b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            ),
+            "endless-line": SSE_HEAD + b"\r\n",
+            "many-lines": SSE_HEAD + b"\r\n",
+            "giant-line": SSE_HEAD + b"\r\n",
             "gzip-line": SSE_HEAD + b"Content-Encoding: gzip\r\n\r\n",
             "header-flood": b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n",
             "json-flood": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n",
@@ -168,9 +183,21 @@ class HostileServer:
         if mode == "calls" and number == 1:
             count, _, command = arg.partition(":")
             for index in range(int(count)):
-                out.write(_chunk({"role": "assistant", "tool_calls": [{
-                    "index": index, "id": f"call_{index}", "type": "function",
-                    "function": {"name": "run_command", "arguments": json.dumps({"command": command})}}]}))
+                out.write(
+                    _chunk(
+                        {
+                            "role": "assistant",
+                            "tool_calls": [
+                                {
+                                    "index": index,
+                                    "id": f"call_{index}",
+                                    "type": "function",
+                                    "function": {"name": "run_command", "arguments": json.dumps({"command": command})},
+                                }
+                            ],
+                        }
+                    )
+                )
             out.write(_chunk({}, "tool_calls"))
             out.write(b"data: [DONE]\n\n")
             out.flush()
@@ -193,8 +220,16 @@ class HostileServer:
         self.server.server_close()
 
 
-SUMMARY_SECTIONS = ("system_context", "overview", "key_facts", "user_preferences", "decisions", "pending_tasks",
-                    "open_questions", "tone_context")
+SUMMARY_SECTIONS = (
+    "system_context",
+    "overview",
+    "key_facts",
+    "user_preferences",
+    "decisions",
+    "pending_tasks",
+    "open_questions",
+    "tone_context",
+)
 
 
 def _text_chars(message: dict) -> int:
@@ -283,11 +318,14 @@ class CountingServer:
         limit = body.get("max_tokens") or body.get("max_completion_tokens") or 0
         if prompt + limit > self.window:
             self.refused.append(prompt)
-            message = (f"This model's maximum context length is {self.window} tokens. However, you requested "
-                       f"{prompt + limit} tokens ({prompt} in the messages, {limit} in the completion). Please reduce "
-                       "the length of the messages or completion.")
-            handler._send(400, {"object": "error", "code": 400, "type": "BadRequestError", "param": None,
-                                "message": message})
+            message = (
+                f"This model's maximum context length is {self.window} tokens. However, you requested "
+                f"{prompt + limit} tokens ({prompt} in the messages, {limit} in the completion). Please reduce "
+                "the length of the messages or completion."
+            )
+            handler._send(
+                400, {"object": "error", "code": 400, "type": "BadRequestError", "param": None, "message": message}
+            )
             return
         self.prompts.append(prompt)
         last = json.dumps(messages[-1]) if messages else ""
@@ -298,9 +336,17 @@ class CountingServer:
             usage = self.usage(prompt, text_tokens(len(text)))
         if not body.get("stream"):
             message = {"role": "assistant", "content": text[:4] if limit == 1 else text}
-            handler._send(200, {"id": "c1", "object": "chat.completion", "created": 0, "model": "xun-offline",
-                                "choices": [{"index": 0, "finish_reason": "length" if limit == 1 else "stop",
-                                             "message": message}], "usage": usage})
+            handler._send(
+                200,
+                {
+                    "id": "c1",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "xun-offline",
+                    "choices": [{"index": 0, "finish_reason": "length" if limit == 1 else "stop", "message": message}],
+                    "usage": usage,
+                },
+            )
             return
         handler.send_response(200)
         handler.send_header("Content-Type", "text/event-stream")
@@ -309,8 +355,14 @@ class CountingServer:
         out = handler.wfile
         out.write(_chunk({"role": "assistant", "content": text}))
         out.write(_chunk({}, "stop"))
-        tail = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "xun-offline", "choices": [],
-                "usage": usage}
+        tail = {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "xun-offline",
+            "choices": [],
+            "usage": usage,
+        }
         out.write(b"data: " + json.dumps(tail).encode() + b"\n\n")
         out.write(b"data: [DONE]\n\n")
         out.flush()

@@ -67,12 +67,17 @@ class SoakReport:
     def problems(self) -> list[str]:
         found = []
         if self.usage_mismatches:
-            found.append(f"{len(self.usage_mismatches)} Usage events disagree with the trigger's figure: {self.usage_mismatches[:3]}")
+            found.append(
+                f"{len(self.usage_mismatches)} Usage events disagree with the trigger's figure: "
+                f"{self.usage_mismatches[:3]}"
+            )
         if self.logged_events != self.compaction_log_records:
             found.append(f"{self.logged_events} logged compaction events but {self.compaction_log_records} log records")
         if self.max_concurrent_summaries > 1 or self.max_concurrent_summary_requests > 1:
-            found.append(f"summaries overlapped ({self.max_concurrent_summaries} by events, "
-                         f"{self.max_concurrent_summary_requests} at the server)")
+            found.append(
+                f"summaries overlapped ({self.max_concurrent_summaries} by events, "
+                f"{self.max_concurrent_summary_requests} at the server)"
+            )
         if self.summary_requests != self.summaries_started:
             found.append(f"{self.summary_requests} summary requests for {self.summaries_started} summaries")
         if self.errors:
@@ -131,9 +136,13 @@ def _session_parts(path: Path) -> dict[str, int]:
     """Bytes of the saved session by part: its fields (messages, summaries, log...) and the archive of
     reclaimed originals."""
     data = json.loads(path.read_text(encoding="utf-8"))
-    parts = {key: len(json.dumps(data.get(key), ensure_ascii=False, separators=(",", ":")))
-             for key in ("messages", "summarizations", "compaction_log", "kept_originals")}
-    parts["archive"] = len(json.dumps(data.get("compacted_toolcalls"), ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    parts = {
+        key: len(json.dumps(data.get(key), ensure_ascii=False, separators=(",", ":")))
+        for key in ("messages", "summarizations", "compaction_log", "kept_originals")
+    }
+    parts["archive"] = len(
+        json.dumps(data.get("compacted_toolcalls"), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    )
     return parts
 
 
@@ -145,8 +154,15 @@ def _rss_kb() -> int:
         return 0
 
 
-async def run_soak(turns: int = 300, *, threshold: int = 3000, sample_every: int = 10, workdir: Path | None = None,
-                   on_sample: Callable[[dict[str, Any]], None] | None = None, **settings: Any) -> SoakReport:
+async def run_soak(
+    turns: int = 300,
+    *,
+    threshold: int = 3000,
+    sample_every: int = 10,
+    workdir: Path | None = None,
+    on_sample: Callable[[dict[str, Any]], None] | None = None,
+    **settings: Any,
+) -> SoakReport:
     """Run `turns` turns and return the report (the caller asserts on `report.problems()`)."""
     report = SoakReport()
     watch = _SummaryWatch()
@@ -158,8 +174,14 @@ async def run_soak(turns: int = 300, *, threshold: int = 3000, sample_every: int
     server = OfflineServer().start()
     try:
         write_files(workdir, 40)
-        agent, _, store = make_agent(server, workdir, conversation_id="soak", auto_compact__token_threshold=threshold,
-                                     auto_compact__toolcall_keep_max=3, auto_compact__summary_keep_max=6)
+        agent, _, store = make_agent(
+            server,
+            workdir,
+            conversation_id="soak",
+            auto_compact__token_threshold=threshold,
+            auto_compact__toolcall_keep_max=3,
+            auto_compact__summary_keep_max=6,
+        )
         configure(agent.config, settings)
         active = 0
         last_estimate: int | None = None  # the gauge's figure: the estimate of the next request, as last shown
@@ -208,14 +230,25 @@ async def run_soak(turns: int = 300, *, threshold: int = 3000, sample_every: int
                 c = agent.conversation
                 kept = len(c.messages) + len(c.compacted_toolcalls) + len(c.compaction_log) + len(c.summarizations)
                 originals = sum(len(c.compacted_toolcall_result(k) or "") for k in c.compacted_toolcalls)
-                kept_chars = (c.estimated_message_length() + originals + sum(len(e.summary_message) for e in c.summarizations)
-                              + len(json.dumps(c.compaction_log)))
+                kept_chars = (
+                    c.estimated_message_length()
+                    + originals
+                    + sum(len(e.summary_message) for e in c.summarizations)
+                    + len(json.dumps(c.compaction_log))
+                )
                 size = path.stat().st_size
                 sample = {
-                    "turn": turn, "session_bytes": size, "messages": len(c.messages), "archived": len(c.compacted_toolcalls),
-                    "log_records": len(c.compaction_log), "summaries": len(c.summarizations), "kept_items": kept,
-                    "bytes_per_kept_item": round(size / kept, 1), "kept_chars": kept_chars,
-                    "bytes_per_kept_char": round(size / kept_chars, 3), "rss_kb": _rss_kb(),
+                    "turn": turn,
+                    "session_bytes": size,
+                    "messages": len(c.messages),
+                    "archived": len(c.compacted_toolcalls),
+                    "log_records": len(c.compaction_log),
+                    "summaries": len(c.summarizations),
+                    "kept_items": kept,
+                    "bytes_per_kept_item": round(size / kept, 1),
+                    "kept_chars": kept_chars,
+                    "bytes_per_kept_char": round(size / kept_chars, 3),
+                    "rss_kb": _rss_kb(),
                     "seconds": round(time.perf_counter() - started, 3),
                 }
                 sample["bytes_by_part"] = _session_parts(path)

@@ -15,7 +15,8 @@ from .helpers import make_agent
 
 
 async def test_a_pattern_that_backtracks_forever_is_stopped_and_the_loop_keeps_running(
-        offline_server, tmp_path, monkeypatch):
+    offline_server, tmp_path, monkeypatch
+):
     monkeypatch.setattr(builtin, "SEARCH_TIME_LIMIT", 1.5)
     (tmp_path / "a.txt").write_text("a" * 60 + "b\n")
     agent, rec, _ = make_agent(offline_server, tmp_path)

@@ -57,8 +57,15 @@ def saved_session(workdir: Path, conversation_id: str = "good", turns: int = 3) 
     conversation.set_system_message_content("You are a test.")
     for i in range(turns):
         conversation.add_user_message(f"question {i}")
-        conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]})
+        conversation.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+                ],
+            }
+        )
         conversation.add_tool_result(f"c{i}", f"the long output of call {i} " * 20)
         conversation.add_agent_message({"role": "assistant", "content": f"answer {i}"})
     conversation.compact_toolcall(keep_max=1)  # an archive of reclaimed originals at the end
@@ -68,14 +75,21 @@ def saved_session(workdir: Path, conversation_id: str = "good", turns: int = 3) 
 # ------------------------------------------------------------------------------------------ session files
 
 
-@pytest.mark.parametrize(("name", "content", "reason"), [
-    ("truncated", lambda good: good[: len(good) // 2], "not valid JSON"),
-    ("empty", lambda good: b"", "not valid JSON"),
-    ("binary", lambda good: bytes(range(256)), "not UTF-8"),
-    ("foreign_json", lambda good: b'{"name": "some-package", "version": "1.0.0"}', "not a xun session"),
-    ("newer", lambda good: good.replace(b'"format_version":%d' % FORMAT_VERSION, b'"format_version":99', 1), "newer xun"),
-    ("torn_archive", lambda good: good[:-40], "truncated"),
-])
+@pytest.mark.parametrize(
+    ("name", "content", "reason"),
+    [
+        ("truncated", lambda good: good[: len(good) // 2], "not valid JSON"),
+        ("empty", lambda good: b"", "not valid JSON"),
+        ("binary", lambda good: bytes(range(256)), "not UTF-8"),
+        ("foreign_json", lambda good: b'{"name": "some-package", "version": "1.0.0"}', "not a xun session"),
+        (
+            "newer",
+            lambda good: good.replace(b'"format_version":%d' % FORMAT_VERSION, b'"format_version":99', 1),
+            "newer xun",
+        ),
+        ("torn_archive", lambda good: good[:-40], "truncated"),
+    ],
+)
 def test_a_corrupt_or_foreign_session_is_named_and_the_app_still_starts(tmp_path, name, content, reason):
     good = saved_session(tmp_path).read_bytes()
     bad = SessionStore(tmp_path).root / f"{name}.json"
@@ -170,9 +184,14 @@ async def test_files_where_the_state_folders_should_be(offline_server, tmp_path)
     (state / "conversation_history").write_text("a file, not a folder")
     (state / "history.db").mkdir()
     write_files(tmp_path, 8)
-    agent, rec, store = make_agent(offline_server, tmp_path, auto_compact__token_threshold=3000,
-                                   auto_compact__toolcall_keep_max=2, auto_compact__summary_keep_max=4,
-                                   auto_compact__policy="seed")  # summaries early (cache-aware reclaims first)
+    agent, rec, store = make_agent(
+        offline_server,
+        tmp_path,
+        auto_compact__token_threshold=3000,
+        auto_compact__toolcall_keep_max=2,
+        auto_compact__summary_keep_max=4,
+        auto_compact__policy="seed",
+    )  # summaries early (cache-aware reclaims first)
     for i in range(1, 9):
         assert (await agent.run(f"please read f{i}.py")).status == "ok"
     assert rec.of("summary_finished")
@@ -256,8 +275,12 @@ def test_a_disk_that_fills_up_never_tears_a_saved_session(tmp_path):
     """RLIMIT_FSIZE in a subprocess: once the session outgrows the limit its saves fail cleanly (the
     last good file stays, no temporary file is left) and the turns go on."""
     tests = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, "-c", SMALL_DISK_SCRIPT, str(tmp_path), str(tests), "12000"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", SMALL_DISK_SCRIPT, str(tmp_path), str(tests), "12000"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["statuses"] == ["ok"] * 10
@@ -278,8 +301,13 @@ def test_a_tiny_tmpfs_as_the_state_folder(tmp_path):
     try:
         script = SMALL_DISK_SCRIPT.replace("resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))", "pass")
         env = {**os.environ, "XUN_HOME": str(mount / "state")}
-        done = subprocess.run([sys.executable, "-c", script, str(tmp_path), str(Path(__file__).resolve().parents[1]), "0"],
-                              capture_output=True, text=True, timeout=120, env=env)
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path), str(Path(__file__).resolve().parents[1]), "0"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         report = json.loads(done.stdout.strip().splitlines()[-1])
         assert report["statuses"] == ["ok"] * 10
@@ -339,6 +367,7 @@ async def test_a_fifo_as_a_write_target_is_refused_before_asking(offline_server,
     async def confirm(request):
         asked.append(request)
         from xun.agent.tools import Decision
+
         return Decision.ALLOW_ONCE
 
     agent, rec, _ = make_agent(offline_server, tmp_path)
@@ -354,7 +383,7 @@ async def test_a_fifo_as_a_write_target_is_refused_before_asking(offline_server,
 
 def test_an_invalid_project_config_names_the_file_and_the_key(tmp_path):
     (tmp_path / ".xun").mkdir()
-    (tmp_path / ".xun" / "config.toml").write_text("[auto_compact]\ntoken_threshold = \"lots\"\n")
+    (tmp_path / ".xun" / "config.toml").write_text('[auto_compact]\ntoken_threshold = "lots"\n')
     with pytest.raises(ConfigError) as caught:
         open_session(tmp_path, environ={})
     message = str(caught.value)

@@ -8,7 +8,6 @@ given as bytes that are not UTF-8 on the command line. Each runs through the rea
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -69,8 +68,13 @@ def test_xun_run_with_a_bad_file_name_and_a_bad_prompt_saves(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
     for prompt in (b"list the files", b"list the files \xff\xfe"):
-        done = subprocess.run([sys.executable.encode(), b"-m", b"xun", b"run", prompt], cwd=tmp_path, env=env,
-                              capture_output=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable.encode(), b"-m", b"xun", b"run", prompt],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr.decode(errors="replace")
     [first, second] = sorted((tmp_path / ".xun" / "sessions").glob("*.json"), key=os.path.getmtime)
     assert "bad\\\\xffname.txt" in second.read_text(encoding="utf-8")
@@ -100,7 +104,9 @@ def test_valid_text_always_encodes_and_keeps_clean_text(text):
     assert fixed == text
 
 
-@pytest.mark.parametrize(("raw", "shown"), [("a\udcffb", "a\\xffb"), ("\ud83d", "\ufffd"),
-                                            ("\ud83d\ude00", "\U0001f600"), ("\ude00\ud83d", "\ufffd\ufffd")])
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [("a\udcffb", "a\\xffb"), ("\ud83d", "\ufffd"), ("\ud83d\ude00", "\U0001f600"), ("\ude00\ud83d", "\ufffd\ufffd")],
+)
 def test_valid_text_cases(raw, shown):
     assert valid_text(raw) == shown

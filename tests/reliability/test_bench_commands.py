@@ -13,14 +13,16 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(BENCHMARKS / script), *args], capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run([sys.executable, str(BENCHMARKS / script), *args], capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize(("script", "metavar", "first_words"), [
-    ("bench_crashes.py", "WORKERS", "Crash run: SIGKILL a real xun session"),
-    ("bench_soak.py", "TURNS", "Soak: hundreds of automated turns"),
-])
+@pytest.mark.parametrize(
+    ("script", "metavar", "first_words"),
+    [
+        ("bench_crashes.py", "WORKERS", "Crash run: SIGKILL a real xun session"),
+        ("bench_soak.py", "TURNS", "Soak: hundreds of automated turns"),
+    ],
+)
 def test_help_prints_the_usage_and_the_docstring_summary(script, metavar, first_words):
     done = run(script, "--help")
     assert done.returncode == 0, done.stderr

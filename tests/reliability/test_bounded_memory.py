@@ -18,8 +18,15 @@ def _capped():
 
 def _run(cwd, *parts: str) -> subprocess.CompletedProcess:
     code = "\n".join(textwrap.dedent(part) for part in parts)
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
-                          timeout=120, preexec_fn=_capped, env=dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_capped,
+        env=dict(os.environ),
+    )
 
 
 def _sparse_line(path, size: int) -> None:
@@ -51,13 +58,17 @@ def test_read_file_of_an_800_mb_line_stays_bounded(tmp_path):
 
 def test_a_pattern_that_expands_to_billions_is_refused_before_compiling(tmp_path):
     (tmp_path / "a.txt").write_text("x" * 10 + "\n")
-    done = _run(tmp_path, TOOL, """
+    done = _run(
+        tmp_path,
+        TOOL,
+        """
     try:
         search_text('(?:x{65535}){65535}', context=context)
     except ToolError as exc:
         print('refused:', exc)
     print(search_text('x{3}', context=context))
-    """)
+    """,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "refused:" in done.stdout and "too big" in done.stdout
     assert "a.txt:1:" in done.stdout
@@ -67,20 +78,25 @@ def test_a_huge_agents_md_is_cut_and_says_so(tmp_path):
     with open(tmp_path / "AGENTS.md", "wb") as handle:
         handle.write("Be brief. ünïcode\n".encode() * 20_000)  # 400 KB of text, then sparse zeros
         handle.truncate(1536 * 1024 * 1024)
-    done = _run(tmp_path, """
+    done = _run(
+        tmp_path,
+        """
     from pathlib import Path
     from xun.agent.config import XunConfig
     from xun.agent.loop import Agent
     agent = Agent(XunConfig(), workdir=Path.cwd())
     agent.sync_project_instructions()
     print(agent.conversation.dumps())
-    """)
+    """,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "AGENTS.md cut: only its first 256 KB of 1,610,612,736 bytes are read" in done.stdout
 
 
 def test_the_offline_server_refuses_parallel_huge_bodies(tmp_path):
-    done = _run(tmp_path, """
+    done = _run(
+        tmp_path,
+        """
     import http.client, threading
     from xun.offline.server import OfflineServer
     server = OfflineServer(port=0)
@@ -105,6 +121,7 @@ def test_the_offline_server_refuses_parallel_huge_bodies(tmp_path):
     for thread in threads: thread.join()
     server.stop()
     print('statuses', sorted(map(str, statuses)))
-    """)
+    """,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "statuses ['413', '413', '413', '413', '413', '413']" in done.stdout, done.stdout

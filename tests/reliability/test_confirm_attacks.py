@@ -30,7 +30,6 @@ from xun.agent.tools import CONFIRM_KEYS, Decision, ToolContext, default_toolbox
 from xun.agent.tools.builtin import MAX_REVIEW_LINES, _command_confirmation
 from xun.tui.app import XunApp
 from xun.tui.screens.confirm import ConfirmScreen
-from xun.tui.widgets.notice_block import NoticeBlock
 
 from .helpers import submit, wait_until
 
@@ -40,6 +39,7 @@ async def finish(pilot, action) -> None:
     before = pilot.app.finished_work
     await action()
     await wait_until(pilot, lambda: pilot.app.finished_work > before and pilot.app.busy is None, what="the turn")
+
 
 SCRUBBED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME", "XUN_OFFLINE_FAULTS")
 
@@ -92,13 +92,17 @@ async def test_a_sentence_typed_once_the_dialog_is_ready_does_not_answer_it(offl
 
 
 async def test_the_app_keys_are_the_command_line_keys(offline_server, session_factory, tmp_path):
-    assert {k: d for k, d in CONFIRM_KEYS.items()} == {"y": Decision.ALLOW_ONCE, "s": Decision.ALLOW_SESSION,
-                                                       "n": Decision.DENY}
+    assert {k: d for k, d in CONFIRM_KEYS.items()} == {
+        "y": Decision.ALLOW_ONCE,
+        "s": Decision.ALLOW_SESSION,
+        "n": Decision.DENY,
+    }
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
         await submit(pilot, "run `touch by-a`")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.armed,
-                         what="the confirmation")
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.armed, what="the confirmation"
+        )
         await pilot.press("a")  # "allow once" before, "always" in xun run: now no answer (the dialog waits again)
         await pilot.pause(0.3)
         assert isinstance(app.screen, ConfirmScreen) and not (tmp_path / "by-a").exists()
@@ -117,8 +121,14 @@ def _xun_on_a_terminal(tmp_path: Path, prompt: str, before: bytes, answer: bytes
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
     master, slave = pty.openpty()
     try:
-        process = subprocess.Popen([sys.executable, "-m", "xun", "run", prompt], cwd=tmp_path, env=env, stdin=slave,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "xun", "run", prompt],
+            cwd=tmp_path,
+            env=env,
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         os.close(slave)
         os.write(master, before)
         selector = selectors.DefaultSelector()
@@ -173,8 +183,9 @@ async def test_the_terminal_shows_every_line_of_a_long_command(tmp_path):
             os.write(master, b"n\n")
             return await asyncio.wait_for(task, 20)
 
-        outcome = await default_toolbox().call("run_command", {"command": command},
-                                               _context(tmp_path, answer_no_after_asking))
+        outcome = await default_toolbox().call(
+            "run_command", {"command": command}, _context(tmp_path, answer_no_after_asking)
+        )
     finally:
         os.close(master)
     shown = err.getvalue()
@@ -211,7 +222,9 @@ async def test_a_write_too_large_to_review_is_refused_and_a_large_one_is_shown_w
         return Decision.ALLOW_ONCE
 
     huge = "".join(f"row {i}\n" for i in range(MAX_REVIEW_LINES + 10))
-    outcome = await default_toolbox().call("write_file", {"path": "huge.txt", "content": huge}, _context(tmp_path, allow))
+    outcome = await default_toolbox().call(
+        "write_file", {"path": "huge.txt", "content": huge}, _context(tmp_path, allow)
+    )
     assert outcome.is_error and "too large to show for review" in outcome.text and asked == []
     assert not (tmp_path / "huge.txt").exists()
 

@@ -28,8 +28,20 @@ def crash_run(tmp_path_factory):
 
 def test_the_session_reaches_every_kind_of_point(crash_run):
     counts, _, _ = crash_run
-    for target in ("event", "model_call", "save", "atomic.write", "os.replace", "os.fsync", "compact_toolcall",
-                   "index_reclaimed", "apply_compaction", "append_offload", "os.write", "index_offload"):
+    for target in (
+        "event",
+        "model_call",
+        "save",
+        "atomic.write",
+        "os.replace",
+        "os.fsync",
+        "compact_toolcall",
+        "index_reclaimed",
+        "apply_compaction",
+        "append_offload",
+        "os.write",
+        "index_offload",
+    ):
         assert counts.get(target, 0) >= 1, (target, counts)
     assert counts["apply_compaction"] >= 2 and counts["save"] >= 10
 
@@ -63,8 +75,11 @@ def test_the_checks_catch_a_torn_session_and_a_lost_log(crash_run, tmp_path):
     from pathlib import Path
 
     _, outcomes, _ = crash_run
-    source = next(o for o in outcomes if o.point["target"] == "save" and o.point["mode"] == "after"
-                  and o.point["n"] > 6 and not o.problems)
+    source = next(
+        o
+        for o in outcomes
+        if o.point["target"] == "save" and o.point["mode"] == "after" and o.point["n"] > 6 and not o.problems
+    )
 
     def damaged(name, damage):
         workdir = tmp_path / name

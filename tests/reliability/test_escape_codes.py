@@ -20,7 +20,9 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def xun(folder: Path, *argv: str, home: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME")
+    }
     env["XDG_CONFIG_HOME"] = str(home)
     return subprocess.run([sys.executable, "-m", "xun", *argv], cwd=folder, env=env, capture_output=True, timeout=120)
 
@@ -62,7 +64,7 @@ def test_a_hostile_config_key_in_the_warning_and_in_errors(folder, tmp_path):
     home = tmp_path / "config"
     (folder / ".xun").mkdir()
     key = json.dumps(f"base_url{HOSTILE}")
-    (folder / ".xun" / "config.toml").write_text(f"[provider]\n{key} = \"http://127.0.0.1:9/v1\"\n")
+    (folder / ".xun" / "config.toml").write_text(f'[provider]\n{key} = "http://127.0.0.1:9/v1"\n')
     warned = clean(xun(folder, "run", "--offline", "hi", home=home))
     assert "may not set provider.base_url" in warned and "\\x1b]0;PWNED-TITLE" in warned
     (folder / ".xun" / "config.toml").write_text(f"[model]\ncontext_window = {json.dumps(HOSTILE)}\n")

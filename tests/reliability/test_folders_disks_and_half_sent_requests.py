@@ -64,8 +64,14 @@ async def test_history_search_works_on_a_read_only_file_system(offline_server, t
         assert remounted.returncode == 0, remounted.stderr
         env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
         env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
-        done = subprocess.run([sys.executable, "-m", "xun", "history", "search", "line"], cwd=workdir, env=env,
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "xun", "history", "search", "line"],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         assert "line" in done.stdout and "unexpected error" not in done.stderr
     finally:
@@ -80,7 +86,7 @@ def test_the_offline_server_closes_a_half_sent_request():
         sockets = []
         for _ in range(20):
             sock = socket.create_connection((host, int(port)))
-            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"mod")
+            sock.sendall(b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{"mod')
             sockets.append(sock)
         peak = before
         until = time.monotonic() + 2.0  # inside the idle timeout: the stalled requests hold their threads

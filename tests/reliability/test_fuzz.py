@@ -34,15 +34,50 @@ from xun.base.errors import SessionFormatError
 from xun.agent.tools import Decision, ToolContext, default_toolbox
 
 EXAMPLES = int(os.environ.get("XUN_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
-KEYS = ["kind", "raw", "role", "content", "text", "images", "messages", "time", "id", "original", "tool_calls",
-        "function", "name", "arguments", "is_compressed", "persist_sections", "base_prompt", "response_schema",
-        "tool_call_id", "cutoff_index", "summary_message", "file_path", "type", "chars", "compacted_count", "compacted_chars"]
+KEYS = [
+    "kind",
+    "raw",
+    "role",
+    "content",
+    "text",
+    "images",
+    "messages",
+    "time",
+    "id",
+    "original",
+    "tool_calls",
+    "function",
+    "name",
+    "arguments",
+    "is_compressed",
+    "persist_sections",
+    "base_prompt",
+    "response_schema",
+    "tool_call_id",
+    "cutoff_index",
+    "summary_message",
+    "file_path",
+    "type",
+    "chars",
+    "compacted_count",
+    "compacted_chars",
+]
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8) | st.sampled_from(["../x", "a/b", ""]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=4), inner, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=8)
+    | st.sampled_from(["../x", "a/b", ""]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=4), inner, max_size=4)
+    ),
     max_leaves=10,
 )
 
@@ -56,8 +91,19 @@ def _sample_session() -> str:
     c.set_persistent_section("AGENTS.md", "rules")
     c.add_user_message("hello", images=["data:image/png;base64,AAAA"])
     for i in range(3):
-        c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": f"f{i}"})}}]})
+        c.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{i}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": f"f{i}"})},
+                    }
+                ],
+            }
+        )
         c.add_tool_result(f"c{i}", f"result {i} " * 60)
     c.add_agent_message({"role": "assistant", "content": "done", "reasoning_content": "thought"})
     c.compact_toolcall(keep_max=1)
@@ -125,8 +171,12 @@ def exercise(conversation: Conversation, workdir: Path) -> None:
 
 
 @FUZZ
-@given(changes=st.lists(st.tuples(st.sampled_from(HEAD_PATHS), json_values), min_size=1, max_size=3),
-       archive=st.sampled_from(["keep", "drop", "mutate"]), line_value=json_values, data=st.data())
+@given(
+    changes=st.lists(st.tuples(st.sampled_from(HEAD_PATHS), json_values), min_size=1, max_size=3),
+    archive=st.sampled_from(["keep", "drop", "mutate"]),
+    line_value=json_values,
+    data=st.data(),
+)
 def test_fuzz_session_structure_loads_or_raises_the_clear_error(tmp_path, changes, archive, line_value, data):
     head = copy.deepcopy(HEAD_DATA)
     for path, value in changes:
@@ -156,7 +206,7 @@ def test_fuzz_session_structure_loads_or_raises_the_clear_error(tmp_path, change
             for seen in (newest, from_file):
                 if seen is not None and seen[2]:
                     found = [m.to_json() for m in seen[2]]
-                    assert found == [m.to_json() for m in loaded.messages[-len(found):]]
+                    assert found == [m.to_json() for m in loaded.messages[-len(found) :]]
             exercise(loaded, Path(folder))
         except SessionFormatError as exc:
             assert str(path) in str(exc) or "<session text>" in str(exc)
@@ -209,9 +259,13 @@ def test_fuzz_config_bytes_give_a_config_or_a_config_error(homes, user, project)
 
 
 @FUZZ
-@given(environ=st.dictionaries(st.sampled_from(["OPENAI_BASE_URL", "XUN_MODEL"]),
-                               st.text(max_size=30) | st.sampled_from(["http://", "https://h:1/v1", "ftp://x", "http://u:p@h"])),
-       key=st.text("0123456789abcdef", min_size=20, max_size=40))
+@given(
+    environ=st.dictionaries(
+        st.sampled_from(["OPENAI_BASE_URL", "XUN_MODEL"]),
+        st.text(max_size=30) | st.sampled_from(["http://", "https://h:1/v1", "ftp://x", "http://u:p@h"]),
+    ),
+    key=st.text("0123456789abcdef", min_size=20, max_size=40),
+)
 def test_fuzz_environment_values_give_a_config_or_a_config_error(homes, environ, key):
     work, _, _ = homes
     secret = "sk-test-" + key
@@ -229,8 +283,13 @@ def test_fuzz_environment_values_give_a_config_or_a_config_error(homes, environ,
 
 TOOLBOX = default_toolbox()
 PARAMETERS = {name: sorted(TOOLBOX.get(name).parameters.get("properties", {})) for name in TOOLBOX.names()}
-argument_values = json_values | st.sampled_from(
-    ["", ".", "..", "../..", "/", "/etc/passwd", "f.txt", "sub/", "a" * 300, "\x00", "~", "-1", "(", "call_1"]) | st.integers()
+argument_values = (
+    json_values
+    | st.sampled_from(
+        ["", ".", "..", "../..", "/", "/etc/passwd", "f.txt", "sub/", "a" * 300, "\x00", "~", "-1", "(", "call_1"]
+    )
+    | st.integers()
+)
 
 
 @st.composite
@@ -276,26 +335,77 @@ async def test_fuzz_builtin_tool_arguments_never_raise(tmp_path, call, auto_conf
 # --------------------------------------------------------------------------------------- the offline server
 
 roles = st.sampled_from(["system", "user", "assistant", "tool", "developer", "function", "bot"])
-texts = st.text(max_size=12) | st.sampled_from(["read f.py", "run `ls`", "list src/", "system_context pending_tasks",
-                                                "call the missing tool x", "write 5 tokens", "\ud800"])
-message = st.fixed_dictionaries({"role": roles}, optional={
-    "content": texts | json_values | st.lists(st.fixed_dictionaries({"type": st.sampled_from(["text", "image_url", "x"])},
-                                                                      optional={"text": texts | json_values, "image_url": json_values}), max_size=2),
-    "tool_calls": json_values | st.lists(st.fixed_dictionaries({"id": texts | json_values, "type": st.just("function"),
-                                                                "function": st.fixed_dictionaries({"name": texts | json_values},
-                                                                                                  optional={"arguments": texts | json_values})}), max_size=2),
-    "tool_call_id": texts | json_values, "name": texts | json_values, "reasoning_content": json_values,
-})
-tool = st.fixed_dictionaries({"type": st.just("function"), "function": st.fixed_dictionaries(
-    {"name": st.sampled_from(["read_file", "run_command", "write_file", "list_directory", "x", ""])},
-    optional={"parameters": json_values | st.fixed_dictionaries({}, optional={"properties": json_values, "required": json_values})})})
-request_body = st.fixed_dictionaries({"messages": st.lists(message, max_size=4)}, optional={
-    "model": json_values, "stream": st.booleans() | json_values, "stream_options": json_values | st.just({"include_usage": True}),
-    "tools": st.lists(tool, max_size=3) | json_values, "tool_choice": json_values, "max_tokens": json_values,
-    "n": json_values, "parallel_tool_calls": json_values,
-})
-bodies = st.one_of(request_body.map(lambda b: json.dumps(b).encode()), st.binary(max_size=60),
-                   json_values.map(lambda v: json.dumps(v).encode()))
+texts = st.text(max_size=12) | st.sampled_from(
+    [
+        "read f.py",
+        "run `ls`",
+        "list src/",
+        "system_context pending_tasks",
+        "call the missing tool x",
+        "write 5 tokens",
+        "\ud800",
+    ]
+)
+message = st.fixed_dictionaries(
+    {"role": roles},
+    optional={
+        "content": texts
+        | json_values
+        | st.lists(
+            st.fixed_dictionaries(
+                {"type": st.sampled_from(["text", "image_url", "x"])},
+                optional={"text": texts | json_values, "image_url": json_values},
+            ),
+            max_size=2,
+        ),
+        "tool_calls": json_values
+        | st.lists(
+            st.fixed_dictionaries(
+                {
+                    "id": texts | json_values,
+                    "type": st.just("function"),
+                    "function": st.fixed_dictionaries(
+                        {"name": texts | json_values}, optional={"arguments": texts | json_values}
+                    ),
+                }
+            ),
+            max_size=2,
+        ),
+        "tool_call_id": texts | json_values,
+        "name": texts | json_values,
+        "reasoning_content": json_values,
+    },
+)
+tool = st.fixed_dictionaries(
+    {
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries(
+            {"name": st.sampled_from(["read_file", "run_command", "write_file", "list_directory", "x", ""])},
+            optional={
+                "parameters": json_values
+                | st.fixed_dictionaries({}, optional={"properties": json_values, "required": json_values})
+            },
+        ),
+    }
+)
+request_body = st.fixed_dictionaries(
+    {"messages": st.lists(message, max_size=4)},
+    optional={
+        "model": json_values,
+        "stream": st.booleans() | json_values,
+        "stream_options": json_values | st.just({"include_usage": True}),
+        "tools": st.lists(tool, max_size=3) | json_values,
+        "tool_choice": json_values,
+        "max_tokens": json_values,
+        "n": json_values,
+        "parallel_tool_calls": json_values,
+    },
+)
+bodies = st.one_of(
+    request_body.map(lambda b: json.dumps(b).encode()),
+    st.binary(max_size=60),
+    json_values.map(lambda v: json.dumps(v).encode()),
+)
 
 
 def _check_stream(data: bytes) -> None:

@@ -34,15 +34,15 @@ WITHIN = 40.0
 """Seconds a run may take in all (a busy 2-core machine; a bounded run takes a few)."""
 
 
-MEASURED = """
+MEASURED = f"""
 import os, resource, subprocess, sys
-resource.setrlimit(resource.RLIMIT_AS, ({0}, {0}))
+resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE}, {ADDRESS_SPACE}))
 process = subprocess.Popen([sys.executable, *sys.argv[2:]])
 _, status, usage = os.wait4(process.pid, 0)
 with open(sys.argv[1], "w") as peak:
     peak.write(str(usage.ru_maxrss * 1024))
 sys.exit(os.waitstatus_to_exitcode(status))
-""".format(ADDRESS_SPACE)
+"""
 """Runs Python with the arguments after the first under the address-space cap, and writes its peak RSS (bytes)
 to the file named first. The command is this small launcher's child: Linux keeps a process's peak across
 `exec`, so a child of pytest itself would report pytest's own peak."""
@@ -75,8 +75,15 @@ def _capped(arguments: list[str], cwd, env: dict[str, str], out, err) -> tuple[i
     peak = out.with_name("peak")
     with out.open("w") as stdout, err.open("w") as stderr:
         started = time.monotonic()
-        process = subprocess.Popen([sys.executable, "-c", MEASURED, str(peak), *arguments], cwd=cwd, env=env,
-                                   stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-c", MEASURED, str(peak), *arguments],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
         try:
             code = process.wait(timeout=3 * WITHIN)
         except subprocess.TimeoutExpired:  # a run that hangs fails the test, not the suite
@@ -97,8 +104,9 @@ def _attack(tmp_path, mode: str) -> Run:
     server = HostileServer(mode)
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     try:
-        command = cli.command("run", *FAST_RETRIES, "--set", "provider.timeout=5", "--base-url", server.base_url,
-                              "hello")
+        command = cli.command(
+            "run", *FAST_RETRIES, "--set", "provider.timeout=5", "--base-url", server.base_url, "hello"
+        )
         code, peak, took = _capped(command[1:], cli.workdir, cli.environment({"OPENAI_API_KEY": "sk-test"}), out, err)
     finally:
         server.stop()
@@ -112,12 +120,15 @@ def _bounded(run: Run) -> None:
     assert run.took < WITHIN, f"took {run.took:.1f} s\n{run.stderr[-3000:]}"
 
 
-@pytest.mark.parametrize(("mode", "words"), [
-    ("endless-line", "the server sent an SSE line over 8 MB"),
-    ("giant-line:200", "the server sent an SSE line over 8 MB"),
-    ("many-lines", "the server sent an SSE event over 8 MB"),
-    ("gzip-line", "the server sent a gzip-compressed reply, which xun did not ask for"),
-])
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [
+        ("endless-line", "the server sent an SSE line over 8 MB"),
+        ("giant-line:200", "the server sent an SSE line over 8 MB"),
+        ("many-lines", "the server sent an SSE event over 8 MB"),
+        ("gzip-line", "the server sent a gzip-compressed reply, which xun did not ask for"),
+    ],
+)
 def test_an_over_long_stream_is_refused_at_once_and_keeps_the_prompt(tmp_path, mode, words):
     """Past the cap the reply is dropped and not retried: a server that sends such a line sends it again."""
     run = _attack(tmp_path, mode)
@@ -154,8 +165,11 @@ def test_a_long_honest_reply_is_read_whole(tmp_path):
 
 
 @settings(max_examples=300, deadline=None)
-@given(events=st.lists(st.lists(st.integers(1, 60), min_size=1, max_size=12), min_size=1, max_size=6),
-       ending=st.sampled_from([b"\n", b"\r\n", b"\r"]), cuts=st.lists(st.integers(1, 40), max_size=30))
+@given(
+    events=st.lists(st.lists(st.integers(1, 60), min_size=1, max_size=12), min_size=1, max_size=6),
+    ending=st.sampled_from([b"\n", b"\r\n", b"\r"]),
+    cuts=st.lists(st.integers(1, 40), max_size=30),
+)
 def test_only_the_event_being_sent_counts_however_the_bytes_arrive(events, ending, cuts):
     """Events of lines (their lengths drawn), each ended by a blank line, arriving in pieces of up to 40 bytes:
     no event within the cap is refused, and one past it by more than a piece always is (a line end counts 1)."""
@@ -167,7 +181,7 @@ def test_only_the_event_being_sent_counts_however_the_bytes_arrive(events, endin
         patch.setattr(bounded_http, "MAX_SSE_EVENT", cap)
         try:
             for cut in [*cuts, *[40] * (len(stream) // 40 + 1)]:
-                count(stream[start:start + cut])
+                count(stream[start : start + cut])
                 start += cut
         except bounded_http.ReplyRefused:
             refused = True
@@ -230,6 +244,5 @@ def test_an_endless_reply_to_the_calibration_request_is_dropped(tmp_path):
         server.stop()
     _bounded(Run(code, _head(out), _head(err), peak, took, server.requests, []))
     assert code == 0, _head(err)
-    assert _head(out).splitlines() == ["calibration: None",
-                                            "refused: ReplyRefused the server sent a reply over 16 MB"]
+    assert _head(out).splitlines() == ["calibration: None", "refused: ReplyRefused the server sent a reply over 16 MB"]
     assert server.requests == 2

@@ -86,11 +86,15 @@ async def test_a_tokenizer_count_that_cannot_be_true_is_not_believed(endpoint, l
     assert said_once(rec) == 1
 
 
-@pytest.mark.parametrize("lie", [
-    {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    {"prompt_tokens": 5_000_000, "completion_tokens": 2, "total_tokens": 5_000_002},
-    {"prompt_tokens": 900, "completion_tokens": 5_000_000, "total_tokens": 5_000_900},
-], ids=["a tiny prompt", "a huge prompt", "a huge completion"])
+@pytest.mark.parametrize(
+    "lie",
+    [
+        {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        {"prompt_tokens": 5_000_000, "completion_tokens": 2, "total_tokens": 5_000_002},
+        {"prompt_tokens": 900, "completion_tokens": 5_000_000, "total_tokens": 5_000_900},
+    ],
+    ids=["a tiny prompt", "a huge prompt", "a huge completion"],
+)
 async def test_a_replys_usage_that_cannot_be_true_of_the_request_is_not_believed(lie, server, tmp_path):
     """Whole numbers under 10^8, so believed before. With no tokenizer to count each request (as OpenAI's
     API), a prompt of 1 token turned compaction off until the server refused a request over its window;
@@ -147,8 +151,19 @@ async def test_a_poisoned_estimates_file_does_not_survive_the_next_session(fixed
     without compaction (8,014 of 8,192); with +899,929 every turn failed "the prompt does not fit", so no
     reply could correct it. Against an honest server, the next session drops it and measures again."""
     LearnedEstimates().path.parent.mkdir(parents=True, exist_ok=True)
-    LearnedEstimates().path.write_text(json.dumps({f"{server.base_url} xun-offline": {
-        "tokens_per_char": 0.25, "fixed_tokens": fixed, "tool_tokens": 0, "replies": 0, "tokenizer": "text"}}))
+    LearnedEstimates().path.write_text(
+        json.dumps(
+            {
+                f"{server.base_url} xun-offline": {
+                    "tokens_per_char": 0.25,
+                    "fixed_tokens": fixed,
+                    "tool_tokens": 0,
+                    "replies": 0,
+                    "tokenizer": "text",
+                }
+            }
+        )
+    )
     agent, rec = session(server, tmp_path)
     assert_compacted_below_the_window(server, rec, await turns(agent, 0, 9))
     stored = stored_measure(server)

@@ -60,8 +60,14 @@ async def test_history_db_linked_outside_is_refused_and_the_outside_file_untouch
     assert not (home / "made-by-sqlite.db").exists()
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
-    done = subprocess.run([sys.executable, "-m", "xun", "history", "search", "line"], cwd=workspace, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "xun", "history", "search", "line"],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1 and "symbolic link" in done.stderr and "unexpected error" not in done.stderr
     assert (home / ".bashrc").read_text() == BASHRC
 
@@ -131,8 +137,7 @@ def test_a_folder_swapped_for_a_link_during_reads_never_leads_out(tmp_path):
     try:
         for i in range(3000):
             try:
-                text = read_file("dir/secret.txt", context=context) if i % 2 else \
-                    list_directory("dir", context=context)
+                text = read_file("dir/secret.txt", context=context) if i % 2 else list_directory("dir", context=context)
             except ToolError:
                 refused += 1
                 continue

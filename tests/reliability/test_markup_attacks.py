@@ -98,8 +98,16 @@ def chat_server(replies: list[Any]) -> ScriptedServer:
 
 
 def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> Stream:
-    delta = {"tool_calls": [{"index": 0, "id": call_id, "type": "function",
-                             "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    delta = {
+        "tool_calls": [
+            {
+                "index": 0,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+        ]
+    }
     return Stream([delta], finish_reason="tool_calls")
 
 
@@ -149,8 +157,9 @@ TRUST_LINK = "[@click=screen.answer(True)]DISMISS-THIS-WARNING-DISMISS-THIS-WARN
 
 async def test_a_hostile_keymap_key_in_the_trust_warning_is_not_a_link(tmp_path, home, servers, opened):
     attacker = servers([])
-    folder = project(tmp_path / "clone", {"provider": {"base_url": attacker.base_url},
-                                          "ui": {"keymap": {TRUST_LINK: "f12"}}})
+    folder = project(
+        tmp_path / "clone", {"provider": {"base_url": attacker.base_url}, "ui": {"keymap": {TRUST_LINK: "f12"}}}
+    )
 
     def opener():
         opened.append(open_session(folder, environ={}))
@@ -177,13 +186,14 @@ async def test_a_hostile_keymap_key_in_the_trust_warning_is_not_a_link(tmp_path,
 SESSION_LINK = "[@click=screen.answer('allow_session')]CLICK-TO-CLOSE-CLICK-TO-CLOSE[/]"
 
 
-async def test_a_server_error_with_a_link_shown_during_the_confirmation_allows_nothing(tmp_path, home, servers,
-                                                                                       opened):
-    server = servers([
-        Json(400, {"error": {"message": f"context too long: {SESSION_LINK}", "type": "invalid_request_error"}}),
-        tool_call("run_command", {"command": "touch PWNED_WITHOUT_ASKING"}),
-        Stream(["done"]),
-    ])
+async def test_a_server_error_with_a_link_shown_during_the_confirmation_allows_nothing(tmp_path, home, servers, opened):
+    server = servers(
+        [
+            Json(400, {"error": {"message": f"context too long: {SESSION_LINK}", "type": "invalid_request_error"}}),
+            tool_call("run_command", {"command": "touch PWNED_WITHOUT_ASKING"}),
+            Stream(["done"]),
+        ]
+    )
     opened.append(open_session(tmp_path, base_url=server.base_url, environ={}))
     app = XunApp(opened[-1])
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
@@ -226,9 +236,10 @@ async def test_a_bracket_in_the_projects_model_name_is_shown(tmp_path, home, off
 
 
 async def test_mcp_stderr_with_markup_is_shown(tmp_path, home, opened):
-    script = ("import sys; sys.stderr.write('" + BREAKER + " \\x1b]0;PWNED-TITLE\\x07\\n'); sys.exit(1)")
-    (home / "config.toml").write_text(tomli_w.dumps({"mcp": {"servers": {"bad": {
-        "command": sys.executable, "args": ["-c", script]}}}}))
+    script = "import sys; sys.stderr.write('" + BREAKER + " \\x1b]0;PWNED-TITLE\\x07\\n'); sys.exit(1)"
+    (home / "config.toml").write_text(
+        tomli_w.dumps({"mcp": {"servers": {"bad": {"command": sys.executable, "args": ["-c", script]}}}})
+    )
     (tmp_path / "work").mkdir()
     opened.append(open_session(tmp_path / "work", environ={}))
     app = XunApp(opened[-1])
@@ -244,10 +255,17 @@ async def test_mcp_stderr_with_markup_is_shown(tmp_path, home, opened):
 
 async def test_a_compaction_reason_from_the_server_is_shown(tmp_path, home, servers, opened):
     reason = f"summary refused {BREAKER}"
-    server = servers([Stream(["one " * 300]), Stream(["two " * 300]), Stream(["three " * 300]),
-                      Json(400, {"error": {"message": reason, "type": "invalid_request_error"}})])
-    opened.append(open_session(tmp_path, base_url=server.base_url, environ={},
-                               overrides=["auto_compact.summary_keep_max=1"]))
+    server = servers(
+        [
+            Stream(["one " * 300]),
+            Stream(["two " * 300]),
+            Stream(["three " * 300]),
+            Json(400, {"error": {"message": reason, "type": "invalid_request_error"}}),
+        ]
+    )
+    opened.append(
+        open_session(tmp_path, base_url=server.base_url, environ={}, overrides=["auto_compact.summary_keep_max=1"])
+    )
     app = XunApp(opened[-1])
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         for prompt in ("first " * 100, "second " * 100, "third " * 100):
@@ -256,8 +274,13 @@ async def test_a_compaction_reason_from_the_server_is_shown(tmp_path, home, serv
         await pilot.press("f5")
         await wait_until(pilot, lambda: app.finished_work > before and app.busy is None, what="the summary")
         await pilot.pause(0.2)
-        shown = "\n".join([toast_text(app), *(plain(w) for w in app.query("NoticeBlock, SummaryDivider")),
-                           app.log_pane.tooltip.plain if app.log_pane.tooltip else ""])
+        shown = "\n".join(
+            [
+                toast_text(app),
+                *(plain(w) for w in app.query("NoticeBlock, SummaryDivider")),
+                app.log_pane.tooltip.plain if app.log_pane.tooltip else "",
+            ]
+        )
         assert BREAKER in shown, shown
         assert app.is_running
 
@@ -305,8 +328,11 @@ C1 = "\x9b31m\x9d0;C1-TITLE\x9c"
 async def test_escape_codes_in_a_reply_and_its_reasoning_are_shown_not_sent(tmp_path, home, servers, opened):
     reply = f"clipboard {OSC52} title {TITLE} clear {CLEAR} dcs {DCS} c1 {C1} end"
     server = servers([Stream([{"reasoning_content": f"thinking {TITLE}{OSC52}"}, reply[:20], reply[20:]])])
-    opened.append(open_session(tmp_path, base_url=server.base_url, environ={},
-                               overrides=['model.reasoning_field="reasoning_content"']))
+    opened.append(
+        open_session(
+            tmp_path, base_url=server.base_url, environ={}, overrides=['model.reasoning_field="reasoning_content"']
+        )
+    )
     app = XunApp(opened[-1])
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await turn(pilot, "say something")
@@ -363,9 +389,35 @@ async def _show_everywhere(app: XunApp, pilot, texts: list[str]) -> None:
 
 HOSTILE = st.one_of(
     st.text(max_size=60),
-    st.lists(st.sampled_from(["[", "]", "[/]", "[@click=app.quit]", "[b]", "[/b]", "[red", "\\", "\x1b", "\x07",
-                              "\x9b", "\r", "\n", "\t", "$", "=", "'", "(", ")", "x", " ", "\u202e"]),
-             max_size=30).map("".join),
+    st.lists(
+        st.sampled_from(
+            [
+                "[",
+                "]",
+                "[/]",
+                "[@click=app.quit]",
+                "[b]",
+                "[/b]",
+                "[red",
+                "\\",
+                "\x1b",
+                "\x07",
+                "\x9b",
+                "\r",
+                "\n",
+                "\t",
+                "$",
+                "=",
+                "'",
+                "(",
+                ")",
+                "x",
+                " ",
+                "\u202e",
+            ]
+        ),
+        max_size=30,
+    ).map("".join),
 )
 
 

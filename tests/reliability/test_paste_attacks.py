@@ -28,6 +28,7 @@ from xun.tui.terminal_input import TerminalInputParser
 
 from tui.helpers import finish, submit, turn, wait_until
 from tui.terminal import terminal  # noqa: F401 - a fixture
+# ruff: noqa: F811 - the tests take the imported `terminal` fixture as a parameter
 
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 
@@ -74,13 +75,17 @@ def pasted(got: list[events.Event]) -> str:
 # ----------------------------------------------------------------------------------------- the parser
 
 
-@pytest.mark.parametrize(("tail", "text"), [
-    ("s", "s"),  # the answer key of "allow for this session"
-    ("\x1b[C and this\r", " and this\r"),  # an arrow, then text and a line break
-    (" keypad\x1bOM", " keypad"),  # the keypad's Enter
-    (" kitty\x1b[13u", " kitty"),  # kitty's Enter
-    ("\x1b[<0;50;20M\x1b[<0;50;20m", ""),  # a click, wherever the allow button is
-], ids=["answer-key", "arrow-text-cr", "keypad-enter", "kitty-enter", "mouse-click"])
+@pytest.mark.parametrize(
+    ("tail", "text"),
+    [
+        ("s", "s"),  # the answer key of "allow for this session"
+        ("\x1b[C and this\r", " and this\r"),  # an arrow, then text and a line break
+        (" keypad\x1bOM", " keypad"),  # the keypad's Enter
+        (" kitty\x1b[13u", " kitty"),  # kitty's Enter
+        ("\x1b[<0;50;20M\x1b[<0;50;20m", ""),  # a click, wherever the allow button is
+    ],
+    ids=["answer-key", "arrow-text-cr", "keypad-enter", "kitty-enter", "mouse-click"],
+)
 @pytest.mark.parametrize("reads", ["one read", "next read"])
 def test_what_follows_an_inner_end_marker_is_pasted_text_never_keys(tail, text, reads):
     raw = f"{PASTE_START}copied text{PASTE_END}{tail}{PASTE_END}"  # the inner marker, then the terminal's
@@ -103,8 +108,9 @@ def test_a_second_paste_inside_the_first_is_text_too():
 # ----------------------------------------------------------------------------------------- the questions
 
 
-async def test_a_paste_disarms_the_confirmation_and_the_key_after_it_answers_nothing(offline_server, session_factory,
-                                                                                    tmp_path: Path):
+async def test_a_paste_disarms_the_confirmation_and_the_key_after_it_answers_nothing(
+    offline_server, session_factory, tmp_path: Path
+):
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
         await submit(pilot, "run `touch pwned`")
@@ -122,12 +128,20 @@ async def test_a_paste_disarms_the_confirmation_and_the_key_after_it_answers_not
     assert not app.agent.toolbox.allowed_for_session()
 
 
-async def test_a_paste_disarms_ask_modes_question_and_o_after_it_answers_nothing(offline_server, session_factory,
-                                                                                tmp_path: Path):
-    (tmp_path / "big.txt").write_text("".join(f"line {i}: the quick brown fox jumps over the lazy dog\n"
-                                              for i in range(80)))
-    app = XunApp(session_factory(offline_server, "auto_compact.mode=ask", "auto_compact.token_threshold=2400",
-                                 "auto_compact.summary_keep_max=4"))
+async def test_a_paste_disarms_ask_modes_question_and_o_after_it_answers_nothing(
+    offline_server, session_factory, tmp_path: Path
+):
+    (tmp_path / "big.txt").write_text(
+        "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(80))
+    )
+    app = XunApp(
+        session_factory(
+            offline_server,
+            "auto_compact.mode=ask",
+            "auto_compact.token_threshold=2400",
+            "auto_compact.summary_keep_max=4",
+        )
+    )
     async with app.run_test(size=(140, 44)) as pilot:
         await turn(pilot, "please remember: " + "the quick brown fox jumps " * 80)
         await submit(pilot, "read big.txt")
@@ -177,11 +191,15 @@ def test_a_paste_ending_in_the_marker_and_s_allows_nothing_in_a_real_terminal(te
     term.keys("Escape")
 
 
-@pytest.mark.parametrize(("copied", "seen"), [
-    (f"first{PASTE_END}\x1b[C and this\r", "first and this"),
-    (f"second{PASTE_END} keypad\x1bOM", "second keypad"),
-    (f"third{PASTE_END} kitty\x1b[13u", "third kitty"),
-], ids=["arrow-text-cr", "keypad-enter", "kitty-enter"])
+@pytest.mark.parametrize(
+    ("copied", "seen"),
+    [
+        (f"first{PASTE_END}\x1b[C and this\r", "first and this"),
+        (f"second{PASTE_END} keypad\x1bOM", "second keypad"),
+        (f"third{PASTE_END} kitty\x1b[13u", "third kitty"),
+    ],
+    ids=["arrow-text-cr", "keypad-enter", "kitty-enter"],
+)
 def test_an_enter_after_the_marker_sends_nothing_in_a_real_terminal(terminal, copied, seen):
     term = terminal(size=(100, 30))
     term.wait_for(ready, what="the app")
@@ -200,7 +218,7 @@ def prompt_of(screen: str) -> str:
     rows = screen.splitlines()
     top = next(i for i, row in enumerate(rows) if row.startswith("╭─ prompt"))
     bottom = next(i for i in range(top + 1, len(rows)) if rows[i].startswith("╰"))
-    return " ".join(row.split("│")[1].strip() for row in rows[top + 1:bottom])
+    return " ".join(row.split("│")[1].strip() for row in rows[top + 1 : bottom])
 
 
 def test_the_browser_driver_of_xun_serve_reads_input_with_the_same_parser(monkeypatch):

@@ -80,8 +80,15 @@ def _capped_run(cli: Cli, *args: str, limit: int) -> subprocess.CompletedProcess
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    return subprocess.run(cli.command(*args), cwd=cli.workdir, env=cli.environment(None), capture_output=True,
-                          text=True, timeout=300, preexec_fn=cap)
+    return subprocess.run(
+        cli.command(*args),
+        cwd=cli.workdir,
+        env=cli.environment(None),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=cap,
+    )
 
 
 def _plant_offload_logs(workdir: Path) -> Path:
@@ -119,7 +126,8 @@ def test_planted_offload_logs_are_indexed_as_a_stream_with_each_entry_capped(tmp
     assert [hit["session"] for hit in found.events] == ["big"]
     assert cli("history", "search", "farword", "--json").check().events == []
     assert [hit["snippet"] for hit in cli("history", "search", "199999", "--json").check().events] == [
-        "small entry 199999 about topic99"]
+        "small entry 199999 about topic99"
+    ]
     assert len(cli("history", "search", "after", "big", "--json").check().events) == 1
 
 

@@ -45,8 +45,13 @@ class Served:
         env["XDG_CONFIG_HOME"] = str(workdir.parent / "config")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "xun", "serve", "--offline", "--port", str(self.port), *options],
-            cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            start_new_session=True)
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         line = self.process.stdout.readline()
         found = re.search(r"(http://\S+)/\?token=(\S+)", line)
         assert found, line
@@ -112,7 +117,7 @@ async def _read_for(ws: aiohttp.ClientWebSocketResponse, seconds: float) -> int:
     while (left := deadline - time.monotonic()) > 0:
         try:
             message = await ws.receive(timeout=left)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             break
         if message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
             break
@@ -152,8 +157,9 @@ async def test_with_the_token_the_app_runs_the_command(served):
             assert first.status == 200 and "Set-Cookie" not in first.headers  # the page, and no cookie
             text = await first.text()
             assert "sessionStorage" in text and server.token not in text
-        async with session.ws_connect(server.base + "/ws?width=100&height=30", origin=server.base,
-                                      protocols=_offering(server.token)) as ws:
+        async with session.ws_connect(
+            server.base + "/ws?width=100&height=30", origin=server.base, protocols=_offering(server.token)
+        ) as ws:
             assert ws.protocol == PROTOCOL  # the answer names `xun`, never the token
             await _drive(ws, ATTACK_KEYS)
             for _ in range(50):
@@ -163,8 +169,9 @@ async def test_with_the_token_the_app_runs_the_command(served):
     assert (server.workdir / "pwned").exists()
 
 
-@pytest.mark.parametrize("attack", ["foreign origin", "no token", "wrong token", "dns rebinding", "old cookie",
-                                    "token in the url"])
+@pytest.mark.parametrize(
+    "attack", ["foreign origin", "no token", "wrong token", "dns rebinding", "old cookie", "token in the url"]
+)
 async def test_a_page_without_the_token_or_from_elsewhere_cannot_drive_the_app(served, attack):
     server = served()
     ws_url = server.base + "/ws"
@@ -176,8 +183,11 @@ async def test_a_page_without_the_token_or_from_elsewhere_cannot_drive_the_app(s
         kwargs = {"origin": server.base, "protocols": _offering("x" * len(server.token))}
         page_url += "?token=" + "x" * len(server.token)
     elif attack == "dns rebinding":  # evil.example resolved to 127.0.0.1: the browser sends its own Host
-        kwargs = {"origin": f"http://evil.example:{server.port}", "protocols": _offering(server.token),
-                  "headers": {"Host": f"evil.example:{server.port}"}}  # even knowing the token
+        kwargs = {
+            "origin": f"http://evil.example:{server.port}",
+            "protocols": _offering(server.token),
+            "headers": {"Host": f"evil.example:{server.port}"},
+        }  # even knowing the token
     elif attack == "old cookie":  # issue 22.3: what another port received from the browser, replayed
         kwargs = {"origin": server.base, "headers": {"Cookie": _old_cookie(server)}}
     elif attack == "token in the url":  # tokens in URLs end up in logs: /ws takes it only as a subprotocol
@@ -269,15 +279,19 @@ async def test_the_debug_log_holds_no_token(served):
     server = served("--debug")
     stale = "y" * len(server.token)
     async with _session() as session:
-        for url, headers in ((server.url, {}), (server.base + "/?token=" + stale, {}),
-                             (server.base + "/static/css/xterm.css", {"Referer": server.url}),
-                             (server.base + "/ws?token=" + server.token, {}),
-                             (server.base + "/ws", {"Sec-WebSocket-Protocol": TOKEN_PROTOCOL + server.token})):
+        for url, headers in (
+            (server.url, {}),
+            (server.base + "/?token=" + stale, {}),
+            (server.base + "/static/css/xterm.css", {"Referer": server.url}),
+            (server.base + "/ws?token=" + server.token, {}),
+            (server.base + "/ws", {"Sec-WebSocket-Protocol": TOKEN_PROTOCOL + server.token}),
+        ):
             async with session.get(url, headers=headers) as response:
                 await response.read()
         # only the token offered (no `xun`): aiohttp warns with the offered list; then the page's way
-        async with session.ws_connect(server.base + "/ws", origin=server.base,
-                                      protocols=(TOKEN_PROTOCOL + server.token,)) as ws:
+        async with session.ws_connect(
+            server.base + "/ws", origin=server.base, protocols=(TOKEN_PROTOCOL + server.token,)
+        ) as ws:
             await _read_for(ws, 1.0)
         async with session.ws_connect(server.base + "/ws", origin=server.base, protocols=_offering(server.token)) as ws:
             await _read_for(ws, 2.0)

@@ -50,15 +50,16 @@ async def test_a_chunk_that_is_not_utf8_is_retried(tmp_path):
 
 
 async def test_a_stream_that_trickles_forever_is_cut_at_the_deadline(tmp_path):
-    agent, rec, _, finished, took, requests = await _run("trickle", tmp_path, provider__deadline=1.0,
-                                                         provider__timeout=0.4, retry__attempts=2)
+    agent, rec, _, finished, took, requests = await _run(
+        "trickle", tmp_path, provider__deadline=1.0, provider__timeout=0.4, retry__attempts=2
+    )
     assert finished.status == "error" and "provider.deadline" in finished.error
     assert requests == 2 and took < 2 * 1.0 + 3.0
     assert [m["role"] for m in agent.conversation.completion_params()] == ["system", "user"]
 
 
 async def test_sixty_parallel_commands_run_a_few_at_a_time(tmp_path):
-    command = ("mkdir -p running; touch running/$$; ls running | wc -l >> counts; sleep 0.2; rm running/$$")
+    command = "mkdir -p running; touch running/$$; ls running | wc -l >> counts; sleep 0.2; rm running/$$"
     agent, rec, _, finished, _, _ = await _run(f"calls:60:{command}", tmp_path, auto_confirm=True)
     assert finished.status == "ok"
     assert len(rec.of("tool_call_finished")) == 60

@@ -31,8 +31,14 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def _xun(tmp_path: Path, *argv: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "xun", *argv], cwd=tmp_path / "ws", env=_env(tmp_path, **env),
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "xun", *argv],
+        cwd=tmp_path / "ws",
+        env=_env(tmp_path, **env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _user_prompts(path: Path) -> list[str]:
@@ -46,9 +52,14 @@ def test_a_second_writer_is_refused_naming_the_first_and_may_fork_or_read(tmp_pa
     assert first.returncode == 0, first.stderr
     [saved] = (tmp_path / "ws" / ".xun" / "sessions").glob("*.json")
     ident = saved.stem
-    slow = subprocess.Popen([sys.executable, "-m", "xun", "run", "--resume", ident, "slow turn"],
-                            cwd=tmp_path / "ws", env=_env(tmp_path, XUN_OFFLINE_FAULTS="slow:1.0@1-50"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    slow = subprocess.Popen(
+        [sys.executable, "-m", "xun", "run", "--resume", ident, "slow turn"],
+        cwd=tmp_path / "ws",
+        env=_env(tmp_path, XUN_OFFLINE_FAULTS="slow:1.0@1-50"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         lock = saved.with_suffix(".lock")
         for _ in range(100):  # until the slow one holds the session

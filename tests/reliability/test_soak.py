@@ -6,8 +6,14 @@ from .soak import run_soak
 
 
 async def test_forty_turns_with_many_compactions_keep_every_invariant(tmp_path):
-    report = await run_soak(40, threshold=3000, sample_every=10, workdir=tmp_path,
-                            auto_compact__toolcall_keep_max=3, auto_compact__summary_keep_max=6)
+    report = await run_soak(
+        40,
+        threshold=3000,
+        sample_every=10,
+        workdir=tmp_path,
+        auto_compact__toolcall_keep_max=3,
+        auto_compact__summary_keep_max=6,
+    )
     assert report.problems() == []
     assert report.turns == 40 and report.reclaims >= 10 and report.summaries_compacted >= 5
     assert report.summary_requests == report.summaries_started == report.summaries_compacted
@@ -21,7 +27,13 @@ async def test_forty_turns_with_many_compactions_keep_every_invariant(tmp_path):
 
 
 async def test_a_moderate_threshold_archives_originals_and_stays_consistent(tmp_path):
-    report = await run_soak(40, threshold=8000, sample_every=20, workdir=tmp_path,
-                            auto_compact__toolcall_keep_max=4, auto_compact__summary_keep_max=10)
+    report = await run_soak(
+        40,
+        threshold=8000,
+        sample_every=20,
+        workdir=tmp_path,
+        auto_compact__toolcall_keep_max=4,
+        auto_compact__summary_keep_max=10,
+    )
     assert report.problems() == []
     assert report.reclaims >= 1 and report.samples[-1]["archived"] >= 1

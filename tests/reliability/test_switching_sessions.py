@@ -31,8 +31,14 @@ def _no_user_settings(tmp_path_factory, monkeypatch):
 
 
 def _xun_run(workdir: Path, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "xun", "run", *argv], cwd=workdir, env=dict(os.environ),
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "xun", "run", *argv],
+        cwd=workdir,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _user_prompts(path: Path) -> list[str]:
@@ -64,7 +70,9 @@ async def test_a_switch_takes_the_lock_releases_the_old_one_and_ends_session_per
             app.agent.toolbox.allow_for_session("run_command")
             await _switch(pilot, app, "target-session")
             await wait_until(pilot, lambda: app.conversation.conversation_id == "target-session", what="the switch")
-            assert app.agent.toolbox.allowed_for_session() == frozenset(), "'allow for this session' outlived the session"
+            assert app.agent.toolbox.allowed_for_session() == frozenset(), (
+                "'allow for this session' outlived the session"
+            )
             # another process on the session the app now has: refused, naming the app's process
             other = await asyncio.to_thread(_xun_run, tmp_path, "--resume", "target-session", "--", "x")
             assert other.returncode == 1, other.stdout + other.stderr
@@ -76,7 +84,9 @@ async def test_a_switch_takes_the_lock_releases_the_old_one_and_ends_session_per
             await turn(pilot, "after the switch")
             app.agent.toolbox.allow_for_session("run_command")
             await submit(pilot, "/clear")
-            await wait_until(pilot, lambda: not app.agent.toolbox.allowed_for_session(), what="/clear to end permissions")
+            await wait_until(
+                pilot, lambda: not app.agent.toolbox.allowed_for_session(), what="/clear to end permissions"
+            )
             await pilot.press("ctrl+q")
             await wait_until(pilot, lambda: app.return_code is not None)
     finally:

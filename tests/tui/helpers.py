@@ -13,7 +13,9 @@ from xun.tui.app import XunApp
 TIMEOUT = 15.0
 
 
-async def wait_until(pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = TIMEOUT, what: str = "") -> None:
+async def wait_until(
+    pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = TIMEOUT, what: str = ""
+) -> None:
     """Poll `predicate` between pauses until it is true; fail after `timeout` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -120,8 +122,11 @@ async def session_ready(pilot: Pilot[Any], app: XunApp) -> None:
 
 async def window_settled(pilot: Pilot[Any], chat: Any) -> None:
     """The chat's window changed as far as the last scroll or key asked (no page wanted or being read)."""
-    await wait_until(pilot, lambda: not (chat._older_wanted or chat._newer_wanted or chat._loading_older),
-                     what="the chat's window to settle")
+    await wait_until(
+        pilot,
+        lambda: not (chat._older_wanted or chat._newer_wanted or chat._loading_older),
+        what="the chat's window to settle",
+    )
     await pilot.pause()
 
 
@@ -141,7 +146,7 @@ async def every_block(pilot: Pilot[Any], chat: Any) -> list[Any]:
             at = next(i for i, block in enumerate(blocks) if block is window[0])
             overlap = blocks[at:]
             assert all(a is b for a, b in zip(overlap, window)), "the window skipped or doubled a block"
-            window = window[len(overlap):]
+            window = window[len(overlap) :]
         blocks += window
         if chat.at_end:
             return blocks

@@ -31,18 +31,35 @@ class Terminal:
         self._status = root / "exit-status"
         self.name = f"xun-test-{uuid.uuid4().hex[:8]}"
         environment = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
-        environment.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"), TERM="xterm-256color",
-                           **(env or {}))
+        environment.update(
+            HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"), TERM="xterm-256color", **(env or {})
+        )
         command = " ".join(shlex.quote(part) for part in (sys.executable, "-m", "xun", "--offline", *args))
         script = f"{command}; echo $? > {shlex.quote(str(self._status))}; sleep 600"
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in environment.items() if k.isidentifier())
         width, height = size
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
-                        "-c", str(self.workdir), f"env -i {exports} sh -c {shlex.quote(script)}"], check=True)
+        subprocess.run(
+            [
+                "tmux",
+                "new-session",
+                "-d",
+                "-s",
+                self.name,
+                "-x",
+                str(width),
+                "-y",
+                str(height),
+                "-c",
+                str(self.workdir),
+                f"env -i {exports} sh -c {shlex.quote(script)}",
+            ],
+            check=True,
+        )
 
     def screen(self) -> str:
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], check=True, capture_output=True,
-                              text=True).stdout
+        return subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", self.name], check=True, capture_output=True, text=True
+        ).stdout
 
     def wait_for(self, predicate: Callable[[str], object], timeout: float = 20, what: str = "") -> str:
         deadline = time.monotonic() + timeout

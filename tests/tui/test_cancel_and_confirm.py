@@ -49,8 +49,9 @@ async def test_escape_mid_stream_keeps_the_reply_so_far_marked_cancelled(offline
         assert of_type(seen, m.TurnEnded)[-1].status == "ok"
 
 
-async def test_escape_before_any_text_gives_the_prompt_back_before_the_queued_ones(offline_server_factory,
-                                                                                   session_factory):
+async def test_escape_before_any_text_gives_the_prompt_back_before_the_queued_ones(
+    offline_server_factory, session_factory
+):
     """In the order typed (issue 25, newcomer finding 27): the prompt given back first, then the queued."""
     server = offline_server_factory(tokens_per_second=10, reasoning="reasoning_content")
     app = XunApp(session_factory(server))
@@ -58,8 +59,9 @@ async def test_escape_before_any_text_gives_the_prompt_back_before_the_queued_on
         await submit(pilot, "write 5000 tokens")
         await submit(pilot, "queued after it")
         assert [text for text, _ in app.queued_prompts] == ["queued after it"]
-        await wait_until(pilot, lambda: app.chat.reply is not None and app.chat.reply.reasoning is not None,
-                         what="reasoning")
+        await wait_until(
+            pilot, lambda: app.chat.reply is not None and app.chat.reply.reasoning is not None, what="reasoning"
+        )
         await finish(pilot, lambda: pilot.press("escape"))
         assert app.prompt.text == "write 5000 tokens\nqueued after it"
         assert not app.queued_prompts
@@ -71,8 +73,9 @@ async def test_escape_before_any_text_gives_the_prompt_back_and_says_so_truly(of
     seen: list = []
     async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
         await submit(pilot, "write 5000 tokens")
-        await wait_until(pilot, lambda: app.chat.reply is not None and app.chat.reply.reasoning is not None,
-                         what="reasoning")
+        await wait_until(
+            pilot, lambda: app.chat.reply is not None and app.chat.reply.reasoning is not None, what="reasoning"
+        )
         await finish(pilot, lambda: pilot.press("escape"))
         ended = of_type(seen, m.TurnEnded)[-1]
         assert ended.status == "cancelled" and ended.restored_prompt == "write 5000 tokens"
@@ -83,8 +86,9 @@ async def test_escape_before_any_text_gives_the_prompt_back_and_says_so_truly(of
 
         # again, with new text typed in the input meanwhile: it stays, and the notice does not claim otherwise
         await submit(pilot, "write 5000 tokens")
-        await wait_until(pilot, lambda: app.chat.reply is not None and app.chat.reply.reasoning is not None,
-                         what="reasoning")
+        await wait_until(
+            pilot, lambda: app.chat.reply is not None and app.chat.reply.reasoning is not None, what="reasoning"
+        )
         await pilot.press("a", "b", "c")
         await finish(pilot, lambda: pilot.press("escape"))
         assert app.prompt.text == "abc"
@@ -201,12 +205,18 @@ async def test_escape_at_a_confirmation_denies_and_stops_the_turn(offline_server
     async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
         await submit(pilot, "append the numbers 1 to 60 to steps.txt")
         for count, key in ((1, "y"), (2, "y"), (3, "n")):
-            await wait_until(pilot, lambda: len(of_type(seen, m.ConfirmationAsked)) == count
-                             and isinstance(app.screen, ConfirmScreen), what=f"confirmation {count}")
+            await wait_until(
+                pilot,
+                lambda: len(of_type(seen, m.ConfirmationAsked)) == count and isinstance(app.screen, ConfirmScreen),
+                what=f"confirmation {count}",
+            )
             await armed(pilot)
             await pilot.press(key)
-        await wait_until(pilot, lambda: len(of_type(seen, m.ConfirmationAsked)) == 4
-                         and isinstance(app.screen, ConfirmScreen), what="the same call again")
+        await wait_until(
+            pilot,
+            lambda: len(of_type(seen, m.ConfirmationAsked)) == 4 and isinstance(app.screen, ConfirmScreen),
+            what="the same call again",
+        )
         assert "echo 3" in app.screen.request.title
         await finish(pilot, lambda: pilot.press("escape"))  # before the dialog takes answers, too
         await pilot.pause(0.5)
@@ -224,8 +234,11 @@ async def test_escape_at_a_confirmation_denies_and_stops_the_turn(offline_server
 
         # the call stopped at its dialog is recorded as not run: asked again, the model goes on from it
         await submit(pilot, "append the numbers 1 to 60 to steps.txt")
-        await wait_until(pilot, lambda: len(of_type(seen, m.ConfirmationAsked)) == 5
-                         and isinstance(app.screen, ConfirmScreen), what="the next confirmation")
+        await wait_until(
+            pilot,
+            lambda: len(of_type(seen, m.ConfirmationAsked)) == 5 and isinstance(app.screen, ConfirmScreen),
+            what="the next confirmation",
+        )
         assert "echo 3 " in app.screen.request.title, "the stopped step was taken for done (a newcomer's trial)"
         await finish(pilot, lambda: pilot.press("escape"))
 
@@ -301,8 +314,16 @@ async def test_a_denied_call_still_reads_denied_after_a_resume(offline_server, s
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
         await armed(pilot)
         await pilot.press("n")
-        await wait_until(pilot, lambda: app.busy is None or isinstance(app.screen, ConfirmScreen) and app.screen.armed
-                         and app.chat.query(ToolBlock).first().state == "denied", what="the denial")
+        await wait_until(
+            pilot,
+            lambda: (
+                app.busy is None
+                or isinstance(app.screen, ConfirmScreen)
+                and app.screen.armed
+                and app.chat.query(ToolBlock).first().state == "denied"
+            ),
+            what="the denial",
+        )
         if isinstance(app.screen, ConfirmScreen):  # the model asked again: stop there
             await finish(pilot, lambda: pilot.press("escape"))
         live = app.chat.query(ToolBlock).first()

@@ -56,7 +56,9 @@ async def test_prompt_streams_the_reply_and_shows_tool_blocks(offline_server, se
         assert app.gauge.reported == app.conversation.total_tokens
         assert len(app.gauge.history) == 2  # one point per model call
         assert app.chat.border_subtitle.startswith(f"{len(app.conversation.messages)} messages in the context · ")
-        assert app.chat.border_subtitle.endswith("% of the threshold"), "the gauge in short, for when the side panel is hidden"
+        assert app.chat.border_subtitle.endswith("% of the threshold"), (
+            "the gauge in short, for when the side panel is hidden"
+        )
 
 
 async def test_a_long_streamed_reply_arrives_whole(offline_server_factory, session_factory):
@@ -99,8 +101,9 @@ async def test_a_streamed_reply_longer_than_a_seal_wraps_as_one_paragraph(offlin
         await wait_until(pilot, lambda: all(leaf.size.height for leaf in block.walk_children() if not leaf.children))
         lines = shown_lines(block)
         width = max(len(line) for line in lines)
-        short = [(line, after) for line, after in zip(lines, lines[1:])
-                 if len(line) + 1 + len(after.split()[0]) <= width]
+        short = [
+            (line, after) for line, after in zip(lines, lines[1:]) if len(line) + 1 + len(after.split()[0]) <= width
+        ]
         assert not short, f"a line ends before the width ({width}) although the next word fits: {short[:3]}"
         assert " ".join(lines).split() == content.split()
 
@@ -112,8 +115,9 @@ def lines_cut_short(block: AssistantBlock) -> list[tuple[str, str]]:
     return [(line, after) for line, after in zip(lines, lines[1:]) if len(line) + 1 + len(after.split()[0]) <= width]
 
 
-async def test_a_reply_too_long_to_draw_again_joins_its_parts_at_any_width(offline_server_factory, session_factory,
-                                                                           monkeypatch):
+async def test_a_reply_too_long_to_draw_again_joins_its_parts_at_any_width(
+    offline_server_factory, session_factory, monkeypatch
+):
     """Trial D #4: past REDRAW_WHOLE_CHARS a finished reply keeps its sealed parts, and each seal inside the
     one huge paragraph left a line ending short ("…one big red sun" / "set"). Seals are now cut where a line
     starts, so the parts join as the whole text wraps; after a resize the reply is drawn again as one."""
@@ -128,14 +132,17 @@ async def test_a_reply_too_long_to_draw_again_joins_its_parts_at_any_width(offli
         assert "\n" not in content.strip() and len(block.sealed) >= 2 and block.markdown is not None
         for size in ((80, 24), (60, 20), (160, 48)):
             await pilot.resize_terminal(*size)
-            await wait_until(pilot, lambda: all(leaf.size.height for leaf in block.walk_children() if not leaf.children))
+            await wait_until(
+                pilot, lambda: all(leaf.size.height for leaf in block.walk_children() if not leaf.children)
+            )
             await pilot.pause()
             assert not (short := lines_cut_short(block)), f"at {size} a line ends short: {short[:3]}"
             assert " ".join(shown_lines(block)).split() == content.split()
 
 
-async def test_a_reply_resized_while_it_streams_joins_its_parts_at_the_new_width(offline_server_factory, session_factory,
-                                                                                  monkeypatch):
+async def test_a_reply_resized_while_it_streams_joins_its_parts_at_the_new_width(
+    offline_server_factory, session_factory, monkeypatch
+):
     """The parts sealed before a resize were cut where lines start at the old width: they are sealed again
     as one at the new width, and the seals after it are cut for it."""
     from textual.events import Resize
@@ -204,7 +211,9 @@ async def test_an_error_turn_is_reported(offline_server_factory, session_factory
         assert app.busy is None
 
 
-async def test_a_failed_prompt_stays_in_the_session_and_comes_back_to_the_input(offline_server_factory, session_factory):
+async def test_a_failed_prompt_stays_in_the_session_and_comes_back_to_the_input(
+    offline_server_factory, session_factory
+):
     """Every attempt fails: the prompt is kept (in the saved session, and back in the input), the error is
     a toast and a notice; sending it again replaces the unanswered prompt instead of adding a second."""
     server = offline_server_factory(faults="500@1-2")
@@ -224,8 +233,9 @@ async def test_a_failed_prompt_stays_in_the_session_and_comes_back_to_the_input(
         assert app.agent.last_reply() and app.prompt.text == ""
 
 
-async def test_a_resumed_session_whose_last_prompt_was_never_answered_offers_it_again(offline_server_factory,
-                                                                                       session_factory):
+async def test_a_resumed_session_whose_last_prompt_was_never_answered_offers_it_again(
+    offline_server_factory, session_factory
+):
     """Trial D #19: the server was down, xun quit, and the resumed session showed the unanswered prompt with
     an empty input and no word; the next prompt went after it, two user turns in a row. On resume it is back
     in the input, as it was before quitting, and sending it replaces the unanswered one."""
@@ -272,13 +282,16 @@ async def test_a_replaced_unanswered_prompt_is_marked_in_the_chat(offline_server
         await wait_idle(pilot)
         assert [msg.text for msg in again.conversation.messages if msg.role == "user"] == ["a different prompt"]
         blocks = list(again.chat.query(UserBlock))
-        assert [(b.text, b.has_class("-replaced")) for b in blocks] == [("my unanswered prompt", True),
-                                                                          ("a different prompt", False)]
+        assert [(b.text, b.has_class("-replaced")) for b in blocks] == [
+            ("my unanswered prompt", True),
+            ("a different prompt", False),
+        ]
         assert blocks[0].border_title == "you · replaced, not sent" and blocks[1].border_title == "you"
 
 
-async def test_a_failed_prompt_and_a_queued_one_stay_two_prompts_in_the_order_typed(offline_server_factory,
-                                                                                    session_factory):
+async def test_a_failed_prompt_and_a_queued_one_stay_two_prompts_in_the_order_typed(
+    offline_server_factory, session_factory
+):
     """The turn fails while a second prompt is queued: the failed one is back in the input, the queued one
     waits behind it (it was not merged into the input, before it); Enter sends them one after the other."""
     server = offline_server_factory(faults="500@1-2")
@@ -370,8 +383,13 @@ async def test_slash_commands_complete_as_they_are_typed(offline_server, session
         menu = app.query_one("#command-menu")
         await pilot.press("/", "c", "o")
         assert menu.display
-        assert [c.usage for c in menu.commands] == ["/compact [focus]", "/compact toolcall", "/compact preview", "/context",
-                                                   "/config"]
+        assert [c.usage for c in menu.commands] == [
+            "/compact [focus]",
+            "/compact toolcall",
+            "/compact preview",
+            "/context",
+            "/config",
+        ]
         await pilot.press("down", "tab")
         assert app.prompt.text == "/compact toolcall"
         assert not menu.display
@@ -450,8 +468,9 @@ async def test_a_prompt_waiting_for_the_ask_question_at_quit_comes_back_on_resum
         assert again.prompt.text == "write 800 tokens, the fourth"
 
 
-async def test_a_turn_cut_off_between_its_tool_calls_and_its_reply_says_so_on_resume(offline_server_factory,
-                                                                                      session_factory):
+async def test_a_turn_cut_off_between_its_tool_calls_and_its_reply_says_so_on_resume(
+    offline_server_factory, session_factory
+):
     """Trial F #6, G #16: Ctrl+C twice in the middle of a long tool loop; the resumed chat ended on the last
     call with no word that the turn had stopped, or how to go on."""
     server = offline_server_factory(tokens_per_second=2000)
@@ -459,7 +478,9 @@ async def test_a_turn_cut_off_between_its_tool_calls_and_its_reply_says_so_on_re
     app = XunApp(first)
     async with app.run_test(size=(120, 40)) as pilot:
         await submit(pilot, "append the numbers 1 to 300 to steps.txt")
-        await wait_until(pilot, lambda: sum(m.role == "tool" for m in app.conversation.messages) >= 5, what="some steps")
+        await wait_until(
+            pilot, lambda: sum(m.role == "tool" for m in app.conversation.messages) >= 5, what="some steps"
+        )
         await quit_by(pilot, app, "ctrl+c", "ctrl+c")
     first.close()
     again = XunApp(session_factory(server, resume=first.conversation.conversation_id))
@@ -469,8 +490,9 @@ async def test_a_turn_cut_off_between_its_tool_calls_and_its_reply_says_so_on_re
         assert any("stopped before the model's reply" in text for text in notices), notices
 
 
-async def test_a_failed_attempts_text_goes_and_the_retry_line_stays_above_the_reply(offline_server_factory,
-                                                                                    session_factory):
+async def test_a_failed_attempts_text_goes_and_the_retry_line_stays_above_the_reply(
+    offline_server_factory, session_factory
+):
     """Trial F #37: the text a malformed stream sent stayed in the chat as if it were a reply, and the next
     attempt wrote into that block, above the "retrying" line, so the chat ended on "retrying…"."""
     from xun.tui.widgets.notice_block import NoticeBlock
@@ -483,7 +505,10 @@ async def test_a_failed_attempts_text_goes_and_the_retry_line_stays_above_the_re
         assert not app.chat.query(AssistantBlock), "no failed attempt's text is left looking like a reply"
         await turn(pilot, "write 20 tokens")  # a malformed attempt, then a good one
         kinds = [type(child).__name__ for child in app.chat.children]
-        last_retry = max(i for i, child in enumerate(app.chat.children)
-                         if isinstance(child, NoticeBlock) and child.text.startswith("retrying"))
+        last_retry = max(
+            i
+            for i, child in enumerate(app.chat.children)
+            if isinstance(child, NoticeBlock) and child.text.startswith("retrying")
+        )
         assert kinds[-1] == "AssistantBlock" and kinds.index("AssistantBlock") > last_retry, kinds
         assert len(app.chat.query(AssistantBlock)) == 1

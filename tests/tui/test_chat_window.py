@@ -48,17 +48,20 @@ def merged(seen: list, window: list, *, downward: bool) -> list:
     if downward:
         at = seen.index(window[0])
         overlap = seen[at:]
-        assert window[:len(overlap)] == overlap, (overlap[-3:], window[:len(overlap)][-3:])
-        return seen + window[len(overlap):]
+        assert window[: len(overlap)] == overlap, (overlap[-3:], window[: len(overlap)][-3:])
+        return seen + window[len(overlap) :]
     at = seen.index(window[-1])
-    overlap = seen[:at + 1]
-    assert window[-len(overlap):] == overlap, (overlap[:3], window[-len(overlap):][:3])
-    return window[:-len(overlap)] + seen
+    overlap = seen[: at + 1]
+    assert window[-len(overlap) :] == overlap, (overlap[:3], window[-len(overlap) :][:3])
+    return window[: -len(overlap)] + seen
 
 
 async def settled(pilot, chat: ChatView) -> None:
-    await wait_until(pilot, lambda: not (chat._older_wanted or chat._newer_wanted or chat._loading_older),
-                     what="the window to settle")
+    await wait_until(
+        pilot,
+        lambda: not (chat._older_wanted or chat._newer_wanted or chat._loading_older),
+        what="the window to settle",
+    )
     await pilot.pause()
 
 
@@ -81,8 +84,9 @@ def test_a_block_released_from_the_window_is_dimmed_by_a_later_summary():
     assert summarised(UserItem("q")).summarised and summarised(divider) == divider
 
 
-async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window(offline_server, session_factory,
-                                                                                tmp_path: Path):
+async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window(
+    offline_server, session_factory, tmp_path: Path
+):
     rounds = 300
     conversation_id = long_session(tmp_path, rounds, summaries=2)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
@@ -118,8 +122,8 @@ async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window
         dividers = [i for i, row in enumerate(seen) if row[0] == "divider"]
         assert len(dividers) == 2 and len(seen) == 3 * rounds + 2
         # what the summaries took out is dimmed, what is in the context is not
-        assert all(dim for kind, _, dim in seen[:dividers[-1]] if kind != "divider")
-        assert not any(dim for _, _, dim in seen[dividers[-1] + 1:])
+        assert all(dim for kind, _, dim in seen[: dividers[-1]] if kind != "divider")
+        assert not any(dim for _, _, dim in seen[dividers[-1] + 1 :])
 
         going_up: list = []
         steps = 0
@@ -147,22 +151,30 @@ def test_home_reaches_the_first_prompt_in_one_press_in_a_real_terminal(tmp_path:
     long_session(tmp_path / "t0" / "work", 1250, summaries=3)
     term = Terminal(tmp_path / "t0", "--resume", "long-session", size=(160, 48))
     try:
-        term.wait_for(lambda s: "question 1249: read" in s and "offline demo model" in s and "Ask the agent" in s,
-                      timeout=60, what="the session open at its newest turns")
+        term.wait_for(
+            lambda s: "question 1249: read" in s and "offline demo model" in s and "Ask the agent" in s,
+            timeout=60,
+            what="the session open at its newest turns",
+        )
         term.keys("BTab")  # Shift+Tab: from the prompt to the chat
         term.wait_for(lambda s: "Previous block" in s, what="the chat focused")
         term.keys("Home")
-        term.wait_for(lambda s: "question 0: read src/file0.py" in s and "chat · blocks 1–" in s, timeout=10,
-                      what="the first prompt, the title saying where it is")
+        term.wait_for(
+            lambda s: "question 0: read src/file0.py" in s and "chat · blocks 1–" in s,
+            timeout=10,
+            what="the first prompt, the title saying where it is",
+        )
         term.keys("End")
-        term.wait_for(lambda s: "question 1249: read" in s and "question 0: read" not in s, timeout=10,
-                      what="the newest")
+        term.wait_for(
+            lambda s: "question 1249: read" in s and "question 0: read" not in s, timeout=10, what="the newest"
+        )
     finally:
         term.close()
 
 
-async def test_a_jump_to_an_early_message_mounts_its_page_not_every_page_between(offline_server, session_factory,
-                                                                                 tmp_path: Path):
+async def test_a_jump_to_an_early_message_mounts_its_page_not_every_page_between(
+    offline_server, session_factory, tmp_path: Path
+):
     """/context's jump (and any other) to the second message of 2,000: its page is mounted at once, the
     window stays bounded, and the jump marks the block; End comes back to the newest."""
     conversation_id = long_session(tmp_path, 500)
@@ -189,8 +201,9 @@ async def test_a_jump_to_an_early_message_mounts_its_page_not_every_page_between
         assert chat.query(UserBlock).last().text == "question 499: read src/file499.py"
 
 
-async def test_a_call_a_summary_took_out_is_shown_in_the_chat_from_the_offload_log(offline_server, session_factory,
-                                                                                    tmp_path: Path):
+async def test_a_call_a_summary_took_out_is_shown_in_the_chat_from_the_offload_log(
+    offline_server, session_factory, tmp_path: Path
+):
     """A search hit or a recoverable result jumps the chat to its call: a summarised one is read from the
     offload log (only the parts until it is found), its page mounted, dimmed as summarised."""
     from xun.tui import messages as m
@@ -214,12 +227,14 @@ async def test_a_call_a_summary_took_out_is_shown_in_the_chat_from_the_offload_l
         await wait_until(pilot, lambda: isinstance(chat.selected, UserBlock), what="the prompt shown")
         assert chat.selected.text == "question 350: read src/file350.py"
         app.post_message(m.ShowInChat("call_nowhere"))
-        await wait_until(pilot, lambda: any("not in the chat" in str(n.message) for n in app._notifications),
-                         what="the warning")
+        await wait_until(
+            pilot, lambda: any("not in the chat" in str(n.message) for n in app._notifications), what="the warning"
+        )
 
 
 async def test_g_on_a_compaction_log_row_shows_its_summary_divider_or_its_call_in_the_chat(
-        offline_server, session_factory, tmp_path: Path):
+    offline_server, session_factory, tmp_path: Path
+):
     """The compaction log's g: a summary row jumps the chat to that summary's divider (the second row to
     the second divider, its page mounted at once, the window bounded), a restore row to its call, and a row
     with no turn says so."""
@@ -231,7 +246,8 @@ async def test_g_on_a_compaction_log_row_shows_its_summary_divider_or_its_call_i
     conversation = store.load(conversation_id)
     conversation.compaction_log += [
         ToolResultRestored(id="call_350", tokens_before=20_000, tokens_after=20_400).to_json(),
-        CompactionSkipped(reason="below the threshold", trigger="manual").to_json()]
+        CompactionSkipped(reason="below the threshold", trigger="manual").to_json(),
+    ]
     store.save(conversation)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -240,8 +256,10 @@ async def test_g_on_a_compaction_log_row_shows_its_summary_divider_or_its_call_i
         await settled(pilot, chat)
         assert [entry.kind for entry in log.entries] == ["summary"] * 3 + ["restore", "skipped"]
         second = app.conversation.summarizations[1]
-        assert not any(isinstance(getattr(w, "chat_entry", None), SummaryItem) and w.chat_entry.time == second.time
-                       for w in chat._window()), "the second divider is far above the window"
+        assert not any(
+            isinstance(getattr(w, "chat_entry", None), SummaryItem) and w.chat_entry.time == second.time
+            for w in chat._window()
+        ), "the second divider is far above the window"
         log.focus()
         log.move_cursor(row=1)
         await pilot.press("g")
@@ -260,12 +278,14 @@ async def test_g_on_a_compaction_log_row_shows_its_summary_divider_or_its_call_i
         log.focus()
         log.move_cursor(row=4)
         await pilot.press("g")
-        await wait_until(pilot, lambda: any("no single turn" in str(n.message) for n in app._notifications),
-                         what="the toast")
+        await wait_until(
+            pilot, lambda: any("no single turn" in str(n.message) for n in app._notifications), what="the toast"
+        )
 
 
-async def test_a_reply_streams_below_a_view_far_up_and_is_there_at_end(offline_server_factory, session_factory,
-                                                                       tmp_path: Path):
+async def test_a_reply_streams_below_a_view_far_up_and_is_there_at_end(
+    offline_server_factory, session_factory, tmp_path: Path
+):
     """Home while a reply streams: the reply is written into a hidden block below the window, which neither
     mounts a block nor changes while it streams; End shows the reply, whole, at the bottom."""
     from .helpers import idle, submit

@@ -26,7 +26,6 @@ def user_texts(app: XunApp) -> list[str]:
     return [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)]
 
 
-
 async def run_from_the_palette(pilot, app: XunApp, typed: str, title: str) -> None:
     """Ctrl+P, type, and Enter on the entry whose title starts with `title`."""
     from textual.command import CommandList
@@ -37,6 +36,7 @@ async def run_from_the_palette(pilot, app: XunApp, typed: str, title: str) -> No
     options = lambda: [str(option.prompt) for option in app.screen.query_one(CommandList).options]  # noqa: E731
     await wait_until(pilot, lambda: any(o.startswith(title) for o in options()), what=f"the {title} entry")
     await pilot.press("enter")
+
 
 async def test_retry_sends_the_last_prompt_again(offline_server, session_factory):
     app = XunApp(session_factory(offline_server))
@@ -118,7 +118,11 @@ async def test_clear_starts_over_and_keeps_the_log(offline_server, session_facto
         assert len(app.log_pane.entries) == 1
         assert "cleared" in app.chat.query_one(NoticeBlock).text
         # the next request carries nothing but the tool definitions
-        assert app.gauge.now == app.agent.request_tokens() == round(app.agent._schema_chars() * app.conversation.tokens_per_char)
+        assert (
+            app.gauge.now
+            == app.agent.request_tokens()
+            == round(app.agent._schema_chars() * app.conversation.tokens_per_char)
+        )
         assert app.gauge.reported is None
 
 
@@ -169,7 +173,9 @@ async def test_the_modal_style_sheet_is_read_when_the_first_modal_opens(offline_
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
         box = app.screen.query_one("#help-box")
         assert app.stylesheet.has_source(modals, "")
-        assert box.styles.border_top[0] == "round" and box.outer_size.width == 108, "90% of 120 columns, in a round border"
+        assert box.styles.border_top[0] == "round" and box.outer_size.width == 108, (
+            "90% of 120 columns, in a round border"
+        )
         await pilot.press("escape")
         await submit(pilot, "/history")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
@@ -197,7 +203,10 @@ async def test_history_shows_the_summary_whole(offline_server, session_factory, 
     async with app.run_test(size=(80, 24)) as pilot:
         await turn(pilot, "hello")
         facts = "\n".join(f"- `run_command` `echo {n} >> steps.txt` ran" for n in range(60))
-        summary = f"## overview\n- appending numbers\n\n## key_facts\n{facts}\n\n## pending_tasks\n- append 61 to 300 (PENDING-MARK)"
+        summary = (
+            f"## overview\n- appending numbers\n\n## key_facts\n{facts}\n\n## pending_tasks\n- append 61 to 300 "
+            "(PENDING-MARK)"
+        )
         app.conversation.set_system_message_content(summary, is_compressed=True)
         await submit(pilot, "/history")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
@@ -267,9 +276,21 @@ async def test_every_action_is_in_the_command_palette(offline_server, session_fa
     async with app.run_test(size=(120, 40)) as pilot:
         titles = {command.title for command in app.get_system_commands(app.screen)}
         # ("Cancel the turn" only while something runs: tests/tui/test_quit_and_typing.py)
-        for title in ("Compaction: summarise now", "Compaction: reclaim tool results", "Recoverable results", "History",
-                      "Sessions", "Settings", "Tokens", "Retry", "Revise", "Clear", "Render transcript", "Help",
-                      "Save and quit"):
+        for title in (
+            "Compaction: summarise now",
+            "Compaction: reclaim tool results",
+            "Recoverable results",
+            "History",
+            "Sessions",
+            "Settings",
+            "Tokens",
+            "Retry",
+            "Revise",
+            "Clear",
+            "Render transcript",
+            "Help",
+            "Save and quit",
+        ):
             assert title in titles
         await pilot.press("ctrl+p")
         await wait_until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
@@ -300,12 +321,16 @@ async def test_searching_the_palette_for_comp_finds_every_compaction_action(offl
         await wait_until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
         await pilot.press(*"comp")
         shown = lambda: " | ".join(str(option.prompt) for option in app.screen.query_one(CommandList).options)  # noqa: E731
-        await wait_until(pilot, lambda: "summarise" in shown() and "reclaim" in shown() and "preview" in shown(),
-                         what="the three compaction actions")
+        await wait_until(
+            pilot,
+            lambda: "summarise" in shown() and "reclaim" in shown() and "preview" in shown(),
+            what="the three compaction actions",
+        )
 
 
-async def test_the_palettes_screenshot_is_saved_in_xun_exports_and_says_where(offline_server, session_factory,
-                                                                              tmp_path: Path):
+async def test_the_palettes_screenshot_is_saved_in_xun_exports_and_says_where(
+    offline_server, session_factory, tmp_path: Path
+):
     """Trial F #31: Textual's "Screenshot" wrote to a Downloads folder that did not exist and said only
     "Failed to save screenshot"."""
     app = XunApp(session_factory(offline_server))
@@ -380,7 +405,10 @@ async def test_ctrl_c_with_a_selection_copies_as_f1_says(offline_server, session
     """Trial F #22: F1 said "Ctrl+C Quit (press twice)", but with text selected Ctrl+C copies it."""
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        assert ("Ctrl+C", "Copy the selection; with none, press twice to quit (the session is saved)") in app.binding_rows()
+        assert (
+            "Ctrl+C",
+            "Copy the selection; with none, press twice to quit (the session is saved)",
+        ) in app.binding_rows()
         await pilot.press(*"some text to copy")
         app.prompt.select_all()
         await pilot.press("ctrl+c")

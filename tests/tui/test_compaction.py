@@ -67,8 +67,9 @@ async def test_compact_toolcall_is_the_same_as_f6(offline_server, session_factor
         assert not app.conversation.summarizations
 
 
-async def test_compact_toolcall_with_more_words_asks_to_reword_and_keeps_the_text(offline_server, session_factory,
-                                                                                  tmp_path: Path):
+async def test_compact_toolcall_with_more_words_asks_to_reword_and_keeps_the_text(
+    offline_server, session_factory, tmp_path: Path
+):
     """Trial D: "/compact toolcall extra" ran a whole summary with "toolcall extra" as its focus, unsaid."""
     names = write_files(tmp_path, 2)
     app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
@@ -96,13 +97,19 @@ async def test_f5_summarises_with_a_divider_a_log_row_and_a_drop(offline_server,
         assert finished.type == "summary_finished" and finished.trigger == "manual"
         divider = app.chat.query(SummaryDivider).last()
         assert divider.state == "done"
-        assert f"{finished.condensed} messages summarised, offloaded to .xun/conversation_history/summary-test.md" in divider.text
+        assert (
+            f"{finished.condensed} messages summarised, offloaded to .xun/conversation_history/summary-test.md"
+            in divider.text
+        )
         entry = app.log_pane.entries[-1]
         assert entry.kind == "summary" and entry.offload == ".xun/conversation_history/summary-test.md"
         assert (Path(app.workdir) / entry.offload).is_file()
         assert app.gauge.now < before
         assert app.gauge.reported is None, "no reported count since the summary"
-        assert app.gauge.detail_text().startswith("estimate ") and "no server count since the summary" in app.gauge.detail_text()
+        assert (
+            app.gauge.detail_text().startswith("estimate ")
+            and "no server count since the summary" in app.gauge.detail_text()
+        )
         assert app.gauge.history[-1] < before
         assert of_type(seen, m.SummaryBegan)
         app.log_pane.focus()  # g on its row: the chat at the divider made while the app ran
@@ -163,7 +170,9 @@ async def test_a_command_that_has_to_wait_stays_in_the_input(offline_server_fact
 
 async def test_automatic_compaction_inside_a_turn_shows_in_the_log(offline_server, session_factory, tmp_path: Path):
     names = write_files(tmp_path, 5)
-    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=1500", "auto_compact.summary_keep_max=4"))
+    app = XunApp(
+        session_factory(offline_server, "auto_compact.token_threshold=1500", "auto_compact.summary_keep_max=4")
+    )
     async with app.run_test(size=(140, 44)) as pilot:
         await read_all(pilot, names)
         kinds = [(e.kind, e.trigger) for e in app.log_pane.entries]
@@ -192,8 +201,15 @@ async def test_ask_mode_asks_before_an_automatic_summary(offline_server, session
     names = write_files(tmp_path)
     # the seed's policy keeps the newest 12 results when it reclaims, so each time it is over the threshold it
     # asks for a summary (the cache-aware one would reclaim the finished turn's result first)
-    app = XunApp(session_factory(offline_server, "auto_compact.mode=ask", "auto_compact.token_threshold=1500",
-                                 "auto_compact.summary_keep_max=4", "auto_compact.policy=seed"))
+    app = XunApp(
+        session_factory(
+            offline_server,
+            "auto_compact.mode=ask",
+            "auto_compact.token_threshold=1500",
+            "auto_compact.summary_keep_max=4",
+            "auto_compact.policy=seed",
+        )
+    )
     async with app.run_test(size=(140, 44)) as pilot:
         await turn(pilot, "hello")
         await submit(pilot, f"read {names[0]}")  # its tool result puts the next call over the threshold
@@ -251,10 +267,12 @@ async def test_an_engine_warning_is_a_toast_and_a_notice(offline_server, session
     from xun.base import events
     from xun.tui.widgets.notice_block import NoticeBlock
 
-    text = ("automatic compaction failed 3 times in a row: it pauses the model's summaries for the next 10 model "
-            "calls, then tries again (each failure doubles the pause, up to 160); meanwhile reclaims go on, and a "
-            "summary that is due is xun's own (extractive); a summary by hand (/compact, F5) asks the model, and "
-            "ends the pause when it works")
+    text = (
+        "automatic compaction failed 3 times in a row: it pauses the model's summaries for the next 10 model "
+        "calls, then tries again (each failure doubles the pause, up to 160); meanwhile reclaims go on, and a "
+        "summary that is due is xun's own (extractive); a summary by hand (/compact, F5) asks the model, and "
+        "ends the pause when it works"
+    )
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 30)) as pilot:
         app.bridge(events.Warning(text))

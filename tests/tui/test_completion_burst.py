@@ -15,8 +15,10 @@ def burst(app: XunApp, *keys: str) -> None:
     """Keys as a terminal delivers a fast burst: all queued before the app handles the first."""
     for key in keys:
         character = key if len(key) == 1 else None
-        event = events.Key(key if len(key) > 1 else {" ": "space", ".": "full_stop", "/": "slash"}.get(key, key),
-                           character if key != "enter" else "\r")
+        event = events.Key(
+            key if len(key) > 1 else {" ": "space", ".": "full_stop", "/": "slash"}.get(key, key),
+            character if key != "enter" else "\r",
+        )
         event.set_sender(app)
         app._driver.send_message(event)
 
@@ -28,8 +30,11 @@ async def test_a_command_typed_in_one_burst_runs_with_its_argument(offline_serve
         await pilot.press(*"/re")  # typed at a person's pace: the menu offers /recall first
         assert app.prompt.menu.is_open
         burst(app, *"nder out.html", "enter")
-        await wait_until(pilot, lambda: (tmp_path / "out.html").exists() or app.prompt.text.strip(),
-                         what="the export or text left in the prompt")
+        await wait_until(
+            pilot,
+            lambda: (tmp_path / "out.html").exists() or app.prompt.text.strip(),
+            what="the export or text left in the prompt",
+        )
         await pilot.pause()
         assert app.prompt.text == "", f"the prompt holds {app.prompt.text!r}: a stale completion was taken"
         assert (tmp_path / "out.html").exists()
@@ -42,5 +47,9 @@ async def test_enter_on_a_partial_command_in_a_burst_completes_as_when_typed_slo
         app.prompt.focus()
         await pilot.pause()
         burst(app, *"/rend", "enter")
-        await wait_until(pilot, lambda: app.prompt.text == "/render ", timeout=3,
-                         what="Enter to take the completion of the text as it is, /render")
+        await wait_until(
+            pilot,
+            lambda: app.prompt.text == "/render ",
+            timeout=3,
+            what="Enter to take the completion of the text as it is, /render",
+        )

@@ -77,7 +77,7 @@ async def open_recall(pilot, app: XunApp, query: str = "") -> RecallScreen:
 def test_snippets_are_never_markup():
     content = snippet_content("a [bold]x[/bold] «match» and «other» tail")
     assert content.plain == "a [bold]x[/bold] match and other tail"
-    styled = {content.plain[span.start:span.end] for span in content.spans}
+    styled = {content.plain[span.start : span.end] for span in content.spans}
     assert styled == {"match", "other"}
     assert snippet_content("open «mark only").plain == "open mark only"
     assert snippet_content("").plain == ""
@@ -167,7 +167,9 @@ async def test_an_entry_just_restored_says_so_when_looked_at_again(offline_serve
         await pilot.press("down")
         await wait_until(pilot, lambda: screen.entry is not None and screen.entry.id == screen.hits[1].id)
         await pilot.press("up")
-        await wait_until(pilot, lambda: screen.entry is not None and screen.entry.id == first.id, what="the entry again")
+        await wait_until(
+            pilot, lambda: screen.entry is not None and screen.entry.id == first.id, what="the entry again"
+        )
         status = str(screen.query_one("#recall-status").render())
         assert status.startswith("already restored into the context (") and "gone" not in status, status
         await pilot.press("ctrl+r")
@@ -187,7 +189,9 @@ async def test_summarised_entries_are_read_not_restored(offline_server, session_
         reclaimed = [i for i, h in enumerate(screen.hits) if h.tool_call_id]
         assert len(reclaimed) == 1, "a reclaimed-then-summarised result is one match"
         screen.query_one("#recall-results", OptionList).highlighted = reclaimed[0]
-        await wait_until(pilot, lambda: screen.entry is not None and screen.entry.source == "reclaimed", what="the entry")
+        await wait_until(
+            pilot, lambda: screen.entry is not None and screen.entry.source == "reclaimed", what="the entry"
+        )
         ok, why = screen.restore_state()
         assert not ok and "summarised away" in why
         assert screen.query_one("#restore", Button).disabled
@@ -211,8 +215,10 @@ async def test_clear_offloads_what_it_drops_so_recall_finds_it(offline_server, s
         await wait_until(pilot, lambda: "cleared" in app.chat.query(NoticeBlock).last().text, what="the notice")
         assert not app.conversation.messages
         log = tmp_path / ".xun" / "conversation_history" / f"{app.conversation.conversation_id}.md"
-        assert f"the {dropped} messages it took out are in the offload log .xun/conversation_history/{log.name} (F9 finds them)" \
-            in app.chat.query(NoticeBlock).last().text
+        assert (
+            f"the {dropped} messages it took out are in the offload log .xun/conversation_history/{log.name} (F9 finds "
+            "them)" in app.chat.query(NoticeBlock).last().text
+        )
         text = log.read_text()
         assert "PINEAPPLE42" in text and "zebra0" in text and "[Compacted" not in text
         screen = await open_recall(pilot, app, "PINEAPPLE42")
@@ -229,19 +235,24 @@ async def test_the_engine_refusing_a_restore_is_shown(offline_server, session_fa
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await finish(pilot, lambda: app.post_message(m.RestoreRequested("call_nope")))
-        assert any("could not restore call_nope: no reclaimed tool result has the id 'call_nope'" in n.message
-                   for n in app._notifications)
+        assert any(
+            "could not restore call_nope: no reclaimed tool result has the id 'call_nope'" in n.message
+            for n in app._notifications
+        )
 
 
 async def test_index_warnings_become_notifications_and_an_empty_box_says_what_is_indexed(
-        offline_server, session_factory, tmp_path: Path):
+    offline_server, session_factory, tmp_path: Path
+):
     names = write_files(tmp_path, 2)
     app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
     async with app.run_test(size=(140, 44), notifications=True) as pilot:
         await read_all(pilot, names)
         await finish(pilot, lambda: pilot.press("f6"))
         screen = await open_recall(pilot, app)
-        await wait_until(pilot, lambda: "1 reclaimed result indexed here" in str(screen.query_one("#recall-status").render()))
+        await wait_until(
+            pilot, lambda: "1 reclaimed result indexed here" in str(screen.query_one("#recall-status").render())
+        )
         await pilot.press("escape")
         app.session.store.history.path.write_bytes(b"this is not a database" * 100)
         screen = await open_recall(pilot, app, "zebra0")
@@ -253,7 +264,8 @@ async def test_index_warnings_become_notifications_and_an_empty_box_says_what_is
 
 
 async def test_a_damaged_index_found_while_counting_is_reported_with_no_search(
-        offline_server, session_factory, tmp_path: Path):
+    offline_server, session_factory, tmp_path: Path
+):
     """The empty box's count can be the first to meet the damage (and rebuild the index): its warning is shown
     then, not left in the index for a search that may never come."""
     names = write_files(tmp_path, 2)
@@ -266,16 +278,20 @@ async def test_a_damaged_index_found_while_counting_is_reported_with_no_search(
         await wait_until(pilot, lambda: any(n.title == "history index" for n in app._notifications), what="the warning")
         warning = next(n for n in app._notifications if n.title == "history index")
         assert warning.severity == "warning" and "could not be used" in warning.message
-        await wait_until(pilot, lambda: "1 reclaimed result indexed here" in str(screen.query_one("#recall-status").render()),
-                         what="the count of the rebuilt index")
+        await wait_until(
+            pilot,
+            lambda: "1 reclaimed result indexed here" in str(screen.query_one("#recall-status").render()),
+            what="the count of the rebuilt index",
+        )
         assert screen.searches == 0
 
 
 # --------------------------------------------------------------------------------------------- preview
 
 
-async def test_f7_previews_a_summary_and_a_reclaim_without_changing_anything(offline_server, session_factory,
-                                                                           tmp_path: Path):
+async def test_f7_previews_a_summary_and_a_reclaim_without_changing_anything(
+    offline_server, session_factory, tmp_path: Path
+):
     names = write_files(tmp_path)
     app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=4"))
     async with app.run_test(size=(140, 44)) as pilot:
@@ -300,7 +316,9 @@ async def test_f7_previews_a_summary_and_a_reclaim_without_changing_anything(off
         cut = options.get_option_index(CUT_ID)
         assert cut == plan.cut_index and options.get_option_at_index(cut).disabled
         assert "✂ cut" in str(options.get_option_at_index(cut).prompt)
-        assert str(screen.query_one("#preview-summary").render()).startswith(f"summary: {plan.condensed_count} messages")
+        assert str(screen.query_one("#preview-summary").render()).startswith(
+            f"summary: {plan.condensed_count} messages"
+        )
         assert not screen.query_one("#compact", Button).disabled and not screen.query_one("#reclaim", Button).disabled
         await pilot.press("escape")
         assert not isinstance(app.screen, PreviewScreen)
@@ -352,8 +370,15 @@ async def test_f7_with_one_tool_result_says_why_in_a_whole_sentence(offline_serv
 
 
 def ask_app(session_factory, server, *extra: str) -> XunApp:
-    return XunApp(session_factory(server, "auto_compact.mode=ask", "auto_compact.token_threshold=2400",
-                                  "auto_compact.summary_keep_max=4", *extra))
+    return XunApp(
+        session_factory(
+            server,
+            "auto_compact.mode=ask",
+            "auto_compact.token_threshold=2400",
+            "auto_compact.summary_keep_max=4",
+            *extra,
+        )
+    )
 
 
 REMEMBER = "please remember: " + "the quick brown fox jumps " * 80
@@ -366,14 +391,16 @@ async def over_the_threshold(pilot, names: list[str]) -> None:
     await submit(pilot, f"read {names[0]} and {names[1]}")
 
 
-async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(offline_server, session_factory,
-                                                                           tmp_path: Path):
+async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(
+    offline_server, session_factory, tmp_path: Path
+):
     names = write_files(tmp_path)
     app = ask_app(session_factory, offline_server)
     async with app.run_test(size=(140, 44), notifications=True) as pilot:
         await the_question(pilot, app, names)
-        assert not any(n.title == "automatic summary" for n in app._notifications), \
+        assert not any(n.title == "automatic summary" for n in app._notifications), (
             "the question and its countdown are on screen: no toast to outlive the answer (issue 14)"
+        )
         assert "runs in" in str(app.screen.query_one("#consent-text").render())
         assert "messages summarised" in app.screen.keep_text
         await pilot.press("o")
@@ -391,7 +418,9 @@ async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(off
 
         # and back on without quitting (there was no way short of a restart)
         await submit(pilot, "/auto")
-        await wait_until(pilot, lambda: any("automatic summaries: off" in n.text for n in app.chat.query("NoticeBlock")))
+        await wait_until(
+            pilot, lambda: any("automatic summaries: off" in n.text for n in app.chat.query("NoticeBlock"))
+        )
         await submit(pilot, "/auto ask")
         await wait_until(pilot, lambda: app.session.config.auto_compact.mode == "ask", what="ask mode again")
         done = app.finished_work
@@ -402,7 +431,9 @@ async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(off
         await wait_until(pilot, lambda: app.finished_work > done, what="the turn")
 
 
-async def test_with_summaries_off_the_chat_says_once_why_nothing_compacts(offline_server, session_factory, tmp_path: Path):
+async def test_with_summaries_off_the_chat_says_once_why_nothing_compacts(
+    offline_server, session_factory, tmp_path: Path
+):
     """Newcomer trial (issue 25, finding 12): with auto_compact.mode "off" a turn ran the context to 209% of
     the threshold, and only a compaction-log row (in the side panel, hidden below 100 columns) said why
     nothing compacted. The chat says it once, naming the key that summarises and how to turn them back on."""
@@ -421,8 +452,9 @@ async def test_with_summaries_off_the_chat_says_once_why_nothing_compacts(offlin
         assert not app.conversation.summarizations
 
 
-async def test_an_unanswered_question_closes_itself_and_the_summary_runs(offline_server, session_factory,
-                                                                       tmp_path: Path):
+async def test_an_unanswered_question_closes_itself_and_the_summary_runs(
+    offline_server, session_factory, tmp_path: Path
+):
     names = write_files(tmp_path)
     app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=3")
     async with app.run_test(size=(140, 44)) as pilot:
@@ -472,8 +504,9 @@ async def test_a_warning_once_when_the_context_passes_90_percent(offline_server,
 # ---------------------------------------------------------------------------------------------- breakdown
 
 
-async def test_enter_on_the_gauge_shows_what_fills_the_context_and_jumps(offline_server, session_factory,
-                                                                       tmp_path: Path):
+async def test_enter_on_the_gauge_shows_what_fills_the_context_and_jumps(
+    offline_server, session_factory, tmp_path: Path
+):
     names = write_files(tmp_path)
     (tmp_path / "AGENTS.md").write_text("Keep the answers short.\n")
     app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "model.context_window=8000"))
@@ -486,8 +519,13 @@ async def test_enter_on_the_gauge_shows_what_fills_the_context_and_jumps(offline
         b = app.screen.breakdown
         labels = [p.label for p in b.parts]
         assert "AGENTS.md (persistent)" in labels
-        for label in ("user messages", "assistant messages", "tool calls", "tool results (kept)",
-                      "tool results (reclaimed placeholders)"):
+        for label in (
+            "user messages",
+            "assistant messages",
+            "tool calls",
+            "tool results (kept)",
+            "tool results (reclaimed placeholders)",
+        ):
             assert label in labels
         assert sum(p.chars for p in b.parts) == b.chars
         assert b.part("placeholders").count == 2 and b.part("tool_results").count == 1
@@ -517,8 +555,9 @@ async def test_enter_on_the_gauge_shows_what_fills_the_context_and_jumps(offline
         assert not block.has_class("-jump-target")
 
 
-async def test_at_80x24_the_breakdown_scrolls_to_every_row_and_cuts_with_an_ellipsis(offline_server, session_factory,
-                                                                                     tmp_path: Path):
+async def test_at_80x24_the_breakdown_scrolls_to_every_row_and_cuts_with_an_ellipsis(
+    offline_server, session_factory, tmp_path: Path
+):
     """Newcomer trial D, finding 11: at 80x24 one of "the 5 largest messages" showed, cut at the border with
     no ellipsis; PgDn did nothing; End scrolled the table sideways, and the offset outlived a resize."""
     names = write_files(tmp_path, 5)
@@ -607,7 +646,9 @@ async def test_a_remapped_key_is_the_one_the_notices_name(offline_server, sessio
         assert "F6" not in outlook and "F5" not in outlook, outlook
 
 
-async def test_the_cache_share_the_log_row_and_the_preview_cost(offline_server_factory, session_factory, tmp_path: Path):
+async def test_the_cache_share_the_log_row_and_the_preview_cost(
+    offline_server_factory, session_factory, tmp_path: Path
+):
     """On a server that reports its prompt cache: the gauge shows the last call's hit share (the server's
     figure), the reclaim's log row its cache cost, and F7 the cost of each choice."""
     for i in range(1, 5):
@@ -645,17 +686,28 @@ def test_the_preview_marks_calls_whose_arguments_a_reclaim_replaces():
     c.add_user_message("write three files")
     for i in range(3):
         arguments = json.dumps({"path": f"f{i}.txt", "content": f"text {i} " * 100})
-        c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{i}", "type": "function", "function": {"name": "write_file", "arguments": arguments}}]})
+        c.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{i}", "type": "function", "function": {"name": "write_file", "arguments": arguments}}
+                ],
+            }
+        )
         c.add_tool_result(f"call_{i}", "written")
     reclaim = reclaim_preview(c, 1)
     assert reclaim.ids == ("call_0:arguments", "call_1:arguments") and reclaim.what == "the arguments of 2 calls"
     plan = c.plan_compaction(16)
     rows = preview_rows(c, plan, reclaim)
     assert [row.index for row in rows if row.reclaim] == [1, 3], "the two older calls, not their short results"
-    figures = PreviewFigures(100, 50, None, 1000, plan.condensed_count, len(plan.kept), plan.nothing_to_condense, 16, reclaim)
+    figures = PreviewFigures(
+        100, 50, None, 1000, plan.condensed_count, len(plan.kept), plan.nothing_to_condense, 16, reclaim
+    )
     assert "reclaim (F6): the arguments of 2 calls older than the newest 1 become placeholders" in reclaim_line(figures)
-    assert "F6 would reclaim the arguments of 2 calls (about " in outlook_line(figures, {"reclaim": "F6", "compact": "F5", "preview": "F7"}.__getitem__)
+    assert "F6 would reclaim the arguments of 2 calls (about " in outlook_line(
+        figures, {"reclaim": "F6", "compact": "F5", "preview": "F7"}.__getitem__
+    )
     c.compact_toolcall(keep_max=1)
     after = preview_rows(c, c.plan_compaction(16), reclaim_preview(c, 1))
     assert [row.index for row in after if row.placeholder] == [1, 3] and not any(row.reclaim for row in after)
@@ -699,7 +751,10 @@ async def test_while_the_question_waits_the_app_says_it_waits_for_you(offline_se
         await pilot.pause(1.2)
         assert app.header.status == "waiting for you"
         assert app.chat.waiting is not None
-        assert app.chat.waiting.text.startswith("waiting for you") and "the model has the prompt" not in app.chat.waiting.text
+        assert (
+            app.chat.waiting.text.startswith("waiting for you")
+            and "the model has the prompt" not in app.chat.waiting.text
+        )
         await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         await pilot.press("n")
         await wait_until(pilot, lambda: not isinstance(app.screen, ConsentScreen))
@@ -719,8 +774,9 @@ async def test_the_help_lists_the_confirmation_keys_the_dialog_takes(offline_ser
         assert words == "allow once · allow for this session · deny"
 
 
-async def test_a_sentence_typed_at_the_question_answers_nothing_and_is_not_lost(offline_server,
-                                                                                     session_factory, tmp_path: Path):
+async def test_a_sentence_typed_at_the_question_answers_nothing_and_is_not_lost(
+    offline_server, session_factory, tmp_path: Path
+):
     """Issue 25, a newcomer's trial: typed as the ask-mode question stood open, "hello there" answered it
     with the "o" of "hello" (automatic summaries off for the session) and the sentence was gone."""
     names = write_files(tmp_path)

@@ -47,7 +47,9 @@ async def two_summaries(pilot, tmp_path: Path) -> None:
     await finish(pilot, lambda: pilot.press("f5"))
 
 
-async def test_the_divider_goes_at_the_cut_and_what_left_the_context_is_dimmed(offline_server, session_factory, tmp_path):
+async def test_the_divider_goes_at_the_cut_and_what_left_the_context_is_dimmed(
+    offline_server, session_factory, tmp_path
+):
     app = XunApp(session_factory(offline_server, *KEEP))
     async with app.run_test(size=(140, 44)) as pilot:
         for i in range(3):
@@ -57,7 +59,7 @@ async def test_the_divider_goes_at_the_cut_and_what_left_the_context_is_dimmed(o
         rows = chat_rows(app)
         cut = [i for i, row in enumerate(rows) if row[0] == "divider"]
         assert len(cut) == 1
-        above, below = rows[:cut[0]], rows[cut[0] + 1:]
+        above, below = rows[: cut[0]], rows[cut[0] + 1 :]
         assert above and all(dim for _, _, dim in above), rows
         assert below and not any(dim for _, _, dim in below), rows
         # the kept turn (the last prompt and what followed) is below the divider, as F7 shows the cut
@@ -92,11 +94,11 @@ async def test_resume_shows_the_whole_history_from_the_offload_log(offline_serve
         dividers = [i for i, row in enumerate(rows) if row[0] == "divider"]
         assert len(dividers) == 2
         # everything above the last divider is out of the context and dimmed; below it, nothing is
-        assert all(dim for kind, _, dim in rows[:dividers[-1]] if kind != "divider")
-        assert not any(dim for _, _, dim in rows[dividers[-1] + 1:])
+        assert all(dim for kind, _, dim in rows[: dividers[-1]] if kind != "divider")
+        assert not any(dim for _, _, dim in rows[dividers[-1] + 1 :])
         # the first summarised turns come before the first divider, the tool calls came back with them
         assert rows[0] == ("user", "read f0.txt", True)
-        assert any(kind == "tool" and dim for kind, _, dim in rows[:dividers[0]])
+        assert any(kind == "tool" and dim for kind, _, dim in rows[: dividers[0]])
         assert [(kind, text) for kind, text, _ in rows if kind != "assistant"] == live
 
         await submit(pilot, "/render whole.md")
@@ -187,8 +189,14 @@ async def test_brackets_select_blocks_and_enter_opens_the_selected_tool_call(off
 async def test_a_summarised_reclaimed_result_is_marked_and_r_says_why(offline_server, session_factory, tmp_path):
     for i in range(3):
         (tmp_path / f"f{i}.txt").write_text(f"file {i}\n" + "words to read\n" * 40)
-    app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1", "auto_compact.summary_keep_max=2",
-                                 "ui.keymap.recall=f12"))
+    app = XunApp(
+        session_factory(
+            offline_server,
+            "auto_compact.toolcall_keep_max=1",
+            "auto_compact.summary_keep_max=2",
+            "ui.keymap.recall=f12",
+        )
+    )
     async with app.run_test(size=(140, 44)) as pilot:
         for i in range(3):
             await turn(pilot, f"read f{i}.txt")
@@ -235,7 +243,10 @@ async def test_clear_leaves_no_stale_state(offline_server, session_factory, tmp_
         await submit(pilot, "/tokens")
         await wait_until(pilot, lambda: "0 summaries" in str(app.chat.children[-1].render()))
         tokens_text = str(app.chat.children[-1].render())
-        assert "0 messages · 0 reclaimed results · 0 summaries" in tokens_text and "since the last summary" not in tokens_text
+        assert (
+            "0 messages · 0 reclaimed results · 0 summaries" in tokens_text
+            and "since the last summary" not in tokens_text
+        )
 
 
 def test_counts_read_as_english():
@@ -270,8 +281,9 @@ async def test_a_tool_block_shows_the_run_time_not_the_time_spent_answering(offl
         assert ended.duration < 0.6, ended.duration
 
 
-async def test_after_turning_automatic_summaries_off_the_log_does_not_repeat_itself(offline_server, session_factory,
-                                                                                   tmp_path):
+async def test_after_turning_automatic_summaries_off_the_log_does_not_repeat_itself(
+    offline_server, session_factory, tmp_path
+):
     from xun.tui.screens.consent import ConsentScreen
 
     for i in range(4):
@@ -325,7 +337,9 @@ async def test_narrow_terminals_switch_between_the_chat_and_the_side_panel(offli
         await pilot.press("f8")
         await pilot.pause()
         assert side.region.width == 80 and app.recoverable.table.has_focus
-        assert any("No reclaimed tool results yet" in n.message for n in app._notifications), "F8 on an empty list says so"
+        assert any("No reclaimed tool results yet" in n.message for n in app._notifications), (
+            "F8 on an empty list says so"
+        )
         await pilot.press("f4")
         await pilot.pause()
         assert column.region.width == 80 and app.prompt.has_focus
@@ -388,23 +402,30 @@ async def test_usage_of_the_last_call_the_session_and_its_cost_survive_a_resume(
         assert f"${expected:,.4f}" in text and "(2 calls)" in text
         await quit_app(pilot, app)
     first.close()  # one writer per session: the first lets go of it, as a process that quits does
-    again = XunApp(session_factory(offline_server, *prices, "model.name=xun-offline",
-                                   resume=first.conversation.conversation_id))
+    again = XunApp(
+        session_factory(offline_server, *prices, "model.name=xun-offline", resume=first.conversation.conversation_id)
+    )
     async with again.run_test(size=(140, 44)) as pilot:
         await wait_until(pilot, lambda: again.gauge.usage_text)
         assert again.conversation.usage_totals == totals
         assert again.gauge.usage_text.startswith("session ") and f"${expected:,.4f}" in again.gauge.usage_text
 
 
-async def test_the_cost_bills_cached_input_at_its_price_as_the_server_reported_it(offline_server_factory, session_factory, tmp_path):
+async def test_the_cost_bills_cached_input_at_its_price_as_the_server_reported_it(
+    offline_server_factory, session_factory, tmp_path
+):
     """Over real HTTP, the offline server's prefix cache on: the cost under the gauge and in /tokens is
     uncached input x input + cached x cached_input + output x output, from the server's own figures; it
     survives a resume."""
     for i in range(3):
         (tmp_path / f"f{i}.txt").write_text("".join(f"part {i} line {j}\n" for j in range(40)))
     server = offline_server_factory(cache_ttl=300)
-    prices = ("pricing.xun-offline.input=2", "pricing.xun-offline.cached_input=0.5", "pricing.xun-offline.output=8",
-              "model.name=xun-offline")
+    prices = (
+        "pricing.xun-offline.input=2",
+        "pricing.xun-offline.cached_input=0.5",
+        "pricing.xun-offline.output=8",
+        "model.name=xun-offline",
+    )
     first = session_factory(server, *prices)
     app = XunApp(first)
     async with app.run_test(size=(140, 44)) as pilot:
@@ -453,15 +474,19 @@ async def test_a_large_paste_is_one_line_in_the_input_and_sent_in_full(offline_s
         assert any(getattr(msg, "text", None) == f"sum {pasted}a small paste" for msg in app.conversation.messages)
 
 
-async def test_a_low_threshold_reclaims_before_it_summarises_and_every_nothing_says_why(offline_server, session_factory,
-                                                                                      tmp_path):
+async def test_a_low_threshold_reclaims_before_it_summarises_and_every_nothing_says_why(
+    offline_server, session_factory, tmp_path
+):
     """Item 13: with token_threshold=3000 and 12 turns that read files, tier 1 runs (the newest result of a
     finished turn is reclaimed rather than its whole turn summarised), every automatic summary says why a
     reclaim was not enough, every reclaim that replaced nothing says why, and F7's figures are what F6
     and the automatic policy then do."""
     for i in range(1, 13):
-        (tmp_path / f"f{i}.txt").write_text("".join(f"line {n} of file {i}: alpha beta gamma delta omega sigma "
-                                                    f"beta gamma alpha omega\n" for n in range(60)))
+        (tmp_path / f"f{i}.txt").write_text(
+            "".join(
+                f"line {n} of file {i}: alpha beta gamma delta omega sigma beta gamma alpha omega\n" for n in range(60)
+            )
+        )
     app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=3000"))
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         for i in range(1, 13):
@@ -470,8 +495,9 @@ async def test_a_low_threshold_reclaims_before_it_summarises_and_every_nothing_s
         summaries = [r for r in log if r["type"] == "summary_finished"]
         reclaims = [r for r in log if r["type"] == "tool_results_reclaimed"]
         first_summary = log.index(summaries[0]) if summaries else len(log)
-        assert any(r["count"] for r in log[first_summary:] if r in reclaims), \
+        assert any(r["count"] for r in log[first_summary:] if r in reclaims), (
             "tier 1 runs after the first summary too, not a summary on every turn"
+        )
         assert sum(1 for r in reclaims if r["count"]) > len(summaries)
         assert all(r["why"] for r in summaries if r["trigger"] == "auto"), summaries
         assert all(r["reason"] for r in reclaims if not r["count"]), reclaims
@@ -499,8 +525,11 @@ async def test_a_low_threshold_reclaims_before_it_summarises_and_every_nothing_s
         await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen), what="the breakdown")
         outlook = str(app.screen.query_one("#breakdown-outlook").render())
         reclaim = app.preview_figures()[0].reclaim
-        assert (f"F6 would reclaim {reclaim.count} tool result" in outlook if reclaim.count
-                else f"F6 would reclaim nothing ({reclaim.why_nothing})" in outlook), outlook
+        assert (
+            f"F6 would reclaim {reclaim.count} tool result" in outlook
+            if reclaim.count
+            else f"F6 would reclaim nothing ({reclaim.why_nothing})" in outlook
+        ), outlook
         await pilot.press("escape")
 
         # F7's summary figures are F5's
@@ -514,8 +543,9 @@ async def test_a_low_threshold_reclaims_before_it_summarises_and_every_nothing_s
             assert (last.condensed_count, last.kept_count) == (f.condensed, f.kept)
 
 
-async def test_a_long_turn_with_many_summaries_shows_every_call_once_live_resumed_and_rendered(offline_server,
-                                                                                              session_factory):
+async def test_a_long_turn_with_many_summaries_shows_every_call_once_live_resumed_and_rendered(
+    offline_server, session_factory
+):
     """Trial F #5, #20: a 200-step turn made a dozen summaries, several in one second. Live, their dividers
     stacked above the turn's prompt and the calls they took out were never dimmed; resumed and in /render,
     every section showed the first one's calls (142-155 and more were missing) and the prompt came back once
@@ -532,6 +562,7 @@ async def test_a_long_turn_with_many_summaries_shows_every_call_once_live_resume
         live = chat_rows(app, arguments=True, blocks=await every_block(pilot, app.chat))
         await quit_app(pilot, app)
     first.close()
+
     def calls(rows) -> list[int]:
         return [int(n) for kind, text, _ in rows if kind == "tool" for n in re.findall(r"echo (\d+)", text)]
 
@@ -539,7 +570,7 @@ async def test_a_long_turn_with_many_summaries_shows_every_call_once_live_resume
     assert [kind for kind, _, _ in live].index("user") == 0 and not live[0][2], "the prompt on top, in the context"
     dividers = [i for i, row in enumerate(live) if row[0] == "divider"]
     assert len(dividers) == len(app.conversation.summarizations) and dividers[0] > 5, "among the calls"
-    assert all(dim for kind, _, dim in live[1:dividers[-1]] if kind == "tool"), "the calls summarised are dimmed"
+    assert all(dim for kind, _, dim in live[1 : dividers[-1]] if kind == "tool"), "the calls summarised are dimmed"
 
     again = XunApp(session_factory(offline_server, *settings, resume=first.conversation.conversation_id))
     async with again.run_test(size=(140, 44)) as pilot:

@@ -32,8 +32,9 @@ async def test_the_chat_says_the_turn_started_until_the_first_token(offline_serv
         assert not app.chat.query(WaitingLine)
 
 
-async def test_the_waiting_line_goes_when_a_tool_runs_or_the_turn_fails(offline_server_factory, session_factory,
-                                                                          tmp_path):
+async def test_the_waiting_line_goes_when_a_tool_runs_or_the_turn_fails(
+    offline_server_factory, session_factory, tmp_path
+):
     (tmp_path / "notes.txt").write_text("a note\n")
     server = offline_server_factory(faults="500@2-9")  # the tool runs; the call after it fails
     app = XunApp(session_factory(server, "retry.attempts=1"))
@@ -52,8 +53,11 @@ async def test_the_chat_footer_counts_the_turn_while_it_runs(offline_server_fact
         assert app.chat.border_subtitle.startswith("0 messages in the context")
         await submit(pilot, "read notes.txt")
         # the prompt, the call and its result, while the model is asked again
-        await wait_until(pilot, lambda: app.chat.border_subtitle.startswith("3 messages in the context"),
-                         what="the footer to count the tool round")
+        await wait_until(
+            pilot,
+            lambda: app.chat.border_subtitle.startswith("3 messages in the context"),
+            what="the footer to count the tool round",
+        )
         assert app.busy == "turn", "counted while the turn runs, not only after it"
         await wait_idle(pilot)
         assert app.chat.border_subtitle.startswith("4 messages in the context")

@@ -161,8 +161,9 @@ async def test_restore_puts_the_original_back(offline_server, session_factory, t
         assert call_id not in app.recoverable.records
         entry = app.log_pane.entries[-1]
         assert entry.kind == "restore" and entry.count.endswith(call_id[-8:])
-        assert f"{tokens(entry.tokens_after - entry.tokens_before)} restored" in app.log_pane.border_subtitle, \
+        assert f"{tokens(entry.tokens_after - entry.tokens_before)} restored" in app.log_pane.border_subtitle, (
             "the log's footer counts what came back, not only what was freed"
+        )
         assert app.gauge.now > before
         block = app.chat.tool_block(call_id)
         assert isinstance(block, ToolBlock) and block.restored and "restored" in block.title
@@ -183,8 +184,10 @@ async def test_a_restore_that_goes_over_the_threshold_says_so(offline_server, se
         assert call_id not in app.conversation.compacted_toolcalls, "restored"
         now = app.agent.request_tokens()
         said = [n.message for n in app._notifications if "over the threshold" in n.message]
-        assert said == [f"The restore put the context over the threshold ({tokens(now)} / {tokens(before + 10)}): "
-                        "the next model call will compact it again (a reclaim or a summary)."], said
+        assert said == [
+            f"The restore put the context over the threshold ({tokens(now)} / {tokens(before + 10)}): "
+            "the next model call will compact it again (a reclaim or a summary)."
+        ], said
 
 
 async def test_a_result_summarised_away_can_be_read_but_not_restored(offline_server, session_factory, tmp_path: Path):
@@ -232,7 +235,9 @@ def call_arguments(app: XunApp, call_id: str) -> str:
     raise AssertionError(call_id)
 
 
-async def test_reclaimed_call_arguments_are_listed_inspected_and_restored(offline_server, session_factory, tmp_path: Path):
+async def test_reclaimed_call_arguments_are_listed_inspected_and_restored(
+    offline_server, session_factory, tmp_path: Path
+):
     texts = {name: " ".join(f"{name}-word-{i}" for i in range(70)) for name in ("alpha", "beta", "gamma")}
     app = XunApp(session_factory(offline_server, "auto_confirm=true", "auto_compact.toolcall_keep_max=1"))
     async with app.run_test(size=(140, 44)) as pilot:
@@ -252,7 +257,9 @@ async def test_reclaimed_call_arguments_are_listed_inspected_and_restored(offlin
         key = screen.record.tool_call_id
         call_id = key.removesuffix(":arguments")
         assert json.loads(screen.original) == {"path": "alpha.txt", "content": texts["alpha"]}
-        assert json.loads(call_arguments(app, call_id))["content"].endswith(f"[Compacted, ID: {key}. {len(texts['alpha']):,} chars]")
+        assert json.loads(call_arguments(app, call_id))["content"].endswith(
+            f"[Compacted, ID: {key}. {len(texts['alpha']):,} chars]"
+        )
         assert "write_file call arguments" in screen.query_one("#inspector-box").border_title
         assert "the arguments of this call" in str(screen.query_one("#inspector-summary").render())
         assert screen.language == "json" and screen.restorable
@@ -312,8 +319,14 @@ def test_f_on_reclaimed_arguments_searches_for_their_path():
     c = Conversation()
     c.add_user_message("write the files")
     for i in range(4):
-        call = {"id": f"call_{i}", "type": "function",
-                "function": {"name": "write_file", "arguments": json.dumps({"path": f"out/step{i}.txt", "content": "x" * 3_000})}}
+        call = {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {
+                "name": "write_file",
+                "arguments": json.dumps({"path": f"out/step{i}.txt", "content": "x" * 3_000}),
+            },
+        }
         c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [call]})
         c.add_tool_result(f"call_{i}", "wrote 3,000 characters")
     c.compact_toolcall(keep_max=1)
@@ -321,14 +334,15 @@ def test_f_on_reclaimed_arguments_searches_for_their_path():
     assert recall_query(record, c.compacted_toolcall_result("call_1:arguments")) == "out/step1.txt"
 
 
-async def test_the_sparkline_label_counts_the_model_calls_apart_from_compactions(offline_server, session_factory,
-                                                                                 tmp_path: Path):
+async def test_the_sparkline_label_counts_the_model_calls_apart_from_compactions(
+    offline_server, session_factory, tmp_path: Path
+):
     """Trial F #10: a reclaim and a restore add points, and the label said "the last 8 model calls" over 6 calls."""
     prepare(tmp_path)
     app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
     async with app.run_test(size=(140, 44)) as pilot:
         await reclaimed_app(pilot, app)
-        screen = await open_row(pilot, app, "read_file", "data")
+        await open_row(pilot, app, "read_file", "data")
         await finish(pilot, lambda: pilot.press("r"))
         calls = app.conversation.usage_totals["calls"]
         label = str(app.gauge.query_one("#gauge-history-label").render())

@@ -49,7 +49,9 @@ def test_every_key_a_terminal_sends_is_a_key_name_the_config_takes_as_it_is():
         assert keymap.normalise_keys(key) == key
 
 
-@pytest.mark.parametrize("character", [chr(c) for c in [*range(0x21, 0x7F), *range(0xA1, 0x100)] if chr(c).isprintable()])
+@pytest.mark.parametrize(
+    "character", [chr(c) for c in [*range(0x21, 0x7F), *range(0xA1, 0x100)] if chr(c).isprintable()]
+)
 def test_a_character_is_named_as_textual_names_it(character):
     name = _character_to_key(character)
     assert keymap.key_name_of(character) == name

@@ -23,6 +23,8 @@ from xun.tui.widgets.user_block import UserBlock
 from .helpers import session_ready, submit, turn, wait_idle, wait_until
 from .terminal import Terminal, terminal  # noqa: F401 - a fixture
 
+# ruff: noqa: F811 - the tests take the imported `terminal` fixture as a parameter
+
 PASTE = "\n".join(f"pasted line {n} of 50000" for n in range(50_000))
 RESULT = "".join(f"word{n} " for n in range(100_000))  # ~790k characters on one line
 REPLY = "The file holds these words:\n\n" + "".join(f"term{n} " for n in range(100_000)) + "\n\nThat is all."
@@ -41,9 +43,19 @@ def long_session(workdir: Path) -> str:
     store = SessionStore(workdir)
     conversation = store.new()
     conversation.add_user_message(PASTE)
-    conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_big", "type": "function",
-         "function": {"name": "read_file", "arguments": json.dumps({"path": "words.txt"})}}]})
+    conversation.add_agent_message(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_big",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": json.dumps({"path": "words.txt"})},
+                }
+            ],
+        }
+    )
     conversation.add_tool_result("call_big", RESULT)
     conversation.add_agent_message({"role": "assistant", "content": REPLY})
     conversation.add_user_message("and now a short question")
@@ -60,15 +72,17 @@ def drawn_rows(widget) -> list[str]:
 
 async def loaded(pilot, app: XunApp) -> None:
     await session_ready(pilot, app)
-    await wait_until(pilot, lambda: any(block.text == PASTE for block in app.chat.query(UserBlock)),
-                     what="the long turn in the chat")
+    await wait_until(
+        pilot, lambda: any(block.text == PASTE for block in app.chat.query(UserBlock)), what="the long turn in the chat"
+    )
 
 
 # ------------------------------------------------------------------------------------------ in the chat
 
 
-async def test_a_resumed_session_draws_a_50000_line_paste_and_800k_reply_folded(offline_server, session_factory,
-                                                                                tmp_path):
+async def test_a_resumed_session_draws_a_50000_line_paste_and_800k_reply_folded(
+    offline_server, session_factory, tmp_path
+):
     ident = long_session(tmp_path)
     app = XunApp(session_factory(offline_server, workdir=tmp_path, resume=ident))
     async with app.run_test(size=(100, 40)) as pilot:
@@ -89,7 +103,8 @@ async def test_a_resumed_session_draws_a_50000_line_paste_and_800k_reply_folded(
 
 
 async def test_enter_on_a_folded_prompt_opens_it_whole_in_a_reader_that_draws_only_its_view(
-        offline_server, session_factory, tmp_path):
+    offline_server, session_factory, tmp_path
+):
     ident = long_session(tmp_path)
     app = XunApp(session_factory(offline_server, workdir=tmp_path, resume=ident))
     async with app.run_test(size=(100, 40)) as pilot:
@@ -104,8 +119,11 @@ async def test_enter_on_a_folded_prompt_opens_it_whole_in_a_reader_that_draws_on
         assert pager.text == PASTE and pager.line_count == 50_000
         assert pager.size.height < 40 and pager.virtual_size.height >= 50_000  # its rows are drawn as they come in view
         await pilot.press("end")
-        await wait_until(pilot, lambda: "pasted line 49999 of 50000" in " ".join(drawn_rows(pager)),
-                         what="the paste's last line in view")
+        await wait_until(
+            pilot,
+            lambda: "pasted line 49999 of 50000" in " ".join(drawn_rows(pager)),
+            what="the paste's last line in view",
+        )
         await pilot.press("c")
         assert app.clipboard == PASTE
         await pilot.press("escape")
@@ -125,8 +143,11 @@ async def test_an_800k_tool_result_opens_whole_from_its_preview(offline_server, 
         block = app.chat.tool_block("call_big")
         assert block is not None and block.result_text == RESULT
         block.collapsed = False
-        await wait_until(pilot, lambda: block.query(ReadableText) and block.query_one(".tool-result").size.height,
-                         what="the call opened")
+        await wait_until(
+            pilot,
+            lambda: block.query(ReadableText) and block.query_one(".tool-result").size.height,
+            what="the call opened",
+        )
         view = block.query_one(".tool-result", ReadableText)
         assert view.whole == RESULT and bounded(view)
         assert any("click or o opens it whole" in row for row in drawn_rows(view))
@@ -144,9 +165,22 @@ async def test_a_call_with_100k_characters_of_arguments_shows_them_folded(offlin
     store = SessionStore(tmp_path)
     conversation = store.new()
     conversation.add_user_message("write the file")
-    conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_write", "type": "function",
-         "function": {"name": "write_file", "arguments": json.dumps({"path": "big.txt", "content": content})}}]})
+    conversation.add_agent_message(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_write",
+                    "type": "function",
+                    "function": {
+                        "name": "write_file",
+                        "arguments": json.dumps({"path": "big.txt", "content": content}),
+                    },
+                }
+            ],
+        }
+    )
     conversation.add_tool_result("call_write", "wrote big.txt")
     conversation.add_agent_message({"role": "assistant", "content": "done"})
     store.save(conversation)
@@ -156,8 +190,11 @@ async def test_a_call_with_100k_characters_of_arguments_shows_them_folded(offlin
         await wait_until(pilot, lambda: app.chat.tool_block("call_write") is not None, what="the call in the chat")
         block = app.chat.tool_block("call_write")
         block.collapsed = False
-        await wait_until(pilot, lambda: block.query(".tool-arguments") and block.query_one(".tool-arguments").size.height,
-                         what="the call opened")
+        await wait_until(
+            pilot,
+            lambda: block.query(".tool-arguments") and block.query_one(".tool-arguments").size.height,
+            what="the call opened",
+        )
         arguments = block.query_one(".tool-arguments", ReadableText)
         assert bounded(arguments) and arguments.whole is not None and json.loads(arguments.whole)["content"] == content
         assert "click opens it whole" in " ".join(row.strip() for row in drawn_rows(arguments))
@@ -190,14 +227,19 @@ async def test_a_streamed_reply_longer_than_the_fold_is_folded_when_complete(off
         assert app.screen.query_one(TextPager).text == block.text
 
 
-async def test_a_reply_streaming_past_the_fold_shows_only_its_first_and_newest_parts(offline_server_factory,
-                                                                                     session_factory):
+async def test_a_reply_streaming_past_the_fold_shows_only_its_first_and_newest_parts(
+    offline_server_factory, session_factory
+):
     # paced so that the reply is still streaming well after it passes the fold (about 20 s in all)
     app = XunApp(session_factory(offline_server_factory(tokens_per_second=3_000)))
     async with app.run_test(size=(100, 40)) as pilot:
         await submit(pilot, "write 60000 tokens")
-        await wait_until(pilot, lambda: app.chat.reply is not None and len(app.chat.reply.text) > 100_000,
-                         timeout=60, what="the reply past the fold")
+        await wait_until(
+            pilot,
+            lambda: app.chat.reply is not None and len(app.chat.reply.text) > 100_000,
+            timeout=60,
+            what="the reply past the fold",
+        )
         block = app.chat.reply
         await pilot.pause()
         shown = [part for part in block.sealed if part.display]
@@ -229,8 +271,10 @@ def test_in_a_real_terminal_a_50000_line_paste_is_folded_and_read_whole(terminal
     conversation.add_agent_message({"role": "assistant", "content": "a short answer"})
     store.save(conversation)
     term: Terminal = terminal("--resume", conversation.conversation_id, size=(120, 40))
-    term.wait_for(lambda screen: "⋯ 49,950 more lines" in screen and "pasted line 49999 of 50000" in screen,
-                  what="the paste folded in the chat")
+    term.wait_for(
+        lambda screen: "⋯ 49,950 more lines" in screen and "pasted line 49999 of 50000" in screen,
+        what="the paste folded in the chat",
+    )
     term.wait_for(lambda screen: screen.split("\n")[0].rstrip().endswith("ready"), what="the session ready")
     term.keys("BTab")
     term.wait_for(lambda screen: "Open/fold" in screen.rstrip().rsplit("\n", 1)[-1], what="the chat focused")
@@ -239,13 +283,18 @@ def test_in_a_real_terminal_a_50000_line_paste_is_folded_and_read_whole(terminal
     term.keys("o")
     term.wait_for(lambda screen: "your message" in screen and "50,000 lines" in screen, what="the reader")
     term.keys("End")
-    term.wait_for(lambda screen: "pasted line 49975 of 50000" in screen,  # folded in the chat: only the reader has it
-                  what="the paste's end in the reader")
+    term.wait_for(
+        lambda screen: "pasted line 49975 of 50000" in screen,  # folded in the chat: only the reader has it
+        what="the paste's end in the reader",
+    )
     term.keys("Escape")
     term.wait_for(lambda screen: "your message" not in screen, what="the reader closed")
     subprocess.run(["tmux", "resize-window", "-t", term.name, "-x", "90", "-y", "30"], check=True)
-    term.wait_for(lambda screen: screen.split("\n")[1].rstrip().endswith("╮")
-                  and len(screen.split("\n")[1].rstrip()) == 90, timeout=10, what="the app redrawn at 90 columns")
+    term.wait_for(
+        lambda screen: screen.split("\n")[1].rstrip().endswith("╮") and len(screen.split("\n")[1].rstrip()) == 90,
+        timeout=10,
+        what="the app redrawn at 90 columns",
+    )
     term.keys("C-q")
     assert term.wait_exit() == 0
 
@@ -259,7 +308,7 @@ def test_fold_keeps_the_first_and_last_lines_and_counts_the_rest():
     assert folded.head.splitlines() == [f"pasted line {n} of 50000" for n in range(HEAD_LINES)]
     assert folded.tail.splitlines() == [f"pasted line {n} of 50000" for n in range(50_000 - TAIL_LINES, 50_000)]
     assert folded.hidden_lines == 50_000 - HEAD_LINES - TAIL_LINES
-    assert folded.head + PASTE[len(folded.head):len(PASTE) - len(folded.tail)] + folded.tail == PASTE
+    assert folded.head + PASTE[len(folded.head) : len(PASTE) - len(folded.tail)] + folded.tail == PASTE
     one_line = fold(RESULT)
     assert one_line is not None and len(one_line.head) + len(one_line.tail) <= 5_000
     assert fold("short\ntext") is None
@@ -288,7 +337,7 @@ async def test_the_pager_folds_wide_characters_by_cells_and_keeps_its_top_line_o
         await wait_until(pilot, lambda: pager.row_count > 0)
         width = pager.scrollable_content_region.width
         rows = drawn_rows(pager)
-        assert rows[0] == ("漢字" * 30)[:width // 2] and pager.row_count == -(-60 // (width // 2)) + 199
+        assert rows[0] == ("漢字" * 30)[: width // 2] and pager.row_count == -(-60 // (width // 2)) + 199
         pager.scroll_to(y=pager._starts[100], animate=False, immediate=True)
         await pilot.resize_terminal(30, 10)
         await wait_until(pilot, lambda: pager.scrollable_content_region.width != width)

@@ -17,8 +17,15 @@ async def test_a_long_turn_runs_through_its_summaries_and_the_log_says_inside_th
     planner = StepPlanner(60, "run_command")
     planner.server.start()
     try:
-        app = XunApp(session_factory(planner.server, "model.context_window=4096", "auto_compact.token_threshold=2500",
-                                     "auto_confirm=true", "model.name=planner"))
+        app = XunApp(
+            session_factory(
+                planner.server,
+                "model.context_window=4096",
+                "auto_compact.token_threshold=2500",
+                "auto_confirm=true",
+                "model.name=planner",
+            )
+        )
         seen: list = []
         async with app.run_test(size=(160, 48), message_hook=seen.append) as pilot:
             await turn(pilot, planner.task(), timeout=120)

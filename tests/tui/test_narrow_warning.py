@@ -9,6 +9,7 @@ from xun.tui.app import XunApp
 
 from .helpers import submit, turn, wait_until
 from .terminal import terminal  # noqa: F401 - a fixture
+# ruff: noqa: F811 - the tests take the imported `terminal` fixture as a parameter
 
 TITLES = ("the context is nearly full", "the context is past the threshold")
 
@@ -19,7 +20,9 @@ async def two_long_replies(pilot) -> None:
         await turn(pilot, "write 1000 tokens")
 
 
-@pytest.mark.parametrize(("size", "says"), [((80, 24), "F4 shows the gauge"), ((140, 44), "the gauge shows where it is")])
+@pytest.mark.parametrize(
+    ("size", "says"), [((80, 24), "F4 shows the gauge"), ((140, 44), "the gauge shows where it is")]
+)
 async def test_the_nearly_full_warning_names_what_is_on_screen(offline_server, session_factory, size, says):
     from textual.notifications import Notify
 
@@ -54,9 +57,12 @@ async def test_a_warning_that_no_longer_holds_is_withdrawn(offline_server, sessi
         await two_long_replies(pilot)
         assert [n for n in app._notifications if n.title in TITLES]
         await submit(pilot, "/clear")
-        await wait_until(pilot, lambda: not [n for n in app._notifications if n.title in TITLES], timeout=3,
-                         what="the warning withdrawn, long before its 10 s are over")
-
+        await wait_until(
+            pilot,
+            lambda: not [n for n in app._notifications if n.title in TITLES],
+            timeout=3,
+            what="the warning withdrawn, long before its 10 s are over",
+        )
 
 
 def test_a_warning_held_by_the_ask_question_is_not_shown_again_once_a_summary_answers_it(terminal):
@@ -65,14 +71,21 @@ def test_a_warning_held_by_the_ask_question_is_not_shown_again_once_a_summary_an
     came back after it had been withdrawn."""
     import time
 
-    term = terminal("--set", "auto_compact.token_threshold=3000", "--set", "auto_compact.mode=ask",
-                    "--set", "auto_compact.ask_timeout=3")
+    term = terminal(
+        "--set",
+        "auto_compact.token_threshold=3000",
+        "--set",
+        "auto_compact.mode=ask",
+        "--set",
+        "auto_compact.ask_timeout=3",
+    )
     term.wait_for(lambda s: "Ask the agent" in s and "ready" in s.splitlines()[0], what="the app")
     for turns in range(1, 4):
         term.type("write 800 tokens")
         term.keys("Enter")
-        term.wait_for(lambda s: f"{2 * turns} messages in the context" in s and "ready" in s.splitlines()[0],
-                      what=f"turn {turns}")
+        term.wait_for(
+            lambda s: f"{2 * turns} messages in the context" in s and "ready" in s.splitlines()[0], what=f"turn {turns}"
+        )
     term.wait_for(lambda s: "nearly full" in s, what="the warning")
     term.type("write 800 tokens")
     term.keys("Enter")

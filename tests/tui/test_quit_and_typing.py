@@ -17,6 +17,7 @@ from xun.tui.screens.confirm import ConfirmScreen
 
 from .helpers import finish, submit, turn, wait_until
 from .terminal import Terminal, terminal  # noqa: F401 - a fixture
+# ruff: noqa: F811 - the tests take the imported `terminal` fixture as a parameter
 
 
 async def quit_and_wait(pilot, seen: list, *keys: str) -> None:
@@ -52,8 +53,9 @@ async def test_ctrl_c_twice_while_a_confirmation_is_open_exits_cleanly(offline_s
 
 
 @pytest.mark.parametrize("keys", [("ctrl+q",), ("ctrl+c", "ctrl+c")], ids=["ctrl+q", "ctrl+c twice"])
-async def test_a_call_waiting_for_its_confirmation_at_quit_is_saved_with_its_not_run_result(offline_server, session_factory,
-                                                                                            keys):
+async def test_a_call_waiting_for_its_confirmation_at_quit_is_saved_with_its_not_run_result(
+    offline_server, session_factory, keys
+):
     """Trial D #23: Ctrl+Q while write_file waited for its confirmation saved the call without a result. The
     resumed session showed it "running…" for ever, and sent a call without its result (a 400 on OpenAI-style
     servers). Every call in the saved session has its result, and the file was not written."""
@@ -74,7 +76,9 @@ async def test_a_call_waiting_for_its_confirmation_at_quit_is_saved_with_its_not
     assert not (app.workdir / "bye.txt").exists()
 
 
-async def test_esc_on_a_confirmation_after_a_summary_at_the_turns_start_answers_the_call(offline_server, session_factory):
+async def test_esc_on_a_confirmation_after_a_summary_at_the_turns_start_answers_the_call(
+    offline_server, session_factory
+):
     """Trial D #7: when the turn began with a summary (the context was over the threshold), Esc on the
     confirmation left the call without a result: it showed "running…" for ever, /revise warned that it "may
     have changed things", and the saved session carried a call with no result. The cancel looked for calls
@@ -179,8 +183,9 @@ async def test_a_paste_into_a_dialog_with_no_field_for_it_goes_to_the_prompt(off
         assert app.prompt.text == "first line\nsecond line\n"
 
 
-async def test_a_sentence_typed_at_a_confirmation_keeps_its_first_letter_when_it_is_an_answer_key(offline_server,
-                                                                                                  session_factory):
+async def test_a_sentence_typed_at_a_confirmation_keeps_its_first_letter_when_it_is_an_answer_key(
+    offline_server, session_factory
+):
     # (and the first Ctrl+C at it says "Quit?": it showed nothing, and the second one quit: trial G #26)
     """Trial F #4: "yesterday was fun" typed in one burst at a confirmation that took answers was shown back
     as "esterday was fun": the "y" was no answer (the "e" after it disarmed the question first), and was
@@ -216,7 +221,9 @@ async def test_keys_typed_at_once_after_esc_go_to_the_prompt_not_to_the_closing_
         await pilot.pause(0.3)
         assert isinstance(app.screen, PreviewScreen), "the Esc typed before F7 closed it"
         for key in ("escape", *"yes please"):
-            app.post_message(events.Key({"escape": "escape", " ": "space"}.get(key, key), "\x1b" if key == "escape" else key))
+            app.post_message(
+                events.Key({"escape": "escape", " ": "space"}.get(key, key), "\x1b" if key == "escape" else key)
+            )
         await wait_until(pilot, lambda: app.prompt.text == "yes please", what="the keys in the prompt")
         assert not isinstance(app.screen, PreviewScreen) and not app.conversation.summarizations
 
@@ -229,8 +236,9 @@ def test_esc_then_letters_at_once_in_a_real_terminal_close_the_preview_and_type(
     for turns in range(1, 4):
         term.type("write 800 tokens")
         term.keys("Enter")
-        term.wait_for(lambda s: f"{2 * turns} messages in the context" in s and "ready" in s.splitlines()[0],
-                      what=f"turn {turns}")
+        term.wait_for(
+            lambda s: f"{2 * turns} messages in the context" in s and "ready" in s.splitlines()[0], what=f"turn {turns}"
+        )
     term.keys("F7")
     term.wait_for(lambda s: "Summarise now" in s, what="the preview")
     term.keys("Escape")
@@ -289,8 +297,9 @@ def test_ctrl_q_while_a_reply_streams_in_a_real_terminal_exits_0_and_saves(termi
     assert list((term.workdir / ".xun" / "sessions").glob("*.json"))
 
 
-async def test_prompts_typed_in_one_burst_are_queued_and_sent_in_order(offline_server_factory, session_factory,
-                                                                      tmp_path):
+async def test_prompts_typed_in_one_burst_are_queued_and_sent_in_order(
+    offline_server_factory, session_factory, tmp_path
+):
     for i in (1, 2, 3):
         (tmp_path / f"mod{i}.py").write_text(f"x = {i}\n")
     server = offline_server_factory(faults="slow:1@1")  # the first turn is still running while the rest is typed
@@ -308,8 +317,10 @@ async def test_prompts_typed_in_one_burst_are_queued_and_sent_in_order(offline_s
         await wait_until(pilot, lambda: "pasted 40 lines" in app.prompt.text, what="the paste")  # big queued paste
         await pilot.press("enter")  # is not written out in full above the reply
         notices = [block.text for block in app.chat.query(NoticeBlock)]
-        assert any(text.startswith("queued: pasted line 0 pasted line 1") and "(40 lines)" in text and len(text) < 400
-                   for text in notices), notices
+        assert any(
+            text.startswith("queued: pasted line 0 pasted line 1") and "(40 lines)" in text and len(text) < 400
+            for text in notices
+        ), notices
         await wait_until(pilot, lambda: app.finished_work == 4 and app.busy is None, timeout=30, what="four turns")
         prompts = [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)]
         assert prompts[:3] == ["read mod1.py", "read mod2.py", "read mod3.py"] and prompts[3].count("pasted line") == 40
@@ -356,8 +367,11 @@ async def test_a_long_one_line_paste_says_its_characters_and_is_sent_whole(offli
         await wait_until(pilot, lambda: app.prompt.text == "[pasted 40,000 characters #1]", what="the first marker")
         await pilot.press(*" and ")
         app.prompt.post_message(events.Paste(some_lines))
-        await wait_until(pilot, lambda: app.prompt.text.endswith(" and [pasted 5 lines, 5,000 characters #2]"),
-                         what="the second marker")
+        await wait_until(
+            pilot,
+            lambda: app.prompt.text.endswith(" and [pasted 5 lines, 5,000 characters #2]"),
+            what="the second marker",
+        )
         await pilot.press(*" and ")
         app.prompt.post_message(events.Paste(one_line))  # the same text again: its own marker
         await wait_until(pilot, lambda: app.prompt.text.endswith("[pasted 40,000 characters #3]"), what="the third")
@@ -431,8 +445,14 @@ async def test_a_manual_summary_that_leaves_the_context_over_the_threshold_says_
     """Issue 25: after a huge reply F5 went 74.5k -> 61.8k (309% of the threshold) without a word."""
     from .helpers import finish, turn
 
-    app = XunApp(session_factory(offline_server, "auto_compact.token_threshold=2000",
-                                 "auto_compact.summary_keep_max=2", "auto_compact.enabled=false"))  # F5's summary alone
+    app = XunApp(
+        session_factory(
+            offline_server,
+            "auto_compact.token_threshold=2000",
+            "auto_compact.summary_keep_max=2",
+            "auto_compact.enabled=false",
+        )
+    )  # F5's summary alone
     async with app.run_test(size=(140, 44)) as pilot:
         for i in range(3):
             await turn(pilot, f"hello there {i}, " * 30)
@@ -544,8 +564,9 @@ def test_a_clean_quit_leaves_no_lock_file(terminal, quit_by):
     assert not list(sessions.glob("*.lock")), sorted(p.name for p in sessions.iterdir())
 
 
-@pytest.mark.parametrize(("size", "while_streaming"), [((80, 24), False), ((60, 20), True)], ids=["80x24-idle",
-                                                                                          "60x20-streaming"])
+@pytest.mark.parametrize(
+    ("size", "while_streaming"), [((80, 24), False), ((60, 20), True)], ids=["80x24-idle", "60x20-streaming"]
+)
 def test_a_toast_leaves_nothing_behind_in_a_real_terminal(terminal, size, while_streaming):
     """Issue 25.8: fragments of an expired toast stayed painted on the prompt's border. In a real terminal,
     once a toast over the prompt has gone, the prompt and the key bar are as they were before it came

@@ -21,11 +21,14 @@ async def write_a_file(pilot, app: XunApp) -> None:
 
 
 def tool_results(app: XunApp) -> list[str]:
-    return [str(m.raw.get("content")) for m in app.conversation.messages if type(m) is RawOpenAIMessage and m.role == "tool"]
+    return [
+        str(m.raw.get("content")) for m in app.conversation.messages if type(m) is RawOpenAIMessage and m.role == "tool"
+    ]
 
 
-async def test_retry_of_a_reply_that_wrote_a_file_warns_first_and_drops_it_at_the_second(offline_server, session_factory,
-                                                                                          tmp_path):
+async def test_retry_of_a_reply_that_wrote_a_file_warns_first_and_drops_it_at_the_second(
+    offline_server, session_factory, tmp_path
+):
     (tmp_path / "code.py").write_text("old\n")
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -34,7 +37,9 @@ async def test_retry_of_a_reply_that_wrote_a_file_warns_first_and_drops_it_at_th
         kept = list(app.conversation.messages)
 
         await submit(pilot, "/retry")
-        await wait_until(pilot, lambda: any("/retry drops" in b.text for b in app.chat.query(NoticeBlock)), what="the warning")
+        await wait_until(
+            pilot, lambda: any("/retry drops" in b.text for b in app.chat.query(NoticeBlock)), what="the warning"
+        )
         warning = next(b.text for b in app.chat.query(NoticeBlock) if "/retry drops" in b.text)
         assert "write_file code.py" in warning and "stays" in warning and "/retry again" in warning
         assert app.busy is None and app.conversation.messages == kept, "nothing dropped, no new turn"
@@ -46,8 +51,9 @@ async def test_retry_of_a_reply_that_wrote_a_file_warns_first_and_drops_it_at_th
         assert len(tool_results(app)) == 1 and "declined" in tool_results(app)[0]
 
 
-async def test_retry_of_a_reply_whose_writes_were_refused_or_that_only_read_needs_no_warning(offline_server,
-                                                                                             session_factory, tmp_path):
+async def test_retry_of_a_reply_whose_writes_were_refused_or_that_only_read_needs_no_warning(
+    offline_server, session_factory, tmp_path
+):
     (tmp_path / "a.py").write_text("x = 1\n")
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -66,8 +72,9 @@ async def test_retry_of_a_reply_whose_writes_were_refused_or_that_only_read_need
         await finish(pilot, lambda: pilot.press("n"))
 
 
-async def test_revise_of_a_turn_that_wrote_a_file_warns_first_and_keeps_what_was_typed(offline_server, session_factory,
-                                                                                        tmp_path):
+async def test_revise_of_a_turn_that_wrote_a_file_warns_first_and_keeps_what_was_typed(
+    offline_server, session_factory, tmp_path
+):
     """/revise drops the prompt and its reply: it dropped a turn that had written a file without the warning
     /retry gives (round three's closing note). The new text typed after it waits in the input."""
     app = XunApp(session_factory(offline_server))
@@ -76,7 +83,9 @@ async def test_revise_of_a_turn_that_wrote_a_file_warns_first_and_keeps_what_was
         kept = list(app.conversation.messages)
 
         await submit(pilot, "/revise write goodbye to code.py")
-        await wait_until(pilot, lambda: any("/revise drops" in b.text for b in app.chat.query(NoticeBlock)), what="the warning")
+        await wait_until(
+            pilot, lambda: any("/revise drops" in b.text for b in app.chat.query(NoticeBlock)), what="the warning"
+        )
         warning = next(b.text for b in app.chat.query(NoticeBlock) if "/revise drops" in b.text)
         assert "write_file code.py" in warning and "/revise again" in warning
         assert app.busy is None and app.conversation.messages == kept, "nothing dropped, no new turn"

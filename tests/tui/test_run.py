@@ -35,7 +35,9 @@ def test_run_returns_zero_after_a_quit_and_saves(offline_server, tmp_path: Path,
     saved = session.store.load(session.conversation.conversation_id)
     assert [m.role for m in saved.messages][-2:] == ["user", "assistant"]
     ident = session.conversation.conversation_id
-    hint = f"continue it with: xun --workdir {tmp_path} --resume {ident}"  # (the session's folder is not the current one)
+    hint = (
+        f"continue it with: xun --workdir {tmp_path} --resume {ident}"  # (the session's folder is not the current one)
+    )
     assert hint in capsys.readouterr().err, "on quit, how to come back"
 
 
@@ -79,9 +81,12 @@ def test_importing_the_app_leaves_the_engine_heavyweights_for_later():
     it, and Markdown with the first reply."""
     import subprocess
 
-    code = ("import sys, xun.tui.app; print(sorted(m for m in ('pydantic', 'openai', 'sqlite3', 'markdown_it', "
-            "'xun.base.events', 'xun.context.conversation', 'xun.agent.config', 'xun.agent.tools', 'xun.agent.loop', 'xun.agent.launch', 'xun.context.recall', "
-            "'xun.offline') if m in sys.modules))")
+    code = (
+        "import sys, xun.tui.app; print(sorted(m for m in ('pydantic', 'openai', 'sqlite3', 'markdown_it', "
+        "'xun.base.events', 'xun.context.conversation', 'xun.agent.config', 'xun.agent.tools', 'xun.agent.loop', "
+        "'xun.agent.launch', 'xun.context.recall', "
+        "'xun.offline') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
@@ -161,7 +166,7 @@ async def test_a_resumed_transcript_is_shown_while_the_rest_of_the_session_opens
             gate.set()
             await wait_until(pilot, lambda: app.finished_work >= 1, what="the early prompt's turn")
             assert app.header.status == "ready" and app.conversation.conversation_id == ident
-            assert list(app.chat.children)[:len(blocks)] == blocks, "the transcript was not mounted again"
+            assert list(app.chat.children)[: len(blocks)] == blocks, "the transcript was not mounted again"
             assert "asked while it opens" in app.conversation.messages[-2].text
             await pilot.press("ctrl+q")
     finally:
@@ -276,7 +281,10 @@ def test_run_opens_the_session_it_is_given_a_way_to_open_and_closes_it(tmp_path:
     assert run(opener, headless=True, size=(100, 30), auto_pilot=drive) == 0
     [session] = opened
     assert session.offline_server is None  # closed: the demo model's server is stopped
-    assert [m.role for m in session.store.load(session.conversation.conversation_id).messages][-2:] == ["user", "assistant"]
+    assert [m.role for m in session.store.load(session.conversation.conversation_id).messages][-2:] == [
+        "user",
+        "assistant",
+    ]
 
 
 def test_a_session_that_cannot_be_opened_ends_the_app_and_is_raised(tmp_path: Path):
@@ -327,7 +335,9 @@ async def test_resuming_a_session_with_no_message_opens_it(offline_server, tmp_p
     app = XunApp(opener=SessionOpener(tmp_path, resume=ident, base_url=offline_server.base_url, environ={}))
     try:
         async with app.run_test(size=(100, 30)) as pilot:
-            await wait_until(pilot, lambda: app.session is not None and app.header.status == "ready", what="the session")
+            await wait_until(
+                pilot, lambda: app.session is not None and app.header.status == "ready", what="the session"
+            )
             assert app.chat.query(WelcomeBlock)
             await turn(pilot, "hello again")
             await pilot.press("ctrl+q")

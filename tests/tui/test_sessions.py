@@ -58,7 +58,7 @@ async def test_resume_restores_transcript_gauge_log_and_list(offline_server, ses
         assert isinstance(children[0], UserBlock) and children[0].has_class("-summarised"), "the whole history"
         divider = next(child for child in children if isinstance(child, SummaryDivider))
         assert "messages summarised, offloaded to" in divider.text
-        assert all(child.has_class("-summarised") for child in children[:children.index(divider)])
+        assert all(child.has_class("-summarised") for child in children[: children.index(divider)])
         assert [b.text for b in again.chat.query(UserBlock)][-1] == "read f3.txt"
         assert again.chat.query(AssistantBlock)
         resumed_reclaimed = {b.call_id for b in again.chat.query(ToolBlock) if b.reclaimed}
@@ -106,17 +106,25 @@ async def test_sessions_screen_switches_session(offline_server, session_factory,
         assert app.session.store.load(current).messages
 
 
-async def test_a_session_open_in_another_xun_is_marked_and_refused_in_the_apps_words(offline_server, session_factory,
-                                                                                     tmp_path: Path):
+async def test_a_session_open_in_another_xun_is_marked_and_refused_in_the_apps_words(
+    offline_server, session_factory, tmp_path: Path
+):
     import subprocess
     import sys
 
     saved_session(tmp_path, "held-session", "held elsewhere")
     saved_session(tmp_path, "free-session", "free to take")
     holder = subprocess.Popen(  # another process holds the session's lock, as another xun does
-        [sys.executable, "-c", "import sys, time; from xun.context.sessions import SessionStore; "
-         "SessionStore(sys.argv[1]).lock('held-session'); print('locked', flush=True); time.sleep(60)", str(tmp_path)],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from xun.context.sessions import SessionStore; "
+            "SessionStore(sys.argv[1]).lock('held-session'); print('locked', flush=True); time.sleep(60)",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         app = XunApp(session_factory(offline_server))
@@ -173,9 +181,19 @@ def big_session(tmp_path: Path, rounds: int = 500) -> str:
     conversation.conversation_id = "big-session"
     for i in range(rounds):
         conversation.add_user_message(f"question {i}: read src/file{i}.py")
-        conversation.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{i}", "type": "function",
-             "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/file{i}.py"})}}]})
+        conversation.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{i}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/file{i}.py"})},
+                    }
+                ],
+            }
+        )
         conversation.add_tool_result(f"call_{i}", f"[src/file{i}.py]\n" + "print('hello')\n" * 30)
         conversation.add_agent_message({"role": "assistant", "content": f"Answer **{i}**: the file prints hello."})
     conversation.record_usage(60_000)
@@ -202,8 +220,11 @@ async def test_a_long_history_mounts_the_newest_first(offline_server, session_fa
 
         chat.focus()
         await pilot.press("home")  # the first prompt at once, not one more page a press (issue 32)
-        await wait_until(pilot, lambda: chat.query(UserBlock).first().text == "question 0: read src/file0.py",
-                         what="the first prompt")
+        await wait_until(
+            pilot,
+            lambda: chat.query(UserBlock).first().text == "question 0: read src/file0.py",
+            what="the first prompt",
+        )
         await wait_until(pilot, lambda: not (chat._newer_wanted or chat._loading_older), what="a filled view")
         await pilot.pause()
         assert chat.scroll_y == 0, "Home goes to the very top (issue 14: it stopped short)"
@@ -337,5 +358,10 @@ async def test_up_in_a_resumed_session_recalls_its_own_prompts_summarised_ones_t
         for _ in range(5):
             await pilot.press("up")
             recalled.append(again.prompt.text)
-        assert recalled == ["write 30 tokens", "write 420 tokens", "write 410 tokens", "write 400 tokens",
-                            "write 400 tokens"], recalled
+        assert recalled == [
+            "write 30 tokens",
+            "write 420 tokens",
+            "write 410 tokens",
+            "write 400 tokens",
+            "write 400 tokens",
+        ], recalled

@@ -99,8 +99,15 @@ async def test_no_toast_covers_a_question(offline_server, session_factory, tmp_p
     from .test_compaction import write_files
 
     names = write_files(tmp_path)
-    app = XunApp(session_factory(offline_server, "auto_compact.mode=ask", "auto_compact.token_threshold=1500",
-                                 "auto_compact.summary_keep_max=4", "auto_compact.policy=seed"))
+    app = XunApp(
+        session_factory(
+            offline_server,
+            "auto_compact.mode=ask",
+            "auto_compact.token_threshold=1500",
+            "auto_compact.summary_keep_max=4",
+            "auto_compact.policy=seed",
+        )
+    )
     async with app.run_test(size=(60, 20), notifications=True) as pilot:
         await submit(pilot, "hello")
         await wait_until(pilot, lambda: app.finished_work == 1, what="the first turn")
@@ -235,8 +242,11 @@ async def test_at_60_columns_the_status_shows_whole_and_the_badge_gives_way(tmp_
         await wait_until(pilot, lambda: app.session is not None and app.header.status == "ready", what="the session")
         header = app.header
         label = header.query_one("#status")
-        for status, whole in (("running run_command", True), ("ready", True),
-                              ("running run_command · step 12 of a long loop in the folder", False)):
+        for status, whole in (
+            ("running run_command", True),
+            ("ready", True),
+            ("running run_command · step 12 of a long loop in the folder", False),
+        ):
             header.status = status
             await pilot.pause()
             await pilot.pause()

@@ -69,8 +69,14 @@ def test_the_preview_screen(snap_compare, snapshot_app, size):  # noqa: F811
 
 @pytest.mark.parametrize("size", SIZES)
 def test_the_ask_modal(snap_compare, snapshot_app, size):  # noqa: F811
-    app = snapshot_app("ask", size, "auto_compact.mode=ask", "auto_compact.token_threshold=2400",
-                       "auto_compact.summary_keep_max=4", "auto_compact.ask_timeout=600")
+    app = snapshot_app(
+        "ask",
+        size,
+        "auto_compact.mode=ask",
+        "auto_compact.token_threshold=2400",
+        "auto_compact.summary_keep_max=4",
+        "auto_compact.ask_timeout=600",
+    )
 
     async def run_before(pilot) -> None:
         await pilot.pause()
@@ -90,8 +96,9 @@ def test_the_ask_modal(snap_compare, snapshot_app, size):  # noqa: F811
 
 @pytest.mark.parametrize("size", SIZES)
 def test_the_breakdown(snap_compare, snapshot_app, size):  # noqa: F811
-    app = snapshot_app("breakdown", size, "auto_compact.toolcall_keep_max=1", "model.context_window=5000",
-                       "auto_compact.policy=seed")  # the reclaim by hand only (no early reclaim of the cache-aware policy)
+    app = snapshot_app(
+        "breakdown", size, "auto_compact.toolcall_keep_max=1", "model.context_window=5000", "auto_compact.policy=seed"
+    )  # the reclaim by hand only (no early reclaim of the cache-aware policy)
     (app.workdir / "AGENTS.md").write_text(AGENTS)
 
     async def run_before(pilot) -> None:

@@ -62,9 +62,11 @@ def test_xun_offline_shows_the_gauge_on_its_first_screen_and_quits_cleanly(termi
     home = tmp_path / "config"
     work = tmp_path / "work"
     work.mkdir()
-    command = (f"env -u OPENAI_API_KEY -u XUN_HOME -u COLUMNS -u LINES XDG_CONFIG_HOME={shlex.quote(str(home))} "
-               f"PYTHONPATH={shlex.quote(str(SRC))} {shlex.quote(sys.executable)} -m xun --offline; "
-               "echo EXIT-STATUS=$?; sleep 60")
+    command = (
+        f"env -u OPENAI_API_KEY -u XUN_HOME -u COLUMNS -u LINES XDG_CONFIG_HOME={shlex.quote(str(home))} "
+        f"PYTHONPATH={shlex.quote(str(SRC))} {shlex.quote(sys.executable)} -m xun --offline; "
+        "echo EXIT-STATUS=$?; sleep 60"
+    )
     terminal.start(command, work)
     screen = terminal.wait_for("the gauge with its figures", GAUGE.search)
     assert "offline demo model" in screen

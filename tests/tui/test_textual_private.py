@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_textual_is_the_pinned_version():
     pin = re.search(r'"textual==([^"]+)"', (ROOT / "pyproject.toml").read_text()).group(1)
     assert textual.__version__ == pin, (
-        f"Textual {textual.__version__} is not the pinned {pin}: check every use in xun/tui/textual_private.py")
+        f"Textual {textual.__version__} is not the pinned {pin}: check every use in xun/tui/textual_private.py"
+    )
 
 
 @pytest.mark.parametrize("owner,name", list(private.OVERRIDDEN), ids=lambda v: getattr(v, "__name__", v))
@@ -38,9 +39,12 @@ def test_the_overrides_take_what_textual_passes():
     from xun.tui.terminal_input import TerminalInputParser
     from xun.tui.widgets.prompt_input import PromptInput
 
-    for ours, theirs, name in [(XunApp, App, "_on_notify"), (XunApp, App, "_unnotify"),
-                               (PromptInput, TextArea, "_on_key"),
-                               (TerminalInputParser, private.XTermParser, "_sequence_to_key_events")]:
+    for ours, theirs, name in [
+        (XunApp, App, "_on_notify"),
+        (XunApp, App, "_unnotify"),
+        (PromptInput, TextArea, "_on_key"),
+        (TerminalInputParser, private.XTermParser, "_sequence_to_key_events"),
+    ]:
         mine = list(inspect.signature(getattr(ours, name)).parameters)
         upstream = list(inspect.signature(getattr(theirs, name)).parameters)
         assert mine == upstream, f"{theirs.__name__}.{name}{upstream} is not what {ours.__name__} overrides: {mine}"
@@ -76,6 +80,15 @@ async def test_each_private_member_is_there_and_works():
 
 def test_each_private_use_has_an_upstream_report_ready_to_file():
     reports = {path.stem for path in (ROOT / "docs" / "upstream").glob("*.md")}
-    wanted = {"xterm-parser", "event-clock", "notifications", "text-area-edits", "footer-keys",
-              "collapsible-title", "check-bindings", "layout-required", "rich-wrap-points"}
+    wanted = {
+        "xterm-parser",
+        "event-clock",
+        "notifications",
+        "text-area-edits",
+        "footer-keys",
+        "collapsible-title",
+        "check-bindings",
+        "layout-required",
+        "rich-wrap-points",
+    }
     assert wanted <= reports, f"no report for {sorted(wanted - reports)} in docs/upstream/"

@@ -18,7 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-SCRIPT = r'''
+SCRIPT = r"""
 import asyncio, json, sys
 from pathlib import Path
 
@@ -52,7 +52,7 @@ async def main(workdir):
     print(json.dumps(facts))
 
 asyncio.run(main(sys.argv[1]))
-'''
+"""
 
 
 def run(command: list[str], cwd: Path, timeout: float = 600) -> str:
@@ -65,8 +65,10 @@ def run(command: list[str], cwd: Path, timeout: float = 600) -> str:
 @pytest.mark.wheel
 def test_the_installed_wheel_runs_the_app_with_its_styles(tmp_path: Path):
     dist = tmp_path / "dist"
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(REPO)],
-        cwd=tmp_path)
+    run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(REPO)],
+        cwd=tmp_path,
+    )
     wheels = list(dist.glob("xun_tui-*.whl"))
     assert len(wheels) == 1
     with zipfile.ZipFile(wheels[0]) as archive:

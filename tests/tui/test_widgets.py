@@ -131,7 +131,16 @@ def test_the_bar_marks_the_threshold():
 
 def test_token_figures():
     assert [tokens(x) for x in (None, 0, 886, 999.6, 1041, 143_200, 192_000, 1_250_000, 2_000_000)] == [
-        "—", "0", "886", "1k", "1.0k", "143.2k", "192k", "1.2M", "2M"]
+        "—",
+        "0",
+        "886",
+        "1k",
+        "1.0k",
+        "143.2k",
+        "192k",
+        "1.2M",
+        "2M",
+    ]
 
 
 # ----------------------------------------------------------------------------------------------- chat
@@ -145,13 +154,20 @@ async def test_a_short_chat_starts_at_the_top_and_a_long_one_follows_its_end():
         first = await chat.add_user("hello there")
         await pilot.pause()
         await pilot.pause()
-        assert chat.scroll_y == 0 and first.region.y == chat.content_region.y, "the first block is at the top of the view"
+        assert chat.scroll_y == 0 and first.region.y == chat.content_region.y, (
+            "the first block is at the top of the view"
+        )
         for n in range(12):
             await chat.add_user(f"prompt {n}")
         last = chat.children[-1]
-        await wait_until(pilot, lambda: chat.scroll_y == chat.max_scroll_y > 0
-                         and last.region.bottom + last.styles.margin.bottom == chat.content_region.bottom,
-                         what="the newest block at the bottom of the view")
+        await wait_until(
+            pilot,
+            lambda: (
+                chat.scroll_y == chat.max_scroll_y > 0
+                and last.region.bottom + last.styles.margin.bottom == chat.content_region.bottom
+            ),
+            what="the newest block at the bottom of the view",
+        )
 
 
 async def test_older_pages_asked_for_while_a_transcript_is_shown_come_once_and_in_order(monkeypatch):
@@ -165,6 +181,7 @@ async def test_older_pages_asked_for_while_a_transcript_is_shown_come_once_and_i
 
     def slow_history(items, workdir=None):
         import time
+
         time.sleep(0.15)
         out = []
         for item in items:
@@ -203,7 +220,9 @@ async def test_a_streamed_reply_is_measured_again_when_it_is_complete():
     text = "xun-offline here: a deterministic scripted demo model. " + "the quick brown fox jumps " * 30
     async with Host(block).run_test(size=(80, 24)) as pilot:
         await block.write(text[:32])
-        await wait_until(pilot, lambda: block.live.children and block.live.children[0].size.height == 1, what="one line")
+        await wait_until(
+            pilot, lambda: block.live.children and block.live.children[0].size.height == 1, what="one line"
+        )
         paragraph = block.live.children[0]
         paragraph._layout_required = True  # measured, its layout still pending: the moment the race needs
         await block.write(text[32:])
@@ -221,12 +240,26 @@ def test_log_entries_from_records():
     def where(path: str | None) -> str:
         return path.replace("/work/", "") if path else ""
 
-    reclaim = entry_from_record(events.ToolResultsReclaimed(ids=("a", "b"), count=2, tokens_before=150_000,
-                                                            tokens_after=90_000, trigger="auto").to_json(), clock, where)
+    reclaim = entry_from_record(
+        events.ToolResultsReclaimed(
+            ids=("a", "b"), count=2, tokens_before=150_000, tokens_after=90_000, trigger="auto"
+        ).to_json(),
+        clock,
+        where,
+    )
     assert reclaim.line() == "09:30:00 reclaim 150k → 90k 2 results"
-    summary = entry_from_record(events.SummaryFinished(condensed=40, kept=16, tokens_before=180_000, tokens_after=12_000,
-                                                       offload_path="/work/.xun/h/x.md", trigger="emergency").to_json(),
-                                clock, where)
+    summary = entry_from_record(
+        events.SummaryFinished(
+            condensed=40,
+            kept=16,
+            tokens_before=180_000,
+            tokens_after=12_000,
+            offload_path="/work/.xun/h/x.md",
+            trigger="emergency",
+        ).to_json(),
+        clock,
+        where,
+    )
     assert summary.kind == "emergency"
     assert summary.line() == "09:30:00 emergency 180k → 12k 40 summarised, 16 kept", "one line, the kind said once"
     assert "originals in the offload log .xun/h/x.md" in summary.detail()
@@ -235,24 +268,43 @@ def test_log_entries_from_records():
     assert failed.detail() == "failed at 09:30:00 (by hand)\nreason: no summary"
     skipped = entry_from_record(events.CompactionSkipped(reason="short").to_json(), clock, where)
     assert skipped.kind == "skipped"
-    restored = entry_from_record(events.ToolResultRestored(id="call_123456789", tokens_before=1, tokens_after=2).to_json(),
-                                 clock, where)
+    restored = entry_from_record(
+        events.ToolResultRestored(id="call_123456789", tokens_before=1, tokens_after=2).to_json(), clock, where
+    )
     assert restored.count == "id …23456789"
     assert entry_from_record({"type": "summary_started"}, clock, where) is None
-    cached = entry_from_record(events.ToolResultsReclaimed(ids=("a",), count=1, tokens_before=9_000, tokens_after=6_000,
-                                                           cache_miss_tokens=4_500, saved_per_call=3_000).to_json(), clock, where)
+    cached = entry_from_record(
+        events.ToolResultsReclaimed(
+            ids=("a",), count=1, tokens_before=9_000, tokens_after=6_000, cache_miss_tokens=4_500, saved_per_call=3_000
+        ).to_json(),
+        clock,
+        where,
+    )
     assert cached.line().startswith("09:30:00 reclaim 9k → 6k 1 result · cache 4.5k once, saves")
     assert cached.what == "1 result · cache 4.5k once, saves 3k/call", "said as the detail says it (trial F #8)"
     assert "cache: next call 4.5k uncached, saves 3k/call" in cached.detail()
-    rejected = entry_from_record(events.SummaryRejected(reason="the summary lacks the required sections decisions",
-                                                        next="extractive").to_json(), clock, where)
+    rejected = entry_from_record(
+        events.SummaryRejected(reason="the summary lacks the required sections decisions", next="extractive").to_json(),
+        clock,
+        where,
+    )
     assert rejected.kind == "rejected" and "xun's extractive summary instead" in rejected.detail()
-    back = entry_from_record(events.ToolResultRestored(id="c1", tokens_before=6_000, tokens_after=7_000,
-                                                       cache_miss_tokens=2_000, saved_per_call=-1_000).to_json(), clock, where)
-    assert back.cache == "cache: next call 2k uncached, adds 1k/call" and back.cache_short == "cache 2k once, adds 1k/call"
+    back = entry_from_record(
+        events.ToolResultRestored(
+            id="c1", tokens_before=6_000, tokens_after=7_000, cache_miss_tokens=2_000, saved_per_call=-1_000
+        ).to_json(),
+        clock,
+        where,
+    )
+    assert (
+        back.cache == "cache: next call 2k uncached, adds 1k/call" and back.cache_short == "cache 2k once, adds 1k/call"
+    )
     # trial F #8: a reclaim that freed 6 tokens read "3.4k → 3.4k", as if nothing was done
-    few = entry_from_record(events.ToolResultsReclaimed(ids=("a",), count=1, tokens_before=3_412,
-                                                        tokens_after=3_406).to_json(), clock, where)
+    few = entry_from_record(
+        events.ToolResultsReclaimed(ids=("a",), count=1, tokens_before=3_412, tokens_after=3_406).to_json(),
+        clock,
+        where,
+    )
     assert few.figures == "3.4k, 6 freed" and "tokens 3.4k → 3.4k (6 freed)" in few.detail()
 
 
@@ -271,8 +323,12 @@ async def test_the_gauge_shows_the_cache_share_only_when_the_server_said_it():
 async def test_the_log_pane_counts_what_it_freed():
     log = CompactionLog(clock=lambda _t: "10:00:00", shown_path=lambda p: p or "")
     async with Host(log).run_test(size=(50, 10)) as pilot:
-        log.load([events.ToolResultsReclaimed(count=3, tokens_before=5000, tokens_after=2000).to_json(),
-                  {"type": "summary_started"}])
+        log.load(
+            [
+                events.ToolResultsReclaimed(count=3, tokens_before=5000, tokens_after=2000).to_json(),
+                {"type": "summary_started"},
+            ]
+        )
         log.add_record(events.CompactionFailed(reason="x").to_json())
         for _ in range(3):  # automatic checks that changed nothing are counted, not listed
             log.add_record(events.ToolResultsReclaimed(count=0, tokens_before=8500, tokens_after=8500).to_json())
@@ -291,9 +347,13 @@ async def test_a_log_row_is_whole_as_soon_as_it_is_added():
     log = CompactionLog(clock=lambda _t: "16:51:50", shown_path=lambda p: p or "")
     async with Host(log).run_test(size=(80, 10)) as pilot:
         await pilot.pause()
-        log.add_record(events.CompactionSkipped(reason="Nothing to condense: the history is already as short as it "
-                                                       "can be, and nothing is older than the newest turns",
-                                                trigger="manual").to_json())
+        log.add_record(
+            events.CompactionSkipped(
+                reason="Nothing to condense: the history is already as short as it "
+                "can be, and nothing is older than the newest turns",
+                trigger="manual",
+            ).to_json()
+        )
         row = "".join(segment.text for segment in log.render_line(1))  # before the table is idle again
         assert row.split()[:2] == ["16:51:50", "skipped"], row
         assert "the history is already" in row and row.rstrip().endswith("…"), row
@@ -366,8 +426,14 @@ def m_parsed(name: str, argument: str):
 
 
 def test_completions():
-    assert [c.usage for c in completions("/c")] == ["/compact [focus]", "/compact toolcall", "/compact preview", "/clear",
-                                                    "/context", "/config"]
+    assert [c.usage for c in completions("/c")] == [
+        "/compact [focus]",
+        "/compact toolcall",
+        "/compact preview",
+        "/clear",
+        "/context",
+        "/config",
+    ]
     assert [c.usage for c in completions("/compact")] == ["/compact toolcall", "/compact preview"]
     assert [c.usage for c in completions("/compact t")] == ["/compact toolcall"]
     assert [c.usage for c in completions("/compact p")] == ["/compact preview"]
@@ -388,9 +454,20 @@ def test_key_display():
 def small_conversation() -> Conversation:
     c = Conversation(conversation_id="t1")
     c.add_user_message("read a.py")
-    c.add_agent_message({"role": "assistant", "content": None, "reasoning_content": "I read it",
-                         "tool_calls": [{"id": "c1", "type": "function",
-                                         "function": {"name": "read_file", "arguments": json.dumps({"path": "a.py"})}}]})
+    c.add_agent_message(
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "I read it",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": json.dumps({"path": "a.py"})},
+                }
+            ],
+        }
+    )
     c.add_tool_result("c1", "print('```')\n" + "x = 1\n" * 80)
     c.add_agent_message({"role": "assistant", "content": "It prints **three** backticks."})
     return c

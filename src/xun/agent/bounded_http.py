@@ -94,7 +94,7 @@ class _ErrorBody:
     def __call__(self, chunk: bytes) -> bytes:
         if len(chunk) > self.left:
             self.response.extensions[_CUT] = True
-            chunk = chunk[:self.left]
+            chunk = chunk[: self.left]
         self.left -= len(chunk)
         return chunk
 
@@ -134,11 +134,15 @@ class _Events:
         self.line += len(chunk) - start
         self.after_cr = chunk.endswith(b"\r")
         if self.line > MAX_SSE_EVENT:
-            raise ReplyRefused(f"the server sent an SSE line over {_size(MAX_SSE_EVENT)} without ending it (an honest "
-                               "line holds one small delta)")
+            raise ReplyRefused(
+                f"the server sent an SSE line over {_size(MAX_SSE_EVENT)} without ending it (an honest "
+                "line holds one small delta)"
+            )
         if self.event + self.line > MAX_SSE_EVENT:
-            raise ReplyRefused(f"the server sent an SSE event over {_size(MAX_SSE_EVENT)} (lines without the blank "
-                               "line that ends an event)")
+            raise ReplyRefused(
+                f"the server sent an SSE event over {_size(MAX_SSE_EVENT)} (lines without the blank "
+                "line that ends an event)"
+            )
         return chunk
 
 
@@ -154,8 +158,10 @@ async def _bound(response: httpx2.Response) -> None:
     coding = response.headers.get("Content-Encoding", "identity").strip().lower()
     if coding not in ("", "identity"):
         name = coding if _CODING_NAME.fullmatch(coding) else "differently"  # the server's words, only if plain
-        raise ReplyRefused(f"the server sent a {name}-compressed reply, which xun did not ask for (it reads "
-                           "replies uncompressed, so that their size is bounded)")
+        raise ReplyRefused(
+            f"the server sent a {name}-compressed reply, which xun did not ask for (it reads "
+            "replies uncompressed, so that their size is bounded)"
+        )
     if not 200 <= response.status_code < 300:
         take: Any = _ErrorBody(response)
     elif response.request.extensions.get(_STREAMED):

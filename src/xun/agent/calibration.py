@@ -57,8 +57,6 @@ CALIBRATION_MIN_CHARS = 400
 
 
 @dataclass(frozen=True, slots=True)
-
-
 class RequestShape:
     """What a request holds, as a count of it is judged (`believable_count`)."""
 
@@ -117,7 +115,6 @@ class Learner(Protocol):
     async def emit(self, event: Event) -> None: ...
 
 
-
 def request_shape(agent: Learner, start: int = 0, reply_limit: int | None = None) -> RequestShape:
     """The request as it stands, as a count of it is judged; from message `start`, its tail (no tools)."""
     c = agent.conversation
@@ -132,8 +129,9 @@ async def doubt(agent: Learner, what: str, outcome: str = "xun's own estimate st
     k = agent.knowledge
     if not k.doubted:
         k.doubted = True
-        await agent.emit(Warning(f"{what}: no count can be that, so xun does not believe it; {outcome} "
-                                "(said once a session)"))
+        await agent.emit(
+            Warning(f"{what}: no count can be that, so xun does not believe it; {outcome} (said once a session)")
+        )
 
 
 def believes_measure(agent: Learner, tokens_per_char: float, fixed_tokens: int) -> bool:
@@ -161,8 +159,11 @@ async def believed_usage(agent: Learner, usage: Any) -> Any:
         else:
             believed = None
     if believed is None:
-        await doubt(agent, f"the server reported {figure(prompt)} prompt, {figure(completion)} completion and "
-                          f"{figure(total)} total tokens for {sent.describe() if sent else 'a request'}")
+        await doubt(
+            agent,
+            f"the server reported {figure(prompt)} prompt, {figure(completion)} completion and "
+            f"{figure(total)} total tokens for {sent.describe() if sent else 'a request'}",
+        )
     return believed
 
 
@@ -194,11 +195,17 @@ async def learn_server(agent: Learner) -> None:
     k, c = agent.knowledge, agent.conversation
     fixed = k.calibration.fixed_for(bool(agent.toolbox.schemas())) if k.calibration is not None else 0
     if k.calibration is not None and not believes_measure(agent, k.calibration.tokens_per_char, fixed):
-        await drop_measure(agent, f"the remembered measure of the server's tokenizer puts the fixed cost of "
-                                 f"{request_shape(agent).describe()} at {fixed:,} tokens")  # then measured again
+        await drop_measure(
+            agent,
+            f"the remembered measure of the server's tokenizer puts the fixed cost of "
+            f"{request_shape(agent).describe()} at {fixed:,} tokens",
+        )  # then measured again
     if c.fixed_tokens is not None and not believes_measure(agent, c.tokens_per_char, c.fixed_tokens):
-        await doubt(agent, f"the session's measure of the server's tokenizer puts the fixed cost of "
-                          f"{request_shape(agent).describe()} at {c.fixed_tokens:,} tokens")
+        await doubt(
+            agent,
+            f"the session's measure of the server's tokenizer puts the fixed cost of "
+            f"{request_shape(agent).describe()} at {c.fixed_tokens:,} tokens",
+        )
         c.fixed_tokens = None
     await calibrate_once(agent)
     if k.calibration is not None and c.fixed_tokens is None and c.total_tokens is None:
@@ -237,12 +244,17 @@ async def calibrate(agent: Learner) -> Calibration | None:
     such an endpoint: a local one) counts the whole prompt with the tool definitions, so the estimate
     of what a request costs besides its text is the server's own."""
     c = agent.conversation
-    if c.estimated_message_length() - sum(message_length(m) for m in c.messages if m.role == "system") >= CALIBRATION_MIN_CHARS:
+    if (
+        c.estimated_message_length() - sum(message_length(m) for m in c.messages if m.role == "system")
+        >= CALIBRATION_MIN_CHARS
+    ):
         params, probe = c.completion_params(), request_shape(agent)
     else:  # too little text to measure: the system prompt and a sample of prose
         system = [m.completion_param() for m in c.messages]
         params = [*system, {"role": "user", "content": CALIBRATION_SAMPLE}]
-        probe = RequestShape(c.estimated_message_length() + len(CALIBRATION_SAMPLE), len(params), agent.toolbox.schema_chars())
+        probe = RequestShape(
+            c.estimated_message_length() + len(CALIBRATION_SAMPLE), len(params), agent.toolbox.schema_chars()
+        )
     chars, text = probe.chars, request_text(params)
     headers, base_url, model = agent.auth_headers(), agent.config.provider.base_url or "", agent.config.model.name
     try:
@@ -268,7 +280,9 @@ async def calibrate(agent: Learner) -> Calibration | None:
     if prompt_tokens is None:
         try:
             request = {**agent.request(stream=False), "messages": params, agent.max_tokens_param: 1}
-            response = await asyncio.wait_for(agent.client().chat.completions.create(**untransformed(request)), CALIBRATION_DEADLINE)
+            response = await asyncio.wait_for(
+                agent.client().chat.completions.create(**untransformed(request)), CALIBRATION_DEADLINE
+            )
             prompt_tokens = response.usage.prompt_tokens
         except Exception:  # noqa: BLE001 - a server that refuses the probe stays uncalibrated
             return None
@@ -281,8 +295,11 @@ async def calibrate(agent: Learner) -> Calibration | None:
         with contextlib.suppress(Exception):
             tool_tokens = await count_tokens(base_url, model, definitions, headers) or 0
         if tool_tokens and not believable_count(tool_tokens, len(definitions)):
-            await doubt(agent, f"the server's tokenizer counted {figure(tool_tokens)} tokens in "
-                              f"{len(definitions):,} characters of tool definitions")
+            await doubt(
+                agent,
+                f"the server's tokenizer counted {figure(tool_tokens)} tokens in "
+                f"{len(definitions):,} characters of tool definitions",
+            )
             tool_tokens = 0
     fixed = prompt_tokens - round(chars * ratio) - MESSAGE_TOKENS * len(params)
     return Calibration(tokens_per_char=ratio, fixed_tokens=fixed, tool_tokens=tool_tokens, tokenizer=tokenizer)
@@ -296,14 +313,27 @@ async def uncached_tokens_from(agent: Learner, index: int) -> int:
     if calibration is not None and calibration.tokenizer and agent.config.provider.base_url:
         request = agent.request(stream=False)
         with contextlib.suppress(Exception):  # best effort: the ratio's figure stands
-            tokens = await asyncio.wait_for(count_tail(agent.config.provider.base_url, agent.config.model.name, request["messages"],
-                                                       request.get("tools"), agent.auth_headers(), calibration, index), COUNT_DEADLINE)
+            tokens = await asyncio.wait_for(
+                count_tail(
+                    agent.config.provider.base_url,
+                    agent.config.model.name,
+                    request["messages"],
+                    request.get("tools"),
+                    agent.auth_headers(),
+                    calibration,
+                    index,
+                ),
+                COUNT_DEADLINE,
+            )
             tail = request_shape(agent, index)
             if tokens is not None and tail.believes(tokens):
                 return tokens
             if tokens is not None:
-                await doubt(agent, f"the server's tokenizer counted {figure(tokens)} tokens in the last "
-                                  f"{tail.messages:,} messages ({tail.chars:,} characters)")
+                await doubt(
+                    agent,
+                    f"the server's tokenizer counted {figure(tokens)} tokens in the last "
+                    f"{tail.messages:,} messages ({tail.chars:,} characters)",
+                )
     return tokens_from(agent.conversation, index)
 
 
@@ -317,8 +347,17 @@ async def count_current_request(agent: Learner) -> None:
         return
     request = agent.request(stream=False)
     try:
-        tokens = await asyncio.wait_for(count_request(agent.config.provider.base_url, agent.config.model.name, request["messages"],
-                                                      request.get("tools"), agent.auth_headers(), calibration), COUNT_DEADLINE)
+        tokens = await asyncio.wait_for(
+            count_request(
+                agent.config.provider.base_url,
+                agent.config.model.name,
+                request["messages"],
+                request.get("tools"),
+                agent.auth_headers(),
+                calibration,
+            ),
+            COUNT_DEADLINE,
+        )
     except Exception:  # noqa: BLE001 - best effort: the ratio's estimate stands
         return
     if tokens is None:
@@ -339,9 +378,12 @@ async def learn_estimate(agent: Learner, prompt_tokens: int) -> None:
     chars, messages, with_tools = sent.chars, sent.messages, bool(sent.tool_chars)
     if calibration.contradicted_by(prompt_tokens, chars, messages, with_tools):
         fixed = calibration.fixed_for(with_tools)
-        await drop_measure(agent, f"the server counted {prompt_tokens:,} tokens in {sent.describe()}, leaving "
-                                 f"{prompt_tokens - fixed:,} for its text once the measured fixed cost of "
-                                 f"{fixed:,} is taken out")
+        await drop_measure(
+            agent,
+            f"the server counted {prompt_tokens:,} tokens in {sent.describe()}, leaving "
+            f"{prompt_tokens - fixed:,} for its text once the measured fixed cost of "
+            f"{fixed:,} is taken out",
+        )
         return
     if calibration.learn(prompt_tokens, chars, messages, with_tools) is None:
         return
@@ -359,8 +401,9 @@ async def drop_measure(agent: Learner, why: str) -> None:
     problem = agent.learned_estimates.forget(agent.config.provider.base_url, agent.config.model.name)
     if problem:
         await agent.emit(Warning(problem))
-    await doubt(agent, why, f"the measure of the server's tokenizer is dropped and forgotten "
-                           f"({agent.learned_estimates.path})")
+    await doubt(
+        agent, why, f"the measure of the server's tokenizer is dropped and forgotten ({agent.learned_estimates.path})"
+    )
 
 
 async def learn_from_overflow(agent: Learner, exc: ContextOverflowError, estimate: int) -> None:

@@ -15,8 +15,16 @@ import asyncio
 from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
-__all__ = ["MAX_PARALLEL_TOOL_CALLS", "MAX_REPORTED_TOKENS", "CallDeadlineExceeded", "gather_limited",
-           "raise_if_cancel_pending", "valid_total_tokens", "valid_usage", "within_deadline"]
+__all__ = [
+    "MAX_PARALLEL_TOOL_CALLS",
+    "MAX_REPORTED_TOKENS",
+    "CallDeadlineExceeded",
+    "gather_limited",
+    "raise_if_cancel_pending",
+    "valid_total_tokens",
+    "valid_usage",
+    "within_deadline",
+]
 
 MAX_REPORTED_TOKENS = 100_000_000
 """No context is this large; a bigger (or negative) figure is a broken or hostile server."""
@@ -44,8 +52,9 @@ def valid_usage(usage: Any) -> Any:
         return None
     for name in ("prompt_tokens", "completion_tokens"):
         value = getattr(usage, name, None)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or not 0 <= value <= MAX_REPORTED_TOKENS):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_REPORTED_TOKENS
+        ):
             return None
     return usage
 
@@ -54,9 +63,11 @@ async def within_deadline(call: Awaitable[T], seconds: float) -> T:
     """Await `call`, cancelling it after `seconds` with CallDeadlineExceeded."""
     try:
         return await asyncio.wait_for(call, seconds)
-    except asyncio.TimeoutError:
-        raise CallDeadlineExceeded(f"the model call took longer than {seconds:g} s in all (provider.deadline); "
-                                   "the server kept the stream open without finishing") from None
+    except TimeoutError:
+        raise CallDeadlineExceeded(
+            f"the model call took longer than {seconds:g} s in all (provider.deadline); "
+            "the server kept the stream open without finishing"
+        ) from None
 
 
 async def gather_limited(calls: Iterable[Awaitable[T]], limit: int = MAX_PARALLEL_TOOL_CALLS) -> list[T]:

@@ -209,7 +209,7 @@ def check_trust(data: Mapping[str, Any], source: str) -> None:
     """A project file may come with someone else's checkout: even in a trusted folder it may not switch
     confirmations off, for xun's own tools or for an MCP server's."""
     servers = data.get("mcp", {}).get("servers") if isinstance(data.get("mcp"), dict) else None
-    for name, server in (servers.items() if isinstance(servers, dict) else ()):
+    for name, server in servers.items() if isinstance(servers, dict) else ():
         if isinstance(server, dict) and server.get("trust") is True:
             raise config_error(
                 source,
@@ -264,8 +264,11 @@ def _drop_empty(data: dict[str, Any], parts: list[str]) -> None:
 
 def flag_overrides(overrides: Iterable[str], base_url: str | None = None, model: str | None = None) -> list[str]:
     """`--set KEY=VALUE` overrides with `--base-url` and `--model` after them, so that those two win."""
-    return [*overrides, *([f"provider.base_url={base_url}"] if base_url else []),
-            *([f"model.name={model}"] if model else [])]
+    return [
+        *overrides,
+        *([f"provider.base_url={base_url}"] if base_url else []),
+        *([f"model.name={model}"] if model else []),
+    ]
 
 
 def load_config(

@@ -40,8 +40,10 @@ class ContextTooLargeError(Exception):
         self.needed, self.budget, self.window, self.prompt = needed, budget, window, prompt
         what = "the prompt" if prompt else "the context"
         kept = f", less {window.tokens - budget:,} kept for the reply" if window.tokens is not None else ""
-        text = (f"{what} does not fit the model's context window: about {needed:,} tokens are needed and "
-                f"{budget:,} are available ({window.describe()}{kept})")
+        text = (
+            f"{what} does not fit the model's context window: about {needed:,} tokens are needed and "
+            f"{budget:,} are available ({window.describe()}{kept})"
+        )
         if prompt:
             text += "; nothing was sent. Shorten the prompt, or split it over several turns"
         super().__init__(text + (f"; {detail}" if detail else ""))
@@ -64,12 +66,16 @@ def classify(exc: Exception) -> Exception:
     from xun.agent.bounded_http import ReplyRefused, cut_note
 
     if isinstance(exc, ReplyRefused):
-        return RuntimeError(f"the model call failed: {exc}; the reply was dropped and the call not retried (a server "
-                            "that sends that sends it again)")
+        return RuntimeError(
+            f"the model call failed: {exc}; the reply was dropped and the call not retried (a server "
+            "that sends that sends it again)"
+        )
     if isinstance(exc, openai.APIStatusError) and (note := cut_note(exc.response)):
         exc.message += note  # the status still decides what is done; the words say the body was cut
         exc.args = (exc.message,)
-    if isinstance(exc, openai.APIError) and not isinstance(exc, (openai.APIConnectionError, openai.APIResponseValidationError)):
+    if isinstance(exc, openai.APIError) and not isinstance(
+        exc, (openai.APIConnectionError, openai.APIResponseValidationError)
+    ):
         text = error_text(exc)
         status = getattr(exc, "status_code", None)
         if (status is None or status in (400, 413, 422) or status >= 500) and is_overflow_text(text):
@@ -97,7 +103,9 @@ def server_unreached(exc: BaseException) -> bool:
 
     if isinstance(exc, openai.APIConnectionError):  # (timeouts too)
         return True
-    return type(exc).__module__.startswith(("httpx", "httpcore", "anyio")) or isinstance(exc, (ConnectionError, TimeoutError))
+    return type(exc).__module__.startswith(("httpx", "httpcore", "anyio")) or isinstance(
+        exc, (ConnectionError, TimeoutError)
+    )
 
 
 def server_address(url: object) -> str:

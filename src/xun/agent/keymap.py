@@ -67,14 +67,36 @@ BINDINGS: dict[str, tuple[str, str]] = {
 MODIFIERS = ("alt", "ctrl", "hyper", "meta", "shift", "super")
 """Textual names a key's modifiers in this (sorted) order: `ctrl+shift+up`, never `shift+ctrl+up`."""
 
-NAMED_KEYS = frozenset({
-    "escape", "enter", "tab", "space", "backspace", "delete", "insert", "home", "end", "up", "down", "left",
-    "right", "pageup", "pagedown", *(f"f{n}" for n in range(1, 25)),
-})
+NAMED_KEYS = frozenset(
+    {
+        "escape",
+        "enter",
+        "tab",
+        "space",
+        "backspace",
+        "delete",
+        "insert",
+        "home",
+        "end",
+        "up",
+        "down",
+        "left",
+        "right",
+        "pageup",
+        "pagedown",
+        *(f"f{n}" for n in range(1, 25)),
+    }
+)
 """The keys without a character that Textual reports by these names (with or without modifiers)."""
 
-_FRIENDLIER = {"solidus": "slash", "reverse_solidus": "backslash", "commercial_at": "at",
-               "hyphen_minus": "minus", "plus_sign": "plus", "low_line": "underscore"}
+_FRIENDLIER = {
+    "solidus": "slash",
+    "reverse_solidus": "backslash",
+    "commercial_at": "at",
+    "hyphen_minus": "minus",
+    "plus_sign": "plus",
+    "low_line": "underscore",
+}
 """Textual's shorter names for some characters' Unicode names."""
 
 
@@ -99,8 +121,12 @@ def _names_a_character(name: str) -> bool:
     """Whether Textual reports some printable character's key as `name` ("full_stop", "slash")."""
     unfriendly = {v: k for k, v in _FRIENDLIER.items()}.get(name, name)
     words = unfriendly.split("_")
-    spellings = [" ".join(words)] + [  # a dash in one place: "less_than_sign" is LESS-THAN SIGN
-        " ".join([*words[:i], f"{words[i]}-{words[i + 1]}", *words[i + 2:]]) for i in range(len(words) - 1)]
+    spellings = (
+        [" ".join(words)]
+        + [  # a dash in one place: "less_than_sign" is LESS-THAN SIGN
+            " ".join([*words[:i], f"{words[i]}-{words[i + 1]}", *words[i + 2 :]]) for i in range(len(words) - 1)
+        ]
+    )
     for spelling in spellings:
         try:
             character = unicodedata.lookup(spelling.upper())
@@ -138,10 +164,12 @@ def normalise_keys(text: str) -> str:
         elif base.lower() in NAMED_KEYS:
             base = base.lower()
         elif not _names_a_character(base.lower()):
-            raise ValueError(f"{f'{key!r}: ' if mods else ''}{base!r} is not a key name Textual reports; use a character (a, 1, [), "
-                             "a function key (f1 to f24), escape, enter, tab, space, backspace, delete, insert, "
-                             "home, end, up, down, left, right, pageup or pagedown, with modifiers before it "
-                             "(ctrl+shift+up)")
+            raise ValueError(
+                f"{f'{key!r}: ' if mods else ''}{base!r} is not a key name Textual reports; use a character (a, 1, [), "
+                "a function key (f1 to f24), escape, enter, tab, space, backspace, delete, insert, "
+                "home, end, up, down, left, right, pageup or pagedown, with modifiers before it "
+                "(ctrl+shift+up)"
+            )
         else:
             base = base.lower()
         joined = "+".join([*lowered, base])
@@ -171,16 +199,24 @@ def clashes(keymap: Mapping[str, str]) -> tuple[list[str], list[str]]:
         for key in keys.split(","):
             other = given.setdefault((scope_of(ident), key), ident)
             if other != ident:
-                errors.append(f"{other} and {ident} are both given {key!r} ({scope_of(ident)}): only one of them "
-                              "could run; give each its own key")
+                errors.append(
+                    f"{other} and {ident} are both given {key!r} ({scope_of(ident)}): only one of them "
+                    "could run; give each its own key"
+                )
     for ident, keys in keymap.items():
         own = BINDINGS[ident][0].split(",") if ident in BINDINGS else []
         for key in keys.split(","):
             if key in own:
                 continue
             for other, (defaults, label) in BINDINGS.items():
-                if (other != ident and other not in keymap and scope_of(other) == scope_of(ident)
-                        and key in defaults.split(",")):
-                    warnings.append(f"ui.keymap.{ident} takes {key!r} from {other} ({label}), which has no key "
-                                    f"then (Ctrl+P still runs it; give it one with ui.keymap.{other})")
+                if (
+                    other != ident
+                    and other not in keymap
+                    and scope_of(other) == scope_of(ident)
+                    and key in defaults.split(",")
+                ):
+                    warnings.append(
+                        f"ui.keymap.{ident} takes {key!r} from {other} ({label}), which has no key "
+                        f"then (Ctrl+P still runs it; give it one with ui.keymap.{other})"
+                    )
     return errors, warnings

@@ -125,11 +125,25 @@ def open_session(
             config.set_here("provider.base_url", server.base_url, "the offline demo server (no API key)")
             if config.source_of("model.name") == "default":
                 config.set_here("model.name", OFFLINE_MODEL, "the offline demo server (no API key)")
-        agent = Agent(config, conversation=conversation, workdir=folder, on_event=on_event, confirm=confirm,
-                      consent=consent, environ=dict(environ) if environ is not None else None)
+        agent = Agent(
+            config,
+            conversation=conversation,
+            workdir=folder,
+            on_event=on_event,
+            confirm=confirm,
+            consent=consent,
+            environ=dict(environ) if environ is not None else None,
+        )
         agent.offline = server is not None
-        return Session(config=config, agent=agent, store=store, offline_server=server, resumed=resume is not None,
-                       mcp=_mcp_manager(config, agent, folder, environ), read_only=read_only)
+        return Session(
+            config=config,
+            agent=agent,
+            store=store,
+            offline_server=server,
+            resumed=resume is not None,
+            mcp=_mcp_manager(config, agent, folder, environ),
+            read_only=read_only,
+        )
     except BaseException:  # nothing half-open is left: the session's lock and the demo server go
         store.unlock()
         if server is not None:
@@ -143,5 +157,11 @@ def _mcp_manager(config: XunConfig, agent: Agent, folder: Path, environ: Mapping
     from xun.base import paths
     from xun.agent.tools.mcp import McpManager
 
-    return McpManager(config.mcp, agent.toolbox, workdir=folder, log_dir=paths.xun_home(folder) / "mcp",
-                      environ=environ, on_change=agent.emit)
+    return McpManager(
+        config.mcp,
+        agent.toolbox,
+        workdir=folder,
+        log_dir=paths.xun_home(folder) / "mcp",
+        environ=environ,
+        on_change=agent.emit,
+    )

@@ -194,11 +194,16 @@ class Agent:
                     size = os.fstat(handle.fileno()).st_size
                 cut = len(data) > MAX_PROJECT_INSTRUCTION_BYTES
                 # a character split at the cut is held back, not an error
-                text = codecs.getincrementaldecoder("utf-8")().decode(data[:MAX_PROJECT_INSTRUCTION_BYTES],
-                                                                     final=not cut).strip()
+                text = (
+                    codecs.getincrementaldecoder("utf-8")()
+                    .decode(data[:MAX_PROJECT_INSTRUCTION_BYTES], final=not cut)
+                    .strip()
+                )
                 if cut:
-                    text += (f"\n\n[... {name} cut: only its first {MAX_PROJECT_INSTRUCTION_BYTES // 1024} KB "
-                             f"of {size:,} bytes are read]")
+                    text += (
+                        f"\n\n[... {name} cut: only its first {MAX_PROJECT_INSTRUCTION_BYTES // 1024} KB "
+                        f"of {size:,} bytes are read]"
+                    )
             except (OSError, UnicodeDecodeError):
                 continue
             if text:
@@ -207,7 +212,9 @@ class Agent:
         self.conversation.set_persistent_section(PROJECT_SECTION, text)
 
     @classmethod
-    def inherit(cls, agent: Agent, share_display: bool = False, copy_toolbox: bool = False, copy_command: bool = False) -> Agent:
+    def inherit(
+        cls, agent: Agent, share_display: bool = False, copy_toolbox: bool = False, copy_command: bool = False
+    ) -> Agent:
         """A helper agent (the summarizer): a copy of the config with compaction off and auto-confirm on,
         its own conversation and compactor, the parent's HTTP client. `share_display` forwards its
         events to the parent's front end; `copy_toolbox` gives it the parent's tools (else none);
@@ -258,8 +265,11 @@ class Agent:
             key = None if self.offline else resolve_api_key(self.config, self.environ)
             key = key or OFFLINE_API_KEY
             self._client = openai.AsyncOpenAI(
-                api_key=key, base_url=self.config.provider.base_url, max_retries=0,
-                timeout=self.config.provider.timeout, http_client=bounded_client(),
+                api_key=key,
+                base_url=self.config.provider.base_url,
+                max_retries=0,
+                timeout=self.config.provider.timeout,
+                http_client=bounded_client(),
             )
         return self._client
 
@@ -287,19 +297,21 @@ class Agent:
         (`disbelieved`: it sent one that could not be true)."""
         c = self.conversation
         window = self.window
-        await self.emit(Usage(
-            total_tokens=c.total_tokens,
-            estimated_tokens=self.request_tokens(),
-            threshold=self.threshold,
-            context_window=window.tokens,
-            prompt_tokens=getattr(usage, "prompt_tokens", None),
-            completion_tokens=getattr(usage, "completion_tokens", None),
-            source="server" if usage is not None else "disbelieved" if disbelieved else "estimate",
-            window_source=window.source if window.known else None,
-            cached_tokens=c.prompt_cache.last_cached if usage is not None else None,
-            session_totals=dict(self.session_totals()),
-            session_cost=self.session_cost(),
-        ))
+        await self.emit(
+            Usage(
+                total_tokens=c.total_tokens,
+                estimated_tokens=self.request_tokens(),
+                threshold=self.threshold,
+                context_window=window.tokens,
+                prompt_tokens=getattr(usage, "prompt_tokens", None),
+                completion_tokens=getattr(usage, "completion_tokens", None),
+                source="server" if usage is not None else "disbelieved" if disbelieved else "estimate",
+                window_source=window.source if window.known else None,
+                cached_tokens=c.prompt_cache.last_cached if usage is not None else None,
+                session_totals=dict(self.session_totals()),
+                session_cost=self.session_cost(),
+            )
+        )
 
     # ------------------------------------------------------- the window and the tokenizer
 
@@ -329,15 +341,22 @@ class Agent:
         if floor > budget:
             raise ContextTooLargeError(floor, budget, window, prompt=self._last_is_user())
         if not self.config.auto_compact.enabled:
-            raise ContextTooLargeError(needed, budget, window, prompt=False,
-                                       detail="automatic compaction is off; compact by hand (/compact, xun compact)")
+            raise ContextTooLargeError(
+                needed,
+                budget,
+                window,
+                prompt=False,
+                detail="automatic compaction is off; compact by hand (/compact, xun compact)",
+            )
         from xun.compact.summary import fit_to_window
 
         if await fit_to_window(self, budget, trigger=trigger, ask_model=not self.compactor.paused):
             await self.compactor.summary_failed(self)
         needed = self.request_tokens()
         if needed > budget:
-            raise ContextTooLargeError(needed, budget, window, prompt=False, detail="compaction could not bring it under")
+            raise ContextTooLargeError(
+                needed, budget, window, prompt=False, detail="compaction could not bring it under"
+            )
 
     def _last_is_user(self) -> bool:
         messages = self.conversation.messages
@@ -357,7 +376,9 @@ class Agent:
 
     # ------------------------------------------------------------ compaction
 
-    async def reclaim_tool_results(self, keep_max: int | None = None, trigger: str = "manual", tokens_before: int | None = None) -> ToolCallCompactResult:
+    async def reclaim_tool_results(
+        self, keep_max: int | None = None, trigger: str = "manual", tokens_before: int | None = None
+    ) -> ToolCallCompactResult:
         """Tier 1 now, reported as an event (also what `/compact toolcall` and F6 run)."""
         from xun.compact.breakdown import reclaim_preview
 
@@ -370,13 +391,20 @@ class Agent:
             await count_current_request(self)
         after = self.request_tokens()
         reason = "" if result.reclaimed_count else reclaim_preview(c, keep).why_nothing
-        await self.emit(ToolResultsReclaimed(
-            ids=result.reclaimed_ids, count=result.reclaimed_count, arguments=result.arguments_count,
-            fraction=result.reclaimed_fraction,
-            tokens_before=before, tokens_after=after, trigger=trigger, reason=reason,
-            cache_miss_tokens=await uncached_tokens_from(self, first) if first is not None else None,
-            saved_per_call=before - after if first is not None else None,
-        ))
+        await self.emit(
+            ToolResultsReclaimed(
+                ids=result.reclaimed_ids,
+                count=result.reclaimed_count,
+                arguments=result.arguments_count,
+                fraction=result.reclaimed_fraction,
+                tokens_before=before,
+                tokens_after=after,
+                trigger=trigger,
+                reason=reason,
+                cache_miss_tokens=await uncached_tokens_from(self, first) if first is not None else None,
+                saved_per_call=before - after if first is not None else None,
+            )
+        )
         for warning in c.take_history_warnings():  # the search index could not take the reclaimed results
             await self.emit(Warning(warning))
         return result
@@ -387,9 +415,16 @@ class Agent:
         await self.conversation.arestore_toolcall(tool_call_id)
         await count_current_request(self)
         after, first = self.request_tokens(), first_tool_result(self.conversation, [tool_call_id])
-        await self.emit(ToolResultRestored(id=tool_call_id, tokens_before=before, tokens_after=after, trigger="manual",
-                                           cache_miss_tokens=await uncached_tokens_from(self, first) if first is not None else None,
-                                           saved_per_call=before - after))
+        await self.emit(
+            ToolResultRestored(
+                id=tool_call_id,
+                tokens_before=before,
+                tokens_after=after,
+                trigger="manual",
+                cache_miss_tokens=await uncached_tokens_from(self, first) if first is not None else None,
+                saved_per_call=before - after,
+            )
+        )
         await self.emit_usage()
 
     async def consent_to_summary(self) -> bool:
@@ -404,7 +439,7 @@ class Agent:
             return True
         try:
             return bool(await asyncio.wait_for(self.consent(self), timeout=self.config.auto_compact.ask_timeout))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.emit(Info(f"no answer within {self.config.auto_compact.ask_timeout:g}s; summarising"))
             return True
 
@@ -432,7 +467,9 @@ class Agent:
 
     # ------------------------------------------------------------------ turn
 
-    async def run(self, prompt: str, images: list[Any] | None = None, max_iterations: int | None = None) -> TurnFinished:
+    async def run(
+        self, prompt: str, images: list[Any] | None = None, max_iterations: int | None = None
+    ) -> TurnFinished:
         """Add a user message and execute a turn."""
         self.conversation.add_user_message(prompt, images=images)
         return await self.execute(max_iterations=max_iterations)
@@ -499,7 +536,9 @@ class Agent:
                     if c.fixed_tokens is None:
                         c.tokens_per_char = DEFAULT_TOKENS_PER_CHAR
                 self._record_cache(usage, reply)
-                await self.emit(AssistantMessage(content=reply.content, reasoning=reply.reasoning, tool_calls=len(calls)))
+                await self.emit(
+                    AssistantMessage(content=reply.content, reasoning=reply.reasoning, tool_calls=len(calls))
+                )
                 await self.emit_usage(usage, disbelieved=usage is None and reply.usage is not None)
                 if not calls:
                     finished = TurnFinished(status="ok", iterations=iterations)
@@ -524,7 +563,9 @@ class Agent:
         except Exception as exc:  # the user's message stays in the conversation: /retry sends it again
             message = str(exc) or type(exc).__name__
             self.last_error = message
-            self.last_error_did_not_fit = isinstance(exc, ContextTooLargeError | ContextOverflowError | ContextStillTooLongError)
+            self.last_error_did_not_fit = isinstance(
+                exc, ContextTooLargeError | ContextOverflowError | ContextStillTooLongError
+            )
             self._tools.answer_dangling(self.conversation)
             restored = None
             if isinstance(exc, ContextTooLargeError) and exc.prompt:  # never sent: it goes back to the user
@@ -545,8 +586,10 @@ class Agent:
         to ask (`xun run` without a terminal) every further try is refused too, and a model that keeps
         trying burnt the whole turn's 500 calls. The refusals are in the conversation."""
         names = self._tools.denied()
-        message = (f"the turn stopped: {', '.join(names)} needed the user's confirmation again, and nobody can be asked "
-                   "here (auto_confirm is off); nothing was done")
+        message = (
+            f"the turn stopped: {', '.join(names)} needed the user's confirmation again, and nobody can be asked "
+            "here (auto_confirm is off); nothing was done"
+        )
         self.last_error = message
         await self.emit(Error(message=message, detail="NobodyToConfirm"))
         return TurnFinished(status="error", iterations=iterations, error=message)
@@ -561,7 +604,8 @@ class Agent:
             add_call(self.session_totals(), prompt, getattr(usage, "completion_tokens", None), record.last_cached)
 
     def session_totals(self) -> dict[str, int]:
-        """The session's usage totals (`xun.context.usage`), which a helper's calls (the summarizer's) count into too."""
+        """The session's usage totals (`xun.context.usage`), which a helper's calls (the summarizer's) count into
+        too."""
         return (self.bills_to or self).conversation.usage_totals
 
     def session_cost(self) -> float | None:
@@ -576,7 +620,9 @@ class Agent:
         self._tools.answer_dangling(self.conversation)
         partial, self._partial = self._partial, None
         if partial is not None and partial.content.strip():
-            self.conversation.add_agent_message({"role": "assistant", "content": partial.content + CANCELLED_REPLY_MARK})
+            self.conversation.add_agent_message(
+                {"role": "assistant", "content": partial.content + CANCELLED_REPLY_MARK}
+            )
             return None
         popped = self.conversation.pop_last_message_if_user()
         return popped.text if popped is not None else None
@@ -598,16 +644,24 @@ class Agent:
             except Exception as raw_exc:
                 exc = classify(raw_exc)
                 if isinstance(exc, EmptyStreamError) and self._empty_means_overflow(estimate):
-                    exc = ContextOverflowError(f"the server sent an empty reply to a request of about {estimate:,} tokens "
-                                               f"({self.window.describe()})")
+                    exc = ContextOverflowError(
+                        f"the server sent an empty reply to a request of about {estimate:,} tokens "
+                        f"({self.window.describe()})"
+                    )
                 if isinstance(exc, ContextOverflowError):
                     if overflowed:
-                        raise ContextStillTooLongError(f"the context is too long for the model even after compacting to fit "
-                                           f"{self.window.describe()}: {exc}") from None
+                        raise ContextStillTooLongError(
+                            f"the context is too long for the model even after compacting to fit "
+                            f"{self.window.describe()}: {exc}"
+                        ) from None
                     overflowed = True
                     await learn_from_overflow(self, exc, estimate)
-                    await self.emit(Warning(f"the server says the context is too long ({exc}); now {self.window.describe()}: "
-                                            "compacting to fit it and retrying once"))
+                    await self.emit(
+                        Warning(
+                            f"the server says the context is too long ({exc}); now {self.window.describe()}: "
+                            "compacting to fit it and retrying once"
+                        )
+                    )
                     await self._fit_window(trigger="emergency")
                     await self.emit_usage()
                     attempt -= 1
@@ -657,7 +711,10 @@ class Agent:
         """The chat-completion request for the conversation as it is now."""
         messages = self.conversation.completion_params()
         if self._empty_for_null:
-            messages = [{**m, "content": ""} if m.get("role") == "assistant" and m.get("content") is None else m for m in messages]
+            messages = [
+                {**m, "content": ""} if m.get("role") == "assistant" and m.get("content") is None else m
+                for m in messages
+            ]
         request: dict[str, Any] = {"model": self.config.model.name, "messages": messages}
         if stream:
             request["stream"] = True
@@ -690,7 +747,12 @@ class Agent:
 
     async def _run_tools(self, calls: list[PendingCall]) -> None:
         """Run the calls of one reply concurrently; store the results in call order."""
-        context = ToolContext.from_config(self.config, workdir=self.workdir, conversation=self.conversation,
-                                          confirm=self.confirm, environ=self.environ)
+        context = ToolContext.from_config(
+            self.config,
+            workdir=self.workdir,
+            conversation=self.conversation,
+            confirm=self.confirm,
+            environ=self.environ,
+        )
         self._tools = ToolRound()
         await self._tools.run(calls, self.toolbox, context, self.conversation, self.emit)

@@ -24,9 +24,16 @@ class SessionOpener:
     calls it again after a trust answer). `resolve` turns the `resume` the user typed (an id's prefix) into
     the id, in the opener's thread, not before the app's first frame."""
 
-    def __init__(self, workdir: str | os.PathLike[str] | None = None, *, resume: str | None = None, fork: bool = False,
-                 read_only: bool = False, resolve: Callable[[SessionStore, str], str] | None = None,
-                 **options: Any) -> None:
+    def __init__(
+        self,
+        workdir: str | os.PathLike[str] | None = None,
+        *,
+        resume: str | None = None,
+        fork: bool = False,
+        read_only: bool = False,
+        resolve: Callable[[SessionStore, str], str] | None = None,
+        **options: Any,
+    ) -> None:
         self.workdir = Path(workdir) if workdir is not None else Path.cwd()
         self.resume, self.fork, self.read_only = resume, fork, read_only
         self._resolve = resolve
@@ -54,5 +61,6 @@ class SessionOpener:
 
         self.conversation()
         opened, self._opened = self._opened, None
-        return open_session(self.workdir, resume=self.resume, fork=self.fork, read_only=self.read_only,
-                            opened=opened, **self.options)
+        return open_session(
+            self.workdir, resume=self.resume, fork=self.fork, read_only=self.read_only, opened=opened, **self.options
+        )

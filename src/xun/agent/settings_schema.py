@@ -183,12 +183,14 @@ class AutoCompactSettings(_Section):
     policy: Literal["cache-aware", "seed"] = Field(
         default="cache-aware",
         description='"cache-aware" prices compaction by the server\'s prompt cache: above low_water it reclaims '
-        'when that pays for the broken prefix, over the threshold it reclaims down to low_water, and after an idle '
+        "when that pays for the broken prefix, over the threshold it reclaims down to low_water, and after an idle "
         'gap (cache.ttl_seconds) it reclaims and summarises while the cache is cold; "seed" reclaims just below '
-        'the threshold each time.',
+        "the threshold each time.",
     )
     low_water: float = Field(
-        default=0.5, gt=0, le=1,
+        default=0.5,
+        gt=0,
+        le=1,
         description="The cache-aware policy's low-water mark, a fraction of the threshold: reclaims over the "
         "threshold go down to it; above it, reclaims that pay for themselves run early.",
     )
@@ -198,12 +200,15 @@ class CacheSettings(_Section):
     """The server's prompt cache, as far as xun's policy and figures need to know it."""
 
     ttl_seconds: float = Field(
-        default=300.0, gt=0,
+        default=300.0,
+        gt=0,
         description="Seconds the server keeps a prompt prefix cached; after a longer idle gap the next call "
         "pays full price anyway, so the cache-aware policy reclaims then.",
     )
     cached_discount: float = Field(
-        default=0.1, ge=0, le=1,
+        default=0.1,
+        ge=0,
+        le=1,
         description="The price of a cached input token as a share of an uncached one (for the billed-input figure).",
     )
 
@@ -344,8 +349,9 @@ class McpServerSettings(_Section):
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
-        return _http_url(value, "a URL without credentials in it (send them in headers from environment variables)",
-                         no_user=True)
+        return _http_url(
+            value, "a URL without credentials in it (send them in headers from environment variables)", no_user=True
+        )
 
     @field_validator("pass_env")
     @classmethod
@@ -416,7 +422,8 @@ class ModelPrice(_Section):
     input: float = Field(ge=0, description="Price of a million prompt tokens.")
     output: float = Field(ge=0, description="Price of a million completion tokens.")
     cached_input: float | None = Field(
-        default=None, ge=0, description="Price of a million cached prompt tokens (unset: they cost as input).")
+        default=None, ge=0, description="Price of a million cached prompt tokens (unset: they cost as input)."
+    )
 
 
 class XunConfig(_Section):

@@ -79,5 +79,7 @@ def _write(folders: list[str]) -> None:
 
 def describe_withheld(keys: list[str], folder: str | os.PathLike[str] | None) -> str:
     """One line for the user: what the untrusted folder's config set that was left out, and the way out."""
-    return (f"this folder is not trusted, so its .xun/config.toml may not set {', '.join(keys)}: "
-            f"ignored (run `xun trust` in {folder_key(folder)} if you trust it)")
+    return (
+        f"this folder is not trusted, so its .xun/config.toml may not set {', '.join(keys)}: "
+        f"ignored (run `xun trust` in {folder_key(folder)} if you trust it)"
+    )

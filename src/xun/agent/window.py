@@ -285,17 +285,26 @@ class Calibration:
         return implied
 
     def to_json(self) -> dict[str, Any]:
-        return {"tokens_per_char": self.tokens_per_char, "fixed_tokens": self.fixed_tokens,
-                "tool_tokens": self.tool_tokens, "replies": self.replies, "tokenizer": self.tokenizer}
+        return {
+            "tokens_per_char": self.tokens_per_char,
+            "fixed_tokens": self.fixed_tokens,
+            "tool_tokens": self.tool_tokens,
+            "replies": self.replies,
+            "tokenizer": self.tokenizer,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Calibration | None:
         """The calibration from `estimates.json`; None when any figure is not believable."""
-        ratio, fixed, tools, replies = (data.get(k) for k in ("tokens_per_char", "fixed_tokens", "tool_tokens", "replies"))
+        ratio, fixed, tools, replies = (
+            data.get(k) for k in ("tokens_per_char", "fixed_tokens", "tool_tokens", "replies")
+        )
         low, high = TOKENS_PER_CHAR_RANGE
         if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not low <= ratio <= high:
             return None
-        whole = [v for v in (fixed, tools, replies) if isinstance(v, int) and not isinstance(v, bool) and abs(v) < MAX_WINDOW]
+        whole = [
+            v for v in (fixed, tools, replies) if isinstance(v, int) and not isinstance(v, bool) and abs(v) < MAX_WINDOW
+        ]
         if len(whole) != 3:
             return None
         fixed, tools, replies = whole
@@ -389,7 +398,13 @@ def _from_models(answer: Any, model: str) -> int | None:
     cards = [item for item in items if isinstance(item, dict)]
     chosen = [card for card in cards if card.get("id") == model] or (cards if len(cards) == 1 else [])
     for card in chosen:
-        for name in ("max_model_len", "loaded_context_length", "context_length", "max_context_length", "context_window"):
+        for name in (
+            "max_model_len",
+            "loaded_context_length",
+            "context_length",
+            "max_context_length",
+            "context_window",
+        ):
             value = _plausible(card.get(name))
             if value is not None:
                 return value
@@ -429,7 +444,9 @@ def _from_ollama(answer: Any) -> int | None:
     return None
 
 
-def discover_window_sync(base_url: str, model: str, headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> Window:
+def discover_window_sync(
+    base_url: str, model: str, headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT
+) -> Window:
     """Ask the server for its window, the ways servers say it; UNKNOWN when none answers."""
     root = server_root(base_url)
     base = base_url.rstrip("/")
@@ -445,7 +462,9 @@ def discover_window_sync(base_url: str, model: str, headers: dict[str, str], tim
     return UNKNOWN
 
 
-def count_tokens_sync(base_url: str, model: str, text: str, headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> int | None:
+def count_tokens_sync(
+    base_url: str, model: str, text: str, headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT
+) -> int | None:
     """Tokens of `text` by the server's own tokenizer (llama-cpp-python, llama.cpp, vLLM), if it has one."""
     root = server_root(base_url)
     answer = _http_json(f"{root}/extras/tokenize/count", {"input": text, "model": model}, headers, timeout)
@@ -460,8 +479,13 @@ def count_tokens_sync(base_url: str, model: str, text: str, headers: dict[str, s
     return None
 
 
-def _render(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, headers: dict[str, str],
-            timeout: float = DISCOVERY_TIMEOUT) -> str | None:
+def _render(
+    base_url: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    headers: dict[str, str],
+    timeout: float = DISCOVERY_TIMEOUT,
+) -> str | None:
     """llama.cpp's chat template rendered with the tool definitions (`/apply-template`): the prompt text."""
     body: dict[str, Any] = {"messages": messages}
     if tools:
@@ -472,13 +496,22 @@ def _render(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str,
 
 def _tokenize(base_url: str, text: str, headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> int | None:
     """Tokens of a rendered prompt by llama.cpp's tokenizer (`/tokenize`, with the special tokens the model sees)."""
-    answer = _http_json(f"{server_root(base_url)}/tokenize", {"content": text, "add_special": True, "parse_special": True},
-                        headers, timeout)
+    answer = _http_json(
+        f"{server_root(base_url)}/tokenize",
+        {"content": text, "add_special": True, "parse_special": True},
+        headers,
+        timeout,
+    )
     return len(answer["tokens"]) if isinstance(answer, dict) and isinstance(answer.get("tokens"), list) else None
 
 
-def count_prompt_sync(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                      headers: dict[str, str], timeout: float = DISCOVERY_TIMEOUT) -> int | None:
+def count_prompt_sync(
+    base_url: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    headers: dict[str, str],
+    timeout: float = DISCOVERY_TIMEOUT,
+) -> int | None:
     """Tokens of a whole chat request as llama.cpp's server sends it to the model: its chat template
     rendered with the tool definitions, counted by its tokenizer. None when the server has no such endpoints."""
     prompt = _render(base_url, messages, tools, headers, timeout)
@@ -502,8 +535,14 @@ def request_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def count_request_sync(base_url: str, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                       headers: dict[str, str], calibration: Calibration) -> int | None:
+def count_request_sync(
+    base_url: str,
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    headers: dict[str, str],
+    calibration: Calibration,
+) -> int | None:
     """The next request's prompt tokens by the server's tokenizer, the way `calibration.tokenizer` says it
     can count (None when it cannot, or did not answer)."""
     if calibration.tokenizer == TEMPLATE:
@@ -515,8 +554,15 @@ def count_request_sync(base_url: str, model: str, messages: list[dict[str, Any]]
     return None
 
 
-def count_tail_sync(base_url: str, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                    headers: dict[str, str], calibration: Calibration, start: int) -> int | None:
+def count_tail_sync(
+    base_url: str,
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    headers: dict[str, str],
+    calibration: Calibration,
+    start: int,
+) -> int | None:
     """Tokens of `messages[start:]` in the request, by the server's tokenizer (None when it cannot count):
     after a change at `start`, what the next request pays uncached. TEMPLATE: the whole request less the
     part before `start` (both rendered, so the tail's framing is the template's); TEXT: the tail's text
@@ -524,11 +570,18 @@ def count_tail_sync(base_url: str, model: str, messages: list[dict[str, Any]], t
     if calibration.tokenizer == TEMPLATE:
         # the part before `start` is what the template renders before a marker put in that message's
         # place (a template may refuse to render a prefix ending in an assistant's tool calls)
-        marked = [*messages[:start], {**messages[start], "content": TAIL_MARKER}, *messages[start + 1:]] if start < len(messages) else messages
-        rendered, rendered_marked = _render(base_url, messages, tools, headers), _render(base_url, marked, tools, headers)
+        marked = (
+            [*messages[:start], {**messages[start], "content": TAIL_MARKER}, *messages[start + 1 :]]
+            if start < len(messages)
+            else messages
+        )
+        rendered, rendered_marked = (
+            _render(base_url, messages, tools, headers),
+            _render(base_url, marked, tools, headers),
+        )
         if rendered is None or rendered_marked is None or TAIL_MARKER not in rendered_marked:
             return None
-        prefix = rendered_marked[:rendered_marked.index(TAIL_MARKER)]
+        prefix = rendered_marked[: rendered_marked.index(TAIL_MARKER)]
         whole, before = (_tokenize(base_url, text, headers) for text in (rendered, prefix))
         return whole - before if whole is not None and before is not None else None
     if calibration.tokenizer == TEXT:
@@ -538,18 +591,32 @@ def count_tail_sync(base_url: str, model: str, messages: list[dict[str, Any]], t
     return None
 
 
-async def count_tail(base_url: str, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                     headers: dict[str, str], calibration: Calibration, start: int) -> int | None:
+async def count_tail(
+    base_url: str,
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    headers: dict[str, str],
+    calibration: Calibration,
+    start: int,
+) -> int | None:
     return await asyncio.to_thread(count_tail_sync, base_url, model, messages, tools, headers, calibration, start)
 
 
-async def count_request(base_url: str, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                        headers: dict[str, str], calibration: Calibration) -> int | None:
+async def count_request(
+    base_url: str,
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    headers: dict[str, str],
+    calibration: Calibration,
+) -> int | None:
     return await asyncio.to_thread(count_request_sync, base_url, model, messages, tools, headers, calibration)
 
 
-async def count_prompt(base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                       headers: dict[str, str]) -> int | None:
+async def count_prompt(
+    base_url: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, headers: dict[str, str]
+) -> int | None:
     return await asyncio.to_thread(count_prompt_sync, base_url, messages, tools, headers)
 
 

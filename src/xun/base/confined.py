@@ -23,8 +23,17 @@ from typing import BinaryIO
 from xun.base.atomic import TEMP_PREFIX, TEMP_SUFFIX, fill_and_sync, private_dirs
 from xun.base.paths import split_state_path
 
-__all__ = ["LinkRefused", "dir_fd_beneath", "open_beneath", "open_inside", "open_regular_inside", "open_state",
-           "state_dir_fd", "write_beneath", "write_state"]
+__all__ = [
+    "LinkRefused",
+    "dir_fd_beneath",
+    "open_beneath",
+    "open_inside",
+    "open_regular_inside",
+    "open_state",
+    "state_dir_fd",
+    "write_beneath",
+    "write_state",
+]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -47,14 +56,22 @@ def _parts(relative: str | os.PathLike[str]) -> list[str]:
 
 def _refused(exc: OSError, root: Path, relative: str | os.PathLike[str]) -> OSError:
     if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-        return LinkRefused(exc.errno, "a symbolic link (or something that is not a folder) is in the way; "
-                           "xun does not follow links here", str(root / relative))
+        return LinkRefused(
+            exc.errno,
+            "a symbolic link (or something that is not a folder) is in the way; xun does not follow links here",
+            str(root / relative),
+        )
     return exc
 
 
 @contextlib.contextmanager
-def dir_fd_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str] = ".",
-                   *, create: bool = False, folder_mode: int = 0o700) -> Iterator[int]:
+def dir_fd_beneath(
+    root: str | os.PathLike[str],
+    relative: str | os.PathLike[str] = ".",
+    *,
+    create: bool = False,
+    folder_mode: int = 0o700,
+) -> Iterator[int]:
     """A descriptor of the folder `root/relative`, reached without following links below `root`
     (`create` makes missing folders with `folder_mode`, less the umask)."""
     root = Path(root)
@@ -80,8 +97,14 @@ def dir_fd_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str
         os.close(fd)
 
 
-def open_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str], flags: int = os.O_RDONLY,
-                 mode: int = 0o600, *, create_folders: bool = False) -> int:
+def open_beneath(
+    root: str | os.PathLike[str],
+    relative: str | os.PathLike[str],
+    flags: int = os.O_RDONLY,
+    mode: int = 0o600,
+    *,
+    create_folders: bool = False,
+) -> int:
     """A raw descriptor of `root/relative` opened with `flags`, no link followed below `root`."""
     parts = _parts(relative)
     if not parts:
@@ -120,8 +143,9 @@ def open_regular_inside(path: str | os.PathLike[str], roots: list[Path]) -> Bina
         raise
 
 
-def write_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str], text: str, mode: int,
-                  folder_mode: int = 0o777) -> None:
+def write_beneath(
+    root: str | os.PathLike[str], relative: str | os.PathLike[str], text: str, mode: int, folder_mode: int = 0o777
+) -> None:
     """`atomic.write_text_atomic` for `root/relative` done from a descriptor of its folder (made when
     missing, `folder_mode` less the umask): the temporary file and the rename stay in the folder that was
     reached without links, whatever is swapped meanwhile."""
@@ -129,8 +153,9 @@ def write_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str]
     if not parts:
         raise LinkRefused(errno.EINVAL, "expected a file below the folder", str(root))
     name = parts[-1]
-    with dir_fd_beneath(root, PurePath(*parts[:-1]) if len(parts) > 1 else ".", create=True,
-                        folder_mode=0o777) as folder:
+    with dir_fd_beneath(
+        root, PurePath(*parts[:-1]) if len(parts) > 1 else ".", create=True, folder_mode=0o777
+    ) as folder:
         letters = string.ascii_lowercase + string.digits + "_"
         temp = f"{TEMP_PREFIX}{name}.{''.join(secrets.choice(letters) for _ in range(8))}{TEMP_SUFFIX}"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=folder)
@@ -146,6 +171,7 @@ def write_beneath(root: str | os.PathLike[str], relative: str | os.PathLike[str]
 
 
 # xun's own state (`.xun`, or `$XUN_HOME`): no link followed below where `paths.split_state_path` says
+
 
 @contextlib.contextmanager
 def state_dir_fd(folder: str | os.PathLike[str], *, create: bool = False) -> Iterator[int]:

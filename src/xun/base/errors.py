@@ -26,4 +26,5 @@ class SessionLocked(RuntimeError):
         super().__init__(
             f"session {conversation_id} is open in another xun process ({holder or 'unknown'}), which alone "
             "may save it; wait until it ends, or add --fork to continue a copy as a new session, or "
-            "--read-only to open it without saving")
+            "--read-only to open it without saving"
+        )

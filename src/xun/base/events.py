@@ -116,7 +116,8 @@ class Usage(Event):
     cached_tokens: int | None = None
     """Prompt tokens the server served from its prompt cache on this call; None: it did not say."""
     session_totals: dict[str, int] | None = None
-    """The session's totals so far (`xun.context.usage`: calls, prompt, completion, cached_input), summaries' calls included."""
+    """The session's totals so far (`xun.context.usage`: calls, prompt, completion, cached_input), summaries' calls
+    included."""
     session_cost: float | None = None
     """What they cost by the `pricing` of the model: uncached input, cached input and output at their prices
     (None without a price)."""

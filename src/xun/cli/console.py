@@ -76,7 +76,11 @@ def short_arguments(arguments: str) -> str:
         text = one_line(value, 10_000) if isinstance(value, str) else value
         shown = json.dumps(text, ensure_ascii=False)
         if len(shown) > MAX_ARGUMENT_CHARS:
-            shown = shown[: MAX_ARGUMENT_CHARS - 2] + "…" + shown[-1:] if shown.startswith('"') else shown[: MAX_ARGUMENT_CHARS - 1] + "…"
+            shown = (
+                shown[: MAX_ARGUMENT_CHARS - 2] + "…" + shown[-1:]
+                if shown.startswith('"')
+                else shown[: MAX_ARGUMENT_CHARS - 1] + "…"
+            )
         parts.append(f"{key}={shown}")
     return " ".join(parts)
 
@@ -85,7 +89,10 @@ def _cache_cost(event: Any) -> str:
     """What a change of the prompt costs in the server's prompt cache ("" when nothing changed)."""
     if event.cache_miss_tokens is None or event.saved_per_call is None:
         return ""
-    return f" (prompt cache: the next call pays ~{event.cache_miss_tokens:,} uncached, each later one ~{event.saved_per_call:,} fewer)"
+    return (
+        f" (prompt cache: the next call pays ~{event.cache_miss_tokens:,} uncached, each later one "
+        f"~{event.saved_per_call:,} fewer)"
+    )
 
 
 def _plural(count: int, word: str) -> str:
@@ -256,7 +263,9 @@ class TextPrinter(_Output):
             self.line(f"[tool] {name} failed: {one_line(event.error or '', 240)}", _YELLOW)
         else:
             cut = f", {event.truncated_chars:,} characters cut" if event.truncated_chars else ""
-            self.line(f"[tool] {name} -> {_plural(event.result_chars, 'character')} in {event.duration:.2f} s{cut}", _DIM)
+            self.line(
+                f"[tool] {name} -> {_plural(event.result_chars, 'character')} in {event.duration:.2f} s{cut}", _DIM
+            )
 
     def _on_usage(self, event: Any) -> None:
         self.last_usage = event
@@ -277,7 +286,9 @@ class TextPrinter(_Output):
         self.line(f"[error] {event.message}", _RED)
 
     def _on_retry(self, event: Any) -> None:
-        self.line(f"[retry] {event.reason}; try {event.attempt + 1} of {event.attempts} in {event.delay:.1f} s", _YELLOW)
+        self.line(
+            f"[retry] {event.reason}; try {event.attempt + 1} of {event.attempts} in {event.delay:.1f} s", _YELLOW
+        )
 
     def _compaction(self, event: Any, text: str, style: str = "") -> None:
         self.line(f"[compaction] {event.trigger}: {text}", style, self.compaction_out)
@@ -287,11 +298,21 @@ class TextPrinter(_Output):
             self._compaction(event, "no old tool results to reclaim")
             return
         results, arguments = event.count - event.arguments, event.arguments
-        what = " and ".join(filter(None, (_plural(results, "old tool result") if results else "",
-                                          f"the arguments of {_plural(arguments, 'old call')}" if arguments else "")))
-        self._compaction(event, f"reclaimed {what} "
-                                f"({event.fraction:.0%} of the estimated length): ~{event.tokens_before:,} -> "
-                                f"~{event.tokens_after:,} tokens{_cache_cost(event)}; recoverable with extract_compacted_tool_result")
+        what = " and ".join(
+            filter(
+                None,
+                (
+                    _plural(results, "old tool result") if results else "",
+                    f"the arguments of {_plural(arguments, 'old call')}" if arguments else "",
+                ),
+            )
+        )
+        self._compaction(
+            event,
+            f"reclaimed {what} "
+            f"({event.fraction:.0%} of the estimated length): ~{event.tokens_before:,} -> "
+            f"~{event.tokens_after:,} tokens{_cache_cost(event)}; recoverable with extract_compacted_tool_result",
+        )
 
     def _on_summary_started(self, event: Any) -> None:
         focus = f" (focus: {event.focus})" if event.focus else ""
@@ -302,15 +323,22 @@ class TextPrinter(_Output):
         because = event.own_because or "the model gave no usable summary"
         how = f" (xun's own extractive summary: {because})" if event.method == "extractive" else ""
         pieces = f" in {event.pieces} pieces" if event.pieces > 1 else ""
-        self._compaction(event, f"{event.message}{how}{pieces} ~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens"
-                                f"{_cache_cost(event)}{where}")
+        self._compaction(
+            event,
+            f"{event.message}{how}{pieces} ~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens"
+            f"{_cache_cost(event)}{where}",
+        )
 
     def _on_summary_rejected(self, event: Any) -> None:
-        then = {"retry": "asking once more", "extractive": "writing an extractive summary instead"}.get(event.next, event.next)
+        then = {"retry": "asking once more", "extractive": "writing an extractive summary instead"}.get(
+            event.next, event.next
+        )
         self._compaction(event, f"summary rejected: {event.reason}; {then}", _YELLOW)
 
     def _on_tool_result_restored(self, event: Any) -> None:
-        self._compaction(event, f"restored tool result {event.id}: ~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens")
+        self._compaction(
+            event, f"restored tool result {event.id}: ~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens"
+        )
 
     def _on_compaction_skipped(self, event: Any) -> None:
         self._compaction(event, f"skipped: {event.reason}")
@@ -323,9 +351,16 @@ class TextPrinter(_Output):
         usage = self.last_usage
         if usage is not None:
             reported = f"{usage.total_tokens:,}" if usage.total_tokens is not None else "none for the context as it is"
-            window = f" (window {usage.context_window:,}, {usage.window_source})" if usage.context_window else " (window unknown)"
-            self.line(f"[context] ~{usage.estimated_tokens:,} tokens, estimated (last reported by the server: {reported}); "
-                      f"compaction above {usage.threshold:,}{window}", _DIM)
+            window = (
+                f" (window {usage.context_window:,}, {usage.window_source})"
+                if usage.context_window
+                else " (window unknown)"
+            )
+            self.line(
+                f"[context] ~{usage.estimated_tokens:,} tokens, estimated (last reported by the server: {reported}); "
+                f"compaction above {usage.threshold:,}{window}",
+                _DIM,
+            )
             if usage.session_totals and usage.session_totals.get("calls"):
                 self.line(f"[usage] {usage_totals_line(usage.session_totals, usage.session_cost)}", _DIM)
 
@@ -353,6 +388,7 @@ async def read_line(stream: TextIO) -> str | None:
     try:
         loop.add_reader(fd, ready)
     except (NotImplementedError, ValueError, OSError):
+
         def in_thread() -> None:
             try:
                 data = os.read(fd, 4096)
@@ -397,8 +433,11 @@ class TerminalConfirm:
             printer.write(printer.err, "\n")
             return Decision.DENY
         word = answer.strip().lower()
-        return CONFIRM_KEYS.get(word[:1], Decision.DENY) if word in {"y", "yes", "s", "session", "n", "no"} \
+        return (
+            CONFIRM_KEYS.get(word[:1], Decision.DENY)
+            if word in {"y", "yes", "s", "session", "n", "no"}
             else Decision.DENY
+        )
 
 
 def _discard_typed_ahead(stream: TextIO) -> None:

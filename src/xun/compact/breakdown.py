@@ -54,9 +54,31 @@ LARGEST = 5
 PREVIEW_CHARS = 120
 
 # The part kinds, in the order they are shown (persistent sections come right after the system prompt).
-SYSTEM, SECTION, SUMMARY, USER, ASSISTANT, TOOL_CALLS, CALL_PLACEHOLDERS, TOOL_RESULTS, PLACEHOLDERS, OTHER, OVERHEAD = (
-    "system", "section", "summary", "user", "assistant", "tool_calls", "call_placeholders", "tool_results",
-    "placeholders", "other", "overhead")
+(
+    SYSTEM,
+    SECTION,
+    SUMMARY,
+    USER,
+    ASSISTANT,
+    TOOL_CALLS,
+    CALL_PLACEHOLDERS,
+    TOOL_RESULTS,
+    PLACEHOLDERS,
+    OTHER,
+    OVERHEAD,
+) = (
+    "system",
+    "section",
+    "summary",
+    "user",
+    "assistant",
+    "tool_calls",
+    "call_placeholders",
+    "tool_results",
+    "placeholders",
+    "other",
+    "overhead",
+)
 LABELS = {
     OVERHEAD: "tool definitions (every request)",
     SYSTEM: "system prompt",
@@ -178,8 +200,10 @@ class ReclaimPreview:
     def what(self) -> str:
         """What would be replaced, in words: "3 tool results and the arguments of 2 calls"."""
         results, arguments = self.results, self.arguments
-        parts = [f"{results} tool result{'s' if results != 1 else ''}" if results or not arguments else "",
-                 f"the arguments of {arguments} call{'s' if arguments != 1 else ''}" if arguments else ""]
+        parts = [
+            f"{results} tool result{'s' if results != 1 else ''}" if results or not arguments else "",
+            f"the arguments of {arguments} call{'s' if arguments != 1 else ''}" if arguments else "",
+        ]
         return " and ".join(filter(None, parts))
 
     @property
@@ -202,8 +226,13 @@ class ReclaimPreview:
             kept = "the newest tool result is" if self.keep_max == 1 else f"the newest {self.keep_max} tool results are"
             have = "is only 1 tool result" if n == 1 else f"are only {n} tool results"
             return f"{kept} kept, and there {have}"
-        parts = [f"{k} {what}" for k, what in zip(self.skipped, ("placeholders already", "restored by hand (they stay)",
-                                                                   "shorter than a placeholder")) if k]
+        parts = [
+            f"{k} {what}"
+            for k, what in zip(
+                self.skipped, ("placeholders already", "restored by hand (they stay)", "shorter than a placeholder")
+            )
+            if k
+        ]
         return f"of the {n - self.keep_max} older than the newest {self.keep_max}: {', '.join(parts)}"
 
 
@@ -269,9 +298,15 @@ def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def context_breakdown(conversation: Conversation, *, threshold: int, window: int | None = None,
-                      largest: int = LARGEST, tool_definitions: Mapping[str, int] | None = None,
-                      window_source: str | None = None) -> ContextBreakdown:
+def context_breakdown(
+    conversation: Conversation,
+    *,
+    threshold: int,
+    window: int | None = None,
+    largest: int = LARGEST,
+    tool_definitions: Mapping[str, int] | None = None,
+    window_source: str | None = None,
+) -> ContextBreakdown:
     """The conversation split into parts (see the module's docstring); `largest` messages listed.
 
     `tool_definitions` (`Toolbox.definition_chars()`: characters by source, "" for the built-ins, else an
@@ -302,8 +337,18 @@ def context_breakdown(conversation: Conversation, *, threshold: int, window: int
             text = content_text(raw.get("content"))
             reclaimed = text.startswith(PLACEHOLDER_HEAD)
             tally[PLACEHOLDERS if reclaimed else TOOL_RESULTS].add(chars)
-            sizes.append(LargeMessage(index, "tool", chars, 0, _preview(text), _tool_name(conversation, index, raw),
-                                      str(raw.get("tool_call_id", "")), reclaimed))
+            sizes.append(
+                LargeMessage(
+                    index,
+                    "tool",
+                    chars,
+                    0,
+                    _preview(text),
+                    _tool_name(conversation, index, raw),
+                    str(raw.get("tool_call_id", "")),
+                    reclaimed,
+                )
+            )
         elif role == "assistant":
             calls = raw.get("tool_calls") or ()
             call_chars, call_count = _call_arguments_chars(calls)
@@ -318,15 +363,29 @@ def context_breakdown(conversation: Conversation, *, threshold: int, window: int
             function = (first or {}).get("function") or {}
             text = content_text(raw.get("content"))
             shown = text or (f"calls {function.get('name', '?')} {function.get('arguments', '')}" if first else "")
-            sizes.append(LargeMessage(index, "assistant", chars, 0, _preview(shown), str(function.get("name", "")),
-                                      str((first or {}).get("id", "")), bool(reclaimed_calls)))
+            sizes.append(
+                LargeMessage(
+                    index,
+                    "assistant",
+                    chars,
+                    0,
+                    _preview(shown),
+                    str(function.get("name", "")),
+                    str((first or {}).get("id", "")),
+                    bool(reclaimed_calls),
+                )
+            )
         else:
             tally[OTHER].add(chars)
     parts: list[Part] = []
 
     fixed = getattr(conversation, "fixed_tokens", None)
     overhead = getattr(conversation, "overhead_chars", 0) or 0  # measured by newer engines only
-    definitions = dict(tool_definitions) if tool_definitions is not None else ({"": overhead} if isinstance(overhead, int) and overhead > 0 else {})
+    definitions = (
+        dict(tool_definitions)
+        if tool_definitions is not None
+        else ({"": overhead} if isinstance(overhead, int) and overhead > 0 else {})
+    )
     definition_chars = sum(definitions.values())
 
     def add(kind: str, chars: int, count: int, name: str = "") -> None:
@@ -357,10 +416,25 @@ def context_breakdown(conversation: Conversation, *, threshold: int, window: int
         to_window=max(window - max(threshold, used), 0) if window else None,
     )
     top = sorted(sizes, key=lambda m: (-m.chars, m.index))[: max(largest, 0)]
-    top = [LargeMessage(m.index, m.role, m.chars, round(m.chars * ratio), m.preview, m.tool, m.tool_call_id, m.reclaimed)
-           for m in top]
-    return ContextBreakdown(parts, free, top, total, estimate, live, conversation.total_tokens, ratio, threshold, window,
-                            len(conversation.messages), window_source, fixed)
+    top = [
+        LargeMessage(m.index, m.role, m.chars, round(m.chars * ratio), m.preview, m.tool, m.tool_call_id, m.reclaimed)
+        for m in top
+    ]
+    return ContextBreakdown(
+        parts,
+        free,
+        top,
+        total,
+        estimate,
+        live,
+        conversation.total_tokens,
+        ratio,
+        threshold,
+        window,
+        len(conversation.messages),
+        window_source,
+        fixed,
+    )
 
 
 def _tool_name(conversation: Conversation, index: int, raw: dict[str, Any]) -> str:
@@ -412,13 +486,27 @@ def reclaim_preview(conversation: Conversation, keep_max: int) -> ReclaimPreview
         raw = messages[i].raw  # type: ignore[union-attr]  # positions holds tool results only
         call_id = str(raw.get("tool_call_id", ""))
         at = large.get(i, current)
-        call = next((c for c in messages[at].raw.get("tool_calls") or ()  # type: ignore[union-attr]
-                     if isinstance(c, dict) and c.get("id") == call_id), None) if at != current else None
+        call = (
+            next(
+                (
+                    c
+                    for c in messages[at].raw.get("tool_calls") or ()  # type: ignore[union-attr]
+                    if isinstance(c, dict) and c.get("id") == call_id
+                ),
+                None,
+            )
+            if at != current
+            else None
+        )
         if call is not None:
             text = (call.get("function") or {}).get("arguments")
             key = arguments_id(call_id)
-            if isinstance(text, str) and len(text) > ARGUMENTS_RECLAIM_AT and key not in pinned \
-                    and not arguments_reclaimed(call):
+            if (
+                isinstance(text, str)
+                and len(text) > ARGUMENTS_RECLAIM_AT
+                and key not in pinned
+                and not arguments_reclaimed(call)
+            ):
                 shown = len(arguments_placeholder(text, key))
                 if shown < len(text):
                     ids.append(key)
@@ -427,16 +515,31 @@ def reclaim_preview(conversation: Conversation, keep_max: int) -> ReclaimPreview
                     arguments += 1
         text = content_text(raw.get("content"))
         placeholder = PLACEHOLDER.format(id=call_id)
-        why = (0 if text.startswith(PLACEHOLDER_HEAD) else 1 if call_id in pinned
-               else 2 if len(placeholder) >= len(text) else None)
+        why = (
+            0
+            if text.startswith(PLACEHOLDER_HEAD)
+            else 1
+            if call_id in pinned
+            else 2
+            if len(placeholder) >= len(text)
+            else None
+        )
         if why is not None:
             skipped[why] += 1
             continue
         ids.append(call_id)
         before += message_length(messages[i])
         after += len(placeholder)
-    return ReclaimPreview(tuple(ids), before, after, conversation.tokens_per_char, keep_max, len(positions),
-                          (skipped[0], skipped[1], skipped[2]), arguments)
+    return ReclaimPreview(
+        tuple(ids),
+        before,
+        after,
+        conversation.tokens_per_char,
+        keep_max,
+        len(positions),
+        (skipped[0], skipped[1], skipped[2]),
+        arguments,
+    )
 
 
 def _current_round(messages: list[Any]) -> int:
@@ -455,8 +558,10 @@ def tokens_from(conversation: Conversation, index: int) -> int:
     next request pays uncached (a prompt cache serves only the prefix before the first change)."""
     from xun.context.estimates import MESSAGE_TOKENS
 
-    messages = conversation.messages[max(index, 0):]
-    return round(sum(message_length(m) for m in messages) * conversation.tokens_per_char) + MESSAGE_TOKENS * len(messages)
+    messages = conversation.messages[max(index, 0) :]
+    return round(sum(message_length(m) for m in messages) * conversation.tokens_per_char) + MESSAGE_TOKENS * len(
+        messages
+    )
 
 
 def first_tool_result(conversation: Conversation, ids: tuple[str, ...] | list[str]) -> int | None:
@@ -469,7 +574,9 @@ def first_tool_result(conversation: Conversation, ids: tuple[str, ...] | list[st
             if raw.get("role") == "tool":
                 if raw.get("tool_call_id") in wanted:
                     return index
-            elif any(isinstance(call, dict) and arguments_id(str(call.get("id", ""))) in wanted
-                     for call in raw.get("tool_calls") or ()):
+            elif any(
+                isinstance(call, dict) and arguments_id(str(call.get("id", ""))) in wanted
+                for call in raw.get("tool_calls") or ()
+            ):
                 return index
     return None

@@ -17,11 +17,21 @@ from typing import Any
 
 from xun.context.messages import Message, RawOpenAIMessage, SystemPrompt, UserMessage, content_text
 
-SECTIONS = ("system_context", "overview", "key_facts", "user_preferences", "decisions", "pending_tasks",
-            "open_questions", "tone_context")
+SECTIONS = (
+    "system_context",
+    "overview",
+    "key_facts",
+    "user_preferences",
+    "decisions",
+    "pending_tasks",
+    "open_questions",
+    "tone_context",
+)
 _HEADING = re.compile(r"^\s{0,3}#{1,4}\s*\**`?([a-z_]+)`?\**\s*:?\s*$", re.MULTILINE)
-_PATH = re.compile(r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|(?<![\w/.-])[\w-]+\.(?:py|md|txt|json|toml|yaml|yml|"
-                   r"js|ts|tsx|jsx|rs|go|c|h|cpp|hpp|java|rb|sh|cfg|ini|lock|html|css|sql|csv)\b")
+_PATH = re.compile(
+    r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|(?<![\w/.-])[\w-]+\.(?:py|md|txt|json|toml|yaml|yml|"
+    r"js|ts|tsx|jsx|rs|go|c|h|cpp|hpp|java|rb|sh|cfg|ini|lock|html|css|sql|csv)\b"
+)
 _ERROR = re.compile(r"\b(error|exception|traceback|failed|fatal|denied|not found)\b", re.IGNORECASE)
 _PATH_KEYS = ("path", "file", "filename", "directory", "dir", "cwd")
 _CONSTRAINT = re.compile(r"\b(?:never|always|don't|do not|must(?: not)?|avoid|only|prefer|keep)\b", re.IGNORECASE)
@@ -46,7 +56,7 @@ def _cut_middle(text: str, size: int) -> str:
 def summary_problem(text: str, finish_reason: str | None, limit: int | None = None) -> str | None:
     """Why a model's summary cannot be applied as it is (None: it can); `limit` is its `max_tokens`."""
     if finish_reason == "length":
-        return f"the summary was cut off at its token limit{f' of {limit:,}' if limit else ''} (finish_reason \"length\")"
+        return f'the summary was cut off at its token limit{f" of {limit:,}" if limit else ""} (finish_reason "length")'
     if not text.strip():
         return "the summary is empty"
     found = {match.group(1).lower() for match in _HEADING.finditer(text)}
@@ -80,7 +90,9 @@ def _calls(message: Message) -> list[tuple[str, str, dict[str, Any]]]:
             arguments = json.loads(function.get("arguments") or "{}")
         except (TypeError, ValueError):
             arguments = {}
-        out.append((str(function.get("name", "?")), str(call.get("id", "")), arguments if isinstance(arguments, dict) else {}))
+        out.append(
+            (str(function.get("name", "?")), str(call.get("id", "")), arguments if isinstance(arguments, dict) else {})
+        )
     return out
 
 
@@ -125,21 +137,33 @@ def extractive_summary(messages: list[Message], *, reason: str, offload_hint: st
         quoted = "\n".join(f"- {json.dumps(p, ensure_ascii=False)}" for p in prompt_items) or "- (none)"
         if left_out:
             quoted = f"- ({left_out} earlier prompts are in the offload log)\n" + quoted
+
         def keep(items: list[str]) -> list[str]:  # newest last
             return items[-fact_cut:] if fact_cut else []
 
-        return "\n\n".join([
-            "## system_context\n" + (f"Earlier summary, carried forward:\n{previous}" if previous else "- (no earlier summary)"),
-            f"## overview\nxun wrote this summary itself because {reason}. {len(messages)} messages were condensed; "
-            f"their originals are in {offload_hint}, and search_history finds them by their words.",
-            "## key_facts\nFiles:\n" + bullets(keep(paths), True) + "\nCommands run:\n" + bullets(keep(commands), True)
-            + "\nTool calls:\n" + bullets(keep(tools)) + "\nError lines in tool results:\n" + bullets(keep(errors), True),
-            "## user_preferences\nThe user's rules, word for word (from the prompts):\n" + bullets([json.dumps(r, ensure_ascii=False) for r in rules]),
-            "## decisions\n- (not extracted)",
-            "## pending_tasks\nThe user's prompts, word for word, oldest first:\n" + quoted,
-            "## open_questions\n- (not extracted)",
-            "## tone_context\n- (not extracted)",
-        ])
+        return "\n\n".join(
+            [
+                "## system_context\n"
+                + (f"Earlier summary, carried forward:\n{previous}" if previous else "- (no earlier summary)"),
+                f"## overview\nxun wrote this summary itself because {reason}. {len(messages)} messages were "
+                "condensed; "
+                f"their originals are in {offload_hint}, and search_history finds them by their words.",
+                "## key_facts\nFiles:\n"
+                + bullets(keep(paths), True)
+                + "\nCommands run:\n"
+                + bullets(keep(commands), True)
+                + "\nTool calls:\n"
+                + bullets(keep(tools))
+                + "\nError lines in tool results:\n"
+                + bullets(keep(errors), True),
+                "## user_preferences\nThe user's rules, word for word (from the prompts):\n"
+                + bullets([json.dumps(r, ensure_ascii=False) for r in rules]),
+                "## decisions\n- (not extracted)",
+                "## pending_tasks\nThe user's prompts, word for word, oldest first:\n" + quoted,
+                "## open_questions\n- (not extracted)",
+                "## tone_context\n- (not extracted)",
+            ]
+        )
 
     prompt_items, fact_cut, rules = list(prompts), MAX_ITEMS, list(constraints)
     text = render(prompt_items, fact_cut, rules)
@@ -155,7 +179,9 @@ def extractive_summary(messages: list[Message], *, reason: str, offload_hint: st
         elif previous and not previous.endswith(CUT_NOTE):
             keep = max(0, len(previous) - (len(text) - max_chars) - len(CUT_NOTE))
             previous = previous[:keep] + CUT_NOTE
-        elif len(prompt_items) == 1 and PROMPT_CUT_NOTE not in prompt_items[0] and len(prompt_items[0]) > 2 * PROMPT_END:
+        elif (
+            len(prompt_items) == 1 and PROMPT_CUT_NOTE not in prompt_items[0] and len(prompt_items[0]) > 2 * PROMPT_END
+        ):
             prompt_items[0] = _cut_middle(prompt_items[0], len(prompt_items[0]) - (len(text) - max_chars))
         else:
             break

@@ -58,7 +58,9 @@ class AutoCompactor(CompactorAbstract):
     """The seed's tiered policy: reclaim old tool results; escalate to a summary when reclaiming is not
     enough or has run `escalation_rounds` times; retry with halved keep counts while still too large."""
 
-    def __init__(self, toolcall_keep_max: int = 12, summary_keep_max: int = 16, escalation_rounds: int = 2, max_retries: int = 2):
+    def __init__(
+        self, toolcall_keep_max: int = 12, summary_keep_max: int = 16, escalation_rounds: int = 2, max_retries: int = 2
+    ):
         self.toolcall_keep_max = toolcall_keep_max
         self.summary_keep_max = summary_keep_max
         self.escalation_rounds = escalation_rounds
@@ -74,7 +76,9 @@ class AutoCompactor(CompactorAbstract):
 
     @classmethod
     def from_config(cls, settings: Any) -> AutoCompactor:
-        return cls(settings.toolcall_keep_max, settings.summary_keep_max, settings.escalation_rounds, settings.max_retries)
+        return cls(
+            settings.toolcall_keep_max, settings.summary_keep_max, settings.escalation_rounds, settings.max_retries
+        )
 
     def needs_compaction(self, agent: CompactionHost) -> bool:
         """The trigger: the estimate of the request about to be sent (the last reported count plus what
@@ -93,7 +97,7 @@ class AutoCompactor(CompactorAbstract):
 
     async def auto_compact(self, agent: CompactionHost) -> None:
         if self.paused_calls:  # this model call is one of the pause's, unless a model's summary ended it
-            log = agent.conversation.compaction_log[self._log_at_pause:]
+            log = agent.conversation.compaction_log[self._log_at_pause :]
             if any(r.get("type") == "summary_finished" and r.get("method") == "model" for r in log):
                 self.resume()
             else:
@@ -128,20 +132,32 @@ class AutoCompactor(CompactorAbstract):
             if worthwhile is None and attempt and estimate <= threshold:
                 return  # an earlier round brought it under the threshold: nothing to report
             if worthwhile is None:
-                why_not = ("a summary now would not make the context smaller (what lies before the newest messages "
-                           "is too small to condense)")
+                why_not = (
+                    "a summary now would not make the context smaller (what lies before the newest messages "
+                    "is too small to condense)"
+                )
                 if estimate <= threshold:  # under it after the reclaim: the summary was due by the escalation
-                    reason = (f"no summary: a reclaim brought the context from about {tokens:,} tokens "
-                              f"(over the threshold of {threshold:,}) to about {estimate:,}, under it; a summary was "
-                              f"also due ({why}), but {why_not}")
+                    reason = (
+                        f"no summary: a reclaim brought the context from about {tokens:,} tokens "
+                        f"(over the threshold of {threshold:,}) to about {estimate:,}, under it; a summary was "
+                        f"also due ({why}), but {why_not}"
+                    )
                 else:
-                    reason = (f"nothing more to compact: about {estimate:,} tokens, and {why_not}; the next prompt "
-                              "or tool result may change that")
+                    reason = (
+                        f"nothing more to compact: about {estimate:,} tokens, and {why_not}; the next prompt "
+                        "or tool result may change that"
+                    )
                 await self._dead_end(agent, CompactionSkipped(reason=reason, trigger="auto"))
                 return
             keep_messages = worthwhile
-            result = await compact_conversation(agent, keep_recent=keep_messages, instructions=agent.config.compression.instructions,
-                                                trigger="auto", why=why, ask_model=not self.paused)
+            result = await compact_conversation(
+                agent,
+                keep_recent=keep_messages,
+                instructions=agent.config.compression.instructions,
+                trigger="auto",
+                why=why,
+                ask_model=not self.paused,
+            )
             if not result.compacted:
                 if not result.did_not_fit:  # a request that did not fit is xun's bug, not the model's failure
                     await self._failed(agent)
@@ -152,9 +168,14 @@ class AutoCompactor(CompactorAbstract):
             if tokens <= target:
                 return
             keep_tools, keep_messages = max(reclaim_floor(conversation), keep_tools // 2), max(1, keep_messages // 2)
-        await self._dead_end(agent, CompactionFailed(
-            reason=f"still about {tokens} tokens after {self.max_retries + 1} compactions (threshold {threshold}); "
-            "no further progress is possible", trigger="auto"))
+        await self._dead_end(
+            agent,
+            CompactionFailed(
+                reason=f"still about {tokens} tokens after {self.max_retries + 1} compactions (threshold {threshold}); "
+                "no further progress is possible",
+                trigger="auto",
+            ),
+        )
         await self._failed(agent)
 
     async def _dead_end(self, agent: CompactionHost, event: CompactionSkipped | CompactionFailed) -> None:
@@ -168,26 +189,37 @@ class AutoCompactor(CompactorAbstract):
         self._told_dead_end = key
         await agent.emit(event)
 
-
     def first_keep(self, agent: CompactionHost, keep_tools: int) -> int:
         """How many recent tool results the first reclaim keeps (the seed: `toolcall_keep_max`)."""
         return keep_tools
 
-    def why_summary(self, agent: CompactionHost, attempt: int, keep: int, reclaimed: ToolCallCompactResult,
-                    estimate: int, target: float) -> str:
+    def why_summary(
+        self,
+        agent: CompactionHost,
+        attempt: int,
+        keep: int,
+        reclaimed: ToolCallCompactResult,
+        estimate: int,
+        target: float,
+    ) -> str:
         """Why the policy goes on to a summary after this reclaim, with the figures it judged (the
         compaction log shows it, so that tier 2 never comes without saying why tier 1 was not enough)."""
         over = f"about {estimate:,} tokens, above {round(target):,} (95% of the threshold {agent.threshold:,})"
         if attempt:
             return f"still {over} after a summary: once more with fewer kept ({keep} tool results)"
         if estimate > target and not reclaimed.reclaimed_count:
-            return f"a reclaim first replaced nothing ({reclaim_preview(agent.conversation, keep).why_nothing}): still {over}"
+            return (
+                f"a reclaim first replaced nothing ({reclaim_preview(agent.conversation, keep).why_nothing}): still "
+                f"{over}"
+            )
         if estimate > target:
             n = reclaimed.reclaimed_count
             return f"a reclaim first replaced {n} tool result{'s' if n != 1 else ''}, keeping {keep}: still {over}"
         rounds = agent.conversation.compaction_counter.tool_rounds
-        return (f"{rounds} reclaim rounds since the last summary, and auto_compact.escalation_rounds allows "
-                f"{self.escalation_rounds} before one: the next step is a summary")
+        return (
+            f"{rounds} reclaim rounds since the last summary, and auto_compact.escalation_rounds allows "
+            f"{self.escalation_rounds} before one: the next step is a summary"
+        )
 
     def reclaim_was_enough(self, agent: CompactionHost, attempt: int, estimate: int, target: float) -> bool:
         """Whether to stop after a reclaim: under the target, and (on the first attempt) fewer than
@@ -211,11 +243,14 @@ class AutoCompactor(CompactorAbstract):
         self._pause_length = min(PAUSE_CALLS_MAX, self._pause_length * 2 or PAUSE_CALLS)
         self.paused_calls = self._pause_length
         self._log_at_pause = len(agent.conversation.compaction_log)
-        await agent.emit(Warning(
-            f"automatic compaction failed {self.consecutive_failures} times in a row: it pauses the model's "
-            f"summaries for the next {self.paused_calls} model calls, then tries again (each failure doubles the "
-            f"pause, up to {PAUSE_CALLS_MAX}); meanwhile reclaims go on, and a summary that is due is xun's own "
-            "(extractive); a summary by hand (/compact, F5) asks the model, and ends the pause when it works"))
+        await agent.emit(
+            Warning(
+                f"automatic compaction failed {self.consecutive_failures} times in a row: it pauses the model's "
+                f"summaries for the next {self.paused_calls} model calls, then tries again (each failure doubles the "
+                f"pause, up to {PAUSE_CALLS_MAX}); meanwhile reclaims go on, and a summary that is due is xun's own "
+                "(extractive); a summary by hand (/compact, F5) asks the model, and ends the pause when it works"
+            )
+        )
 
 
 PAYBACK_CALLS = 20
@@ -243,8 +278,14 @@ class CacheAwareCompactor(AutoCompactor):
       threshold would force later, at the price of a broken prefix; only in `auto_compact.mode` "auto").
     """
 
-    def __init__(self, *args: Any, low_water: float = 0.5, ttl_seconds: float = 300.0, cached_discount: float = 0.1,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        low_water: float = 0.5,
+        ttl_seconds: float = 300.0,
+        cached_discount: float = 0.1,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.low_water = low_water
         self.ttl_seconds = ttl_seconds
@@ -254,8 +295,15 @@ class CacheAwareCompactor(AutoCompactor):
     def from_config(cls, settings: Any, cache: Any = None) -> CacheAwareCompactor:
         ttl = cache.ttl_seconds if cache is not None else 300.0
         discount = cache.cached_discount if cache is not None else 0.1
-        return cls(settings.toolcall_keep_max, settings.summary_keep_max, settings.escalation_rounds, settings.max_retries,
-                   low_water=settings.low_water, ttl_seconds=ttl, cached_discount=discount)
+        return cls(
+            settings.toolcall_keep_max,
+            settings.summary_keep_max,
+            settings.escalation_rounds,
+            settings.max_retries,
+            low_water=settings.low_water,
+            ttl_seconds=ttl,
+            cached_discount=discount,
+        )
 
     def cache_is_cold(self, agent: CompactionHost) -> bool:
         """Whether the last call was longer ago than the cache's time to live (by `agent.clock`)."""
@@ -310,14 +358,18 @@ class CacheAwareCompactor(AutoCompactor):
         keep = max(self.first_keep(agent, self.toolcall_keep_max), current_turn_results(agent.conversation), 1)
         if reclaim_preview(agent.conversation, keep).count:
             await self._reclaim_quietly(agent, keep, "idle")
-        if (agent.request_tokens() <= agent.threshold * self.low_water or agent.config.auto_compact.mode != "auto"
-                or self.paused):
+        if (
+            agent.request_tokens() <= agent.threshold * self.low_water
+            or agent.config.auto_compact.mode != "auto"
+            or self.paused
+        ):
             return  # an optimisation, not a need: nobody is asked for it (mode "ask"), "off" means off, and
             # while the model's summaries are paused xun's own waits until one is needed
         keep_messages = worthwhile_keep(agent.conversation, self.summary_keep_max)
         if keep_messages is not None:
-            result = await compact_conversation(agent, keep_recent=keep_messages,
-                                                instructions=agent.config.compression.instructions, trigger="idle")
+            result = await compact_conversation(
+                agent, keep_recent=keep_messages, instructions=agent.config.compression.instructions, trigger="idle"
+            )
             if not result.compacted and not result.did_not_fit:
                 await self._failed(agent)
 
@@ -325,8 +377,10 @@ class CacheAwareCompactor(AutoCompactor):
         if agent.config.auto_compact.enabled:
             if self.cache_is_cold(agent):
                 await self.compact_while_cold(agent)
-            elif (agent.threshold * self.low_water < agent.request_tokens() <= agent.threshold
-                  and (keep := self.paying_keep(agent)) is not None):
+            elif (
+                agent.threshold * self.low_water < agent.request_tokens() <= agent.threshold
+                and (keep := self.paying_keep(agent)) is not None
+            ):
                 await self._reclaim_quietly(agent, keep, "early")
         await super().compact_if_needed(agent)
 

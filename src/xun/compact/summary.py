@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 from xun.context.estimates import MESSAGE_TOKENS
 from xun.context.messages import COMPACTED_SYSTEM_PROMPT, Message, SystemPrompt, message_length
 from xun.context.compaction_results import SummaryCompactResult
-from xun.base.events import CompactionFailed, CompactionSkipped, SummaryFinished, SummaryRejected, SummaryStarted, Warning
+from xun.base.events import (
+    CompactionFailed,
+    CompactionSkipped,
+    SummaryFinished,
+    SummaryRejected,
+    SummaryStarted,
+    Warning,
+)
 
 from xun.compact.breakdown import tokens_from
 
@@ -65,11 +72,16 @@ def _summarizer_prompt(agent: CompactionHost, instructions: str | None) -> tuple
             with prompt_file(path, agent.workdir) as handle:
                 extra = handle.read().decode("utf-8").strip()
         except OSError as exc:
-            problems.append(f"compression.prompt_files: cannot read {path} ({exc.strerror or exc}); using the built-in prompt without it")
+            problems.append(
+                f"compression.prompt_files: cannot read {path} ({exc.strerror or exc}); using the built-in prompt "
+                "without it"
+            )
             continue
         except UnicodeDecodeError as exc:
-            problems.append(f"compression.prompt_files: cannot read {path} (not UTF-8 text: {exc.reason} at byte {exc.start}); "
-                            "using the built-in prompt without it")
+            problems.append(
+                f"compression.prompt_files: cannot read {path} (not UTF-8 text: {exc.reason} at byte {exc.start}); "
+                "using the built-in prompt without it"
+            )
             continue
         if extra:
             parts.append(f"Additional instructions from {name}:\n{extra}")
@@ -90,7 +102,7 @@ def with_limit(prompt: str, max_tokens: int) -> str:
     sentence changes (it comes first; a prompt file's or a transcript's text is left as it is)."""
     if not prompt.startswith(SUMMARY_PROMPT):
         return prompt
-    return SUMMARY_PROMPT.replace(LIMIT_SENTENCE, f"Stay under {max_tokens:,} tokens.") + prompt[len(SUMMARY_PROMPT):]
+    return SUMMARY_PROMPT.replace(LIMIT_SENTENCE, f"Stay under {max_tokens:,} tokens.") + prompt[len(SUMMARY_PROMPT) :]
 
 
 MIN_SUMMARY_TOKENS = 64
@@ -150,9 +162,14 @@ async def fit_to_window(agent: CompactionHost, budget: int, trigger: str = "emer
         worthwhile = worthwhile_keep(agent.conversation, keep_messages) if summarise else None
         if worthwhile is not None:
             keep_messages = worthwhile
-            result = await compact_conversation(agent, keep_recent=keep_messages,
-                                                instructions=agent.config.compression.instructions, trigger=trigger,
-                                                ask_model=ask_model, own_if_model_fails=True)
+            result = await compact_conversation(
+                agent,
+                keep_recent=keep_messages,
+                instructions=agent.config.compression.instructions,
+                trigger=trigger,
+                ask_model=ask_model,
+                own_if_model_fails=True,
+            )
             model_failed = model_failed or (ask_model and result.without_model and not result.did_not_fit)
             if agent.request_tokens() <= budget:
                 return model_failed
@@ -206,13 +223,20 @@ def summary_budget(agent: CompactionHost, replaced_chars: int, *, soft: bool = T
     off at its limit, when that request, measured, fits the window. (A cap at a share of the threshold was
     tried: models that write past a stated limit were then cut off at most summaries, one more request
     each, and a turn of large writes starved.)"""
-    budget = min(SUMMARY_MAX_TOKENS, max(MIN_SUMMARY_TOKENS, _tokens(replaced_chars, agent.conversation.tokens_per_char) - 1))
+    budget = min(
+        SUMMARY_MAX_TOKENS, max(MIN_SUMMARY_TOKENS, _tokens(replaced_chars, agent.conversation.tokens_per_char) - 1)
+    )
     window = agent.window.tokens
     if window is None:
         return budget
     room = summary_room(agent, window)
-    return int(min(budget, *([max(MIN_SUMMARY_TOKENS, window // 4)] if soft else []),
-                   *([room] if room >= MIN_SUMMARY_TOKENS else [])))
+    return int(
+        min(
+            budget,
+            *([max(MIN_SUMMARY_TOKENS, window // 4)] if soft else []),
+            *([room] if room >= MIN_SUMMARY_TOKENS else []),
+        )
+    )
 
 
 def summary_room(agent: CompactionHost, window: int) -> int:
@@ -257,7 +281,9 @@ class _DidNotFit(Exception):
     """A summary request did not fit the window (the helper refused to send it, or the server refused it)."""
 
 
-async def _ask_model(agent: CompactionHost, messages: list[Message], prompt: str, max_tokens: int) -> tuple[str, str | None, str | None]:
+async def _ask_model(
+    agent: CompactionHost, messages: list[Message], prompt: str, max_tokens: int
+) -> tuple[str, str | None, str | None]:
     """One summary request by a helper agent: (text, finish_reason, error); raises _DidNotFit when the
     request did not fit the window."""
     helper = agent.summarizer()
@@ -272,8 +298,15 @@ async def _ask_model(agent: CompactionHost, messages: list[Message], prompt: str
     return text, helper.last_finish_reason, error
 
 
-async def _checked(agent: CompactionHost, messages: list[Message], prompt: str, max_tokens: int, trigger: str,
-                   label: str = "", larger: int | None = None) -> tuple[str | None, str | None, bool]:
+async def _checked(
+    agent: CompactionHost,
+    messages: list[Message],
+    prompt: str,
+    max_tokens: int,
+    trigger: str,
+    label: str = "",
+    larger: int | None = None,
+) -> tuple[str | None, str | None, bool]:
     """Ask for a summary, and once more with a firmer prompt when it is unusable (`label` names the piece).
     A summary cut off at its limit is asked for again only with a larger one (`larger`, when the request
     has room for it): the same limit cuts it again (a wasted call, found with a small threshold).
@@ -314,7 +347,10 @@ def _pieces(entries: list[Any], room_chars: int) -> list[str]:
         text = render_entries([entry])
         if len(text) > room_chars:
             half = max(room_chars // 2 - 60, 0)
-            text = f"{text[:half]}\n    …[{len(text) - 2 * half:,} characters cut here; the whole is in the offload log]…\n    {text[-half:] if half else ''}"
+            text = (
+                f"{text[:half]}\n    …[{len(text) - 2 * half:,} characters cut here; the whole is in the offload "
+                f"log]…\n    {text[-half:] if half else ''}"
+            )
         if current and size + len(text) + 1 > room_chars:
             pieces.append("\n".join(current))
             current, size = [], 0
@@ -325,7 +361,9 @@ def _pieces(entries: list[Any], room_chars: int) -> list[str]:
     return pieces
 
 
-async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: str, replaced_chars: int, trigger: str) -> _Written:
+async def _write_summary(
+    agent: CompactionHost, plan: CompactionPlan, prompt: str, replaced_chars: int, trigger: str
+) -> _Written:
     """The summary of `plan.condensed`: in one request when it fits the window, else in pieces that each
     fit (each piece updating the summary of the ones before); xun's extractive summary when the model
     gives no usable one."""
@@ -337,9 +375,13 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
     condensed = list(plan.condensed)
     system = condensed[0] if condensed and isinstance(condensed[0], SystemPrompt) else None
     if system is not None:  # the summarizer sees no persistent sections (AGENTS.md)
-        condensed[0] = system = SystemPrompt(system.content, system.is_compressed, {}, system.base_prompt, system.ledger)
+        condensed[0] = system = SystemPrompt(
+            system.content, system.is_compressed, {}, system.base_prompt, system.ledger
+        )
     firmer = len(FIRMER_PROMPT) + 400  # the second try's prompt is longer: it must fit too
-    request = _tokens(sum(message_length(m) for m in condensed) + len(prompt) + firmer, ratio, len(condensed) + 1) + fixed
+    request = (
+        _tokens(sum(message_length(m) for m in condensed) + len(prompt) + firmer, ratio, len(condensed) + 1) + fixed
+    )
     summary: str | None = None
     pieces = 1
     unusable = False
@@ -355,15 +397,19 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
             window, one_request = agent.window.tokens, False
             ratio *= 1.25
             if window is None:
-                return _Written(None, error="the summary request did not fit the window, which is unknown", did_not_fit=True)
+                return _Written(
+                    None, error="the summary request did not fit the window, which is unknown", did_not_fit=True
+                )
     if not one_request:
         assert window is not None, "only a known window splits a summary into pieces"
         entries = transcript_entries(condensed[1:] if system is not None else condensed)
         base = _base_prompt(system)
         # each request: the summary so far (the earlier one, or at most max_tokens, wrapped), one piece in
         # its frame, and the reply
-        running_chars = max(message_length(system) if system is not None else 0,
-                            len(COMPACTED_SYSTEM_PROMPT) + len(base) + int(max_tokens / max(ratio, 0.05)))
+        running_chars = max(
+            message_length(system) if system is not None else 0,
+            len(COMPACTED_SYSTEM_PROMPT) + len(base) + int(max_tokens / max(ratio, 0.05)),
+        )
         frame = len(PIECE_PROMPT) + len(prompt) + firmer + running_chars
         room = window - max_tokens - fixed - _tokens(frame, ratio, 2)
         room_chars = int(room / max(ratio, 0.05))
@@ -375,12 +421,22 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
             pieces, error = len(texts), None
         running = system
         for index, text in enumerate(texts, 1):
-            piece_prompt = PIECE_PROMPT.format(index=index, count=len(texts), transcript=text, prompt=with_limit(prompt, max_tokens))
+            piece_prompt = PIECE_PROMPT.format(
+                index=index, count=len(texts), transcript=text, prompt=with_limit(prompt, max_tokens)
+            )
             try:
-                summary, error, unusable = await _checked(agent, [running] if running is not None else [], piece_prompt,
-                                                          max_tokens, trigger, label=f"piece {index} of {len(texts)}: ")
+                summary, error, unusable = await _checked(
+                    agent,
+                    [running] if running is not None else [],
+                    piece_prompt,
+                    max_tokens,
+                    trigger,
+                    label=f"piece {index} of {len(texts)}: ",
+                )
             except _DidNotFit as exc:
-                return _Written(None, pieces=len(texts), error=f"piece {index} of {len(texts)} did not fit: {exc}", did_not_fit=True)
+                return _Written(
+                    None, pieces=len(texts), error=f"piece {index} of {len(texts)} did not fit: {exc}", did_not_fit=True
+                )
             if summary is None:
                 break
             running = SystemPrompt(summary, True, {}, base)
@@ -392,8 +448,9 @@ async def _write_summary(agent: CompactionHost, plan: CompactionPlan, prompt: st
     return _own_summary(agent, plan, replaced_chars, reason, reason, pieces)
 
 
-def _own_summary(agent: CompactionHost, plan: CompactionPlan, replaced_chars: int, reason: str, because: str,
-                 pieces: int = 0) -> _Written:
+def _own_summary(
+    agent: CompactionHost, plan: CompactionPlan, replaced_chars: int, reason: str, because: str, pieces: int = 0
+) -> _Written:
     """xun's extractive summary of `plan.condensed`, no model involved: `reason` is what its text says of
     why (words of xun's own), `because` what the compaction log says (it may quote the server's error)."""
     from xun.compact.extractive import extractive_summary
@@ -403,14 +460,24 @@ def _own_summary(agent: CompactionHost, plan: CompactionPlan, replaced_chars: in
     max_tokens = summary_budget(agent, replaced_chars)
     offload = conversation.offload_dir
     hint = f"the offload log ({offload / (conversation.conversation_id + '.md')})" if offload else "the session file"
-    text = extractive_summary(list(plan.condensed), reason=reason, offload_hint=hint,
-                              max_chars=min(int(max_tokens / max(ratio, 0.05)), max(replaced_chars // 2, 0)))
+    text = extractive_summary(
+        list(plan.condensed),
+        reason=reason,
+        offload_hint=hint,
+        max_chars=min(int(max_tokens / max(ratio, 0.05)), max(replaced_chars // 2, 0)),
+    )
     return _Written(text, "extractive", pieces, own_because=because)
 
 
 async def compact_conversation(
-    agent: CompactionHost, keep_recent: int = 16, instructions: str | None = None, trigger: str = "manual",
-    why: str = "", *, ask_model: bool = True, own_if_model_fails: bool = False,
+    agent: CompactionHost,
+    keep_recent: int = 16,
+    instructions: str | None = None,
+    trigger: str = "manual",
+    why: str = "",
+    *,
+    ask_model: bool = True,
+    own_if_model_fails: bool = False,
 ) -> SummaryCompactResult:
     """Tier 2 now: a helper agent summarises all but the newest `keep_recent` messages.
 
@@ -435,17 +502,29 @@ async def compact_conversation(
         result = conversation.apply_compaction(plan, None)
         await agent.emit(CompactionSkipped(reason=result.message, trigger=trigger))
         return result
-    await agent.emit(SummaryStarted(condensed=plan.condensed_count, kept=len(plan.kept), focus=instructions, trigger=trigger))
+    await agent.emit(
+        SummaryStarted(condensed=plan.condensed_count, kept=len(plan.kept), focus=instructions, trigger=trigger)
+    )
     prompt, problems = _summarizer_prompt(agent, instructions)
     for problem in problems:
         await agent.emit(Warning(problem))
-    system = conversation.messages[0] if conversation.messages and isinstance(conversation.messages[0], SystemPrompt) else None
+    system = (
+        conversation.messages[0]
+        if conversation.messages and isinstance(conversation.messages[0], SystemPrompt)
+        else None
+    )
     replaced = plan.estimated_length_before - plan.estimated_length_after
     if system is not None and system.is_compressed:
         replaced += len(system.content)
+
     def length_after(text: str) -> int:
-        new = SystemPrompt(text, True, dict(system.persist_sections) if system else {}, _base_prompt(system),
-                           system.ledger if system else None)  # the ledger's growth is in the plan's length
+        new = SystemPrompt(
+            text,
+            True,
+            dict(system.persist_sections) if system else {},
+            _base_prompt(system),
+            system.ledger if system else None,
+        )  # the ledger's growth is in the plan's length
         return plan.estimated_length_after - (message_length(system) if system else 0) + message_length(new)
 
     def shrinks(text: str) -> bool:
@@ -454,20 +533,34 @@ async def compact_conversation(
     def not_shorter(text: str) -> str:
         """Why `text` is refused, in the figures compared: the whole context with the summary in its frame
         against the context now, so the figures read as the reason they are."""
-        return (f"with the summary ({len(text):,} characters) in its frame, the context would be "
-                f"{length_after(text) - plan.framing_chars:,} characters, not shorter than the "
-                f"{plan.estimated_length_before:,} it is now ({replaced:,} of them what it would replace)")
+        return (
+            f"with the summary ({len(text):,} characters) in its frame, the context would be "
+            f"{length_after(text) - plan.framing_chars:,} characters, not shorter than the "
+            f"{plan.estimated_length_before:,} it is now ({replaced:,} of them what it would replace)"
+        )
 
     # what a summary may add to the earlier one (which it updates, never drops) and still shrink the context
-    room = plan.estimated_length_before + plan.framing_chars - length_after(system.content if system is not None and system.is_compressed else "")
+    room = (
+        plan.estimated_length_before
+        + plan.framing_chars
+        - length_after(system.content if system is not None and system.is_compressed else "")
+    )
     smallest = round(MIN_SUMMARY_TOKENS / max(conversation.tokens_per_char, 0.05))
     if room < smallest:  # no model call for a summary that cannot be both useful and shorter
-        written = _Written(None, error=f"too little to condense: a useful summary (at least {smallest:,} characters) "
-                                       f"would not make the context shorter (the {replaced:,} characters it would "
-                                       f"replace leave room for {max(room, 0):,})")
+        written = _Written(
+            None,
+            error=f"too little to condense: a useful summary (at least {smallest:,} characters) "
+            f"would not make the context shorter (the {replaced:,} characters it would "
+            f"replace leave room for {max(room, 0):,})",
+        )
     elif not ask_model:
-        written = _own_summary(agent, plan, replaced, "summaries by the model are paused after failing",
-                               "the model's summaries failed and are paused: xun wrote its own, with no request")
+        written = _own_summary(
+            agent,
+            plan,
+            replaced,
+            "summaries by the model are paused after failing",
+            "the model's summaries failed and are paused: xun wrote its own, with no request",
+        )
     else:
         try:
             written = await _write_summary(agent, plan, prompt, replaced, trigger)
@@ -476,8 +569,14 @@ async def compact_conversation(
         if written.text is None and own_if_model_fails:
             failure = written.error or "the summarizer returned an empty summary"
             did_not_fit = written.did_not_fit
-            written = _own_summary(agent, plan, replaced, "the model's summary request failed",
-                                   f"the model's summary failed ({failure}): xun wrote its own", written.pieces)
+            written = _own_summary(
+                agent,
+                plan,
+                replaced,
+                "the model's summary request failed",
+                f"the model's summary failed ({failure}): xun wrote its own",
+                written.pieces,
+            )
             written.error, written.did_not_fit = failure, did_not_fit
     without_model = not ask_model or written.error is not None
     error = written.error or "the summarizer returned an empty summary"
@@ -490,28 +589,52 @@ async def compact_conversation(
         await agent.emit(SummaryRejected(reason=reason, next="extractive", trigger=trigger))
         hint = "the offload log" if conversation.offload_dir else "the session file"
         longer = "the model's summary was longer than what it replaced"
-        summary = extractive_summary(list(plan.condensed), reason=longer,
-                                     offload_hint=hint, max_chars=min(max(replaced - 1, 0), int(
-                                         summary_budget(agent, replaced) / max(conversation.tokens_per_char, 0.05))))
+        summary = extractive_summary(
+            list(plan.condensed),
+            reason=longer,
+            offload_hint=hint,
+            max_chars=min(
+                max(replaced - 1, 0), int(summary_budget(agent, replaced) / max(conversation.tokens_per_char, 0.05))
+            ),
+        )
         written = _Written(summary, "extractive", written.pieces, own_because=longer)
     if summary is not None and not shrinks(summary):
         error = not_shorter(summary)
         summary = None
     if summary is None:
-        result = SummaryCompactResult(Status.SUMMARIZE_FAILED, f"Summary failed: {error}; nothing changed.",
-                                      did_not_fit=written.did_not_fit, without_model=without_model)
+        result = SummaryCompactResult(
+            Status.SUMMARIZE_FAILED,
+            f"Summary failed: {error}; nothing changed.",
+            did_not_fit=written.did_not_fit,
+            without_model=without_model,
+        )
         await agent.emit(CompactionFailed(reason=result.message, trigger=trigger))
         return result
     result = await conversation.aapply_compaction(plan, summary)  # the offload is indexed in a worker thread
     if without_model:
         result = replace(result, without_model=True, did_not_fit=written.did_not_fit)
-    await agent.emit(SummaryFinished(
-        status=result.status.value, message=result.message, condensed=result.condensed_count, kept=result.kept_count,
-        tokens_before=tokens_before, tokens_after=(after := agent.request_tokens()), offload_path=result.offload_path,
-        warning=result.warning, trigger=trigger, method=written.method, pieces=written.pieces, why=why,
-        own_because=written.own_because,
-        turn_rounds=result.turn_rounds, ledger_entries=result.ledger_entries, ledger_calls=result.ledger_calls,
-        cache_miss_tokens=tokens_from(conversation, 0), saved_per_call=tokens_before - after))
+    await agent.emit(
+        SummaryFinished(
+            status=result.status.value,
+            message=result.message,
+            condensed=result.condensed_count,
+            kept=result.kept_count,
+            tokens_before=tokens_before,
+            tokens_after=(after := agent.request_tokens()),
+            offload_path=result.offload_path,
+            warning=result.warning,
+            trigger=trigger,
+            method=written.method,
+            pieces=written.pieces,
+            why=why,
+            own_because=written.own_because,
+            turn_rounds=result.turn_rounds,
+            ledger_entries=result.ledger_entries,
+            ledger_calls=result.ledger_calls,
+            cache_miss_tokens=tokens_from(conversation, 0),
+            saved_per_call=tokens_before - after,
+        )
+    )
     if result.warning:
         await agent.emit(Warning(result.warning))
     return result

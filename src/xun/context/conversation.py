@@ -205,8 +205,13 @@ class Conversation:
             base = current.base_prompt if current.is_compressed else current.content
             prompt = SystemPrompt(content=content, is_compressed=True, persist_sections=sections, base_prompt=base)
         elif current.is_compressed:
-            prompt = SystemPrompt(content=current.content, is_compressed=True, persist_sections=sections, base_prompt=content,
-                                  ledger=current.ledger)
+            prompt = SystemPrompt(
+                content=current.content,
+                is_compressed=True,
+                persist_sections=sections,
+                base_prompt=content,
+                ledger=current.ledger,
+            )
         else:
             prompt = SystemPrompt(content=content, persist_sections=sections)
         self._messages[0] = prompt
@@ -225,7 +230,10 @@ class Conversation:
         elif sections.pop(name, None) is None:
             return
         self._messages[0] = SystemPrompt(
-            content=current.content, is_compressed=current.is_compressed, persist_sections=sections, base_prompt=current.base_prompt,
+            content=current.content,
+            is_compressed=current.is_compressed,
+            persist_sections=sections,
+            base_prompt=current.base_prompt,
             ledger=current.ledger,
         )
 
@@ -239,7 +247,9 @@ class Conversation:
         if not isinstance(last, UserMessage):
             raise ValueError("set_response_schema needs the last message to be a user message")
         schema_dict = schema if isinstance(schema, dict) else schema.model_json_schema()
-        self._messages[-1] = UserMessage(text=last.text, images=list(last.images), response_schema=json.dumps(schema_dict))
+        self._messages[-1] = UserMessage(
+            text=last.text, images=list(last.images), response_schema=json.dumps(schema_dict)
+        )
 
     def add_agent_message(self, message: Any) -> None:
         """Append an assistant reply (an openai `ChatCompletionMessage` or a dict), minus an empty `tool_calls`."""
@@ -256,8 +266,11 @@ class Conversation:
     def add_tool_result(self, tool_call_id: str, content: Any) -> None:
         """Append a `role="tool"` message linked to its call by `tool_call_id`."""
         text = content if type(content) is str else tool_result_text(content)
-        self._messages.append(RawOpenAIMessage(raw={"role": "tool", "tool_call_id": valid_text(tool_call_id),
-                                                    "content": valid_text(text)}))
+        self._messages.append(
+            RawOpenAIMessage(
+                raw={"role": "tool", "tool_call_id": valid_text(tool_call_id), "content": valid_text(text)}
+            )
+        )
 
     def pop_last_message_if_user(self) -> UserMessage | None:
         """On cancel: take back the unanswered user message, if it is the last one."""
@@ -281,7 +294,8 @@ class Conversation:
 
     def offload_taken_back(self, messages: list[Message]) -> tuple[str | None, str | None]:
         """Messages `/revise` or `/retry` took out of the context go to the offload log, as /clear's do, so
-        F9 and `xun history` still find them, even a prompt taken back to revise and then not sent. Returns (the log's path or None, a warning or None)."""
+        F9 and `xun history` still find them, even a prompt taken back to revise and then not sent. Returns (the log's
+        path or None, a warning or None)."""
         leaving = [m for m in messages if m.role != "system"]
         if not leaving:
             return None, None
@@ -397,8 +411,12 @@ class Conversation:
         the system one, which is always whole: it holds the summary (its pending_tasks are what a user
         checks after a compaction), the turn ledger and AGENTS.md."""
         return [
-            {"role": m.role,
-             "content": self.content_to_text(m.completion_param().get("content"), truncate and not isinstance(m, SystemPrompt))}
+            {
+                "role": m.role,
+                "content": self.content_to_text(
+                    m.completion_param().get("content"), truncate and not isinstance(m, SystemPrompt)
+                ),
+            }
             for m in self._messages
         ]
 
@@ -432,8 +450,9 @@ class Conversation:
         messages = self._messages
         before = messages.estimated_length()
         index = self.history_index
-        done = reclaim(messages, self._reclaimed, self._pinned, self._reclaim_frontier, keep_max,
-                       collect=index is not None)
+        done = reclaim(
+            messages, self._reclaimed, self._pinned, self._reclaim_frontier, keep_max, collect=index is not None
+        )
         self._reclaim_frontier = done.frontier
         reclaimed, arguments_count, indexed = done.reclaimed, done.arguments_count, done.indexed
         if indexed and index is not None:  # a failure is a warning: the originals stay in the archive
@@ -464,8 +483,9 @@ class Conversation:
 
     # ------------------------------------------------------------ the search index
 
-    def _queue_index_write(self, write: Callable[[], str | None],
-                           settle: Callable[[str | None], None] | None) -> IndexWrite:
+    def _queue_index_write(
+        self, write: Callable[[], str | None], settle: Callable[[str | None], None] | None
+    ) -> IndexWrite:
         return self._index_writes.add(write, settle)
 
     def write_history_index(self) -> None:
@@ -513,56 +533,79 @@ class Conversation:
         """Choose the cut for a summary keeping about `keep_recent` recent messages, changing nothing
         (`xun.context.summarise.plan_summary` says how)."""
         where = str(self.offload_dir / f"{self.conversation_id}.md") if self.offload_dir is not None else None
-        return plan_summary(self._messages, keep_recent, tokens_per_char=self.tokens_per_char, archive=self._reclaimed,
-                            ledger_where=where, ledger_max_chars=self.ledger_max_chars)
+        return plan_summary(
+            self._messages,
+            keep_recent,
+            tokens_per_char=self.tokens_per_char,
+            archive=self._reclaimed,
+            ledger_where=where,
+            ledger_max_chars=self.ledger_max_chars,
+        )
 
     def turn_in_progress(self) -> bool:
         """Whether the newest turn is unfinished (its last message is not the model's final reply)."""
         return turn_in_progress(self._messages)
 
-    def _offload(self, leaving: list[Message], write_index: bool) -> tuple[str | None, str | None, IndexWrite | None, str | None]:
+    def _offload(
+        self, leaving: list[Message], write_index: bool
+    ) -> tuple[str | None, str | None, IndexWrite | None, str | None]:
         """Append `leaving` to the offload log (fsynced) and queue its index write: (path, warning, index
         job, section time). When the log cannot be written the messages are kept in the session file
         instead, and the warning says so; with `write_index` the index is written here and its warning
         returned."""
         offload_path, warning, job, when = None, None, None, None
         if self.offload_dir is None:
-            self.kept_originals.append({"time": time.time(), "reason": "no offload log configured", "messages": leaving})
+            self.kept_originals.append(
+                {"time": time.time(), "reason": "no offload log configured", "messages": leaving}
+            )
             return offload_path, warning, job, when
         target = self.offload_dir / f"{self.conversation_id}.md"
         # the originals of the leaving messages only: the archive keeps every one of the session's, and
         # decoding them all made each summary cost more the longer the session
-        reclaimed = {key: original for key in archive_ids(leaving)
-                     if (original := self._reclaimed.original(key)) is not None} if self._reclaimed else {}
+        reclaimed = (
+            {key: original for key in archive_ids(leaving) if (original := self._reclaimed.original(key)) is not None}
+            if self._reclaimed
+            else {}
+        )
         when = utc_now_iso()
         try:
-            offload_path = str(append_offload(target, leaving, conversation_id=self.conversation_id, reclaimed=reclaimed, when=when))
+            offload_path = str(
+                append_offload(target, leaving, conversation_id=self.conversation_id, reclaimed=reclaimed, when=when)
+            )
         except OSError as exc:
-            warning = f"could not write the offload log {target} ({exc}); the originals are kept in the session file instead"
+            warning = (
+                f"could not write the offload log {target} ({exc}); the originals are kept in the session file instead"
+            )
             self.kept_originals.append({"time": time.time(), "reason": warning, "messages": leaving})
         else:  # the same step indexes them, so the log and the index never disagree (a failure is a warning);
             # inline here, or in a worker thread before `aapply_compaction` returns
             if self.history_index is not None:
                 index, session = self.history_index, self.conversation_id
-                job = self._queue_index_write(lambda: index.index_offload(session, leaving, reclaimed=reclaimed, when=when), None)
+                job = self._queue_index_write(
+                    lambda: index.index_offload(session, leaving, reclaimed=reclaimed, when=when), None
+                )
                 if write_index:
                     self.write_history_index()
                     warning = job.warning
         return offload_path, warning, job, when
 
-    def apply_compaction(self, plan: CompactionPlan, summary: str | None, *, write_index: bool = True) -> SummaryCompactResult:
+    def apply_compaction(
+        self, plan: CompactionPlan, summary: str | None, *, write_index: bool = True
+    ) -> SummaryCompactResult:
         """Apply a plan with the summary written for `plan.condensed`.
 
         No summary or an empty one: SUMMARIZE_FAILED and nothing changes (judging a summary's
-        quality, e.g. that it is shorter than what it replaces, is the policy's job). On success the originals are appended to the offload log (fsynced) before
-        they leave the conversation; if the log cannot be written they are kept in the session and
-        the result carries a warning. Messages appended after planning stay, after the kept tail.
-        With `write_index=False` the index write of the offload is only queued, and its warning is not
+        quality, e.g. that it is shorter than what it replaces, is the policy's job). On success the originals are
+        appended to the offload log (fsynced) before they leave the conversation; if the log cannot be written they are
+        kept in the session and the result carries a warning. Messages appended after planning stay, after the kept
+        tail. With `write_index=False` the index write of the offload is only queued, and its warning is not
         in the result: `aapply_compaction` runs it in a thread and adds it.
         """
         Status = SummaryCompactResult.Status
         if plan.nothing_to_condense:
-            return SummaryCompactResult(Status.NOTHING_TO_CONDENSE, "Nothing to condense: the history is already short.")
+            return SummaryCompactResult(
+                Status.NOTHING_TO_CONDENSE, "Nothing to condense: the history is already short."
+            )
         if plan.edits != self._messages.edits or len(self._messages) < plan.message_count:
             raise StalePlanError("the conversation changed after the compaction was planned; plan again")
         if summary is None or not summary.strip():
@@ -570,7 +613,7 @@ class Conversation:
         summary = summary.strip()
         leaving = [m for m in plan.condensed if m.role != "system"]
         offload_path, warning, job, when = self._offload(leaving, write_index)
-        new_tail = plan.kept + list(self._messages[plan.message_count:])
+        new_tail = plan.kept + list(self._messages[plan.message_count :])
         ledger = plan.ledger
         self.set_system_message_content(summary, is_compressed=True)
         system = self._messages[0]
@@ -579,17 +622,32 @@ class Conversation:
         self.messages = [system, *new_tail]
         self.total_tokens = None
         self.counted = None
-        self.compaction_counter = CompactionCounter(tool_rounds=0, summary_rounds=self.compaction_counter.summary_rounds + 1)
+        self.compaction_counter = CompactionCounter(
+            tool_rounds=0, summary_rounds=self.compaction_counter.summary_rounds + 1
+        )
         self._pinned.intersection_update(pinnable(new_tail))
         after = self.estimated_message_length()
         before = plan.estimated_length_before
-        event = SummarizationEvent(plan.cut_index, summary, offload_path, time.time(), len(leaving), len(plan.kept), warning,
-                                   when if offload_path else None, plan.carried_user is not None)
+        event = SummarizationEvent(
+            plan.cut_index,
+            summary,
+            offload_path,
+            time.time(),
+            len(leaving),
+            len(plan.kept),
+            warning,
+            when if offload_path else None,
+            plan.carried_user is not None,
+        )
         self.summarizations.append(event)
         if job is not None and not write_index:  # the index's warning, when it is written, is the summary's
             job.settle = lambda index_warning: setattr(event, "warning", index_warning)
-        inside = f"; inside the turn: {_count(plan.turn_rounds, 'call')} condensed, ledger {_count(len(ledger.entries), 'entry', 'entries')}" if (
-            plan.turn_rounds and ledger is not None) else ""
+        inside = (
+            f"; inside the turn: {_count(plan.turn_rounds, 'call')} condensed, ledger "
+            f"{_count(len(ledger.entries), 'entry', 'entries')}"
+            if (plan.turn_rounds and ledger is not None)
+            else ""
+        )
         return SummaryCompactResult(
             Status.COMPACTED,
             f"Summarised {len(leaving)} messages, kept {len(new_tail)}{inside}.",
@@ -623,7 +681,9 @@ class Conversation:
             return self.apply_compaction(plan, None)
         return self.apply_compaction(plan, summarize(plan.condensed))
 
-    async def acompact(self, summarize: Callable[[list[Message]], Awaitable[str | None]], keep_recent: int) -> SummaryCompactResult:
+    async def acompact(
+        self, summarize: Callable[[list[Message]], Awaitable[str | None]], keep_recent: int
+    ) -> SummaryCompactResult:
         """`compact` with an async summarizer (the agent's helper model)."""
         plan = self.plan_compaction(keep_recent)
         if plan.nothing_to_condense:
@@ -645,8 +705,13 @@ class Conversation:
             "tokens_used": self.total_tokens,
             "tokens_now": self.estimated_tokens(),
             "usage_totals": dict(self.usage_totals),
-            "usage": {"chars": self.usage_chars, "messages": self.usage_messages, "tokens_per_char": self.tokens_per_char,
-                      "overhead_chars": self.overhead_chars, "fixed_tokens": self.fixed_tokens},
+            "usage": {
+                "chars": self.usage_chars,
+                "messages": self.usage_messages,
+                "tokens_per_char": self.tokens_per_char,
+                "overhead_chars": self.overhead_chars,
+                "fixed_tokens": self.fixed_tokens,
+            },
             "pinned_toolcalls": sorted(self._pinned),
             "compaction": self.compaction_counter.to_json(),
             "prompt_cache": self.prompt_cache.to_json(),
@@ -679,8 +744,9 @@ class Conversation:
     def _dumps(self, ensure_ascii: bool) -> str:
         return session_text(self._head(), self._reclaimed, ensure_ascii)
 
-    def dump(self, path: str | os.PathLike[str],
-             write: Callable[[str | os.PathLike[str], str], None] = write_text_atomic) -> None:
+    def dump(
+        self, path: str | os.PathLike[str], write: Callable[[str | os.PathLike[str], str], None] = write_text_atomic
+    ) -> None:
         """Save atomically (temporary file, fsync, rename: `write`), readable by the owner only. Text that
         UTF-8 cannot hold (a lone surrogate that got in some other way) is written as JSON escapes, so a
         save never fails on text."""

@@ -67,7 +67,9 @@ class IndexWrites:
                 try:
                     job.warning = job.write()
                 except Exception as exc:  # noqa: BLE001 - the index's own calls never raise; this is a last guard
-                    job.warning = f"the search index was not updated ({type(exc).__name__}: {exc}); run `xun history --reindex`"
+                    job.warning = (
+                        f"the search index was not updated ({type(exc).__name__}: {exc}); run `xun history --reindex`"
+                    )
                 job.done = True
 
     def settle(self) -> None:

@@ -48,7 +48,7 @@ def shorten_arguments(arguments: str) -> str:
     else:
         shown = str(arguments)
     shown = " ".join(shown.split())
-    return shown if len(shown) <= ARGUMENT_CHARS else f"{shown[:ARGUMENT_CHARS - 1]}…"
+    return shown if len(shown) <= ARGUMENT_CHARS else f"{shown[: ARGUMENT_CHARS - 1]}…"
 
 
 @dataclass(slots=True)
@@ -75,8 +75,17 @@ class LedgerEntry:
         for name, n in newer.tools.items():
             tools[name] = tools.get(name, 0) + n
         failed = [*self.failed_steps(), *newer.failed_steps()][:ERROR_STEPS]
-        return LedgerEntry(self.first, newer.last, tools, self.errors + newer.errors, self.first_arguments,
-                           newer.last_arguments, self.first_id, newer.last_id, failed)
+        return LedgerEntry(
+            self.first,
+            newer.last,
+            tools,
+            self.errors + newer.errors,
+            self.first_arguments,
+            newer.last_arguments,
+            self.first_id,
+            newer.last_id,
+            failed,
+        )
 
     def failed_steps(self) -> list[int]:
         return [self.first] if self.count == 1 and self.errors else list(self.error_steps)
@@ -92,12 +101,23 @@ class LedgerEntry:
             named = ", ".join(f"#{step}" for step in self.error_steps)
             more = self.errors - len(self.error_steps)
             outcome += f", {self.errors} failed: {named}" + (f" and {more} more" if more > 0 else "")
-        return (f"#{self.first}–#{self.last} {tools} ({outcome}): first {self.first_arguments or '-'}"
-                f" … last {self.last_arguments or '-'} [ids {self.first_id} … {self.last_id}]")
+        return (
+            f"#{self.first}–#{self.last} {tools} ({outcome}): first {self.first_arguments or '-'}"
+            f" … last {self.last_arguments or '-'} [ids {self.first_id} … {self.last_id}]"
+        )
 
     def to_json(self) -> list[Any]:
-        return [self.first, self.last, self.tools, self.errors, self.first_arguments, self.last_arguments,
-                self.first_id, self.last_id, self.error_steps]
+        return [
+            self.first,
+            self.last,
+            self.tools,
+            self.errors,
+            self.first_arguments,
+            self.last_arguments,
+            self.first_id,
+            self.last_id,
+            self.error_steps,
+        ]
 
     @classmethod
     def from_json(cls, data: Any) -> LedgerEntry:
@@ -129,7 +149,9 @@ class TurnLedger:
         for tool, arguments, call_id, is_error in calls:
             self.calls += 1
             shown = shorten_arguments(arguments)
-            self.entries.append(LedgerEntry(self.calls, self.calls, {tool: 1}, int(is_error), shown, shown, call_id, call_id))
+            self.entries.append(
+                LedgerEntry(self.calls, self.calls, {tool: 1}, int(is_error), shown, shown, call_id, call_id)
+            )
         self.fit(max_chars)
 
     def fit(self, max_chars: int) -> None:
@@ -137,30 +159,42 @@ class TurnLedger:
         size = len(self.render())
         while size > max_chars and len(self.entries) > 1:
             mergeable = len(self.entries) - DETAILED
-            pair = next((i for i in range(max(mergeable - 1, 0))
-                         if self.entries[i].tools.keys() == self.entries[i + 1].tools.keys()), None)
+            pair = next(
+                (
+                    i
+                    for i in range(max(mergeable - 1, 0))
+                    if self.entries[i].tools.keys() == self.entries[i + 1].tools.keys()
+                ),
+                None,
+            )
             if pair is None:
                 pair = 0
             older, newer = self.entries[pair], self.entries[pair + 1]
             merged = older.merged_with(newer)
             size += len(merged.render()) - len(older.render()) - len(newer.render()) - 1
-            self.entries[pair:pair + 2] = [merged]
+            self.entries[pair : pair + 2] = [merged]
 
     def render(self) -> str:
         prompt = " ".join(self.prompt.split())
         if len(prompt) > 200:
             prompt = prompt[:199] + "…"
-        head = (f"The turn in progress (the task: {json.dumps(prompt, ensure_ascii=False)}) has made {self.calls:,} tool "
-                f"call{'s' if self.calls != 1 else ''} whose messages were summarised away; xun recorded each one here. "
-                "Every call listed has already run and its effect has happened: never repeat one. Continue with the "
-                "next step after them and after the calls still shown below the summary.")
+        head = (
+            f"The turn in progress (the task: {json.dumps(prompt, ensure_ascii=False)}) has made {self.calls:,} tool "
+            f"call{'s' if self.calls != 1 else ''} whose messages were summarised away; xun recorded each one here. "
+            "Every call listed has already run and its effect has happened: never repeat one. Continue with the "
+            "next step after them and after the calls still shown below the summary."
+        )
         if self.where:
             head += f" The originals are in the offload log ({self.where}); search_history finds a call by its id."
         return "\n".join([head, *(entry.render() for entry in self.entries)])
 
     def to_json(self) -> dict[str, Any]:
-        return {"prompt": self.prompt, "calls": self.calls, "where": self.where,
-                "entries": [entry.to_json() for entry in self.entries]}
+        return {
+            "prompt": self.prompt,
+            "calls": self.calls,
+            "where": self.where,
+            "entries": [entry.to_json() for entry in self.entries],
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> TurnLedger:
@@ -191,6 +225,12 @@ def condensed_calls(messages: list[Any]) -> list[tuple[str, str, str, bool]]:
             function = call.get("function") or {}
             call_id = str(call.get("id", ""))
             result = results.get(call_id, "")
-            calls.append((str(function.get("name", "?")), str(function.get("arguments", "")), call_id,
-                          result.lstrip().startswith("[Error")))
+            calls.append(
+                (
+                    str(function.get("name", "?")),
+                    str(function.get("arguments", "")),
+                    call_id,
+                    result.lstrip().startswith("[Error"),
+                )
+            )
     return calls

@@ -38,8 +38,11 @@ def _skeleton_table() -> tuple[dict[int, str], dict[str, str]]:
         for code in _code_points(class_body):
             readings[code] = readings.get(code, "") + tag_char
     either: dict[str, str] = {}
-    table = {code: chars if len(chars) == 1 else either.setdefault(chars, chr(code))
-             for code, chars in readings.items() if code > 0x7F}
+    table = {
+        code: chars if len(chars) == 1 else either.setdefault(chars, chr(code))
+        for code, chars in readings.items()
+        if code > 0x7F
+    }
     table.update(dict.fromkeys(_code_points(INVISIBLE), HIDDEN))
     read_as = {tag_char: {tag_char} for tag_char in LOOK_ALIKES}
     for code, chars in readings.items():
@@ -94,8 +97,11 @@ def neutralise_summary_tags(text: str) -> str:
         start = end - (len(punctuation.group()) if punctuation is not None else 0)
         run, read = text[start:end], skeleton[start:end]
         if "<" in read:
-            escaped = run.replace("<", "&lt;") if run == read else "".join(
-                "&lt;" if seen == "<" else char for char, seen in zip(run, read))
+            escaped = (
+                run.replace("<", "&lt;")
+                if run == read
+                else "".join("&lt;" if seen == "<" else char for char, seen in zip(run, read))
+            )
             pieces += [text[at:start], escaped]
             at = end
     pieces.append(text[at:])
@@ -218,7 +224,12 @@ class UserMessage:
         return {"role": "user", "content": parts}
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": "user", "text": self.text, "images": list(self.images), "response_schema": self.response_schema}
+        data: dict[str, Any] = {
+            "kind": "user",
+            "text": self.text,
+            "images": list(self.images),
+            "response_schema": self.response_schema,
+        }
         if self.is_synthetic:
             data["is_synthetic"] = True
         return data
@@ -343,8 +354,10 @@ def check_raw(raw: dict[str, Any]) -> dict[str, Any]:
         for call in calls:
             function = call.get("function", {}) if isinstance(call, dict) else None
             if not (
-                isinstance(function, dict) and isinstance(call.get("id", ""), str)
-                and isinstance(function.get("name", ""), str) and isinstance(function.get("arguments", ""), str)
+                isinstance(function, dict)
+                and isinstance(call.get("id", ""), str)
+                and isinstance(function.get("name", ""), str)
+                and isinstance(function.get("arguments", ""), str)
             ):
                 raise MessageFormatError(
                     f"tool call {calls.index(call)} should be an object with a text 'id' and a 'function' object "
@@ -378,7 +391,9 @@ def message_from_json(data: Any) -> Message:
         schema = data.get("response_schema")
         if schema is not None and not isinstance(schema, str):
             raise MessageFormatError("user message field 'response_schema' should be a string or null")
-        return UserMessage(text=text, images=images, response_schema=schema, is_synthetic=data.get("is_synthetic") is True)
+        return UserMessage(
+            text=text, images=images, response_schema=schema, is_synthetic=data.get("is_synthetic") is True
+        )
     if kind == "system":
         content = _require(data, "content", str, "system")
         sections = data.get("persist_sections") or {}
@@ -394,7 +409,10 @@ def message_from_json(data: Any) -> Message:
             except ValueError as exc:
                 raise MessageFormatError(f"system message field 'ledger': {exc}") from None
         return SystemPrompt(
-            content=content, is_compressed=bool(data.get("is_compressed", False)), persist_sections=sections, base_prompt=base,
+            content=content,
+            is_compressed=bool(data.get("is_compressed", False)),
+            persist_sections=sections,
+            base_prompt=base,
             ledger=ledger,
         )
     if kind == "tool":

@@ -16,7 +16,7 @@ import re
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from xun.base.atomic import fsync_dir, open_regular
@@ -50,7 +50,7 @@ class OffloadSection:
 def utc_now_iso() -> str:
     """To the millisecond: a section's heading time names it, and a long turn made several summaries in
     one second, and each must name its own section."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _entry(speaker: str, text: str, detail: str = "") -> str:
@@ -152,8 +152,12 @@ def append_offload(
     try:
         fd = open_state(target, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0))
     except LinkRefused as exc:
-        raise OSError(errno.ELOOP, "the offload log or a folder on its way is a symbolic link, which xun does not "
-                      "follow in its own folder; remove it", exc.filename) from None
+        raise OSError(
+            errno.ELOOP,
+            "the offload log or a folder on its way is a symbolic link, which xun does not "
+            "follow in its own folder; remove it",
+            exc.filename,
+        ) from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "the offload log is not a regular file", str(target))
@@ -179,7 +183,7 @@ def parse_entries(text: str) -> list[OffloadEntry]:
     current: OffloadEntry | None = None
     for line in text.split("\n"):
         if line.startswith(INDENT) and current is not None:
-            current.text += "\n" + line[len(INDENT):]
+            current.text += "\n" + line[len(INDENT) :]
             continue
         match = _ENTRY.match(line)
         if match:
@@ -230,13 +234,13 @@ def iter_offload_log(path: str | os.PathLike[str], cap: int | None = None) -> It
             line_start, rest = ends, ""
             if line.startswith(HEADING):
                 yield from reader.finish()
-                section = OffloadSection(when=line[len(HEADING):].strip())
+                section = OffloadSection(when=line[len(HEADING) :].strip())
                 yield section
                 continue
             if section is None:
                 continue
             if line.startswith(INDENT) and reader.open:
-                reader.add("\n" + line[len(INDENT):])
+                reader.add("\n" + line[len(INDENT) :])
                 rest = "entry"
                 continue
             if line.startswith("<!-- xun conversation "):
@@ -276,7 +280,7 @@ class _EntryReader:
         if self.entry is None or self.entry.cut:
             return
         if self.cap is not None and self.size + len(text) > self.cap:
-            text = text[:self.cap - self.size]
+            text = text[: self.cap - self.size]
             self.entry.cut = True
         self.pieces.append(text)
         self.size += len(text)

@@ -37,7 +37,11 @@ def cached_tokens_of(usage: Any, timings: Any = None) -> int | None:
     """The prompt tokens the server served from its cache, in whichever shape it sent them; None when
     it sent none (unknown, which is not zero)."""
     details = _field(usage, "prompt_tokens_details")
-    for value in (_field(details, "cached_tokens"), _field(usage, "prompt_cache_hit_tokens"), _field(timings, "cache_n")):
+    for value in (
+        _field(details, "cached_tokens"),
+        _field(usage, "prompt_cache_hit_tokens"),
+        _field(timings, "cache_n"),
+    ):
         if (count := _count(value)) is not None:
             return count
     return None
@@ -81,7 +85,9 @@ class PromptCacheRecord:
         """Take one call's report (`prompt_tokens` None: the server sent no usage at all)."""
         self.last_call_at = at
         self.last_prompt = prompt_tokens
-        self.last_cached = min(cached_tokens, prompt_tokens) if cached_tokens is not None and prompt_tokens is not None else None
+        self.last_cached = (
+            min(cached_tokens, prompt_tokens) if cached_tokens is not None and prompt_tokens is not None else None
+        )
         if self.last_cached is not None and prompt_tokens is not None:
             self.known_calls += 1
             self.prompt_tokens += prompt_tokens

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -97,13 +97,25 @@ SNIPPET_TOKENS = 16
 HIGHLIGHT = ("«", "»")
 
 _COLUMNS = (
-    "id", "key", "source", "session", "time", "role", "speaker", "tool", "tool_call_id", "arguments", "detail",
-    "position", "text",
+    "id",
+    "key",
+    "source",
+    "session",
+    "time",
+    "role",
+    "speaker",
+    "tool",
+    "tool_call_id",
+    "arguments",
+    "detail",
+    "position",
+    "text",
 )
 _ROW_COLUMNS = _COLUMNS[1:]
 _INSERT = f"INSERT OR IGNORE INTO entries ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})"
 _NOT_TWICE = (
-    " AND NOT (e.source = 'offload' AND e.role IN ('tool', 'tool_call') AND e.detail LIKE '%, reclaimed earlier' AND EXISTS ("
+    " AND NOT (e.source = 'offload' AND e.role IN ('tool', 'tool_call') AND e.detail LIKE '%, reclaimed earlier' AND "
+    "EXISTS ("
     "SELECT 1 FROM entries r WHERE r.session = e.session AND r.source = 'reclaimed' AND r.tool_call_id = "
     f"CASE e.role WHEN 'tool' THEN e.tool_call_id ELSE e.tool_call_id || '{ARGUMENTS_SUFFIX}' END))"
 )
@@ -113,6 +125,7 @@ reclaimed original (restorable while its placeholder is in the context)."""
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
 _TOKEN_CHAR = re.compile(r"[^\W_]")  # what FTS5's unicode61 tokenizer keeps: letters and digits
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
+
 
 class HistoryError(RuntimeError):
     """The history index cannot be used at all (permissions, a full disk, a lock held too long)."""
@@ -260,7 +273,8 @@ def _fts_with_session(db: sqlite3.Connection) -> None:
         "content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
     )
     db.execute(
-        "CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN INSERT INTO entries_fts (rowid, text, tool, arguments, "
+        "CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN INSERT INTO entries_fts (rowid, text, tool, "
+        "arguments, "
         "session) VALUES (new.id, new.text, new.tool, new.arguments, new.session); END"
     )
     db.execute(
@@ -364,7 +378,9 @@ class HistoryIndex:
     """The index of one working directory's history (`paths.history_db_path`), safe to share between
     threads: it holds no connection, only the path, the writes waiting for a retry and the warnings."""
 
-    def __init__(self, workdir: str | os.PathLike[str] | None = None, *, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, workdir: str | os.PathLike[str] | None = None, *, path: str | os.PathLike[str] | None = None
+    ) -> None:
         self.workdir = Path(workdir) if workdir is not None else Path.cwd()
         self.path = Path(path) if path is not None else paths.history_db_path(self.workdir)
         self._lock = _lock_for(self.path)
@@ -411,7 +427,8 @@ class HistoryIndex:
             ).fetchone()
             rows = db.execute(
                 "SELECT e.id, e.session, e.time, e.role, e.source, e.tool, e.tool_call_id, "
-                f"snippet(entries_fts, -1, ?, ?, '…', {SNIPPET_TOKENS:d}), bm25(entries_fts, 1.0, 0.5, 0.5, 0.0) AS score "
+                f"snippet(entries_fts, -1, ?, ?, '…', {SNIPPET_TOKENS:d}), bm25(entries_fts, 1.0, 0.5, 0.5, 0.0) AS "
+                "score "
                 f"FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid WHERE {where} AND entries_fts.rowid > ? "
                 "ORDER BY score, e.time DESC, e.key LIMIT ?",
                 (start, end, *params, floor[0] if floor else 0, limit),
@@ -446,7 +463,9 @@ class HistoryIndex:
             counts = dict(db.execute("SELECT source, count(*) FROM entries GROUP BY source").fetchall())
             sessions = db.execute("SELECT count(DISTINCT session) FROM entries").fetchone()[0]
             size = sum(p.stat().st_size for p in self._files() if p.exists())
-            return IndexStats(self.path, user_version(db), counts.get("offload", 0), counts.get("reclaimed", 0), sessions, size)
+            return IndexStats(
+                self.path, user_version(db), counts.get("offload", 0), counts.get("reclaimed", 0), sessions, size
+            )
 
         return self._read(run, IndexStats(self.path, 0, 0, 0, 0, 0))
 
@@ -489,10 +508,13 @@ class HistoryIndex:
         every row of every log."""
         db.execute(f"CREATE TEMP TABLE staged ({', '.join(_ROW_COLUMNS)})")
         try:
-            db.executemany(f"INSERT INTO staged VALUES ({', '.join('?' * len(_ROW_COLUMNS))})",
-                           self._source_rows(report, live))
-            db.execute(f"INSERT OR IGNORE INTO entries ({', '.join(_ROW_COLUMNS)}) SELECT {', '.join(_ROW_COLUMNS)} "
-                       "FROM staged ORDER BY time, session, source, position, key")
+            db.executemany(
+                f"INSERT INTO staged VALUES ({', '.join('?' * len(_ROW_COLUMNS))})", self._source_rows(report, live)
+            )
+            db.execute(
+                f"INSERT OR IGNORE INTO entries ({', '.join(_ROW_COLUMNS)}) SELECT {', '.join(_ROW_COLUMNS)} "
+                "FROM staged ORDER BY time, session, source, position, key"
+            )
         finally:
             db.execute("DROP TABLE temp.staged")
         report.entries = db.execute("SELECT count(*) FROM entries").fetchone()[0]
@@ -521,9 +543,11 @@ class HistoryIndex:
                 continue
             report.logs += 1
             if cut:
-                report.problems.append(f"{log}: {cut:,} {'entry is' if cut == 1 else 'entries are'} longer than "
-                                       f"{INDEXED_CHARS:,} characters: only that much of each is searchable (the log "
-                                       "keeps the whole)")
+                report.problems.append(
+                    f"{log}: {cut:,} {'entry is' if cut == 1 else 'entries are'} longer than "
+                    f"{INDEXED_CHARS:,} characters: only that much of each is searchable (the log "
+                    "keeps the whole)"
+                )
         newer = {c.conversation_id: c for c in live}
         folder = paths.sessions_dir(self.workdir)
         for session_file in sorted(folder.glob("*.json")) if folder.is_dir() else ():
@@ -558,22 +582,28 @@ class HistoryIndex:
         try:
             rows = offload_rows(session, when, as_logged(transcript_entries(messages, reclaimed)))
         except Exception as exc:  # noqa: BLE001 - the summary must go on whatever happens here
-            return f"the offloaded messages were not added to the search index ({type(exc).__name__}: {exc}); " \
-                   "they are safe in the offload log, and `xun history --reindex` adds them"
-        return self._write(len(rows), lambda db: db.executemany(_INSERT, rows), "the offloaded messages", "the offload log")
+            return (
+                f"the offloaded messages were not added to the search index ({type(exc).__name__}: {exc}); "
+                "they are safe in the offload log, and `xun history --reindex` adds them"
+            )
+        return self._write(
+            len(rows), lambda db: db.executemany(_INSERT, rows), "the offloaded messages", "the offload log"
+        )
 
     def index_reclaimed(self, session: str, results: Iterable[tuple[ReclaimedToolResult, str]]) -> str | None:
         """Index tool results just reclaimed (each record with its original)."""
         rows = [reclaimed_row(session, record, original) for record, original in results]
         if not rows:
             return None
-        return self._write(len(rows), lambda db: db.executemany(_INSERT, rows), "the reclaimed tool results",
-                           "the session")
+        return self._write(
+            len(rows), lambda db: db.executemany(_INSERT, rows), "the reclaimed tool results", "the session"
+        )
 
     def forget_reclaimed(self, session: str, tool_call_ids: Iterable[str] | None = None) -> str | None:
         """Drop reclaimed results that went back into the context (restored), or all of a session's
         (None: the conversation was cleared), so the index keeps mirroring the session."""
         if tool_call_ids is None:
+
             def forget(db: sqlite3.Connection) -> None:
                 db.execute("DELETE FROM entries WHERE session = ? AND source = 'reclaimed'", (session,))
         else:
@@ -682,8 +712,10 @@ class HistoryIndex:
         db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
         try:
             if user_version(db) != SCHEMA_VERSION:
-                raise HistoryError(f"the history index {self.path} is from another version of xun and cannot "
-                                   "be upgraded here (the folder is read-only)")
+                raise HistoryError(
+                    f"the history index {self.path} is from another version of xun and cannot "
+                    "be upgraded here (the folder is read-only)"
+                )
             _check_schema(db)
         except BaseException:
             db.close()
@@ -700,14 +732,17 @@ class HistoryIndex:
         except LinkRefused as exc:
             if not Path(exc.filename).is_symlink():
                 raise  # not a folder: the index cannot be used there
-            raise HistoryError(f"{exc.filename} is a symbolic link; xun does not follow links in its own folder "
-                               "(remove it)") from None
+            raise HistoryError(
+                f"{exc.filename} is a symbolic link; xun does not follow links in its own folder (remove it)"
+            ) from None
         except FileNotFoundError:
             pass
         for name in self._files():
             if name.is_symlink():
-                raise HistoryError(f"{name} is a symbolic link; xun does not follow links in its own folder "
-                                   "(remove it and xun makes a new index)")
+                raise HistoryError(
+                    f"{name} is a symbolic link; xun does not follow links in its own folder "
+                    "(remove it and xun makes a new index)"
+                )
 
     def _prepare(self) -> int:
         """Create the file owner-only if it is missing (and make it owner-only if it is not); its inode,
@@ -767,14 +802,16 @@ class HistoryIndex:
             reason = str(exc) or type(exc).__name__
             if inode is not None and current != inode:
                 return  # another thread or process has already replaced it
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
             aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
             try:
                 for source in self._files():
                     if source.exists():
-                        os.replace(source, aside.with_name(aside.name + source.name[len(self.path.name):]))
+                        os.replace(source, aside.with_name(aside.name + source.name[len(self.path.name) :]))
             except OSError as error:
-                raise HistoryError(f"the history index {self.path} is damaged ({reason}) and could not be moved aside: {error}") from error
+                raise HistoryError(
+                    f"the history index {self.path} is damaged ({reason}) and could not be moved aside: {error}"
+                ) from error
             fill_notes: list[str] = []
             self._prepare()
             db = self._open(fill_notes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from xun.context import offload
@@ -21,7 +21,7 @@ Row = tuple[Any, ...]
 
 
 def iso_time(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def epoch(when: str) -> float:
@@ -30,7 +30,7 @@ def epoch(when: str) -> float:
     except ValueError:
         return 0.0
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()
 
 
@@ -62,8 +62,10 @@ INDEXED_CHARS = 1 << 20
 """The most of one entry's text the index holds (its first 1,048,576 characters, then `CUT_NOTE`): words
 past them are not searchable, and the offload log or session file keeps the whole text. A planted 300 MB
 entry cost the index 300 MB and a rebuild gigabytes of memory."""
-CUT_NOTE = (f"\n[… the search index keeps only the first {INDEXED_CHARS:,} characters of an entry; "
-            "its offload log or session file has it whole]")
+CUT_NOTE = (
+    f"\n[… the search index keeps only the first {INDEXED_CHARS:,} characters of an entry; "
+    "its offload log or session file has it whole]"
+)
 
 
 def _indexed(text: str, cut: bool = False) -> str:
@@ -80,8 +82,20 @@ def offload_row(session: str, when: str, position: int, entry: OffloadEntry) -> 
     text = _indexed(entry.text, entry.cut)
     tool, call_id = _split_detail(detail)
     key = "o:" + _digest(session, when, str(position), speaker, detail, text)
-    return (key, "offload", session, epoch(when), ROLES.get(speaker, speaker.lower()), speaker, tool, call_id, "",
-            detail, position, text)
+    return (
+        key,
+        "offload",
+        session,
+        epoch(when),
+        ROLES.get(speaker, speaker.lower()),
+        speaker,
+        tool,
+        call_id,
+        "",
+        detail,
+        position,
+        text,
+    )
 
 
 def offload_rows(session: str, when: str, entries: Sequence[OffloadEntry]) -> list[Row]:
@@ -96,8 +110,20 @@ def reclaimed_row(session: str, record: ReclaimedToolResult, original: str, fall
     at = record.reclaimed_at or fallback_time
     arguments = record.kind == ARGUMENTS  # then the text is the arguments: no preview of them beside it
     role, speaker = ("tool_call", "AI tool call") if arguments else ("tool", "Tool")
-    return (reclaimed_key(session, call_id), "reclaimed", session, at, role, speaker, clean(record.tool_name), call_id,
-            "" if arguments else clean(record.arguments), "", 0, _indexed(original))
+    return (
+        reclaimed_key(session, call_id),
+        "reclaimed",
+        session,
+        at,
+        role,
+        speaker,
+        clean(record.tool_name),
+        call_id,
+        "" if arguments else clean(record.arguments),
+        "",
+        0,
+        _indexed(original),
+    )
 
 
 def as_logged(entries: Iterable[OffloadEntry]) -> list[OffloadEntry]:
@@ -118,9 +144,10 @@ def reclaimed_rows(conversation: Conversation) -> list[Row]:
     archive = conversation.compacted_toolcalls
     originals = archive.originals()
     session = conversation.conversation_id
-    return [reclaimed_row(session, record, originals[call_id], conversation.created_at) for call_id, record in archive.items()]
-
-
+    return [
+        reclaimed_row(session, record, originals[call_id], conversation.created_at)
+        for call_id, record in archive.items()
+    ]
 
 
 def reclaimed_key(session: str, tool_call_id: str) -> str:

@@ -44,7 +44,9 @@ def with_arguments(assistant: dict[str, Any], call_id: str, arguments: str) -> d
     """A copy of an assistant message whose call `call_id` has `arguments` (the message itself is untouched:
     messages are values)."""
     calls = [
-        {**call, "function": {**(call.get("function") or {}), "arguments": arguments}} if call.get("id") == call_id else call
+        {**call, "function": {**(call.get("function") or {}), "arguments": arguments}}
+        if call.get("id") == call_id
+        else call
         for call in assistant.get("tool_calls") or ()
     ]
     return {**assistant, "tool_calls": calls}
@@ -93,8 +95,9 @@ class ReclaimPass(NamedTuple):
     frontier: int
 
 
-def reclaim(messages: MessageList, archive: ReclaimedArchive, pinned: set[str], frontier: int, keep_max: int, *,
-            collect: bool) -> ReclaimPass:
+def reclaim(
+    messages: MessageList, archive: ReclaimedArchive, pinned: set[str], frontier: int, keep_max: int, *, collect: bool
+) -> ReclaimPass:
     """Replace all but the newest `keep_max` tool results with placeholders, and the large arguments of
     their calls (`Conversation.compact_toolcall` says which); scans from `frontier`, or from the first
     message changed since. With `collect` the records and originals are returned to index."""
@@ -160,8 +163,15 @@ def reclaim(messages: MessageList, archive: ReclaimedArchive, pinned: set[str], 
     return ReclaimPass(reclaimed, arguments_count, indexed, frontier)
 
 
-def _reclaim_arguments(archive: ReclaimedArchive, pinned: set[str], call: RawOpenAIMessage, call_id: str, name: str,
-                       arguments: str, now: float) -> tuple[ReclaimedToolResult, RawOpenAIMessage] | None:
+def _reclaim_arguments(
+    archive: ReclaimedArchive,
+    pinned: set[str],
+    call: RawOpenAIMessage,
+    call_id: str,
+    name: str,
+    arguments: str,
+    now: float,
+) -> tuple[ReclaimedToolResult, RawOpenAIMessage] | None:
     """Archive the arguments of `call_id` and return the record and `call` with their placeholder, or None
     when they stay (short, restored by hand, reclaimed already, or no shorter as a placeholder)."""
     if len(arguments) <= ARGUMENTS_RECLAIM_AT:

@@ -5,8 +5,8 @@ In a session file (format 2) the archive is the document's last value, `"compact
 from tool call id to `{"tool", "arguments", "chars", "reclaimed_at", "original"}`, in the order the results
 were reclaimed. The large arguments of an old call are archived under the call's id with `ARGUMENTS_SUFFIX`
 (`call_7:arguments`) and `"kind": "arguments"` (a result has no `kind`, so files written before arguments
-were reclaimed read the same). Each entry is kept as the JSON text it is saved as, encoded once when it is reclaimed, and
-a loaded session keeps its archive as one unparsed block of the file's text until the archive is first
+were reclaimed read the same). Each entry is kept as the JSON text it is saved as, encoded once when it is reclaimed,
+and a loaded session keeps its archive as one unparsed block of the file's text until the archive is first
 read, so saving and loading a long session neither re-encodes nor re-decodes thousands of large tool
 outputs. Format 1 files (one JSON line per result after the session's head line) load the same lazy way
 and are saved in format 2.
@@ -92,7 +92,12 @@ class ReclaimedToolResult(NamedTuple):
         return self.tool_call_id
 
     def to_json(self) -> dict[str, Any]:
-        data = {"tool": self.tool_name, "arguments": self.arguments, "chars": self.chars, "reclaimed_at": self.reclaimed_at}
+        data = {
+            "tool": self.tool_name,
+            "arguments": self.arguments,
+            "chars": self.chars,
+            "reclaimed_at": self.reclaimed_at,
+        }
         if self.kind != RESULT:
             data["kind"] = self.kind
         return data
@@ -137,7 +142,7 @@ def _entry(record: ReclaimedToolResult, original: str) -> str:
 
 def _entry_original(entry: str) -> str:
     _, end = _DECODER.raw_decode(entry)  # the id, then ":" and the record
-    original: str = json.loads(entry[end + 1:])["original"]
+    original: str = json.loads(entry[end + 1 :])["original"]
     return original
 
 
@@ -254,7 +259,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
     def _parse_lines(self) -> dict[str, tuple[ReclaimedToolResult, str]]:
         """Format 1's block: one JSON line per result (re-encoded as format 2 entries)."""
         # split on "\n" only: JSON written with ensure_ascii=False may hold U+2028 and friends raw
-        chunks = self._text[self._start:self._end].split("\n")
+        chunks = self._text[self._start : self._end].split("\n")
         if chunks[-1] or len(chunks) - 1 != self._block_count:
             raise self._fail(f"the reclaimed-result archive has {len(chunks) - 1} lines instead of {self._block_count}")
         parsed: dict[str, tuple[ReclaimedToolResult, str]] = {}
@@ -274,7 +279,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         if self._block_is_lines:
             self._parse_block()
         # a loaded block goes as it is, without its closing brace
-        chunks = [self._text[self._start:self._end - 1] if self._block_count else "{"]
+        chunks = [self._text[self._start : self._end - 1] if self._block_count else "{"]
         separator = "," if self._block_count else ""
         for entry in self._entries.values():
             chunks += (separator, entry)
@@ -289,7 +294,13 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         if not (text.startswith("{", start) and text.startswith("}", end - 1)) or (count == 0) != (end - start == 2):
             raise SessionFormatError(source, "the archive of reclaimed tool results is damaged; the file was edited")
         archive = cls()
-        archive._text, archive._start, archive._end, archive._block_count, archive._source = text, start, end, count, source
+        archive._text, archive._start, archive._end, archive._block_count, archive._source = (
+            text,
+            start,
+            end,
+            count,
+            source,
+        )
         return archive
 
     @classmethod
@@ -331,14 +342,17 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
             raise SessionFormatError(source, "compacted_toolcalls should be an object")
         if count != len(records):
             raise SessionFormatError(
-                source, f"the archive holds {len(records)} reclaimed tool results instead of {count!r}; the file was edited"
+                source,
+                f"the archive holds {len(records)} reclaimed tool results instead of {count!r}; the file was edited",
             )
         archive = cls()
         for number, (tool_call_id, data) in enumerate(records.items(), 1):
             try:
                 archive.add(*_record(tool_call_id, data))
             except (ValueError, KeyError, TypeError) as exc:
-                raise SessionFormatError(source, f"reclaimed-result archive entry {number} is unreadable ({exc!r})") from None
+                raise SessionFormatError(
+                    source, f"reclaimed-result archive entry {number} is unreadable ({exc!r})"
+                ) from None
         return archive
 
     @classmethod

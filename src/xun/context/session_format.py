@@ -60,8 +60,12 @@ def session_text(head: dict[str, Any], archive: ReclaimedArchive, ensure_ascii: 
     if ensure_ascii:
         chunks = ["".join(chunks).encode("utf-8", "backslashreplace").decode("utf-8")]
     size = sum(len(c) if c.isascii() else len(c.encode("utf-8", "surrogatepass")) for c in chunks)
-    layout = {"format_version": FORMAT_VERSION, "compacted_count": len(archive),
-              "compacted_chars": sum(map(len, chunks)), "compacted_bytes": size}
+    layout = {
+        "format_version": FORMAT_VERSION,
+        "compacted_count": len(archive),
+        "compacted_chars": sum(map(len, chunks)),
+        "compacted_bytes": size,
+    }
     with _gc_paused():
         text = json.dumps({**layout, **head}, ensure_ascii=ensure_ascii, separators=(",", ":"))
     return "".join([text[:-1], _ARCHIVE_KEY, *chunks, "}"])
@@ -110,8 +114,12 @@ def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError])
     raw_class = RawOpenAIMessage
     try:
         return [
-            raw_class(check_raw(raw) if "tool_calls" in raw or raw.get("tool_call_id", "").__class__ is not str else raw)
-            if m.__class__ is dict and m.get("kind") == "raw" and (raw := m["raw"]).__class__ is dict
+            raw_class(
+                check_raw(raw) if "tool_calls" in raw or raw.get("tool_call_id", "").__class__ is not str else raw
+            )
+            if m.__class__ is dict
+            and m.get("kind") == "raw"
+            and (raw := m["raw"]).__class__ is dict
             and raw.get("role").__class__ is str
             else message_from_json(m)
             for m in items
@@ -125,8 +133,10 @@ def _parse_messages(items: list[Any], fail: Callable[[str], SessionFormatError])
         raise fail(f"a message is malformed ({exc!r})") from None
 
 
-UNANSWERED_AT_LOAD = ("[Cancelled] This session was saved without this tool call's result (xun stopped while it "
-                      "waited or ran): it did not run, or was cut off while running; check its effects before running it again.")
+UNANSWERED_AT_LOAD = (
+    "[Cancelled] This session was saved without this tool call's result (xun stopped while it "
+    "waited or ran): it did not run, or was cut off while running; check its effects before running it again."
+)
 """The result a loaded session gives a call that has none: servers refuse a call without its result (HTTP
 400), so such a session would fail on every prompt, and a front end would show the call running for ever."""
 
@@ -139,25 +149,35 @@ def answer_unanswered_calls(messages: list[Message]) -> list[int]:
     while index < len(messages):
         message = messages[index]
         index += 1
-        calls = message.raw.get("tool_calls") if isinstance(message, RawOpenAIMessage) and message.role == "assistant" else None
+        calls = (
+            message.raw.get("tool_calls")
+            if isinstance(message, RawOpenAIMessage) and message.role == "assistant"
+            else None
+        )
         if not calls:
             continue
         answered = set()
-        while index < len(messages) and isinstance(message := messages[index], RawOpenAIMessage) \
-                and message.role == "tool":
+        while (
+            index < len(messages)
+            and isinstance(message := messages[index], RawOpenAIMessage)
+            and message.role == "tool"
+        ):
             answered.add(message.raw.get("tool_call_id"))
             index += 1
         for call in calls:
             ident = call.get("id") if isinstance(call, dict) else None
             if isinstance(ident, str) and ident and ident not in answered:
-                messages.insert(index, RawOpenAIMessage(raw={"role": "tool", "tool_call_id": ident,
-                                                             "content": UNANSWERED_AT_LOAD}))
+                messages.insert(
+                    index, RawOpenAIMessage(raw={"role": "tool", "tool_call_id": ident, "content": UNANSWERED_AT_LOAD})
+                )
                 inserted.append(index)
                 index += 1
     return inserted
 
 
-def session_head(text: str, stop_after: str | None = None, give_up_at: str | None = None) -> tuple[dict[str, Any], int] | None:
+def session_head(
+    text: str, stop_after: str | None = None, give_up_at: str | None = None
+) -> tuple[dict[str, Any], int] | None:
     """Format 2's session but its archive, parsed key by key up to the archive, and where the archive
     starts; None when `text` does not open as format 2 does. Does not check the archive. With
     `stop_after`, only the keys up to that one (and where the next begins), None when it never comes, or
@@ -165,7 +185,11 @@ def session_head(text: str, stop_after: str | None = None, give_up_at: str | Non
     layout = FORMAT_2_OPENING.match(text)
     if layout is None:
         return None
-    data: dict[str, Any] = {"format_version": int(layout[1]), "compacted_count": int(layout[2]), "compacted_chars": int(layout[3])}
+    data: dict[str, Any] = {
+        "format_version": int(layout[1]),
+        "compacted_count": int(layout[2]),
+        "compacted_chars": int(layout[3]),
+    }
     position = layout.end()
     try:
         while True:
@@ -189,7 +213,9 @@ def session_head(text: str, stop_after: str | None = None, give_up_at: str | Non
 _MESSAGE_OPENING = '{"kind":"'
 """How every stored message opens (`Message.to_json` puts its kind first)."""
 _MESSAGES_KEY = ',"messages":['
-FORMAT_2_BYTES = re.compile(r'\{"format_version":\d+,"compacted_count":\d+,"compacted_chars":\d+,"compacted_bytes":(\d+),')
+FORMAT_2_BYTES = re.compile(
+    r'\{"format_version":\d+,"compacted_count":\d+,"compacted_chars":\d+,"compacted_bytes":(\d+),'
+)
 """How a session file that records its archive's length in bytes opens (a resume reads its end first)."""
 NEWEST_READ = 1 << 16
 """What `read_newest_messages` reads of the opening of a session file at first (all but the messages and the
@@ -208,8 +234,13 @@ def _messages_head(text: str) -> tuple[str, int, int] | None:
         return None
     data, position = head
     total, ident = data.get("message_count"), data.get("conversation_id")
-    if (not isinstance(total, int) or isinstance(total, bool) or total < 0 or not isinstance(ident, str)
-            or not text.startswith(_MESSAGES_KEY, position)):
+    if (
+        not isinstance(total, int)
+        or isinstance(total, bool)
+        or total < 0
+        or not isinstance(ident, str)
+        or not text.startswith(_MESSAGES_KEY, position)
+    ):
         return None
     return ident, total, position + len(_MESSAGES_KEY) - 1
 
@@ -308,8 +339,9 @@ def read_newest_messages(path: str | os.PathLike[str], count: int) -> tuple[str,
                 while start > list_at and cut < len(tail) and 0x80 <= tail[cut] < 0xC0:
                     cut += 1  # into the middle of a character: from the next one
                 window = tail[cut:].decode("utf-8")
-                found = _newest_stored(window, 0 if start == list_at else -1, len(window) - len(_ARCHIVE_KEY) - 1,
-                                       count, total)
+                found = _newest_stored(
+                    window, 0 if start == list_at else -1, len(window) - len(_ARCHIVE_KEY) - 1, count, total
+                )
                 if found is not None or start == list_at or piece >= NEWEST_READ_MAX:
                     return _typed(ident, total, found)
                 piece *= 4
@@ -392,7 +424,9 @@ def parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> d
         raise fail("summarizations should be a list of objects")
     for i, event in enumerate(summarizations):
         try:
-            if not all(isinstance(event.get(key), (str, type(None))) for key in ("file_path", "warning", "offload_when")):
+            if not all(
+                isinstance(event.get(key), (str, type(None))) for key in ("file_path", "warning", "offload_when")
+            ):
                 raise TypeError("file_path, warning and offload_when should be text or null")
             events.append(
                 SummarizationEvent(
@@ -428,7 +462,11 @@ def parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> d
     overhead = usage.get("overhead_chars", 0) if isinstance(usage, dict) else 0
     fixed = usage.get("fixed_tokens") if isinstance(usage, dict) else None
     usage_messages = usage.get("messages") if isinstance(usage, dict) else None
-    if not isinstance(usage_messages, int) or isinstance(usage_messages, bool) or not 0 <= usage_messages <= len(messages):
+    if (
+        not isinstance(usage_messages, int)
+        or isinstance(usage_messages, bool)
+        or not 0 <= usage_messages <= len(messages)
+    ):
         usage_messages = len(messages)  # older files: the report was taken as of the saved messages
     if usage_chars is not None and (not isinstance(usage_chars, int) or usage_chars < 0):
         raise fail(f"usage.chars should be a whole number or null, got {usage_chars!r}")
@@ -441,15 +479,24 @@ def parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> d
     return {
         "title": title if isinstance(title, str) and title.strip() else None,
         "draft": draft if isinstance(draft, str) else "",
-        "usage_totals": {k: v for k, v in totals.items() if isinstance(k, str) and isinstance(v, int)
-                         and not isinstance(v, bool) and v >= 0} if isinstance(totals, dict) else {},
+        "usage_totals": {
+            k: v
+            for k, v in totals.items()
+            if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        }
+        if isinstance(totals, dict)
+        else {},
         "messages": MessageList(messages),
         "conversation_id": conversation_id,
         "total_tokens": tokens,
         "usage_chars": usage_chars if tokens is not None else None,
         "tokens_per_char": float(ratio),
-        "overhead_chars": overhead if isinstance(overhead, int) and not isinstance(overhead, bool) and overhead >= 0 else 0,
-        "fixed_tokens": fixed if isinstance(fixed, int) and not isinstance(fixed, bool) and abs(fixed) < 10_000_000 else None,
+        "overhead_chars": overhead
+        if isinstance(overhead, int) and not isinstance(overhead, bool) and overhead >= 0
+        else 0,
+        "fixed_tokens": fixed
+        if isinstance(fixed, int) and not isinstance(fixed, bool) and abs(fixed) < 10_000_000
+        else None,
         "usage_messages": usage_messages,
         "compaction_counter": counter,
         "prompt_cache": prompt_cache,
@@ -458,5 +505,7 @@ def parse_session(data: Any, archive: ReclaimedArchive | None, source: Any) -> d
         "summarizations": events,
         "compaction_log": log,
         "kept_originals": kept,
-        "created_at": float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else time.time(),
+        "created_at": float(created)
+        if isinstance(created, (int, float)) and not isinstance(created, bool)
+        else time.time(),
     }

@@ -187,8 +187,14 @@ class SessionStore:
         """A fresh conversation whose summaries offload into this store's history folder (and its index)."""
         return Conversation(offload_dir=self.offload_dir, history_index=self.history)
 
-    def open(self, resume: str | None, *, fork: bool = False, read_only: bool = False,
-             peek: Callable[[Path], object] | None = None) -> Conversation:
+    def open(
+        self,
+        resume: str | None,
+        *,
+        fork: bool = False,
+        read_only: bool = False,
+        peek: Callable[[Path], object] | None = None,
+    ) -> Conversation:
         """The conversation a session works on, locked for this process unless read-only; the lock is taken
         before the file is read, so what is loaded is what no one else is writing.
 
@@ -243,8 +249,9 @@ class SessionStore:
                 self.unlock(ident)
                 raise
         bad = "; ".join(f"{path}: {reason}" for path, reason in self.unreadable())
-        raise NoSessionToResume(f"there is no saved session to resume in {self.root}"
-                                + (f" that can be read ({bad})" if bad else ""))
+        raise NoSessionToResume(
+            f"there is no saved session to resume in {self.root}" + (f" that can be read ({bad})" if bad else "")
+        )
 
     def save(self, conversation: Conversation) -> Path:
         path = self.path_for(conversation.conversation_id)

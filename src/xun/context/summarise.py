@@ -143,8 +143,15 @@ def _newest_round(messages: Sequence[Message], anchor: int) -> int:
     return len(messages)
 
 
-def _turn_ledger(messages: Sequence[Message], anchor: int, turn_start: int, cut: int, archive: ReclaimedArchive,
-                 ledger_where: str | None, ledger_max_chars: int) -> TurnLedger | None:
+def _turn_ledger(
+    messages: Sequence[Message],
+    anchor: int,
+    turn_start: int,
+    cut: int,
+    archive: ReclaimedArchive,
+    ledger_where: str | None,
+    ledger_max_chars: int,
+) -> TurnLedger | None:
     """The ledger the new summary frame carries: the current one extended by the calls of the
     running turn that the cut condenses (`turn_start` is its prompt's index, -1 when the cut is not
     inside it); kept as it is while its turn is still in the context; dropped once that turn's prompt
@@ -156,7 +163,7 @@ def _turn_ledger(messages: Sequence[Message], anchor: int, turn_start: int, cut:
         return None
     if current is not None and current.prompt != prompt.text:
         current = None  # an earlier turn's ledger: that turn is summarised now
-    leaving = messages[turn_start + 1:cut] if turn_start >= 0 else []
+    leaving = messages[turn_start + 1 : cut] if turn_start >= 0 else []
     if not any(isinstance(m, RawOpenAIMessage) and m.raw.get("tool_calls") for m in leaving):
         return current
     params = []
@@ -168,15 +175,26 @@ def _turn_ledger(messages: Sequence[Message], anchor: int, turn_start: int, cut:
             if original is not None:
                 param = {**param, "content": original}
         params.append(param)
-    ledger = TurnLedger(prompt.text, current.calls, list(current.entries), current.where) if current else TurnLedger(prompt.text)
+    ledger = (
+        TurnLedger(prompt.text, current.calls, list(current.entries), current.where)
+        if current
+        else TurnLedger(prompt.text)
+    )
     if ledger_where is not None:
         ledger.where = ledger_where
     ledger.add_calls(condensed_calls(params), ledger_max_chars)
     return ledger
 
 
-def plan_summary(messages: MessageList, keep_recent: int, *, tokens_per_char: float, archive: ReclaimedArchive,
-                 ledger_where: str | None, ledger_max_chars: int) -> CompactionPlan:
+def plan_summary(
+    messages: MessageList,
+    keep_recent: int,
+    *,
+    tokens_per_char: float,
+    archive: ReclaimedArchive,
+    ledger_where: str | None,
+    ledger_max_chars: int,
+) -> CompactionPlan:
     """Choose the cut for a summary keeping about `keep_recent` recent messages, changing nothing.
 
     The anchor is the turn's prompt: the last user message the agent did not write itself.
@@ -220,8 +238,14 @@ def plan_summary(messages: MessageList, keep_recent: int, *, tokens_per_char: fl
     turn_start = anchor if carried is not None and turn_in_progress(messages) else -1
     turn_rounds = 0
     if turn_start >= 0:
-        turn_rounds = sum(len(m.raw.get("tool_calls") or ()) for m in messages[anchor + 1:cut] if isinstance(m, RawOpenAIMessage))
-    ledger = _turn_ledger(messages, anchor, turn_start, cut, archive, ledger_where, ledger_max_chars) if first <= cut else None
+        turn_rounds = sum(
+            len(m.raw.get("tool_calls") or ()) for m in messages[anchor + 1 : cut] if isinstance(m, RawOpenAIMessage)
+        )
+    ledger = (
+        _turn_ledger(messages, anchor, turn_start, cut, archive, ledger_where, ledger_max_chars)
+        if first <= cut
+        else None
+    )
     system = system_prompt(messages)
     old_ledger = system.ledger if system is not None else None
     after += _ledger_chars(ledger) - _ledger_chars(old_ledger)

@@ -22,7 +22,9 @@ class Price(Protocol):
     output: float
 
 
-def add_call(totals: dict[str, int], prompt: int | None, completion: int | None, cached_input: int | None = None) -> bool:
+def add_call(
+    totals: dict[str, int], prompt: int | None, completion: int | None, cached_input: int | None = None
+) -> bool:
     """Count one model call's reported usage; False (nothing counted) when the server reported none."""
     if prompt is None and completion is None:
         return False
@@ -42,8 +44,9 @@ def cost(usage: Mapping[str, Any], price: Price | None) -> float | None:
     prompt = int(usage.get("prompt") or 0)
     cached = min(int(usage.get("cached_input") or 0), prompt) if price.cached_input is not None else 0
     uncached = prompt - cached
-    return (uncached * price.input + cached * (price.cached_input or 0.0)
-            + int(usage.get("completion") or 0) * price.output) / 1_000_000
+    return (
+        uncached * price.input + cached * (price.cached_input or 0.0) + int(usage.get("completion") or 0) * price.output
+    ) / 1_000_000
 
 
 def price_for(pricing: Mapping[str, Price], model: str) -> Price | None:
@@ -59,6 +62,9 @@ def usage_totals_line(totals: Mapping[str, Any], spent: float | None) -> str:
     """The session's totals in one line (`/tokens`, `xun run`): input uncached and cached, output, calls, cost."""
     prompt, cached = int(totals.get("prompt") or 0), int(totals.get("cached_input") or 0)
     calls = int(totals.get("calls") or 0)
-    line = (f"session: {prompt - cached:,} input uncached · {cached:,} cached · {int(totals.get('completion') or 0):,} output"
-            f" ({calls:,} call{'s' if calls != 1 else ''})")
+    line = (
+        f"session: {prompt - cached:,} input uncached · {cached:,} cached · {int(totals.get('completion') or 0):,} "
+        "output"
+        f" ({calls:,} call{'s' if calls != 1 else ''})"
+    )
     return line + (f" · cost {cost_text(spent)}" if spent is not None else " · no price for the model (pricing)")

@@ -47,16 +47,26 @@ def build_parser(prog: str = "xun offline-server") -> argparse.ArgumentParser:
             "OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 (any API key)."
         ),
     )
-    parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1; others are refused)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1; others are refused)"
+    )
     parser.add_argument("--port", type=_port, default=0, help="port (default 0: any free port)")
-    parser.add_argument("--context-window", type=positive_int, default=None, metavar="N", help="answer HTTP 400 context_length_exceeded above N prompt tokens")
+    parser.add_argument(
+        "--context-window",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="answer HTTP 400 context_length_exceeded above N prompt tokens",
+    )
     parser.add_argument(
         "--faults",
         default=os.environ.get(FAULTS_ENV) or None,
         metavar="SPEC",
         help=f"inject faults, e.g. 500@2,disconnect@4,slow@6-8 (default ${FAULTS_ENV}); kinds: {kinds}",
     )
-    parser.add_argument("--reasoning", choices=REASONING_FIELDS, default=None, help="also stream scripted reasoning in this delta field")
+    parser.add_argument(
+        "--reasoning", choices=REASONING_FIELDS, default=None, help="also stream scripted reasoning in this delta field"
+    )
     parser.add_argument(
         "--profile",
         choices=tuple(PROFILES),
@@ -65,15 +75,25 @@ def build_parser(prog: str = "xun offline-server") -> argparse.ArgumentParser:
         "where the window and a tokenizer are (default openai)",
     )
     parser.add_argument(
-        "--cache-ttl", type=_positive_float, default=None, metavar="SECONDS",
+        "--cache-ttl",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
         help="simulate a prompt prefix cache whose entries live SECONDS after their last use, and report the "
         "cached tokens in the profile's shape (default: no cache, no cache figures)",
     )
     parser.add_argument(
-        "--useless-summaries", action="store_true",
+        "--useless-summaries",
+        action="store_true",
         help="answer every compaction summary request with empty sections (a summarizer that writes nothing useful)",
     )
-    parser.add_argument("--tokens-per-second", type=_positive_float, default=None, metavar="N", help="pace streamed replies (default: unpaced)")
+    parser.add_argument(
+        "--tokens-per-second",
+        type=_positive_float,
+        default=None,
+        metavar="N",
+        help="pace streamed replies (default: unpaced)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log each request line to stderr (never headers)")
     return parser
 
@@ -121,7 +141,11 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             previous_handlers[signum] = signal.signal(signum, request_stop)
     try:
         print(f"listening on {server.base_url}", flush=True)
-        print("xun-offline: a deterministic scripted demo model, not an LLM. Ctrl+C stops it.", file=sys.stderr, flush=True)
+        print(
+            "xun-offline: a deterministic scripted demo model, not an LLM. Ctrl+C stops it.",
+            file=sys.stderr,
+            flush=True,
+        )
         while not stop_requested.wait(0.5):
             pass
     except KeyboardInterrupt:

@@ -30,7 +30,9 @@ FAULTS_ENV = "XUN_OFFLINE_FAULTS"
 """Environment variable with a fault spec, used when a server is created without `faults`."""
 
 MAX_FAULT_SECONDS = 600.0
-_ENTRY = re.compile(r"^(?P<kind>[A-Za-z0-9_]+)(?::(?P<seconds>[0-9]*\.?[0-9]+))?@(?P<start>[0-9]+)(?:-(?P<end>[0-9]+))?$")
+_ENTRY = re.compile(
+    r"^(?P<kind>[A-Za-z0-9_]+)(?::(?P<seconds>[0-9]*\.?[0-9]+))?@(?P<start>[0-9]+)(?:-(?P<end>[0-9]+))?$"
+)
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,9 @@ class Fault:
 class FaultSchedule:
     """Parsed fault spec: maps request indexes to faults."""
 
-    def __init__(self, faults_by_request: dict[int, Fault] | None = None, ranges: list[tuple[int, int, Fault]] | None = None):
+    def __init__(
+        self, faults_by_request: dict[int, Fault] | None = None, ranges: list[tuple[int, int, Fault]] | None = None
+    ):
         self._by_request = dict(faults_by_request or {})
         self._ranges = list(ranges or [])
 
@@ -62,11 +66,14 @@ class FaultSchedule:
             match = _ENTRY.match(entry)
             if match is None:
                 raise ValueError(
-                    f"fault spec entry {entry!r}: expected KIND@N, KIND@N-M or KIND:SECONDS@N (e.g. 500@2, slow:0.1@3-5)"
+                    f"fault spec entry {entry!r}: expected KIND@N, KIND@N-M or KIND:SECONDS@N (e.g. 500@2, "
+                    "slow:0.1@3-5)"
                 )
             kind = match["kind"].lower()
             if kind not in FAULT_KINDS:
-                raise ValueError(f"fault spec entry {entry!r}: unknown kind {kind!r}; known kinds: {', '.join(FAULT_KINDS)}")
+                raise ValueError(
+                    f"fault spec entry {entry!r}: unknown kind {kind!r}; known kinds: {', '.join(FAULT_KINDS)}"
+                )
             default_seconds = FAULT_KINDS[kind][1]
             seconds: float | None = default_seconds
             if match["seconds"] is not None:

@@ -37,7 +37,24 @@ from xun.offline.summary import is_summary_request, useless_summary, write_summa
 
 MAX_LONG_REPLY_TOKENS = 1_000_000
 # Three-letter words: each plus a space is exactly one token under the 4-characters rule.
-_FILLER_WORDS = ("the", "fox", "ran", "far", "and", "sat", "low", "now", "two", "owl", "saw", "one", "big", "red", "sun", "set")
+_FILLER_WORDS = (
+    "the",
+    "fox",
+    "ran",
+    "far",
+    "and",
+    "sat",
+    "low",
+    "now",
+    "two",
+    "owl",
+    "saw",
+    "one",
+    "big",
+    "red",
+    "sun",
+    "set",
+)
 
 _COMPACTED_ID = re.compile(r"\[Compacted, ID: ([^\s.\]]+)")
 _MISSING_TOOL = re.compile(r"\bcall the missing tool `?([A-Za-z0-9_-]{1,64})`?", re.I)
@@ -148,11 +165,14 @@ def tool_call_id(fingerprint: str, index: int) -> str:
 # Picking tools from words
 
 _TRIGGERS = (
-    ("history", re.compile(
-        r"\b(?:search|grep|look\s+up)\s+(?:in\s+|through\s+)?(?:the\s+|our\s+|my\s+)?(?:conversation\s+|chat\s+)?history\b"
-        r"|\b(?:read|show|open)\s+(?:the\s+)?(?:full\s+)?history\s+entry\b",
-        re.I,
-    )),
+    (
+        "history",
+        re.compile(
+            r"\b(?:search|grep|look\s+up)\s+(?:in\s+|through\s+)?(?:the\s+|our\s+|my\s+)?(?:conversation\s+|chat\s+)?history\b"
+            r"|\b(?:read|show|open)\s+(?:the\s+)?(?:full\s+)?history\s+entry\b",
+            re.I,
+        ),
+    ),
     ("extract", re.compile(r"\b(?:recover|extract|restore|retrieve|fetch|uncompact|un-compact)\w*", re.I)),
     ("run", re.compile(r"\b(?:run|execute|exec)\b", re.I)),
     ("search", re.compile(r"\b(?:search|grep)\b", re.I)),
@@ -167,11 +187,53 @@ _NOT_PATHS = {"e.g", "i.e", "etc", "and/or", "n/a", "i/o", "w/o", "a.m", "p.m", 
 _PATH_CHARS = re.compile(r"^[\w.~/+-]+$")
 _EXTENSION = re.compile(r"^[\w.+-]*\w\.[A-Za-z][A-Za-z0-9]{0,7}$")
 _LIST_FILLER = {
-    "the", "a", "all", "files", "file", "directory", "directories", "dir", "folder", "folders", "contents",
-    "content", "of", "in", "under", "inside", "at", "me", "please", "current", "everything", "what's", "whats",
-    "what", "is", "there", "here", "this", "project", "repo", "repository", "entries",
+    "the",
+    "a",
+    "all",
+    "files",
+    "file",
+    "directory",
+    "directories",
+    "dir",
+    "folder",
+    "folders",
+    "contents",
+    "content",
+    "of",
+    "in",
+    "under",
+    "inside",
+    "at",
+    "me",
+    "please",
+    "current",
+    "everything",
+    "what's",
+    "whats",
+    "what",
+    "is",
+    "there",
+    "here",
+    "this",
+    "project",
+    "repo",
+    "repository",
+    "entries",
 }
-_SEARCH_FILLER = {"the", "code", "codebase", "files", "file", "repo", "project", "for", "text", "string", "pattern", "word"}
+_SEARCH_FILLER = {
+    "the",
+    "code",
+    "codebase",
+    "files",
+    "file",
+    "repo",
+    "project",
+    "for",
+    "text",
+    "string",
+    "pattern",
+    "word",
+}
 _ID_TOKEN = re.compile(r"\b(?:call|toolu|fc|tool|chatcmpl)_[A-Za-z0-9_-]+\b|\bID[:\s]+([A-Za-z0-9_-]+)", re.I)
 _MENTIONS_COMPACTION = re.compile(r"compact|reclaim", re.I)
 
@@ -391,7 +453,9 @@ def _write_intent(masked: _MaskedMessage, after: str) -> list[_Intent]:
     return [_Intent("write_file", {"path": path, "content": content})]
 
 
-def _clause_intents(masked: _MaskedMessage, clause: str, previous_verb: str | None, messages: list[dict[str, Any]]) -> tuple[list[_Intent], str | None]:
+def _clause_intents(
+    masked: _MaskedMessage, clause: str, previous_verb: str | None, messages: list[dict[str, Any]]
+) -> tuple[list[_Intent], str | None]:
     """Intents of one clause, and the verb later verb-less clauses inherit."""
     found = []
     for verb, pattern in _TRIGGERS:
@@ -500,7 +564,9 @@ def _long_reply_source(text: str) -> TextSource | None:
 # ---------------------------------------------------------------------------------------------------
 # Answers in text
 
-_ERROR_LINE = re.compile(r"\[Error\]|\berror\b|exception|traceback|no such file|not found|permission denied|failed", re.I)
+_ERROR_LINE = re.compile(
+    r"\[Error\]|\berror\b|exception|traceback|no such file|not found|permission denied|failed", re.I
+)
 
 
 def _call_subject(arguments: Mapping[str, Any]) -> str:
@@ -518,7 +584,10 @@ def describe_tool_result(name: str, arguments: Mapping[str, Any], text: str, exc
     stripped = text.strip()
     compacted = _compacted_ids_in(stripped)
     if stripped.startswith("[Compacted, ID:") and compacted:
-        return f"{label}: that result was compacted earlier (ID {code(compacted[0])}); `extract_compacted_tool_result` can fetch it again."
+        return (
+            f"{label}: that result was compacted earlier (ID {code(compacted[0])}); `extract_compacted_tool_result` "
+            "can fetch it again."
+        )
     if stripped.startswith("[Error]") or (stripped and _ERROR_LINE.search(stripped.splitlines()[0])):
         return f"{label} failed; the tool said {quote_tool_text(stripped, excerpt_chars)}."
     size = f"{len(text):,} characters in {count_lines(text):,} line{'s' if count_lines(text) != 1 else ''}"
@@ -555,8 +624,8 @@ def _plain_answer(text: str, unavailable: list[str]) -> str:
     return (
         f"xun-offline here: a deterministic scripted demo model, not an LLM. You said {said}. "
         "Mention a file path and I read it; say list, search (or grep), run `a command`, or write … to a file, "
-        "and I call the matching tool when the request offers it. For a long turn, say \"append the numbers 1 to N "
-        "to steps.txt\" or \"write files step1 to stepN\" (optionally \"of C characters\"): one tool call a step, the "
+        'and I call the matching tool when the request offers it. For a long turn, say "append the numbers 1 to N '
+        'to steps.txt" or "write files step1 to stepN" (optionally "of C characters"): one tool call a step, the '
         "next one read from what the request shows done."
     )
 
@@ -579,16 +648,23 @@ def decide_reply(request: ChatRequest, with_reasoning: bool = False, useless_sum
     if is_summary_request(user_text):
         summary = useless_summary() if useless_summaries else write_summary(messages[:user_index], user_text)
         reply = Reply(FixedText(summary))
-        note = f"This is a compaction summary request; I condense the {user_index} earlier messages into the eight sections."
+        note = (
+            f"This is a compaction summary request; I condense the {user_index} earlier messages into the eight "
+            "sections."
+        )
         return _with_reasoning(reply, note, with_reasoning)
 
     task = read_task(user_text)
     if task is not None and step_call(task, 1)[0] in request.offered_tool_names:
         step = next_step(task, messages, user_index)
         if step is None:
-            return _with_reasoning(Reply(FixedText(final_answer(task))), f"All {task.steps} steps show as done; I answer.", with_reasoning)
+            return _with_reasoning(
+                Reply(FixedText(final_answer(task))), f"All {task.steps} steps show as done; I answer.", with_reasoning
+            )
         name, arguments = step_call(task, step)
-        call = PlannedToolCall(id=tool_call_id(request_fingerprint(request), 0), name=name, arguments=json.dumps(arguments))
+        call = PlannedToolCall(
+            id=tool_call_id(request_fingerprint(request), 0), name=name, arguments=json.dumps(arguments)
+        )
         note = f"A task of {task.steps} steps; the lowest step I cannot see done in this request is {step}."
         return _with_reasoning(Reply(tool_calls=[call]), note, with_reasoning)
 
@@ -623,7 +699,9 @@ def decide_reply(request: ChatRequest, with_reasoning: bool = False, useless_sum
             PlannedToolCall(
                 id=tool_call_id(fingerprint, position),
                 name=intent.name,
-                arguments=json.dumps(complete_arguments(intent.arguments, request.tool_schema(intent.name)), ensure_ascii=False),
+                arguments=json.dumps(
+                    complete_arguments(intent.arguments, request.tool_schema(intent.name)), ensure_ascii=False
+                ),
             )
             for position, intent in enumerate(usable)
         ]
@@ -639,27 +717,32 @@ def decide_reply(request: ChatRequest, with_reasoning: bool = False, useless_sum
 
 
 def _explicit_call(request: ChatRequest, text: str, match: re.Match[str]) -> tuple[Reply, str]:
-    """"use the tool NAME with {json}": that call exactly (an offered tool only), or why not, in text."""
+    """ "use the tool NAME with {json}": that call exactly (an offered tool only), or why not, in text."""
     name = match.group(1)
     if name not in request.offered_tool_names:
         offered = ", ".join(sorted(request.offered_tool_names)) or "none"
-        answer = (f"The request offers no tool named `{name}`, so I call nothing (offered: {offered}). "
-                  "(xun-offline, a deterministic scripted demo model, not an LLM.)")
+        answer = (
+            f"The request offers no tool named `{name}`, so I call nothing (offered: {offered}). "
+            "(xun-offline, a deterministic scripted demo model, not an LLM.)"
+        )
         return Reply(FixedText(answer)), f"{name} is not offered; I say so."
     arguments: Any = {}
-    rest = text[match.end():]
+    rest = text[match.end() :]
     if rest.startswith("{"):
         try:
             arguments, _ = json.JSONDecoder().raw_decode(rest)
         except ValueError as exc:
-            answer = (f"The JSON after `{name}` is not valid ({exc}); send a JSON object, e.g. "
-                      f'use the tool {name} with {{"key": "value"}}. (xun-offline, a scripted demo model.)')
+            answer = (
+                f"The JSON after `{name}` is not valid ({exc}); send a JSON object, e.g. "
+                f'use the tool {name} with {{"key": "value"}}. (xun-offline, a scripted demo model.)'
+            )
             return Reply(FixedText(answer)), "The arguments are not valid JSON; I say so."
     if not isinstance(arguments, dict):
         arguments = {}
     arguments = complete_arguments(arguments, request.tool_schema(name))
-    call = PlannedToolCall(id=tool_call_id(request_fingerprint(request), 0), name=name,
-                           arguments=json.dumps(arguments, ensure_ascii=False))
+    call = PlannedToolCall(
+        id=tool_call_id(request_fingerprint(request), 0), name=name, arguments=json.dumps(arguments, ensure_ascii=False)
+    )
     return Reply(tool_calls=[call]), f"Asked to use {name}; I call it with {one_line(call.arguments)}."
 
 

@@ -28,11 +28,16 @@ MAX_STEPS = 100_000
 MAX_FILE_CHARS = 1_000_000
 
 _APPEND = re.compile(r"\bappend the numbers 1 to (\d{1,6}) to ([\w./-]+?)[.,;!]?(?=\s|$)", re.I)
-_WRITE = re.compile(r"\bwrite files step1\s*(?:to|\.\.\.|…|-|through)\s*step(\d{1,6})(?:\s+of\s+([\d,_]{1,9})\s+char(?:acter)?s)?", re.I)
+_WRITE = re.compile(
+    r"\bwrite files step1\s*(?:to|\.\.\.|…|-|through)\s*step(\d{1,6})(?:\s+of\s+([\d,_]{1,9})\s+char(?:acter)?s)?", re.I
+)
 _PROGRESS = re.compile(r"Steps done \((echo K >> [\w./-]+|write_file stepK\.txt)\): ([\d ,\-]+)")
 _ECHO = re.compile(r"echo (\d{1,6}) >> ([\w./-]+)")
 _STEP_FILE = re.compile(r"\bstep(\d{1,6})\.txt\b")
-_LEDGER_RUN = re.compile(r'first \w+="(?:echo (\d{1,6}) >> ([\w./-]+)|step(\d{1,6})\.txt)[^\n]*? … last \w+="(?:echo (\d{1,6}) >> [\w./-]+|step(\d{1,6})\.txt)')
+_LEDGER_RUN = re.compile(
+    r'first \w+="(?:echo (\d{1,6}) >> ([\w./-]+)|step(\d{1,6})\.txt)[^\n]*? … last \w+="(?:echo (\d{1,6}) >> '
+    r"[\w./-]+|step(\d{1,6})\.txt)"
+)
 """A merged line of xun's turn ledger: a run of calls from its first to its last, all of which ran."""
 
 
@@ -74,11 +79,19 @@ def _failed_calls(messages: list[dict[str, Any]]) -> set[str]:
     """Ids of the calls whose result in the request does not show a step done: an error, a call stopped
     before it ran, or a call of a tool that does no step (a directory listing may show files an earlier
     session left, which are not this turn's steps)."""
-    stepping = {str(call.get("id")) for m in messages for call in m.get("tool_calls") or ()
-                if isinstance(call, dict) and isinstance(call.get("function"), dict)
-                and call["function"].get("name") in STEP_TOOLS}
-    return {str(m.get("tool_call_id")) for m in messages if m.get("role") == "tool"
-            and (_not_done(message_text(m)) or str(m.get("tool_call_id")) not in stepping)}
+    stepping = {
+        str(call.get("id"))
+        for m in messages
+        for call in m.get("tool_calls") or ()
+        if isinstance(call, dict)
+        and isinstance(call.get("function"), dict)
+        and call["function"].get("name") in STEP_TOOLS
+    }
+    return {
+        str(m.get("tool_call_id"))
+        for m in messages
+        if m.get("role") == "tool" and (_not_done(message_text(m)) or str(m.get("tool_call_id")) not in stepping)
+    }
 
 
 def _message_texts(message: dict[str, Any], failed: Set[str] = frozenset()) -> Iterable[str]:
@@ -86,7 +99,11 @@ def _message_texts(message: dict[str, Any], failed: Set[str] = frozenset()) -> I
         yield message_text(message)
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("arguments"), str) and str(call.get("id")) not in failed:
+        if (
+            isinstance(function, dict)
+            and isinstance(function.get("arguments"), str)
+            and str(call.get("id")) not in failed
+        ):
             yield function["arguments"]
 
 
@@ -113,15 +130,18 @@ def steps_seen(texts: Iterable[str]) -> dict[str, set[int]]:
         for match in _LEDGER_RUN.finditer(text):
             first, target, first_file, last, last_file = match.groups()
             if first and last:
-                seen.setdefault(f"echo K >> {target}", set()).update(range(int(first), min(int(last), int(first) + MAX_STEPS) + 1))
+                seen.setdefault(f"echo K >> {target}", set()).update(
+                    range(int(first), min(int(last), int(first) + MAX_STEPS) + 1)
+                )
             elif first_file and last_file:
                 seen.setdefault("write_file stepK.txt", set()).update(
-                    range(int(first_file), min(int(last_file), int(first_file) + MAX_STEPS) + 1))
+                    range(int(first_file), min(int(last_file), int(first_file) + MAX_STEPS) + 1)
+                )
     return seen
 
 
 def compact_ranges(numbers: Iterable[int]) -> str:
-    """"1-80, 82" for {1..80, 82}."""
+    """ "1-80, 82" for {1..80, 82}."""
     runs: list[list[int]] = []
     for number in sorted(set(numbers)):
         if runs and number == runs[-1][-1] + 1:
@@ -142,7 +162,12 @@ def progress_lines(messages: list[dict[str, Any]]) -> list[str]:
 def next_step(task: Task, messages: list[dict[str, Any]], prompt_index: int) -> int | None:
     """The lowest step of `task` not seen done in the request (the prompt excluded), or None when all are."""
     failed = _failed_calls(messages)
-    texts = (text for index, message in enumerate(messages) if index != prompt_index for text in _message_texts(message, failed))
+    texts = (
+        text
+        for index, message in enumerate(messages)
+        if index != prompt_index
+        for text in _message_texts(message, failed)
+    )
     done = steps_seen(texts).get(task.label, set())
     for step in range(1, task.steps + 1):
         if step not in done:
@@ -160,5 +185,9 @@ def step_call(task: Task, step: int) -> tuple[str, dict[str, Any]]:
 
 
 def final_answer(task: Task) -> str:
-    what = f"appended the numbers 1 to {task.steps} to {task.target}" if task.kind == "append" else f"wrote step1.txt to step{task.steps}.txt"
+    what = (
+        f"appended the numbers 1 to {task.steps} to {task.target}"
+        if task.kind == "append"
+        else f"wrote step1.txt to step{task.steps}.txt"
+    )
     return f"All {task.steps} steps are done: I {what}, one tool call a step. (xun-offline, a scripted demo model.)"

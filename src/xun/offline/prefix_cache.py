@@ -36,9 +36,15 @@ class PrefixCache:
     def serve(self, messages: Iterable[Mapping[str, Any]], tools: Iterable[Any] | None = None) -> int:
         """The tokens of this prompt served from the cache; the prompt's prefixes are cached from now."""
         tool_list = list(tools or ())
-        units = [(json.dumps(tool_list, sort_keys=True, ensure_ascii=False),
-                  PROMPT_PRIMING_TOKENS + sum(count_tool_tokens(t) for t in tool_list))]
-        units += [(json.dumps(m, sort_keys=True, ensure_ascii=False, default=str), count_message_tokens(m)) for m in messages]
+        units = [
+            (
+                json.dumps(tool_list, sort_keys=True, ensure_ascii=False),
+                PROMPT_PRIMING_TOKENS + sum(count_tool_tokens(t) for t in tool_list),
+            )
+        ]
+        units += [
+            (json.dumps(m, sort_keys=True, ensure_ascii=False, default=str), count_message_tokens(m)) for m in messages
+        ]
         now = self.clock()
         digest = hashlib.sha256()
         keys: list[bytes] = []

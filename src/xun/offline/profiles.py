@@ -19,7 +19,7 @@ none at all from `llamacpp` (llama-cpp-python says nothing of its cache).
 
 The `llamacpp` profile also refuses an assistant message whose content is null (llama-cpp-python's
 request validation answers HTTP 500), so the agent's fallback to "" is tested offline too.
-"""
+"""  # noqa: E501 - the table of profiles is wider than a line
 
 from __future__ import annotations
 
@@ -45,24 +45,38 @@ class Profile:
     def overflow(self, window: int, prompt_tokens: int, max_tokens: int | None) -> tuple[int, dict[str, Any]]:
         """The status and body this kind of server answers to a prompt longer than its window."""
         if self.name == "llamacpp":  # llama-cpp-python reformats llama.cpp's ValueError this way
-            message = (f"This model's maximum context length is {window} tokens. However, you requested "
-                       f"{prompt_tokens + (max_tokens or 0)} tokens ({prompt_tokens} in the messages, {max_tokens} in the "
-                       "completion). Please reduce the length of the messages or completion.")
+            message = (
+                f"This model's maximum context length is {window} tokens. However, you requested "
+                f"{prompt_tokens + (max_tokens or 0)} tokens ({prompt_tokens} in the messages, {max_tokens} in the "
+                "completion). Please reduce the length of the messages or completion."
+            )
             return 400, error_body(message, "invalid_request_error", "messages", "context_length_exceeded")
         if self.name == "vllm":
-            message = (f"This model's maximum context length is {window} tokens. However, you requested "
-                       f"{prompt_tokens + (max_tokens or 0)} tokens ({prompt_tokens} in the messages, {max_tokens or 0} in the "
-                       "completion). Please reduce the length of the messages or completion.")
+            message = (
+                f"This model's maximum context length is {window} tokens. However, you requested "
+                f"{prompt_tokens + (max_tokens or 0)} tokens ({prompt_tokens} in the messages, {max_tokens or 0} in "
+                "the "
+                "completion). Please reduce the length of the messages or completion."
+            )
             return 400, {"object": "error", "message": message, "type": "BadRequestError", "param": None, "code": 400}
-        message = (f"This model's maximum context length is {window} tokens, but the prompt is {prompt_tokens} tokens "
-                   "(offline tokenizer: 4 characters per token). Reduce the length of the messages.")
+        message = (
+            f"This model's maximum context length is {window} tokens, but the prompt is {prompt_tokens} tokens "
+            "(offline tokenizer: 4 characters per token). Reduce the length of the messages."
+        )
         return 400, error_body(message, "invalid_request_error", "messages", "context_length_exceeded")
 
 
 PROFILES: dict[str, Profile] = {
     "openai": Profile("openai"),
-    "llamacpp": Profile("llamacpp", usage_in_streams=False, empty_stream_on_overflow=True, serves_props=True,
-                        tokenize="llamacpp", rejects_null_content=True, cache_report=None),
+    "llamacpp": Profile(
+        "llamacpp",
+        usage_in_streams=False,
+        empty_stream_on_overflow=True,
+        serves_props=True,
+        tokenize="llamacpp",
+        rejects_null_content=True,
+        cache_report=None,
+    ),
     "vllm": Profile("vllm", tokenize="vllm", window_in_models=True),
     "deepseek": Profile("deepseek", cache_report="deepseek"),
     "llamacpp-server": Profile("llamacpp-server", serves_props=True, tokenize="llamacpp", cache_report="timings"),
@@ -73,7 +87,10 @@ def null_content_error(messages: list[dict[str, Any]]) -> tuple[int, dict[str, A
     """llama-cpp-python's answer to an assistant message with `content: null`, if there is one."""
     for index, message in enumerate(messages):
         if message.get("role") == "assistant" and message.get("content", "") is None:
-            detail = (f"{{'type': 'string_type', 'loc': ('body', 'messages', {index}, 'ChatCompletionRequestAssistantMessage', "
-                      "'content'), 'msg': 'Input should be a valid string', 'input': None}")
+            detail = (
+                f"{{'type': 'string_type', 'loc': ('body', 'messages', {index}, "
+                "'ChatCompletionRequestAssistantMessage', "
+                "'content'), 'msg': 'Input should be a valid string', 'input': None}"
+            )
             return 500, error_body(f"1 validation error:\n  {detail}", "internal_server_error")
     return None

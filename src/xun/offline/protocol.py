@@ -93,7 +93,9 @@ def _type_name(value: Any) -> str:
 
 def _invalid_type(param: str, expected: str, value: Any) -> RequestError:
     return RequestError(
-        f"Invalid type for '{param}': expected {expected}, but got {_type_name(value)}.", param=param, code="invalid_type"
+        f"Invalid type for '{param}': expected {expected}, but got {_type_name(value)}.",
+        param=param,
+        code="invalid_type",
     )
 
 
@@ -101,7 +103,9 @@ def _check_content(content: Any, param: str, role: str) -> None:
     """A message content is a string, null (assistant only), or a list of typed parts."""
     if content is None:
         if role in ("user", "system", "developer"):
-            raise RequestError(f"Missing content for '{param}': {role} messages need content.", param=param, code="invalid_value")
+            raise RequestError(
+                f"Missing content for '{param}': {role} messages need content.", param=param, code="invalid_value"
+            )
         return
     if isinstance(content, str):
         return
@@ -113,7 +117,11 @@ def _check_content(content: Any, param: str, role: str) -> None:
             raise _invalid_type(part_param, "an object", part)
         part_type = part.get("type")
         if not isinstance(part_type, str):
-            raise RequestError(f"Missing required parameter: '{part_param}.type'.", param=f"{part_param}.type", code="missing_required_parameter")
+            raise RequestError(
+                f"Missing required parameter: '{part_param}.type'.",
+                param=f"{part_param}.type",
+                code="missing_required_parameter",
+            )
         if part_type == "text" and not isinstance(part.get("text"), str):
             raise _invalid_type(f"{part_param}.text", "a string", part.get("text"))
 
@@ -126,7 +134,11 @@ def _check_tool_calls(tool_calls: Any, param: str) -> None:
         if not isinstance(call, dict):
             raise _invalid_type(call_param, "an object", call)
         if not isinstance(call.get("id"), str):
-            raise RequestError(f"Missing required parameter: '{call_param}.id'.", param=f"{call_param}.id", code="missing_required_parameter")
+            raise RequestError(
+                f"Missing required parameter: '{call_param}.id'.",
+                param=f"{call_param}.id",
+                code="missing_required_parameter",
+            )
         function = call.get("function")
         if not isinstance(function, dict):
             raise _invalid_type(f"{call_param}.function", "an object", function)
@@ -142,7 +154,9 @@ def _check_message(message: Any, index: int) -> None:
         raise _invalid_type(param, "an object", message)
     role = message.get("role")
     if role is None:
-        raise RequestError(f"Missing required parameter: '{param}.role'.", param=f"{param}.role", code="missing_required_parameter")
+        raise RequestError(
+            f"Missing required parameter: '{param}.role'.", param=f"{param}.role", code="missing_required_parameter"
+        )
     if role not in VALID_ROLES:
         raise RequestError(
             f"Invalid value for '{param}.role': {role!r}; supported roles are {', '.join(VALID_ROLES)}.",
@@ -150,7 +164,11 @@ def _check_message(message: Any, index: int) -> None:
             code="invalid_value",
         )
     if "content" not in message and role != "assistant":
-        raise RequestError(f"Missing required parameter: '{param}.content'.", param=f"{param}.content", code="missing_required_parameter")
+        raise RequestError(
+            f"Missing required parameter: '{param}.content'.",
+            param=f"{param}.content",
+            code="missing_required_parameter",
+        )
     _check_content(message.get("content"), f"{param}.content", role)
     if "name" in message and not isinstance(message["name"], str):
         raise _invalid_type(f"{param}.name", "a string", message["name"])
@@ -180,15 +198,25 @@ def _check_tools(tools: Any) -> list[dict[str, Any]]:
             raise _invalid_type(param, "an object", tool)
         tool_type = tool.get("type", "function")
         if tool_type != "function":
-            raise RequestError(f"Invalid value for '{param}.type': only 'function' tools are supported.", param=f"{param}.type", code="invalid_value")
+            raise RequestError(
+                f"Invalid value for '{param}.type': only 'function' tools are supported.",
+                param=f"{param}.type",
+                code="invalid_value",
+            )
         function = tool.get("function")
         if not isinstance(function, dict):
             raise _invalid_type(f"{param}.function", "an object", function)
         name = function.get("name")
         if not isinstance(name, str) or not name:
-            raise RequestError(f"Missing required parameter: '{param}.function.name'.", param=f"{param}.function.name", code="missing_required_parameter")
+            raise RequestError(
+                f"Missing required parameter: '{param}.function.name'.",
+                param=f"{param}.function.name",
+                code="missing_required_parameter",
+            )
         if name in names:
-            raise RequestError(f"Duplicate tool name {name!r} in 'tools'.", param=f"{param}.function.name", code="invalid_value")
+            raise RequestError(
+                f"Duplicate tool name {name!r} in 'tools'.", param=f"{param}.function.name", code="invalid_value"
+            )
         names.add(name)
         parameters = function.get("parameters")
         if parameters is not None and not isinstance(parameters, dict):
@@ -203,7 +231,11 @@ def _optional_positive_int(body: Mapping[str, Any], key: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _invalid_type(key, "an integer", value)
     if value < 1:
-        raise RequestError(f"Invalid '{key}': integer below minimum value. Expected a value >= 1, but got {value} instead.", param=key, code="integer_below_min_value")
+        raise RequestError(
+            f"Invalid '{key}': integer below minimum value. Expected a value >= 1, but got {value} instead.",
+            param=key,
+            code="integer_below_min_value",
+        )
     return value
 
 
@@ -219,12 +251,18 @@ def parse_chat_request(raw_body: bytes) -> ChatRequest:
     if not isinstance(body, dict):
         raise RequestError(f"The request body must be a JSON object, but got {_type_name(body)}.", code="invalid_type")
     if "messages" not in body:
-        raise RequestError("Missing required parameter: 'messages'.", param="messages", code="missing_required_parameter")
+        raise RequestError(
+            "Missing required parameter: 'messages'.", param="messages", code="missing_required_parameter"
+        )
     messages = body["messages"]
     if not isinstance(messages, list):
         raise _invalid_type("messages", "an array", messages)
     if not messages:
-        raise RequestError("Invalid 'messages': empty array. Expected an array with minimum length 1.", param="messages", code="empty_array")
+        raise RequestError(
+            "Invalid 'messages': empty array. Expected an array with minimum length 1.",
+            param="messages",
+            code="empty_array",
+        )
     for index, message in enumerate(messages):
         _check_message(message, index)
     model = body.get("model", MODEL_ID)
@@ -250,7 +288,9 @@ def parse_chat_request(raw_body: bytes) -> ChatRequest:
         max_tokens = legacy_max_tokens
     n = body.get("n")
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n != 1):
-        raise RequestError("Invalid 'n': the offline server returns exactly one choice (n must be 1).", param="n", code="invalid_value")
+        raise RequestError(
+            "Invalid 'n': the offline server returns exactly one choice (n must be 1).", param="n", code="invalid_value"
+        )
     tools = _check_tools(body.get("tools"))
     tool_choice = body.get("tool_choice")
     if tool_choice is not None and not isinstance(tool_choice, (str, dict)):

@@ -112,7 +112,10 @@ def _walk(reply: Reply, budget: _Budget, piece_chars: int) -> Iterator[tuple[str
             return
         budget.take(call.name)
         arguments = budget.take(call.arguments)
-        fragments = [arguments[i : i + TOOL_ARGUMENT_FRAGMENT_CHARS] for i in range(0, len(arguments), TOOL_ARGUMENT_FRAGMENT_CHARS)]
+        fragments = [
+            arguments[i : i + TOOL_ARGUMENT_FRAGMENT_CHARS]
+            for i in range(0, len(arguments), TOOL_ARGUMENT_FRAGMENT_CHARS)
+        ]
         yield "tool", (index, call, fragments)
         if budget.cut:
             return
@@ -137,7 +140,9 @@ def build_completion(reply: Reply, meta: ReplyMeta) -> dict[str, Any]:
             content.append(value)
         else:
             _, call, fragments = value
-            tool_calls.append({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": "".join(fragments)}})
+            tool_calls.append(
+                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": "".join(fragments)}}
+            )
     message: dict[str, Any] = {
         "role": "assistant",
         "content": "".join(content) if (content or not tool_calls) else None,
@@ -198,10 +203,17 @@ def iter_stream_chunks(reply: Reply, meta: ReplyMeta, include_usage: bool, piece
             yield StreamChunk(chunk({"content": value}), chars=len(value))
         else:
             index, call, fragments = value
-            opening = {"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}
+            opening = {
+                "index": index,
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": ""},
+            }
             yield StreamChunk(chunk({"tool_calls": [opening]}), chars=len(call.name))
             for fragment in fragments:
-                yield StreamChunk(chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}), chars=len(fragment))
+                yield StreamChunk(
+                    chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}), chars=len(fragment)
+                )
     final = chunk({}, _finish_reason(reply, budget))
     if (timings := meta.timings()) is not None:
         final["timings"] = timings

@@ -97,7 +97,8 @@ def resolve_loopback(host: str) -> tuple[int, str]:
         address = next((a for a in addresses if a.version == 4), addresses[0])
     if not address.is_loopback:
         raise ValueError(
-            f"refusing to bind the offline server to non-loopback host {host!r}: it listens on loopback only (127.0.0.1 or ::1)"
+            f"refusing to bind the offline server to non-loopback host {host!r}: it listens on loopback only "
+            "(127.0.0.1 or ::1)"
         )
     family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
     return family, str(address)
@@ -270,10 +271,15 @@ class _ChatHandler(BaseHTTPRequestHandler):
         except _ClientGone:
             self.close_connection = True
         except Exception as exc:  # noqa: BLE001 - the server must answer, never crash
-            logger.warning("offline server: internal error on %s %s: %s: %s", self.command, self.path, type(exc).__name__, exc)
+            logger.warning(
+                "offline server: internal error on %s %s: %s: %s", self.command, self.path, type(exc).__name__, exc
+            )
             self.close_connection = True
             try:
-                self._send_json(500, error_body(f"Internal error in the offline server: {type(exc).__name__}: {exc}", "server_error"))
+                self._send_json(
+                    500,
+                    error_body(f"Internal error in the offline server: {type(exc).__name__}: {exc}", "server_error"),
+                )
             except _ClientGone:
                 pass
 
@@ -284,7 +290,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
         self._guarded(self._post)
 
     def _method_not_allowed(self) -> None:
-        self._guarded(lambda: self._refuse(405, f"Method {self.command} is not allowed on {self._route()}.", "method_not_allowed"))
+        self._guarded(
+            lambda: self._refuse(405, f"Method {self.command} is not allowed on {self._route()}.", "method_not_allowed")
+        )
 
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _method_not_allowed
 
@@ -305,11 +313,23 @@ class _ChatHandler(BaseHTTPRequestHandler):
             self._send_json(200, {"default_generation_settings": settings, "total_slots": 1, "model_path": MODEL_ID})
         elif route.startswith(("/v1/models/", "/models/")):
             name = route.rsplit("/", 1)[-1]
-            self._send_json(404, error_body(f"The model {name!r} does not exist; this server serves {MODEL_ID!r}.", "invalid_request_error", "model", "model_not_found"))
+            self._send_json(
+                404,
+                error_body(
+                    f"The model {name!r} does not exist; this server serves {MODEL_ID!r}.",
+                    "invalid_request_error",
+                    "model",
+                    "model_not_found",
+                ),
+            )
         elif route in ("/health", "/v1/health"):
             self._send_json(200, {"status": "ok", "model": MODEL_ID, "requests": self.server.app.request_count})
         else:
-            self._refuse(404, f"Unknown request URL: GET {route}. This server has POST /v1/chat/completions and GET /v1/models.", "unknown_url")
+            self._refuse(
+                404,
+                f"Unknown request URL: GET {route}. This server has POST /v1/chat/completions and GET /v1/models.",
+                "unknown_url",
+            )
 
     def _tokenize(self, route: str) -> None:
         """The tokenize endpoints of llama.cpp (`/tokenize`: content -> tokens), llama-cpp-python
@@ -329,7 +349,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
         elif kind == "llamacpp":
             self._send_json(200, {"tokens": list(range(count))})
         else:
-            self._send_json(200, {"count": count, "max_model_len": self.server.app.context_window, "tokens": list(range(count))})
+            self._send_json(
+                200, {"count": count, "max_model_len": self.server.app.context_window, "tokens": list(range(count))}
+            )
 
     def _post(self) -> None:
         try:
@@ -343,7 +365,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
     def _post_bounded(self) -> None:
         route = self._route()
         app = self.server.app
-        tokenize_routes = {"llamacpp": ("/tokenize", "/extras/tokenize/count"), "vllm": ("/tokenize",)}.get(app.profile.tokenize or "", ())
+        tokenize_routes = {"llamacpp": ("/tokenize", "/extras/tokenize/count"), "vllm": ("/tokenize",)}.get(
+            app.profile.tokenize or "", ()
+        )
         if route in tokenize_routes:
             try:
                 self._tokenize(route)
@@ -351,7 +375,11 @@ class _ChatHandler(BaseHTTPRequestHandler):
                 self._send_request_error(error)
             return
         if route not in ("/v1/chat/completions", "/chat/completions"):
-            self._refuse(404, f"Unknown request URL: POST {route}. This server has POST /v1/chat/completions and GET /v1/models.", "unknown_url")
+            self._refuse(
+                404,
+                f"Unknown request URL: POST {route}. This server has POST /v1/chat/completions and GET /v1/models.",
+                "unknown_url",
+            )
             return
         request_index = app._next_request_index()
         try:
@@ -372,7 +400,11 @@ class _ChatHandler(BaseHTTPRequestHandler):
             if request.stream and app.profile.empty_stream_on_overflow:  # llama-cpp-python: 200, an empty body
                 self.close_connection = True
                 self.log_request(200, "-")
-                self._write(self._head(200, [("Content-Type", "text/event-stream; charset=utf-8"), ("Transfer-Encoding", "chunked")]))
+                self._write(
+                    self._head(
+                        200, [("Content-Type", "text/event-stream; charset=utf-8"), ("Transfer-Encoding", "chunked")]
+                    )
+                )
                 self._end_chunks()
                 return
             self._send_json(*app.profile.overflow(window, prompt_tokens, request.max_tokens))
@@ -384,7 +416,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind == "empty":
             reply = Reply(FixedText(""))
         else:
-            reply = decide_reply(request, with_reasoning=app.reasoning is not None, useless_summaries=app.useless_summaries)
+            reply = decide_reply(
+                request, with_reasoning=app.reasoning is not None, useless_summaries=app.useless_summaries
+            )
         cache = app.prefix_cache
         meta = ReplyMeta(
             completion_id=_completion_id(request),
@@ -407,12 +441,19 @@ class _ChatHandler(BaseHTTPRequestHandler):
         """Handle faults that need no reply; True when the request is fully answered (or dropped)."""
         label = f"{fault.kind}@{request_index}"
         if fault.kind == "500":
-            self._send_json(500, error_body(f"The offline server failed on purpose (injected fault {label}).", "server_error"))
+            self._send_json(
+                500, error_body(f"The offline server failed on purpose (injected fault {label}).", "server_error")
+            )
             return True
         if fault.kind == "429":
             seconds = fault.seconds if fault.seconds is not None else 1.0
             headers = [("Retry-After", str(max(0, round(seconds)))), ("retry-after-ms", str(int(seconds * 1000)))]
-            body = error_body(f"Rate limit reached (injected fault {label}); retry after {seconds:g}s.", "requests", None, "rate_limit_exceeded")
+            body = error_body(
+                f"Rate limit reached (injected fault {label}); retry after {seconds:g}s.",
+                "requests",
+                None,
+                "rate_limit_exceeded",
+            )
             self._send_json(429, body, headers)
             return True
         if fault.kind == "disconnect" and not request.stream:
@@ -464,9 +505,15 @@ class _ChatHandler(BaseHTTPRequestHandler):
         body = build_completion(reply, meta)
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
         if fault is not None and fault.kind == "malformed":
-            broken = b'{"id": "' + meta.completion_id.encode() + b'", "object": "chat.completion", "choices": [ (not JSON: injected fault malformed)'
+            broken = (
+                b'{"id": "'
+                + meta.completion_id.encode()
+                + b'", "object": "chat.completion", "choices": [ (not JSON: injected fault malformed)'
+            )
             self.log_request(200, len(broken))
-            self._write(self._head(200, [("Content-Type", "application/json"), ("Content-Length", str(len(broken)))]) + broken)
+            self._write(
+                self._head(200, [("Content-Type", "application/json"), ("Content-Length", str(len(broken)))]) + broken
+            )
             return
         if fault is not None and fault.kind == "truncate":
             self.close_connection = True
@@ -475,7 +522,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
             self._drop_connection()
             return
         self.log_request(200, len(payload))
-        self._write(self._head(200, [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]) + payload)
+        self._write(
+            self._head(200, [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]) + payload
+        )
 
     def _write_chunk(self, data: bytes) -> None:
         if self._chunked:
@@ -527,7 +576,9 @@ class _ChatHandler(BaseHTTPRequestHandler):
                 paced_until += chunk.chars / 4 / tokens_per_second
                 self._pause(paced_until - time.monotonic())
             if kind == "malformed" and sent == MALFORMED_CHUNK_AT:
-                self._write_chunk(b'data: {"id": "' + meta.completion_id.encode() + b'", "choices": [{"delta": {"content": \n\n')
+                self._write_chunk(
+                    b'data: {"id": "' + meta.completion_id.encode() + b'", "choices": [{"delta": {"content": \n\n'
+                )
             self._write_chunk(_sse(chunk))
             sent += 1
         self._write_chunk(b"data: [DONE]\n\n")
@@ -535,7 +586,11 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
 
 def _sse(chunk: StreamChunk) -> bytes:
-    return b"data: " + json.dumps(chunk.payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n\n"
+    return (
+        b"data: "
+        + json.dumps(chunk.payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace")
+        + b"\n\n"
+    )
 
 
 def _completion_id(request: ChatRequest) -> str:
@@ -592,12 +647,16 @@ class OfflineServer:
         """The cached tokens of every answered request, in order, when the cache is simulated."""
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"port must be an integer from 0 to 65535, not {port!r}")
-        if context_window is not None and (isinstance(context_window, bool) or not isinstance(context_window, int) or context_window < 1):
+        if context_window is not None and (
+            isinstance(context_window, bool) or not isinstance(context_window, int) or context_window < 1
+        ):
             raise ValueError(f"context_window must be a positive integer or None, not {context_window!r}")
         if reasoning is not None and reasoning not in REASONING_FIELDS:
             raise ValueError(f"reasoning must be None, 'reasoning_content' or 'reasoning', not {reasoning!r}")
         if tokens_per_second is not None and (
-            isinstance(tokens_per_second, bool) or not isinstance(tokens_per_second, (int, float)) or not tokens_per_second > 0
+            isinstance(tokens_per_second, bool)
+            or not isinstance(tokens_per_second, (int, float))
+            or not tokens_per_second > 0
         ):
             raise ValueError(f"tokens_per_second must be a positive number or None, not {tokens_per_second!r}")
         if isinstance(idle_timeout, bool) or not isinstance(idle_timeout, (int, float)) or not idle_timeout > 0:
@@ -632,7 +691,10 @@ class OfflineServer:
         self._stopping.clear()
         self._http = _LoopbackHTTPServer((self._bind_address, self._requested_port), self._family, self)
         self._thread = threading.Thread(
-            target=self._http.serve_forever, kwargs={"poll_interval": WAIT_POLL_SECONDS}, name=f"xun-offline:{self.port}", daemon=True
+            target=self._http.serve_forever,
+            kwargs={"poll_interval": WAIT_POLL_SECONDS},
+            name=f"xun-offline:{self.port}",
+            daemon=True,
         )
         self._thread.start()
         return self

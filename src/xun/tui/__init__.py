@@ -20,8 +20,13 @@ if TYPE_CHECKING:
 __all__ = ["XunApp", "run"]
 
 
-def run(session: Session | Callable[[], Session], *, headless: bool = False, size: tuple[int, int] | None = None,
-        auto_pilot: Callable[[Pilot[Any]], Awaitable[None]] | None = None) -> int:
+def run(
+    session: Session | Callable[[], Session],
+    *,
+    headless: bool = False,
+    size: tuple[int, int] | None = None,
+    auto_pilot: Callable[[Pilot[Any]], Awaitable[None]] | None = None,
+) -> int:
     """Run the app until the user quits; the session is saved on the way out.
 
     `session` is an open session (closing it is left to the caller, who opened it), or a function that
@@ -66,13 +71,18 @@ def run(session: Session | Callable[[], Session], *, headless: bool = False, siz
 
         from xun.base.valid_text import escape_control
 
-        print(f"xun: session {app.conversation.conversation_id} saved; continue it with: "
-              f"{escape_control(app.session.resume_command('xun'))}", file=sys.stderr)
+        print(
+            f"xun: session {app.conversation.conversation_id} saved; continue it with: "
+            f"{escape_control(app.session.resume_command('xun'))}",
+            file=sys.stderr,
+        )
     elif app.session is not None and app.session.read_only:
         import sys
 
-        print(f"xun: session {app.conversation.conversation_id} was opened read-only: nothing of this run was saved",
-              file=sys.stderr)
+        print(
+            f"xun: session {app.conversation.conversation_id} was opened read-only: nothing of this run was saved",
+            file=sys.stderr,
+        )
     if app.return_code not in (None, 0):
         return int(app.return_code)
     return int(result) if isinstance(result, int) else 0

@@ -86,31 +86,85 @@ class XunApp(
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", id="help", tooltip="Keys and commands (this screen)"),
-        Binding("f4", "toggle_side", "Panel", id="toggle_side", priority=True,
-                tooltip="Hide or show the side panel (gauge, compaction log, recoverable results)"),
-        Binding("f5", "compact", "Summarise", id="compact", priority=True,
-                tooltip="Summarise older turns now (/compact)"),
-        Binding("f6", "reclaim", "Reclaim", id="reclaim", priority=True,
-                tooltip="Reclaim old tool results now (/compact toolcall)"),
-        Binding("f7", "preview", "Preview", id="preview", priority=True,
-                tooltip="What a summary and a reclaim would do now (/compact preview)"),
-        Binding("f8", "focus_recoverable", "Results", id="recoverable", priority=True,
-                tooltip="Focus the recoverable tool results; Enter opens one"),
-        Binding("f9", "recall", "Recall", id="recall", priority=True,
-                tooltip="Search what compaction took out of the context (/recall)"),
+        Binding(
+            "f4",
+            "toggle_side",
+            "Panel",
+            id="toggle_side",
+            priority=True,
+            tooltip="Hide or show the side panel (gauge, compaction log, recoverable results)",
+        ),
+        Binding(
+            "f5", "compact", "Summarise", id="compact", priority=True, tooltip="Summarise older turns now (/compact)"
+        ),
+        Binding(
+            "f6",
+            "reclaim",
+            "Reclaim",
+            id="reclaim",
+            priority=True,
+            tooltip="Reclaim old tool results now (/compact toolcall)",
+        ),
+        Binding(
+            "f7",
+            "preview",
+            "Preview",
+            id="preview",
+            priority=True,
+            tooltip="What a summary and a reclaim would do now (/compact preview)",
+        ),
+        Binding(
+            "f8",
+            "focus_recoverable",
+            "Results",
+            id="recoverable",
+            priority=True,
+            tooltip="Focus the recoverable tool results; Enter opens one",
+        ),
+        Binding(
+            "f9",
+            "recall",
+            "Recall",
+            id="recall",
+            priority=True,
+            tooltip="Search what compaction took out of the context (/recall)",
+        ),
         Binding("escape", "cancel_turn", "Cancel", id="cancel", tooltip="Cancel the running turn"),
-        Binding("escape", "focus_prompt", "Prompt", id="focus_prompt", show=False,
-                tooltip="Back to the prompt (from any pane; after cancelling a turn or closing a screen too)"),
+        Binding(
+            "escape",
+            "focus_prompt",
+            "Prompt",
+            id="focus_prompt",
+            show=False,
+            tooltip="Back to the prompt (from any pane; after cancelling a turn or closing a screen too)",
+        ),
         Binding("ctrl+q", "quit_saving", "Quit", id="quit", priority=True, tooltip="Save the session and quit"),
         Binding("ctrl+c", "quit_twice", "Quit", id="quit_twice", show=False),
-        Binding("pageup", "chat_page(-1)", "Page up", id="chat_page_up", show=False,
-                tooltip="Scroll the chat a page up (from the prompt too)"),
-        Binding("pagedown", "chat_page(1)", "Page down", id="chat_page_down", show=False,
-                tooltip="Scroll the chat a page down (from the prompt too)"),
+        Binding(
+            "pageup",
+            "chat_page(-1)",
+            "Page up",
+            id="chat_page_up",
+            show=False,
+            tooltip="Scroll the chat a page up (from the prompt too)",
+        ),
+        Binding(
+            "pagedown",
+            "chat_page(1)",
+            "Page down",
+            id="chat_page_down",
+            show=False,
+            tooltip="Scroll the chat a page down (from the prompt too)",
+        ),
     ]
 
-    def __init__(self, session: Session | None = None, *, opener: Callable[[], Session] | None = None,
-                 presentation: Presentation | None = None) -> None:
+    def __init__(
+        self,
+        session: Session | None = None,
+        *,
+        opener: Callable[[], Session] | None = None,
+        presentation: Presentation | None = None,
+    ) -> None:
         super().__init__()
         if (session is None) == (opener is None):
             raise TypeError("XunApp takes a session or an opener, not both")
@@ -195,13 +249,24 @@ class XunApp(
         self._holding_new = False
         """Whether toasts raised while it is open wait too (a question: `Modal.HOLDS_TOASTS`)."""
 
-    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
-               markup: bool = False) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
         """Every toast (the app's, a screen's, a widget's) as text: its message and title often carry what a
         server, a config key or an MCP server wrote, which Textual would read as markup (a `[@click=…]`
         that answers the dialog under it, a `[/]` that crashes the app). Control characters show as `\\x1b`."""
-        toast = {"message": escape_control(message), "title": escape_control(title, keep_newlines=False),
-                 "severity": severity, "timeout": timeout}
+        toast = {
+            "message": escape_control(message),
+            "title": escape_control(title, keep_newlines=False),
+            "severity": severity,
+            "timeout": timeout,
+        }
         if self._held_toasts is not None and self._holding_new and title not in ANSWERS_A_KEY:
             self._held_toasts.append(toast)
             return
@@ -249,7 +314,9 @@ class XunApp(
 
         from xun.tui.screens.main import MainScreen
 
-        if isinstance(event, Key) and (not (event.is_printable and event.character) or event.key in self.active_bindings):
+        if isinstance(event, Key) and (
+            not (event.is_printable and event.character) or event.key in self.active_bindings
+        ):
             return
         screen, focused = self.screen, self.focused
         if not isinstance(screen, MainScreen) or focused is None or isinstance(focused, (Input, TextArea)):
@@ -272,8 +339,11 @@ class XunApp(
         except Exception:  # no main screen yet (the trust question opens before it)
             prompt = None
         if prompt is None or prompt.read_only:
-            self.notify("Nothing was pasted: this dialog has no field for it, and the prompt takes no text now.",
-                        title="paste", severity="warning")
+            self.notify(
+                "Nothing was pasted: this dialog has no field for it, and the prompt takes no text now.",
+                title="paste",
+                severity="warning",
+            )
             return
         prompt.post_message(Paste(text))
         lines = len(text.replace("\r\n", "\n").replace("\r", "\n").splitlines()) or 1
@@ -334,8 +404,11 @@ class XunApp(
         toasts (a failed save in the inspector) show on it."""
         if self._held_toasts is None:
             now = time.monotonic()
-            self._held_toasts = [toast for raised, toast in self._recent_toasts
-                                 if now - raised < (toast["timeout"] or self.NOTIFICATION_TIMEOUT)]
+            self._held_toasts = [
+                toast
+                for raised, toast in self._recent_toasts
+                if now - raised < (toast["timeout"] or self.NOTIFICATION_TIMEOUT)
+            ]
             self._recent_toasts.clear()
             self.call_later(self.clear_notifications)  # after the toasts already posted (`notify` posts a message)
         self._holding_new = self._holding_new or new_ones_too
@@ -488,8 +561,8 @@ class XunApp(
             side, column = screen.query_one("#side"), screen.query_one("#chat-column")
         except Exception:  # (not composed yet: applied once it is, from on_mount)
             return
-        for name, on in self._layout.items():
-            side.set_class(on, "-" + name.replace("_", "-"))
+        for name, enabled in self._layout.items():
+            side.set_class(enabled, "-" + name.replace("_", "-"))
         column.display = not (self._layout["narrow"] and self._layout["side_shown"])
 
     def layout_is(self, name: str) -> bool:
@@ -504,8 +577,9 @@ class XunApp(
         """A list in the side panel with the keyboard gets the rows (on a short screen the gauge keeps its
         figures and bar): at 60x20 the recoverable results had one row under the whole gauge."""
         focused = self.screen.focused
-        listed = focused is not None and any(node.id in ("compaction-log", "recoverable")
-                                             for node in focused.ancestors_with_self)
+        listed = focused is not None and any(
+            node.id in ("compaction-log", "recoverable") for node in focused.ancestors_with_self
+        )
         for side in self.screen.query("#side"):
             side.set_class(listed, "-list-focused")
 

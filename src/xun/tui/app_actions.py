@@ -47,8 +47,12 @@ class AppActions:
             path = save_screenshot(self.export_screenshot(), self.workdir, time.time())
         except OSError as exc:
             where = f" ({exc.filename})" if exc.filename else ""
-            self.notify(f"could not save the screenshot in {self.workdir / '.xun' / 'exports'}: "
-                        f"{exc.strerror or exc}{where}", title="Screenshot", severity="error", timeout=10)
+            self.notify(
+                f"could not save the screenshot in {self.workdir / '.xun' / 'exports'}: {exc.strerror or exc}{where}",
+                title="Screenshot",
+                severity="error",
+                timeout=10,
+            )
             return
         self.notify(f"saved to {self.shown_path(str(path))}", title="Screenshot", timeout=8)
 
@@ -66,9 +70,11 @@ class AppActions:
 
     def action_focus_recoverable(self) -> None:
         if not self.recoverable.records:  # (an empty list said nothing)
-            self.notify(f"No reclaimed tool results yet: {self.key_of('reclaim')} (or an automatic reclaim) "
-                        "replaces old ones with placeholders; they are listed here to read or restore. Esc goes "
-                        "back to the prompt.")
+            self.notify(
+                f"No reclaimed tool results yet: {self.key_of('reclaim')} (or an automatic reclaim) "
+                "replaces old ones with placeholders; they are listed here to read or restore. Esc goes "
+                "back to the prompt."
+            )
         if self.layout_is("narrow"):
             self.set_layout(side_shown=True)  # the panel takes the chat's place until Esc or F4
         self.recoverable.focus_table()
@@ -87,14 +93,24 @@ class AppActions:
         condensed = plan.estimated_length_before - plan.estimated_length_after
         first = first_tool_result(c, reclaim.ids)
         policy = self.agent.compactor
-        automatic = (reclaim_preview(c, policy.first_keep(self.agent, policy.toolcall_keep_max))
-                     if isinstance(policy, AutoCompactor) and policy.needs_compaction(self.agent) else None)
+        automatic = (
+            reclaim_preview(c, policy.first_keep(self.agent, policy.toolcall_keep_max))
+            if isinstance(policy, AutoCompactor) and policy.needs_compaction(self.agent)
+            else None
+        )
         figures = PreviewFigures(
-            tokens_now=now, tokens_after=max(now - round(condensed * c.tokens_per_char), 0), reported=c.total_tokens,
-            threshold=self.agent.threshold, condensed=plan.condensed_count, kept=len(plan.kept),
-            nothing_to_condense=plan.nothing_to_condense, keep_recent=settings.summary_keep_max, reclaim=reclaim,
+            tokens_now=now,
+            tokens_after=max(now - round(condensed * c.tokens_per_char), 0),
+            reported=c.total_tokens,
+            threshold=self.agent.threshold,
+            condensed=plan.condensed_count,
+            kept=len(plan.kept),
+            nothing_to_condense=plan.nothing_to_condense,
+            keep_recent=settings.summary_keep_max,
+            reclaim=reclaim,
             reclaim_cache_miss=tokens_from(c, first) - reclaim.tokens_saved if first is not None else None,
-            automatic=automatic)
+            automatic=automatic,
+        )
         return figures, plan, reclaim
 
     def action_preview(self) -> None:
@@ -119,9 +135,16 @@ class AppActions:
         if isinstance(self.screen, RecallScreen):
             return
         index = self.conversation.history_index or self.session.store.history
-        self.push_screen(RecallScreen(index, session=self.conversation.conversation_id, query=query,
-                                      clock=self.presentation.clock, restorable=self.restore_state,
-                                      cursor_blink=self.presentation.cursor_blink))
+        self.push_screen(
+            RecallScreen(
+                index,
+                session=self.conversation.conversation_id,
+                query=query,
+                clock=self.presentation.clock,
+                restorable=self.restore_state,
+                cursor_blink=self.presentation.cursor_blink,
+            )
+        )
 
     def restore_state(self, session: str, call_id: str) -> tuple[bool, str]:
         """Whether a reclaimed result found in the history can be restored into this context now, and why not."""
@@ -143,9 +166,13 @@ class AppActions:
         definitions = self.agent.toolbox.definition_chars()
         self.agent.request_tokens()  # prices the tool definitions afresh when no server count holds them
         window = self.agent.window
-        breakdown = context_breakdown(self.conversation, threshold=self.agent.threshold,
-                                      window=window.tokens, window_source=window.source if window.known else None,
-                                      tool_definitions=definitions if len(definitions) > 1 else None)
+        breakdown = context_breakdown(
+            self.conversation,
+            threshold=self.agent.threshold,
+            window=window.tokens,
+            window_source=window.source if window.known else None,
+            tool_definitions=definitions if len(definitions) > 1 else None,
+        )
 
         def chosen(index: int | None) -> None:
             if index is not None:
@@ -264,14 +291,18 @@ class AppActions:
         if raw is not None and raw.get("role") == "tool":
             return self.chat.tool_block(str(raw.get("tool_call_id", "")))
         if isinstance(message, UserMessage):
-            later = sum(1 for msg in messages[index + 1:] if isinstance(msg, UserMessage))
+            later = sum(1 for msg in messages[index + 1 :] if isinstance(msg, UserMessage))
             blocks = list(self.chat.query(UserBlock))
             return blocks[-1 - later] if later < len(blocks) else None
         if raw is not None and raw.get("role") == "assistant":
             if content_text(raw.get("content")) or reasoning_of(raw):
-                later = sum(1 for msg in messages[index + 1:] if type(msg) is RawOpenAIMessage
-                            and msg.raw.get("role") == "assistant"
-                            and (content_text(msg.raw.get("content")) or reasoning_of(msg.raw)))
+                later = sum(
+                    1
+                    for msg in messages[index + 1 :]
+                    if type(msg) is RawOpenAIMessage
+                    and msg.raw.get("role") == "assistant"
+                    and (content_text(msg.raw.get("content")) or reasoning_of(msg.raw))
+                )
                 replies = list(self.chat.query(AssistantBlock))
                 return replies[-1 - later] if later < len(replies) else None
             calls = [c for c in raw.get("tool_calls") or () if isinstance(c, dict)]
@@ -363,8 +394,12 @@ class AppActions:
         items = describe_config(self.session.config)
         window = self.agent.window
         if window.known and window.kind != "config":  # unset, but known: say the figure in use and whence
-            items = [dataclasses.replace(item, value=window.tokens, source=window.source)
-                     if item.key == "model.context_window" else item for item in items]
+            items = [
+                dataclasses.replace(item, value=window.tokens, source=window.source)
+                if item.key == "model.context_window"
+                else item
+                for item in items
+            ]
         self.push_screen(ConfigScreen(items))
 
     async def action_sessions(self) -> None:
@@ -384,16 +419,26 @@ class AppActions:
         infos, unreadable, elsewhere = await asyncio.to_thread(listed)
         # this session's file may be older than what the app holds (e.g. after /revise): its row shows the live figures
         current = self.conversation
-        infos = [dataclasses.replace(info, messages=len(current.messages), tokens=self.agent.request_tokens())
-                 if info.conversation_id == current.conversation_id else info for info in infos]
-        self.push_screen(SessionsScreen(infos, self.conversation.conversation_id, self.presentation.moment, elsewhere,
-                                        unreadable), chosen)
+        infos = [
+            dataclasses.replace(info, messages=len(current.messages), tokens=self.agent.request_tokens())
+            if info.conversation_id == current.conversation_id
+            else info
+            for info in infos
+        ]
+        self.push_screen(
+            SessionsScreen(infos, self.conversation.conversation_id, self.presentation.moment, elsewhere, unreadable),
+            chosen,
+        )
 
     def _may_start(self, what: str) -> bool:
         if self.busy is None:
             return True
-        doing = {"turn": "a turn is running", "compact": "a summary is running", "reclaim": "a reclaim is running",
-                 "restore": "a restore is running"}.get(self.busy, "something is running")
+        doing = {
+            "turn": "a turn is running",
+            "compact": "a summary is running",
+            "reclaim": "a reclaim is running",
+            "restore": "a restore is running",
+        }.get(self.busy, "something is running")
         typed, back = self._command_typed, ""
         if typed is not None and not self.prompt.text.strip():  # a slash command is not lost: it waits in the input
             self.prompt.set_prompt(typed)
@@ -429,8 +474,12 @@ class AppActions:
         try:
             await self._settle_save()
             await self._sdk_imported()
-            await compact_conversation(self.agent, keep_recent=self.session.config.auto_compact.summary_keep_max,
-                                       instructions=focus, trigger="manual")
+            await compact_conversation(
+                self.agent,
+                keep_recent=self.session.config.auto_compact.summary_keep_max,
+                instructions=focus,
+                trigger="manual",
+            )
         finally:
             self.post_message(m.AgentWorkDone("compact"))
 
@@ -451,7 +500,9 @@ class AppActions:
             try:
                 await self.agent.restore_tool_result(tool_call_id)
             except (KeyError, ValueError) as exc:
-                self.post_message(m.Notice("error", f"could not restore {tool_call_id}: {exc.args[0] if exc.args else exc}"))
+                self.post_message(
+                    m.Notice("error", f"could not restore {tool_call_id}: {exc.args[0] if exc.args else exc}")
+                )
         finally:
             self.post_message(m.AgentWorkDone("restore"))
 
@@ -475,10 +526,16 @@ class AppActions:
             elif result == "chat":
                 self.show_call_in_chat(call_id)
 
-        self.push_screen(InspectorScreen(
-            record, original, workdir=self.workdir,
-            when=self.presentation.clock(record.reclaimed_at) if record.reclaimed_at else "earlier",
-            restorable=self._restorable(call_id)), closed)
+        self.push_screen(
+            InspectorScreen(
+                record,
+                original,
+                workdir=self.workdir,
+                when=self.presentation.clock(record.reclaimed_at) if record.reclaimed_at else "earlier",
+                restorable=self._restorable(call_id),
+            ),
+            closed,
+        )
 
     def _restorable(self, call_id: str) -> bool:
         return call_id in self.conversation.reclaimed_in_context()

@@ -82,8 +82,11 @@ def messages_in(entries: Sequence[Entry]) -> int:
     """About how many messages of the session `entries` show: the span of their positions, and what the
     summaries among them took out."""
     summarised = sum(entry.condensed for entry in entries if isinstance(entry, OffloadedItem))
-    indexed = [entry.index for entry in entries if isinstance(entry, (UserItem, AssistantItem, ToolItem))
-               and not entry.summarised and entry.index >= 0]
+    indexed = [
+        entry.index
+        for entry in entries
+        if isinstance(entry, (UserItem, AssistantItem, ToolItem)) and not entry.summarised and entry.index >= 0
+    ]
     others = sum(1 for entry in entries if not isinstance(entry, (OffloadedItem, SummaryItem)))
     return max(summarised + (max(indexed) - min(indexed) + 1 if indexed else 0), others)
 

@@ -21,22 +21,50 @@ class SlashCommand:
 
 
 SLASH_COMMANDS: tuple[SlashCommand, ...] = (
-    SlashCommand("/compact", "/compact [focus]", "summarise older turns now (F5); the focus says what must survive", "/compact "),
+    SlashCommand(
+        "/compact", "/compact [focus]", "summarise older turns now (F5); the focus says what must survive", "/compact "
+    ),
     SlashCommand("/compact", "/compact toolcall", "reclaim old tool results now (F6)", "/compact toolcall"),
-    SlashCommand("/compact", "/compact preview", "what a summary and a reclaim would do now, with buttons to run them (F7)",
-                 "/compact preview"),
-    SlashCommand("/offload", "/offload [focus]", "the same as /compact: the summarised turns go to the offload log, a file on disk (F9 searches it)", "/offload "),
+    SlashCommand(
+        "/compact",
+        "/compact preview",
+        "what a summary and a reclaim would do now, with buttons to run them (F7)",
+        "/compact preview",
+    ),
+    SlashCommand(
+        "/offload",
+        "/offload [focus]",
+        "the same as /compact: the summarised turns go to the offload log, a file on disk (F9 searches it)",
+        "/offload ",
+    ),
     SlashCommand("/history", "/history", "the conversation as the model sees it"),
-    SlashCommand("/recall", "/recall [query]", "search what compaction took out of the context; restore a result (F9)",
-                 "/recall "),
-    SlashCommand("/render", "/render FILE", "export the whole transcript, summarised turns included (.html, or .md / .markdown)", "/render "),
+    SlashCommand(
+        "/recall",
+        "/recall [query]",
+        "search what compaction took out of the context; restore a result (F9)",
+        "/recall ",
+    ),
+    SlashCommand(
+        "/render",
+        "/render FILE",
+        "export the whole transcript, summarised turns included (.html, or .md / .markdown)",
+        "/render ",
+    ),
     SlashCommand("/retry", "/retry", "send the last prompt again, dropping the reply"),
-    SlashCommand("/revise", "/revise [text]", "take the last prompt back to edit it, or replace it with text", "/revise "),
+    SlashCommand(
+        "/revise", "/revise [text]", "take the last prompt back to edit it, or replace it with text", "/revise "
+    ),
     SlashCommand("/clear", "/clear", "start over in this session (the compaction log stays)"),
-    SlashCommand("/auto", "/auto [auto|ask|off]", "automatic summaries for this session: on, asked first, or off (none: say which)",
-                 "/auto "),
+    SlashCommand(
+        "/auto",
+        "/auto [auto|ask|off]",
+        "automatic summaries for this session: on, asked first, or off (none: say which)",
+        "/auto ",
+    ),
     SlashCommand("/tokens", "/tokens", "token figures: reported, estimated, threshold, window"),
-    SlashCommand("/context", "/context", "what fills the context, part by part, and its largest messages (Enter on the gauge)"),
+    SlashCommand(
+        "/context", "/context", "what fills the context, part by part, and its largest messages (Enter on the gauge)"
+    ),
     SlashCommand("/mcp", "/mcp", "MCP servers: state, tools, what their definitions cost; r restarts one"),
     SlashCommand("/sessions", "/sessions", "switch to another saved session"),
     SlashCommand("/name", "/name TITLE", "name this session (shown in /sessions and xun sessions)", "/name "),
@@ -86,6 +114,9 @@ def completions(text: str) -> list[SlashCommand]:
         return []
     typed = text.lower()
     if " " in typed:
-        return [c for c in SLASH_COMMANDS
-                if " " in c.completion.strip() and c.completion.startswith(typed) and c.completion != typed]
+        return [
+            c
+            for c in SLASH_COMMANDS
+            if " " in c.completion.strip() and c.completion.startswith(typed) and c.completion != typed
+        ]
     return [c for c in SLASH_COMMANDS if c.usage.startswith(typed) and c.inserts.rstrip() != typed]

@@ -68,7 +68,8 @@ class EngineHandlers:
         await self.chat.discard_reply()
         self.gauge.reset_stream()
         await self.chat.add_notice(
-            "retry", f"retrying ({message.attempt}/{message.attempts - 1}) in {message.delay:g} s: {message.reason}")
+            "retry", f"retrying ({message.attempt}/{message.attempts - 1}) in {message.delay:g} s: {message.reason}"
+        )
 
     async def on_tool_call_began(self, message: m.ToolCallBegan) -> None:
         await self.chat.hide_waiting()
@@ -80,8 +81,13 @@ class EngineHandlers:
         event = message.event
         block = self.chat.tool_block(event.id)
         if block is not None:
-            block.finished(result_chars=event.result_chars, duration_text=self.presentation.duration(event.duration),
-                           result=self._tool_result_text(event.id), is_error=event.is_error, denied=event.denied)
+            block.finished(
+                result_chars=event.result_chars,
+                duration_text=self.presentation.duration(event.duration),
+                result=self._tool_result_text(event.id),
+                is_error=event.is_error,
+                denied=event.denied,
+            )
         self.gauge.set_estimate(self.agent.request_tokens(), self.conversation.total_tokens)
         self._warn_if_nearly_full()
 
@@ -89,7 +95,11 @@ class EngineHandlers:
         from xun.context.messages import RawOpenAIMessage
 
         for msg in reversed(self.conversation.messages):
-            if type(msg) is RawOpenAIMessage and msg.raw.get("role") == "tool" and msg.raw.get("tool_call_id") == call_id:
+            if (
+                type(msg) is RawOpenAIMessage
+                and msg.raw.get("role") == "tool"
+                and msg.raw.get("tool_call_id") == call_id
+            ):
                 content = msg.raw.get("content")
                 return content if isinstance(content, str) else str(content)
         return None
@@ -113,9 +123,11 @@ class EngineHandlers:
             parts.append(f"last call {last['prompt']:,} in · {last['completion']:,} out")
         spent = self.agent.session_cost()
         cached = f" ({tokens(totals['cached_input'])} cached)" if totals.get("cached_input") else ""
-        parts.append(f"session {tokens(totals['prompt'])} in{cached} · {tokens(totals['completion'])} out "
-                     f"({totals['calls']:,} call{'s' if totals['calls'] != 1 else ''})"
-                     + ("" if spent is None else f" · {cost_text(spent)}"))
+        parts.append(
+            f"session {tokens(totals['prompt'])} in{cached} · {tokens(totals['completion'])} out "
+            f"({totals['calls']:,} call{'s' if totals['calls'] != 1 else ''})"
+            + ("" if spent is None else f" · {cost_text(spent)}")
+        )
         self.gauge.set_usage("\n".join(parts))
 
     def on_context_usage(self, message: m.ContextUsage) -> None:
@@ -124,8 +136,13 @@ class EngineHandlers:
             self.gauge.model_called(usage.source)
             self._count_usage(usage)
             self.gauge.cache_share = self.conversation.prompt_cache.last_hit_share
-        self.gauge.set_figures(reported=usage.total_tokens, estimate=usage.estimated_tokens, threshold=usage.threshold,
-                               window=usage.context_window, window_source=usage.window_source)
+        self.gauge.set_figures(
+            reported=usage.total_tokens,
+            estimate=usage.estimated_tokens,
+            threshold=usage.threshold,
+            window=usage.context_window,
+            window_source=usage.window_source,
+        )
         if message.after_model_call:
             self.gauge.add_point(usage.total_tokens if usage.total_tokens is not None else usage.estimated_tokens)
         self._refresh_chat_footer()
@@ -141,7 +158,8 @@ class EngineHandlers:
         focus = f" (focus: {event.focus})" if event.focus else ""
         self._pending_focus = event.focus
         self._pending_divider = await self.chat.add_divider(
-            f"summarising {event.condensed} messages, keeping {event.kept}{focus}…", "running")
+            f"summarising {event.condensed} messages, keeping {event.kept}{focus}…", "running"
+        )
         self.header.status = "summarising…"
 
     async def on_compaction_recorded(self, message: m.CompactionRecorded) -> None:
@@ -159,18 +177,23 @@ class EngineHandlers:
                 self.gauge.add_point(self.agent.request_tokens(), "compaction")
             elif event.trigger == "manual":
                 keep = self.session.config.auto_compact.toolcall_keep_max
-                self.notify(f"Nothing to reclaim: {event.reason} ({self.key_of('reclaim')} keeps auto_compact.toolcall_keep_max = {keep}).",
-                            title="reclaim")
+                self.notify(
+                    f"Nothing to reclaim: {event.reason} ({self.key_of('reclaim')} keeps "
+                    f"auto_compact.toolcall_keep_max = {keep}).",
+                    title="reclaim",
+                )
         elif isinstance(event, events.SummaryFinished):
-            text = SummaryDivider.describe(event.condensed, event.kept, self.shown_path(event.offload_path),
-                                           self._pending_focus)
+            text = SummaryDivider.describe(
+                event.condensed, event.kept, self.shown_path(event.offload_path), self._pending_focus
+            )
             self._pending_focus = None
             divider, self._pending_divider = self._pending_divider, None
             carried = bool(conversation.summarizations) and conversation.summarizations[-1].carried
             await self.chat.go_end()  # the cut is among the newest blocks: found, and shown, there
             first_kept = self.chat_block_for(2 if carried else 1) if len(conversation.messages) > 1 else None
-            await self.chat.place_divider(text, first_kept, replacing=divider,
-                                          carried=self.chat_block_for(1) if carried else None)
+            await self.chat.place_divider(
+                text, first_kept, replacing=divider, carried=self.chat_block_for(1) if carried else None
+            )
             self._mark_summarised_results()
             self._refresh_gauge()
             self.gauge.add_point(self.agent.request_tokens(), "compaction")
@@ -199,11 +222,17 @@ class EngineHandlers:
         now, threshold = self.agent.request_tokens(), self.agent.threshold
         if now <= threshold:
             return
-        then = {"auto": "the next model call will compact it again (a reclaim or a summary)",
-                "ask": "the next prompt will ask to summarise",
-                "off": "automatic summaries are off, so it stays"}.get(self.session.config.auto_compact.mode, "")
-        self.notify(f"The restore put the context over the threshold ({tokens(now)} / {tokens(threshold)}): {then}.",
-                    title="restore", severity="warning", timeout=10)
+        then = {
+            "auto": "the next model call will compact it again (a reclaim or a summary)",
+            "ask": "the next prompt will ask to summarise",
+            "off": "automatic summaries are off, so it stays",
+        }.get(self.session.config.auto_compact.mode, "")
+        self.notify(
+            f"The restore put the context over the threshold ({tokens(now)} / {tokens(threshold)}): {then}.",
+            title="restore",
+            severity="warning",
+            timeout=10,
+        )
 
     async def _say_summaries_are_off(self) -> None:
         """Once per session, in the chat: the context is over the threshold and nothing compacts it because
@@ -221,14 +250,18 @@ class EngineHandlers:
         elif source == CLI_SOURCE:
             back = "/auto auto for this session, or start xun without `--set auto_compact.mode=off`"
         else:
-            back = (f'/auto auto for this session, or set auto_compact.mode = "auto" or "ask" where it is set ({source}), '
-                    "e.g. `xun config set auto_compact.mode auto`")
+            back = (
+                f'/auto auto for this session, or set auto_compact.mode = "auto" or "ask" where it is set ({source}), '
+                "e.g. `xun config set auto_compact.mode auto`"
+            )
         now, threshold = self.agent.request_tokens(), self.agent.threshold
         await self.chat.add_notice(
-            "warning", f"the context is over the threshold ({tokens(now)} / {tokens(threshold)}, {percent(now, threshold)}%) "
+            "warning",
+            f"the context is over the threshold ({tokens(now)} / {tokens(threshold)}, {percent(now, threshold)}%) "
             "and nothing compacts it: "
             f'automatic summaries are off (auto_compact.mode = "off", {source}). {self.key_of("compact")} summarises '
-            f"now and {self.key_of('reclaim')} reclaims old tool results; to turn automatic summaries back on, {back}.")
+            f"now and {self.key_of('reclaim')} reclaims old tool results; to turn automatic summaries back on, {back}.",
+        )
 
     async def _say_if_still_over(self, kept: int) -> None:
         """A manual summary that leaves the context over the threshold: what is left, why, and only what
@@ -244,8 +277,11 @@ class EngineHandlers:
         messages = conversation.messages
         sizes = [round(message_length(msg) * conversation.tokens_per_char) for msg in messages[1:]]
         largest = max(sizes, default=0)
-        why = (f"the {counted(kept, 'message')} it kept hold {tokens(sum(sizes))}, one of them {tokens(largest)}"
-               if sizes else "what is left is the system prompt and the tools")
+        why = (
+            f"the {counted(kept, 'message')} it kept hold {tokens(sum(sizes))}, one of them {tokens(largest)}"
+            if sizes
+            else "what is left is the system prompt and the tools"
+        )
         helps: list[str] = []
         reclaim = reclaim_preview(conversation, self.session.config.auto_compact.toolcall_keep_max)
         if reclaim.count:
@@ -258,11 +294,16 @@ class EngineHandlers:
             if index == last_prompt:
                 what, remedy = "the last prompt", "/revise takes it back into the input to shorten it"
             elif index > last_prompt and role == "assistant":
-                what, remedy = ("the last reply",
-                                "/retry asks for it again and /revise takes its prompt back to edit (both drop it)")
+                what, remedy = (
+                    "the last reply",
+                    "/retry asks for it again and /revise takes its prompt back to edit (both drop it)",
+                )
             elif role == "tool":
-                what, remedy = (f"tool result #{index}", f"{self.key_of('reclaim')} reclaims it with a smaller "
-                                "auto_compact.toolcall_keep_max (it keeps the newest results)")
+                what, remedy = (
+                    f"tool result #{index}",
+                    f"{self.key_of('reclaim')} reclaims it with a smaller "
+                    "auto_compact.toolcall_keep_max (it keeps the newest results)",
+                )
             else:
                 what, remedy = f"message #{index} ({role})", "/clear starts over (the compaction log stays)"
             why += f"; without {what} ({tokens(largest)}) it would be under"
@@ -271,8 +312,10 @@ class EngineHandlers:
             helps.append("a smaller auto_compact.summary_keep_max keeps fewer messages")
         helps.append("/context shows what fills it")
         await self.chat.add_notice(
-            "warning", f"after the summary the context is still over the threshold: {tokens(now)} / {tokens(threshold)} "
-            f"({percent(now, threshold)}%): {why}. What helps: {'; '.join(helps)}.")
+            "warning",
+            f"after the summary the context is still over the threshold: {tokens(now)} / {tokens(threshold)} "
+            f"({percent(now, threshold)}%): {why}. What helps: {'; '.join(helps)}.",
+        )
 
     async def on_turn_ended(self, message: m.TurnEnded) -> None:
         from xun.context.messages import RawOpenAIMessage, UserMessage
@@ -290,8 +333,10 @@ class EngineHandlers:
                     await self.chat.add_notice("cancelled", "cancelled; the prompt is back in the input")
                 else:  # never replace what the user typed meanwhile; the prompt stays in the input's history
                     await self.chat.add_notice(
-                        "cancelled", f"cancelled; the prompt ({one_line(message.restored_prompt, 60)}) is no longer "
-                        "in the session and the input holds new text, so it was not put back: Up brings it back")
+                        "cancelled",
+                        f"cancelled; the prompt ({one_line(message.restored_prompt, 60)}) is no longer "
+                        "in the session and the input holds new text, so it was not put back: Up brings it back",
+                    )
             elif self.chat.reply is not None and self.chat.reply.text.strip():
                 last = self.conversation.messages[-1] if self.conversation.messages else None
                 kept = last.raw.get("content") if type(last) is RawOpenAIMessage else None  # with its mark
@@ -305,7 +350,9 @@ class EngineHandlers:
             await self.chat.remove_from_last_user(inclusive=True)
             if not self.prompt.text.strip():
                 self.prompt.set_prompt(as_typed(message.restored_prompt))
-            await self.chat.add_notice("error", f"{message.error}. The prompt is back in the input, and not in the session.")
+            await self.chat.add_notice(
+                "error", f"{message.error}. The prompt is back in the input, and not in the session."
+            )
         elif message.status == "error":
             messages = self.conversation.messages
             last = messages[-1] if messages else None
@@ -316,11 +363,15 @@ class EngineHandlers:
                     self.prompt.set_prompt(as_typed(last.text))
                     self._given_back = "failed"
                     if self.queued_prompts:
-                        waiting = (f"; {counted(len(self.queued_prompts), 'queued prompt')} typed after it will go out "
-                                   "once it is answered (Esc takes the queued prompts back into the input)")
+                        waiting = (
+                            f"; {counted(len(self.queued_prompts), 'queued prompt')} typed after it will go out "
+                            "once it is answered (Esc takes the queued prompts back into the input)"
+                        )
                 await self.chat.add_notice(
-                    "info", "the prompt is kept in the session and is back in the input: Enter sends it again "
-                    f"(in place of the unanswered one), or /retry{waiting}")
+                    "info",
+                    "the prompt is kept in the session and is back in the input: Enter sends it again "
+                    f"(in place of the unanswered one), or /retry{waiting}",
+                )
 
     async def on_agent_work_done(self, message: m.AgentWorkDone) -> None:
         await self.chat.hide_waiting()
@@ -371,9 +422,11 @@ class EngineHandlers:
         count = len(self.conversation.messages) if count is None else count
         summaries = self._summaries_in_context() if summaries is None else summaries
         gauge = self.gauge
-        self.chat.border_subtitle = f"{count:,} message{'s' if count != 1 else ''} in the context" + (
-            f" · {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else "") + (
-            f" · {percent(gauge.now, gauge.threshold)}% of the threshold")
+        self.chat.border_subtitle = (
+            f"{count:,} message{'s' if count != 1 else ''} in the context"
+            + (f" · {summaries} summar{'ies' if summaries != 1 else 'y'}" if summaries else "")
+            + (f" · {percent(gauge.now, gauge.threshold)}% of the threshold")
+        )
 
     def _summaries_in_context(self) -> int:
         """Summaries the model still sees: none after /clear (the log and the offloads stay as history)."""
@@ -403,14 +456,20 @@ class EngineHandlers:
         over = now >= gauge.threshold
         # no figure here: the gauge has it, and a toast's figure is stale a turn later; a narrow screen (or
         # F4) hides the side panel, and then the toast names the key that shows the gauge
-        where = ("the gauge shows where it is" if gauge.region.area
-                 else f"{self.key_of('toggle_side')} shows the gauge, with where it is")
+        where = (
+            "the gauge shows where it is"
+            if gauge.region.area
+            else f"{self.key_of('toggle_side')} shows the gauge, with where it is"
+        )
         title = "the context is past the threshold" if over else "the context is nearly full"
         self.notify(
             ("The context is past the threshold" if over else f"The context passed {FULL_WARNING:.0%} of the threshold")
             + f" ({where}). {self.key_of('compact')} summarises now, {self.key_of('reclaim')} "
             f"reclaims old tool results, {self.key_of('preview')} previews what they would do.",
-            title=title, severity="warning", timeout=10)
+            title=title,
+            severity="warning",
+            timeout=10,
+        )
         self._full_warning = title
 
     def _set_busy(self, busy: str | None, status: str | None = None) -> None:
@@ -444,8 +503,12 @@ class EngineHandlers:
             if not answer.done():
                 answer.set_result(decision if isinstance(decision, Decision) else Decision.DENY)
             if decision is Decision.ALLOW_SESSION:  # later calls run unasked: the chat says since when
-                self.call_later(self.chat.add_notice, "warning", f"{message.request.tool} is allowed without "
-                                "asking for the rest of this session (restart xun to be asked again)")
+                self.call_later(
+                    self.chat.add_notice,
+                    "warning",
+                    f"{message.request.tool} is allowed without "
+                    "asking for the rest of this session (restart xun to be asked again)",
+                )
             self._show_typed_aside(screen, "the confirmation")
             if screen.stop_turn:
                 self.action_cancel_turn()
@@ -465,7 +528,9 @@ class EngineHandlers:
             return
         prompt = self.prompt
         if prompt.read_only:
-            self.call_later(self.chat.add_notice, "info", f"typed while {what} was open, kept out of the prompt: {text}")
+            self.call_later(
+                self.chat.add_notice, "info", f"typed while {what} was open, kept out of the prompt: {text}"
+            )
             return
         prompt.set_prompt(prompt.text + text)
         self.notify(f"What you typed while {what} was open is in the prompt, not sent.", title="typed ahead")
@@ -479,9 +544,11 @@ class EngineHandlers:
         figures = f"{tokens(now)} / {tokens(threshold)}"
         if now > threshold:
             return f"The context is over the threshold ({figures})."
-        return (f"The context passed the threshold; with old tool results reclaimed it is at {figures}, still above "
-                f"the {tokens(int(threshold * ESCALATION_RATIO))} ({ESCALATION_RATIO:.0%} of the threshold) "
-                "that automatic compaction brings it under.")
+        return (
+            f"The context passed the threshold; with old tool results reclaimed it is at {figures}, still above "
+            f"the {tokens(int(threshold * ESCALATION_RATIO))} ({ESCALATION_RATIO:.0%} of the threshold) "
+            "that automatic compaction brings it under."
+        )
 
     def on_consent_asked(self, message: m.ConsentAsked) -> None:
         from xun.tui.screens.consent import ConsentScreen
@@ -495,9 +562,12 @@ class EngineHandlers:
         c = self.conversation
         settings = self.session.config.auto_compact
         plan = c.plan_compaction(settings.summary_keep_max)
-        keep_text = "" if plan.nothing_to_condense else f"{plan.condensed_count} messages summarised, {len(plan.kept)} kept"
-        screen = ConsentScreen(self._why_summary_now(), settings.ask_timeout, keep_text=keep_text,
-                               countdown=self.presentation.countdown)
+        keep_text = (
+            "" if plan.nothing_to_condense else f"{plan.condensed_count} messages summarised, {len(plan.kept)} kept"
+        )
+        screen = ConsentScreen(
+            self._why_summary_now(), settings.ask_timeout, keep_text=keep_text, countdown=self.presentation.countdown
+        )
 
         def answered(choice: str | None) -> None:
             if screen in self._open_asks:
@@ -508,8 +578,11 @@ class EngineHandlers:
                 return
             if choice == "off":
                 self.session.config.set_here("auto_compact.mode", "off", "chosen in the app (this session only)")
-                self.notify('Automatic summaries are off for this session (auto_compact.mode = "off"); '
-                            f"{self.key_of('compact')} still summarises, /auto ask asks again.", title="ask mode")
+                self.notify(
+                    'Automatic summaries are off for this session (auto_compact.mode = "off"); '
+                    f"{self.key_of('compact')} still summarises, /auto ask asks again.",
+                    title="ask mode",
+                )
             answer.set_result(choice == "now")
             self._consent_declined = choice != "now"
             self._consent_granted = choice == "now"

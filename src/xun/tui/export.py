@@ -65,8 +65,16 @@ def transcript_markdown(conversation: Conversation, title: str) -> str:
         mark = " (summarised)" if getattr(item, "summarised", False) else ""
         if isinstance(item, SummaryItem):
             where = f", originals offloaded to `{item.offload_path}`" if item.offload_path else ""
-            parts += ["", "---", "", f"*Summary: {item.condensed} messages summarised{where}; {item.kept} kept. "
-                      "Above this line: out of the context.*", "", "---", ""]
+            parts += [
+                "",
+                "---",
+                "",
+                f"*Summary: {item.condensed} messages summarised{where}; {item.kept} kept. "
+                "Above this line: out of the context.*",
+                "",
+                "---",
+                "",
+            ]
         elif isinstance(item, UserItem):
             carried = " (the turn's prompt, carried past the summary)" if item.carried else ""
             parts += [f"## You{mark}{carried}", "", _quote(item.text), ""]

@@ -69,8 +69,7 @@ def fold(text: str) -> Folded | None:
     head_end = _head_end(text)
     tail_start = _tail_start(text, head_end)
     hidden = text[head_end:tail_start]
-    return Folded(text[:head_end], text[tail_start:], hidden.count("\n") + (not hidden.endswith("\n")),
-                  len(hidden))
+    return Folded(text[:head_end], text[tail_start:], hidden.count("\n") + (not hidden.endswith("\n")), len(hidden))
 
 
 def markdown_fold(text: str) -> Folded | None:

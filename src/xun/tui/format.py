@@ -118,5 +118,10 @@ class Presentation:
 
     @classmethod
     def fixed(cls) -> Presentation:
-        return cls(clock=lambda _t: "12:00:00", moment=lambda _t: "Jan 01 12:00", duration=lambda _s: "5 ms",
-                   cursor_blink=False, countdown=False)
+        return cls(
+            clock=lambda _t: "12:00:00",
+            moment=lambda _t: "Jan 01 12:00",
+            duration=lambda _s: "5 ms",
+            cursor_blink=False,
+            countdown=False,
+        )

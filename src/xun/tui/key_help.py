@@ -23,11 +23,21 @@ QUIT_TWICE_HELP = "Copy the selection; with none, press twice to quit (the sessi
 
 def key_display(keys: str) -> str:
     """`f5` -> `F5`, `ctrl+q` -> `Ctrl+Q`, `escape` -> `Esc`; several keys joined by " / "."""
-    names = {"escape": "Esc", "enter": "Enter", "tab": "Tab", "up": "Up", "down": "Down", "home": "Home",
-             "pageup": "PgUp", "pagedown": "PgDn"}
+    names = {
+        "escape": "Esc",
+        "enter": "Enter",
+        "tab": "Tab",
+        "up": "Up",
+        "down": "Down",
+        "home": "Home",
+        "pageup": "PgUp",
+        "pagedown": "PgDn",
+    }
     shown = []
     for key in keys.split(","):
-        parts = [names.get(part, part.upper() if len(part) <= 3 else part.capitalize()) for part in key.strip().split("+")]
+        parts = [
+            names.get(part, part.upper() if len(part) <= 3 else part.capitalize()) for part in key.strip().split("+")
+        ]
         shown.append("+".join(parts))
     return " / ".join(shown)
 
@@ -74,65 +84,104 @@ class KeysAndHelp:
                 rows.append(("(no key)", f"{label}; its key went to another action in ui.keymap"))
             else:
                 rows.append((key_display(keys), label))
-        rows.append(("Ctrl+P", 'Command palette: every action (its "Keys" docks these keys beside the chat; Esc '
-                               "hides them)"))
+        rows.append(
+            ("Ctrl+P", 'Command palette: every action (its "Keys" docks these keys beside the chat; Esc hides them)')
+        )
         return rows
 
     def help_sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
         return [
             ("Keys", self.binding_rows()),
-            ("The prompt", [
-                ("Enter", "send the prompt (or take the highlighted completion)"),
-                ("Shift+Enter / Alt+Enter / Ctrl+J", "new line"),
-                ("Up / Down", "earlier and later prompts (from the first or last line)"),
-                ("Tab", "complete the slash command"),
-                ("Ctrl+U", "delete to the start of the line; at its start (Ctrl+U twice), clear the whole prompt"),
-                ("//text", "send a prompt that starts with a slash"),
-                ("Enter while busy", "queue the prompt: it goes out when the turn is over (Esc takes it back)"),
-            ]),
-            ("The chat (Shift+Tab from the prompt; PgUp and PgDn scroll it from the prompt too)", [
-                ("[ / ]", "select the previous / next block (a prompt, a reply, a tool call, a divider)"),
-                ("Enter / Space", "open or fold the selected tool call (or the reply's reasoning)"),
-                ("Home / End", "the session's first prompt / the newest, at once however long the session"),
-                ("dimmed turns", "out of the context: a summary replaced them (the divider below them says which)"),
-            ]),
-            ("Words", [
-                ("reclaim", "an old tool result is replaced by a short placeholder; F8 lists them, r restores one"),
-                ("summary", "older turns are replaced by a summary the model writes"),
-                ("offload log", "the file the summarised turns are written to, word for word "
-                                "(.xun/conversation_history/ID.md); the chat shows them dimmed, F9 searches them"),
-            ]),
-            ("Compaction log (Tab to it)", [
-                ("Enter", "the highlighted event's whole detail"),
-                ("g", "show its turn in the chat: a summary's divider, a restored or reclaimed call"),
-            ]),
-            ("Recoverable results (F8)", [
-                ("typing", "filter the list (Backspace, Esc clears)"),
-                ("Enter", "open the inspector: c copy · s save to a file · r restore into the context "
-                          "(f find in the history, once a summary took it out)"),
-            ]),
-            ("Preview (F7, /compact preview)", [
-                ("F5 / s", "run the summary shown (the cut ✂: above is summarised, below kept)"),
-                ("F6 / r", "run the reclaim (↺ marks the tool results it replaces)"),
-                ("Esc", "close, nothing changes"),
-            ]),
-            ("Recall (F9, /recall [query])", [
-                ("typing", "search summarised turns and reclaimed results (results as you type)"),
-                ("Up / Down, Enter", "move through the results, read the highlighted one"),
-                ("Ctrl+R", "restore a reclaimed tool result into the context (while it is a placeholder)"),
-                ("F2", "this session only, or every session of this folder"),
-            ]),
-            ("What fills the context (Enter on the gauge, /context)", [
-                ("1-5 / Enter", "show one of the five largest messages in the chat"),
-                ("PgUp / PgDn", "scroll it (a small screen shows part at a time)"),
-            ]),
+            (
+                "The prompt",
+                [
+                    ("Enter", "send the prompt (or take the highlighted completion)"),
+                    ("Shift+Enter / Alt+Enter / Ctrl+J", "new line"),
+                    ("Up / Down", "earlier and later prompts (from the first or last line)"),
+                    ("Tab", "complete the slash command"),
+                    ("Ctrl+U", "delete to the start of the line; at its start (Ctrl+U twice), clear the whole prompt"),
+                    ("//text", "send a prompt that starts with a slash"),
+                    ("Enter while busy", "queue the prompt: it goes out when the turn is over (Esc takes it back)"),
+                ],
+            ),
+            (
+                "The chat (Shift+Tab from the prompt; PgUp and PgDn scroll it from the prompt too)",
+                [
+                    ("[ / ]", "select the previous / next block (a prompt, a reply, a tool call, a divider)"),
+                    ("Enter / Space", "open or fold the selected tool call (or the reply's reasoning)"),
+                    ("Home / End", "the session's first prompt / the newest, at once however long the session"),
+                    ("dimmed turns", "out of the context: a summary replaced them (the divider below them says which)"),
+                ],
+            ),
+            (
+                "Words",
+                [
+                    ("reclaim", "an old tool result is replaced by a short placeholder; F8 lists them, r restores one"),
+                    ("summary", "older turns are replaced by a summary the model writes"),
+                    (
+                        "offload log",
+                        "the file the summarised turns are written to, word for word "
+                        "(.xun/conversation_history/ID.md); the chat shows them dimmed, F9 searches them",
+                    ),
+                ],
+            ),
+            (
+                "Compaction log (Tab to it)",
+                [
+                    ("Enter", "the highlighted event's whole detail"),
+                    ("g", "show its turn in the chat: a summary's divider, a restored or reclaimed call"),
+                ],
+            ),
+            (
+                "Recoverable results (F8)",
+                [
+                    ("typing", "filter the list (Backspace, Esc clears)"),
+                    (
+                        "Enter",
+                        "open the inspector: c copy · s save to a file · r restore into the context "
+                        "(f find in the history, once a summary took it out)",
+                    ),
+                ],
+            ),
+            (
+                "Preview (F7, /compact preview)",
+                [
+                    ("F5 / s", "run the summary shown (the cut ✂: above is summarised, below kept)"),
+                    ("F6 / r", "run the reclaim (↺ marks the tool results it replaces)"),
+                    ("Esc", "close, nothing changes"),
+                ],
+            ),
+            (
+                "Recall (F9, /recall [query])",
+                [
+                    ("typing", "search summarised turns and reclaimed results (results as you type)"),
+                    ("Up / Down, Enter", "move through the results, read the highlighted one"),
+                    ("Ctrl+R", "restore a reclaimed tool result into the context (while it is a placeholder)"),
+                    ("F2", "this session only, or every session of this folder"),
+                ],
+            ),
+            (
+                "What fills the context (Enter on the gauge, /context)",
+                [
+                    ("1-5 / Enter", "show one of the five largest messages in the chat"),
+                    ("PgUp / PgDn", "scroll it (a small screen shows part at a time)"),
+                ],
+            ),
             ("MCP servers (/mcp)", [("r", "restart the highlighted server (after it failed, or a disabled one)")]),
             # the keys of `xun.agent.tools.CONFIRM_KEYS` (not imported: the help is built before the engine loads)
-            ("Confirmations", [("y / s / n", "allow once · allow for this session · deny"),
-                               ("Esc", "deny and stop the turn")]),
-            ("Ask mode (auto_compact.mode = \"ask\")", [
-                ("y / n or Esc / o", "summarise now · not now (the turn goes on) · turn automatic summaries off for this session"),
-            ]),
+            (
+                "Confirmations",
+                [("y / s / n", "allow once · allow for this session · deny"), ("Esc", "deny and stop the turn")],
+            ),
+            (
+                'Ask mode (auto_compact.mode = "ask")',
+                [
+                    (
+                        "y / n or Esc / o",
+                        "summarise now · not now (the turn goes on) · turn automatic summaries off for this session",
+                    ),
+                ],
+            ),
             ("Slash commands", [(c.usage, c.help) for c in SLASH_COMMANDS]),
         ]
 
@@ -141,25 +190,44 @@ class KeysAndHelp:
         # wrote to a Downloads folder (often missing) and said only "Failed to save screenshot": ours writes
         # into .xun/exports and says where. The palette matches titles only, so the compaction actions say
         # "Compaction" (a newcomer searched "comp")
-        yield from (command for command in super().get_system_commands(screen)
-                    if command.title not in ("Quit", "Screenshot"))
+        yield from (
+            command for command in super().get_system_commands(screen) if command.title not in ("Quit", "Screenshot")
+        )
         if self.session is None:
             return
-        yield SystemCommand("Screenshot", "Save an SVG picture of the screen in .xun/exports/",
-                            lambda: self.set_timer(0.1, self.action_save_screenshot))  # once the palette is gone
+        yield SystemCommand(
+            "Screenshot",
+            "Save an SVG picture of the screen in .xun/exports/",
+            lambda: self.set_timer(0.1, self.action_save_screenshot),
+        )  # once the palette is gone
         yield SystemCommand("Compaction: summarise now", "Summarise older turns (F5, /compact)", self.action_compact)
-        yield SystemCommand("Compaction: reclaim tool results", "Replace old tool results with placeholders (F6, /compact toolcall)", self.action_reclaim)
-        yield SystemCommand("Recoverable results", "Focus the reclaimed tool results (F8)", self.action_focus_recoverable)
+        yield SystemCommand(
+            "Compaction: reclaim tool results",
+            "Replace old tool results with placeholders (F6, /compact toolcall)",
+            self.action_reclaim,
+        )
+        yield SystemCommand(
+            "Recoverable results", "Focus the reclaimed tool results (F8)", self.action_focus_recoverable
+        )
         if self.busy is not None:  # nothing to cancel otherwise
             yield SystemCommand("Cancel the turn", "Stop the running turn (Esc)", self.action_cancel_turn)
-        yield SystemCommand("Compaction: preview", "What a summary and a reclaim would do now (F7, /compact preview)",
-                            self.action_preview)
-        yield SystemCommand("Recall", "Search what compaction took out of the context (F9, /recall)", self.action_recall)
-        yield SystemCommand("What fills the context", "A breakdown of the context and its largest messages (/context)",
-                            self.action_context)
+        yield SystemCommand(
+            "Compaction: preview",
+            "What a summary and a reclaim would do now (F7, /compact preview)",
+            self.action_preview,
+        )
+        yield SystemCommand(
+            "Recall", "Search what compaction took out of the context (F9, /recall)", self.action_recall
+        )
+        yield SystemCommand(
+            "What fills the context",
+            "A breakdown of the context and its largest messages (/context)",
+            self.action_context,
+        )
         yield SystemCommand("History", "The conversation as the model sees it (/history)", self.action_history)
-        yield SystemCommand("MCP servers", "State, tools and token cost of the MCP servers; restart one (/mcp)",
-                            self.action_mcp)
+        yield SystemCommand(
+            "MCP servers", "State, tools and token cost of the MCP servers; restart one (/mcp)", self.action_mcp
+        )
         yield SystemCommand("Sessions", "Switch to another saved session (/sessions)", self.action_sessions)
         yield SystemCommand("Settings", "Every setting and where it came from (/config)", self.action_config)
         yield SystemCommand("Tokens", "Reported and estimated tokens, threshold, window (/tokens)", self.action_tokens)

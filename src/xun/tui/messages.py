@@ -113,7 +113,7 @@ class StreamChunks:
         """The text of chunks not yet written, up to `upto`, marked written."""
         if upto <= self.written:
             return ""
-        text = "".join(self.chunks[self.written:upto])
+        text = "".join(self.chunks[self.written : upto])
         self.written = upto
         return text
 

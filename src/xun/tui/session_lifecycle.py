@@ -46,8 +46,10 @@ class SessionLifecycle:
         if isinstance(self._opener, SessionOpener) and self._opener.resume is not None and self.session is None:
             self.call_later(self._import_reply_renderer)  # on the event loop, beside the read below
         try:
-            if isinstance(self._opener, SessionOpener) and (
-                    conversation := self._opener.conversation(peek=self._show_newest)) is not None:
+            if (
+                isinstance(self._opener, SessionOpener)
+                and (conversation := self._opener.conversation(peek=self._show_newest)) is not None
+            ):
                 drawn = threading.Event()
                 self.post_message(m.TranscriptLoaded(conversation, transcript(conversation).items, drawn))
                 # the rest (the SDK's imports, the settings) waits for the transcript's frame: run beside it, it
@@ -101,8 +103,8 @@ class SessionLifecycle:
                 return  # a reopening (after a trust answer): the session's conversation is shown already
             self.header.set_session(message.conversation.conversation_id)
             shown, self._newest_shown = self._newest_shown, None
-            if shown and message.items[-len(shown):] == shown:
-                await self.chat.add_older(message.items[:-len(shown)])
+            if shown and message.items[-len(shown) :] == shown:
+                await self.chat.add_older(message.items[: -len(shown)])
             else:
                 await self.chat.show_transcript(message.items)
             self._transcript_shown = message.conversation
@@ -154,12 +156,16 @@ class SessionLifecycle:
             self.set_keymap(keymap)
         for warning in session.config.keymap_warnings:
             self.notify(warning, title="ui.keymap", severity="warning", timeout=10, markup=False)
-        self.header.show_model(model=session.config.model.name, provider=session.describe_provider(),
-                               offline=session.offline)
+        self.header.show_model(
+            model=session.config.model.name, provider=session.describe_provider(), offline=session.offline
+        )
         await self.show_conversation()
         if session.read_only:
-            await self.chat.add_notice("warning", "opened read-only (--read-only): you can go on here, but nothing "
-                                       "of it is saved; another xun may be writing this session")
+            await self.chat.add_notice(
+                "warning",
+                "opened read-only (--read-only): you can go on here, but nothing "
+                "of it is saved; another xun may be writing this session",
+            )
         await self._offer_unanswered()
         self.chat.anchor()  # what the resume says (a turn cut off, a draft back) is in view, below the transcript
         self.header.status = "ready"
@@ -178,8 +184,11 @@ class SessionLifecycle:
         parts: list[str] = []
         prompt = self._turn_prompt
         messages = self.conversation.messages
-        if prompt and self.busy == "turn" and not any(isinstance(message, UserMessage) and message.text == prompt
-                                                      for message in messages[-50:]):
+        if (
+            prompt
+            and self.busy == "turn"
+            and not any(isinstance(message, UserMessage) and message.text == prompt for message in messages[-50:])
+        ):
             parts.append(as_typed(prompt))  # (unless the turn's end, handled first, put it back in the input)
         parts += [as_typed(text) for text, _notice in self.queued_prompts]
         parts.append(self.prompt.expanded(self.prompt.text))
@@ -203,24 +212,34 @@ class SessionLifecycle:
             draft = ""  # the unanswered prompt given back to the input before the quit: offered as such, below
         typed = self._early_prompt is not None or self.prompt.text.strip()
         if last is not None and last.role == "tool":  # a turn cut off between its tool calls and its reply
-            await self.chat.add_notice("warning", "the last turn stopped before the model's reply (xun quit or was "
-                                       "stopped during it): to go on from there, send its prompt again (Up brings it "
-                                       "back) or ask the model to continue")
+            await self.chat.add_notice(
+                "warning",
+                "the last turn stopped before the model's reply (xun quit or was "
+                "stopped during it): to go on from there, send its prompt again (Up brings it "
+                "back) or ask the model to continue",
+            )
         if draft and typed and len(draft) < PASTE_CHARS and draft.count("\n") < PASTE_LINES:
-            await self.chat.add_notice("info", f"what the prompt held when xun quit (not put back: you typed "
-                                       f"meanwhile): {draft}")
+            await self.chat.add_notice(
+                "info", f"what the prompt held when xun quit (not put back: you typed meanwhile): {draft}"
+            )
         elif draft:
             folded = self.prompt.put_back(draft)
             where = "after what you typed meanwhile" if typed else "in the input"
-            said = f"is back {where}, not sent" if folded is None else (
-                f"is back {where}, not sent, folded as {folded} (Enter sends all of it)")
+            said = (
+                f"is back {where}, not sent"
+                if folded is None
+                else (f"is back {where}, not sent, folded as {folded} (Enter sends all of it)")
+            )
             await self.chat.add_notice("info", f"what the prompt held when xun quit {said}")
         if draft or typed or not isinstance(last, UserMessage):
             return
         self._unanswered = last
         self.prompt.set_prompt(as_typed(last.text))
-        await self.chat.add_notice("info", "the last prompt was never answered; it is back in the input: Enter sends "
-                                   "it again (in place of the unanswered one), or /retry")
+        await self.chat.add_notice(
+            "info",
+            "the last prompt was never answered; it is back in the input: Enter sends "
+            "it again (in place of the unanswered one), or /retry",
+        )
 
     @work(group="window", exit_on_error=False)
     async def discover_window(self) -> None:
@@ -284,8 +303,11 @@ class SessionLifecycle:
         kinds: list[str] = []
         for record in conversation.compaction_log:
             before, after = record.get("tokens_before"), record.get("tokens_after")
-            if record.get("type") in ("tool_results_reclaimed", "summary_finished") and isinstance(before, int) \
-                    and isinstance(after, int):
+            if (
+                record.get("type") in ("tool_results_reclaimed", "summary_finished")
+                and isinstance(before, int)
+                and isinstance(after, int)
+            ):
                 points += [before, after]
                 kinds += ["call", "compaction"]
         if conversation.total_tokens is not None:
@@ -382,10 +404,14 @@ class SessionLifecycle:
                     store.unlock(new_id)
                 raise
         except SessionLocked as exc:  # the command-line advice (--fork, --read-only) is no use in here
-            self.notify(f"session {new_id} is open in another xun ({escape_control(exc.holder, keep_newlines=False) or 'its process is not named'}), which "
-                        "alone may save it; you stay in this session. Switch to it once that xun has ended, or "
-                        f"from a shell `xun --resume {new_id} --fork` continues a copy of it",
-                        severity="error", markup=False)
+            self.notify(
+                f"session {new_id} is open in another xun "
+                f"({escape_control(exc.holder, keep_newlines=False) or 'its process is not named'}), which "
+                "alone may save it; you stay in this session. Switch to it once that xun has ended, or "
+                f"from a shell `xun --resume {new_id} --fork` continues a copy of it",
+                severity="error",
+                markup=False,
+            )
             return
         except Exception as exc:  # noqa: BLE001 - unreadable file, bad id: say so and stay
             self.notify(f"could not open session {new_id}: {exc}", severity="error", markup=False)

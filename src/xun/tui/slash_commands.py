@@ -45,8 +45,11 @@ class SlashCommands:
             first, _, rest = argument.partition(" ")
             if name == "/compact" and first.lower() in ("toolcall", "preview") and rest.strip():
                 # never read the extra words as a summary's focus: say so, and keep the text
-                self.notify(f"/compact {first.lower()} takes nothing after it; a summary's focus may not start "
-                            f"with '{first}' (reword it)", severity="warning")
+                self.notify(
+                    f"/compact {first.lower()} takes nothing after it; a summary's focus may not start "
+                    f"with '{first}' (reword it)",
+                    severity="warning",
+                )
                 self.prompt.set_prompt(f"{name} {argument}")
             elif name == "/compact" and argument.lower() == "toolcall":
                 self.action_reclaim()
@@ -87,8 +90,11 @@ class SlashCommands:
         elif name == "/name":
             title = " ".join(argument.split())
             if not title:
-                self.notify(f"this session is called {self.conversation.session_title() or '(nothing yet)'}; "
-                            "/name TITLE names it", severity="warning")
+                self.notify(
+                    f"this session is called {self.conversation.session_title() or '(nothing yet)'}; "
+                    "/name TITLE names it",
+                    severity="warning",
+                )
                 return
             self.conversation.title = title[:80]
             await self.chat.add_notice("info", f"this session is now called {title[:80]!r}")
@@ -105,9 +111,12 @@ class SlashCommands:
         "off for this session" had no way back short of quitting)."""
         config = self.session.config
         if not mode:
-            await self.chat.add_notice("info", f"automatic summaries: {config.auto_compact.mode} (auto_compact.mode, "
-                                       f"{config.source_of('auto_compact.mode')}); /auto auto, ask or off changes it "
-                                       "for this session")
+            await self.chat.add_notice(
+                "info",
+                f"automatic summaries: {config.auto_compact.mode} (auto_compact.mode, "
+                f"{config.source_of('auto_compact.mode')}); /auto auto, ask or off changes it "
+                "for this session",
+            )
             return
         if mode not in ("auto", "ask", "off"):
             self.notify(f"/auto {mode}: give auto, ask or off", severity="warning")
@@ -118,16 +127,22 @@ class SlashCommands:
         policy = self.agent.compactor
         if mode != "off" and getattr(policy, "paused", False):
             policy.resume()  # the user's word: no need to wait out a pause after failures
-        what = {"auto": "run when the context passes the threshold", "ask": "are asked for first",
-                "off": f"are off ({self.key_of('compact')} still summarises)"}[mode]
-        await self.chat.add_notice("info", f"automatic summaries {what}, for this session (auto_compact.mode = {mode!r})")
+        what = {
+            "auto": "run when the context passes the threshold",
+            "ask": "are asked for first",
+            "off": f"are off ({self.key_of('compact')} still summarises)",
+        }[mode]
+        await self.chat.add_notice(
+            "info", f"automatic summaries {what}, for this session (auto_compact.mode = {mode!r})"
+        )
 
     async def send_prompt(self, text: str) -> None:
         if self.busy is not None or (self.queued_prompts and not self._queue_waits):  # typed ahead: it waits its turn
             lines = len(text.splitlines())  # a queued paste shows as one line, never in full
             shown = one_line(text, 200) + (f" ({lines:,} lines)" if lines > 1 else "")
             notice = await self.chat.add_notice(
-                "info", f"queued: {shown} (goes out when the turn is over; Esc takes the queued prompts back)")
+                "info", f"queued: {shown} (goes out when the turn is over; Esc takes the queued prompts back)"
+            )
             self.queued_prompts.append((text, notice))
             return
         unanswered, self._unanswered = self._unanswered, None
@@ -180,14 +195,20 @@ class SlashCommands:
             source = f"{config.auto_compact.threshold_ratio:g} of the window"
         archive = c.compacted_toolcalls
         estimate = self.agent.request_tokens()
-        reported = f"reported {tokens(c.total_tokens)} (last model call)" if c.total_tokens is not None else NO_SERVER_COUNT
+        reported = (
+            f"reported {tokens(c.total_tokens)} (last model call)" if c.total_tokens is not None else NO_SERVER_COUNT
+        )
         lines = [
             f"{reported} · estimate {tokens(estimate)} now (the next request)",
-            (f"threshold {tokens(threshold)} ({source}) · {window.describe()}"
-             f" · {percent(estimate, threshold)}% of the threshold"),
-            (f"{counted(len(c.messages), 'message')} · {counted(len(archive), 'reclaimed result')} · "
-             f"{counted(self._summaries_in_context(), 'summary', 'summaries')}"
-             f" · {c.tokens_per_char:.3f} tokens per char"),
+            (
+                f"threshold {tokens(threshold)} ({source}) · {window.describe()}"
+                f" · {percent(estimate, threshold)}% of the threshold"
+            ),
+            (
+                f"{counted(len(c.messages), 'message')} · {counted(len(archive), 'reclaimed result')} · "
+                f"{counted(self._summaries_in_context(), 'summary', 'summaries')}"
+                f" · {c.tokens_per_char:.3f} tokens per char"
+            ),
             usage_totals_line(c.usage_totals, self.agent.session_cost()),
         ]
         await self.chat.add_notice("info", "\n  ".join(lines))
@@ -218,9 +239,11 @@ class SlashCommands:
         if ran and self._drop_warned != state:  # what they did stays: say so before the record of it goes
             self._drop_warned = state
             await self.chat.add_notice(
-                "warning", f"{command} drops {what}, and in it {counted(len(ran), 'tool call')} that may have "
+                "warning",
+                f"{command} drops {what}, and in it {counted(len(ran), 'tool call')} that may have "
                 f"changed things: {'; '.join(ran)}. What they did stays (files written, commands run), and the "
-                f"new reply will not know of it. {command} again to drop it anyway.")
+                f"new reply will not know of it. {command} again to drop it anyway.",
+            )
             return True
         self._drop_warned = None
         return False
@@ -241,7 +264,9 @@ class SlashCommands:
             elif type(message) is RawOpenAIMessage and message.role == "assistant":
                 for call in reversed(message.raw.get("tool_calls") or ()):
                     function = call.get("function") or {}
-                    calls.append((str(call.get("id", "")), str(function.get("name", "")), str(function.get("arguments", ""))))
+                    calls.append(
+                        (str(call.get("id", "")), str(function.get("name", "")), str(function.get("arguments", "")))
+                    )
         acted = []
         for call_id, name, arguments in reversed(calls):
             tool, result = self.agent.toolbox.get(name), results.get(call_id, "")
@@ -268,8 +293,11 @@ class SlashCommands:
         self._refresh_gauge()
         offload_path, warning = self.conversation.offload_taken_back(popped)
         where = f"the offload log {self.shown_path(offload_path)}" if offload_path else "the session file"
-        await self.chat.add_notice("warning" if warning else "info", warning or f"/revise took the last prompt and its "
-                                   f"reply out of the context; they are in {where} (F9 finds them)")
+        await self.chat.add_notice(
+            "warning" if warning else "info",
+            warning
+            or f"/revise took the last prompt and its reply out of the context; they are in {where} (F9 finds them)",
+        )
         old = getattr(popped[0], "text", "")
         if text.strip():
             await self.send_prompt(text.strip())
@@ -293,7 +321,10 @@ class SlashCommands:
         if not count:
             gone = ""
         elif offload_path:
-            gone = f"; the {count} messages it took out are in the offload log {self.shown_path(offload_path)} ({self.key_of('recall')} finds them)"
+            gone = (
+                f"; the {count} messages it took out are in the offload log {self.shown_path(offload_path)} "
+                f"({self.key_of('recall')} finds them)"
+            )
         else:
             gone = f"; the {count} messages it took out are kept in the session file"
         await self.chat.add_notice("info", f"cleared: a fresh start in this session (the compaction log stays){gone}")

@@ -101,7 +101,7 @@ class TerminalInputParser(XTermParser):
         held, self._after_paste = self._after_paste, None
         start, end = held.rfind(PASTE_START), held.rfind(PASTE_END)
         if start > end:  # a paste began there and has not ended: it is held on until its end marker
-            held, self._pasting = held[:start], held[start + len(PASTE_START):]
+            held, self._pasting = held[:start], held[start + len(PASTE_START) :]
         text = pasted_text(held)
         if text:
             yield from super().feed(PASTE_START + text + PASTE_END)
@@ -112,8 +112,12 @@ class TerminalInputParser(XTermParser):
         if sequence == "\x1b\r":  # Alt+Enter, what terminals that cannot send Shift+Enter are set to send:
             yield events.Key("alt+enter", None)  # a new line, not Enter (it sent half-written prompts)
             return
-        if (len(sequence) == 2 and sequence[0] == "\x1b" and sequence[1] not in SEQUENCE_STARTS
-                and sequence[1].isprintable()):
+        if (
+            len(sequence) == 2
+            and sequence[0] == "\x1b"
+            and sequence[1] not in SEQUENCE_STARTS
+            and sequence[1].isprintable()
+        ):
             yield events.Key("escape", "\x1b")
             yield from super()._sequence_to_key_events(sequence[1])
             return
@@ -131,7 +135,7 @@ class TerminalInputParser(XTermParser):
                 start = seen.find(PASTE_START)
                 if start < 0:
                     out.append(data)
-                    self._tail = seen[-(len(PASTE_START) - 1):]
+                    self._tail = seen[-(len(PASTE_START) - 1) :]
                     break
                 begins = start + len(PASTE_START) - len(self._tail)  # where the paste's text starts in data
                 out.append(data[:begins])
@@ -143,7 +147,7 @@ class TerminalInputParser(XTermParser):
                     self._pasting = held
                     break
                 out.append(pasted_text(held[:end]) + PASTE_END)
-                data, self._pasting, self._after_paste = held[end + len(PASTE_END):], None, ""
+                data, self._pasting, self._after_paste = held[end + len(PASTE_END) :], None, ""
         return "".join(out)
 
 

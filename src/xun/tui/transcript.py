@@ -118,8 +118,9 @@ def transcript(conversation: Conversation) -> Transcript:
         for event in conversation.summarizations:
             if event.file_path:
                 result.items.append(next(offloads))
-            result.items.append(SummaryItem(event.condensed_count, event.kept_count, event.file_path,
-                                            event.summary_message, event.time))
+            result.items.append(
+                SummaryItem(event.condensed_count, event.kept_count, event.file_path, event.summary_message, event.time)
+            )
         if not conversation.summarizations:
             result.items.append(SummaryItem(0, 0, None, first.content))
     tail = message_items(messages)
@@ -143,8 +144,17 @@ def offloaded_of(conversation: Conversation) -> list[OffloadedItem]:
         if event.file_path:
             repeat = seen.get(event.offload_when, 0)
             seen[event.offload_when] = repeat + 1
-            items.append(OffloadedItem(str(event.file_path), event.offload_when, len(items),
-                                       conversation.conversation_id, event.condensed_count, repeat, carried))
+            items.append(
+                OffloadedItem(
+                    str(event.file_path),
+                    event.offload_when,
+                    len(items),
+                    conversation.conversation_id,
+                    event.condensed_count,
+                    repeat,
+                    carried,
+                )
+            )
         carried = event.carried
     return items
 
@@ -180,10 +190,17 @@ def message_items(messages: Sequence[Message], first_index: int = 0) -> list[Ite
                 function = call.get("function") or {}
                 output = results.get(call_id)
                 reclaimed = output is not None and output.startswith(PLACEHOLDER_HEAD)
-                append(ToolItem(
-                    call_id, str(function.get("name", "")), str(function.get("arguments", "")), output,
-                    None if reclaimed or output is None else len(output), reclaimed, index,
-                ))
+                append(
+                    ToolItem(
+                        call_id,
+                        str(function.get("name", "")),
+                        str(function.get("arguments", "")),
+                        output,
+                        None if reclaimed or output is None else len(output),
+                        reclaimed,
+                        index,
+                    )
+                )
         elif isinstance(message, UserMessage):
             append(UserItem(message.text, index))
     return items
@@ -199,7 +216,9 @@ def _sections(path: str) -> list[OffloadSection]:
     key = (stat.st_size, stat.st_mtime_ns)
     cached = _sections_cache.get(path)
     if cached is None or cached[0] != key:
-        from xun.context.offload import read_offload_log  # only when summarised turns are shown: not before the first frame
+        from xun.context.offload import (
+            read_offload_log,
+        )  # only when summarised turns are shown: not before the first frame
 
         cached = (key, read_offload_log(path))
         _sections_cache[path] = cached
@@ -265,8 +284,9 @@ def offloaded_items(item: OffloadedItem, workdir: str | os.PathLike[str] | None 
             if at is not None:
                 call = items[at]
                 assert isinstance(call, ToolItem)
-                items[at] = ToolItem(call.call_id, call.name, call.arguments, entry.text, len(entry.text),
-                                     summarised=True)
+                items[at] = ToolItem(
+                    call.call_id, call.name, call.arguments, entry.text, len(entry.text), summarised=True
+                )
     if reasoning:
         items.append(AssistantItem("", reasoning, summarised=True))
     return items

@@ -77,8 +77,9 @@ async def test_confinement_is_checked_before_asking(toolbox, make_context, plant
         asked.append(request)
         raise AssertionError("must not be asked")
 
-    outcome = await call(toolbox, make_context(auto_confirm=False, confirm=confirm), "write_file",
-                         path="dir_link/x.txt", content="x")
+    outcome = await call(
+        toolbox, make_context(auto_confirm=False, confirm=confirm), "write_file", path="dir_link/x.txt", content="x"
+    )
     assert outcome.is_error and "outside the workspace" in outcome.text and asked == []
 
 

@@ -46,7 +46,9 @@ async def test_read_file_stops_at_the_output_budget_and_says_where_to_continue(t
     header = outcome.text.splitlines()[0]
     shown = len(outcome.text.splitlines()) - 1
     remaining = 1000 - shown
-    assert header == f"[big.txt: lines 1-{shown} of 1000; {remaining} more lines remaining, continue with offset={shown}]"
+    assert (
+        header == f"[big.txt: lines 1-{shown} of 1000; {remaining} more lines remaining, continue with offset={shown}]"
+    )
     assert 30 < shown < 60 and outcome.truncated_chars == 0 and len(outcome.text) <= 5_000
 
 
@@ -249,12 +251,19 @@ async def test_extract_compacted_tool_result_reads_a_calls_reclaimed_arguments(t
     c.add_user_message("write two files")
     for i in range(2):
         arguments = json.dumps({"path": f"f{i}.txt", "content": f"content {i} " * 100})
-        c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{i}", "type": "function", "function": {"name": "write_file", "arguments": arguments}}]})
+        c.add_agent_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{i}", "type": "function", "function": {"name": "write_file", "arguments": arguments}}
+                ],
+            }
+        )
         c.add_tool_result(f"call_{i}", "written")
     c.compact_toolcall(keep_max=1)
     shown = json.loads(c.messages[1].raw["tool_calls"][0]["function"]["arguments"])["content"]
-    wanted = shown[shown.index("[Compacted, ID: ") + len("[Compacted, ID: "):].split(". ")[0]  # as a model reads it
+    wanted = shown[shown.index("[Compacted, ID: ") + len("[Compacted, ID: ") :].split(". ")[0]  # as a model reads it
     found = await call(toolbox, make_context(conversation=c), "extract_compacted_tool_result", toolcall_id=wanted)
     assert wanted == "call_0:arguments" and not found.is_error
     assert json.loads(found.text) == {"path": "f0.txt", "content": "content 0 " * 100}
@@ -264,7 +273,11 @@ async def test_extract_compacted_tool_result_reads_a_calls_reclaimed_arguments(t
 async def test_read_only_tools_never_ask(toolbox, make_context, workspace, name):
     (workspace / "f.txt").write_text("x\n")
     confirmer = Confirmer()
-    args = {"read_file": {"path": "f.txt"}, "list_directory": {}, "search_text": {"pattern": "x"},
-            "extract_compacted_tool_result": {"toolcall_id": "a"}}[name]
+    args = {
+        "read_file": {"path": "f.txt"},
+        "list_directory": {},
+        "search_text": {"pattern": "x"},
+        "extract_compacted_tool_result": {"toolcall_id": "a"},
+    }[name]
     await call(toolbox, make_context(auto_confirm=False, confirm=confirmer), name, **args)
     assert confirmer.requests == []

@@ -239,9 +239,21 @@ async def test_sync_tools_do_not_block_the_event_loop(make_context):
         ("add", "{}", "[Error] invalid arguments for add: missing required argument 'a'. Usage: add(a, b=2)"),
         ("add", '{"a": "ten"}', "[Error] invalid arguments for add: argument 'a': Input should be a valid integer"),
         ("add", '{"a": 1, "c": 3}', "[Error] invalid arguments for add: unexpected argument 'c'"),
-        ("shout", '{"text": ""}', "[Error] invalid arguments for shout: argument 'text': String should have at least 1"),
-        ("describe", '{"point": {"x": 1}}', "[Error] invalid arguments for describe: missing required argument 'point.y'"),
-        ("describe", '{"point": {"x": 1, "y": 1}, "unit": "m"}', "[Error] invalid arguments for describe: argument 'unit'"),
+        (
+            "shout",
+            '{"text": ""}',
+            "[Error] invalid arguments for shout: argument 'text': String should have at least 1",
+        ),
+        (
+            "describe",
+            '{"point": {"x": 1}}',
+            "[Error] invalid arguments for describe: missing required argument 'point.y'",
+        ),
+        (
+            "describe",
+            '{"point": {"x": 1, "y": 1}, "unit": "m"}',
+            "[Error] invalid arguments for describe: argument 'unit'",
+        ),
         ("add", '{"a": ' + "9" * 5000 + "}", "[Error] the arguments for add could not be read as JSON (Exceeds"),
         ("add", "[" * 100_000 + "]" * 100_000, "[Error] the arguments for add could not be read as JSON (nested"),
         ("add", 5, "[Error] the arguments for add must be a JSON object, got int"),
@@ -303,7 +315,7 @@ def test_cap_text_keeps_head_and_tail_and_counts_the_cut():
     assert capped.startswith("line 0\n") and capped.endswith("line 9999\n")
     assert f"{cut:,} characters cut" in capped
     assert len(capped) <= 2_000
-    kept = capped.replace(capped[capped.index("\n\n[..."): capped.index("...]\n\n") + 6], "")
+    kept = capped.replace(capped[capped.index("\n\n[...") : capped.index("...]\n\n") + 6], "")
     assert len(kept) + cut == len(text)
     assert cap_text("short", 10) == ("short", 0)
 

@@ -6,8 +6,8 @@ The browser test starts `xun serve --offline --port <free port>` as a subprocess
 context gauge pane (its border title) and the header's offline badge must be there. It types a prompt
 into the page and waits for the offline model's reply on the screen. Then it stops the server with
 SIGINT, as Ctrl+C would, while the page is still open: the server must ask the app to quit (the app
-saves the session, prompt included), exit 0, and the page must show textual-serve's "Session ended". Every process the test started (the
-server, the app, node, Chromium) is gone at the end, or killed and reported.
+saves the session, prompt included), exit 0, and the page must show textual-serve's "Session ended". Every process the
+test started (the server, the app, node, Chromium) is gone at the end, or killed and reported.
 
 It skips only when Chromium or Node and npm are missing and cannot be installed (apt-get, as root), or
 when npm cannot install playwright-core, and says which.
@@ -54,8 +54,13 @@ def _apt_install(*packages: str) -> str | None:
         return "not root, or no apt-get"
     for command in (["apt-get", "update"], ["apt-get", "install", "-y", *packages]):
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=600,
-                                  env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"`{' '.join(command)}` failed: {exc}"
         if done.returncode != 0:
@@ -67,8 +72,10 @@ def _chromium() -> str:
     if not os.access(CHROMIUM, os.X_OK):
         problem = _apt_install("chromium")
         if not os.access(CHROMIUM, os.X_OK):
-            pytest.skip(f"SKIPPED: Chromium is not installed ({CHROMIUM}) and cannot be installed: {problem}; "
-                        "the browser test of `xun serve` did not run")
+            pytest.skip(
+                f"SKIPPED: Chromium is not installed ({CHROMIUM}) and cannot be installed: {problem}; "
+                "the browser test of `xun serve` did not run"
+            )
     return CHROMIUM
 
 
@@ -77,18 +84,23 @@ def _playwright() -> str:
     if shutil.which("node") is None or shutil.which("npm") is None:
         problem = _apt_install("nodejs", "npm")
         if shutil.which("node") is None or shutil.which("npm") is None:
-            pytest.skip(f"SKIPPED: Node.js and npm are not installed and cannot be installed: {problem}; "
-                        "the browser test of `xun serve` did not run")
+            pytest.skip(
+                f"SKIPPED: Node.js and npm are not installed and cannot be installed: {problem}; "
+                "the browser test of `xun serve` did not run"
+            )
     installed = HERE / "node_modules" / "playwright-core" / "package.json"
     if not installed.is_file() or json.loads(installed.read_text()).get("version") != PLAYWRIGHT_VERSION:
         try:
-            done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HERE, capture_output=True,
-                                  text=True, timeout=180)
+            done = subprocess.run(
+                ["npm", "ci", "--no-audit", "--no-fund"], cwd=HERE, capture_output=True, text=True, timeout=180
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             pytest.skip(f"SKIPPED: npm cannot install playwright-core {PLAYWRIGHT_VERSION}: {exc}")
         if done.returncode != 0:
-            pytest.skip(f"SKIPPED: npm cannot install playwright-core {PLAYWRIGHT_VERSION} "
-                        f"(npm ci exited {done.returncode}): {done.stderr.strip()[-400:]}")
+            pytest.skip(
+                f"SKIPPED: npm cannot install playwright-core {PLAYWRIGHT_VERSION} "
+                f"(npm ci exited {done.returncode}): {done.stderr.strip()[-400:]}"
+            )
     return shutil.which("node") or "node"
 
 
@@ -201,9 +213,16 @@ def test_the_app_works_in_headless_chromium_and_ctrl_c_stops_it(tmp_path: Path, 
     server_out: list[str] = []
     page_out: list[str] = []
     try:
-        server = subprocess.Popen([sys.executable, "-m", "xun", "serve", "--offline", "--port", str(port)],
-                                  cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "xun", "serve", "--offline", "--port", str(port)],
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         _lines(server.stdout, out)
         server_err = _Collected(server.stderr)
         ready = _wait_for(out, server_out, lambda line: "serving the app at" in line, left(20))
@@ -211,9 +230,16 @@ def test_the_app_works_in_headless_chromium_and_ctrl_c_stops_it(tmp_path: Path, 
         assert url + "/?token=" in ready and "Ctrl+C" in ready
         secret_url = ready.split("serving the app at ", 1)[1].split()[0]  # the page needs the token
 
-        browser = subprocess.Popen([node, str(SCRIPT), secret_url, str(user_data), str(shot), GAUGE_TITLE, OFFLINE_BADGE],
-                                   cwd=HERE, env={**env, "XUN_CHROMIUM": chromium}, stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        browser = subprocess.Popen(
+            [node, str(SCRIPT), secret_url, str(user_data), str(shot), GAUGE_TITLE, OFFLINE_BADGE],
+            cwd=HERE,
+            env={**env, "XUN_CHROMIUM": chromium},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         _lines(browser.stdout, page)
         browser_err = _Collected(browser.stderr)
         line = _wait_for(page, page_out, lambda line: line.startswith("{"), left(45))
@@ -226,7 +252,9 @@ def test_the_app_works_in_headless_chromium_and_ctrl_c_stops_it(tmp_path: Path, 
         assert "/" in screen["lines"][gauge_row + 1] and "%" in screen["lines"][gauge_row + 1], text  # "0 / 192k (0%)"
         assert OFFLINE_BADGE in screen["lines"][0], text  # the header's badge
         assert shot.stat().st_size > 10_000
-        apps = {pid: cmd for pid, cmd in _processes_mentioning(f"--workdir={workdir}").items() if "--app-process" in cmd}
+        apps = {
+            pid: cmd for pid, cmd in _processes_mentioning(f"--workdir={workdir}").items() if "--app-process" in cmd
+        }
         assert len(apps) == 1, apps  # one app for the one tab, started with the global options
         assert "--offline" in next(iter(apps.values()))
         seen_at = time.monotonic() - started
@@ -252,8 +280,10 @@ def test_the_app_works_in_headless_chromium_and_ctrl_c_stops_it(tmp_path: Path, 
         line = _wait_for(page, page_out, lambda line: line.startswith("{"), left(20))
         assert line is not None and json.loads(line)["closed"], page_out
         assert browser.wait(timeout=left(15)) == 0, browser_err.text(wait=5)
-        print(f"page read {seen_at:.1f} s after the start, reply {replied_at:.1f} s, server stopped {stopped_at:.1f} s, "
-              f"all done after {time.monotonic() - started:.1f} s")
+        print(
+            f"page read {seen_at:.1f} s after the start, reply {replied_at:.1f} s, server stopped {stopped_at:.1f} s, "
+            f"all done after {time.monotonic() - started:.1f} s"
+        )
     finally:
         _kill(browser)
         _kill(server)
@@ -287,8 +317,14 @@ class _Recorder(ThreadingHTTPServer):
         class Handler(BaseHTTPRequestHandler):
             def _record(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                recorder.requests.append({"method": self.command, "path": self.path, "headers": self.headers.items(),
-                                          "body": self.rfile.read(length).decode("utf-8", "replace")})
+                recorder.requests.append(
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "headers": self.headers.items(),
+                        "body": self.rfile.read(length).decode("utf-8", "replace"),
+                    }
+                )
                 page = RECORDER_PAGE if self.path == "/" else b"ok"
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html" if self.path == "/" else "text/plain")
@@ -345,9 +381,16 @@ def test_the_token_stays_with_its_port_in_headless_chromium(tmp_path: Path, work
     server_out: list[str] = []
     page_out: list[str] = []
     try:
-        server = subprocess.Popen([sys.executable, "-m", "xun", "serve", "--offline", "--port", str(port)],
-                                  cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "xun", "serve", "--offline", "--port", str(port)],
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         _lines(server.stdout, out)
         server_err = _Collected(server.stderr)
         ready = _wait_for(out, server_out, lambda line: "serving the app at" in line, left(20))
@@ -356,9 +399,16 @@ def test_the_token_stays_with_its_port_in_headless_chromium(tmp_path: Path, work
         token = secret_url.split("?token=", 1)[1]
         bare_url = f"http://127.0.0.1:{port}/"
 
-        browser = subprocess.Popen([node, str(SCRIPT), secret_url, str(user_data), str(shot), GAUGE_TITLE, OFFLINE_BADGE],
-                                   cwd=HERE, env={**env, "XUN_CHROMIUM": chromium}, stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        browser = subprocess.Popen(
+            [node, str(SCRIPT), secret_url, str(user_data), str(shot), GAUGE_TITLE, OFFLINE_BADGE],
+            cwd=HERE,
+            env={**env, "XUN_CHROMIUM": chromium},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         _lines(browser.stdout, page)
         browser_err = _Collected(browser.stderr)
         line = _wait_for(page, page_out, lambda line: line.startswith("{"), left(45))
@@ -423,10 +473,21 @@ def test_a_host_other_machines_can_reach_needs_public(capsys):
         assert len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize(("host", "loopback"), [
-    ("127.0.0.1", True), ("127.3.4.5", True), ("::1", True), ("[::1]", True), ("localhost", True),
-    ("0.0.0.0", False), ("", False), ("::", False), ("192.0.2.7", False), ("example.invalid", False),
-])
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.3.4.5", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("", False),
+        ("::", False),
+        ("192.0.2.7", False),
+        ("example.invalid", False),
+    ],
+)
 def test_loopback_hosts(host, loopback):
     assert serve.is_loopback(host) is loopback
 
@@ -440,16 +501,40 @@ def test_each_tab_runs_this_python_with_the_global_options(tmp_path: Path, monke
     from xun.cli.main import _merge_global_options, _prepare_argv, build_parser
 
     monkeypatch.chdir(tmp_path)
-    argv = ["--offline", "--set", "a.b=1", "serve", "--model=-odd", "--base-url", "http://x/v1",
-            "--set", "c=2", "--workdir", str(tmp_path), "--debug"]
+    argv = [
+        "--offline",
+        "--set",
+        "a.b=1",
+        "serve",
+        "--model=-odd",
+        "--base-url",
+        "http://x/v1",
+        "--set",
+        "c=2",
+        "--workdir",
+        str(tmp_path),
+        "--debug",
+    ]
     args = _merge_global_options(build_parser().parse_args(_prepare_argv(argv)))
     command = serve.app_command(args)
     assert command[:5] == [sys.executable, "-m", "xun", "serve", "--app-process"]
-    assert set(command[5:]) == {"--offline", "--base-url=http://x/v1", "--model=-odd", "--set=a.b=1", "--set=c=2",
-                                f"--workdir={tmp_path.resolve()}", "--debug"}
+    assert set(command[5:]) == {
+        "--offline",
+        "--base-url=http://x/v1",
+        "--model=-odd",
+        "--set=a.b=1",
+        "--set=c=2",
+        f"--workdir={tmp_path.resolve()}",
+        "--debug",
+    }
     parsed = _merge_global_options(build_parser().parse_args(command[3:]))  # the tab's process parses it back
-    assert (parsed.command, parsed.app_process, parsed.offline, parsed.model, parsed.base_url) == \
-        ("serve", True, True, "-odd", "http://x/v1")
+    assert (parsed.command, parsed.app_process, parsed.offline, parsed.model, parsed.base_url) == (
+        "serve",
+        True,
+        True,
+        "-odd",
+        "http://x/v1",
+    )
     assert parsed.overrides == ["a.b=1", "c=2"] and parsed.workdir == str(tmp_path.resolve())
 
 
@@ -474,8 +559,14 @@ def test_a_busy_port_is_one_line(workspace):
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "xun", "serve", "--offline", "--port", str(port)], cwd=workdir,
-                              env=env, capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            [sys.executable, "-m", "xun", "serve", "--offline", "--port", str(port)],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     assert done.returncode == 1, done
     assert done.stderr.strip().splitlines()[-1].startswith(f"xun: cannot listen on 127.0.0.1:{port}: "), done.stderr
     assert "Traceback" not in done.stderr
@@ -489,14 +580,22 @@ def test_the_app_process_is_only_for_the_server(capsys, monkeypatch):
 
 def test_serve_is_not_imported_by_version(workspace):
     workdir, env = workspace
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "xun", "--version"], cwd=workdir, env=env,
-                          capture_output=True, text=True, timeout=20)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "xun", "--version"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert imported & {"textual_serve", "aiohttp", "jinja2", "xun.cli.commands.serve"} == set()
 
 
 def test_the_serve_module_imports_textual_serve_only_when_serving():
-    code = ("import sys, xun.cli.commands.serve; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual_serve', 'aiohttp')))")
+    code = (
+        "import sys, xun.cli.commands.serve; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual_serve', 'aiohttp')))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done

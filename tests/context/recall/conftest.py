@@ -42,12 +42,18 @@ TRICKY_TEXTS = [
 ]
 
 
-def tool_call(c: Conversation, call_id: str, name: str, arguments: dict, result: str, content: str | None = None) -> None:
-    c.add_agent_message({
-        "role": "assistant",
-        "content": content,
-        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
-    })
+def tool_call(
+    c: Conversation, call_id: str, name: str, arguments: dict, result: str, content: str | None = None
+) -> None:
+    c.add_agent_message(
+        {
+            "role": "assistant",
+            "content": content,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+            ],
+        }
+    )
     c.add_tool_result(call_id, result)
 
 
@@ -58,9 +64,13 @@ def busy_session(c: Conversation, tag: str, rounds: int = 12) -> Conversation:
     for i in range(rounds):
         tricky = TRICKY_TEXTS[i % len(TRICKY_TEXTS)]
         c.add_user_message(f"{tag} question {i}: {tricky}")
-        c.add_agent_message({"role": "assistant", "content": f"{tag} thinking about {i}", "reasoning_content": f"{tag} reason {i}"})
+        c.add_agent_message(
+            {"role": "assistant", "content": f"{tag} thinking about {i}", "reasoning_content": f"{tag} reason {i}"}
+        )
         result = f"{tag} result {i} marker{tag}{i}\n" + ("payload line\n" * 40) + tricky
-        tool_call(c, f"call_{tag}_{i}", "read_file", {"path": f"src/{tag}_{i}.py"}, result, content=f"{tag} reading {i}")
+        tool_call(
+            c, f"call_{tag}_{i}", "read_file", {"path": f"src/{tag}_{i}.py"}, result, content=f"{tag} reading {i}"
+        )
         c.add_agent_message({"role": "assistant", "content": f"{tag} answer {i}: {tricky}"})
     return c
 
@@ -71,7 +81,8 @@ def all_rows(index: HistoryIndex) -> list[tuple]:
 
     with sqlite3.connect(index.path) as db:
         rows = db.execute(
-            "SELECT key, source, session, time, role, speaker, tool, tool_call_id, arguments, detail, position, text FROM entries"
+            "SELECT key, source, session, time, role, speaker, tool, tool_call_id, arguments, detail, position, text "
+            "FROM entries"
         ).fetchall()
     db.close()
     return sorted(rows)

@@ -10,9 +10,22 @@ from .conftest import all_rows
 
 def write_round(c, i: int, word: str) -> None:
     content = f"file {i} about the {word} module\n" + "body line\n" * 300
-    c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [
-        {"id": f"call_w{i}", "type": "function",
-         "function": {"name": "write_file", "arguments": json.dumps({"path": f"src/w{i}.py", "content": content})}}]})
+    c.add_agent_message(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_w{i}",
+                    "type": "function",
+                    "function": {
+                        "name": "write_file",
+                        "arguments": json.dumps({"path": f"src/w{i}.py", "content": content}),
+                    },
+                }
+            ],
+        }
+    )
     c.add_tool_result(f"call_w{i}", f"wrote src/w{i}.py")
 
 
@@ -30,8 +43,9 @@ def test_reclaimed_arguments_are_found_by_their_words_and_restorable_by_their_id
     result = c.compact_toolcall(keep_max=1)
     assert result.arguments_count == 3 and c.history_warnings == []
     hits = store.history.search("narwhal")
-    assert [(h.source, h.role, h.tool, h.tool_call_id) for h in hits] == [("reclaimed", "tool_call", "write_file",
-                                                                           "call_w1:arguments")]
+    assert [(h.source, h.role, h.tool, h.tool_call_id) for h in hits] == [
+        ("reclaimed", "tool_call", "write_file", "call_w1:arguments")
+    ]
     entry = store.history.entry(hits[0].id)
     assert entry.text == c.compacted_toolcall_result("call_w1:arguments") and entry.speaker == "AI tool call"
     assert entry.arguments == ""  # the text is the arguments themselves
@@ -50,7 +64,9 @@ def test_arguments_reclaimed_then_summarised_are_one_match_and_rebuilt_the_same(
     assert c.compact(lambda messages: "modules written", keep_recent=2).compacted
     rows = [r for r in all_rows(store.history) if "quokka" in r[11]]
     assert sorted((r[1], r[4], r[9]) for r in rows) == [
-        ("offload", "tool_call", "write_file, id call_w0, reclaimed earlier"), ("reclaimed", "tool_call", "")]
+        ("offload", "tool_call", "write_file, id call_w0, reclaimed earlier"),
+        ("reclaimed", "tool_call", ""),
+    ]
     assert rows[0][11] == rows[1][11]  # the log holds the original arguments, not the placeholder
     hits = store.history.search("quokka")
     assert [(h.source, h.tool_call_id) for h in hits] == [("reclaimed", "call_w0:arguments")]

@@ -68,7 +68,9 @@ def test_roles_tools_and_reclaimed_originals_in_offloaded_rows(store):
     call = next(r for r in by_role["tool_call"] if r[7] == "call_r_0")
     assert call[6] == "read_file" and '"src/r_0.py"' in call[11]
     result = next(r for r in by_role["tool"] if r[7] == "call_r_0")
-    assert "reclaimed earlier" in result[9] and result[11].startswith("r result 0 markerr0")  # the original, not the placeholder
+    assert "reclaimed earlier" in result[9] and result[11].startswith(
+        "r result 0 markerr0"
+    )  # the original, not the placeholder
 
 
 def test_reclaimed_results_are_findable_at_once(store):
@@ -76,7 +78,9 @@ def test_reclaimed_results_are_findable_at_once(store):
     result = c.compact_toolcall(keep_max=2)
     assert result.reclaimed_count == 6 and c.history_warnings == []
     hits = store.history.search("markert3")
-    assert [(h.source, h.tool_call_id, h.tool, h.session) for h in hits] == [("reclaimed", "call_t_3", "read_file", c.conversation_id)]
+    assert [(h.source, h.tool_call_id, h.tool, h.session) for h in hits] == [
+        ("reclaimed", "call_t_3", "read_file", c.conversation_id)
+    ]
     assert store.history.entry(hits[0].id).text == c.compacted_toolcall_result("call_t_3")
     assert '"src/t_3.py"' in store.history.entry(hits[0].id).arguments
 
@@ -192,7 +196,10 @@ def test_a_result_reclaimed_then_summarised_is_one_match(store):
     c.compact_toolcall(keep_max=0)
     c.compact(lambda messages: "S", keep_recent=1)
     rows = [r for r in all_rows(store.history) if r[7] == "call_d_2" and r[4] == "tool"]
-    assert sorted((r[1], r[9]) for r in rows) == [("offload", "read_file, id call_d_2, reclaimed earlier"), ("reclaimed", "")]
+    assert sorted((r[1], r[9]) for r in rows) == [
+        ("offload", "read_file, id call_d_2, reclaimed earlier"),
+        ("reclaimed", ""),
+    ]
     assert rows[0][11] == rows[1][11]
     hits = store.history.search("markerd2")
     assert [(h.source, h.tool_call_id) for h in hits] == [("reclaimed", "call_d_2")]

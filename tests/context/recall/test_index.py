@@ -19,8 +19,12 @@ from xun.context.recall import HistoryIndex, fts_query
 from xun.context.reclaimed import ReclaimedToolResult
 
 
-def reclaim(index: HistoryIndex, session: str, call_id: str, text: str, tool: str = "read_file", at: float = 1_700_000_000.0):
-    warning = index.index_reclaimed(session, [(ReclaimedToolResult(call_id, tool, '{"path": "a.py"}', len(text), at), text)])
+def reclaim(
+    index: HistoryIndex, session: str, call_id: str, text: str, tool: str = "read_file", at: float = 1_700_000_000.0
+):
+    warning = index.index_reclaimed(
+        session, [(ReclaimedToolResult(call_id, tool, '{"path": "a.py"}', len(text), at), text)]
+    )
     assert warning is None
 
 
@@ -37,7 +41,7 @@ def test_the_database_lives_under_xun_home(workdir, tmp_path, monkeypatch):
 
 
 def test_search_finds_words_and_entry_gives_the_exact_text(index):
-    text = "Traceback (most recent call last):\n  File \"app.py\", line 3\nValueError: bad threshold 0.85\r\n"
+    text = 'Traceback (most recent call last):\n  File "app.py", line 3\nValueError: bad threshold 0.85\r\n'
     reclaim(index, "s1", "call_1", text)
     reclaim(index, "s1", "call_2", "nothing relevant here")
     hits = index.search("threshold")
@@ -83,9 +87,45 @@ def test_diacritics_and_case_fold(index):
 
 
 TRICKY_QUERIES = [
-    "foo-bar", '"', '""', '"""', "*", "**", "AND(", "AND", "OR", "NOT", "NEAR(a b", "NEAR(", "col:foo", "text:foo",
-    "^foo", "foo^", "-", "--x", "(", ")", "()", "{}", "[x]", "a AND OR b", "'", "\\", "\x00", "foo\x00bar", "\ud800",
-    "💥", "   ", "", "a" * 5000, " ".join(["w"] * 500), "+", "foo*bar", "'; DROP TABLE entries; --", "%", "_",
+    "foo-bar",
+    '"',
+    '""',
+    '"""',
+    "*",
+    "**",
+    "AND(",
+    "AND",
+    "OR",
+    "NOT",
+    "NEAR(a b",
+    "NEAR(",
+    "col:foo",
+    "text:foo",
+    "^foo",
+    "foo^",
+    "-",
+    "--x",
+    "(",
+    ")",
+    "()",
+    "{}",
+    "[x]",
+    "a AND OR b",
+    "'",
+    "\\",
+    "\x00",
+    "foo\x00bar",
+    "\ud800",
+    "💥",
+    "   ",
+    "",
+    "a" * 5000,
+    " ".join(["w"] * 500),
+    "+",
+    "foo*bar",
+    "'; DROP TABLE entries; --",
+    "%",
+    "_",
 ]
 
 
@@ -180,7 +220,9 @@ def test_threads_share_one_index(index):
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)] + [threading.Thread(target=reader) for _ in range(2)]
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)] + [
+        threading.Thread(target=reader) for _ in range(2)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

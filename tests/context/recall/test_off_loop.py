@@ -82,7 +82,9 @@ async def test_a_large_reclaim_lets_the_event_loop_run_while_the_index_is_writte
     assert recorder.of("tool_results_reclaimed")[0].count == 398 and not recorder.of("warning")
 
 
-async def test_every_async_path_writes_off_the_loop_and_the_log_and_index_agree(offline_server, store, workdir, monkeypatch):
+async def test_every_async_path_writes_off_the_loop_and_the_log_and_index_agree(
+    offline_server, store, workdir, monkeypatch
+):
     write_files(workdir, 5)
     agent, recorder = make_agent(offline_server, workdir)
     agent.conversation.history_index = store.history
@@ -113,8 +115,13 @@ def test_the_synchronous_api_still_writes_inline(store, monkeypatch):
     c.clear()
     assert store.history.stats().reclaimed == 0
     # what /clear drops is offloaded (and indexed) before the reclaimed originals are forgotten
-    assert [name for name, _ in calls] == ["index_reclaimed", "forget_reclaimed", "index_offload", "index_offload",
-                                           "forget_reclaimed"]
+    assert [name for name, _ in calls] == [
+        "index_reclaimed",
+        "forget_reclaimed",
+        "index_offload",
+        "index_offload",
+        "forget_reclaimed",
+    ]
     assert {thread for _, thread in calls} == {threading.get_ident()}
 
 

@@ -13,8 +13,22 @@ from xun.context.recall import HistoryIndex, rebuild, reindex
 
 from .conftest import all_rows, busy_session, without_ids
 
-QUERIES = ["question", "markera3", "payload line", "reason", "foo-bar", "café", "東京", "threshold", "src", "read_file",
-           "answer 2", '"quotes"', "AND(", "windows endings"]
+QUERIES = [
+    "question",
+    "markera3",
+    "payload line",
+    "reason",
+    "foo-bar",
+    "café",
+    "東京",
+    "threshold",
+    "src",
+    "read_file",
+    "answer 2",
+    '"quotes"',
+    "AND(",
+    "windows endings",
+]
 
 
 def two_sessions(store):
@@ -62,7 +76,7 @@ def test_an_entry_over_the_cap_is_indexed_cut_the_same_way_by_a_summary_and_a_re
     store.save(conversation)
     incremental_rows = all_rows(store.history)
     texts = [row[-1] for row in incremental_rows]
-    assert huge[:recall.INDEXED_CHARS] + recall_rows.CUT_NOTE in texts and huge not in texts
+    assert huge[: recall.INDEXED_CHARS] + recall_rows.CUT_NOTE in texts and huge not in texts
     report = store.history.rebuild()
     assert all_rows(store.history) == incremental_rows
     assert len(report.problems) == 1 and "1 entry is longer than 1,048,576 characters" in report.problems[0]
@@ -172,7 +186,9 @@ def test_a_damaged_database_is_kept_aside_and_rebuilt_with_a_warning(store, dama
     index = HistoryIndex(store.workdir)
     assert results(index) == expected  # the first search rebuilt it, and finds the same
     warnings = index.take_warnings()
-    assert len(warnings) == 1 and "could not be used" in warnings[0] and "was kept as history.db.corrupt-" in warnings[0]
+    assert (
+        len(warnings) == 1 and "could not be used" in warnings[0] and "was kept as history.db.corrupt-" in warnings[0]
+    )
     assert f"({len(expected_rows)} entries)" in warnings[0]
     kept = sorted(path.parent.glob("history.db.corrupt-*"))
     assert [p.name for p in kept if not p.name.endswith(("-wal", "-shm"))] == [kept[0].name]
@@ -236,8 +252,10 @@ def test_a_version_1_database_is_migrated_to_2_with_its_rows(workdir):
     db = sqlite3.connect(index.path, isolation_level=None)
     recall.MIGRATIONS[1](db)
     db.execute("PRAGMA user_version = 1")
-    rows = [("r:a", "reclaimed", "one", 1.0, "tool", "Tool", "read_file", "c1", "{}", "", 0, "alpha beta"),
-            ("r:b", "reclaimed", "two", 2.0, "tool", "Tool", "read_file", "c2", "{}", "", 0, "alpha gamma")]
+    rows = [
+        ("r:a", "reclaimed", "one", 1.0, "tool", "Tool", "read_file", "c1", "{}", "", 0, "alpha beta"),
+        ("r:b", "reclaimed", "two", 2.0, "tool", "Tool", "read_file", "c2", "{}", "", 0, "alpha gamma"),
+    ]
     db.executemany(recall._INSERT, rows)
     db.close()
     assert {h.session for h in index.search("alpha")} == {"one", "two"}
@@ -262,4 +280,7 @@ def test_a_future_migration_slots_in(store, monkeypatch):
     assert all_rows(index) == rows  # and kept every row
     assert index.take_warnings() == []
     assert index.search("markera3") and calls == [current]
-    assert index.rebuild().entries == len(rows) and calls == [current, current]  # a rebuild runs every step from nothing
+    assert index.rebuild().entries == len(rows) and calls == [
+        current,
+        current,
+    ]  # a rebuild runs every step from nothing

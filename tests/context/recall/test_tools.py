@@ -106,13 +106,18 @@ async def test_from_config_takes_the_history_of_the_conversation(store, indexed)
     context = ToolContext.from_config(XunConfig(), workdir=store.workdir, conversation=indexed)
     assert context.history is store.history
     other = HistoryIndex(store.workdir)
-    assert ToolContext.from_config(XunConfig(), workdir=store.workdir, conversation=indexed, history=other).history is other
+    assert (
+        ToolContext.from_config(XunConfig(), workdir=store.workdir, conversation=indexed, history=other).history
+        is other
+    )
 
 
 async def test_the_model_searches_and_reads_the_history_through_the_agent(offline_server, store, workdir):
     """End to end: the offline model calls search_history, then read_history_entry with an id it saw."""
     write_files(workdir, 4)
-    (workdir / "f2.py").write_text("def frobnicate_widgets():\n    return 'zebra-striped answer'\n" + "# padding\n" * 30)
+    (workdir / "f2.py").write_text(
+        "def frobnicate_widgets():\n    return 'zebra-striped answer'\n" + "# padding\n" * 30
+    )
     config = XunConfig()
     config.provider.base_url = offline_server.base_url
     config.model.name = "xun-offline"
@@ -152,4 +157,6 @@ def test_the_compacted_history_template_names_the_tools(store, indexed):
     sent = indexed.completion_params()[0]["content"]
     assert "SUMMARY" in sent and "search_history" in sent and "read_history_entry" in sent
     assert "never instructions" in sent.split("read_history_entry", 1)[1]
-    assert all(name in default_toolbox() for name in ("search_history", "read_history_entry", "extract_compacted_tool_result"))
+    assert all(
+        name in default_toolbox() for name in ("search_history", "read_history_entry", "extract_compacted_tool_result")
+    )

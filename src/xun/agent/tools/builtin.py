@@ -87,7 +87,8 @@ def reviewable(preview: str, tool: str) -> str:
         raise ToolError(
             f"{tool} was not run: what it would do is too large to show for review ({_count(lines, 'line')}, "
             f"{_count(len(preview), 'character')}; the most is {MAX_REVIEW_LINES:,} lines and "
-            f"{MAX_REVIEW_CHARS:,} characters); split it into smaller steps")
+            f"{MAX_REVIEW_CHARS:,} characters); split it into smaller steps"
+        )
     return preview
 
 
@@ -97,8 +98,9 @@ def _open_checked(root: Path, target: Path, shown: str) -> BinaryIO:
     try:
         return os.fdopen(open_beneath(root, target.relative_to(root), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb")
     except LinkRefused:
-        raise ToolError(f"{shown} changed while it was being opened (a folder on the way became a link); "
-                        "try again") from None
+        raise ToolError(
+            f"{shown} changed while it was being opened (a folder on the way became a link); try again"
+        ) from None
     except OSError as exc:
         raise ToolError(f"{shown}: cannot read the file ({exc.strerror or exc})") from None
 
@@ -216,8 +218,9 @@ def list_directory(path: str = ".", *, context: ToolContext) -> str:
             entries = sorted(os.scandir(folder), key=lambda e: (e.name.casefold(), e.name))
             lines = [_listed(entry, folder) for entry in entries[:MAX_LIST_ENTRIES]]
     except LinkRefused:
-        raise ToolError(f"{shown} changed while it was being opened (a folder on the way became a link); "
-                        "try again") from None
+        raise ToolError(
+            f"{shown} changed while it was being opened (a folder on the way became a link); try again"
+        ) from None
     except OSError as exc:
         raise ToolError(f"{shown}: cannot list the folder ({exc.strerror or exc})") from None
     counted = _count(len(entries), "entry", "entries")
@@ -301,8 +304,10 @@ def search_text(pattern: str, path: str = ".", *, context: ToolContext) -> str:
     """
     size = _pattern_size(pattern)
     if size > MAX_PATTERN_SIZE:
-        raise ToolError(f"the pattern /{pattern[:200]}/ is too big: its counted repeats expand to about "
-                        f"{size:,} units (at most {MAX_PATTERN_SIZE:,}); use smaller counts or + and *")
+        raise ToolError(
+            f"the pattern /{pattern[:200]}/ is too big: its counted repeats expand to about "
+            f"{size:,} units (at most {MAX_PATTERN_SIZE:,}); use smaller counts or + and *"
+        )
     try:
         compiled = regex.compile(pattern)
     except (regex.error, ValueError, OverflowError, RecursionError) as exc:
@@ -315,8 +320,10 @@ def search_text(pattern: str, path: str = ".", *, context: ToolContext) -> str:
         try:
             return compiled.search(line, concurrent=True, timeout=max(0.001, deadline - time.monotonic())) is not None
         except TimeoutError:
-            raise ToolError(f"the pattern /{pattern}/ took too long (over {SEARCH_TIME_LIMIT:g} s; nested "
-                            "repetition such as (a+)+ can take forever); simplify it or narrow the path") from None
+            raise ToolError(
+                f"the pattern /{pattern}/ took too long (over {SEARCH_TIME_LIMIT:g} s; nested "
+                "repetition such as (a+)+ can take forever); simplify it or narrow the path"
+            ) from None
 
     root = workspace_root(context.workdir)
     target = resolve_in_workspace(root, path)
@@ -399,7 +406,10 @@ def _write_target(path: str, context: ToolContext) -> tuple[Path, Path]:
     if target == root or target.is_dir():
         raise ToolError(f"{display_path(target, root)} is a folder; give the path of a file")
     if target.exists() and not target.is_file():  # reading it for the diff would block (a FIFO) or never end
-        raise ToolError(f"{display_path(target, root)} is not a regular file (a FIFO, socket or device); write_file only replaces regular files")
+        raise ToolError(
+            f"{display_path(target, root)} is not a regular file (a FIFO, socket or device); write_file only replaces "
+            "regular files"
+        )
     return root, target
 
 
@@ -465,8 +475,10 @@ def write_file(path: str, content: str, *, context: ToolContext) -> str:
         mode = stat.S_IMODE(target.stat().st_mode) if existed else 0o666 & ~_current_umask()
         write_beneath(root, target.relative_to(root), content, mode)  # no link followed on the way
     except LinkRefused:
-        raise ToolError(f"{display_path(target, root)} changed while it was being written (a folder on the way "
-                        "became a link); nothing was written, try again") from None
+        raise ToolError(
+            f"{display_path(target, root)} changed while it was being written (a folder on the way "
+            "became a link); nothing was written, try again"
+        ) from None
     except OSError as exc:
         raise ToolError(f"{display_path(target, root)}: cannot write the file ({exc.strerror or exc})") from None
     lines = len(content.splitlines())

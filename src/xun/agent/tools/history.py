@@ -21,7 +21,9 @@ _HEADER_ROOM = 400
 
 def _history(context: ToolContext) -> Any:
     if context.history is None:
-        raise ToolError("this conversation has no searchable history (it is not a saved session), so there is nothing to search")
+        raise ToolError(
+            "this conversation has no searchable history (it is not a saved session), so there is nothing to search"
+        )
     return context.history
 
 

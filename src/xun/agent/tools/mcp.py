@@ -28,13 +28,31 @@ from typing import TYPE_CHECKING, Any
 
 from xun.base.confined import open_state, state_dir_fd
 from xun.base.events import McpServerChanged
-from xun.agent.tools.toolbox import ConfirmationRequest, Tool, Toolbox, ToolContext, ToolError, ToolResult, escape_control
+from xun.agent.tools.toolbox import (
+    ConfirmationRequest,
+    Tool,
+    Toolbox,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    escape_control,
+)
 
 if TYPE_CHECKING:
     from xun.agent.config import McpServerSettings, McpSettings
 
-__all__ = ["DISABLED", "FAILED", "READY", "SEPARATOR", "STARTING", "STOPPED", "McpManager", "McpServer", "describe_content",
-           "preload"]
+__all__ = [
+    "DISABLED",
+    "FAILED",
+    "READY",
+    "SEPARATOR",
+    "STARTING",
+    "STOPPED",
+    "McpManager",
+    "McpServer",
+    "describe_content",
+    "preload",
+]
 
 STARTING, READY, FAILED, STOPPED, DISABLED = "starting", "ready", "failed", "stopped", "disabled"
 SEPARATOR = "__"
@@ -78,7 +96,7 @@ class McpServer:
         return " ".join([self.settings.command or "", *self.settings.args]).strip()
 
     def summary(self) -> str:
-        """"ready with 3 tools", "failed: the server exited (...)", "starting"..."""
+        """ "ready with 3 tools", "failed: the server exited (...)", "starting"..."""
         if self.state == READY:
             count = len(self.tools)
             return f"ready with {count} tool{'s' if count != 1 else ''}"
@@ -293,10 +311,13 @@ class McpManager:
 
             async with contextlib.AsyncExitStack() as stack:
                 transport = await self._transport(server, stack)
-                client = await stack.enter_async_context(Client(
-                    transport, read_timeout_seconds=server.settings.startup_timeout,
-                    client_info=Implementation(name="xun", version=__version__),
-                ))
+                client = await stack.enter_async_context(
+                    Client(
+                        transport,
+                        read_timeout_seconds=server.settings.startup_timeout,
+                        client_info=Implementation(name="xun", version=__version__),
+                    )
+                )
                 listing = await self._list_tools(client)
                 server._client = client
                 self._register(server, listing)
@@ -327,14 +348,19 @@ class McpManager:
                 if not value:
                     raise ToolError(f"header {header} needs the environment variable {variable}, which is not set")
                 headers[header] = value
+
             async def remember_refusal(response: Any) -> None:  # the SDK's error does not carry the status
                 if response.status_code >= 400:
                     server.http_error = f"HTTP {response.status_code} from {settings.url}"
 
             server.http_error = ""
-            http = await stack.enter_async_context(httpx2.AsyncClient(
-                headers=headers, timeout=httpx2.Timeout(30.0, read=max(300.0, settings.timeout)),
-                event_hooks={"response": [remember_refusal]}))
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(
+                    headers=headers,
+                    timeout=httpx2.Timeout(30.0, read=max(300.0, settings.timeout)),
+                    event_hooks={"response": [remember_refusal]},
+                )
+            )
             return streamable_http_client(settings.url, http_client=http)
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
@@ -351,8 +377,9 @@ class McpManager:
         env = dict(settings.env)
         environ = os.environ if self.environ is None else self.environ
         env.update({name: environ[name] for name in settings.pass_env if name in environ})
-        parameters = StdioServerParameters(command=settings.command or "", args=list(settings.args),
-                                           env=env or None, cwd=self.workdir)
+        parameters = StdioServerParameters(
+            command=settings.command or "", args=list(settings.args), env=env or None, cwd=self.workdir
+        )
         return stdio_client(parameters, errlog=errlog)
 
     @staticmethod
@@ -430,8 +457,12 @@ class McpManager:
             if len(inline) > 200:
                 inline = inline[:197] + "..."
             title = f"MCP server {server.name} ({server.target}): tool {original} with {inline}"
-            return ConfirmationRequest(tool=name, title=escape_control(title, keep_newlines=False),
-                                       preview=escape_control(arguments), kind="text")
+            return ConfirmationRequest(
+                tool=name,
+                title=escape_control(title, keep_newlines=False),
+                preview=escape_control(arguments),
+                kind="text",
+            )
 
         description = (listed.description or listed.title or original).strip()
         return Tool(
@@ -453,23 +484,30 @@ class McpManager:
             raise ToolError(f"MCP server {name} is {server.summary()}; restart it from /mcp")
         timeout = server.settings.timeout
         try:
-            result = await asyncio.wait_for(client.call_tool(tool, arguments, read_timeout_seconds=timeout),
-                                            timeout + 1)
+            result = await asyncio.wait_for(
+                client.call_tool(tool, arguments, read_timeout_seconds=timeout), timeout + 1
+            )
         except asyncio.CancelledError:
             raise
-        except (TimeoutError, asyncio.TimeoutError):
-            raise ToolError(f"MCP server {name} did not answer {tool} within {timeout:g}s "
-                            f"(mcp.servers.{name}.timeout)") from None
+        except TimeoutError:
+            raise ToolError(
+                f"MCP server {name} did not answer {tool} within {timeout:g}s (mcp.servers.{name}.timeout)"
+            ) from None
         except Exception as exc:  # noqa: BLE001 - a broken server is reported, never raised
             from mcp.shared.exceptions import MCPError
             from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
             text = _error_text(exc)
             if isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT:
-                raise ToolError(f"MCP server {name} did not answer {tool} within {timeout:g}s "
-                                f"(mcp.servers.{name}.timeout)") from None
-            if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED and server._task is not None \
-                    and not server._task.done():
+                raise ToolError(
+                    f"MCP server {name} did not answer {tool} within {timeout:g}s (mcp.servers.{name}.timeout)"
+                ) from None
+            if (
+                isinstance(exc, MCPError)
+                and exc.code != CONNECTION_CLOSED
+                and server._task is not None
+                and not server._task.done()
+            ):
                 raise ToolError(f"MCP server {name} refused {tool}: {text}") from None
             # The connection is gone (the server crashed or closed it): say so, and stop offering its tools.
             await asyncio.sleep(0.1)  # let the server's stderr reach its log

@@ -191,6 +191,7 @@ class ToolOutcome:
 
 # ------------------------------------------------------------------------------------------ text helpers
 
+
 def cut_note(cut: int, limit: int) -> str:
     """The note put where output was cut: how much, and how to see the rest."""
     return (
@@ -497,8 +498,14 @@ class Toolbox:
 
     # -- calling
 
-    async def call(self, name: str, arguments: str | Mapping[str, Any] | None, context: ToolContext, *,
-                   on_run: Callable[[], object] | None = None) -> ToolOutcome:
+    async def call(
+        self,
+        name: str,
+        arguments: str | Mapping[str, Any] | None,
+        context: ToolContext,
+        *,
+        on_run: Callable[[], object] | None = None,
+    ) -> ToolOutcome:
         """Run one tool call from the model. Never raises except for cancellation. `on_run` is called when
         the tool itself starts (after its confirmation): from then on a cancel may leave effects."""
         started = time.monotonic()
@@ -548,8 +555,7 @@ class Toolbox:
             raw = arguments
         if not isinstance(raw, dict):
             return fail(
-                f"the arguments for {name} must be a JSON object, got {type(raw).__name__}; "
-                f"usage: {found.usage()}"
+                f"the arguments for {name} must be a JSON object, got {type(raw).__name__}; usage: {found.usage()}"
             )
         parsed = raw
 

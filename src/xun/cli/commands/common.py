@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from xun.base.valid_text import escape_control
-from xun.cli.exits import LATEST, CommandError
+from xun.cli.exits import CommandError
 
 if TYPE_CHECKING:
     from xun.agent.config import XunConfig
@@ -131,8 +131,11 @@ def announce_provider(session: Session, args: argparse.Namespace, err: TextIO) -
     if session.config.withheld:
         from xun.agent.trust import describe_withheld
 
-        print(f"xun: {escape_control(describe_withheld(session.config.withheld, session.agent.workdir))}", file=err,
-              flush=True)  # the key names are the folder's own
+        print(
+            f"xun: {escape_control(describe_withheld(session.config.withheld, session.agent.workdir))}",
+            file=err,
+            flush=True,
+        )  # the key names are the folder's own
     if not session.offline:
         return
     if args.offline:
@@ -202,4 +205,3 @@ class InterruptGuard:
         if task.cancelled():
             return False, None
         return True, task.result()
-

@@ -43,8 +43,9 @@ async def _compact(session: Any, args: argparse.Namespace, printer: JsonPrinter 
     else:
         from xun.compact.summary import compact_conversation
 
-        work = compact_conversation(agent, keep_recent=args.keep or settings.summary_keep_max,
-                                    instructions=args.focus, trigger="manual")
+        work = compact_conversation(
+            agent, keep_recent=args.keep or settings.summary_keep_max, instructions=args.focus, trigger="manual"
+        )
     with InterruptGuard() as guard:
         completed, result = await guard.run(work)
         if not completed:

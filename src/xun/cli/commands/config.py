@@ -62,7 +62,8 @@ def _refuse_if_withheld(args: argparse.Namespace, key: str) -> None:
         raise CommandError(
             f"{key} not written: this folder is not trusted, so its .xun/config.toml may not set {key} (xun "
             f"would ignore it). Add --user to set it in your user config, or run `xun trust` in "
-            f"{folder_key(folder)} first if you trust this folder")
+            f"{folder_key(folder)} first if you trust this folder"
+        )
 
 
 def _path(args: argparse.Namespace) -> int:
@@ -94,8 +95,14 @@ def _show(args: argparse.Namespace) -> int:
     out = Visible(sys.stdout, json_lines=bool(args.json))  # keys and values come from config files
     if args.json:
         for item in items:
-            out.write(json.dumps({"key": item.key, "value": item.value, "source": item.source,
-                                  "description": item.description}, ensure_ascii=False, default=str) + "\n")
+            out.write(
+                json.dumps(
+                    {"key": item.key, "value": item.value, "source": item.source, "description": item.description},
+                    ensure_ascii=False,
+                    default=str,
+                )
+                + "\n"
+            )
         return EXIT_OK
     rows = [(item.key, show_value(item.value), item.source) for item in items]
     key_width = max(len(r[0]) for r in rows)

@@ -19,8 +19,10 @@ def main(args: argparse.Namespace) -> int:
     if args.id == "search":
         return search(args, out, err)
     if args.query:
-        print(f"xun: unexpected words after the session id: {' '.join(args.query)} (to search: xun history search WORDS)",
-              file=err)
+        print(
+            f"xun: unexpected words after the session id: {' '.join(args.query)} (to search: xun history search WORDS)",
+            file=err,
+        )
         return EXIT_USAGE
     store = store_of(args)
     wanted = session_id_argument(args)
@@ -65,8 +67,18 @@ def search(args: argparse.Namespace, out: Visible, err: Visible) -> int:
     hits = index.search(query, limit=args.limit, session=session, highlight=("", "") if args.json else ("«", "»"))
     for hit in hits:
         if args.json:
-            record = {"type": "history_hit", "id": hit.id, "session": hit.session, "time": hit.when, "role": hit.role, "source": hit.source,
-                      "tool": hit.tool, "tool_call_id": hit.tool_call_id, "snippet": hit.snippet, "rank": hit.rank}
+            record = {
+                "type": "history_hit",
+                "id": hit.id,
+                "session": hit.session,
+                "time": hit.when,
+                "role": hit.role,
+                "source": hit.source,
+                "tool": hit.tool,
+                "tool_call_id": hit.tool_call_id,
+                "snippet": hit.snippet,
+                "rank": hit.rank,
+            }
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
         else:
             where = f"{hit.role}" + (f" · {hit.tool}" if hit.tool else "")
@@ -85,6 +97,9 @@ def reindex(args: argparse.Namespace, out: Visible, err: Visible) -> int:
     report = rebuild(store.workdir)
     for problem in report.problems:
         print(f"xun: warning: {problem}", file=err)
-    print(f"reindexed {report.entries} entries from {report.logs} offload logs and {report.sessions} sessions "
-          f"in {report.seconds:.2f}s", file=out)
+    print(
+        f"reindexed {report.entries} entries from {report.logs} offload logs and {report.sessions} sessions "
+        f"in {report.seconds:.2f}s",
+        file=out,
+    )
     return EXIT_OK

@@ -24,8 +24,10 @@ def main(args: argparse.Namespace) -> int:
     config = load_config(folder, args.overrides)
     manager = McpManager(config.mcp, Toolbox(), workdir=folder, log_dir=paths.xun_home(folder) / "mcp")
     if not manager:
-        print("no MCP servers are configured; add [mcp.servers.NAME] to the user config "
-              f"({paths.user_config_path()})", file=sys.stderr)
+        print(
+            f"no MCP servers are configured; add [mcp.servers.NAME] to the user config ({paths.user_config_path()})",
+            file=sys.stderr,
+        )
         return EXIT_OK
     rows = asyncio.run(_listing(manager))
     out = Visible(sys.stdout, json_lines=bool(args.json))  # names, descriptions and errors come from the servers
@@ -57,14 +59,27 @@ async def _listing(manager: Any) -> list[dict[str, Any]]:
                 tools = []
                 for item in server.tools:
                     chars = len(json.dumps(item.schema(), ensure_ascii=False))
-                    tools.append({"name": item.name, "tokens": round(chars * DEFAULT_TOKENS_PER_CHAR),
-                                  "description": " ".join(item.description.split("\n\n")[0].split())[:100]})
-                rows.append({
-                    "name": server.name, "state": server.state, "summary": server.summary(), "reason": server.reason,
-                    "transport": server.transport, "target": server.target, "trust": server.settings.trust,
-                    "definition_tokens": round(sizes.get(server.name, 0) * DEFAULT_TOKENS_PER_CHAR),
-                    "tools": tools, "skipped": list(server.skipped),
-                })
+                    tools.append(
+                        {
+                            "name": item.name,
+                            "tokens": round(chars * DEFAULT_TOKENS_PER_CHAR),
+                            "description": " ".join(item.description.split("\n\n")[0].split())[:100],
+                        }
+                    )
+                rows.append(
+                    {
+                        "name": server.name,
+                        "state": server.state,
+                        "summary": server.summary(),
+                        "reason": server.reason,
+                        "transport": server.transport,
+                        "target": server.target,
+                        "trust": server.settings.trust,
+                        "definition_tokens": round(sizes.get(server.name, 0) * DEFAULT_TOKENS_PER_CHAR),
+                        "tools": tools,
+                        "skipped": list(server.skipped),
+                    }
+                )
             return rows
         finally:
             await manager.aclose()

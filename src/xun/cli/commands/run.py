@@ -69,9 +69,13 @@ def main(args: argparse.Namespace) -> int:
     extra = ["auto_confirm=true"] if args.yes else []
     confirm = TerminalConfirm(printer) if interactive and isinstance(printer, TextPrinter) else None
     why = "--json cannot ask" if args.json else "standard input is not a terminal, so nobody can be asked"
-    turn = _Turn(printer, None if interactive else
-                 f"it needs confirmation and {why}; allow write_file, run_command and MCP tools with --yes "
-                 "(or --set auto_confirm=true)")
+    turn = _Turn(
+        printer,
+        None
+        if interactive
+        else f"it needs confirmation and {why}; allow write_file, run_command and MCP tools with --yes "
+        "(or --set auto_confirm=true)",
+    )
     if args.drop_unanswered and args.resume is None:
         raise CommandError("xun run: --drop-unanswered goes with --resume (a new session has no unanswered prompt)")
     session = open_model_session(args, resume=args.resume, extra_overrides=extra, on_event=turn, confirm=confirm)
@@ -92,13 +96,18 @@ def _drop_unanswered(session: Any, printer: JsonPrinter | TextPrinter) -> None:
     if popped is None:
         printer.note("--drop-unanswered: the session does not end with an unanswered prompt; nothing dropped")
         return
-    conversation.kept_originals.append({"time": time.time(), "reason": "unanswered prompt dropped by --drop-unanswered",
-                                        "messages": [popped]})
-    printer.note(f"dropped the unanswered prompt ({len(popped.text):,} characters, kept in the session file): "
-                 f"{popped.text[:200]}")
+    conversation.kept_originals.append(
+        {"time": time.time(), "reason": "unanswered prompt dropped by --drop-unanswered", "messages": [popped]}
+    )
+    printer.note(
+        f"dropped the unanswered prompt ({len(popped.text):,} characters, kept in the session file): "
+        f"{popped.text[:200]}"
+    )
 
 
-async def _run_turn(session: Any, prompt: str, args: argparse.Namespace, printer: JsonPrinter | TextPrinter, turn: _Turn) -> int:
+async def _run_turn(
+    session: Any, prompt: str, args: argparse.Namespace, printer: JsonPrinter | TextPrinter, turn: _Turn
+) -> int:
     def still_stopping() -> None:
         printer.note("stopping: the session is being saved, please wait")
 
@@ -110,8 +119,14 @@ async def _run_turn(session: Any, prompt: str, args: argparse.Namespace, printer
                 await session.mcp.aclose()
 
 
-async def _turn_and_save(session: Any, prompt: str, args: argparse.Namespace, printer: JsonPrinter | TextPrinter,
-                         turn: _Turn, guard: InterruptGuard) -> int:
+async def _turn_and_save(
+    session: Any,
+    prompt: str,
+    args: argparse.Namespace,
+    printer: JsonPrinter | TextPrinter,
+    turn: _Turn,
+    guard: InterruptGuard,
+) -> int:
     if session.mcp:  # a server that fails is reported (an mcp_server event) and the turn goes on without it
         await guard.run(session.mcp.start())
     if guard.signals:  # stopped while the servers started: the prompt is kept for the next --resume turn

@@ -107,7 +107,7 @@ PAGE_SCRIPT = """<script>
   };
 })();
 </script>
-""" % {"parameter": TOKEN_PARAMETER, "key": STORAGE_KEY, "protocol": PROTOCOL, "prefix": TOKEN_PROTOCOL}
+""" % {"parameter": TOKEN_PARAMETER, "key": STORAGE_KEY, "protocol": PROTOCOL, "prefix": TOKEN_PROTOCOL}  # noqa: E501, UP031 - the script's own lines and braces
 """Put at the top of textual-serve's page (before its own script opens the WebSocket)."""
 _SECRETS_IN_TEXT = re.compile(rf"(\b{TOKEN_PARAMETER}=|{re.escape(TOKEN_PROTOCOL)})[^\s&\"',;]*")
 
@@ -124,7 +124,7 @@ def protocol_token(header: str | None) -> str | None:
     for offered in (header or "").split(","):
         offered = offered.strip()
         if offered.startswith(TOKEN_PROTOCOL):
-            return offered[len(TOKEN_PROTOCOL):]
+            return offered[len(TOKEN_PROTOCOL) :]
     return None
 
 
@@ -133,8 +133,16 @@ def redact(text: str, token: str) -> str:
     return _SECRETS_IN_TEXT.sub(r"\1[redacted]", text.replace(token, "[redacted]"))
 
 
-def check_request(*, host_header: str | None, origin: str | None, path: str, query_token: str | None,
-                  protocol_token: str | None, token: str, hosts: frozenset[str] | None) -> str | None:
+def check_request(
+    *,
+    host_header: str | None,
+    origin: str | None,
+    path: str,
+    query_token: str | None,
+    protocol_token: str | None,
+    token: str,
+    hosts: frozenset[str] | None,
+) -> str | None:
     """Why a request is refused, or None when it may go on. `hosts` None (with --public) accepts any Host."""
     claimed = (host_header or "").strip().lower()
     if hosts is not None and claimed not in hosts:
@@ -165,21 +173,32 @@ def main(args: argparse.Namespace) -> int:
     if args.port > 65535:
         raise CommandError(f"--port {args.port}: a port is at most 65535")
     if not is_loopback(host) and not args.public:
-        raise CommandError(f"--host {host}: not a loopback address, so anyone who can reach it could use the app, "
-                           "which runs commands and writes files in the working directory; "
-                           "add --public to serve it there anyway")
+        raise CommandError(
+            f"--host {host}: not a loopback address, so anyone who can reach it could use the app, "
+            "which runs commands and writes files in the working directory; "
+            "add --public to serve it there anyway"
+        )
     _check_settings(args)
     command = app_command(args)
     if args.idle_timeout <= 0:
         raise CommandError(f"--idle-timeout {args.idle_timeout:g}: give a number of seconds above 0")
     try:
-        server = _make_server(command, host=host, port=args.port, url=public_url(host, args.port), debug=args.debug,
-                              token=secrets.token_urlsafe(32), hosts=None if args.public else allowed_hosts(host, args.port),
-                              max_sessions=args.max_sessions, idle_timeout=args.idle_timeout)
+        server = _make_server(
+            command,
+            host=host,
+            port=args.port,
+            url=public_url(host, args.port),
+            debug=args.debug,
+            token=secrets.token_urlsafe(32),
+            hosts=None if args.public else allowed_hosts(host, args.port),
+            max_sessions=args.max_sessions,
+            idle_timeout=args.idle_timeout,
+        )
     except ImportError as exc:
         if (exc.name or "").split(".")[0] in ("textual_serve", "aiohttp", "aiohttp_jinja2", "jinja2"):
-            raise CommandError(f"`xun serve` needs the textual-serve package, which cannot be imported ({exc})",
-                               EXIT_FAILED) from None
+            raise CommandError(
+                f"`xun serve` needs the textual-serve package, which cannot be imported ({exc})", EXIT_FAILED
+            ) from None
         raise
     server.run()
     return EXIT_OK
@@ -245,16 +264,22 @@ def _check_settings(args: argparse.Namespace) -> None:
     if config.withheld:
         from xun.agent.trust import describe_withheld
 
-        print(f"xun: {escape_control(describe_withheld(config.withheld, workdir_of(args)))}; every browser session asks",
-              file=sys.stderr, flush=True)
+        print(
+            f"xun: {escape_control(describe_withheld(config.withheld, workdir_of(args)))}; every browser session asks",
+            file=sys.stderr,
+            flush=True,
+        )
     if args.offline:
         why = "--offline"
     elif uses_offline_demo(config):
         why = f"no API key is set (${config.provider.api_key_env}) and no --base-url"
     else:
         return
-    print(f"xun: {why}: every browser session uses the offline demo model (scripted, not an LLM)",
-          file=sys.stderr, flush=True)
+    print(
+        f"xun: {why}: every browser session uses the offline demo model (scripted, not an LLM)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _run_app(args: argparse.Namespace) -> int:
@@ -289,8 +314,18 @@ class _Redacting(logging.Formatter):
         return redact(super().format(record), self.token)
 
 
-def _make_server(command: list[str], *, host: str, port: int, url: str, debug: bool, token: str,
-                 hosts: frozenset[str] | None, max_sessions: int, idle_timeout: float) -> Any:
+def _make_server(
+    command: list[str],
+    *,
+    host: str,
+    port: int,
+    url: str,
+    debug: bool,
+    token: str,
+    hosts: frozenset[str] | None,
+    max_sessions: int,
+    idle_timeout: float,
+) -> Any:
     """textual-serve's Server, extended (see the module's docstring). Imports textual-serve and aiohttp."""
     import asyncio
     import signal
@@ -338,7 +373,7 @@ def _make_server(command: list[str], *, host: str, port: int, url: str, debug: b
             """Ask the app to quit; kill it when it has not within `QUIT_TIMEOUT`."""
             try:
                 await asyncio.wait_for(asyncio.shield(super().stop()), QUIT_TIMEOUT)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("an app did not quit within %g s of its page closing; killing it", QUIT_TIMEOUT)
                 self.kill()
 
@@ -358,10 +393,15 @@ def _make_server(command: list[str], *, host: str, port: int, url: str, debug: b
         @web.middleware
         async def guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
             """The token, Host and Origin checks (see the module's docstring) before any handler."""
-            refused = check_request(host_header=request.headers.get("Host"), origin=request.headers.get("Origin"),
-                                    path=request.path, query_token=request.query.get(TOKEN_PARAMETER),
-                                    protocol_token=protocol_token(request.headers.get("Sec-WebSocket-Protocol")),
-                                    token=token, hosts=hosts)
+            refused = check_request(
+                host_header=request.headers.get("Host"),
+                origin=request.headers.get("Origin"),
+                path=request.path,
+                query_token=request.query.get(TOKEN_PARAMETER),
+                protocol_token=protocol_token(request.headers.get("Sec-WebSocket-Protocol")),
+                token=token,
+                hosts=hosts,
+            )
             if refused is not None:
                 log.warning("refused %s %s: %s", request.method, request.path, refused)
                 return _unframed(web.Response(status=403, text=f"xun serve: {refused}\n"))
@@ -386,7 +426,7 @@ def _make_server(command: list[str], *, host: str, port: int, url: str, debug: b
             while True:
                 try:
                     message = await websocket.receive(timeout=idle_timeout)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     log.warning("a browser session had no input for %g s; closing it", idle_timeout)
                     return
                 if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
@@ -423,8 +463,11 @@ def _make_server(command: list[str], *, host: str, port: int, url: str, debug: b
             """textual-serve's `handle_websocket`, starting an `AppProcess`."""
             if self.sessions >= max_sessions:
                 log.warning("refused a browser session: %d are open (--max-sessions)", self.sessions)
-                return web.Response(status=503, text=f"xun serve: {self.sessions} sessions are open, the most "
-                                    "allowed (--max-sessions); close one first\n")
+                return web.Response(
+                    status=503,
+                    text=f"xun serve: {self.sessions} sessions are open, the most "
+                    "allowed (--max-sessions); close one first\n",
+                )
             websocket = web.WebSocketResponse(heartbeat=15, max_msg_size=1 << 20, protocols=(PROTOCOL,))
             width, height = _size(request.query.get("width", "80"), request.query.get("height", "24"))
             service: AppProcess | None = None
@@ -434,9 +477,14 @@ def _make_server(command: list[str], *, host: str, port: int, url: str, debug: b
                     await websocket.prepare(request)
                 except web.HTTPException as exc:  # not a WebSocket handshake
                     return web.Response(status=exc.status, text=f"xun serve: {exc.text}\n")
-                service = AppProcess(command, self.running, write_bytes=websocket.send_bytes,
-                                     write_str=websocket.send_str, close=websocket.close,
-                                     download_manager=self.download_manager)
+                service = AppProcess(
+                    command,
+                    self.running,
+                    write_bytes=websocket.send_bytes,
+                    write_str=websocket.send_str,
+                    close=websocket.close,
+                    download_manager=self.download_manager,
+                )
                 await service.start(width, height)
                 try:
                     await self._process_messages(websocket, service)
@@ -488,10 +536,14 @@ def _make_server(command: list[str], *, host: str, port: int, url: str, debug: b
                 try:
                     await site.start()
                 except OSError as exc:
-                    raise CommandError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}",
-                                       EXIT_FAILED) from None
-                print(f"xun: serving the app at {self.public_url}/?{TOKEN_PARAMETER}={token} (every browser tab "
-                      "runs its own app; Ctrl+C stops)", flush=True)
+                    raise CommandError(
+                        f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}", EXIT_FAILED
+                    ) from None
+                print(
+                    f"xun: serving the app at {self.public_url}/?{TOKEN_PARAMETER}={token} (every browser tab "
+                    "runs its own app; Ctrl+C stops)",
+                    flush=True,
+                )
                 await self._stop.wait()
                 await self._quit_all()
             finally:
@@ -504,13 +556,19 @@ def _make_server(command: list[str], *, host: str, port: int, url: str, debug: b
             services = list(self.running)
             if not services:
                 return
-            print(f"xun: stopping: asking {len(services)} app{'s' if len(services) != 1 else ''} to quit",
-                  file=sys.stderr, flush=True)
+            print(
+                f"xun: stopping: asking {len(services)} app{'s' if len(services) != 1 else ''} to quit",
+                file=sys.stderr,
+                flush=True,
+            )
             stopping = [asyncio.ensure_future(service.stop()) for service in services]
             _, pending = await asyncio.wait(stopping, timeout=QUIT_TIMEOUT)
             if pending:
-                print(f"xun: {len(pending)} app(s) did not quit within {QUIT_TIMEOUT:g} s; killing them",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"xun: {len(pending)} app(s) did not quit within {QUIT_TIMEOUT:g} s; killing them",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 self._kill_all()
                 await asyncio.wait(pending, timeout=5)
 

@@ -22,12 +22,23 @@ def main(args: argparse.Namespace) -> int:
     out, err = Visible(sys.stdout, json_lines=bool(args.json)), Visible(sys.stderr)  # titles are what was typed or read
     if args.json:
         for info in infos:
-            out.write(json.dumps({
-                "id": info.conversation_id, "path": str(info.path), "updated_at": info.updated_at,
-                "messages": info.messages, "tokens": info.tokens, "summaries": info.summaries,
-                "reclaimed": info.reclaimed, "title": info.title,
-                "open_elsewhere": held[info.conversation_id] is not None,
-            }, ensure_ascii=False) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "id": info.conversation_id,
+                        "path": str(info.path),
+                        "updated_at": info.updated_at,
+                        "messages": info.messages,
+                        "tokens": info.tokens,
+                        "summaries": info.summaries,
+                        "reclaimed": info.reclaimed,
+                        "title": info.title,
+                        "open_elsewhere": held[info.conversation_id] is not None,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     elif infos or unreadable:
         rows = [COLUMNS] + [
             (

@@ -32,6 +32,8 @@ def _main(args: argparse.Namespace) -> int:
         print(f"xun: {'no longer trusted' if removed else 'was not trusted'}: {folder.resolve()}")
         return EXIT_OK
     key = trust_folder(folder)
-    print(f"xun: trusted {key}: its .xun/config.toml may now set the provider, prompt files and key bindings "
-          f"(remembered in {paths.trusted_folders_path()}; `xun trust --remove` undoes it)")
+    print(
+        f"xun: trusted {key}: its .xun/config.toml may now set the provider, prompt files and key bindings "
+        f"(remembered in {paths.trusted_folders_path()}; `xun trust --remove` undoes it)"
+    )
     return EXIT_OK

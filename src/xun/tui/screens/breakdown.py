@@ -30,9 +30,15 @@ from xun.tui.widgets.breakdown_bar import (
 )
 
 SWATCH = "██"
-COUNTED = {"user": "msg", "assistant": "msg", "tool_calls": "call", "call_placeholders": "call", "tool_results": "result",
-           "placeholders": "result",
-           "other": "msg"}
+COUNTED = {
+    "user": "msg",
+    "assistant": "msg",
+    "tool_calls": "call",
+    "call_placeholders": "call",
+    "tool_results": "result",
+    "placeholders": "result",
+    "other": "msg",
+}
 ROLE_NAMES = {"user": "you", "assistant": "assistant", "tool": "tool result"}
 
 
@@ -43,17 +49,32 @@ def part_rows(breakdown: ContextBreakdown) -> list[tuple[str, str, str, str, str
     for part in breakdown.parts:
         unit = COUNTED.get(part.kind)
         count = f"{part.count:,} {unit}{'s' if part.count != 1 else ''}" if unit else ""
-        rows.append((PART_STYLES.get(part.kind, ""), part.label, tokens(part.tokens), f"{percent(part.tokens, threshold)}%",
-                     count))
+        rows.append(
+            (
+                PART_STYLES.get(part.kind, ""),
+                part.label,
+                tokens(part.tokens),
+                f"{percent(part.tokens, threshold)}%",
+                count,
+            )
+        )
     free = breakdown.free
-    rows.append((FREE_STYLE, "free up to the threshold", tokens(free.to_threshold),
-                 f"{percent(free.to_threshold, threshold)}%", ""))
+    rows.append(
+        (
+            FREE_STYLE,
+            "free up to the threshold",
+            tokens(free.to_threshold),
+            f"{percent(free.to_threshold, threshold)}%",
+            "",
+        )
+    )
     rows.append((MARK_STYLE, "the threshold (a summary is made past it)", tokens(threshold), "100%", ""))
     if free.to_window is not None:
         rows.append((BEYOND_STYLE, "free beyond it, up to the window", tokens(free.to_window), "", ""))
     else:  # the bar still runs on, so that a context past the threshold shows, and says what that part is
-        rows.append((BEYOND_STYLE, "past the threshold (the window is unknown: the bar shows a quarter more)", "", "",
-                     ""))
+        rows.append(
+            (BEYOND_STYLE, "past the threshold (the window is unknown: the bar shows a quarter more)", "", "", "")
+        )
     return rows
 
 
@@ -62,23 +83,48 @@ def parts_content(breakdown: ContextBreakdown) -> Content:
     width = max((len(label) for _s, label, *_rest in rows), default=10)
     lines = []
     for style, label, count, share, detail in rows:
-        swatch = (FREE * 2 if style == FREE_STYLE else BEYOND * 2 if style == BEYOND_STYLE else f"{MARK} "
-                  if style == MARK_STYLE else SWATCH)
-        lines.append(Content.assemble(
-            (swatch, style), " ", f"{label:<{width}}", f" {count:>7}", (f" {share:>5}", "dim"), (f"  {detail}", "dim"),
-        ))
+        swatch = (
+            FREE * 2
+            if style == FREE_STYLE
+            else BEYOND * 2
+            if style == BEYOND_STYLE
+            else f"{MARK} "
+            if style == MARK_STYLE
+            else SWATCH
+        )
+        lines.append(
+            Content.assemble(
+                (swatch, style),
+                " ",
+                f"{label:<{width}}",
+                f" {count:>7}",
+                (f" {share:>5}", "dim"),
+                (f"  {detail}", "dim"),
+            )
+        )
     return Content("\n").join(lines)
 
 
 def figures_line(breakdown: ContextBreakdown) -> str:
-    reported = (f"reported {tokens(breakdown.reported_tokens)} at the last model call" if breakdown.reported_tokens is not None
-                else NO_SERVER_COUNT)
-    window = (f"window {tokens(breakdown.window)} ({breakdown.window_source})" if breakdown.window and breakdown.window_source
-              else f"window {tokens(breakdown.window)}" if breakdown.window else "window unknown")
+    reported = (
+        f"reported {tokens(breakdown.reported_tokens)} at the last model call"
+        if breakdown.reported_tokens is not None
+        else NO_SERVER_COUNT
+    )
+    window = (
+        f"window {tokens(breakdown.window)} ({breakdown.window_source})"
+        if breakdown.window and breakdown.window_source
+        else f"window {tokens(breakdown.window)}"
+        if breakdown.window
+        else "window unknown"
+    )
     fixed = f" + {breakdown.fixed_tokens:,} per request (measured)" if breakdown.fixed_tokens is not None else ""
-    return (f"{reported} · estimate {tokens(breakdown.live_estimate)} now · the parts: {breakdown.chars:,} chars × "
-            f"{breakdown.tokens_per_char:.3f}{fixed} = {tokens(breakdown.estimated_tokens)} · threshold {tokens(breakdown.threshold)}"
-            f" · {window}")
+    return (
+        f"{reported} · estimate {tokens(breakdown.live_estimate)} now · the parts: {breakdown.chars:,} chars × "
+        f"{breakdown.tokens_per_char:.3f}{fixed} = {tokens(breakdown.estimated_tokens)} · threshold "
+        f"{tokens(breakdown.threshold)}"
+        f" · {window}"
+    )
 
 
 LARGEST_MIN = 10
@@ -110,7 +156,9 @@ class BreakdownScreen(Modal[int | None]):
     def compose(self) -> ComposeResult:
         b = self.breakdown
         with Vertical(id="breakdown-box") as box:
-            box.border_title = f"what fills the context · {tokens(b.used)} of {tokens(b.threshold)} ({percent(b.used, b.threshold)}%)"
+            box.border_title = (
+                f"what fills the context · {tokens(b.used)} of {tokens(b.threshold)} ({percent(b.used, b.threshold)}%)"
+            )
             box.border_subtitle = "1-5 or enter: show the message in the chat · pgdn more · esc close"
             with VerticalScroll(id="breakdown-body"):
                 yield Label(Text(figures_line(b)), id="breakdown-figures")
@@ -118,8 +166,10 @@ class BreakdownScreen(Modal[int | None]):
                     yield Label(Text(self.outlook), id="breakdown-outlook")
                 yield BreakdownBar(b, id="breakdown-bar")
                 yield Static(parts_content(b), id="breakdown-parts")
-                yield Label(Text(f"the {len(b.largest)} largest messages" if b.largest else "no messages yet",
-                                 style="bold"), id="breakdown-largest-title")
+                yield Label(
+                    Text(f"the {len(b.largest)} largest messages" if b.largest else "no messages yet", style="bold"),
+                    id="breakdown-largest-title",
+                )
                 table: DataTable[Text] = DataTable(id="breakdown-largest", cursor_type="row", show_header=False)
                 self._fill(table)
                 yield table
@@ -133,8 +183,14 @@ class BreakdownScreen(Modal[int | None]):
                 what += f" {message.tool}"
             if message.reclaimed:
                 what += " (placeholder)"
-            cells.append((str(n), one_line(f"#{message.index} {what}", 200), tokens(message.tokens),
-                          one_line(message.preview, 400)))
+            cells.append(
+                (
+                    str(n),
+                    one_line(f"#{message.index} {what}", 200),
+                    tokens(message.tokens),
+                    one_line(message.preview, 400),
+                )
+            )
         widths = [max([1, *(len(row[i]) for row in cells)]) for i in range(4)]
         room = box_room(self.app.size.width) - 2 - 2 * table.cell_padding * len(widths)  # its border, its padding
         rest = room - widths[0] - widths[2]  # for the message and its start: each half, or what the other leaves
@@ -144,8 +200,13 @@ class BreakdownScreen(Modal[int | None]):
         for key, width in zip(("key", "message", "tokens", "what"), widths):
             table.add_column(key, key=key, width=width)
         for (n, what, size, preview), message in zip(cells, self.breakdown.largest):
-            table.add_row(Text(n, style="bold"), Text(one_line(what, widths[1])), Text(size, justify="right"),
-                          Text(one_line(preview, widths[3])), key=str(message.index))
+            table.add_row(
+                Text(n, style="bold"),
+                Text(one_line(what, widths[1])),
+                Text(size, justify="right"),
+                Text(one_line(preview, widths[3])),
+                key=str(message.index),
+            )
 
     def on_mount(self) -> None:
         self.query_one("#breakdown-largest", DataTable).focus(scroll_visible=False)

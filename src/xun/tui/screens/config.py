@@ -53,8 +53,10 @@ class ConfigScreen(Modal[None]):
     def _fit(self, rows: list[tuple[str, str, str]]) -> list[int]:
         """The key whole; the value and where it came from share the rest, each cut with an ellipsis (the
         line under the table has both whole): at 80 columns "default" showed as "defaul"."""
-        widths = [max([len(label), *(len(one_line(row[i], 200)) for row in rows)])
-                  for i, label in enumerate(("key", "value", "from"))]
+        widths = [
+            max([len(label), *(len(one_line(row[i], 200)) for row in rows)])
+            for i, label in enumerate(("key", "value", "from"))
+        ]
         room = box_room(self.app.size.width) - 2 * 3 - widths[0]
         source = min(widths[2], max(room - widths[1], room // 3, 7))  # what the values leave, at least a third
         return [widths[0], max(min(widths[1], room - source), 8), source]
@@ -69,7 +71,8 @@ class ConfigScreen(Modal[None]):
             item = self.items[row]
             # the whole value too (wrapped): a long one is cut in the table's column
             self.query_one("#config-description", Label).update(
-                Text(escape_control(f"{item.key} = {shown_value(item.value)}  ({item.source})\n{item.description}")))
+                Text(escape_control(f"{item.key} = {shown_value(item.value)}  ({item.source})\n{item.description}"))
+            )
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -59,20 +59,33 @@ def preview_renderable(request: ConfirmationRequest) -> Content:
 TITLE_CHARS = 120
 """The dialog's heading is cut here, with an ellipsis; the preview shows everything."""
 
-ANSWER_LABELS = {Decision.ALLOW_ONCE: "Allow once", Decision.ALLOW_SESSION: "Allow for this session",
-                 Decision.DENY: "Deny"}
+ANSWER_LABELS = {
+    Decision.ALLOW_ONCE: "Allow once",
+    Decision.ALLOW_SESSION: "Allow for this session",
+    Decision.DENY: "Deny",
+}
 
 
 class ConfirmScreen(GuardedQuestion[Decision]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(key, f"answer('{decision.value}')", ANSWER_LABELS[decision], id=f"confirm.{decision.value}")
-        for key, decision in CONFIRM_KEYS.items()
-    ] + [Binding("escape", "stop", "Deny and stop the turn", id="confirm.stop")] + [
-        # the preview scrolls from the dialog as it opens (the focus is on a button once it takes answers)
-        Binding(key, f"scroll_preview('{how}')", show=False)
-        for key, how in (("pagedown", "page_down"), ("pageup", "page_up"), ("down", "down"), ("up", "up"),
-                         ("home", "home"), ("end", "end"))
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = (
+        [
+            Binding(key, f"answer('{decision.value}')", ANSWER_LABELS[decision], id=f"confirm.{decision.value}")
+            for key, decision in CONFIRM_KEYS.items()
+        ]
+        + [Binding("escape", "stop", "Deny and stop the turn", id="confirm.stop")]
+        + [
+            # the preview scrolls from the dialog as it opens (the focus is on a button once it takes answers)
+            Binding(key, f"scroll_preview('{how}')", show=False)
+            for key, how in (
+                ("pagedown", "page_down"),
+                ("pageup", "page_up"),
+                ("down", "down"),
+                ("up", "up"),
+                ("home", "home"),
+                ("end", "end"),
+            )
+        ]
+    )
     ANSWER_KEYS = frozenset(CONFIRM_KEYS)
     BOX_ID = "confirm-box"
     SUBTITLE = "y allow once · s session · n deny · Esc stop"
@@ -94,8 +107,13 @@ class ConfirmScreen(GuardedQuestion[Decision]):
                 yield Static(preview_renderable(request), id="confirm-preview-text")
             with Horizontal(id="confirm-buttons"):
                 allow_once = Button("Allow once", id="allow_once", variant="success", compact=True, disabled=True)
-                allow_session = Button(ANSWER_LABELS[Decision.ALLOW_SESSION], id="allow_session", variant="primary",
-                                       compact=True, disabled=True)
+                allow_session = Button(
+                    ANSWER_LABELS[Decision.ALLOW_SESSION],
+                    id="allow_session",
+                    variant="primary",
+                    compact=True,
+                    disabled=True,
+                )
                 for allow in (allow_once, allow_session):  # allowing takes its key (y, s) or a click, so
                     allow.can_focus = False  # Tab and Enter reach Deny and never allow
                     yield allow
@@ -120,4 +138,3 @@ class ConfirmScreen(GuardedQuestion[Decision]):
         event.stop()
         if self.armed and event.button.id in ("allow_once", "allow_session", "deny"):
             self.dismiss(Decision(event.button.id))
-

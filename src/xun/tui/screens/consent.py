@@ -49,8 +49,14 @@ class ConsentScreen(GuardedQuestion[str]):
             with Horizontal(id="consent-buttons"):
                 yield Button("Run now (y)", id="now", variant="primary", compact=True, disabled=True)
                 yield Button("Not now (n)", id="not_now", compact=True, disabled=True)
-                yield Button("Off for this session (o)", id="off", variant="warning", compact=True, disabled=True,
-                             tooltip='Sets auto_compact.mode = "off" until the app quits; F5 still summarises')
+                yield Button(
+                    "Off for this session (o)",
+                    id="off",
+                    variant="warning",
+                    compact=True,
+                    disabled=True,
+                    tooltip='Sets auto_compact.mode = "off" until the app quits; F5 still summarises',
+                )
 
     def _text(self, left: float) -> Text:
         what = f" ({self.keep_text})" if self.keep_text else ""

@@ -28,7 +28,9 @@ class DetailScreen(Modal[None]):
             box.border_title = self.title_text
             box.border_subtitle = "esc close"
             with VerticalScroll(id="detail-body"):
-                yield Static(literal(escape_control(self.text)), id="detail-text")  # reasons come from servers and models
+                yield Static(
+                    literal(escape_control(self.text)), id="detail-text"
+                )  # reasons come from servers and models
 
     def on_mount(self) -> None:
         self.query_one("#detail-body").focus()

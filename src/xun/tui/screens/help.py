@@ -27,8 +27,14 @@ class HelpScreen(Modal[None]):
             box.border_subtitle = "esc close"
             with VerticalScroll(id="help-body"):
                 for title, rows in self.sections:
-                    table = Table(title=Text(title, style="bold"), title_justify="left", show_header=False,
-                                  box=None, expand=True, padding=(0, 1))
+                    table = Table(
+                        title=Text(title, style="bold"),
+                        title_justify="left",
+                        show_header=False,
+                        box=None,
+                        expand=True,
+                        padding=(0, 1),
+                    )
                     table.add_column(style="bold", no_wrap=True)
                     table.add_column(ratio=1)
                     for key, text in rows:

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import ClassVar
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -28,7 +27,7 @@ HIGHLIGHT_LIMIT = 200_000
 
 
 def detect_language(tool_name: str, arguments: str, text: str) -> str | None:
-    """"json" for JSON, the file's language for read_file of a code file, else None (plain text)."""
+    """ "json" for JSON, the file's language for read_file of a code file, else None (plain text)."""
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         try:
@@ -64,7 +63,7 @@ def file_content(record: ReclaimedToolResult, original: str) -> str | None:
     match = _WHOLE_FILE.match(original)
     if match is None:
         return None
-    lines = original[match.end():].split("\n")
+    lines = original[match.end() :].split("\n")
     if len(lines) != int(match.group(1)) or not all("\t" in line for line in lines):
         return None
     return "\n".join(line.split("\t", 1)[1] for line in lines) + "\n"
@@ -111,8 +110,9 @@ class InspectorScreen(Modal[str | None]):
         Binding("g", "show_in_chat", "Show in the chat", id="inspector.chat"),
     ]
 
-    def __init__(self, record: ReclaimedToolResult, original: str, *, workdir: Path, when: str,
-                 restorable: bool = True) -> None:
+    def __init__(
+        self, record: ReclaimedToolResult, original: str, *, workdir: Path, when: str, restorable: bool = True
+    ) -> None:
         super().__init__(id="inspector")
         self.record = record
         self.original = original
@@ -127,27 +127,47 @@ class InspectorScreen(Modal[str | None]):
     def compose(self) -> ComposeResult:
         record = self.record
         with Vertical(id="inspector-box") as box:
-            what = f"{record.tool_name or 'tool'} call arguments" if record.kind == ARGUMENTS else record.tool_name or "tool result"
+            what = (
+                f"{record.tool_name or 'tool'} call arguments"
+                if record.kind == ARGUMENTS
+                else record.tool_name or "tool result"
+            )
             box.border_title = literal(f"{what} · {record.tool_call_id}", flat=True)
-            box.border_subtitle = ("c copy · s save · r restore · esc close" if self.restorable
-                                   else "c copy · s save · f find in history · esc close")
+            box.border_subtitle = (
+                "c copy · s save · r restore · esc close"
+                if self.restorable
+                else "c copy · s save · f find in history · esc close"
+            )
             yield Label(literal(self.summary_line()), id="inspector-summary")
             with VerticalScroll(id="inspector-body"):
                 yield Static(self._renderable(), id="inspector-text")
             with Horizontal(id="inspector-save-row"):
                 yield Label("save to ", id="inspector-save-label")
-                yield Input(value=str(Path(".xun") / "exports" / suggested_name(record, self.language, self.original)),
-                            id="inspector-save-path", compact=True)
+                yield Input(
+                    value=str(Path(".xun") / "exports" / suggested_name(record, self.language, self.original)),
+                    id="inspector-save-path",
+                    compact=True,
+                )
             with Horizontal(id="inspector-buttons"):
                 yield Button("Copy", id="copy", variant="primary", compact=True)
                 yield Button("Save…", id="save", compact=True)
                 if self.restorable:
-                    yield Button("Restore", id="restore", variant="warning", compact=True,
-                                 tooltip="Put the original back into the context in place of its placeholder")
+                    yield Button(
+                        "Restore",
+                        id="restore",
+                        variant="warning",
+                        compact=True,
+                        tooltip="Put the original back into the context in place of its placeholder",
+                    )
                 else:  # its placeholder is gone: what works is reading it here and finding it in the history
-                    yield Button("Find in history", id="find", variant="primary", compact=True,
-                                 tooltip=f"{self.app.key_of('recall')} with this call's arguments: this result, "
-                                         "and the summarised turn that made the call in the offload log")
+                    yield Button(
+                        "Find in history",
+                        id="find",
+                        variant="primary",
+                        compact=True,
+                        tooltip=f"{self.app.key_of('recall')} with this call's arguments: this result, "
+                        "and the summarised turn that made the call in the offload log",
+                    )
                 yield Button("Close", id="close", compact=True)
             yield Label("", id="inspector-status")
 
@@ -195,8 +215,10 @@ class InspectorScreen(Modal[str | None]):
     def action_copy(self) -> None:
         self.app.copy_to_clipboard(self.original)
         # the terminal is asked (OSC 52) and never says whether it agreed: do not claim more than that
-        self._status(f"sent {len(self.original):,} characters to the terminal's clipboard; if nothing arrives there "
-                     "(some terminals refuse), s saves the text to a file")
+        self._status(
+            f"sent {len(self.original):,} characters to the terminal's clipboard; if nothing arrives there "
+            "(some terminals refuse), s saves the text to a file"
+        )
 
     def action_save(self) -> None:
         row = self.query_one("#inspector-save-row")
@@ -234,10 +256,12 @@ class InspectorScreen(Modal[str | None]):
         if self.restorable:
             self.dismiss("restore")
         else:
-            self._status("cannot restore: a summary took its placeholder out of the context after it was reclaimed, "
-                         "so there is no place to put it back. Read it here (c copy, s save), or press f to find it "
-                         f"and the summarised turn in the history ({self.app.key_of('recall')}); the model can run "
-                         "the tool again.")
+            self._status(
+                "cannot restore: a summary took its placeholder out of the context after it was reclaimed, "
+                "so there is no place to put it back. Read it here (c copy, s save), or press f to find it "
+                f"and the summarised turn in the history ({self.app.key_of('recall')}); the model can run "
+                "the tool again."
+            )
 
     def action_find(self) -> None:
         self.dismiss("recall")
@@ -254,7 +278,12 @@ class InspectorScreen(Modal[str | None]):
     @on(Button.Pressed)
     def _button(self, event: Button.Pressed) -> None:
         event.stop()
-        action = {"copy": self.action_copy, "save": self.action_save, "restore": self.action_restore,
-                  "find": self.action_find, "close": lambda: self.dismiss(None)}.get(event.button.id or "")
+        action = {
+            "copy": self.action_copy,
+            "save": self.action_save,
+            "restore": self.action_restore,
+            "find": self.action_find,
+            "close": lambda: self.dismiss(None),
+        }.get(event.button.id or "")
         if action is not None:
             action()

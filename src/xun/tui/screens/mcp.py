@@ -48,9 +48,13 @@ class McpScreen(Modal[None]):
             with VerticalScroll(id="mcp-detail"):
                 yield Static("", id="mcp-detail-text")
             if not self.manager.servers:
-                yield Label(Text("No MCP servers are configured: add [mcp.servers.NAME] to the user config "
-                                 "(command = \"...\" or url = \"...\"); `xun config path --user` shows where it is."),
-                            id="mcp-empty")
+                yield Label(
+                    Text(
+                        "No MCP servers are configured: add [mcp.servers.NAME] to the user config "
+                        '(command = "..." or url = "..."); `xun config path --user` shows where it is.'
+                    ),
+                    id="mcp-empty",
+                )
 
     def on_mount(self) -> None:
         self.refresh_servers()
@@ -65,12 +69,19 @@ class McpScreen(Modal[None]):
         table.clear()
         sizes = self.manager.definition_chars()
         for server in self.manager.servers.values():
-            state = Text(escape_control(server.summary()) if server.state != "failed" else "failed",
-                         style=STATE_STYLE.get(server.state, ""))
+            state = Text(
+                escape_control(server.summary()) if server.state != "failed" else "failed",
+                style=STATE_STYLE.get(server.state, ""),
+            )
             cost = f"~{tokens(self._tokens(sizes.get(server.name, 0)))} tokens" if server.tools else "-"
-            table.add_row(Text(escape_control(server.name)), state, Text(str(len(server.tools)), justify="right"),
-                          Text(cost, justify="right"), Text(escape_control(server.target), overflow="ellipsis", no_wrap=True),
-                          key=server.name)
+            table.add_row(
+                Text(escape_control(server.name)),
+                state,
+                Text(str(len(server.tools)), justify="right"),
+                Text(cost, justify="right"),
+                Text(escape_control(server.target), overflow="ellipsis", no_wrap=True),
+                key=server.name,
+            )
         if self.manager.servers:
             table.move_cursor(row=min(max(row, 0), len(self.manager.servers) - 1))
             self._describe(table.cursor_row)
@@ -89,8 +100,12 @@ class McpScreen(Modal[None]):
         text.append(escape_control(server.name), style="bold")  # names, targets, stderr, tool descriptions:
         text.append(escape_control(f" · {server.transport} · {server.target}") + "\n")  # what a server says
         text.append(escape_control(server.summary()) + "\n", style=STATE_STYLE.get(server.state, ""))
-        text.append("trusted: its tools run without asking\n" if server.settings.trust
-                    else "its tools ask before they run (trust = true in the user config skips that)\n", style="dim")
+        text.append(
+            "trusted: its tools run without asking\n"
+            if server.settings.trust
+            else "its tools ask before they run (trust = true in the user config skips that)\n",
+            style="dim",
+        )
         for item in server.tools:
             cost = self._tokens(len(json.dumps(item.schema(), ensure_ascii=False)))
             first = " ".join(item.description.split("\n\n")[0].split())

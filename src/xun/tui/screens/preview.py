@@ -82,7 +82,9 @@ def _describe(message: object) -> tuple[str, str, bool]:
     text = content_text(raw.get("content"))
     if role == "tool":
         return "tool", text, text.startswith(PLACEHOLDER_HEAD)
-    calls = [str((c.get("function") or {}).get("name", "?")) for c in raw.get("tool_calls") or () if isinstance(c, dict)]
+    calls = [
+        str((c.get("function") or {}).get("name", "?")) for c in raw.get("tool_calls") or () if isinstance(c, dict)
+    ]
     if calls:
         text = (text + " " if text else "") + "→ " + ", ".join(calls)
     return role, text, any(arguments_reclaimed(c) for c in raw.get("tool_calls") or ())
@@ -105,10 +107,22 @@ def preview_rows(conversation: Conversation, plan: CompactionPlan, reclaim: Recl
         raw = message.raw if isinstance(message, RawOpenAIMessage) else {}
         call_id = str(raw.get("tool_call_id", ""))
         # a tool result, or a message whose calls' arguments, a reclaim would replace
-        keys = [call_id] if call_id else [arguments_id(str(c.get("id", ""))) for c in raw.get("tool_calls") or ()
-                                          if isinstance(c, dict)]
-        rows.append(PreviewRow(index, fate, role, round(message_length(message) * ratio), text,
-                               reclaim=any(key in replaced for key in keys), placeholder=placeholder))
+        keys = (
+            [call_id]
+            if call_id
+            else [arguments_id(str(c.get("id", ""))) for c in raw.get("tool_calls") or () if isinstance(c, dict)]
+        )
+        rows.append(
+            PreviewRow(
+                index,
+                fate,
+                role,
+                round(message_length(message) * ratio),
+                text,
+                reclaim=any(key in replaced for key in keys),
+                placeholder=placeholder,
+            )
+        )
     return rows
 
 
@@ -140,28 +154,42 @@ def kept_whole(kept: int) -> str:
 
 def summary_line(f: PreviewFigures) -> str:
     if f.nothing_to_condense:
-        return (f"summary: nothing to condense: {kept_whole(f.kept)} (the last "
-                f"turn when it has at most {f.keep_recent} messages, else the newest {f.keep_recent}) · now "
-                f"{tokens(f.tokens_now)} of {tokens(f.threshold)}")
-    return (f"summary: {f.condensed} messages summarised, {f.kept} kept · {tokens(f.tokens_now)} now → "
-            f"about {tokens(f.tokens_after)} after, plus the summary · threshold {tokens(f.threshold)} · cache: the "
-            f"next call pays its whole prompt uncached (about {tokens(f.tokens_after)} plus the summary), then "
-            f"{tokens(f.tokens_now - f.tokens_after)} less per call, less the summary")
+        return (
+            f"summary: nothing to condense: {kept_whole(f.kept)} (the last "
+            f"turn when it has at most {f.keep_recent} messages, else the newest {f.keep_recent}) · now "
+            f"{tokens(f.tokens_now)} of {tokens(f.threshold)}"
+        )
+    return (
+        f"summary: {f.condensed} messages summarised, {f.kept} kept · {tokens(f.tokens_now)} now → "
+        f"about {tokens(f.tokens_after)} after, plus the summary · threshold {tokens(f.threshold)} · cache: the "
+        f"next call pays its whole prompt uncached (about {tokens(f.tokens_after)} plus the summary), then "
+        f"{tokens(f.tokens_now - f.tokens_after)} less per call, less the summary"
+    )
 
 
 def reclaim_line(f: PreviewFigures) -> str:
     r, a = f.reclaim, f.automatic
     automatic = ""
     if a is not None and a.count > r.count:  # over the threshold the policy keeps fewer than F6
-        automatic = (f" · over the threshold, the automatic reclaim before the next call keeps the newest {a.keep_max}: "
-                     f"{a.what if a.arguments else f'{a.count} result' + ('s' if a.count != 1 else '')}, "
-                     f"about {tokens(a.tokens_saved)} tokens")
+        automatic = (
+            f" · over the threshold, the automatic reclaim before the next call keeps the newest {a.keep_max}: "
+            f"{a.what if a.arguments else f'{a.count} result' + ('s' if a.count != 1 else '')}, "
+            f"about {tokens(a.tokens_saved)} tokens"
+        )
     if not r.count:
         return f"reclaim (F6): nothing to replace now: {r.why_nothing}{automatic}"
-    cache = (f" · cache: the next call pays about {tokens(f.reclaim_cache_miss)} uncached, then "
-             f"{tokens(r.tokens_saved)} less per call") if f.reclaim_cache_miss is not None else ""
-    return (f"reclaim (F6): {r.what} older than the newest {r.keep_max} "
-            f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed{cache}{automatic}")
+    cache = (
+        (
+            f" · cache: the next call pays about {tokens(f.reclaim_cache_miss)} uncached, then "
+            f"{tokens(r.tokens_saved)} less per call"
+        )
+        if f.reclaim_cache_miss is not None
+        else ""
+    )
+    return (
+        f"reclaim (F6): {r.what} older than the newest {r.keep_max} "
+        f"become placeholders (↺) · about {tokens(r.tokens_saved)} tokens freed{cache}{automatic}"
+    )
 
 
 def outlook_line(f: PreviewFigures, key_of: Callable[[str], str]) -> str:
@@ -209,9 +237,12 @@ class PreviewScreen(Modal[str | None]):
             yield Label(Text(escape_control(reclaim_line(f))), id="preview-reclaim")
             yield OptionList(id="preview-list")
             with Horizontal(id="preview-buttons"):
-                yield Button("Summarise now (F5)", id="compact", variant="primary", compact=True,
-                             disabled=f.nothing_to_condense)
-                yield Button("Reclaim now (F6)", id="reclaim", variant="warning", compact=True, disabled=not f.reclaim.count)
+                yield Button(
+                    "Summarise now (F5)", id="compact", variant="primary", compact=True, disabled=f.nothing_to_condense
+                )
+                yield Button(
+                    "Reclaim now (F6)", id="reclaim", variant="warning", compact=True, disabled=not f.reclaim.count
+                )
                 yield Button("Cancel (Esc)", id="cancel", compact=True)
 
     def on_mount(self) -> None:

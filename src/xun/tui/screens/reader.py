@@ -36,8 +36,11 @@ class ReaderScreen(Modal[None]):
         with Vertical(id="reader-box") as box:
             box.border_title = literal(self.title_text, flat=True)
             box.border_subtitle = "c copy · home/end · pgup/pgdn · esc close"
-            yield Label(f"{lines:,} line{'s' if lines != 1 else ''} · {len(self.text):,} characters · shown whole, "
-                        "long lines folded at the width", id="reader-summary")
+            yield Label(
+                f"{lines:,} line{'s' if lines != 1 else ''} · {len(self.text):,} characters · shown whole, "
+                "long lines folded at the width",
+                id="reader-summary",
+            )
             yield TextPager(self.text, id="reader-body")
 
     def on_mount(self) -> None:
@@ -47,4 +50,5 @@ class ReaderScreen(Modal[None]):
         self.app.copy_to_clipboard(self.text)
         self.query_one("#reader-summary", Label).update(
             f"sent {len(self.text):,} characters to the terminal's clipboard; if nothing arrives there (some "
-            "terminals refuse), /render FILE exports the whole conversation")
+            "terminals refuse), /render FILE exports the whole conversation"
+        )

@@ -36,7 +36,13 @@ LIMIT = 50
 SHOWN_LIMIT = 200_000
 """Characters of an entry shown in the pane (the rest is said to be there)."""
 MARKS = ("«", "»")
-ROLES = {"user": "you", "assistant": "assistant", "reasoning": "reasoning", "tool_call": "tool call", "tool": "tool result"}
+ROLES = {
+    "user": "you",
+    "assistant": "assistant",
+    "reasoning": "reasoning",
+    "tool_call": "tool call",
+    "tool": "tool result",
+}
 
 Restorable = Callable[[str, str], tuple[bool, str]]
 """(session, tool_call_id) -> (can be restored now, why not)."""
@@ -82,8 +88,16 @@ class RecallScreen(Modal[None]):
         Binding("ctrl+g", "show_in_chat", "Show in the chat", id="recall.chat"),
     ]
 
-    def __init__(self, index: HistoryIndex, *, session: str, query: str = "", clock: Callable[[float], str],
-                 restorable: Restorable, cursor_blink: bool = True) -> None:
+    def __init__(
+        self,
+        index: HistoryIndex,
+        *,
+        session: str,
+        query: str = "",
+        clock: Callable[[float], str],
+        restorable: Restorable,
+        cursor_blink: bool = True,
+    ) -> None:
         super().__init__(id="recall")
         self.index = index
         self.session = session
@@ -112,8 +126,13 @@ class RecallScreen(Modal[None]):
         with Vertical(id="recall-box") as box:
             box.border_title = "recall · search what compaction took out of the context"
             box.border_subtitle = self._subtitle()
-            search = Input(value=self.initial_query, placeholder="search offloaded messages and reclaimed results",
-                           id="recall-query", compact=True, select_on_focus=False)
+            search = Input(
+                value=self.initial_query,
+                placeholder="search offloaded messages and reclaimed results",
+                id="recall-query",
+                compact=True,
+                select_on_focus=False,
+            )
             search.cursor_blink = self.cursor_blink
             yield search
             yield Label("", id="recall-status")
@@ -121,8 +140,14 @@ class RecallScreen(Modal[None]):
             with VerticalScroll(id="recall-entry"):
                 yield Static("", id="recall-entry-text", markup=False)
             with Horizontal(id="recall-buttons"):
-                yield Button("Restore into context (Ctrl+R)", id="restore", variant="warning", compact=True,
-                             disabled=True, tooltip="Put the original back in place of its placeholder")
+                yield Button(
+                    "Restore into context (Ctrl+R)",
+                    id="restore",
+                    variant="warning",
+                    compact=True,
+                    disabled=True,
+                    tooltip="Put the original back in place of its placeholder",
+                )
                 yield Button("Close (Esc)", id="close", compact=True)
 
     def _subtitle(self) -> str:
@@ -209,8 +234,10 @@ class RecallScreen(Modal[None]):
     def on_recall_stats(self, message: m.RecallStats) -> None:
         message.stop()
         self._warn(message.warnings)
-        self._stats_text = (f"{message.offloaded:,} offloaded message{'s' if message.offloaded != 1 else ''} and "
-                            f"{message.reclaimed:,} reclaimed result{'s' if message.reclaimed != 1 else ''} indexed here")
+        self._stats_text = (
+            f"{message.offloaded:,} offloaded message{'s' if message.offloaded != 1 else ''} and "
+            f"{message.reclaimed:,} reclaimed result{'s' if message.reclaimed != 1 else ''} indexed here"
+        )
         if not self.query_shown and self._timer is None and not self.query_one("#recall-query", Input).value.strip():
             self._show_status()
 
@@ -301,7 +328,9 @@ class RecallScreen(Modal[None]):
             entry = self._restored[message.entry_id][0]
             self.query_one("#recall-status", Label).update(literal(self.restore_state(entry)[1]))
         elif entry is None and not message.error:
-            self.query_one("#recall-status", Label).update(Text("that entry is gone (the index was rebuilt): search again"))
+            self.query_one("#recall-status", Label).update(
+                Text("that entry is gone (the index was rebuilt): search again")
+            )
         self._show_entry(entry)
 
     def entry_text(self, entry: HistoryEntry) -> Text:
@@ -367,8 +396,13 @@ class RecallScreen(Modal[None]):
                 self._fill(self.hits, keep_place=True)
                 if self.entry is not None and self.entry.id == restoring.id:
                     self._show_entry(restored)
-            self.query_one("#recall-status", Label).update(literal(
-                f"could not restore {call_id} (see the notification)" if still else f"restored {call_id} into the context"))
+            self.query_one("#recall-status", Label).update(
+                literal(
+                    f"could not restore {call_id} (see the notification)"
+                    if still
+                    else f"restored {call_id} into the context"
+                )
+            )
 
     def action_restore(self) -> None:
         entry = self.entry
@@ -388,8 +422,9 @@ class RecallScreen(Modal[None]):
         if entry is None:
             return
         if entry.session != self.session:
-            self.app.notify(f"it is in session {entry.session}; switch to it (/sessions) to see it in the chat",
-                            severity="warning")
+            self.app.notify(
+                f"it is in session {entry.session}; switch to it (/sessions) to see it in the chat", severity="warning"
+            )
             return
         self.action_close()
         self.app.post_message(m.ShowInChat(entry.tool_call_id, entry.speaker, entry.text))

@@ -33,8 +33,14 @@ class SessionsScreen(Modal[str | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Close", id="sessions.close")]
 
-    def __init__(self, sessions: list[SessionInfo], current: str, clock: Callable[[float], str],
-                 elsewhere: dict[str, str] | None = None, unreadable: list[tuple[Path, str]] | None = None) -> None:
+    def __init__(
+        self,
+        sessions: list[SessionInfo],
+        current: str,
+        clock: Callable[[float], str],
+        elsewhere: dict[str, str] | None = None,
+        unreadable: list[tuple[Path, str]] | None = None,
+    ) -> None:
         super().__init__(id="sessions")
         self.sessions = sessions
         self.current = current
@@ -47,13 +53,21 @@ class SessionsScreen(Modal[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="sessions-box") as box:
             box.border_title = f"sessions · {len(self.sessions)} saved here" + (
-                f" · {len(self.unreadable)} unreadable" if self.unreadable else "")
+                f" · {len(self.unreadable)} unreadable" if self.unreadable else ""
+            )
             box.border_subtitle = "enter switch · esc close"
             rows = [(info.conversation_id, self._cells(info)) for info in self.sessions]
-            rows += [(f"unreadable:{path}", {"": Text("✗", style="bold red"),
-                                             "session": Text(escape_control(path.stem[:8]), style="dim"),
-                                             "title": Text(f"cannot read: {one_line(problem, 200)}", style="dim")})
-                     for path, problem in self.unreadable]
+            rows += [
+                (
+                    f"unreadable:{path}",
+                    {
+                        "": Text("✗", style="bold red"),
+                        "session": Text(escape_control(path.stem[:8]), style="dim"),
+                        "title": Text(f"cannot read: {one_line(problem, 200)}", style="dim"),
+                    },
+                )
+                for path, problem in self.unreadable
+            ]
             columns, title_width = self._fit([cells for _, cells in rows])
             table: DataTable[Text] = DataTable(id="sessions-table", cursor_type="row")
             for column in columns:
@@ -63,24 +77,45 @@ class SessionsScreen(Modal[str | None]):
                 table.add_row(*(cells.get(column, Text("")) for column in columns), key=key)
             yield table
             if self.unreadable:
-                yield Label(Text(escape_control(f"✗ cannot be read, so not opened: {self.unreadable[0][0].parent}/"
-                                                "ID.json; `xun --resume ID` says why in full", keep_newlines=False)),
-                            id="sessions-unreadable")
+                yield Label(
+                    Text(
+                        escape_control(
+                            f"✗ cannot be read, so not opened: {self.unreadable[0][0].parent}/"
+                            "ID.json; `xun --resume ID` says why in full",
+                            keep_newlines=False,
+                        )
+                    ),
+                    id="sessions-unreadable",
+                )
             if self.elsewhere:
-                holders = "; ".join(f"{ident[:8]} by {holder or 'another xun'}" for ident, holder in self.elsewhere.items())
-                yield Label(Text(escape_control(f"open: in use by another xun, which alone may save it ({holders}); "
-                                                "it can be switched to once that xun has ended", keep_newlines=False)),
-                            id="sessions-elsewhere")
+                holders = "; ".join(
+                    f"{ident[:8]} by {holder or 'another xun'}" for ident, holder in self.elsewhere.items()
+                )
+                yield Label(
+                    Text(
+                        escape_control(
+                            f"open: in use by another xun, which alone may save it ({holders}); "
+                            "it can be switched to once that xun has ended",
+                            keep_newlines=False,
+                        )
+                    ),
+                    id="sessions-elsewhere",
+                )
             if not self.sessions and not self.unreadable:
                 yield Label("No saved session yet: a session is saved after each turn.", id="sessions-empty")
 
     def _cells(self, info: SessionInfo) -> dict[str, Text]:
         ident = info.conversation_id
         return {
-            "": Text("●") if ident == self.current else Text("open", style="bold") if ident in self.elsewhere else Text(""),
+            "": Text("●")
+            if ident == self.current
+            else Text("open", style="bold")
+            if ident in self.elsewhere
+            else Text(""),
             "session": Text(escape_control(ident[:8]), style="dim"),  # (a unique prefix is enough for --resume)
-            "title": Text(escape_control(info.title, keep_newlines=False) or "(no prompt yet)",
-                          style="" if info.title else "dim"),
+            "title": Text(
+                escape_control(info.title, keep_newlines=False) or "(no prompt yet)", style="" if info.title else "dim"
+            ),
             "updated": Text(self.clock(info.updated_at)),
             "messages": Text(f"{info.messages:,}", justify="right"),
             "tokens": Text(tokens(info.tokens), justify="right"),

@@ -32,11 +32,17 @@ class TrustScreen(Modal[bool]):
         with Vertical(id="trust-box") as box:
             box.border_title = "trust this folder?"
             box.border_subtitle = "n / Esc do not trust"
-            yield Label(literal(f"{self.folder}/.xun/config.toml sets what only a trusted folder may set. They are "
-                                "ignored now. Trust it only if you wrote this config or know who did:"), id="trust-text")
+            yield Label(
+                literal(
+                    f"{self.folder}/.xun/config.toml sets what only a trusted folder may set. They are "
+                    "ignored now. Trust it only if you wrote this config or know who did:"
+                ),
+                id="trust-text",
+            )
             with VerticalScroll(id="trust-settings"):  # the folder's own keys and values: text, never markup
-                yield Static(Content("\n").join(literal(f"{key} = {value}", flat=True)
-                                                 for key, value in self.settings.items()))
+                yield Static(
+                    Content("\n").join(literal(f"{key} = {value}", flat=True) for key, value in self.settings.items())
+                )
             with Horizontal(id="trust-buttons"):
                 yield Button("Trust this folder", id="trust", variant="warning", compact=True)
                 yield Button("Do not trust", id="no", variant="primary", compact=True)

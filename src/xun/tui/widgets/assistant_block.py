@@ -92,9 +92,12 @@ def drawn_folded(folded: Folded, whole: str) -> list[Static]:
 
     from xun.tui.widgets.readable_text import ReadableText
 
-    parts = [drawn_once(folded.head),
-             ReadableText(Content.styled(folded.fold_line(), "dim italic"), title=READER_TITLE, whole=whole,
-                          classes="fold-line")]
+    parts = [
+        drawn_once(folded.head),
+        ReadableText(
+            Content.styled(folded.fold_line(), "dim italic"), title=READER_TITLE, whole=whole, classes="fold-line"
+        ),
+    ]
     if folded.tail:
         parts.append(drawn_once(folded.tail))
     return parts
@@ -244,7 +247,7 @@ class AssistantBlock(Vertical):
     def part_text(self, index: int, width: int) -> str:
         """The text of sealed part `index` drawn at `width` (`SealedPart`)."""
         start = self._part_end(index - 1, width) if index else 0
-        return self._sealed_text[start:self._part_end(index, width)]
+        return self._sealed_text[start : self._part_end(index, width)]
 
     def _flushed(self) -> str:
         """The text the widgets were given: all of it but what waits for the next flush."""
@@ -327,7 +330,7 @@ class AssistantBlock(Vertical):
             if needs_folding(content):
                 pass  # drawn folded below, never whole
             elif shown and content.startswith(shown):  # e.g. a cancelled reply's mark: only the end is new
-                await self.live.append(escape_control(content[len(shown):]))
+                await self.live.append(escape_control(content[len(shown) :]))
             else:
                 await self._remove_sealed()
                 await self.live.update(escape_control(content))

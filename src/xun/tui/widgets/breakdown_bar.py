@@ -92,7 +92,7 @@ def bar_content(breakdown: ContextBreakdown, width: int) -> Content:
                 out.append((text[start:mark], style))
             out.append((MARK, MARK_STYLE))
             if end > mark + 1:
-                out.append((text[mark + 1:end], style))
+                out.append((text[mark + 1 : end], style))
         else:
             out.append((piece, style))
         position = end

@@ -24,8 +24,18 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from xun.tui.chat_window import (
-    FIRST_PAGE, PAGE, WINDOW, DividerItem, Entry, NoticeItem, Released, centred, messages_in, position_text,
-    summarised, weight,
+    FIRST_PAGE,
+    PAGE,
+    WINDOW,
+    DividerItem,
+    Entry,
+    NoticeItem,
+    Released,
+    centred,
+    messages_in,
+    position_text,
+    summarised,
+    weight,
 )
 from xun.tui.transcript import AssistantItem, Item, OffloadedItem, SummaryItem, ToolItem, UserItem, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
@@ -69,7 +79,9 @@ class ChatView(VerticalScroll):
         Binding("o", "read_block", "Read whole", id="chat.read_block"),
     ]
 
-    def __init__(self, *, shown_path: Callable[[str | None], str], welcome: Callable[[], Widget | None] | None = None) -> None:
+    def __init__(
+        self, *, shown_path: Callable[[str | None], str], welcome: Callable[[], Widget | None] | None = None
+    ) -> None:
         super().__init__(id="chat")
         self._welcome = welcome
         self.border_title = "chat"
@@ -185,8 +197,11 @@ class ChatView(VerticalScroll):
     def _window(self) -> list[Widget]:
         """The mounted blocks the view shows, in order (not the markers, not the hidden `_tail`)."""
         hidden = {id(widget) for widget in self._tail}
-        return [child for child in self.children
-                if child is not self._marker and child is not self._later and id(child) not in hidden]
+        return [
+            child
+            for child in self.children
+            if child is not self._marker and child is not self._later and id(child) not in hidden
+        ]
 
     @property
     def at_end(self) -> bool:
@@ -292,7 +307,7 @@ class ChatView(VerticalScroll):
             items, problems = await asyncio.to_thread(whole_history, [source[at]])
             if generation != self._generation:
                 return None
-            source[at:at + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
+            source[at : at + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
         if not size:
             return []
         if newest:
@@ -314,8 +329,9 @@ class ChatView(VerticalScroll):
 
     def _keep_anchor(self, anchor: tuple[Widget, float] | None) -> None:
         if anchor is not None and anchor[0].is_attached and anchor[0].parent is self:
-            self.scroll_to(y=anchor[0].virtual_region.y - anchor[1], animate=False, immediate=True,
-                           release_anchor=not self.at_end)
+            self.scroll_to(
+                y=anchor[0].virtual_region.y - anchor[1], animate=False, immediate=True, release_anchor=not self.at_end
+            )
 
     async def load_older(self) -> int:
         """Mount the page before the window (releasing as many blocks at its bottom), keeping the view still."""
@@ -547,7 +563,7 @@ class ChatView(VerticalScroll):
                         items, problems = await asyncio.to_thread(whole_history, [source[at]])
                         if generation != self._generation:
                             return None
-                        source[at:at + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
+                        source[at : at + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
                         found = any(wanted(item) for item in items)
                     at -= 1
         return await self.show_entry(wanted) if found else None
@@ -796,8 +812,13 @@ class ChatView(VerticalScroll):
         await self._add_live(divider)
         return divider
 
-    async def place_divider(self, text: str, first_kept: Widget | None,
-                            replacing: SummaryDivider | None = None, carried: Widget | None = None) -> SummaryDivider:
+    async def place_divider(
+        self,
+        text: str,
+        first_kept: Widget | None,
+        replacing: SummaryDivider | None = None,
+        carried: Widget | None = None,
+    ) -> SummaryDivider:
         """A finished summary: its divider goes where the cut is, above `first_kept` (the end when no block
         was kept), and every turn above it is marked as out of the context, but the turn's prompt the
         summary `carried` past it: a summary inside a long turn goes among its calls, not above its prompt
@@ -832,6 +853,7 @@ class ChatView(VerticalScroll):
 
     def _update_tools(self, ids: set[str], **state: bool) -> None:
         """Entries of tool calls `ids` not mounted now come back with `state`."""
+
         def updated(entry: Entry) -> Entry:
             item = entry.item if isinstance(entry, Released) else entry
             if not isinstance(item, ToolItem) or item.call_id not in ids:
@@ -839,8 +861,12 @@ class ChatView(VerticalScroll):
             released = entry if isinstance(entry, Released) else Released(item)
             attributes = dict(released.attributes) | state
             classes = released.classes | {"-reclaimed"} if state["reclaimed"] else released.classes - {"-reclaimed"}
-            return replace(released, item=replace(item, reclaimed=state["reclaimed"]), classes=classes,
-                           attributes=tuple(attributes.items()))
+            return replace(
+                released,
+                item=replace(item, reclaimed=state["reclaimed"]),
+                classes=classes,
+                attributes=tuple(attributes.items()),
+            )
 
         self._above[:] = [updated(entry) for entry in self._above]
         self._below[:] = [updated(entry) for entry in self._below]
@@ -850,12 +876,21 @@ class ChatView(VerticalScroll):
         last prompt still in the context (a summary's divider and the turns it summarised stay)."""
         await self.go_end()
         children = list(self.children)
-        last = max((i for i, child in enumerate(children) if isinstance(child, UserBlock)
-                    and not child.has_class("-summarised")), default=None)
+        last = max(
+            (
+                i
+                for i, child in enumerate(children)
+                if isinstance(child, UserBlock) and not child.has_class("-summarised")
+            ),
+            default=None,
+        )
         if last is None:
             return
-        doomed = [child for child in children[last if inclusive else last + 1:]
-                  if not isinstance(child, SummaryDivider) and not child.has_class("-summarised")]
+        doomed = [
+            child
+            for child in children[last if inclusive else last + 1 :]
+            if not isinstance(child, SummaryDivider) and not child.has_class("-summarised")
+        ]
         self.reply = None
         if doomed:
             await self.remove_children(doomed)
@@ -863,4 +898,3 @@ class ChatView(VerticalScroll):
     async def clear(self) -> None:
         self._new_history([])
         await self.remove_children()
-

@@ -29,7 +29,9 @@ class CommandMenu(OptionList):
             self.display = False
             return
         width = max(len(c.usage) for c in commands)
-        self.add_options([Option(Content(f"{c.usage.ljust(width)}  {c.help}"), id=str(i)) for i, c in enumerate(commands)])
+        self.add_options(
+            [Option(Content(f"{c.usage.ljust(width)}  {c.help}"), id=str(i)) for i, c in enumerate(commands)]
+        )
         self.highlighted = 0
         self.display = True
 

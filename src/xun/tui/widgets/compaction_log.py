@@ -2,8 +2,9 @@
 what), filled from the session's saved log on resume. The detail (offload file, focus, reason, trigger,
 what it costs in the server's prompt cache) is the highlighted row's tooltip; Enter shows it whole, in a
 box that scrolls and stays until Esc; g shows the event's turn in the chat. Checks that changed nothing (a
-reclaim with nothing to replace, an automatic skip repeated) are not rows: the pane's footer counts them. The "what" column takes the width the others leave, its text cut with an
-ellipsis (the table is laid out again when the pane's width or the other columns' change)."""
+reclaim with nothing to replace, an automatic skip repeated) are not rows: the pane's footer counts them.
+The "what" column takes the width the others leave, its text cut with an ellipsis (the table is laid out
+again when the pane's width or the other columns' change)."""
 
 from __future__ import annotations
 
@@ -92,8 +93,10 @@ class LogEntry:
         """Everything about the event, for the tooltip and Enter."""
         lines = [f"{self.kind} at {self.time} ({'by hand' if self.trigger == 'manual' else self.trigger})"]
         if self.figures:
-            lines.append(f"tokens {tokens(self.tokens_before)} → {tokens(self.tokens_after)}"
-                         + (f" ({tokens(self.saved)} freed)" if self.saved else ""))
+            lines.append(
+                f"tokens {tokens(self.tokens_before)} → {tokens(self.tokens_after)}"
+                + (f" ({tokens(self.saved)} freed)" if self.saved else "")
+            )
         if self.count:
             lines.append(self.count)
         if self.cache:
@@ -107,7 +110,9 @@ class LogEntry:
         return "\n".join(lines)
 
 
-def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], shown_path: Callable[[str | None], str]) -> LogEntry | None:
+def entry_from_record(
+    record: dict[str, Any], clock: Callable[[float], str], shown_path: Callable[[str | None], str]
+) -> LogEntry | None:
     kind = KINDS.get(str(record.get("type", "")))
     if kind is None:
         return None
@@ -123,8 +128,10 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
     if kind == "reclaim":
         n = int(record.get("count", 0) or 0)
         arguments = int(record.get("arguments", 0) or 0)  # of n, calls' arguments (older records have none)
-        parts = [f"{n - arguments} result{'s' if n - arguments != 1 else ''}" if n > arguments else "",
-                 f"{arguments} call args" if arguments else ""]
+        parts = [
+            f"{n - arguments} result{'s' if n - arguments != 1 else ''}" if n > arguments else "",
+            f"{arguments} call args" if arguments else "",
+        ]
         count = ", ".join(filter(None, parts)) or "nothing to reclaim"
         reason = str(record.get("reason") or "")
         ids = record.get("ids")
@@ -135,7 +142,9 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         if inside:
             entries = int(record.get("ledger_entries", 0) or 0)
             calls = f"{inside} call{'s' if inside != 1 else ''}"
-            count = f"inside the turn: {calls} condensed, ledger {entries} entr{'ies' if entries != 1 else 'y'}; {count}"
+            count = (
+                f"inside the turn: {calls} condensed, ledger {entries} entr{'ies' if entries != 1 else 'y'}; {count}"
+            )
         reason = str(record.get("why") or "")
         if record.get("method") == "extractive":  # the model gave no usable summary: xun wrote this one
             count = f"xun's own summary; {count}"
@@ -148,7 +157,9 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
         count = f"id …{call_id[-8:]}" + (" args" if call_id != restored else "")
         calls = (restored,) if restored else ()
     elif kind == "rejected":
-        then = {"retry": "asked once more", "extractive": "xun's extractive summary instead"}.get(str(record.get("next")), "")
+        then = {"retry": "asked once more", "extractive": "xun's extractive summary instead"}.get(
+            str(record.get("next")), ""
+        )
         reason = str(record.get("reason", "")) + (f"; {then}" if then else "")
     else:
         reason = str(record.get("reason", ""))
@@ -175,8 +186,15 @@ def entry_from_record(record: dict[str, Any], clock: Callable[[float], str], sho
     )
 
 
-STYLES = {"reclaim": "bold cyan", "summary": "bold magenta", "emergency": "bold red", "restore": "bold green",
-          "skipped": "bold yellow", "failed": "bold red", "rejected": "bold yellow"}
+STYLES = {
+    "reclaim": "bold cyan",
+    "summary": "bold magenta",
+    "emergency": "bold red",
+    "restore": "bold green",
+    "skipped": "bold yellow",
+    "failed": "bold red",
+    "rejected": "bold yellow",
+}
 
 
 class CompactionLog(DataTable[str]):
@@ -215,9 +233,14 @@ class CompactionLog(DataTable[str]):
         room = self.content_region.width - self.styles.scrollbar_size_vertical  # (room for the scrollbar, always)
         if room <= 0:
             return None
-        time, kind, figures = (max([len(label), *(len(cell) for cell in cells)]) for label, cells in (
-            ("time", [e.time for e in self.entries]), ("kind", [e.kind for e in self.entries]),
-            ("tokens", [e.figures for e in self.entries])))
+        time, kind, figures = (
+            max([len(label), *(len(cell) for cell in cells)])
+            for label, cells in (
+                ("time", [e.time for e in self.entries]),
+                ("kind", [e.kind for e in self.entries]),
+                ("tokens", [e.figures for e in self.entries]),
+            )
+        )
         return time, kind, figures, max(room - time - kind - figures - 4 * 2 * self.cell_padding, WHAT_MIN)
 
     def _lay_out(self) -> None:
@@ -243,8 +266,12 @@ class CompactionLog(DataTable[str]):
             Text(entry.time, style="dim"),
             Text(entry.kind, style=STYLES.get(entry.kind, "bold")),
             Text(entry.figures, justify="right"),
-            Text(escape_control(one_line(entry.what, WHAT_CELL_CHARS)), style="italic" if entry.reason else "", no_wrap=True,
-                 overflow="ellipsis"),
+            Text(
+                escape_control(one_line(entry.what, WHAT_CELL_CHARS)),
+                style="italic" if entry.reason else "",
+                no_wrap=True,
+                overflow="ellipsis",
+            ),
             key=str(index),
         )
 
@@ -262,8 +289,11 @@ class CompactionLog(DataTable[str]):
         if entry.kind in ("summary", "emergency") and record.get("status", "compacted") == "compacted":
             entry = replace(entry, summary=self._summaries)
             self._summaries += 1
-        if entry.changed_nothing or (entry.kind == "skipped" and entry.trigger != "manual" and any(
-                e.kind == "skipped" and e.reason == entry.reason for e in self.entries[-3:])):
+        if entry.changed_nothing or (
+            entry.kind == "skipped"
+            and entry.trigger != "manual"
+            and any(e.kind == "skipped" and e.reason == entry.reason for e in self.entries[-3:])
+        ):
             self.unchanged += 1  # a repeated automatic skip says nothing new either
             self.last_unchanged = entry
             return entry
@@ -306,7 +336,9 @@ class CompactionLog(DataTable[str]):
         if last is None:
             return ""
         what = last.count if last.kind == "reclaim" else last.kind
-        return f"the last check that changed nothing ({last.time}): {what}" + (f": {last.reason}" if last.reason else "")
+        return f"the last check that changed nothing ({last.time}): {what}" + (
+            f": {last.reason}" if last.reason else ""
+        )
 
     def _update_tooltip(self) -> None:
         entry = self.highlighted
@@ -319,8 +351,12 @@ class CompactionLog(DataTable[str]):
         if entry is not None:
             from xun.tui.screens.detail import DetailScreen  # read when first opened, not at start-up
 
-            self.app.push_screen(DetailScreen(f"compaction log · {entry.kind} at {entry.time}", "\n\n".join(
-                part for part in (entry.detail(), self.unchanged_detail()) if part)))
+            self.app.push_screen(
+                DetailScreen(
+                    f"compaction log · {entry.kind} at {entry.time}",
+                    "\n\n".join(part for part in (entry.detail(), self.unchanged_detail()) if part),
+                )
+            )
 
     def action_show_in_chat(self) -> None:
         """The chat at the highlighted event's turn: a summary's divider, a restored or reclaimed call."""
@@ -337,8 +373,11 @@ class CompactionLog(DataTable[str]):
 
     def _update_subtitle(self) -> None:
         saved = sum(entry.saved for entry in self.entries if entry.kind in ("reclaim", "summary", "emergency"))
-        back = sum(entry.tokens_after - entry.tokens_before for entry in self.entries if entry.kind == "restore"
-                   and entry.tokens_before is not None and entry.tokens_after is not None)
+        back = sum(
+            entry.tokens_after - entry.tokens_before
+            for entry in self.entries
+            if entry.kind == "restore" and entry.tokens_before is not None and entry.tokens_after is not None
+        )
         n = len(self.entries)
         parts = [f"{n} event{'s' if n != 1 else ''}"]
         if saved:

@@ -56,9 +56,11 @@ def history_tooltip(points: list[int], kinds: list[str] | None = None) -> str:
     if not points:
         return ""
     long, _ = history_what(kinds if kinds is not None else ["call"] * len(points))
-    return (f"The tokens in the context at each of the last {long}, oldest on the left, one "
-            "column each; a drop is a compaction (a summary or a reclaim). The bars run from the lowest point "
-            f"({tokens(min(points))}) to the highest ({tokens(max(points))}), not from zero.")
+    return (
+        f"The tokens in the context at each of the last {long}, oldest on the left, one "
+        "column each; a drop is a compaction (a summary or a reclaim). The bars run from the lowest point "
+        f"({tokens(min(points))}) to the highest ({tokens(max(points))}), not from zero."
+    )
 
 
 def zone_of(now: float, threshold: int) -> str:
@@ -144,15 +146,18 @@ class ContextGauge(Vertical, can_focus=True):
         return text
 
     def detail_text(self) -> str:
-        """"reported" only for the server's own count; without one, the estimate says why it stands alone."""
+        """ "reported" only for the server's own count; without one, the estimate says why it stands alone."""
         if not self.known:
             return "no figures yet"
         if self.reported is not None:
             cache = f" · cache {percent(self.cache_share, 1)}%" if self.cache_share is not None else ""
             return f"reported {tokens(self.reported)} · estimate {tokens(self.now)}{cache}"
-        why = {None: "no count from the server yet", "server": "no server count since the summary",
-               "estimate": "the server sends no counts",
-               "disbelieved": "the server's count was not believed"}[self.server_counts]
+        why = {
+            None: "no count from the server yet",
+            "server": "no server count since the summary",
+            "estimate": "the server sends no counts",
+            "disbelieved": "the server's count was not believed",
+        }[self.server_counts]
         return f"estimate {tokens(self.now)} · {why}"
 
     def set_cache_share(self, share: float | None) -> None:
@@ -170,17 +175,29 @@ class ContextGauge(Vertical, can_focus=True):
         self.cache_share = None
         self._show()
 
-    def set_figures(self, *, reported: int | None, estimate: int, threshold: int, window: int | None,
-                    window_source: str | None = None) -> None:
+    def set_figures(
+        self,
+        *,
+        reported: int | None,
+        estimate: int,
+        threshold: int,
+        window: int | None,
+        window_source: str | None = None,
+    ) -> None:
         self.known = True
         self.reported = reported
         self.estimate = estimate
         self.threshold = max(threshold, 1)
         self.window = window
         self.window_source = window_source
-        self.tooltip = literal("Enter (or a click): what fills the context\n┃ on the bar: the threshold\n" + (
-            f"window {window:,}: {window_source}" if window else
-            "window unknown: the server did not say it (the bar runs a quarter past the threshold)"))
+        self.tooltip = literal(
+            "Enter (or a click): what fills the context\n┃ on the bar: the threshold\n"
+            + (
+                f"window {window:,}: {window_source}"
+                if window
+                else "window unknown: the server did not say it (the bar runs a quarter past the threshold)"
+            )
+        )
         self._show()
 
     def set_estimate(self, estimate: int, reported: int | None) -> None:

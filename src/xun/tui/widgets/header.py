@@ -28,8 +28,11 @@ class XunHeader(Horizontal):
     def compose(self) -> ComposeResult:
         yield Label("xun", id="app-name")
         yield Label(literal(self._model, flat=True), id="model-name")  # the model's name and the provider come
-        yield Label(literal(self._provider_text(), flat=True), id="provider",  # from a config: text, not markup
-                    classes="badge" if self._offline else "")
+        yield Label(
+            literal(self._provider_text(), flat=True),
+            id="provider",  # from a config: text, not markup
+            classes="badge" if self._offline else "",
+        )
         yield Label(literal(self._session_text(), flat=True), id="session-id")
         yield Label(literal(self.status, flat=True), id="status")
 
@@ -67,14 +70,19 @@ class XunHeader(Horizontal):
         room = width - 2 - (len("xun") + margin) - margin  # padding, the name, the session's margin (a spacer)
 
         def needs() -> int:
-            parts = {"model": cell_len(self._model) + margin if self._model else 0,
-                     "badge": cell_len(badge) + (2 if self._offline else 0) + margin if badge else 0,
-                     "session": cell_len(ident)}
+            parts = {
+                "model": cell_len(self._model) + margin if self._model else 0,
+                "badge": cell_len(badge) + (2 if self._offline else 0) + margin if badge else 0,
+                "session": cell_len(ident),
+            }
             return sum(size for part, size in parts.items() if shown[part]) + cell_len(self.status)
 
         if width:
-            giving_way = ["short badge", "badge", "model", "session"] if self.read_only else \
-                ["short badge", "badge", "session", "model"]
+            giving_way = (
+                ["short badge", "badge", "model", "session"]
+                if self.read_only
+                else ["short badge", "badge", "session", "model"]
+            )
             for part in giving_way:
                 if needs() <= room:
                     break

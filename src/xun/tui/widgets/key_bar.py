@@ -11,8 +11,17 @@ from textual.widgets import Footer
 
 from xun.tui.textual_private import FooterKey, bindings_ready
 
-KEPT_FIRST = ("help", "quit_saving", "cancel_turn", "toggle_side", "compact", "reclaim", "recall", "preview",
-              "focus_recoverable")
+KEPT_FIRST = (
+    "help",
+    "quit_saving",
+    "cancel_turn",
+    "toggle_side",
+    "compact",
+    "reclaim",
+    "recall",
+    "preview",
+    "focus_recoverable",
+)
 """Actions by how much a narrow screen needs their key: the help (which lists the rest), quitting,
 cancelling a turn, the side panel (hidden when narrow), then compaction's keys."""
 
@@ -24,6 +33,7 @@ def key_width(key: FooterKey) -> int:
 
 def keys_that_fit(keys: list[FooterKey], width: int) -> list[FooterKey]:
     """The keys to show in `width` cells, in their order, leaving out the least needed until they fit."""
+
     def rank(key: FooterKey) -> int:
         return KEPT_FIRST.index(key.action) if key.action in KEPT_FIRST else len(KEPT_FIRST)
 

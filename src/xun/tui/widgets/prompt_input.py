@@ -49,12 +49,21 @@ def paste_marker(pasted: str, number: int) -> str:
 class PromptInput(TextArea, inherit_bindings=False):
     # TextArea's F6 (select line) and F7 (select all) would shadow the app's F6 and F7, and its PageUp and
     # PageDown (a page of a prompt that is a line or two) the app's, which scroll the chat; the rest stay.
-    BINDINGS: ClassVar[list[BindingType]] = [binding for binding in TextArea.BINDINGS
-                                             if getattr(binding, "key", "") not in ("f6", "f7", "pageup", "pagedown")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        binding
+        for binding in TextArea.BINDINGS
+        if getattr(binding, "key", "") not in ("f6", "f7", "pageup", "pagedown")
+    ]
 
     def __init__(self, menu: CommandMenu, *, cursor_blink: bool = True) -> None:
-        super().__init__(id="prompt", soft_wrap=True, show_line_numbers=False, tab_behavior="focus",
-                         highlight_cursor_line=False, placeholder=PLACEHOLDER)
+        super().__init__(
+            id="prompt",
+            soft_wrap=True,
+            show_line_numbers=False,
+            tab_behavior="focus",
+            highlight_cursor_line=False,
+            placeholder=PLACEHOLDER,
+        )
         self.cursor_blink = cursor_blink
         self.menu = menu
         self.prompt_history: list[str] = []
@@ -161,9 +170,12 @@ class PromptInput(TextArea, inherit_bindings=False):
         if not text:
             return
         if edited := self._edited_markers():
-            self.app.notify(f"Not sent: the paste marker {edited[0]} was edited, so its paste would be left out. Put it "
-                            "back as it was to send the paste, or delete it whole to send without it (Ctrl+Z undoes).",
-                            title="paste", severity="warning")
+            self.app.notify(
+                f"Not sent: the paste marker {edited[0]} was edited, so its paste would be left out. Put it "
+                "back as it was to send the paste, or delete it whole to send without it (Ctrl+Z undoes).",
+                title="paste",
+                severity="warning",
+            )
             return
         self.remember(self.expanded(self.text.rstrip()))
         text = self.expanded(text)

@@ -13,8 +13,11 @@ from xun.tui.format import literal
 
 def folded_content(folded: Folded, how: str = "click or o opens it whole") -> Content:
     """A folded text as a block draws it: its head, the fold line, its tail."""
-    parts: list[Content | str] = [literal(folded.head.rstrip("\n")), "\n",
-                                  Content.styled(folded.fold_line(how), "dim italic")]
+    parts: list[Content | str] = [
+        literal(folded.head.rstrip("\n")),
+        "\n",
+        Content.styled(folded.fold_line(how), "dim italic"),
+    ]
     if folded.tail:
         parts += ["\n", literal(folded.tail.rstrip("\n"))]
     return Content.assemble(*parts)

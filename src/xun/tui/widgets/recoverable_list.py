@@ -127,13 +127,19 @@ class RecoverableList(Vertical):
             if not self.matches(record, needle):
                 continue
             gone = record.tool_call_id in self.summarised
-            rows.append((record, gone, [
-                (record.tool_name or "?") + (" args" if record.kind == ARGUMENTS else ""),
-                call_subject(record.arguments, 60),
-                tokens(record.chars * ratio),
-                "summarised" if gone else self._clock(record.reclaimed_at) if record.reclaimed_at else "—",
-                short_id(record.call_id),
-            ]))
+            rows.append(
+                (
+                    record,
+                    gone,
+                    [
+                        (record.tool_name or "?") + (" args" if record.kind == ARGUMENTS else ""),
+                        call_subject(record.arguments, 60),
+                        tokens(record.chars * ratio),
+                        "summarised" if gone else self._clock(record.reclaimed_at) if record.reclaimed_at else "—",
+                        short_id(record.call_id),
+                    ],
+                )
+            )
         self._lay_out_columns([cells for _, _, cells in rows])
         self.shown = []
         for record, gone, (tool, arguments, size, when, ident) in rows:

@@ -66,8 +66,9 @@ class TextPager(ScrollView, can_focus=True):
         top = self.line_at(round(self.scroll_y)) if self._width else 0
         self._width = width
         self._chopped.clear()
-        self._starts = list(accumulate((self._rows_of(i, line, width) for i, line in enumerate(self._lines)),
-                                       initial=0))
+        self._starts = list(
+            accumulate((self._rows_of(i, line, width) for i, line in enumerate(self._lines)), initial=0)
+        )
         self.virtual_size = Size(width, self.row_count)
         if self._end_wanted:
             self._end_wanted = False
@@ -107,7 +108,7 @@ class TextPager(ScrollView, can_focus=True):
         piece = row - self._starts[index]
         line = self._lines[index]
         if line.isascii():
-            text = line[piece * self._width:(piece + 1) * self._width]
+            text = line[piece * self._width : (piece + 1) * self._width]
         else:
             pieces = self._pieces(index)
             text = pieces[piece] if piece < len(pieces) else ""

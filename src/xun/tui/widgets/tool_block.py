@@ -22,7 +22,7 @@ RESULT_PREVIEW_CHARS = 2_000
 def _keep_end(text: str, limit: int) -> str:
     """`text` on one line, cut at the start when too long (a path's file name is what tells)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else "…" + flat[len(flat) - limit + 1:]
+    return flat if len(flat) <= limit else "…" + flat[len(flat) - limit + 1 :]
 
 
 STRING_FIELD = re.compile(r'"(\w+)"\s*:\s*"((?:[^"\\]|\\.)*)"')
@@ -100,7 +100,9 @@ class ToolBlock(Collapsible):
         self._result_view: ReadableText | None = None
         super().__init__(title=literal(self._heading(), flat=True), collapsed=True, classes="block tool -running")
         self.title = self._heading()
-        self._title.can_focus = False  # the chat's [ and ] select a block and Enter opens it: Tab skips hundreds of titles
+        self._title.can_focus = (
+            False  # the chat's [ and ] select a block and Enter opens it: Tab skips hundreds of titles
+        )
 
     def _watch_title(self, title: str) -> None:
         """The tool's name and arguments come from the model: the title is text, never markup."""
@@ -109,16 +111,23 @@ class ToolBlock(Collapsible):
     def watch_collapsed(self, collapsed: bool) -> None:
         if not collapsed and self._result_view is None and self.is_mounted:
             result = self.result_text or ""
-            self._result_view = ReadableText(literal(result_preview(result)), title=self._reader_title("result"),
-                                             whole=result if previewed_in_part(result) else None,
-                                             classes="tool-result")
+            self._result_view = ReadableText(
+                literal(result_preview(result)),
+                title=self._reader_title("result"),
+                whole=result if previewed_in_part(result) else None,
+                classes="tool-result",
+            )
             arguments = pretty_arguments(self.arguments)
             folded = fold(arguments)
             self.query_one(Collapsible.Contents).mount(
-                ReadableText(literal(arguments) if folded is None else folded_content(folded, "click opens it whole"),
-                             title=self._reader_title("arguments"), whole=None if folded is None else arguments,
-                             classes="tool-arguments"),
-                self._result_view)
+                ReadableText(
+                    literal(arguments) if folded is None else folded_content(folded, "click opens it whole"),
+                    title=self._reader_title("arguments"),
+                    whole=None if folded is None else arguments,
+                    classes="tool-arguments",
+                ),
+                self._result_view,
+            )
 
     def _reader_title(self, what: str) -> str:
         subject = call_subject(self.arguments)
@@ -157,8 +166,9 @@ class ToolBlock(Collapsible):
         self.state = state
         self.add_class(f"-{state}")
 
-    def finished(self, *, result_chars: int, duration_text: str, result: str | None, is_error: bool = False,
-                 denied: bool = False) -> None:
+    def finished(
+        self, *, result_chars: int, duration_text: str, result: str | None, is_error: bool = False, denied: bool = False
+    ) -> None:
         cancelled = bool(result and result.startswith("[Cancelled]"))
         denied = denied or bool(result and result.startswith(DECLINED_RESULT))
         is_error = is_error or bool(result and result.startswith("[Error]"))

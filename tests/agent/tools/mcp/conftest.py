@@ -60,20 +60,33 @@ class Servers:
 
     def time(self, **settings: Any) -> dict[str, Any]:
         need_module("mcp_server_time", "mcp-server-time")
-        return {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
-                "env": self._env(), **settings}
+        return {
+            "command": sys.executable,
+            "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+            "env": self._env(),
+            **settings,
+        }
 
     def git(self, repository: Path, **settings: Any) -> dict[str, Any]:
         need_module("mcp_server_git", "mcp-server-git")
-        return {"command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repository)],
-                "env": self._env(), **settings}
+        return {
+            "command": sys.executable,
+            "args": ["-m", "mcp_server_git", "--repository", str(repository)],
+            "env": self._env(),
+            **settings,
+        }
 
     def everything(self, **settings: Any) -> dict[str, Any]:
         npx = shutil.which("npx")
         if npx is None:
             pytest.skip("Node is not installed (npx not found): @modelcontextprotocol/server-everything needs it")
-        return {"command": npx, "args": ["-y", "@modelcontextprotocol/server-everything"],
-                "env": self._env({"npm_config_update_notifier": "false"}), "startup_timeout": 120.0, **settings}
+        return {
+            "command": npx,
+            "args": ["-y", "@modelcontextprotocol/server-everything"],
+            "env": self._env({"npm_config_update_notifier": "false"}),
+            "startup_timeout": 120.0,
+            **settings,
+        }
 
     def alive(self) -> list[int]:
         return processes_with(self.marker)
@@ -93,8 +106,13 @@ def servers(tmp_path: Path) -> Servers:
 def make_repository(folder: Path) -> Path:
     """A git repository with two commits, made with the git program."""
     folder.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Test",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "Test",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
 
     def git(*args: str) -> None:
         subprocess.run(["git", *args], cwd=folder, env=env, check=True, capture_output=True)

@@ -23,7 +23,10 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-def text_tool(name: str, description: str, properties: dict | None = None, required: list[str] | None = None) -> types.Tool:
+
+def text_tool(
+    name: str, description: str, properties: dict | None = None, required: list[str] | None = None
+) -> types.Tool:
     schema = {"type": "object", "properties": properties or {}}
     if required:
         schema["required"] = required
@@ -39,8 +42,11 @@ TOOLS = [
     text_tool("fail", "Return a tool error."),
     text_tool("slow", "Sleep `seconds`, then answer.", {"seconds": {"type": "number"}}),
     text_tool("picture", "Return an image and a binary resource beside a line of text."),
-    types.Tool(name="bad_schema", description="Its schema is not valid JSON Schema.",
-               input_schema={"type": "object", "properties": {"x": {"type": "no-such-type"}}}),
+    types.Tool(
+        name="bad_schema",
+        description="Its schema is not valid JSON Schema.",
+        input_schema={"type": "object", "properties": {"x": {"type": "no-such-type"}}},
+    ),
 ]
 
 
@@ -76,19 +82,26 @@ async def call_tool(ctx, params) -> types.CallToolResult:
         print("fault server: crashing in the middle of a call", file=sys.stderr, flush=True)
         os._exit(7)
     if name == "fail":
-        return types.CallToolResult(content=[types.TextContent(type="text", text="the fail tool always fails")],
-                                    is_error=True)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text="the fail tool always fails")], is_error=True
+        )
     if name == "slow":
         await anyio.sleep(float(arguments.get("seconds", 60)))
         return text("slept")
     if name == "picture":
         png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 992).decode()
-        return types.CallToolResult(content=[
-            types.TextContent(type="text", text="a picture follows"),
-            types.ImageContent(type="image", data=png, mime_type="image/png"),
-            types.EmbeddedResource(type="resource", resource=types.BlobResourceContents(
-                uri="file:///data.bin", mime_type="application/octet-stream", blob=png)),
-        ])
+        return types.CallToolResult(
+            content=[
+                types.TextContent(type="text", text="a picture follows"),
+                types.ImageContent(type="image", data=png, mime_type="image/png"),
+                types.EmbeddedResource(
+                    type="resource",
+                    resource=types.BlobResourceContents(
+                        uri="file:///data.bin", mime_type="application/octet-stream", blob=png
+                    ),
+                ),
+            ]
+        )
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"no tool {name}")], is_error=True)
 
 

@@ -37,13 +37,22 @@ def tool_text(app: XunApp, call_id: str) -> str:
 
 
 async def test_mcp_tools_in_the_app_end_to_end(tmp_path, user_config, servers):
-    user_config.write_text(tomli_w.dumps({
-        "auto_compact": {"toolcall_keep_max": 1},
-        "tools": {"max_output_chars": 30000},
-        "mcp": {"servers": {"f": servers.fault(trust=True), "time": servers.time(),
-                            "dead": servers.fault("crash-at-start"),
-                            "hangs": servers.fault("hang-at-start", startup_timeout=60)}},
-    }))
+    user_config.write_text(
+        tomli_w.dumps(
+            {
+                "auto_compact": {"toolcall_keep_max": 1},
+                "tools": {"max_output_chars": 30000},
+                "mcp": {
+                    "servers": {
+                        "f": servers.fault(trust=True),
+                        "time": servers.time(),
+                        "dead": servers.fault("crash-at-start"),
+                        "hangs": servers.fault("hang-at-start", startup_timeout=60),
+                    }
+                },
+            }
+        )
+    )
     work = tmp_path / "work"
     work.mkdir()
     opened = []
@@ -59,8 +68,12 @@ async def test_mcp_tools_in_the_app_end_to_end(tmp_path, user_config, servers):
             await wait_until(pilot, lambda: app.session is not None, what="the session")
             mcp = app.session.mcp
             others = [mcp.servers[name] for name in ("f", "time", "dead")]
-            await wait_until(pilot, lambda: all(s.state in ("ready", "failed") for s in others),
-                             timeout=60, what="the servers to start")
+            await wait_until(
+                pilot,
+                lambda: all(s.state in ("ready", "failed") for s in others),
+                timeout=60,
+                what="the servers to start",
+            )
             await pilot.pause()
             notices = " ".join(str(b.render()) for b in app.chat.query("NoticeBlock"))
             assert "MCP server f: ready with 8 tools" in notices and "MCP server time: ready with 2 tools" in notices
@@ -115,8 +128,12 @@ async def test_mcp_tools_in_the_app_end_to_end(tmp_path, user_config, servers):
             assert table.row_count == 4
             first_pid = list(servers.alive())
             await pilot.press("r")  # the first row: f
-            await wait_until(pilot, lambda: mcp.servers["f"].state == "ready" and set(servers.alive()) != set(first_pid),
-                             timeout=30, what="f to restart")
+            await wait_until(
+                pilot,
+                lambda: mcp.servers["f"].state == "ready" and set(servers.alive()) != set(first_pid),
+                timeout=30,
+                what="f to restart",
+            )
             assert "f__echo" in app.agent.toolbox
             await pilot.press("escape")
             assert mcp.servers["hangs"].state == "starting"

@@ -49,11 +49,23 @@ def configure(cli: Cli, tables: dict) -> None:
 
 def test_run_json_lists_and_calls_time_and_git_tools(cli, servers):
     repo = make_repository(cli.workdir / "repo")
-    configure(cli, {"time": servers.time(trust=True), "git": servers.git(repo, trust=True),
-                    "broken": servers.fault("crash-at-start")})
+    configure(
+        cli,
+        {
+            "time": servers.time(trust=True),
+            "git": servers.git(repo, trust=True),
+            "broken": servers.fault("crash-at-start"),
+        },
+    )
     done = cli("run", "--json", 'use the tool git__git_log with {"repo_path": "' + str(repo) + '"}', timeout=90).check()
     states = {(e["name"], e["state"]) for e in done.of("mcp_server")}
-    assert {("time", "ready"), ("git", "ready"), ("broken", "failed"), ("time", "stopped"), ("git", "stopped")} <= states
+    assert {
+        ("time", "ready"),
+        ("git", "ready"),
+        ("broken", "failed"),
+        ("time", "stopped"),
+        ("git", "stopped"),
+    } <= states
     [finished] = done.of("tool_call_finished")
     assert finished["name"] == "git__git_log" and not finished["is_error"]
     session = cli.only_session()
@@ -75,7 +87,9 @@ def test_untrusted_server_is_refused_without_a_terminal_and_allowed_with_yes(cli
     [finished] = refused.of("tool_call_finished")
     assert finished["is_error"] and "confirmation" in finished["error"]
     assert any("MCP tools with --yes" in w["message"] for w in refused.of("warning"))
-    allowed = cli("run", "--json", "-y", 'use the tool time__get_current_time with {"timezone": "UTC"}', timeout=90).check()
+    allowed = cli(
+        "run", "--json", "-y", 'use the tool time__get_current_time with {"timezone": "UTC"}', timeout=90
+    ).check()
     assert not allowed.of("tool_call_finished")[0]["is_error"]
 
 
@@ -97,8 +111,13 @@ def test_an_untrusted_project_file_cannot_add_servers(cli, servers):
 def test_header_values_come_from_the_environment_only(cli):
     done = cli.inproc("config", "set", "--user", "mcp.servers.web.url", "http://127.0.0.1:9/mcp")
     assert done.returncode == 0, done.stderr
-    leaked = cli.inproc("config", "set", "--user", "mcp.servers.web.headers",
-                        '{Authorization = "Bearer abcdefghijklmnopqrstuvwxyz0123456789"}')
+    leaked = cli.inproc(
+        "config",
+        "set",
+        "--user",
+        "mcp.servers.web.headers",
+        '{Authorization = "Bearer abcdefghijklmnopqrstuvwxyz0123456789"}',
+    )
     assert leaked.returncode == 2 and "abcdefghijklmnop" not in leaked.stderr + leaked.stdout
     assert "abcdefghijklmnop" not in (cli.home / ".config" / "xun" / "config.toml").read_text()
     named = cli.inproc("config", "set", "--user", "mcp.servers.web.headers", '{Authorization = "WEB_TOKEN"}')

@@ -21,8 +21,14 @@ from .conftest import FAULT_SERVER, MARKER_VARIABLE, make_repository
 
 def manager(tmp_path, tables, toolbox=None, events=None, environ=None):
     settings = McpSettings.model_validate({"servers": tables})
-    return McpManager(settings, toolbox if toolbox is not None else Toolbox(), workdir=tmp_path, environ=environ,
-                      log_dir=tmp_path / "logs", on_change=(events.append if events is not None else None))
+    return McpManager(
+        settings,
+        toolbox if toolbox is not None else Toolbox(),
+        workdir=tmp_path,
+        environ=environ,
+        log_dir=tmp_path / "logs",
+        on_change=(events.append if events is not None else None),
+    )
 
 
 def context(tmp_path, **kw):
@@ -37,7 +43,9 @@ async def test_time_and_git_servers_list_and_answer(tmp_path, servers):
     m = manager(tmp_path, {"time": servers.time(trust=True), "git": servers.git(repo, trust=True)}, toolbox, events)
     try:
         await m.start()
-        assert m.servers["time"].state == READY and m.servers["git"].state == READY, [s.reason for s in m.servers.values()]
+        assert m.servers["time"].state == READY and m.servers["git"].state == READY, [
+            s.reason for s in m.servers.values()
+        ]
         assert "time__get_current_time" in toolbox and "git__git_log" in toolbox
         assert len(toolbox) == builtins + len(m.servers["time"].tools) + len(m.servers["git"].tools)
         schema = toolbox.get("time__get_current_time").schema()["function"]
@@ -83,12 +91,16 @@ async def test_untrusted_server_asks_and_a_denial_runs_nothing(tmp_path, servers
 
 async def test_faults_are_states_and_the_rest_works(tmp_path, servers):
     events = []
-    m = manager(tmp_path, {
-        "good": servers.fault(trust=True, timeout=1.5),
-        "dies": servers.fault("crash-at-start"),
-        "hangs": servers.fault("hang-at-start", startup_timeout=2),
-        "missing": {"command": str(tmp_path / "no-such-program")},
-    }, events=events)
+    m = manager(
+        tmp_path,
+        {
+            "good": servers.fault(trust=True, timeout=1.5),
+            "dies": servers.fault("crash-at-start"),
+            "hangs": servers.fault("hang-at-start", startup_timeout=2),
+            "missing": {"command": str(tmp_path / "no-such-program")},
+        },
+        events=events,
+    )
     started = time.monotonic()
     try:
         await m.start()
@@ -191,9 +203,11 @@ def free_port() -> int:
 async def test_streamable_http_with_a_header_from_the_environment(tmp_path, servers):
     port = free_port()
     token = "tok-" + servers.marker
-    process = subprocess.Popen([sys.executable, str(FAULT_SERVER), "http", str(port)],
-                               env={"PATH": "/usr/bin:/bin", "FAULT_SERVER_TOKEN": token, MARKER_VARIABLE: servers.marker},
-                               stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, str(FAULT_SERVER), "http", str(port)],
+        env={"PATH": "/usr/bin:/bin", "FAULT_SERVER_TOKEN": token, MARKER_VARIABLE: servers.marker},
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -202,8 +216,10 @@ async def test_streamable_http_with_a_header_from_the_environment(tmp_path, serv
                     break
             await asyncio.sleep(0.1)
         url = f"http://127.0.0.1:{port}/mcp"
-        tables = {"web": {"url": url, "headers": {"Authorization": "WEB_AUTH"}, "trust": True},
-                  "nokey": {"url": url, "headers": {"Authorization": "WRONG_AUTH"}, "startup_timeout": 10}}
+        tables = {
+            "web": {"url": url, "headers": {"Authorization": "WEB_AUTH"}, "trust": True},
+            "nokey": {"url": url, "headers": {"Authorization": "WRONG_AUTH"}, "startup_timeout": 10},
+        }
         m = manager(tmp_path, tables, environ={"WEB_AUTH": f"Bearer {token}", "WRONG_AUTH": "Bearer nope"})
         try:
             await m.start()
