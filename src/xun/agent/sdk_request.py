@@ -8,7 +8,7 @@ the same JSON body, byte for byte, as before. Everything else (retries, errors, 
 
 The reply's chunks are read as the server's plain JSON (`open_chunk_stream`): the SDK builds a typed model
 of every chunk otherwise (`construct_type`, about 0.07 ms a chunk, a dozen chunks a call), the largest part
-of xun's own time per round in a long turn (issue 23's benchmark).
+of xun's own time per round in a long turn (`tests/benchmarks/bench_long_turn.py`).
 """
 
 from __future__ import annotations

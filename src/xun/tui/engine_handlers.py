@@ -208,7 +208,7 @@ class EngineHandlers:
         elif isinstance(event, (events.CompactionFailed, events.CompactionSkipped)):
             divider, self._pending_divider = self._pending_divider, None
             verb = "failed" if isinstance(event, events.CompactionFailed) else "skipped"
-            reason = event.reason.removeprefix("Summary failed: ")  # ("summary failed: Summary failed: …": trial F #38)
+            reason = event.reason.removeprefix("Summary failed: ")  # the row says "summary failed" itself
             if divider is not None and divider.is_attached:
                 divider.set_text(f"summary {verb}: {reason}", verb)
             if event.trigger == "manual":
@@ -218,7 +218,7 @@ class EngineHandlers:
 
     def _say_if_restored_over(self) -> None:
         """A restore that took the context over the threshold says so, and what the next call does about it:
-        said nothing, and the next prompt reclaimed or summarised it again (trial F #17)."""
+        the user must not learn it from the next prompt reclaiming or summarising it again."""
         now, threshold = self.agent.request_tokens(), self.agent.threshold
         if now <= threshold:
             return
@@ -265,8 +265,8 @@ class EngineHandlers:
 
     async def _say_if_still_over(self, kept: int) -> None:
         """A manual summary that leaves the context over the threshold: what is left, why, and only what
-        would help with what is there (trial D #13: it offered F6 with no tool result to reclaim, and
-        /compact FOCUS right after one, when a single kept reply of 85.6k tokens was the cause)."""
+        would help with what is there (never F6 with no tool result to reclaim, nor /compact FOCUS when a
+        single kept reply is the cause)."""
         from xun.compact.breakdown import reclaim_preview
         from xun.context.messages import UserMessage, message_length
 
@@ -440,7 +440,7 @@ class EngineHandlers:
     def _warn_if_nearly_full(self) -> None:
         """Once per session: a warning when the context passes FULL_WARNING of the threshold, given when the
         work is over: during a turn or a compaction, a compaction often brings it back under at once (a big
-        paste summarised before it is sent), and the toast stood beside a gauge saying "calm" (trial D #15).
+        paste summarised before it is sent), and the toast must not stand beside a gauge saying "calm".
         One that no longer holds (F5 brought the context back under) is withdrawn."""
         gauge = self.gauge
         session = self.conversation.conversation_id
@@ -522,7 +522,7 @@ class EngineHandlers:
         """A sentence typed while a question took no answers was kept out of the prompt behind it, where it
         would have been sent with the next prompt; once the question closes, it goes on into the prompt, not
         sent, after what the prompt holds (typing through the moment the question opened left its first
-        letters there: trial G #25). A notice in the chat was lost under the reply that followed (trial F #14)."""
+        letters there). Not a notice in the chat, which the reply that follows would bury."""
         text = screen.aside_text
         if not text or self.quitting:
             return

@@ -62,7 +62,7 @@ class KeysAndHelp:
 
     def _offer_render(self) -> None:
         """The palette's "Render transcript" puts the command in the prompt; a draft there goes into the
-        prompt's history first, where Up finds it (it was replaced with no way back: trial G #28)."""
+        prompt's history first, where Up finds it: a draft is never replaced with no way back."""
         prompt = self.prompt
         if prompt.text.strip():
             prompt.remember(prompt.expanded(prompt.text))

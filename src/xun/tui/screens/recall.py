@@ -118,7 +118,7 @@ class RecallScreen(Modal[None]):
         self._stats_text = ""
         self._restoring: HistoryEntry | None = None
         self._restored: dict[int, tuple[HistoryEntry, float]] = {}
-        """Entries restored from here, and when: the index drops them, so a second look said "gone" (trial F #11)."""
+        """Entries restored from here, and when: the index drops them, and a second look must say "restored"."""
 
     # ---------------------------------------------------------------------------------- layout
 

@@ -740,7 +740,7 @@ class ChatView(VerticalScroll):
 
     def mark_replaced(self, text: str) -> None:
         """The last prompt, never answered, that the one sent now replaces in the session: dimmed and said so,
-        so the chat shows what the model sees (it looked like part of the conversation, trial F #25)."""
+        so the chat shows what the model sees."""
         for child in reversed(self.children):
             if isinstance(child, UserBlock) and not child.has_class("-summarised"):
                 if child.text == text and not child.has_class("-replaced"):
@@ -780,7 +780,7 @@ class ChatView(VerticalScroll):
 
     async def discard_reply(self) -> None:
         """The reply being streamed is thrown away, block and all (a failed attempt's text): the next attempt
-        starts a block of its own, below the retry line (it wrote into the old block, above it: trial F #37)."""
+        starts a block of its own, below the retry line."""
         block, self.reply = self.reply, None
         if block is not None:
             await block.discard()
@@ -822,7 +822,7 @@ class ChatView(VerticalScroll):
         """A finished summary: its divider goes where the cut is, above `first_kept` (the end when no block
         was kept), and every turn above it is marked as out of the context, but the turn's prompt the
         summary `carried` past it: a summary inside a long turn goes among its calls, not above its prompt
-        (they stacked there, the calls they took out never dimmed: trial F #5). The caller finds `first_kept`
+        (and the calls it took out are dimmed). The caller finds `first_kept`
         in a window at the newest (`go_end`)."""
         if replacing is not None and replacing.is_attached:
             await self._remove_live(replacing)

@@ -14,7 +14,7 @@ from xun.tui.widgets.readable_text import ReadableText, folded_content
 
 DECLINED_RESULT = "[Error] the user declined: "
 """How the result of a call the user denied begins (written by `xun.agent.tools.toolbox`; a test keeps the two
-alike): a resumed chat shows it denied, as it was live, not as done (trial F #16)."""
+alike): a resumed chat shows it denied, as it was live, not as done."""
 RESULT_PREVIEW_LINES = 12
 RESULT_PREVIEW_CHARS = 2_000
 
