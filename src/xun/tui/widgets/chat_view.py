@@ -37,7 +37,8 @@ from xun.tui.chat_window import (
     summarised,
     weight,
 )
-from xun.tui.transcript import AssistantItem, Item, OffloadedItem, SummaryItem, ToolItem, UserItem, whole_history
+from xun.tui.chat_blocks import block_for, released
+from xun.tui.transcript import Item, OffloadedItem, SummaryItem, ToolItem, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.widgets.summary_divider import SummaryDivider
@@ -45,14 +46,6 @@ from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 from xun.tui.widgets.waiting_line import WaitingLine
 from xun.tui.widgets.welcome_block import WelcomeBlock
-
-TOOL_STATE = ("state", "result_chars", "duration_text", "reclaimed", "restored", "result_text")
-"""What a tool block gathers while it runs and keeps when it leaves the window."""
-LIVE = -1
-"""The message position of a block made while the app ran (not known to the chat: a jump finds it by
-its place from the newest)."""
-UNKEPT_CLASSES = frozenset({"-jump-target", "-collapsed"})
-"""Marks a block does not keep when it leaves the window (a selection, a fold: it comes back folded)."""
 
 
 class EarlierMarker(Static):
@@ -126,43 +119,6 @@ class ChatView(VerticalScroll):
 
     # ------------------------------------------------------------------------------ entries and blocks
 
-    def _widget_for(self, entry: Entry) -> Widget:
-        if isinstance(entry, Released):
-            widget = self._widget_for(entry.item)
-            for name, value in entry.attributes:
-                setattr(widget, name, value)
-            if isinstance(widget, ToolBlock):
-                widget.title = widget._heading()
-            widget.set_classes(entry.classes)
-        else:
-            widget = self._block_for(entry)
-            if getattr(entry, "summarised", False):
-                widget.add_class("-summarised")
-        widget.chat_entry = entry  # type: ignore[attr-defined]  # what it shows: found again by a jump
-        return widget
-
-    def _block_for(self, item: Item | NoticeItem | DividerItem) -> Widget:
-        if isinstance(item, UserItem):
-            return UserBlock(item.text, carried=item.carried)
-        if isinstance(item, AssistantItem):
-            return AssistantBlock(item.content, item.reasoning)
-        if isinstance(item, ToolItem):
-            block = ToolBlock(item.call_id, item.name, item.arguments)
-            if item.result is not None:
-                block.finished(result_chars=item.result_chars or 0, duration_text="", result=item.result)
-                if item.result_chars is None:
-                    block.result_chars = None
-                    block.title = block._heading()
-            if item.reclaimed:
-                block.mark_reclaimed()
-            return block
-        if isinstance(item, NoticeItem):
-            return NoticeBlock(item.level, item.text)
-        if isinstance(item, DividerItem):
-            return SummaryDivider(item.text, state=item.state)
-        assert isinstance(item, SummaryItem), item
-        return SummaryDivider(SummaryDivider.describe(item.condensed, item.kept, self._shown_path(item.offload_path)))
-
     def _in_progress(self, widget: Widget) -> bool:
         """A block the running work still writes into (or not a transcript block at all): never released."""
         if widget is self.reply or not isinstance(widget, BLOCKS):
@@ -170,29 +126,6 @@ class ChatView(VerticalScroll):
         if isinstance(widget, ToolBlock):
             return widget.state == "running"
         return isinstance(widget, SummaryDivider) and widget.state != "done"
-
-    def _released(self, widget: Widget) -> Released:
-        """What rebuilds `widget` as it is now, when the window comes back to it."""
-        entry = getattr(widget, "chat_entry", None)
-        item = entry.item if isinstance(entry, Released) else entry
-        attributes: tuple[tuple[str, object], ...] = ()
-        if isinstance(widget, UserBlock):
-            item = item or UserItem(widget.text, index=LIVE)
-            attributes = (("border_title", widget.border_title),)
-        elif isinstance(widget, AssistantBlock):
-            reasoning = widget.reasoning.text if widget.reasoning is not None else ""
-            if not isinstance(item, AssistantItem) or (item.content, item.reasoning) != (widget.text, reasoning):
-                item = AssistantItem(widget.text, reasoning, index=LIVE)
-        elif isinstance(widget, ToolBlock):
-            item = item or ToolItem(widget.call_id, widget.tool_name, widget.arguments, None, None, index=LIVE)
-            attributes = tuple((name, getattr(widget, name)) for name in TOOL_STATE)
-        elif isinstance(widget, NoticeBlock):
-            item = item or NoticeItem(widget.level, widget.text)
-        elif isinstance(widget, SummaryDivider):
-            if not isinstance(item, SummaryItem):
-                item = DividerItem(widget.text, widget.state)
-        assert item is not None, widget
-        return Released(item, frozenset(widget.classes - UNKEPT_CLASSES), attributes)
 
     def _window(self) -> list[Widget]:
         """The mounted blocks the view shows, in order (not the markers, not the hidden `_tail`)."""
@@ -261,7 +194,7 @@ class ChatView(VerticalScroll):
                 newest = await self._take(self._above, FIRST_PAGE, generation, newest=True)
                 if newest is None:
                     return
-                widgets = [self._widget_for(entry) for entry in newest]
+                widgets = [block_for(entry, self._shown_path) for entry in newest]
                 if not widgets and self._welcome is not None and (welcome := self._welcome()) is not None:
                     widgets.append(welcome)
                 if widgets:
@@ -348,7 +281,7 @@ class ChatView(VerticalScroll):
                 return 0
             window = self._window()
             anchor = self._view_anchor(window, newest=False) if keep_view else None
-            widgets = [self._widget_for(entry) for entry in page]
+            widgets = [block_for(entry, self._shown_path) for entry in page]
             await self.mount_all(widgets, before=window[0] if window else self._later)
             if generation != self._generation:  # replaced while mounting: the page belongs to no history shown
                 await self.remove_children([widget for widget in widgets if widget.is_attached])
@@ -377,7 +310,7 @@ class ChatView(VerticalScroll):
                     return 0
                 window = self._window()
                 anchor = self._view_anchor(window, newest=True)
-                widgets = [self._widget_for(entry) for entry in page]
+                widgets = [block_for(entry, self._shown_path) for entry in page]
                 if widgets:
                     await self.mount_all(widgets, before=self._later)
                 if generation != self._generation:
@@ -418,7 +351,7 @@ class ChatView(VerticalScroll):
             return
         leaving = window[-excess:]
         held = next((i for i, widget in enumerate(leaving) if self._in_progress(widget)), len(leaving))
-        self._below[:0] = [self._released(widget) for widget in leaving[:held]]
+        self._below[:0] = [released(widget) for widget in leaving[:held]]
         for widget in leaving[held:]:
             widget.display = False
         self._tail[:0] = leaving[held:]
@@ -434,7 +367,7 @@ class ChatView(VerticalScroll):
             return
         held = next((i for i, widget in enumerate(window[:excess]) if self._in_progress(widget)), excess)
         leaving = window[:held]
-        self._above += [self._released(widget) for widget in leaving]
+        self._above += [released(widget) for widget in leaving]
         self._forget_selection(leaving)
         await self.remove_children(leaving)
 
@@ -458,7 +391,7 @@ class ChatView(VerticalScroll):
     async def _replace_window(self, choose: Callable[[list[Entry]], int | None], generation: int) -> Widget | None:
         window = self._window()
         held = next((i for i, widget in enumerate(window) if self._in_progress(widget)), len(window))
-        whole = [*self._above, *(self._released(widget) for widget in window[:held]), *self._below]
+        whole = [*self._above, *(released(widget) for widget in window[:held]), *self._below]
         for widget in window[held:]:
             widget.display = False
         self._tail[:0] = window[held:]
@@ -477,7 +410,7 @@ class ChatView(VerticalScroll):
             page = await self._take(self._below, end - start, generation, newest=False)
         if page is None:
             return None
-        widgets = [self._widget_for(entry) for entry in page]
+        widgets = [block_for(entry, self._shown_path) for entry in page]
         await self.mount_all(widgets, before=self._tail[0] if self._tail else None)
         if at is None or not self._below:
             self._show_tail()
@@ -698,7 +631,7 @@ class ChatView(VerticalScroll):
         settled = next((i for i, block in enumerate(self._tail) if self._in_progress(block)), len(self._tail))
         if settled > PAGE:  # a long turn far below the view: what it finished waits as entries, not blocks
             leaving, self._tail = self._tail[:settled], self._tail[settled:]
-            self._below += [self._released(block) for block in leaving]
+            self._below += [released(block) for block in leaving]
             await self.remove_children(leaving)
         if self._later is not None:
             self._later.update(self._later_text())

@@ -85,10 +85,11 @@ class TextPager(ScrollView, can_focus=True):
         self.scroll_home(animate=False, immediate=True)
 
     def action_scroll_end(self) -> None:
+        """At once, or as soon as the text is laid out and its size is known (End pressed as it opens)."""
         if not self._width:
             self._end_wanted = True
             return
-        self.scroll_end(animate=False, immediate=True)
+        self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
 
     def on_resize(self, event: events.Resize) -> None:
         self.lay_out(self.scrollable_content_region.width)
