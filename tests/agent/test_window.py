@@ -613,3 +613,14 @@ def test_a_changes_uncached_tail_is_counted_where_the_template_renders_it(script
     tail = count_tail_sync(server.base_url, "m", messages, None, {}, measure, 3)
     whole, prefix = chatml(messages), chatml(messages[:3], generation=False) + "<|im_start|>tool\n"
     assert tail == len(TOKEN.findall(whole)) - len(TOKEN.findall(prefix)) > 0
+
+
+def test_an_honest_count_of_chinese_through_a_byte_level_vocabulary_is_believed():
+    """A vocabulary trained on English spends two or three tokens on a Chinese character: such a count is
+    honest, and disbelieving it would leave the estimate far under the truth. More tokens than the text has
+    UTF-8 bytes (three a character here), with room for the framing, is not."""
+    from xun.agent.window import believable_count
+
+    text = "长会话压缩上下文" * 125  # 1,000 characters, 3,000 UTF-8 bytes
+    assert believable_count(2_600, len(text), messages=1)
+    assert not believable_count(2 * len(text.encode()), len(text), messages=1)
