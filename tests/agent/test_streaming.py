@@ -12,7 +12,8 @@ PIECE = 4096
 PIECES = 4096  # 16 MB of each kind: adding every piece to a string took 35 s for the text alone
 
 
-async def _chunks(pieces: list[str]):
+async def chunks_of(pieces: list[str]):
+    """A streamed reply whose reasoning, text and one call's arguments each arrive as `pieces`."""
     for index, piece in enumerate(pieces):
         yield {"choices": [{"delta": {"reasoning_content": piece}}]}
         yield {"choices": [{"delta": {"content": piece}}]}
@@ -42,7 +43,7 @@ async def test_a_long_reply_in_small_pieces_is_read_whole():
     async def emit(event: Event) -> None:
         events.append(event)
 
-    chunks = await read_chunks(_chunks(pieces), reply, model, emit)
+    chunks = await read_chunks(chunks_of(pieces), reply, model, emit)
     check_complete(reply, chunks)
     whole = "".join(pieces)
     assert reply.content == whole and reply.reasoning == whole and reply.calls[0].arguments == whole

@@ -10,34 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
+from tests.agent.test_streaming import chunks_of  # noqa: E402  (the stream the test reads)
 from xun.agent.config import ModelSettings  # noqa: E402
 from xun.agent.streaming import Reply, read_chunks  # noqa: E402
 
 PIECE = 4096
-
-
-async def _chunks(pieces: list[str]):  # type: ignore[no-untyped-def]
-    for index, piece in enumerate(pieces):
-        yield {"choices": [{"delta": {"reasoning_content": piece}}]}
-        yield {"choices": [{"delta": {"content": piece}}]}
-        yield {
-            "choices": [
-                {
-                    "delta": {
-                        "tool_calls": [
-                            {
-                                "index": 0,
-                                "id": "call_1" if index == 0 else None,
-                                "function": {"name": "write_file" if index == 0 else None, "arguments": piece},
-                            }
-                        ]
-                    }
-                }
-            ]
-        }
-    yield {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}
 
 
 async def _emit(event: object) -> None:
@@ -48,7 +28,7 @@ async def measure(megabytes: int) -> float:
     pieces = ["x" * PIECE] * (megabytes * 1024 * 1024 // PIECE)
     reply = Reply()
     start = time.perf_counter()
-    await read_chunks(_chunks(pieces), reply, ModelSettings(), _emit)
+    await read_chunks(chunks_of(pieces), reply, ModelSettings(), _emit)
     assert len(reply.content) == len(reply.reasoning) == len(reply.calls[0].arguments) == len(pieces) * PIECE
     return time.perf_counter() - start
 
