@@ -387,11 +387,9 @@ class AppActions:
         if self.work.busy is None:
             return True
         doing = self.work.doing()
-        typed, back = self.commands.typed, ""
-        if (
-            typed is not None and not self.main.prompt.text.strip()
-        ):  # a slash command is not lost: it waits in the input
-            self.main.prompt.set_prompt(typed)
+        typed, back, prompt = self.commands.typed, "", self.main.prompt
+        if typed is not None and not prompt.text.strip():  # a slash command is not lost: it waits in the input
+            prompt.set_prompt(typed)
             back = f" {typed.split()[0]} is back in the input: send it again when that is over."
         self.notify(f"{what} has to wait: {doing} (Esc cancels it).{back}", severity="warning")
         return False
