@@ -215,7 +215,7 @@ class XunApp(SessionLifecycle, AppActions, App[int], inherit_bindings=False):
 
     async def on_event(self, event: Any) -> None:
         """Before Textual hands a key or a paste to the focused pane: typing or pasting in a pane with no
-        use for it goes to the prompt (`_hand_typing_to_prompt`)."""
+        use for it goes to the prompt (`MainScreen.take_typing`)."""
         if isinstance(event, (Key, Paste)) and not event.is_forwarded:
             if isinstance(event, Key) and event.key == "ctrl+c":  # when each key came, in order (the actions
                 self._ctrl_c_keys = (self._ctrl_c_keys[1], event.time)  # run later): `action_quit_twice`
@@ -223,7 +223,7 @@ class XunApp(SessionLifecycle, AppActions, App[int], inherit_bindings=False):
                 self._other_key_at = event.time
             if isinstance(event, Key) and event.key == "escape" and await self._escape_a_dialog():
                 return
-            self._hand_typing_to_prompt(event)
+            self.main.take_typing(event)
         await super().on_event(event)
 
     async def _escape_a_dialog(self) -> bool:
@@ -244,31 +244,6 @@ class XunApp(SessionLifecycle, AppActions, App[int], inherit_bindings=False):
         screen = self.screen
         if isinstance(screen, Modal) and event.time < screen.opened_at:
             event.prevent_default()
-
-    def _hand_typing_to_prompt(self, event: Key | Paste) -> None:
-        """Give the prompt the keyboard, at once, for a printable key no binding takes or a paste, while
-        another pane of the main screen has it (the chat after Tab, the gauge after F4 at 60x20): what was
-        typed there is never lost, Enter included. At once, and here, so that each key of a burst, Enter
-        included, goes to the prompt; a pane that takes typing (`TAKES_TYPING`) keeps it."""
-        from textual.widgets import Input, TextArea
-
-        from xun.tui.screens.main import MainScreen
-
-        if isinstance(event, Key) and (
-            not (event.is_printable and event.character) or event.key in self.active_bindings
-        ):
-            return
-        screen, focused = self.screen, self.focused
-        if not isinstance(screen, MainScreen) or focused is None or isinstance(focused, (Input, TextArea)):
-            return
-        if any(getattr(node, "TAKES_TYPING", False) for node in focused.ancestors_with_self):
-            return
-        prompt = self.main.prompt
-        if prompt.read_only:
-            return
-        if self.main.layout_is("narrow") and self.main.layout_is("side_shown"):  # the panel stands where the prompt is
-            self.main.set_layout(side_shown=False)
-        screen.set_focus(prompt)
 
     def paste_into_prompt(self, text: str) -> None:
         """A paste made over a dialog with no field for it: into the prompt behind, with a toast saying where."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.events import DescendantBlur, DescendantFocus
+from textual.events import DescendantBlur, DescendantFocus, Key, Paste
 from textual.screen import Screen
 from textual.widget import Widget
 
@@ -120,7 +120,7 @@ class MainScreen(Screen[None]):
                 yield PromptInput(menu, cursor_blink=self.app.presentation.cursor_blink)
             with Vertical(id="side"):
                 yield ContextGauge()
-                if self.app._opener is None:  # (with an opener they come after the first frame: `on_mount`)
+                if self.app.session is not None:  # (with an opener they come after the first frame: `on_mount`)
                     yield from self.side_panes()
         # Ctrl+P (the palette) is in the help and the welcome text: without its corner every key fits in 80 columns
         yield KeyBar()
@@ -166,6 +166,31 @@ class MainScreen(Screen[None]):
 
     def layout_is(self, name: str) -> bool:
         return self._layout[name]
+
+    def take_typing(self, event: Key | Paste) -> None:
+        """Give the prompt the keyboard, at once, for a printable key no binding takes or a paste, while
+        another pane of this screen has it (the chat after Tab, the gauge after F4 at 60x20): what was
+        typed there is never lost, Enter included. At once (the app calls this as it reads the key), so that
+        each key of a burst, Enter included, goes to the prompt; a pane that takes typing (`TAKES_TYPING`)
+        keeps it."""
+        from textual.widgets import Input, TextArea
+
+        app = self.app
+        if isinstance(event, Key) and (
+            not (event.is_printable and event.character) or event.key in app.active_bindings
+        ):
+            return
+        focused = app.focused
+        if app.screen is not self or focused is None or isinstance(focused, (Input, TextArea)):
+            return
+        if any(getattr(node, "TAKES_TYPING", False) for node in focused.ancestors_with_self):
+            return
+        prompt = self.prompt
+        if prompt.read_only:
+            return
+        if self.layout_is("narrow") and self.layout_is("side_shown"):  # the panel stands where the prompt is
+            self.set_layout(side_shown=False)
+        self.set_focus(prompt)
 
     @on(DescendantFocus)
     @on(DescendantBlur)
