@@ -26,8 +26,9 @@ damaged database (not SQLite, truncated, a foreign or newer schema) is never del
 lock held too long). The engine's own calls (`index_offload`, `index_reclaimed`, `forget_reclaimed`)
 never raise: they return a warning, and rows they could not write are retried at the next write.
 
-The schema is migrated by `PRAGMA user_version` (`MIGRATIONS`). Connections are opened per use, so
-no sqlite3 object ever crosses a thread; the database is in WAL mode and owner-readable only.
+The schema, and its migrations by `PRAGMA user_version`, are `xun.context.recall_schema`. Connections are
+opened per use, so no sqlite3 object ever crosses a thread; the database is in WAL mode and owner-readable
+only.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from xun.base import paths
 from xun.base.confined import LinkRefused, state_dir_fd
 from xun.base.errors import SessionFormatError
+from xun.context import recall_schema as schema
 from xun.context.offload import OffloadSection, iter_offload_log, transcript_entries
 from xun.context.recall_rows import (
     INDEXED_CHARS,
@@ -75,15 +77,12 @@ __all__ = [
     "HistoryHit",
     "HistoryIndex",
     "IndexStats",
-    "MIGRATIONS",
     "RebuildReport",
-    "SCHEMA_VERSION",
     "fts_query",
     "rebuild",
     "reindex",
 ]
 
-SCHEMA_VERSION = 2
 BUSY_TIMEOUT = 10.0
 """Seconds a connection waits for another writer (another xun in the same folder) before giving up."""
 RANK_CAP = 2_000
@@ -96,23 +95,6 @@ MAX_QUERY_TERMS = 32
 SNIPPET_TOKENS = 16
 HIGHLIGHT = ("«", "»")
 
-_COLUMNS = (
-    "id",
-    "key",
-    "source",
-    "session",
-    "time",
-    "role",
-    "speaker",
-    "tool",
-    "tool_call_id",
-    "arguments",
-    "detail",
-    "position",
-    "text",
-)
-_ROW_COLUMNS = _COLUMNS[1:]
-_INSERT = f"INSERT OR IGNORE INTO entries ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})"
 _NOT_TWICE = (
     " AND NOT (e.source = 'offload' AND e.role IN ('tool', 'tool_call') AND e.detail LIKE '%, reclaimed earlier' AND "
     "EXISTS ("
@@ -124,15 +106,11 @@ text (its reclaimed original, and the log's "reclaimed earlier" entry); a search
 reclaimed original (restorable while its placeholder is in the context)."""
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
 _TOKEN_CHAR = re.compile(r"[^\W_]")  # what FTS5's unicode61 tokenizer keeps: letters and digits
-_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
 
 
 class HistoryError(RuntimeError):
     """The history index cannot be used at all (permissions, a full disk, a lock held too long)."""
 
-
-class _Damaged(Exception):
-    """The file is not a usable xun history index (checked on open); it is moved aside and rebuilt."""
 
 
 # ----------------------------------------------------------------------------------------------- results
@@ -223,143 +201,6 @@ def fts_query(text: str, prefix: bool = False) -> str:
     if prefix and not text.endswith((" ", '"')) and len(terms[-1]) >= 3:
         quoted[-1] += "*"
     return " ".join(quoted)
-
-
-# ----------------------------------------------------------------------------------------------- schema
-
-
-def _create_v1(db: sqlite3.Connection) -> None:
-    db.execute(
-        """CREATE TABLE entries (
-            id INTEGER PRIMARY KEY,
-            key TEXT NOT NULL UNIQUE,
-            source TEXT NOT NULL,
-            session TEXT NOT NULL,
-            time REAL NOT NULL,
-            role TEXT NOT NULL,
-            speaker TEXT NOT NULL,
-            tool TEXT NOT NULL DEFAULT '',
-            tool_call_id TEXT NOT NULL DEFAULT '',
-            arguments TEXT NOT NULL DEFAULT '',
-            detail TEXT NOT NULL DEFAULT '',
-            position INTEGER NOT NULL DEFAULT 0,
-            text TEXT NOT NULL
-        )"""
-    )
-    db.execute("CREATE INDEX entries_session ON entries (session, source, tool_call_id)")
-    db.execute(
-        "CREATE VIRTUAL TABLE entries_fts USING fts5(text, tool, arguments, content='entries', "
-        "content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
-    )
-    db.execute(
-        "CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN "
-        "INSERT INTO entries_fts (rowid, text, tool, arguments) VALUES (new.id, new.text, new.tool, new.arguments); END"
-    )
-    db.execute(
-        "CREATE TRIGGER entries_ad AFTER DELETE ON entries BEGIN "
-        "INSERT INTO entries_fts (entries_fts, rowid, text, tool, arguments) "
-        "VALUES ('delete', old.id, old.text, old.tool, old.arguments); END"
-    )
-
-
-def _fts_with_session(db: sqlite3.Connection) -> None:
-    """Version 2: the session is also a column of the full-text index, so a search in one session lets
-    FTS5 intersect it with the words instead of checking every match against the table."""
-    db.execute("DROP TRIGGER entries_ai")
-    db.execute("DROP TRIGGER entries_ad")
-    db.execute("DROP TABLE entries_fts")
-    db.execute(
-        "CREATE VIRTUAL TABLE entries_fts USING fts5(text, tool, arguments, session, content='entries', "
-        "content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
-    )
-    db.execute(
-        "CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN INSERT INTO entries_fts (rowid, text, tool, "
-        "arguments, "
-        "session) VALUES (new.id, new.text, new.tool, new.arguments, new.session); END"
-    )
-    db.execute(
-        "CREATE TRIGGER entries_ad AFTER DELETE ON entries BEGIN INSERT INTO entries_fts (entries_fts, rowid, text, "
-        "tool, arguments, session) VALUES ('delete', old.id, old.text, old.tool, old.arguments, old.session); END"
-    )
-    db.execute("INSERT INTO entries_fts (entries_fts) VALUES ('rebuild')")
-
-
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _create_v1, 2: _fts_with_session}
-"""`MIGRATIONS[n]` takes a database at version n-1 to version n, inside the caller's transaction. A new
-schema adds `MIGRATIONS[3]` (e.g. an ALTER TABLE) and raises SCHEMA_VERSION; nothing else changes."""
-_FTS_COLUMNS = ("text", "tool", "arguments", "session")
-_REQUIRED = {"entries": "table", "entries_fts": "table", "entries_ai": "trigger", "entries_ad": "trigger"}
-
-
-def user_version(db: sqlite3.Connection) -> int:
-    return int(db.execute("PRAGMA user_version").fetchone()[0])
-
-
-def _check_foreign(db: sqlite3.Connection, found: int) -> None:
-    if found > SCHEMA_VERSION:
-        raise _Damaged(f"it was written by a newer xun (schema {found}; this one knows up to {SCHEMA_VERSION})")
-    if found == 0 and db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-        raise _Damaged("it holds tables that are not a xun history index")
-
-
-def migrate(db: sqlite3.Connection) -> int:
-    """Bring the schema up to SCHEMA_VERSION one step at a time, in the caller's transaction; return the
-    version found. Raises _Damaged for a foreign database, or one written by a newer xun."""
-    found = user_version(db)
-    _check_foreign(db, found)
-    for version in range(found + 1, SCHEMA_VERSION + 1):
-        try:
-            MIGRATIONS[version](db)
-        except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorcode", 1) != 1:  # SQLITE_ERROR: the schema is not the one expected
-                raise
-            raise _Damaged(f"its schema {version - 1} could not be migrated to {version} ({exc})") from exc
-        db.execute(f"PRAGMA user_version = {version:d}")
-    return found
-
-
-def _check_schema(db: sqlite3.Connection) -> None:
-    present = dict(db.execute("SELECT name, type FROM sqlite_master"))
-    missing = sorted(name for name, kind in _REQUIRED.items() if present.get(name) != kind)
-    if missing:
-        raise _Damaged(f"its schema lacks {', '.join(missing)}")
-    columns = tuple(row[1] for row in db.execute("PRAGMA table_info(entries)"))
-    if columns != _COLUMNS:
-        raise _Damaged(f"its entries table has the columns {', '.join(columns)}")
-    indexed = tuple(row[1] for row in db.execute("PRAGMA table_info(entries_fts)"))
-    if indexed != _FTS_COLUMNS:
-        raise _Damaged(f"its full-text index has the columns {', '.join(indexed)}")
-
-
-def _drop_all(db: sqlite3.Connection) -> None:
-    """Drop every table (virtual tables first, which takes their shadow tables with them)."""
-    while True:
-        rows = db.execute(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-        ).fetchall()
-        if not rows:
-            return
-        virtual = [name for name, sql in rows if (sql or "").upper().startswith("CREATE VIRTUAL")]
-        name = virtual[0] if virtual else rows[0][0]
-        db.execute(f'DROP TABLE "{name.replace(chr(34), chr(34) * 2)}"')
-
-
-def _is_damage(exc: BaseException) -> bool:
-    if isinstance(exc, _Damaged):
-        return True
-    if not isinstance(exc, sqlite3.DatabaseError):
-        return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
-    message = str(exc)
-    return "malformed" in message or "not a database" in message
-
-
-def _rollback(db: sqlite3.Connection) -> None:
-    with contextlib.suppress(sqlite3.Error):
-        if db.in_transaction:
-            db.execute("ROLLBACK")
 
 
 # ------------------------------------------------------------------------------------------------ index
@@ -464,7 +305,7 @@ class HistoryIndex:
             sessions = db.execute("SELECT count(DISTINCT session) FROM entries").fetchone()[0]
             size = sum(p.stat().st_size for p in self._files() if p.exists())
             return IndexStats(
-                self.path, user_version(db), counts.get("offload", 0), counts.get("reclaimed", 0), sessions, size
+                self.path, schema.user_version(db), counts.get("offload", 0), counts.get("reclaimed", 0), sessions, size
             )
 
         return self._read(run, IndexStats(self.path, 0, 0, 0, 0, 0))
@@ -488,9 +329,9 @@ class HistoryIndex:
         def run(db: sqlite3.Connection) -> None:
             report.entries = report.logs = report.sessions = 0
             report.problems.clear()
-            _drop_all(db)
+            schema.drop_all(db)
             db.execute("PRAGMA user_version = 0")
-            migrate(db)  # every step from nothing, as a new file gets them
+            schema.migrate(db)  # every step from nothing, as a new file gets them
             self._fill(db, report, live)
 
         with self._lock:
@@ -506,13 +347,13 @@ class HistoryIndex:
         """Insert the rows of every log and session (inside the caller's transaction), oldest first. The rows
         go through a temporary table that SQLite sorts on disk: memory holds one entry at a time, never
         every row of every log."""
-        db.execute(f"CREATE TEMP TABLE staged ({', '.join(_ROW_COLUMNS)})")
+        columns = ", ".join(schema.ROW_COLUMNS)
+        db.execute(f"CREATE TEMP TABLE staged ({columns})")
         try:
-            db.executemany(
-                f"INSERT INTO staged VALUES ({', '.join('?' * len(_ROW_COLUMNS))})", self._source_rows(report, live)
-            )
+            marks = ", ".join("?" * len(schema.ROW_COLUMNS))
+            db.executemany(f"INSERT INTO staged VALUES ({marks})", self._source_rows(report, live))
             db.execute(
-                f"INSERT OR IGNORE INTO entries ({', '.join(_ROW_COLUMNS)}) SELECT {', '.join(_ROW_COLUMNS)} "
+                f"INSERT OR IGNORE INTO entries ({columns}) SELECT {columns} "
                 "FROM staged ORDER BY time, session, source, position, key"
             )
         finally:
@@ -587,7 +428,7 @@ class HistoryIndex:
                 "they are safe in the offload log, and `xun history --reindex` adds them"
             )
         return self._write(
-            len(rows), lambda db: db.executemany(_INSERT, rows), "the offloaded messages", "the offload log"
+            len(rows), lambda db: db.executemany(schema.INSERT, rows), "the offloaded messages", "the offload log"
         )
 
     def index_reclaimed(self, session: str, results: Iterable[tuple[ReclaimedToolResult, str]]) -> str | None:
@@ -596,7 +437,7 @@ class HistoryIndex:
         if not rows:
             return None
         return self._write(
-            len(rows), lambda db: db.executemany(_INSERT, rows), "the reclaimed tool results", "the session"
+            len(rows), lambda db: db.executemany(schema.INSERT, rows), "the reclaimed tool results", "the session"
         )
 
     def forget_reclaimed(self, session: str, tool_call_ids: Iterable[str] | None = None) -> str | None:
@@ -690,16 +531,16 @@ class HistoryIndex:
                         result = fn(db)
                         db.execute("COMMIT")
                     except BaseException:
-                        _rollback(db)
+                        schema.rollback(db)
                         raise
                     return result
                 finally:
                     db.close()
             except Exception as exc:
-                if attempt == 1 and _is_damage(exc):
+                if attempt == 1 and schema.is_damage(exc):
                     self._recover(exc, inode, notes)
                     continue
-                if isinstance(exc, (sqlite3.Error, OSError, _Damaged)):
+                if isinstance(exc, (sqlite3.Error, OSError, schema.Damaged)):
                     raise HistoryError(f"the history index {self.path} cannot be used: {exc}") from exc
                 raise
         raise AssertionError("unreachable")
@@ -711,12 +552,12 @@ class HistoryIndex:
         uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
         db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
         try:
-            if user_version(db) != SCHEMA_VERSION:
+            if schema.user_version(db) != schema.SCHEMA_VERSION:
                 raise HistoryError(
                     f"the history index {self.path} is from another version of xun and cannot "
                     "be upgraded here (the folder is read-only)"
                 )
-            _check_schema(db)
+            schema.check_schema(db)
         except BaseException:
             db.close()
             raise
@@ -763,20 +604,20 @@ class HistoryIndex:
         db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
         try:
             db.execute("PRAGMA synchronous = FULL")
-            version = user_version(db)  # a file that is not SQLite fails here, before anything is written
-            if version != SCHEMA_VERSION:
-                _check_foreign(db, version)
+            version = schema.user_version(db)  # a file that is not SQLite fails here, before anything is written
+            if version != schema.SCHEMA_VERSION:
+                schema.check_foreign(db, version)
                 db.execute("BEGIN IMMEDIATE")
                 try:
-                    if migrate(db) == 0:
+                    if schema.migrate(db) == 0:
                         report = RebuildReport()
                         self._fill(db, report)
                         notes.extend(report.problems)
                     db.execute("COMMIT")
                 except BaseException:
-                    _rollback(db)
+                    schema.rollback(db)
                     raise
-            _check_schema(db)  # checked before the switch to WAL, so a damaged file is kept as it was
+            schema.check_schema(db)  # checked before the switch to WAL, so a damaged file is kept as it was
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 db.execute("PRAGMA journal_mode = WAL")  # kept in the file: done once
             # NORMAL, once in WAL: a crash of xun loses nothing, and a power cut at most the newest writes of an

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from xun.context import recall, recall_rows
+from xun.context import recall, recall_rows, recall_schema
 from xun.context.offload import read_offload_log
 from xun.context.recall import HistoryIndex, rebuild, reindex
 
@@ -127,7 +127,7 @@ DAMAGE = {
     "header_only": lambda path: path.write_bytes(path.read_bytes()[:100]),
     "foreign_schema": lambda path: _foreign(path),
     "wrong_columns": lambda path: _wrong_columns(path),
-    "newer_version": lambda path: _set_version(path, recall.SCHEMA_VERSION + 5),
+    "newer_version": lambda path: _set_version(path, recall_schema.SCHEMA_VERSION + 5),
     "missing_fts": lambda path: _drop(path, "DROP TABLE entries_fts"),
 }
 
@@ -230,7 +230,7 @@ def test_an_empty_file_is_migrated_from_version_0(store):
         if path.exists():
             path.unlink()
     store.history.path.write_bytes(b"")
-    assert store.history.stats().schema_version == recall.SCHEMA_VERSION
+    assert store.history.stats().schema_version == recall_schema.SCHEMA_VERSION
     assert all_rows(store.history) == expected  # and filled from the logs and sessions
     assert list(store.history.path.parent.glob("*.corrupt-*")) == []
 
@@ -242,7 +242,7 @@ def test_an_empty_version_0_database_is_migrated(workdir):
     assert db.execute("PRAGMA user_version").fetchone()[0] == 0
     db.close()
     assert index.search("anything") == []
-    assert index.stats().schema_version == recall.SCHEMA_VERSION == 2
+    assert index.stats().schema_version == recall_schema.SCHEMA_VERSION == 2
 
 
 def test_a_version_1_database_is_migrated_to_2_with_its_rows(workdir):
@@ -250,13 +250,13 @@ def test_a_version_1_database_is_migrated_to_2_with_its_rows(workdir):
     index = HistoryIndex(workdir)
     index.path.parent.mkdir(parents=True)
     db = sqlite3.connect(index.path, isolation_level=None)
-    recall.MIGRATIONS[1](db)
+    recall_schema.MIGRATIONS[1](db)
     db.execute("PRAGMA user_version = 1")
     rows = [
         ("r:a", "reclaimed", "one", 1.0, "tool", "Tool", "read_file", "c1", "{}", "", 0, "alpha beta"),
         ("r:b", "reclaimed", "two", 2.0, "tool", "Tool", "read_file", "c2", "{}", "", 0, "alpha gamma"),
     ]
-    db.executemany(recall._INSERT, rows)
+    db.executemany(recall_schema.INSERT, rows)
     db.close()
     assert {h.session for h in index.search("alpha")} == {"one", "two"}
     assert [h.tool_call_id for h in index.search("alpha", session="two")] == ["c2"]
@@ -266,15 +266,15 @@ def test_a_version_1_database_is_migrated_to_2_with_its_rows(workdir):
 def test_a_future_migration_slots_in(store, monkeypatch):
     two_sessions(store)
     rows = all_rows(store.history)
-    current = recall.SCHEMA_VERSION
+    current = recall_schema.SCHEMA_VERSION
     calls = []
 
     def step(db):
         calls.append(db.execute("PRAGMA user_version").fetchone()[0])
         db.execute("CREATE TABLE notes (entry_id INTEGER, note TEXT)")
 
-    monkeypatch.setattr(recall, "SCHEMA_VERSION", current + 1)
-    monkeypatch.setitem(recall.MIGRATIONS, current + 1, step)
+    monkeypatch.setattr(recall_schema, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setitem(recall_schema.MIGRATIONS, current + 1, step)
     index = HistoryIndex(store.workdir)
     assert index.stats().schema_version == current + 1 and calls == [current]  # ran once, on the current file
     assert all_rows(index) == rows  # and kept every row
