@@ -87,7 +87,7 @@ async def test_revise_alone_takes_the_prompt_back_for_editing(offline_server, se
         assert "out of the context" in notice and "F9 finds them" in notice, notice
         [log] = (app.workdir / ".xun" / "conversation_history").glob("*.md")
         assert "two, with a typo" in log.read_text()
-        hits = app.conversation.history_index.search("typo")
+        hits = app.conversation.recall_index.search("typo")
         assert any("two, with a typo" in hit.snippet or hit.role == "user" for hit in hits), hits
 
 

@@ -1,17 +1,17 @@
-"""Searchable history: a full-text index of everything compaction took out of the context.
+"""Recall: a full-text index of everything compaction took out of the context.
 
 Every entry of every offload section (`xun.context.offload`) and every reclaimed tool result
 (`xun.context.reclaimed`) is a row of a SQLite database with an FTS5 index, `.xun/history.db`
 (`$XUN_HOME/history.db`). The Markdown logs and the session files stay the record: the index is derived
-from them, written in the same step as the offload or the reclaim (`Conversation.history_index`; the
+from them, written in the same step as the offload or the reclaim (`Conversation.recall_index`; the
 agent's async paths run that write in a worker thread, off the event loop), and can always be built
 again from them (`rebuild`).
 
 What front ends call::
 
-    index = HistoryIndex(workdir)                  # one per working directory; any thread may use it
-    index.search("foo-bar", limit=10, session=None, prefix=False) -> list[HistoryHit]  # best first
-    index.entry(hit.id) -> HistoryEntry | None     # the exact text
+    index = RecallIndex(workdir)                   # one per working directory; any thread may use it
+    index.search("foo-bar", limit=10, session=None, prefix=False) -> list[RecallHit]  # best first
+    index.entry(hit.id) -> RecallEntry | None      # the exact text
     index.rebuild() -> RebuildReport               # `xun history --reindex`; also rebuild(workdir)
     index.stats() -> IndexStats                    # row counts, schema version, bytes on disk
     index.take_warnings() -> list[str]             # e.g. a damaged file that was moved aside and rebuilt
@@ -22,7 +22,7 @@ matching more than RANK_CAP rows ranks the newest RANK_CAP of them.
 No query text can make `search` raise: words are searched as words, whatever FTS5 syntax they hold. A
 damaged database (not SQLite, truncated, a foreign or newer schema) is never deleted: it is renamed to
 `history.db.corrupt-<UTC time>` and a new index is built from the logs and sessions, with a warning.
-`HistoryError` is raised only when the database cannot be used at all (no permission, a full disk, a
+`RecallError` is raised only when the database cannot be used at all (no permission, a full disk, a
 lock held too long). The engine's own calls (`index_offload`, `index_reclaimed`, `forget_reclaimed`)
 never raise: they return a warning, and rows they could not write are retried at the next write.
 
@@ -72,10 +72,10 @@ if TYPE_CHECKING:
     from xun.context.messages import Message
 
 __all__ = [
-    "HistoryEntry",
-    "HistoryError",
-    "HistoryHit",
-    "HistoryIndex",
+    "RecallEntry",
+    "RecallError",
+    "RecallHit",
+    "RecallIndex",
     "IndexStats",
     "RebuildReport",
     "fts_query",
@@ -108,16 +108,15 @@ _TERM = re.compile(r'"([^"]*)"|(\S+)')
 _TOKEN_CHAR = re.compile(r"[^\W_]")  # what FTS5's unicode61 tokenizer keeps: letters and digits
 
 
-class HistoryError(RuntimeError):
-    """The history index cannot be used at all (permissions, a full disk, a lock held too long)."""
-
+class RecallError(RuntimeError):
+    """The recall index cannot be used at all (permissions, a full disk, a lock held too long)."""
 
 
 # ----------------------------------------------------------------------------------------------- results
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryHit:
+class RecallHit:
     """One search result. `rank` is FTS5's bm25 score: lower is better; `snippet` is one line with the
     matched words between the highlight marks."""
 
@@ -137,7 +136,7 @@ class HistoryHit:
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryEntry:
+class RecallEntry:
     """One indexed message or tool result, with its exact text."""
 
     id: int
@@ -215,7 +214,7 @@ def _lock_for(path: Path) -> threading.RLock:
         return _LOCKS.setdefault(str(path.absolute()), threading.RLock())
 
 
-class HistoryIndex:
+class RecallIndex:
     """The index of one working directory's history (`paths.history_db_path`), safe to share between
     threads: it holds no connection, only the path, the writes waiting for a retry and the warnings."""
 
@@ -231,7 +230,7 @@ class HistoryIndex:
         self._dropped = False
 
     def __repr__(self) -> str:
-        return f"HistoryIndex({str(self.path)!r})"
+        return f"RecallIndex({str(self.path)!r})"
 
     # ----------------------------------------------------------------- reading
 
@@ -243,7 +242,7 @@ class HistoryIndex:
         *,
         prefix: bool = False,
         highlight: tuple[str, str] = HIGHLIGHT,
-    ) -> list[HistoryHit]:
+    ) -> list[RecallHit]:
         """The best matches for `query`'s words (all must occur), best first; [] when nothing matches or
         the query has no words. `session` keeps to one conversation. Never raises on the query's text.
         A tool result that was reclaimed and then summarised is shown once (as the reclaimed result)."""
@@ -260,7 +259,7 @@ class HistoryIndex:
         params: list[Any] = [expression] + ([session] if session is not None else [])
         start, end = (clean(mark) for mark in highlight)
 
-        def run(db: sqlite3.Connection) -> list[HistoryHit]:
+        def run(db: sqlite3.Connection) -> list[RecallHit]:
             floor = db.execute(
                 f"SELECT entries_fts.rowid FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid WHERE {where} "
                 "ORDER BY entries_fts.rowid DESC LIMIT 1 OFFSET ?",
@@ -274,11 +273,11 @@ class HistoryIndex:
                 "ORDER BY score, e.time DESC, e.key LIMIT ?",
                 (start, end, *params, floor[0] if floor else 0, limit),
             ).fetchall()
-            return [HistoryHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], " ".join(r[7].split()), r[8]) for r in rows]
+            return [RecallHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], " ".join(r[7].split()), r[8]) for r in rows]
 
         return self._read(run, [])
 
-    def entry(self, entry_id: int) -> HistoryEntry | None:
+    def entry(self, entry_id: int) -> RecallEntry | None:
         """The full entry with this id (as `search` returned it), or None."""
         try:
             wanted = int(entry_id)
@@ -287,13 +286,13 @@ class HistoryIndex:
         if not -(2**63) <= wanted < 2**63:
             return None
 
-        def run(db: sqlite3.Connection) -> HistoryEntry | None:
+        def run(db: sqlite3.Connection) -> RecallEntry | None:
             row = db.execute(
                 "SELECT id, session, time, role, source, speaker, tool, tool_call_id, arguments, detail, text "
                 "FROM entries WHERE id = ?",
                 (wanted,),
             ).fetchone()
-            return HistoryEntry(*row) if row else None
+            return RecallEntry(*row) if row else None
 
         return self._read(run, None)
 
@@ -467,7 +466,7 @@ class HistoryIndex:
             try:
                 self._run(run, notes, write=True)
             except Exception as exc:  # noqa: BLE001 - index trouble must never stop a compaction
-                reason = str(exc) if isinstance(exc, HistoryError) else f"{type(exc).__name__}: {exc}"
+                reason = str(exc) if isinstance(exc, RecallError) else f"{type(exc).__name__}: {exc}"
                 self._pending.append((size, op))
                 self._pending_rows += size
                 retry = "they will be indexed at the next write"
@@ -508,7 +507,7 @@ class HistoryIndex:
 
     def _run(self, fn: Callable[[sqlite3.Connection], _T], notes: list[str], *, write: bool) -> _T:
         """Run `fn` on a fresh connection (in a write transaction when `write`). A damaged file is moved
-        aside and rebuilt once, then `fn` runs again; any other failure is a HistoryError."""
+        aside and rebuilt once, then `fn` runs again; any other failure is a RecallError."""
         for attempt in (1, 2):
             inode = None
             try:
@@ -541,7 +540,7 @@ class HistoryIndex:
                     self._recover(exc, inode, notes)
                     continue
                 if isinstance(exc, (sqlite3.Error, OSError, schema.Damaged)):
-                    raise HistoryError(f"the history index {self.path} cannot be used: {exc}") from exc
+                    raise RecallError(f"the history index {self.path} cannot be used: {exc}") from exc
                 raise
         raise AssertionError("unreachable")
 
@@ -553,7 +552,7 @@ class HistoryIndex:
         db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
         try:
             if schema.user_version(db) != schema.SCHEMA_VERSION:
-                raise HistoryError(
+                raise RecallError(
                     f"the history index {self.path} is from another version of xun and cannot "
                     "be upgraded here (the folder is read-only)"
                 )
@@ -573,14 +572,14 @@ class HistoryIndex:
         except LinkRefused as exc:
             if not Path(exc.filename).is_symlink():
                 raise  # not a folder: the index cannot be used there
-            raise HistoryError(
+            raise RecallError(
                 f"{exc.filename} is a symbolic link; xun does not follow links in its own folder (remove it)"
             ) from None
         except FileNotFoundError:
             pass
         for name in self._files():
             if name.is_symlink():
-                raise HistoryError(
+                raise RecallError(
                     f"{name} is a symbolic link; xun does not follow links in its own folder "
                     "(remove it and xun makes a new index)"
                 )
@@ -650,7 +649,7 @@ class HistoryIndex:
                     if source.exists():
                         os.replace(source, aside.with_name(aside.name + source.name[len(self.path.name) :]))
             except OSError as error:
-                raise HistoryError(
+                raise RecallError(
                     f"the history index {self.path} is damaged ({reason}) and could not be moved aside: {error}"
                 ) from error
             fill_notes: list[str] = []
@@ -669,7 +668,7 @@ class HistoryIndex:
 
 def rebuild(workdir: str | os.PathLike[str] | None = None, conversations: Iterable[Conversation] = ()) -> RebuildReport:
     """Rebuild the index of `workdir` from its offload logs and sessions (`xun history --reindex`)."""
-    return HistoryIndex(workdir).rebuild(conversations)
+    return RecallIndex(workdir).rebuild(conversations)
 
 
 reindex = rebuild

@@ -50,7 +50,7 @@ _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
 
 
 class Damaged(Exception):
-    """The file is not a usable xun history index (checked on open); it is moved aside and rebuilt."""
+    """The file is not a usable xun recall index (checked on open); it is moved aside and rebuilt."""
 
 
 def _create_v1(db: sqlite3.Connection) -> None:
