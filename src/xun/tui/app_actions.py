@@ -360,11 +360,11 @@ class AppActions:
         self.push_screen(McpScreen(self.session.mcp, self.conversation.tokens_per_char, self.restart_mcp_server))
 
     def action_history(self) -> None:
-        from xun.tui.screens.history import HistoryScreen
+        from xun.tui.screens.model_view import ModelViewScreen
 
         records = self.history_records()
         subtitle = f"~{tokens(self.agent.request_tokens())} tokens · esc close"
-        self.push_screen(HistoryScreen(records, subtitle))
+        self.push_screen(ModelViewScreen(records, subtitle))
 
     def history_records(self) -> list[dict[str, str]]:
         """What the model is sent, one record per message: the text (cut at 1,000 characters, but the
