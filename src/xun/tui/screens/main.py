@@ -354,7 +354,7 @@ class MainScreen(Screen[None]):
         conversation = self.app.conversation
         if isinstance(event, events.ToolResultsReclaimed):
             self.chat.mark_reclaimed(event.ids)
-            archive = conversation.compacted_toolcalls
+            archive = conversation.reclaimed_results
             self.recoverable.add(archive[i] for i in event.ids if i in archive)
             self.refresh_gauge()
             if event.count:
@@ -601,7 +601,7 @@ class MainScreen(Screen[None]):
 
         messages = self.app.conversation.messages
         first = messages[0] if len(messages) else None
-        compressed = isinstance(first, SystemPrompt) and first.is_compressed
+        compressed = isinstance(first, SystemPrompt) and first.is_summary
         return len(self.app.conversation.summarizations) or 1 if compressed else 0
 
     def _warn_if_nearly_full(self) -> None:
