@@ -162,8 +162,6 @@ class XunApp(SessionLifecycle, AppActions, App[int], inherit_bindings=False):
         """A prompt sent before the session was open: it goes out once the session is ready."""
         self._transcript_shown: Conversation | None = None
         """The resumed conversation the chat shows already (`TranscriptLoaded`), not to be mounted twice."""
-        self._prompts_recalled: set[str] = set()
-        """The conversations whose own prompts the prompt's history (Up) holds already."""
         self._newest_shown: list[Any] | None = None
         """A resumed session's newest turns, shown before the whole session was read (`NewestTurns`)."""
         self.presentation = presentation or Presentation()

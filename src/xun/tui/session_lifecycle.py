@@ -17,12 +17,11 @@ from textual import work
 from xun.base.errors import SessionLocked
 from xun.base.valid_text import escape_control
 from xun.tui import messages as m
-from xun.tui.transcript import OffloadedItem, UserItem, offloaded_of, transcript, whole_history
+from xun.tui.transcript import transcript
 from xun.tui.widgets.prompt_input import PASTE_CHARS, PASTE_LINES
 
 if TYPE_CHECKING:
     from xun.agent.launch import Session
-    from xun.context.conversation import Conversation
 
 
 QUIT_AGAIN_WITHIN = 2.0
@@ -250,69 +249,8 @@ class SessionLifecycle:
 
     async def show_conversation(self) -> None:
         """Fill every pane from the conversation (start, resume, session switch)."""
-        conversation = self.conversation
-        self.main.header.set_session(conversation.conversation_id, read_only=self.session.read_only)
         shown, self._transcript_shown = self._transcript_shown, None
-        if conversation is not shown or not self.main.chat.children:  # (an empty one: now with the welcome)
-            await self.main.chat.show_transcript(transcript(conversation).items)
-        self.main.gauge.context_replaced()
-        self.main.refresh_gauge()
-        self.main.gauge.set_history(*self._history_points(conversation))
-        self.main.usage_reset()
-        self.main.log_pane.load(list(conversation.compaction_log))
-        self.main.recoverable.load([])
-        self.call_after_refresh(self._load_recoverable)
-        # what is there now: the prompts sent from here on are in the history already
-        self.call_after_refresh(self._recall_prompts, len(conversation.messages), offloaded_of(conversation))
-
-    def _recall_prompts(self, shown: int, offloads: list[OffloadedItem]) -> None:
-        """After the first frame: a resumed session's own prompts go into the prompt's history (Up), oldest
-        first and before those typed since; the ones a summary took out come from the offload log, in a thread."""
-        conversation = self.conversation
-        if conversation.conversation_id in self._prompts_recalled:
-            return
-        self._prompts_recalled.add(conversation.conversation_id)
-        from xun.context.messages import UserMessage
-
-        in_context = [message.text for message in conversation.messages[:shown] if isinstance(message, UserMessage)]
-        self._read_prompts(offloads, in_context)
-
-    @work(thread=True, group="prompts", exit_on_error=False)
-    def _read_prompts(self, offloads: list[OffloadedItem], in_context: list[str]) -> None:
-        items, _ = whole_history(list(offloads))  # what cannot be read is said when the chat shows it
-        prompts = [item.text for item in items if isinstance(item, UserItem)] + in_context
-        if prompts:
-            self.call_from_thread(self.main.prompt.recall_earlier, prompts)
-
-    def _load_recoverable(self) -> None:
-        """After the first frame: a resumed session parses its archive of originals only now."""
-        try:
-            records = list(self.conversation.reclaimed_results.values())
-        except Exception as exc:  # noqa: BLE001 - a damaged archive line: say so, keep the rest working
-            self.notify(f"the reclaimed results could not be read: {exc}", severity="error")
-            records = []
-        self.main.recoverable.load(records)
-        self.main.mark_summarised_results()
-
-    @staticmethod
-    def _history_points(conversation: Conversation) -> tuple[list[int], list[str]]:
-        """The sparkline of a resumed session, and what made each point: a compaction's "before" stands for the
-        model call before it, its "after" for the compaction, as they were drawn live."""
-        points: list[int] = []
-        kinds: list[str] = []
-        for record in conversation.compaction_log:
-            before, after = record.get("tokens_before"), record.get("tokens_after")
-            if (
-                record.get("type") in ("tool_results_reclaimed", "summary_finished")
-                and isinstance(before, int)
-                and isinstance(after, int)
-            ):
-                points += [before, after]
-                kinds += ["call", "compaction"]
-        if conversation.total_tokens is not None:
-            points.append(conversation.total_tokens)
-            kinds.append("call")
-        return points, kinds
+        await self.main.show_conversation(self.conversation, read_only=self.session.read_only, shown=shown)
 
     def save_session(self) -> None:
         """Save in a thread worker (after each turn and each manual compaction)."""

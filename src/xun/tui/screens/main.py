@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.events import DescendantBlur, DescendantFocus, Key, Paste
@@ -21,7 +21,9 @@ from textual.widget import Widget
 
 from xun.tui import messages as m
 from xun.tui.commands import as_typed
+from xun.tui.context_advice import restored_over, still_over, summaries_off
 from xun.tui.format import counted, one_line, percent, tokens
+from xun.tui.transcript import OffloadedItem, UserItem, offloaded_of, transcript, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_view import ChatView
 from xun.tui.widgets.command_menu import CommandMenu
@@ -34,6 +36,7 @@ from xun.tui.widgets.user_block import UserBlock
 from xun.tui.widgets.welcome_block import WelcomeBlock
 
 if TYPE_CHECKING:
+    from xun.context.conversation import Conversation
     from xun.tui.widgets.compaction_log import CompactionLog
     from xun.tui.widgets.recoverable_list import RecoverableList
 
@@ -55,6 +58,26 @@ def _summaries_off() -> str:
     return SUMMARIES_OFF
 
 
+def _history_points(conversation: Conversation) -> tuple[list[int], list[str]]:
+    """The sparkline of a resumed session, and what made each point: a compaction's "before" stands for the
+    model call before it, its "after" for the compaction, as they were drawn live."""
+    points: list[int] = []
+    kinds: list[str] = []
+    for record in conversation.compaction_log:
+        before, after = record.get("tokens_before"), record.get("tokens_after")
+        if (
+            record.get("type") in ("tool_results_reclaimed", "summary_finished")
+            and isinstance(before, int)
+            and isinstance(after, int)
+        ):
+            points += [before, after]
+            kinds += ["call", "compaction"]
+    if conversation.total_tokens is not None:
+        points.append(conversation.total_tokens)
+        kinds.append("call")
+    return points, kinds
+
+
 class MainScreen(Screen[None]):
     """The app's default screen (`app.main`)."""
 
@@ -74,6 +97,8 @@ class MainScreen(Screen[None]):
         """The title of that warning while it may still be on screen: withdrawn if the context drops back."""
         self._told_summaries_off: set[str] = set()
         """Sessions (conversation ids) already told in the chat that automatic summaries are off."""
+        self._prompts_recalled: set[str] = set()
+        """The conversations whose own prompts the prompt's history (Up) holds already."""
 
     def on_screen_suspend(self) -> None:
         self.set_focus(None)
@@ -207,6 +232,53 @@ class MainScreen(Screen[None]):
             node.id in ("compaction-log", "recoverable") for node in focused.ancestors_with_self
         )
         self.query_one("#side").set_class(listed, "-list-focused")
+
+    # ------------------------------------------------------------------------------ a conversation shown
+
+    async def show_conversation(self, conversation: Conversation, *, read_only: bool, shown: Any) -> None:
+        """Fill every pane from the conversation (start, resume, session switch); `shown`: the conversation
+        whose transcript the chat shows already (a resume shows it before the session is open)."""
+        self.header.set_session(conversation.conversation_id, read_only=read_only)
+        if conversation is not shown or not self.chat.children:  # (an empty one: now with the welcome)
+            await self.chat.show_transcript(transcript(conversation).items)
+        self.gauge.context_replaced()
+        self.refresh_gauge()
+        self.gauge.set_history(*_history_points(conversation))
+        self.usage_reset()
+        self.log_pane.load(list(conversation.compaction_log))
+        self.recoverable.load([])
+        self.call_after_refresh(self._load_recoverable)
+        # what is there now: the prompts sent from here on are in the history already
+        self.call_after_refresh(self._recall_prompts, len(conversation.messages), offloaded_of(conversation))
+
+    def _recall_prompts(self, shown: int, offloads: list[OffloadedItem]) -> None:
+        """After the first frame: a resumed session's own prompts go into the prompt's history (Up), oldest
+        first and before those typed since; the ones a summary took out come from the offload log, in a thread."""
+        conversation = self.app.conversation
+        if conversation.conversation_id in self._prompts_recalled:
+            return
+        self._prompts_recalled.add(conversation.conversation_id)
+        from xun.context.messages import UserMessage
+
+        in_context = [message.text for message in conversation.messages[:shown] if isinstance(message, UserMessage)]
+        self._read_prompts(offloads, in_context)
+
+    @work(thread=True, group="prompts", exit_on_error=False)
+    def _read_prompts(self, offloads: list[OffloadedItem], in_context: list[str]) -> None:
+        items, _ = whole_history(list(offloads))  # what cannot be read is said when the chat shows it
+        prompts = [item.text for item in items if isinstance(item, UserItem)] + in_context
+        if prompts:
+            self.app.call_from_thread(self.prompt.recall_earlier, prompts)
+
+    def _load_recoverable(self) -> None:
+        """After the first frame: a resumed session parses its archive of originals only now."""
+        try:
+            records = list(self.app.conversation.reclaimed_results.values())
+        except Exception as exc:  # noqa: BLE001 - a damaged archive line: say so, keep the rest working
+            self.app.notify(f"the reclaimed results could not be read: {exc}", severity="error")
+            records = []
+        self.recoverable.load(records)
+        self.mark_summarised_results()
 
     # ------------------------------------------------------------------------------ the engine's events
 
@@ -382,13 +454,17 @@ class MainScreen(Screen[None]):
             self.refresh_gauge()
             self.gauge.add_point(self.app.agent.request_tokens(), "compaction")
             if event.trigger == "manual":
-                await self._say_if_still_over(event.kept)
+                text = still_over(self.app.agent, self.app.session.config, event.kept, self.app.key_of)
+                if text is not None:
+                    await self.chat.add_notice("warning", text)
         elif isinstance(event, events.ToolResultRestored):
             self.chat.mark_restored(event.id)
             self.recoverable.discard(event.id)
             self.refresh_gauge()
             self.gauge.add_point(self.app.agent.request_tokens(), "restore")
-            self._say_if_restored_over()
+            text = restored_over(self.app.agent, self.app.session.config.auto_compact.mode)
+            if text is not None:
+                self.app.notify(text, title="restore", severity="warning", timeout=10)
         elif isinstance(event, (events.CompactionFailed, events.CompactionSkipped)):
             divider, self._pending_divider = self._pending_divider, None
             verb = "failed" if isinstance(event, events.CompactionFailed) else "skipped"
@@ -400,107 +476,15 @@ class MainScreen(Screen[None]):
             elif event.reason == _summaries_off():
                 await self._say_summaries_are_off()
 
-    def _say_if_restored_over(self) -> None:
-        """A restore that took the context over the threshold says so, and what the next call does about it:
-        the user must not learn it from the next prompt reclaiming or summarising it again."""
-        now, threshold = self.app.agent.request_tokens(), self.app.agent.threshold
-        if now <= threshold:
-            return
-        then = {
-            "auto": "the next model call will compact it again (a reclaim or a summary)",
-            "ask": "the next prompt will ask to summarise",
-            "off": "automatic summaries are off, so it stays",
-        }.get(self.app.session.config.auto_compact.mode, "")
-        self.app.notify(
-            f"The restore put the context over the threshold ({tokens(now)} / {tokens(threshold)}): {then}.",
-            title="restore",
-            severity="warning",
-            timeout=10,
-        )
-
     async def _say_summaries_are_off(self) -> None:
         """Once per session, in the chat: the context is over the threshold and nothing compacts it because
         automatic summaries are off (the compaction log's rows say it on every call, in a panel hidden
-        below 100 columns). Names the key that summarises and how to turn them back on."""
+        below 100 columns)."""
         session = self.app.conversation.conversation_id
         if session in self._told_summaries_off:
             return
         self._told_summaries_off.add(session)
-        from xun.agent.config import CLI_SOURCE
-
-        source = self.app.session.config.source_of("auto_compact.mode")
-        if "this session only" in source:  # chosen in the app: it lasts until the app quits
-            back = "/auto auto (or /auto ask); they are also back on when xun starts again"
-        elif source == CLI_SOURCE:
-            back = "/auto auto for this session, or start xun without `--set auto_compact.mode=off`"
-        else:
-            back = (
-                f'/auto auto for this session, or set auto_compact.mode = "auto" or "ask" where it is set ({source}), '
-                "e.g. `xun config set auto_compact.mode auto`"
-            )
-        now, threshold = self.app.agent.request_tokens(), self.app.agent.threshold
-        key_of = self.app.key_of
-        await self.chat.add_notice(
-            "warning",
-            f"the context is over the threshold ({tokens(now)} / {tokens(threshold)}, {percent(now, threshold)}%) "
-            "and nothing compacts it: "
-            f'automatic summaries are off (auto_compact.mode = "off", {source}). {key_of("compact")} summarises '
-            f"now and {key_of('reclaim')} reclaims old tool results; to turn automatic summaries back on, {back}.",
-        )
-
-    async def _say_if_still_over(self, kept: int) -> None:
-        """A manual summary that leaves the context over the threshold: what is left, why, and only what
-        would help with what is there (never F6 with no tool result to reclaim, nor /compact FOCUS when a
-        single kept reply is the cause)."""
-        from xun.compact.breakdown import reclaim_preview
-        from xun.context.messages import UserMessage, message_length
-
-        now, threshold = self.app.agent.request_tokens(), self.app.agent.threshold
-        if now <= threshold:
-            return
-        conversation = self.app.conversation
-        messages = conversation.messages
-        sizes = [round(message_length(msg) * conversation.tokens_per_char) for msg in messages[1:]]
-        largest = max(sizes, default=0)
-        why = (
-            f"the {counted(kept, 'message')} it kept hold {tokens(sum(sizes))}, one of them {tokens(largest)}"
-            if sizes
-            else "what is left is the system prompt and the tools"
-        )
-        helps: list[str] = []
-        reclaim = reclaim_preview(conversation, self.app.session.config.auto_compact.toolcall_keep_max)
-        if reclaim.count:
-            helps.append(f"{self.app.key_of('reclaim')} reclaims {reclaim.what} (about {tokens(reclaim.tokens_saved)})")
-        if sizes and now - largest <= threshold:  # that one message alone keeps it over
-            index = sizes.index(largest) + 1
-            big = messages[index]
-            last_prompt = max((i for i, msg in enumerate(messages) if isinstance(msg, UserMessage)), default=0)
-            role = "prompt" if isinstance(big, UserMessage) else getattr(big, "role", "message")
-            if index == last_prompt:
-                what, remedy = "the last prompt", "/revise takes it back into the input to shorten it"
-            elif index > last_prompt and role == "assistant":
-                what, remedy = (
-                    "the last reply",
-                    "/retry asks for it again and /revise takes its prompt back to edit (both drop it)",
-                )
-            elif role == "tool":
-                what, remedy = (
-                    f"tool result #{index}",
-                    f"{self.app.key_of('reclaim')} reclaims it with a smaller "
-                    "auto_compact.toolcall_keep_max (it keeps the newest results)",
-                )
-            else:
-                what, remedy = f"message #{index} ({role})", "/clear starts over (the compaction log stays)"
-            why += f"; without {what} ({tokens(largest)}) it would be under"
-            helps.append(remedy)
-        elif sizes:
-            helps.append("a smaller auto_compact.summary_keep_max keeps fewer messages")
-        helps.append("/context shows what fills it")
-        await self.chat.add_notice(
-            "warning",
-            f"after the summary the context is still over the threshold: {tokens(now)} / {tokens(threshold)} "
-            f"({percent(now, threshold)}%): {why}. What helps: {'; '.join(helps)}.",
-        )
+        await self.chat.add_notice("warning", summaries_off(self.app.agent, self.app.session.config, self.app.key_of))
 
     async def turn_ended(self, message: m.TurnEnded) -> None:
         from xun.context.messages import RawOpenAIMessage, UserMessage
