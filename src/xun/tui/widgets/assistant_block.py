@@ -15,6 +15,7 @@ from textual.timer import Timer
 
 from xun.base.valid_text import escape_control
 from xun.tui.folding import FOLD_CHARS, Folded, markdown_fold, needs_folding
+from xun.tui.widgets.measured_once import MeasuredOnce
 from xun.tui.widgets.reasoning_block import ReasoningBlock
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ class SealedPart:
         yield rich_markdown(self.block.part_text(self.index, options.max_width))
 
 
-class AssistantBlock(Vertical):
+class AssistantBlock(Vertical, MeasuredOnce):
     """Owns its `MarkdownStream` while streaming; `finish()` (or unmounting) stops it. Only a block made
     with `streaming=True` has a live `markdown` to write into; a complete reply is drawn once."""
 
@@ -161,9 +162,9 @@ class AssistantBlock(Vertical):
         self._stream_fold: Static | None = None
         """The line standing for the sealed parts hidden while a long reply streams (`_fold_streamed`)."""
         if streaming or not content:
-            from textual.widgets import Markdown  # here, not above: an empty chat's first frame does without it
+            from xun.tui.widgets.live_markdown import LiveMarkdown  # here: an empty chat's first frame does without it
 
-            self.markdown = Markdown(escape_control(content), classes="reply")
+            self.markdown = LiveMarkdown(escape_control(content), classes="reply")
         elif (folded := markdown_fold(content)) is not None:
             self.folded = folded
             self.sealed += drawn_folded(folded, content)
