@@ -37,7 +37,7 @@ from xun.tui.chat_window import (
     weight,
 )
 from xun.tui.chat_blocks import block_for, released
-from xun.tui.transcript import Item, OffloadedItem, SummaryItem, whole_history
+from xun.tui.transcript import Item, OffloadedItem, SummaryItem, blocks_in, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_live import LiveBlocks
 from xun.tui.widgets.notice_block import NoticeBlock
@@ -104,6 +104,9 @@ class ChatView(LiveBlocks, VerticalScroll):
         """The block `[`/`]` moved to (or a jump from /context showed), marked `-jump-target`."""
         self.last_notice: NoticeBlock | None = None
         """The newest notice added: a slash command that answered with one brings it into view."""
+        self._counts: dict[OffloadedItem, int] = {}
+        """How many blocks the turns of each summary show, counted from the offload log off the event loop
+        (`_count_offloaded`): the title's position is exact once they are."""
 
     def on_mount(self) -> None:
         self.anchor()
@@ -152,7 +155,7 @@ class ChatView(LiveBlocks, VerticalScroll):
         return f"⋯ {messages_in(self._above):,} earlier messages · scroll up to load them, Home for the first"
 
     def _later_text(self) -> str:
-        newer = weight(self._below) + len(self._tail)
+        newer = weight(self._below, self._counts) + len(self._tail)
         return f"⋯ {newer:,} newer blocks · scroll down to load them, End for the newest"
 
     async def _sync_markers(self) -> None:
@@ -176,7 +179,7 @@ class ChatView(LiveBlocks, VerticalScroll):
         self._show_position()
 
     def _show_position(self) -> None:
-        position = position_text(self._above, len(self._window()), self._below, len(self._tail))
+        position = position_text(self._above, len(self._window()), self._below, len(self._tail), self._counts)
         self.border_title = f"chat · {position}" if position else "chat"
 
     # ------------------------------------------------------------------------------ history
@@ -204,6 +207,7 @@ class ChatView(LiveBlocks, VerticalScroll):
                     self._loading_older = False
         self.anchor()
         self.call_after_refresh(self._fill_view)
+        self._count_offloaded()
 
     async def add_older(self, items: list[Item]) -> None:
         """Turns older than the whole history shown (a resume shows its newest turns before the rest of the
@@ -214,6 +218,28 @@ class ChatView(LiveBlocks, VerticalScroll):
             self._above[:0] = items
             await self._sync_markers()
         self.call_after_refresh(self._fill_view)
+        self._count_offloaded()
+
+    def _count_offloaded(self) -> None:
+        """Count the blocks of the summarised turns not read yet, in a thread (a log of 20,000 messages is
+        parsed): the title says `~` until then."""
+        uncounted = list(
+            dict.fromkeys(
+                entry
+                for entry in (*self._above, *self._below)
+                if isinstance(entry, OffloadedItem) and entry not in self._counts
+            )
+        )
+        if uncounted:
+            self.run_worker(self._count(uncounted, self._generation), group="chat-count", exit_on_error=False)
+
+    async def _count(self, items: list[OffloadedItem], generation: int) -> None:
+        counts = await asyncio.to_thread(lambda: {item: blocks_in(item) for item in items})
+        self._counts.update(counts)
+        if generation == self._generation and self.is_attached:
+            if self._later is not None:
+                self._later.update(self._later_text())
+            self._show_position()
 
     def _new_history(self, items: list[Item]) -> int:
         """Forget the shown history (a page still being read for it is dropped); the new one's generation."""
@@ -421,7 +447,12 @@ class ChatView(LiveBlocks, VerticalScroll):
         """The first block of the session, reading only the first page."""
         self._anchored = False
         async with self._window_lock:
-            whole = weight(self._above) + len(self._window()) + weight(self._below) + len(self._tail)
+            whole = (
+                weight(self._above, self._counts)
+                + len(self._window())
+                + weight(self._below, self._counts)
+                + len(self._tail)
+            )
             if self._above and whole <= WINDOW:
                 await self._mount_older(len(self._above), keep_view=False)  # a short session: all of it
             elif self._above:
