@@ -5,6 +5,7 @@ item, and mounting those was most of what a resumed session's first screen cost.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import TYPE_CHECKING
 
@@ -139,6 +140,9 @@ class AssistantBlock(Vertical, MeasuredOnce):
         self._text_parts: list[str] = [content] if content else []
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None
+        self._writing = asyncio.Lock()
+        """One change of the live Markdown and the sealed parts at a time (a flush, the end, a discard, a
+        resize): a flush still sealing when the reply ended mounted its part into the reply drawn folded."""
         self._live: list[str] = []
         """What the live Markdown holds since the last seal."""
         self._live_chars = 0
@@ -203,9 +207,13 @@ class AssistantBlock(Vertical, MeasuredOnce):
 
     async def _flush(self) -> None:
         self._flush_timer = None
+        async with self._writing:
+            await self._write_pending()
+
+    async def _write_pending(self) -> None:
         text = "".join(self._pending)
         self._pending.clear()
-        if not text:
+        if not text or self.markdown is None:  # nothing, or the reply is complete (drawn once)
             return
         if self._stream is None:
             self._stream = self.live.get_stream(self.live)
@@ -308,10 +316,11 @@ class AssistantBlock(Vertical, MeasuredOnce):
     async def on_resize(self, event: events.Resize) -> None:
         """The parts are drawn again for the new width by themselves; the live Markdown starts where the
         last of them ends now."""
-        if self._seal_ends and self.markdown is not None and self.is_attached and self._sealed_width > 0:
-            start = self._part_end(len(self._seal_ends) - 1, self._sealed_width)
-            if start != self._live_start:
-                await self._set_live(start)
+        async with self._writing:
+            if self._seal_ends and self.markdown is not None and self.is_attached and self._sealed_width > 0:
+                start = self._part_end(len(self._seal_ends) - 1, self._sealed_width)
+                if start != self._live_start:
+                    await self._set_live(start)
 
     async def write_reasoning(self, fragment: str) -> None:
         if not fragment:
@@ -323,6 +332,10 @@ class AssistantBlock(Vertical, MeasuredOnce):
 
     async def finish(self, content: str | None = None, reasoning: str | None = None) -> None:
         """The reply is complete: stop the stream, show exactly `content`, fold the reasoning."""
+        async with self._writing:
+            await self._finish(content, reasoning)
+
+    async def _finish(self, content: str | None, reasoning: str | None) -> None:
         await self._stop_stream()
         self.streaming = False
         if content is not None and content != self.text:
@@ -390,6 +403,10 @@ class AssistantBlock(Vertical, MeasuredOnce):
 
     async def discard(self) -> None:
         """A retry: what streamed so far is thrown away."""
+        async with self._writing:
+            await self._discard()
+
+    async def _discard(self) -> None:
         self._cancel_flush()
         self._pending.clear()
         await self._stop_stream()
@@ -421,7 +438,7 @@ class AssistantBlock(Vertical, MeasuredOnce):
         """Write what is pending, then stop the stream (it renders everything it was given)."""
         self._cancel_flush()
         if self._pending:
-            await self._flush()
+            await self._write_pending()
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()
