@@ -31,6 +31,9 @@ update re-renders the paragraph being written and moves the anchored chat, a fra
 0.1 s those frames kept the loop busy and a key waited ~25 ms (median, p95 ~60 ms) behind them; at 0.2 s
 ~5 ms (p95 ~38 ms) while a reply streams at 500 tokens/s (`bench_tui.py`), still several updates a
 second at any speed a model writes."""
+FLUSH_HIDDEN_EVERY = 1.0
+"""Seconds between Markdown updates while the reply streams hidden below a view far up (the chat's `_tail`):
+each update still lays the screen out, and nothing of it is seen until End."""
 SEAL_CHARS = 12_000
 """While streaming, once the live Markdown holds this much text, what it holds up to the last paragraph
 break (or, in one huge paragraph, the last space) is sealed: drawn once as a single widget, out of every
@@ -194,7 +197,8 @@ class AssistantBlock(Vertical, MeasuredOnce):
         return "".join(self._text_parts)
 
     async def write(self, fragment: str) -> None:
-        """Add streamed text; it reaches the Markdown at most every FLUSH_EVERY seconds."""
+        """Add streamed text; it reaches the Markdown at most every FLUSH_EVERY seconds (FLUSH_HIDDEN_EVERY
+        while the block is hidden)."""
         if not fragment:
             return
         first = not self._text_parts
@@ -203,7 +207,7 @@ class AssistantBlock(Vertical, MeasuredOnce):
         if first:
             await self._flush()
         elif self._flush_timer is None:
-            self._flush_timer = self.set_timer(FLUSH_EVERY, self._flush)
+            self._flush_timer = self.set_timer(FLUSH_EVERY if self.display else FLUSH_HIDDEN_EVERY, self._flush)
 
     async def _flush(self) -> None:
         self._flush_timer = None

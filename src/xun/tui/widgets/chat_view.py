@@ -40,6 +40,7 @@ from xun.tui.chat_blocks import block_for, released
 from xun.tui.transcript import Item, OffloadedItem, SummaryItem, blocks_in, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_live import LiveBlocks
+from xun.tui.widgets.measured_once import MeasuredOnce
 from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.tool_block import ToolBlock
@@ -58,7 +59,7 @@ class LaterMarker(Static):
 BLOCKS = (UserBlock, AssistantBlock, ToolBlock, SummaryDivider, NoticeBlock)
 
 
-class ChatView(LiveBlocks, VerticalScroll):
+class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
     """Focused, `[` and `]` select the previous and next block and Enter (or Space) opens or folds the
     selected tool call or reasoning (opens a folded message in the reader), `o` reads the selected block
     whole: no block is a stop on Tab."""

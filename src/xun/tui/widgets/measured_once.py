@@ -2,7 +2,8 @@
 
 When a layout gives a widget a new size, Textual 8.2.8 stores it through the `virtual_size` reactive, which
 asks for another layout of the whole screen: every streamed line of a reply (its paragraph, the Markdown,
-the block around them growing by one row) cost two layouts of the screen, the second changing nothing. The
+the block around them and the chat's scrollable height growing by one row) cost two layouts of the screen,
+the second changing nothing. The
 layout that measured the new size has already arranged everything inside it at that size, so these widgets
 store it without asking again.
 """
