@@ -90,7 +90,7 @@ async def test_each_update_of_a_streaming_reply_lays_the_screen_out_once(offline
         sources: list[str] = []
 
         def laid_out(_screen: object) -> None:
-            reply = app.chat.reply
+            reply = app.main.chat.reply
             if reply is not None and reply.markdown is not None and 100 <= len(reply.live.source) < 900:
                 sources.append(reply.live.source)
 

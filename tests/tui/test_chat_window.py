@@ -161,7 +161,7 @@ async def test_the_title_counts_exactly_the_blocks_seen_from_home_to_end(
     conversation_id = long_session(tmp_path, rounds, summaries=2)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
         await settled(pilot, chat)
         await wait_until(pilot, lambda: not title_total(chat).startswith("~"), what="the summarised turns counted")
