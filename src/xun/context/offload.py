@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import io
 import json
+import mmap
 import os
 import re
 import stat
@@ -210,16 +211,21 @@ READ_PIECE = 1 << 16
 characters, so no line of a log (one can be hundreds of megabytes) is ever in memory whole."""
 
 
-def iter_offload_log(path: str | os.PathLike[str], cap: int | None = None) -> Iterator[OffloadSection | OffloadEntry]:
+def iter_offload_log(
+    path: str | os.PathLike[str], cap: int | None = None, start: int = 0
+) -> Iterator[OffloadSection | OffloadEntry]:
     """A log read as a stream: each section as its heading is read (its `entries` stay empty), then each of
     its entries once it is whole, so memory holds one entry, never the log. With `cap`, an entry keeps
     its first `cap` characters and is marked `cut` when it had more. The texts are exact otherwise, as
-    `read_offload_log` gives them; an entry takes the conversation id its section's comment gave before it."""
+    `read_offload_log` gives them; an entry takes the conversation id its section's comment gave before it.
+    `start` is the byte offset of a heading (`heading_offset`) to read from, the sections before it unread."""
     reader = _EntryReader(cap)
     section: OffloadSection | None = None
     line_start = True
     rest = ""  # where the pieces after a long line's first go: "entry" (its text), "check" (ends it if not blank)
-    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="replace", newline="") as handle:  # keep "\r"
+    raw = open_regular(path)
+    raw.seek(start)
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as handle:  # keep "\r"
         while piece := handle.readline(READ_PIECE):
             ends = piece.endswith("\n")
             line = piece[:-1] if ends else piece
@@ -257,6 +263,27 @@ def iter_offload_log(path: str | os.PathLike[str], cap: int | None = None) -> It
             else:
                 rest = "check"
         yield from reader.finish()
+
+
+def heading_offset(path: str | os.PathLike[str], when: str) -> int | None:
+    """The byte offset of the first section headed `when`, found in the bytes (no entry is parsed), or None."""
+    needle = f"{HEADING}{when}".encode()
+    with open_regular(path) as handle:
+        if not os.fstat(handle.fileno()).st_size:
+            return None
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+
+            def after(position: int) -> int:
+                found = data.find(b"\n" + needle, position)
+                return found + 1 if found >= 0 else -1
+
+            line = 0 if data[: len(needle)] == needle else after(0)
+            while line >= 0:
+                end = line + len(needle)
+                if end == len(data) or data[end : end + 1] in (b"\n", b"\r", b" ", b"\t"):
+                    return line
+                line = after(end)
+    return None
 
 
 class _EntryReader:

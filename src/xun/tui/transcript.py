@@ -221,8 +221,21 @@ def _pick(sections: list[OffloadSection], item: OffloadedItem) -> OffloadSection
 
 def _streamed_section(path: str, item: OffloadedItem) -> OffloadSection | None:
     """`_pick` over the log read as a stream: memory holds the section being read and the best match so far,
-    never the log (a session of weeks has a log of tens of megabytes, and one summary is a part of it)."""
-    from xun.context.offload import OffloadSection, iter_offload_log  # only when summarised turns are shown
+    never the log (a session of weeks has a log of tens of megabytes, and one summary is a part of it).
+    The sections before the first one headed with the item's time are skipped unread."""
+    from xun.context.offload import heading_offset  # only when summarised turns are shown
+
+    start = heading_offset(path, item.when) if item.when is not None else None
+    if start:  # (0: it is the first section anyway)
+        section, by_when = _stream_pick(path, item, start)
+        if by_when:
+            return section
+    return _stream_pick(path, item, 0)[0]
+
+
+def _stream_pick(path: str, item: OffloadedItem, start: int) -> tuple[OffloadSection | None, bool]:
+    """`_pick` over the sections from byte `start` on; whether it was found by its heading time."""
+    from xun.context.offload import OffloadSection, iter_offload_log
 
     by_when: OffloadSection | None = None
     by_ordinal: OffloadSection | None = None
@@ -250,15 +263,15 @@ def _streamed_section(path: str, item: OffloadedItem) -> OffloadSection | None:
         return False
 
     current: OffloadSection | None = None
-    for part in iter_offload_log(path):
+    for part in iter_offload_log(path, start=start):
         if isinstance(part, OffloadSection):
             if close(current):
-                return by_when
+                return by_when, True
             current = part
         elif current is not None:
             current.entries.append(part)
     close(current)
-    return by_when if same else by_ordinal
+    return (by_when, True) if same else (by_ordinal, False)
 
 
 def _section_of(item: OffloadedItem, parsed: dict[str, list[OffloadSection]] | None = None) -> OffloadSection | None:

@@ -1,0 +1,94 @@
+"""The turns a summary took out, read back from the offload log for the chat: one summary's section is read
+as a stream (the sections before it skipped by their headings' bytes), it is the same section a whole parse
+picks, and no log stays in memory after it (a session of weeks has a log of tens of megabytes)."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from pathlib import Path
+
+from xun.base import paths
+from xun.context.messages import RawOpenAIMessage, UserMessage
+from xun.context.offload import append_offload, heading_offset, iter_offload_log, read_offload_log
+from xun.tui.transcript import OffloadedItem, offloaded_items, whole_history
+
+
+def turns(tag: str, rounds: int, result_chars: int = 40) -> list:
+    messages: list = []
+    for i in range(rounds):
+        messages.append(
+            UserMessage(f"{tag} question {i}\n## Offloaded at 2026-01-01T00:00:02Z (quoted, not a heading)")
+        )
+        call = {"id": f"{tag}_{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+        messages.append(RawOpenAIMessage({"role": "assistant", "content": None, "tool_calls": [call]}))
+        messages.append(RawOpenAIMessage({"role": "tool", "tool_call_id": f"{tag}_{i}", "content": "x" * result_chars}))
+        messages.append(RawOpenAIMessage({"role": "assistant", "content": f"{tag} answer {i}"}))
+    return messages
+
+
+SECTIONS = [  # (when, conversation, tag): a time written twice, and one of another conversation
+    ("2026-01-01T00:00:01Z", "one", "a"),
+    ("2026-01-01T00:00:02Z", "other", "b"),
+    ("2026-01-01T00:00:02Z", "one", "c"),
+    ("2026-01-01T00:00:02Z", "one", "d"),
+    ("2026-01-01T00:00:03Z", "one", "e"),
+]
+
+
+def write_log(root: Path, rounds: int = 3, result_chars: int = 40) -> Path:
+    log = paths.offload_dir(root) / "one.md"
+    log.parent.mkdir(parents=True)
+    for when, conversation, tag in SECTIONS:
+        append_offload(log, turns(tag, rounds, result_chars), conversation_id=conversation, when=when)
+    return log
+
+
+def test_each_summary_reads_the_section_a_whole_parse_picks(tmp_path: Path):
+    log = write_log(tmp_path)
+    items = [
+        OffloadedItem(str(log), "2026-01-01T00:00:01Z", 0, "one", 12),
+        OffloadedItem(str(log), "2026-01-01T00:00:02Z", 1, "one", 12),  # the other conversation's is passed over
+        OffloadedItem(str(log), "2026-01-01T00:00:02Z", 2, "one", 12, repeat=1),
+        OffloadedItem(str(log), "2026-01-01T00:00:02Z", 2, "one", 12, repeat=5),  # fewer: the last of them
+        OffloadedItem(str(log), "2026-01-01T00:00:03Z", 3, "one", 12),
+        OffloadedItem(str(log), None, 3, "one", 12),  # no time recorded: the conversation's fourth
+        OffloadedItem(str(log), "2026-01-01T00:00:09Z", 1, "one", 12),  # no such time: by its ordinal
+    ]
+    firsts = []
+    for item in items:
+        streamed, problems = whole_history([item])
+        assert problems == [] and streamed == offloaded_items(item, parsed={})
+        firsts.append(streamed[0].text.split()[0])
+    assert firsts == ["a", "c", "d", "d", "e", "e", "c"]
+
+
+def test_a_heading_is_found_by_its_bytes_and_read_from(tmp_path: Path):
+    log = write_log(tmp_path)
+    sections = read_offload_log(log)
+    start = heading_offset(log, "2026-01-01T00:00:02Z")
+    assert start is not None and log.read_bytes()[start:].startswith(b"## Offloaded at 2026-01-01T00:00:02Z\n")
+    tail = [part for part in iter_offload_log(log, start=start) if not hasattr(part, "speaker")]
+    assert [(s.when, s.conversation_id) for s in tail] == [(s.when, s.conversation_id) for s in sections[1:]]
+    assert heading_offset(log, "2026-01-01T00:00:01Z") == 0
+    assert heading_offset(log, "2026-01-01T00:00:0") is None  # a time is matched whole
+    assert heading_offset(log, "2026-01-01T00:00:09Z") is None
+
+
+def test_a_summarised_turn_is_read_without_holding_the_log(tmp_path: Path):
+    log = write_log(tmp_path, rounds=50, result_chars=20_000)  # five sections of about 1 MB
+    size = log.stat().st_size
+    item = OffloadedItem(str(log), "2026-01-01T00:00:03Z", 3, "one", 200)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        items, _ = whole_history([item])
+        peak = tracemalloc.get_traced_memory()[1]
+        assert len(items) == 150 and items[0].text.startswith("e question 0")
+        del items
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert peak < size * 0.4, (peak, size)  # one section and its items, not the log (parsed whole: over `size`)
+    assert kept < size * 0.05, (kept, size)  # and nothing of it afterwards (it was cached whole)
