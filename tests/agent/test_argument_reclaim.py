@@ -132,9 +132,7 @@ async def test_a_long_turn_of_large_write_file_calls_reclaims_their_arguments(pl
     for call in calls:
         if "[Compacted" in call["function"]["arguments"]:
             step = int(STEP.search(call["function"]["arguments"]).group(1))
-            assert json.loads(conversation.compacted_toolcall_result(f"{call['id']}:arguments"))["content"] == content(
-                step
-            )
+            assert json.loads(conversation.reclaimed_original(f"{call['id']}:arguments"))["content"] == content(step)
     if finished.status == "ok":  # tier 1 with the summaries inside a turn: the whole turn, every step once
         assert written == list(range(STEPS)) and planner.issued == list(range(STEPS))
     else:  # tier 1 alone: the placeholders of 80 rounds still outgrow a 4,096-token window in the end

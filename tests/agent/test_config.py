@@ -136,6 +136,18 @@ def test_project_beats_user_without_env_or_overrides(homes):
     assert load(homes).model.name == "b"
 
 
+def test_the_escalation_policy_is_still_read_under_its_old_name(homes):
+    """The seed's escalation policy was configured as "seed"; such files and overrides keep working."""
+    from xun.compact.policy import AutoCompactor, compactor_from_config
+
+    homes.write(homes.project, '[auto_compact]\npolicy = "seed"\n')
+    config = load(homes)
+    assert config.auto_compact.policy == "escalation"
+    assert type(compactor_from_config(config)) is AutoCompactor  # not the cache-aware subclass
+    assert load(homes, "auto_compact.policy=seed").auto_compact.policy == "escalation"
+    assert load(homes, "auto_compact.policy=escalation").auto_compact.policy == "escalation"
+
+
 def test_xun_home_moves_the_project_file(homes, tmp_path, monkeypatch):
     elsewhere = tmp_path / "state"
     monkeypatch.setenv("XUN_HOME", str(elsewhere))

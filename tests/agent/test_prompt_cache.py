@@ -112,7 +112,7 @@ async def test_the_low_water_mark_triggers_exactly_over_the_threshold(offline_se
     assert not rec.of("summary_started")
     # the seed, on the same conversation, keeps its 6 results and stops just under the threshold
     seed_server, seed, seed_rec, seed_clock = cached_agent(
-        offline_server_factory, tmp_path / "seed", auto_compact__policy="seed", auto_compact__toolcall_keep_max=6
+        offline_server_factory, tmp_path / "seed", auto_compact__policy="escalation", auto_compact__toolcall_keep_max=6
     )
     (tmp_path / "seed").mkdir(exist_ok=True)
     write_files(tmp_path / "seed", 10, lines=120)
@@ -271,7 +271,7 @@ def test_the_cache_aware_policy_is_the_default():
 async def test_the_seed_policy_has_no_idle_rule(offline_server_factory, tmp_path):
     write_files(tmp_path, 6)
     server, agent, rec, clock = cached_agent(
-        offline_server_factory, tmp_path, auto_compact__policy="seed", auto_compact__toolcall_keep_max=2
+        offline_server_factory, tmp_path, auto_compact__policy="escalation", auto_compact__toolcall_keep_max=2
     )
     await fill(agent, clock, range(1, 5))
     clock.now += 10 * TTL

@@ -1,4 +1,4 @@
-"""What compaction costs in the server's prompt cache: the seed's policy against the cache-aware one.
+"""What compaction costs in the server's prompt cache: the seed's escalation policy against the cache-aware one.
 
     python3 tests/benchmarks/bench_cache.py [TURNS] [--threshold N] [--idle-every K]
 
@@ -115,12 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--low-water", type=float, default=0.5, help="auto_compact.low_water (default 0.5)")
     args = parser.parse_args(argv)
     results = {}
-    for policy in ("seed", "cache-aware"):
+    for policy in ("escalation", "cache-aware"):
         results[policy] = asyncio.run(
             run(policy, args.turns, args.threshold, args.idle_every, args.low_water, args.file_lines)
         )
         print(json.dumps(results[policy]), flush=True)
-    seed, aware = results["seed"], results["cache-aware"]
+    seed, aware = results["escalation"], results["cache-aware"]
     saving = 1 - aware["billed_input"] / seed["billed_input"]
     bound = round(args.threshold * (1 + PEAK_SLACK))
     comparison = {

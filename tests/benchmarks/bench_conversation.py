@@ -73,14 +73,14 @@ def main() -> None:
                 c.add_user_message(f"question {i}")
                 c.estimated_message_length()
             emit("append_then_estimate_each", (time.perf_counter() - start) / appends)
-            emit("reclaim_first", timed(lambda: c.compact_toolcall(keep_max=12))[0])
+            emit("reclaim_first", timed(lambda: c.reclaim_tool_results(keep_max=12))[0])
             add_round(c, rounds)
-            emit("reclaim_repeat", timed(lambda: c.compact_toolcall(keep_max=12))[0])
+            emit("reclaim_repeat", timed(lambda: c.reclaim_tool_results(keep_max=12))[0])
             path = folder / "session.json"
             emit("dump_to_disk", timed(lambda: c.dump(path))[0], bytes=path.stat().st_size)
             emit("load_from_disk", timed(lambda: Conversation().load(path))[0])
             loaded = Conversation().load(path)
-            emit("first_original_after_load", timed(lambda: loaded.compacted_toolcall_result("call_0"))[0])
+            emit("first_original_after_load", timed(lambda: loaded.reclaimed_original("call_0"))[0])
             emit("plan_compaction", timed(lambda: c.plan_compaction(16))[0])
             emit(
                 "summary_with_offload",

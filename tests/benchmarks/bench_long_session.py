@@ -124,7 +124,7 @@ def build_session(workdir: Path, messages: int, long_blocks: bool = False) -> tu
             }
         )
         if i % 500 == 499:
-            conversation.compact_toolcall(keep_max=12, write_index=False)
+            conversation.reclaim_tool_results(keep_max=12, write_index=False)
     if long_blocks:
         conversation.add_user_message("\n".join(f"pasted line {n} of 50000" for n in range(50_000)))
         conversation.add_agent_message(
@@ -148,7 +148,7 @@ def build_session(workdir: Path, messages: int, long_blocks: bool = False) -> tu
             }
         )
     conversation.record_usage(150_000)
-    conversation.compact_toolcall(keep_max=12)
+    conversation.reclaim_tool_results(keep_max=12)
     store.save(conversation)
     return conversation.conversation_id, rounds
 

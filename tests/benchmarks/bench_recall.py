@@ -37,7 +37,7 @@ from xun.agent.config import XunConfig
 from xun.context.conversation import Conversation
 from xun.context.messages import Message, RawOpenAIMessage, UserMessage
 from xun.context.offload import append_offload
-from xun.context.recall import HistoryIndex
+from xun.context.recall import RecallIndex
 from xun.context.reclaimed import ReclaimedToolResult
 
 SECTION = 200
@@ -224,7 +224,7 @@ def emit(op: str, **fields) -> None:
     print(json.dumps({"op": op, **fields}), flush=True)
 
 
-def build(index: HistoryIndex, corpus: Corpus, total: int, logs: Path) -> tuple[int, int, float, list[str]]:
+def build(index: RecallIndex, corpus: Corpus, total: int, logs: Path) -> tuple[int, int, float, list[str]]:
     """Index `total` messages section by section as the engine does, and write the same offload logs."""
     messages_indexed = results_indexed = 0
     seconds = 0.0
@@ -279,7 +279,7 @@ def queries(corpus: Corpus, sessions: list[str]) -> list[tuple[str, str, dict]]:
     return cases
 
 
-def search_figures(index: HistoryIndex, cases: list[tuple[str, str, dict]], label: str) -> None:
+def search_figures(index: RecallIndex, cases: list[tuple[str, str, dict]], label: str) -> None:
     every: list[float] = []
     by_kind: dict[str, list[float]] = {}
     for kind, query, options in cases:
@@ -318,8 +318,8 @@ def search_figures(index: HistoryIndex, cases: list[tuple[str, str, dict]], labe
 def busy_conversation(folder: Path, rounds: int) -> Conversation:
     """bench_conversation's workload (a ~2 KB tool result per round) with an index of its own attached."""
     folder.mkdir()
-    index = HistoryIndex(folder)  # a folder of its own: a new index is first filled from the folder's logs
-    c = Conversation(offload_dir=folder / ".xun" / "conversation_history", history_index=index)
+    index = RecallIndex(folder)  # a folder of its own: a new index is first filled from the folder's logs
+    c = Conversation(offload_dir=folder / ".xun" / "conversation_history", recall_index=index)
     c.set_system_message_content("You are a helpful assistant.")
     c.add_user_message("please analyse the repository")
     for i in range(rounds):
@@ -348,7 +348,7 @@ def engine_figures(folder: Path, rounds: int) -> None:
     n = len(c.messages)
     gc.collect()
     start = time.perf_counter()
-    result = c.compact_toolcall(keep_max=12)
+    result = c.reclaim_tool_results(keep_max=12)
     emit(
         "engine_reclaim_first_indexed",
         messages=n,
@@ -365,7 +365,7 @@ def engine_figures(folder: Path, rounds: int) -> None:
         seconds=round(time.perf_counter() - start, 6),
         warning=summary.warning,
     )
-    assert not c.history_warnings and summary.warning is None
+    assert not c.recall_warnings and summary.warning is None
 
 
 async def _stalls(work) -> tuple[float, float, int, object]:
@@ -430,7 +430,7 @@ def loop_stall_figures(folder: Path, rounds: int) -> None:
             ticks=ticks,
             warning=summary.warning,
         )
-        assert not c.history_warnings and summary.warning is None
+        assert not c.recall_warnings and summary.warning is None
 
     asyncio.run(run())
 
@@ -442,7 +442,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         logs = folder / ".xun" / "conversation_history"
-        index = HistoryIndex(folder)
+        index = RecallIndex(folder)
         corpus = Corpus()
         messages, results, seconds, sessions = build(index, corpus, total, logs)
         stats = index.stats()

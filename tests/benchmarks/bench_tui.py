@@ -290,7 +290,7 @@ def big_session(workdir: Path, rounds: int = 500) -> str:
             }
         )
     conversation.record_usage(150_000)
-    conversation.compact_toolcall(keep_max=12)
+    conversation.reclaim_tool_results(keep_max=12)
     store.save(conversation)
     return conversation.conversation_id
 

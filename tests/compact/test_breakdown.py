@@ -73,7 +73,7 @@ def test_free_space_to_the_threshold_and_to_the_window():
 
 def test_a_summary_and_reclaimed_placeholders_have_their_own_parts():
     c = long_conversation(rounds=8)
-    c.compact_toolcall(keep_max=2)
+    c.reclaim_tool_results(keep_max=2)
     c.set_system_message_content("what happened so far", is_compressed=True)
     b = context_breakdown(c, threshold=10_000)
     assert b.part("summary").chars == len(COMPACTED_SYSTEM_PROMPT.format(summary="what happened so far"))
@@ -128,7 +128,7 @@ def test_the_reclaim_preview_names_what_a_reclaim_replaces_and_changes_nothing()
     length, edits = c.estimated_message_length(), c.messages.edits
     preview = reclaim_preview(c, keep_max=3)
     assert c.estimated_message_length() == length and c.messages.edits == edits
-    result = c.compact_toolcall(keep_max=3)
+    result = c.reclaim_tool_results(keep_max=3)
     assert preview.ids == result.reclaimed_ids and preview.count == result.reclaimed_count == 8
     assert preview.chars_saved == result.length_before - result.length_after
     assert preview.tokens_saved == round(preview.chars_saved * c.tokens_per_char)
@@ -140,11 +140,11 @@ def test_the_reclaim_preview_skips_restored_results_and_short_histories():
     c = long_conversation(rounds=6)
     assert reclaim_preview(c, keep_max=6).count == 0
     assert reclaim_preview(c, keep_max=12).count == 0
-    c.compact_toolcall(keep_max=2)
-    c.restore_toolcall("call_0")
+    c.reclaim_tool_results(keep_max=2)
+    c.restore_tool_result("call_0")
     preview = reclaim_preview(c, keep_max=2)
     assert "call_0" not in preview.ids
-    assert preview.ids == c.compact_toolcall(keep_max=2).reclaimed_ids
+    assert preview.ids == c.reclaim_tool_results(keep_max=2).reclaimed_ids
     everything = reclaim_preview(long_conversation(rounds=4), keep_max=0)
     assert everything.count == 4
 

@@ -130,12 +130,12 @@ def test_clear_keeps_role_prompt_and_rules_only():
     c = long_conversation(rounds=20)
     c.set_persistent_section("AGENTS.md", "rules")
     c.total_tokens = 999
-    c.compact_toolcall(keep_max=2)
+    c.reclaim_tool_results(keep_max=2)
     c.compact(lambda msgs: "summary", keep_recent=4)
     c.clear()
     assert c.completion_params() == [{"role": "system", "content": "You are a careful assistant.\n\nrules"}]
     assert c.total_tokens is None and c.compaction_counter.tool_rounds == 0 and c.compaction_counter.summary_rounds == 0
-    assert len(c.compacted_toolcalls) == 0
+    assert len(c.reclaimed_results) == 0
 
 
 def test_to_history_and_truncation():
@@ -179,3 +179,18 @@ def test_messages_is_a_real_list():
     assert isinstance(c.messages[1:3], list)
     tool_round(c, 99)
     assert c.messages[-1].raw["tool_call_id"] == "call_99"
+
+
+def test_the_seeds_names_still_work_beside_xuns_own():
+    """Code written for the seed's API calls tier 1 and reads the summary flag by the seed's names."""
+    from xun.conversation import Conversation as SeedConversation
+
+    assert SeedConversation is Conversation
+    c = long_conversation(rounds=4)
+    result = c.compact_toolcall(keep_max=1)
+    assert result.reclaimed_count == 3 and list(c.compacted_toolcalls) == ["call_0", "call_1", "call_2"]
+    assert c.compacted_toolcall_result("call_0") == c.reclaimed_original("call_0")
+    assert c.compacted_toolcall_result("call_0").startswith("contents of file 0")
+    assert c.compact_toolcall(keep_max=1).reclaimed_count == 0  # the same method under both names
+    c.set_system_message_content("the summary", is_compressed=True)
+    assert c.messages[0].is_compressed and c.messages[0].is_summary

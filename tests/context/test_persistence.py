@@ -19,12 +19,12 @@ from .builders import long_conversation, tool_round
 def compacted_session():
     c = long_conversation(rounds=20)
     c.set_persistent_section("AGENTS.md", "rules")
-    c.compact_toolcall(keep_max=3)
+    c.reclaim_tool_results(keep_max=3)
     c.compact(lambda msgs: "the summary", keep_recent=5)
     for i in range(8):
         tool_round(c, 200 + i)
-    c.compact_toolcall(keep_max=3)
-    c.restore_toolcall("call_201")
+    c.reclaim_tool_results(keep_max=3)
+    c.restore_tool_result("call_201")
     c.total_tokens = 4321
     c.compaction_log.append({"kind": "reclaim", "count": 3})
     return c
@@ -38,19 +38,19 @@ def test_dump_load_round_trip_keeps_everything(tmp_path):
     assert back.completion_params() == c.completion_params()
     assert back.conversation_id == c.conversation_id and back.total_tokens == 4321
     assert back.compaction_counter == c.compaction_counter
-    assert list(back.compacted_toolcalls) == list(c.compacted_toolcalls)
-    for call_id in c.compacted_toolcalls:
-        assert back.compacted_toolcall_result(call_id) == c.compacted_toolcall_result(call_id)
-        assert back.compacted_toolcalls[call_id] == c.compacted_toolcalls[call_id]
+    assert list(back.reclaimed_results) == list(c.reclaimed_results)
+    for call_id in c.reclaimed_results:
+        assert back.reclaimed_original(call_id) == c.reclaimed_original(call_id)
+        assert back.reclaimed_results[call_id] == c.reclaimed_results[call_id]
     assert back.summarizations[0].summary_message == "the summary"
     assert back.compaction_log == [{"kind": "reclaim", "count": 3}]
-    assert back.compact_toolcall(keep_max=3).reclaimed_count == 0  # the restored one stays pinned
+    assert back.reclaim_tool_results(keep_max=3).reclaimed_count == 0  # the restored one stays pinned
     assert back.estimated_message_length() == c.estimated_message_length()
     # saved again without reading the archive, then read: still equal
     back.dump(path)
     again = Conversation().load(path)
-    assert {k: again.compacted_toolcall_result(k) for k in again.compacted_toolcalls} == {
-        k: c.compacted_toolcall_result(k) for k in c.compacted_toolcalls
+    assert {k: again.reclaimed_original(k) for k in again.reclaimed_results} == {
+        k: c.reclaimed_original(k) for k in c.reclaimed_results
     }
 
 
@@ -75,7 +75,7 @@ def test_file_format_fields_and_owner_only_mode(tmp_path):
     assert data["compaction"] == {"tool_rounds": 1, "summary_rounds": 1}
     assert data["summarizations"][0]["summary_message"] == "the summary"
     archive = data["compacted_toolcalls"]
-    assert list(archive) == list(c.compacted_toolcalls) and data["compacted_count"] == len(archive)
+    assert list(archive) == list(c.reclaimed_results) and data["compacted_count"] == len(archive)
     assert list(data)[-1] == "compacted_toolcalls"  # last, so a loader can leave it unparsed
     first = archive[next(iter(archive))]
     assert set(first) == {"tool", "arguments", "chars", "reclaimed_at", "original"}
@@ -94,9 +94,9 @@ def test_unicode_line_separators_in_originals_survive(tmp_path):
     text = "a\u2028b\x85c\u2029d" * 100
     c.add_tool_result("u", text)
     c.add_user_message("next")
-    c.compact_toolcall(keep_max=0)
+    c.reclaim_tool_results(keep_max=0)
     c.dump(tmp_path / "s.json")
-    assert Conversation().load(tmp_path / "s.json").compacted_toolcall_result("u") == text
+    assert Conversation().load(tmp_path / "s.json").reclaimed_original("u") == text
 
 
 def test_dump_is_atomic_old_file_survives_a_failed_write(tmp_path, monkeypatch):
@@ -146,7 +146,7 @@ def test_peer_session_files_are_migrated(tmp_path):
     assert c.messages[3] == RawOpenAIMessage(
         {"role": "tool", "tool_call_id": "t1", "content": "[Compacted, ID: t1. ...]"}
     )
-    assert c.compacted_toolcall_result("t1") == "the original text"
+    assert c.reclaimed_original("t1") == "the original text"
     assert c.compaction_counter.tool_rounds == 1
 
 
@@ -381,18 +381,18 @@ def test_session_ids_cannot_escape_the_store(bad):
 
 def test_dumps_is_one_json_document_that_any_json_reader_round_trips(tmp_path):
     c = compacted_session()
-    c.compacted_toolcall_result("call_0")  # text with quotes, newlines and separators in the originals
+    c.reclaimed_original("call_0")  # text with quotes, newlines and separators in the originals
     text = c.dumps()
     data = json.loads(text)  # the whole file, as jq reads it
-    assert {k: v["original"] for k, v in data["compacted_toolcalls"].items()} == c.compacted_toolcalls.originals()
+    assert {k: v["original"] for k, v in data["compacted_toolcalls"].items()} == c.reclaimed_results.originals()
     assert data["pinned_toolcalls"] == ["call_201"]
     # laid out anew by another tool (`jq . s.json > s2.json`): still a session, read the slow way
     path = tmp_path / "s2.json"
     path.write_text(json.dumps(data, indent=2, ensure_ascii=True))
     back = Conversation().load(path)
     assert back.completion_params() == c.completion_params()
-    assert back.compacted_toolcalls.originals() == c.compacted_toolcalls.originals()
-    assert dict(back.compacted_toolcalls) == dict(c.compacted_toolcalls)
+    assert back.reclaimed_results.originals() == c.reclaimed_results.originals()
+    assert dict(back.reclaimed_results) == dict(c.reclaimed_results)
     assert json.loads(back.dumps())["compacted_toolcalls"] == data["compacted_toolcalls"]
 
 
@@ -419,20 +419,20 @@ def test_format_1_files_written_by_earlier_xun_load_and_are_saved_as_one_documen
     c = Conversation().load(path)
     assert path.read_bytes() == before  # loading never writes
     assert c.conversation_id == "format1-fixture" and c.total_tokens == 4321
-    assert len(c.compacted_toolcalls) == 13
-    assert list(c.compacted_toolcalls)[:2] == ["call_0", "call_1"] and "call_21" not in c.compacted_toolcalls
-    assert c.compacted_toolcall_result("call_0").endswith('\n"quoted" \\ back\u2028sep\u00e9\u4e2d\U0001f600 {}')
-    assert c.compacted_toolcall_result("call_24") == "second batch 24\n" + "y" * 300
-    assert c.compacted_toolcalls["call_24"].tool_name == "read_file"
+    assert len(c.reclaimed_results) == 13
+    assert list(c.reclaimed_results)[:2] == ["call_0", "call_1"] and "call_21" not in c.reclaimed_results
+    assert c.reclaimed_original("call_0").endswith('\n"quoted" \\ back\u2028sep\u00e9\u4e2d\U0001f600 {}')
+    assert c.reclaimed_original("call_24") == "second batch 24\n" + "y" * 300
+    assert c.reclaimed_results["call_24"].tool_name == "read_file"
     assert c.messages[0].is_compressed and c.messages[0].persist_sections == {"AGENTS.md": "rules"}
     assert c.summarizations[0].summary_message == "the summary"
-    assert c.compact_toolcall(keep_max=3).reclaimed_count == 0  # call_21 was restored: it stays pinned
+    assert c.reclaim_tool_results(keep_max=3).reclaimed_count == 0  # call_21 was restored: it stays pinned
     c.dump(path)
     data = json.loads(path.read_text())
     assert data["format_version"] == FORMAT_VERSION and len(data["compacted_toolcalls"]) == 13
     again = Conversation().load(path)
     assert again.completion_params() == c.completion_params()
-    assert again.compacted_toolcalls.originals() == c.compacted_toolcalls.originals()
+    assert again.reclaimed_results.originals() == c.reclaimed_results.originals()
 
 
 def test_format_1_with_a_torn_archive_line_is_named(tmp_path):
@@ -442,7 +442,7 @@ def test_format_1_with_a_torn_archive_line_is_named(tmp_path):
     path.write_text(text[:cut] + '"origXnal"' + text[cut + len('"original"') :])  # the same length
     c = Conversation().load(path)
     with pytest.raises(SessionFormatError, match="archive line 1 is unreadable") as info:
-        c.compacted_toolcall_result("call_0")
+        c.reclaimed_original("call_0")
     assert str(path) in str(info.value)
 
 
@@ -465,14 +465,14 @@ def test_loading_leaves_the_archive_unparsed_until_it_is_first_read(tmp_path, mo
     monkeypatch.setattr(xun.context.reclaimed, "_DECODER", CountingDecoder())
     monkeypatch.setattr(xun.context.reclaimed.json, "loads", lambda *a, **k: pytest.fail("an original was decoded"))
     back = Conversation().loads(text)
-    assert len(back.compacted_toolcalls) == len(c.compacted_toolcalls)
+    assert len(back.reclaimed_results) == len(c.reclaimed_results)
     saved = back.dumps()  # saved again unread: the block is copied as it is, not re-encoded
     assert saved[saved.rindex(',"compacted_toolcalls":') + len(',"compacted_toolcalls":') : -1] == archive
     assert CountingDecoder.calls == 0
-    assert back.compacted_toolcalls["call_0"].tool_name == "read_file"  # the first read parses the entries
-    assert CountingDecoder.calls == 2 * len(c.compacted_toolcalls)  # an id and a record each, once
+    assert back.reclaimed_results["call_0"].tool_name == "read_file"  # the first read parses the entries
+    assert CountingDecoder.calls == 2 * len(c.reclaimed_results)  # an id and a record each, once
     monkeypatch.undo()
-    assert back.compacted_toolcalls.originals() == c.compacted_toolcalls.originals()
+    assert back.reclaimed_results.originals() == c.reclaimed_results.originals()
 
 
 def test_a_damaged_archive_of_the_right_length_is_named_when_first_read_and_the_file_kept(tmp_path):
@@ -484,23 +484,23 @@ def test_a_damaged_archive_of_the_right_length_is_named_when_first_read_and_the_
     before = path.read_bytes()
     back = Conversation().load(path)  # the archive is not read yet
     with pytest.raises(SessionFormatError, match="archive entry .* is unreadable") as info:
-        back.compacted_toolcall_result("call_0")
+        back.reclaimed_original("call_0")
     assert str(path) in str(info.value) and path.read_bytes() == before
 
 
 def test_new_reclaims_after_an_unread_load_and_a_repeated_id_save_as_valid_json(tmp_path):
     c = long_conversation(rounds=6)
-    c.compact_toolcall(keep_max=1)
+    c.reclaim_tool_results(keep_max=1)
     back = Conversation().loads(c.dumps())
     tool_round(back, 0)  # a model that reuses an id already in the unread archive
     tool_round(back, 99)
     back.add_user_message("go on")
-    back.compact_toolcall(keep_max=0)
+    back.reclaim_tool_results(keep_max=0)
     text = back.dumps()
-    assert json.loads(text)["compacted_count"] == len(back.compacted_toolcalls)
+    assert json.loads(text)["compacted_count"] == len(back.reclaimed_results)
     again = Conversation().loads(text)
-    assert again.compacted_toolcalls.originals() == back.compacted_toolcalls.originals()
-    assert set(again.compacted_toolcalls) == {f"call_{i}" for i in range(6)} | {"call_99"}
+    assert again.reclaimed_results.originals() == back.reclaimed_results.originals()
+    assert set(again.reclaimed_results) == {f"call_{i}" for i in range(6)} | {"call_99"}
 
 
 def test_listing_reads_the_session_part_only_and_still_lists_a_torn_archive(tmp_path, monkeypatch):
@@ -510,7 +510,7 @@ def test_listing_reads_the_session_part_only_and_still_lists_a_torn_archive(tmp_
     c.add_user_message("big session")
     for i in range(40):
         tool_round(c, i, size=30_000)  # 1.2 MB of originals once reclaimed
-    c.compact_toolcall(keep_max=1)
+    c.reclaim_tool_results(keep_max=1)
     path = store.save(c)
     data = path.read_bytes()
     archive_at = data.index(b',"compacted_toolcalls":')
@@ -531,7 +531,7 @@ def test_listing_reads_the_session_part_only_and_still_lists_a_torn_archive(tmp_
 
 def test_a_minimal_format_1_document_loads_and_a_stray_system_prompt_is_named():
     c = Conversation().loads(json.dumps({"format_version": 1, "messages": [{"kind": "user", "text": "a"}]}))
-    assert c.messages == [UserMessage("a")] and len(c.compacted_toolcalls) == 0
+    assert c.messages == [UserMessage("a")] and len(c.reclaimed_results) == 0
     stray = {"format_version": 1, "messages": [{"kind": "user", "text": "a"}, {"kind": "system", "content": "s"}]}
     with pytest.raises(SessionFormatError, match="message 1: a system prompt may only be message 0"):
         Conversation().loads(json.dumps(stray))
@@ -591,7 +591,7 @@ def test_the_newest_messages_are_read_from_the_end_of_the_file_alone(tmp_path, m
         }
     )
     c.add_tool_result("call_x", "résultat 🙂 " * 200)
-    c.compact_toolcall(keep_max=0)  # into the archive, which is not ASCII now
+    c.reclaim_tool_results(keep_max=0)  # into the archive, which is not ASCII now
     for i in range(40):
         c.add_user_message(f"question {i}: é, ü, 漢字 and 🙂 " + "€" * (i * 37))
         c.add_agent_message({"role": "assistant", "content": f"réponse {i} 🙂"})

@@ -69,7 +69,7 @@ class Recorder:
                 c.add_tool_result(i, result)
                 self.texts.append(result)
         elif kind == "reclaim":
-            c.compact_toolcall(keep_max=op[1])
+            c.reclaim_tool_results(keep_max=op[1])
         elif kind == "summary":
             self.check_plan(op[1])
             c.compact(lambda msgs: f"summary of {len(msgs)} messages", keep_recent=op[1])
@@ -97,7 +97,7 @@ class Recorder:
     def everything_kept_somewhere(self) -> str:
         c = self.c
         parts = [json.dumps(m.completion_param(), ensure_ascii=False) for m in c.messages]
-        parts += [c.compacted_toolcall_result(k) for k in c.compacted_toolcalls]
+        parts += [c.reclaimed_original(k) for k in c.reclaimed_results]
         for kept in c.kept_originals:
             parts += [json.dumps(m.to_json(), ensure_ascii=False) for m in kept["messages"]]
         if c.offload_dir is not None:
@@ -127,8 +127,8 @@ def test_random_sessions_keep_invariants_and_lose_nothing(steps, with_log):
         rec.c.dump(path)
         back = Conversation().load(path)
         assert back.completion_params() == rec.c.completion_params()
-        assert {k: back.compacted_toolcall_result(k) for k in back.compacted_toolcalls} == {
-            k: rec.c.compacted_toolcall_result(k) for k in rec.c.compacted_toolcalls
+        assert {k: back.reclaimed_original(k) for k in back.reclaimed_results} == {
+            k: rec.c.reclaimed_original(k) for k in rec.c.reclaimed_results
         }
 
 
@@ -157,8 +157,8 @@ def test_corrupted_session_text_raises_the_clear_error_or_loads(steps, data):
         else:  # a change that still loads gives a usable conversation, or names the file when read
             loaded.completion_params()
             try:
-                for k in loaded.compacted_toolcalls:
-                    loaded.compacted_toolcall_result(k)
+                for k in loaded.reclaimed_results:
+                    loaded.reclaimed_original(k)
             except SessionFormatError as exc:
                 assert str(path) in str(exc) and "archive" in str(exc)
         assert path.read_bytes() == bad.encode("utf-8")  # read_text would turn a "\r" into "\n"

@@ -44,7 +44,7 @@ def test_old_rounds_arguments_become_valid_json_placeholders_and_the_originals_a
     c = write_turn(80)
     originals = {f"call_{i}": arguments_of(c, f"call_{i}") for i in range(80)}
     before = c.estimated_message_length()
-    result = c.compact_toolcall(keep_max=4)
+    result = c.reclaim_tool_results(keep_max=4)
     assert result.arguments_count == 76 and result.reclaimed_count == 76  # the short results stay
     assert result.reclaimed_ids == tuple(f"call_{i}:arguments" for i in range(76))
     for i in range(76):
@@ -54,8 +54,8 @@ def test_old_rounds_arguments_become_valid_json_placeholders_and_the_originals_a
         assert parsed["content"].startswith(f"# step {i}\n")
         assert parsed["content"].endswith(f"[Compacted, ID: call_{i}:arguments. {len(content_of(i)):,} chars]")
         assert len(shown) < 200
-        assert c.compacted_toolcall_result(f"call_{i}:arguments") == originals[f"call_{i}"]
-        record = c.compacted_toolcalls[f"call_{i}:arguments"]
+        assert c.reclaimed_original(f"call_{i}:arguments") == originals[f"call_{i}"]
+        record = c.reclaimed_results[f"call_{i}:arguments"]
         assert (record.kind, record.call_id, record.tool_name, record.chars) == (
             ARGUMENTS,
             f"call_{i}",
@@ -74,17 +74,17 @@ def test_old_rounds_arguments_become_valid_json_placeholders_and_the_originals_a
 
 def test_the_round_at_work_keeps_its_arguments_even_keeping_no_result_and_loses_them_once_done():
     c = write_turn(3)
-    c.compact_toolcall(keep_max=0)
+    c.reclaim_tool_results(keep_max=0)
     assert json.loads(arguments_of(c, "call_2"))["content"] == content_of(2)  # the round at work
     assert "[Compacted" in arguments_of(c, "call_1")
     assistant_call(c, ("call_3", "write_file", {"path": "out/step3.txt", "content": content_of(3)}))
     c.add_tool_result("call_3", "wrote it")
-    c.compact_toolcall(keep_max=0)  # call_2's round is done now: the next reclaim takes its arguments
+    c.reclaim_tool_results(keep_max=0)  # call_2's round is done now: the next reclaim takes its arguments
     assert "[Compacted" in arguments_of(c, "call_2") and json.loads(arguments_of(c, "call_3"))["content"] == content_of(
         3
     )
     c.add_agent_message({"role": "assistant", "content": "all written"})  # the turn ends: no round at work
-    c.compact_toolcall(keep_max=0)
+    c.reclaim_tool_results(keep_max=0)
     assert "[Compacted" in arguments_of(c, "call_3")
     assert c.estimated_message_length() == fresh_length(c)
 
@@ -103,7 +103,7 @@ def test_short_arguments_and_parallel_calls():
         c.add_tool_result(call_id, "ok")
     assistant_call(c, ("d", "read_file", {"path": "src/d.py"}))
     c.add_tool_result("d", "ok")
-    result = c.compact_toolcall(keep_max=1)
+    result = c.reclaim_tool_results(keep_max=1)
     assert result.reclaimed_ids == ("b:arguments",)
     assert json.loads(arguments_of(c, "a")) == {"path": "src/a.py"}
     command = json.loads(arguments_of(c, "b"))["command"]
@@ -125,18 +125,18 @@ def test_arguments_that_are_not_an_object_still_become_valid_json():
     )
     c.add_tool_result("x", "[Error] the arguments are not JSON")
     c.add_agent_message({"role": "assistant", "content": "done"})
-    c.compact_toolcall(keep_max=0)
+    c.reclaim_tool_results(keep_max=0)
     assert json.loads(arguments_of(c, "x")) == {"arguments": "[Compacted, ID: x:arguments. 900 chars]"}
-    assert c.compacted_toolcall_result("x:arguments") == "not json " * 100
+    assert c.reclaimed_original("x:arguments") == "not json " * 100
 
 
 def test_restore_puts_the_arguments_back_and_they_stay():
     c = write_turn(10)
     original = arguments_of(c, "call_3")
-    c.compact_toolcall(keep_max=2)
+    c.reclaim_tool_results(keep_max=2)
     reclaimed = c.estimated_message_length()
     assert "call_3:arguments" in c.reclaimed_in_context()
-    c.restore_toolcall("call_3:arguments")
+    c.restore_tool_result("call_3:arguments")
     assert arguments_of(c, "call_3") == original
     assert (
         c.estimated_message_length()
@@ -153,26 +153,26 @@ def test_restore_puts_the_arguments_back_and_they_stay():
             )
         )
     )
-    assert "call_3:arguments" not in c.compacted_toolcalls and "call_3:arguments" not in c.reclaimed_in_context()
-    again = c.compact_toolcall(keep_max=0)
+    assert "call_3:arguments" not in c.reclaimed_results and "call_3:arguments" not in c.reclaimed_in_context()
+    again = c.reclaim_tool_results(keep_max=0)
     assert "call_3:arguments" not in again.reclaimed_ids and arguments_of(c, "call_3") == original  # pinned
     with pytest.raises(KeyError):
-        c.restore_toolcall("call_3:arguments")
+        c.restore_tool_result("call_3:arguments")
 
 
 def test_the_session_keeps_reclaimed_arguments_and_old_files_still_load():
     c = write_turn(12)
-    c.compact_toolcall(keep_max=2)
-    c.restore_toolcall("call_1:arguments")
+    c.reclaim_tool_results(keep_max=2)
+    c.restore_tool_result("call_1:arguments")
     text = c.dumps()
     loaded = Conversation().loads(text)
     assert loaded.completion_params() == c.completion_params()
-    assert loaded.compacted_toolcalls["call_5:arguments"] == c.compacted_toolcalls["call_5:arguments"]
-    assert loaded.compacted_toolcalls["call_5:arguments"].kind == ARGUMENTS
+    assert loaded.reclaimed_results["call_5:arguments"] == c.reclaimed_results["call_5:arguments"]
+    assert loaded.reclaimed_results["call_5:arguments"].kind == ARGUMENTS
     assert loaded.estimated_message_length() == c.estimated_message_length()
-    loaded.restore_toolcall("call_5:arguments")
+    loaded.restore_tool_result("call_5:arguments")
     assert json.loads(arguments_of(loaded, "call_5"))["content"] == content_of(5)
-    assert "call_1:arguments" not in loaded.compact_toolcall(keep_max=0).reclaimed_ids  # the pin was saved too
+    assert "call_1:arguments" not in loaded.reclaim_tool_results(keep_max=0).reclaimed_ids  # the pin was saved too
     data = json.loads(text)  # a format 2 file with no arguments entries reads as before (no "kind": a result)
     assert all(("kind" in entry) == key.endswith(":arguments") for key, entry in data["compacted_toolcalls"].items())
 
@@ -189,7 +189,7 @@ def test_a_summary_offloads_the_original_arguments():
                 assistant_call(c, (f"call_{i}", "write_file", {"path": f"out/step{i}.txt", "content": content_of(i)}))
                 c.add_tool_result(f"call_{i}", "wrote it")
             c.add_agent_message({"role": "assistant", "content": f"turn {turn} done"})
-        c.compact_toolcall(keep_max=2)
+        c.reclaim_tool_results(keep_max=2)
         assert "[Compacted" in arguments_of(c, "call_0")
         result = c.compact(lambda messages: "the files were written", keep_recent=4)
         assert result.compacted
@@ -198,10 +198,10 @@ def test_a_summary_offloads_the_original_arguments():
         assert calls["write_file, id call_0, reclaimed earlier"] == json.dumps(
             {"path": "out/step0.txt", "content": content_of(0)}
         )
-        assert c.compacted_toolcall_result("call_0:arguments") is not None  # still readable by id
+        assert c.reclaimed_original("call_0:arguments") is not None  # still readable by id
         assert "call_0:arguments" not in c.reclaimed_in_context()
         with pytest.raises(ValueError, match="summarised away"):
-            c.restore_toolcall("call_0:arguments")
+            c.restore_tool_result("call_0:arguments")
 
 
 def test_preview_and_breakdown_count_the_arguments_a_reclaim_replaces():
@@ -210,7 +210,7 @@ def test_preview_and_breakdown_count_the_arguments_a_reclaim_replaces():
     assert preview.arguments == 16 and preview.results == 0
     before = c.estimated_message_length()
     assert first_tool_result(c, preview.ids) == 2  # the first call's message: where the prompt changes
-    result = c.compact_toolcall(keep_max=4)
+    result = c.reclaim_tool_results(keep_max=4)
     assert preview.ids == result.reclaimed_ids
     assert preview.chars_saved == before - c.estimated_message_length()
     assert reclaim_preview(c, keep_max=4).count == 0

@@ -67,20 +67,20 @@ def test_nothing_to_condense_changes_nothing():
 @pytest.mark.parametrize("summary", [None, "", "   "])
 def test_failed_summary_changes_nothing(summary):
     c = long_conversation(rounds=20)
-    c.compact_toolcall(keep_max=3)
+    c.reclaim_tool_results(keep_max=3)
     c.total_tokens = 1234
-    before = (c.completion_params(), c.total_tokens, c.compaction_counter.to_json(), len(c.compacted_toolcalls))
+    before = (c.completion_params(), c.total_tokens, c.compaction_counter.to_json(), len(c.reclaimed_results))
     result = c.compact(lambda msgs: summary, keep_recent=4)
     assert result.status is Status.SUMMARIZE_FAILED
-    assert (c.completion_params(), c.total_tokens, c.compaction_counter.to_json(), len(c.compacted_toolcalls)) == before
+    assert (c.completion_params(), c.total_tokens, c.compaction_counter.to_json(), len(c.reclaimed_results)) == before
     assert c.summarizations == []
 
 
 def test_success_sets_summary_tokens_and_counters():
     c = long_conversation(rounds=20)
     c.set_persistent_section("AGENTS.md", "Always run the tests.")
-    c.compact_toolcall(keep_max=4)
-    c.compact_toolcall(keep_max=4)
+    c.reclaim_tool_results(keep_max=4)
+    c.reclaim_tool_results(keep_max=4)
     c.total_tokens = 150_000
     seen = []
     result = c.compact(lambda msgs: seen.extend(msgs) or "## overview\nwork so far", keep_recent=6)
@@ -156,11 +156,11 @@ def test_acompact_with_an_async_summarizer():
 def test_originals_go_to_the_offload_log_first(tmp_path):
     c = long_conversation(rounds=10)
     c.offload_dir = tmp_path / "history"
-    c.compact_toolcall(keep_max=2)
+    c.reclaim_tool_results(keep_max=2)
     originals = {
-        m.raw["tool_call_id"]: c.compacted_toolcall_result(m.raw["tool_call_id"])
+        m.raw["tool_call_id"]: c.reclaimed_original(m.raw["tool_call_id"])
         for m in c.messages
-        if m.role == "tool" and c.compacted_toolcall_result(m.raw["tool_call_id"])
+        if m.role == "tool" and c.reclaimed_original(m.raw["tool_call_id"])
     }
     condensed_users = [m.text for m in c.plan_compaction(keep_recent=3).condensed if isinstance(m, UserMessage)]
     result = c.compact(lambda msgs: "first summary", keep_recent=3)

@@ -37,10 +37,10 @@ def fuzz_session(data: bytes) -> None:
         return
     try:
         conversation.completion_params()
-        for key in list(conversation.compacted_toolcalls):
-            conversation.compacted_toolcall_result(key)
+        for key in list(conversation.reclaimed_results):
+            conversation.reclaimed_original(key)
         Conversation().loads(conversation.dumps())
-        conversation.compact_toolcall(keep_max=0)
+        conversation.reclaim_tool_results(keep_max=0)
         conversation.compact(lambda messages: "summary", keep_recent=1)
     except SessionFormatError:
         return
@@ -110,7 +110,7 @@ def seeds(target: str) -> list[bytes]:
         )
         c.add_tool_result("c1", "output " * 40)
         c.add_agent_message({"role": "assistant", "content": "done"})
-        c.compact_toolcall(keep_max=0)
+        c.reclaim_tool_results(keep_max=0)
         c.compact(lambda messages: "## key_facts\n- x", keep_recent=1)
         return [c.dumps().encode(), b'[{"role": "user", "content": "legacy"}]']
     if target == "request":

@@ -41,7 +41,7 @@ from xun.agent.loop import Agent  # noqa: E402
 from xun.agent.config import XunConfig  # noqa: E402
 from xun.context.conversation import Conversation  # noqa: E402
 from xun.offline import OfflineServer  # noqa: E402
-from xun.context.recall import HistoryIndex  # noqa: E402
+from xun.context.recall import RecallIndex  # noqa: E402
 from xun.context.sessions import SessionStore  # noqa: E402
 
 CONVERSATION_ID = "crash"
@@ -240,11 +240,11 @@ class Points:
         self.wrap(Agent, "emit", "event")
         self.wrap(Agent, "_stream_once", "model_call")
         self.wrap(SessionStore, "save", "save")
-        self.wrap(Conversation, "compact_toolcall", "compact_toolcall")
+        self.wrap(Conversation, "reclaim_tool_results", "reclaim_tool_results")
         self.wrap(Conversation, "apply_compaction", "apply_compaction")
         self.wrap(xun.context.conversation, "append_offload", "append_offload")
-        self.wrap(HistoryIndex, "index_offload", "index_offload")
-        self.wrap(HistoryIndex, "index_reclaimed", "index_reclaimed")
+        self.wrap(RecallIndex, "index_offload", "index_offload")
+        self.wrap(RecallIndex, "index_reclaimed", "index_reclaimed")
         self.wrap(os, "fsync", "os.fsync")
         self.wrap(os, "replace", "os.replace")
         self.wrap_os_write()
@@ -264,7 +264,7 @@ async def session(workdir: Path) -> None:
         config.auto_compact.token_threshold = 3000
         config.auto_compact.toolcall_keep_max = 2
         config.auto_compact.summary_keep_max = 6
-        config.auto_compact.policy = "seed"  # a summary every few turns: many offload and apply points to kill at
+        config.auto_compact.policy = "escalation"  # a summary every few turns: many offload and apply points to kill at
         store = SessionStore(workdir)
         conversation = store.new()
         conversation.conversation_id = CONVERSATION_ID

@@ -31,7 +31,7 @@ from typing import Any
 
 from xun.base.atomic import temp_target
 from xun.context.offload import read_offload_log
-from xun.context.recall import HistoryIndex
+from xun.context.recall import RecallIndex
 from xun.context.sessions import STALE_TEMP_SECONDS, SessionStore
 
 from .helpers import make_agent, missing_texts
@@ -42,7 +42,7 @@ MODES = {
     "event": ("before",),
     "model_call": ("before",),
     "save": ("before", "after"),
-    "compact_toolcall": ("after",),
+    "reclaim_tool_results": ("after",),
     "apply_compaction": ("before", "after"),
     "append_offload": ("before", "after"),
     "index_offload": ("before", "after"),
@@ -178,8 +178,8 @@ def check_point(outcome: Outcome) -> Outcome:
     try:
         conversation = store.load(CONVERSATION_ID)
         conversation.completion_params()
-        for key in list(conversation.compacted_toolcalls):
-            conversation.compacted_toolcall_result(key)
+        for key in list(conversation.reclaimed_results):
+            conversation.reclaimed_original(key)
     except Exception as exc:  # noqa: BLE001 - any failure to load is the finding
         problems.append(f"the session does not load: {type(exc).__name__}: {exc}")
         return outcome
@@ -193,7 +193,7 @@ def check_point(outcome: Outcome) -> Outcome:
             if any(s.conversation_id not in ("", CONVERSATION_ID) for s in sections):
                 problems.append("an offload section names another conversation")
     try:
-        HistoryIndex(workdir).search("line")
+        RecallIndex(workdir).search("line")
     except Exception as exc:  # noqa: BLE001
         problems.append(f"the history index fails after the kill: {type(exc).__name__}: {exc}")
     lost = missing_texts(committed, conversation)

@@ -92,7 +92,7 @@ def kept_texts(conversation: Conversation) -> list[str]:
     """Every text the session keeps anywhere: messages (as sent), reclaimed originals, originals kept
     in the session, and the entries of the offload log."""
     parts = [json.dumps(m.completion_param(), ensure_ascii=False) for m in conversation.messages]
-    parts += [conversation.compacted_toolcall_result(k) or "" for k in conversation.compacted_toolcalls]
+    parts += [conversation.reclaimed_original(k) or "" for k in conversation.reclaimed_results]
     for kept in conversation.kept_originals:
         parts += [json.dumps(m.to_json(), ensure_ascii=False) for m in kept["messages"]]
     if conversation.offload_dir is not None:

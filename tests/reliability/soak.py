@@ -228,8 +228,8 @@ async def run_soak(
             report.turns = turn
             if turn % sample_every == 0 or turn == turns:
                 c = agent.conversation
-                kept = len(c.messages) + len(c.compacted_toolcalls) + len(c.compaction_log) + len(c.summarizations)
-                originals = sum(len(c.compacted_toolcall_result(k) or "") for k in c.compacted_toolcalls)
+                kept = len(c.messages) + len(c.reclaimed_results) + len(c.compaction_log) + len(c.summarizations)
+                originals = sum(len(c.reclaimed_original(k) or "") for k in c.reclaimed_results)
                 kept_chars = (
                     c.estimated_message_length()
                     + originals
@@ -241,7 +241,7 @@ async def run_soak(
                     "turn": turn,
                     "session_bytes": size,
                     "messages": len(c.messages),
-                    "archived": len(c.compacted_toolcalls),
+                    "archived": len(c.reclaimed_results),
                     "log_records": len(c.compaction_log),
                     "summaries": len(c.summarizations),
                     "kept_items": kept,

@@ -68,7 +68,7 @@ def saved_session(workdir: Path, conversation_id: str = "good", turns: int = 3) 
         )
         conversation.add_tool_result(f"c{i}", f"the long output of call {i} " * 20)
         conversation.add_agent_message({"role": "assistant", "content": f"answer {i}"})
-    conversation.compact_toolcall(keep_max=1)  # an archive of reclaimed originals at the end
+    conversation.reclaim_tool_results(keep_max=1)  # an archive of reclaimed originals at the end
     return store.save(conversation)
 
 
@@ -108,7 +108,7 @@ def test_a_corrupt_or_foreign_session_is_named_and_the_app_still_starts(tmp_path
         assert session.conversation.messages == []
     with open_session(tmp_path, resume="good", environ={}) as session:
         assert session.conversation.messages[-1].raw["content"] == "answer 2"
-        assert session.conversation.compacted_toolcall_result("c0").startswith("the long output of call 0")
+        assert session.conversation.reclaimed_original("c0").startswith("the long output of call 0")
 
 
 def test_resume_latest_names_a_damaged_newest_session(tmp_path):
@@ -190,7 +190,7 @@ async def test_files_where_the_state_folders_should_be(offline_server, tmp_path)
         auto_compact__token_threshold=3000,
         auto_compact__toolcall_keep_max=2,
         auto_compact__summary_keep_max=4,
-        auto_compact__policy="seed",
+        auto_compact__policy="escalation",
     )  # summaries early (cache-aware reclaims first)
     for i in range(1, 9):
         assert (await agent.run(f"please read f{i}.py")).status == "ok"

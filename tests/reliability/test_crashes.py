@@ -35,7 +35,7 @@ def test_the_session_reaches_every_kind_of_point(crash_run):
         "atomic.write",
         "os.replace",
         "os.fsync",
-        "compact_toolcall",
+        "reclaim_tool_results",
         "index_reclaimed",
         "apply_compaction",
         "append_offload",

@@ -203,7 +203,7 @@ def state_of(conversation: Conversation) -> tuple:
         conversation.compaction_counter.to_json(),
         len(conversation.summarizations),
         len(conversation.kept_originals),
-        dict(conversation.compacted_toolcalls),
+        dict(conversation.reclaimed_results),
     )
 
 

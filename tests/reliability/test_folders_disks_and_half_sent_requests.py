@@ -3,7 +3,7 @@
 - `.xun`, `.xun/sessions` and `.xun/conversation_history` are made 0700 (they were 0755: other users could
   list the session ids and read the offload logs' names), whatever the umask.
 - `xun history search` on a read-only file system (a real tmpfs remounted read-only) answers from the
-  index instead of "unexpected error: HistoryError".
+  index instead of "unexpected error: RecallError".
 - The offline server closes a connection whose request stops half way (it kept a thread forever).
 - `/render` into a folder that does not exist says so and makes no folder.
 """

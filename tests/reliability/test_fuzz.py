@@ -106,13 +106,13 @@ def _sample_session() -> str:
         )
         c.add_tool_result(f"c{i}", f"result {i} " * 60)
     c.add_agent_message({"role": "assistant", "content": "done", "reasoning_content": "thought"})
-    c.compact_toolcall(keep_max=1)
+    c.reclaim_tool_results(keep_max=1)
     c.compact(lambda messages: "the summary", keep_recent=3)
     c.add_user_message("again")
     c.kept_originals.append({"time": 1.0, "reason": "test", "messages": [c.messages[-1]]})
     c.compaction_log.append({"type": "summary_finished", "tokens_before": 10, "tokens_after": 5})
     c.record_usage(1234)
-    c.compact_toolcall(keep_max=0)
+    c.reclaim_tool_results(keep_max=0)
     return c.dumps()
 
 
@@ -158,12 +158,12 @@ def exercise(conversation: Conversation, workdir: Path) -> None:
     conversation.completion_params()
     conversation.to_history(truncate=True)
     conversation.estimated_tokens()
-    for key in list(conversation.compacted_toolcalls):
-        conversation.compacted_toolcall_result(key)
+    for key in list(conversation.reclaimed_results):
+        conversation.reclaimed_original(key)
     conversation.offload_dir = workdir / "history"
     again = Conversation().loads(conversation.dumps())
     assert again.completion_params() == conversation.completion_params()
-    conversation.compact_toolcall(keep_max=0)
+    conversation.reclaim_tool_results(keep_max=0)
     conversation.add_user_message("one more")
     conversation.compact(lambda messages: "fuzz summary", keep_recent=1)
     conversation.dump(workdir / "saved.json")

@@ -197,7 +197,7 @@ async def test_session_offload_and_history_files_are_private(offline_server, tmp
     agent, _, store = make_agent(offline_server, tmp_path)
     for i in range(1, 7):
         await agent.run(f"please read f{i}.py")
-    agent.conversation.compact_toolcall(keep_max=1)
+    agent.conversation.reclaim_tool_results(keep_max=1)
     result = await compact_conversation(agent, keep_recent=2)
     session = store.save(agent.conversation)
     private = [session, result.offload_path, tmp_path / ".xun" / "history.db"]

@@ -14,7 +14,7 @@ from xun.tui.commands import SLASH_COMMANDS
 from xun.tui.format import tokens
 from xun.tui.screens.config import ConfigScreen
 from xun.tui.screens.help import HelpScreen
-from xun.tui.screens.history import HistoryScreen
+from xun.tui.screens.model_view import ModelViewScreen
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.notice_block import NoticeBlock
 from xun.tui.widgets.user_block import UserBlock
@@ -87,7 +87,7 @@ async def test_revise_alone_takes_the_prompt_back_for_editing(offline_server, se
         assert "out of the context" in notice and "F9 finds them" in notice, notice
         [log] = (app.workdir / ".xun" / "conversation_history").glob("*.md")
         assert "two, with a typo" in log.read_text()
-        hits = app.conversation.history_index.search("typo")
+        hits = app.conversation.recall_index.search("typo")
         assert any("two, with a typo" in hit.snippet or hit.role == "user" for hit in hits), hits
 
 
@@ -137,7 +137,7 @@ async def test_tokens_history_config_and_help(offline_server, session_factory):
         assert "threshold 192k" in text and "window unknown" in text
 
         await submit(pilot, "/history")
-        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelViewScreen))
         assert len(app.screen.records) == len(app.conversation.messages)
         assert [r["role"] for r in app.screen.records] == [msg.role for msg in app.conversation.messages]
         assert app.screen.query_one(RichLog).lines
@@ -178,7 +178,7 @@ async def test_the_modal_style_sheet_is_read_when_the_first_modal_opens(offline_
         )
         await pilot.press("escape")
         await submit(pilot, "/history")
-        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelViewScreen))
         assert app.screen.query_one("#history-box").styles.border_top[0] == "round", "the next modal too"
 
 
@@ -209,7 +209,7 @@ async def test_history_shows_the_summary_whole(offline_server, session_factory, 
         )
         app.conversation.set_system_message_content(summary, is_compressed=True)
         await submit(pilot, "/history")
-        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelViewScreen))
         log = app.screen.query_one("#history-log")
         await wait_until(pilot, lambda: log.lines)
         shown = "\n".join(line.text for line in log.lines)

@@ -10,7 +10,7 @@ from pathlib import Path
 from textual.widgets import Button, DataTable, Input, OptionList
 
 from xun.compact.breakdown import reclaim_preview
-from xun.context.recall import HistoryIndex
+from xun.context.recall import RecallIndex
 from xun.tui.app import XunApp
 from xun.tui.screens.breakdown import BreakdownScreen
 from xun.tui.screens.consent import ConsentScreen
@@ -39,7 +39,7 @@ async def read_all(pilot, names: list[str]) -> None:
         await turn(pilot, f"read {name}")
 
 
-class ThreadNotingIndex(HistoryIndex):
+class ThreadNotingIndex(RecallIndex):
     """The real index, noting which thread each search and read ran on (the UI thread must never)."""
 
     def __init__(self, *args, **kwargs) -> None:
@@ -58,8 +58,8 @@ class ThreadNotingIndex(HistoryIndex):
 
 
 def noting_index(app: XunApp) -> ThreadNotingIndex:
-    index = ThreadNotingIndex(path=app.session.store.history.path)
-    app.conversation.history_index = index
+    index = ThreadNotingIndex(path=app.session.store.recall_index.path)
+    app.conversation.recall_index = index
     return index
 
 
@@ -103,14 +103,14 @@ async def test_f9_searches_as_you_type_in_a_worker_and_shows_the_entry(offline_s
         assert screen.query_one("#recall-query", Input).has_focus
         await pilot.press(*"zebr")  # a prefix: results come while typing
         await wait_until(pilot, lambda: screen.searches >= 1 and screen.query_shown == "zebr", what="the results")
-        assert {h.tool_call_id for h in screen.hits} == set(app.conversation.compacted_toolcalls)
+        assert {h.tool_call_id for h in screen.hits} == set(app.conversation.reclaimed_results)
         assert all(h.source == "reclaimed" and "«" in h.snippet for h in screen.hits)
         results = screen.query_one("#recall-results", OptionList)
         assert results.option_count == 2 and results.highlighted == 0
         await wait_until(pilot, lambda: screen.entry is not None, what="the entry")
         first = screen.hits[0]
         assert screen.entry.id == first.id
-        assert screen.entry.text == app.conversation.compacted_toolcall_result(first.tool_call_id)
+        assert screen.entry.text == app.conversation.reclaimed_original(first.tool_call_id)
         await pilot.press("down")  # from the search box
         await wait_until(pilot, lambda: screen.entry is not None and screen.entry.id == screen.hits[1].id)
         assert index.threads and threading.get_ident() not in index.threads, "SQLite never ran on the UI thread"
@@ -121,7 +121,7 @@ async def test_f9_searches_as_you_type_in_a_worker_and_shows_the_entry(offline_s
             search_box.value = text
         await wait_until(pilot, lambda: screen.searches > done and screen.query_shown == "zebra1")
         assert index.queries[searched:] == ["zebra1"]
-        assert [h.tool_call_id for h in screen.hits] == [list(app.conversation.compacted_toolcalls)[1]]
+        assert [h.tool_call_id for h in screen.hits] == [list(app.conversation.reclaimed_results)[1]]
         await pilot.press("f9")
         assert not isinstance(app.screen, RecallScreen)
 
@@ -138,7 +138,7 @@ async def test_recall_restores_a_reclaimed_result_into_the_context(offline_serve
         assert screen.restore_state() == (True, "")
         assert not screen.query_one("#restore", Button).disabled
         await finish(pilot, lambda: pilot.press("ctrl+r"))
-        assert call_id not in app.conversation.compacted_toolcalls
+        assert call_id not in app.conversation.reclaimed_results
         assert app.log_pane.entries[-1].kind == "restore"
         assert app.chat.tool_block(call_id).restored
         assert isinstance(app.screen, RecallScreen), "the screen stays open"
@@ -254,13 +254,13 @@ async def test_index_warnings_become_notifications_and_an_empty_box_says_what_is
             pilot, lambda: "1 reclaimed result indexed here" in str(screen.query_one("#recall-status").render())
         )
         await pilot.press("escape")
-        app.session.store.history.path.write_bytes(b"this is not a database" * 100)
+        app.session.store.recall_index.path.write_bytes(b"this is not a database" * 100)
         screen = await open_recall(pilot, app, "zebra0")
         await wait_until(pilot, lambda: any(n.title == "history index" for n in app._notifications), what="the warning")
         warning = next(n for n in app._notifications if n.title == "history index")
         assert warning.severity == "warning" and "could not be used" in warning.message
         await wait_until(pilot, lambda: screen.searches >= 1)
-        assert [h.tool_call_id for h in screen.hits] == list(app.conversation.compacted_toolcalls), "rebuilt, found"
+        assert [h.tool_call_id for h in screen.hits] == list(app.conversation.reclaimed_results), "rebuilt, found"
 
 
 async def test_a_damaged_index_found_while_counting_is_reported_with_no_search(
@@ -273,7 +273,7 @@ async def test_a_damaged_index_found_while_counting_is_reported_with_no_search(
     async with app.run_test(size=(140, 44), notifications=True) as pilot:
         await read_all(pilot, names)
         await finish(pilot, lambda: pilot.press("f6"))
-        app.session.store.history.path.write_bytes(b"this is not a database" * 100)
+        app.session.store.recall_index.path.write_bytes(b"this is not a database" * 100)
         screen = await open_recall(pilot, app)
         await wait_until(pilot, lambda: any(n.title == "history index" for n in app._notifications), what="the warning")
         warning = next(n for n in app._notifications if n.title == "history index")
@@ -708,7 +708,7 @@ def test_the_preview_marks_calls_whose_arguments_a_reclaim_replaces():
     assert "F6 would reclaim the arguments of 2 calls (about " in outlook_line(
         figures, {"reclaim": "F6", "compact": "F5", "preview": "F7"}.__getitem__
     )
-    c.compact_toolcall(keep_max=1)
+    c.reclaim_tool_results(keep_max=1)
     after = preview_rows(c, c.plan_compaction(16), reclaim_preview(c, 1))
     assert [row.index for row in after if row.placeholder] == [1, 3] and not any(row.reclaim for row in after)
 

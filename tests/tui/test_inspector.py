@@ -47,7 +47,7 @@ async def open_row(pilot, app: XunApp, tool_name: str, arguments_word: str) -> I
     for char in arguments_word:
         await pilot.press(char)
     assert len(app.recoverable.shown) == 1
-    assert app.conversation.compacted_toolcalls[app.recoverable.shown[0]].tool_name == tool_name
+    assert app.conversation.reclaimed_results[app.recoverable.shown[0]].tool_name == tool_name
     await pilot.press("enter")
     await wait_until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="the inspector")
     screen = app.screen
@@ -99,7 +99,7 @@ async def test_the_inspector_shows_the_original_highlighted(offline_server, sess
         await reclaimed_app(pilot, app)
         screen = await open_row(pilot, app, "read_file", "data")
         call_id = screen.record.tool_call_id
-        assert screen.original == app.conversation.compacted_toolcall_result(call_id)
+        assert screen.original == app.conversation.reclaimed_original(call_id)
         assert '"item number 29"' in screen.original
         assert tool_content(app, call_id).startswith("[Compacted, ID: ")
         assert screen.language == "json"
@@ -157,7 +157,7 @@ async def test_restore_puts_the_original_back(offline_server, session_factory, t
 
         assert not isinstance(app.screen, InspectorScreen)
         assert tool_content(app, call_id) == original
-        assert call_id not in app.conversation.compacted_toolcalls
+        assert call_id not in app.conversation.reclaimed_results
         assert call_id not in app.recoverable.records
         entry = app.log_pane.entries[-1]
         assert entry.kind == "restore" and entry.count.endswith(call_id[-8:])
@@ -181,7 +181,7 @@ async def test_a_restore_that_goes_over_the_threshold_says_so(offline_server, se
         screen = await open_row(pilot, app, "read_file", "data")
         call_id = screen.record.tool_call_id
         await finish(pilot, lambda: pilot.press("r"))
-        assert call_id not in app.conversation.compacted_toolcalls, "restored"
+        assert call_id not in app.conversation.reclaimed_results, "restored"
         now = app.agent.request_tokens()
         said = [n.message for n in app._notifications if "over the threshold" in n.message]
         assert said == [
@@ -245,7 +245,7 @@ async def test_reclaimed_call_arguments_are_listed_inspected_and_restored(
             await turn(pilot, f"write `{text}` to {name}.txt")
         assert (tmp_path / "gamma.txt").read_text() == texts["gamma"]
         await finish(pilot, lambda: pilot.press("f6"))
-        archive = app.conversation.compacted_toolcalls
+        archive = app.conversation.reclaimed_results
         keys = [key for key in archive if archive[key].kind == "arguments"]
         assert len(keys) == 2, "the two older write_file calls' arguments (the newest round is kept)"
         assert set(keys) <= set(app.recoverable.records)
@@ -268,7 +268,7 @@ async def test_reclaimed_call_arguments_are_listed_inspected_and_restored(
 
         assert not isinstance(app.screen, InspectorScreen)
         assert call_arguments(app, call_id) == screen.original, "the original arguments are back in the call"
-        assert key not in app.conversation.compacted_toolcalls and key not in app.recoverable.records
+        assert key not in app.conversation.reclaimed_results and key not in app.recoverable.records
         assert app.log_pane.entries[-1].kind == "restore"
         assert app.log_pane.entries[-1].count == f"id …{call_id[-8:]} args"
         assert app.gauge.now > before
@@ -329,9 +329,9 @@ def test_f_on_reclaimed_arguments_searches_for_their_path():
         }
         c.add_agent_message({"role": "assistant", "content": None, "tool_calls": [call]})
         c.add_tool_result(f"call_{i}", "wrote 3,000 characters")
-    c.compact_toolcall(keep_max=1)
-    record = c.compacted_toolcalls["call_1:arguments"]
-    assert recall_query(record, c.compacted_toolcall_result("call_1:arguments")) == "out/step1.txt"
+    c.reclaim_tool_results(keep_max=1)
+    record = c.reclaimed_results["call_1:arguments"]
+    assert recall_query(record, c.reclaimed_original("call_1:arguments")) == "out/step1.txt"
 
 
 async def test_the_sparkline_label_counts_the_model_calls_apart_from_compactions(

@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.widgets import Label
 
 from xun.context import recall
-from xun.context.recall import HistoryIndex
+from xun.context.recall import RecallIndex
 from xun.context.reclaimed import ReclaimedToolResult
 from xun.tui.app import XunApp
 from xun.tui.screens.recall import RecallScreen
@@ -20,7 +20,7 @@ ROWS = 10_000
 
 
 def big_index(workdir: Path) -> None:
-    index = HistoryIndex(workdir)
+    index = RecallIndex(workdir)
     for start in range(0, ROWS, 2_500):
         results = [
             (ReclaimedToolResult(f"call_{i}", "read_file", f'{{"path": "f{i}.py"}}', 40), f"the result of call {i}")

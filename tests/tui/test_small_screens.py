@@ -38,7 +38,7 @@ async def test_a_modal_s_sentences_wrap_whole(offline_server, session_factory, t
             await wait_until(pilot, lambda: app.screen is app.screen_stack[0])
         await reclaimed_app(pilot, app)
         await finish(pilot, lambda: pilot.press("f5"))  # summarised since: the inspector says why no restore
-        call_id = next(iter(app.conversation.compacted_toolcalls))
+        call_id = next(iter(app.conversation.reclaimed_results))
         app.post_message(m.OpenInspector(call_id))
         await wait_until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="the inspector")
         for key in ("r", "c"):

@@ -480,7 +480,7 @@ def test_the_transcript_joins_calls_and_results():
     assert items[1].reasoning == "I read it" and items[1].content == ""
     tool = items[2]
     assert tool.name == "read_file" and tool.result_chars == len(tool.result) and not tool.reclaimed
-    c.compact_toolcall(keep_max=0)
+    c.reclaim_tool_results(keep_max=0)
     tool = transcript(c).items[2]
     assert tool.reclaimed and tool.result_chars is None
 

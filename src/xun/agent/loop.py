@@ -385,7 +385,7 @@ class Agent:
         c = self.conversation
         before = tokens_before if tokens_before is not None else self.request_tokens()
         keep = keep_max if keep_max is not None else self.config.auto_compact.toolcall_keep_max
-        result = await c.acompact_toolcall(keep_max=keep)  # the index is written in a worker thread
+        result = await c.areclaim_tool_results(keep_max=keep)  # the index is written in a worker thread
         first = first_tool_result(c, result.reclaimed_ids)
         if first is not None:
             await count_current_request(self)
@@ -405,14 +405,14 @@ class Agent:
                 saved_per_call=before - after if first is not None else None,
             )
         )
-        for warning in c.take_history_warnings():  # the search index could not take the reclaimed results
+        for warning in c.take_recall_warnings():  # the search index could not take the reclaimed results
             await self.emit(Warning(warning))
         return result
 
     async def restore_tool_result(self, tool_call_id: str) -> None:
         """Put a reclaimed original back into the context (raises KeyError/ValueError as the conversation does)."""
         before = self.request_tokens()
-        await self.conversation.arestore_toolcall(tool_call_id)
+        await self.conversation.arestore_tool_result(tool_call_id)
         await count_current_request(self)
         after, first = self.request_tokens(), first_tool_result(self.conversation, [tool_call_id])
         await self.emit(

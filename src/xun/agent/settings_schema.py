@@ -180,12 +180,12 @@ class AutoCompactSettings(_Section):
     max_retries: int = Field(
         default=2, ge=0, description="Extra compactions, with halved keep counts, when a summary is not enough."
     )
-    policy: Literal["cache-aware", "seed"] = Field(
+    policy: Literal["cache-aware", "escalation"] = Field(
         default="cache-aware",
         description='"cache-aware" prices compaction by the server\'s prompt cache: above low_water it reclaims '
         "when that pays for the broken prefix, over the threshold it reclaims down to low_water, and after an idle "
-        'gap (cache.ttl_seconds) it reclaims and summarises while the cache is cold; "seed" reclaims just below '
-        "the threshold each time.",
+        'gap (cache.ttl_seconds) it reclaims and summarises while the cache is cold; "escalation" (the seed\'s) '
+        'reclaims just below the threshold each time ("seed" is read as "escalation").',
     )
     low_water: float = Field(
         default=0.5,
@@ -194,6 +194,12 @@ class AutoCompactSettings(_Section):
         description="The cache-aware policy's low-water mark, a fraction of the threshold: reclaims over the "
         "threshold go down to it; above it, reclaims that pay for themselves run early.",
     )
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _seed_is_escalation(cls, value: object) -> object:
+        """Configurations written before the escalation policy had its name call it "seed"."""
+        return "escalation" if value == "seed" else value
 
 
 class CacheSettings(_Section):

@@ -4,7 +4,7 @@ Python strings can hold code points that UTF-8 cannot encode: a file name with a
 back from the OS as `\\udcff` (surrogateescape), and a JSON string from a server may carry half of a pair
 (`"\\ud83d"`). One such character in a message made every save of the session fail. `valid_text` is
 applied where text enters the conversation (`Conversation.add_*`) and where tool output is made
-(`Toolbox.call`), so everything downstream (sessions, the offload log, the history index, the screen)
+(`Toolbox.call`), so everything downstream (sessions, the offload log, the recall index, the screen)
 gets valid text: an escaped byte becomes the visible `\\xff`, a lone half becomes U+FFFD, a split pair
 is joined.
 

@@ -534,7 +534,7 @@ def _describe_error(exc: BaseException) -> tuple[int, str]:
     if errors is not None and isinstance(exc, errors.SessionLocked):
         return EXIT_FAILED, str(exc)
     recall = sys.modules.get("xun.context.recall")
-    if recall is not None and isinstance(exc, recall.HistoryError):
+    if recall is not None and isinstance(exc, recall.RecallError):
         return EXIT_FAILED, str(exc)
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""

@@ -169,7 +169,7 @@ class ContextBreakdown:
 
 @dataclass(frozen=True, slots=True)
 class ReclaimPreview:
-    """What `Conversation.compact_toolcall(keep_max)` would replace now: tool results, and the arguments of
+    """What `Conversation.reclaim_tool_results(keep_max)` would replace now: tool results, and the arguments of
     their calls (ids `<call id>:arguments`)."""
 
     ids: tuple[str, ...]
@@ -288,7 +288,7 @@ def arguments_reclaimed(call: Any) -> bool:
 def _system_parts(system: SystemPrompt, total: int) -> tuple[int, int, list[tuple[str, int]]]:
     """(system prompt chars, summary chars, [(section name, chars)]) adding up to `total`."""
     sections = [(name, len(text)) for name, text in system.persist_sections.items() if text]
-    summary = len(COMPACTED_SYSTEM_PROMPT.format(summary=system.content)) if system.is_compressed else 0
+    summary = len(COMPACTED_SYSTEM_PROMPT.format(summary=system.content)) if system.is_summary else 0
     rest = total - summary - sum(chars for _name, chars in sections)
     return max(rest, 0), summary, sections
 
@@ -452,7 +452,7 @@ def _tool_name(conversation: Conversation, index: int, raw: dict[str, Any]) -> s
 
 def reclaim_preview(conversation: Conversation, keep_max: int) -> ReclaimPreview:
     """The tool results and call arguments a reclaim keeping the newest `keep_max` would replace now, as
-    `Conversation.compact_toolcall` chooses them: older than the newest `keep_max` results, not a
+    `Conversation.reclaim_tool_results` chooses them: older than the newest `keep_max` results, not a
     placeholder already, not restored by hand, and longer than their placeholder; and the arguments of
     those results' calls when longer than ARGUMENTS_RECLAIM_AT, but for the round at work."""
     from xun.context.reclaim import PLACEHOLDER

@@ -109,7 +109,7 @@ def extractive_summary(messages: list[Message], *, reason: str, offload_hint: st
     constraints: list[str] = []  # the user's rules ("never …", "always …"): kept longer than old prompts
     for message in messages:
         if isinstance(message, SystemPrompt):
-            if message.is_compressed:
+            if message.is_summary:
                 previous = message.content
             continue
         if isinstance(message, UserMessage):

@@ -203,7 +203,7 @@ def worthwhile_keep(conversation: Conversation, keep: int) -> int | None:
     one updates the earlier summary, whose frame is already paid: the messages it condenses are the gain.
     Counting the frame again there left a small window stuck with one turn it could never fold in."""
     system = conversation.messages[0] if conversation.messages else None
-    frame = 0 if isinstance(system, SystemPrompt) and system.is_compressed else len(COMPACTED_SYSTEM_PROMPT)
+    frame = 0 if isinstance(system, SystemPrompt) and system.is_summary else len(COMPACTED_SYSTEM_PROMPT)
     while True:
         plan = conversation.plan_compaction(keep)
         gain = plan.estimated_length_before - plan.estimated_length_after + plan.framing_chars
@@ -247,7 +247,7 @@ def summary_room(agent: CompactionHost, window: int) -> int:
     messages = conversation.messages
     system = messages[0] if messages and isinstance(messages[0], SystemPrompt) else None
     floor = agent.floor_tokens()
-    if system is not None and system.is_compressed:  # the new summary replaces this one inside its frame
+    if system is not None and system.is_summary:  # the new summary replaces this one inside its frame
         others = floor - round(len(system.content) * conversation.tokens_per_char)
     else:
         others = floor + round(len(COMPACTED_SYSTEM_PROMPT) * conversation.tokens_per_char)
@@ -375,9 +375,7 @@ async def _write_summary(
     condensed = list(plan.condensed)
     system = condensed[0] if condensed and isinstance(condensed[0], SystemPrompt) else None
     if system is not None:  # the summarizer sees no persistent sections (AGENTS.md)
-        condensed[0] = system = SystemPrompt(
-            system.content, system.is_compressed, {}, system.base_prompt, system.ledger
-        )
+        condensed[0] = system = SystemPrompt(system.content, system.is_summary, {}, system.base_prompt, system.ledger)
     firmer = len(FIRMER_PROMPT) + 400  # the second try's prompt is longer: it must fit too
     request = (
         _tokens(sum(message_length(m) for m in condensed) + len(prompt) + firmer, ratio, len(condensed) + 1) + fixed
@@ -514,7 +512,7 @@ async def compact_conversation(
         else None
     )
     replaced = plan.estimated_length_before - plan.estimated_length_after
-    if system is not None and system.is_compressed:
+    if system is not None and system.is_summary:
         replaced += len(system.content)
 
     def length_after(text: str) -> int:
@@ -543,7 +541,7 @@ async def compact_conversation(
     room = (
         plan.estimated_length_before
         + plan.framing_chars
-        - length_after(system.content if system is not None and system.is_compressed else "")
+        - length_after(system.content if system is not None and system.is_summary else "")
     )
     smallest = round(MIN_SUMMARY_TOKENS / max(conversation.tokens_per_char, 0.05))
     if room < smallest:  # no model call for a summary that cannot be both useful and shorter
@@ -643,4 +641,4 @@ async def compact_conversation(
 def _base_prompt(system: SystemPrompt | None) -> str:
     if system is None:
         return ""
-    return system.base_prompt if system.is_compressed else system.content
+    return system.base_prompt if system.is_summary else system.content

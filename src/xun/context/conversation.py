@@ -1,7 +1,7 @@
 """The conversation: it owns the typed messages, their length estimates and everything compaction took
 out of them, and runs the two compaction tiers and persistence over them.
 
-Tier 1 (`compact_toolcall`) swaps old tool results, and the large arguments of their calls, for
+Tier 1 (`reclaim_tool_results`) swaps old tool results, and the large arguments of their calls, for
 placeholders and keeps the originals (`xun.context.reclaim`);
 tier 2 (`plan_compaction` + `apply_compaction`, or `compact`/`acompact`) replaces older turns with a
 summary (`xun.context.summarise` chooses the cut), after appending their originals to the offload log.
@@ -9,9 +9,9 @@ Nothing is ever dropped: every text is in the messages, the reclaimed originals,
 the log cannot be written) the session's kept originals. The session file's format is
 `xun.context.session_format`'s.
 
-With a search index attached (`history_index`), every step that changes what is history queues the
+With a search index attached (`recall_index`), every step that changes what is history queues the
 matching index write (`xun.context.index_writes`). The synchronous API writes it inline, in the same call;
-the async one (`acompact_toolcall`, `aapply_compaction`, `acompact`, `arestore_toolcall`), which the agent
+the async one (`areclaim_tool_results`, `aapply_compaction`, `acompact`, `arestore_tool_result`), which the agent
 uses, changes the conversation on the event loop and then writes the index in a worker thread, so a first
 reclaim of thousands of results does not freeze a front end running on the same loop.
 """
@@ -67,7 +67,7 @@ from xun.context.summarise import CompactionPlan as CompactionPlan
 from xun.context.summarise import StalePlanError as StalePlanError
 from xun.context.summarise import SummarizationEvent as SummarizationEvent
 from xun.base.errors import SessionFormatError as SessionFormatError
-from xun.context.index_writes import HistoryListener as HistoryListener
+from xun.context.index_writes import RecallListener as RecallListener
 
 TRUNCATE_AT = 1000
 
@@ -118,7 +118,7 @@ class Conversation:
         self,
         conversation_id: str | None = None,
         offload_dir: str | os.PathLike[str] | None = None,
-        history_index: HistoryListener | None = None,
+        recall_index: RecallListener | None = None,
     ) -> None:
         self._messages = MessageList()
         self.conversation_id: str = conversation_id or uuid.uuid4().hex
@@ -143,11 +143,11 @@ class Conversation:
         """What the server served from its prompt cache: the last call's figures and the totals."""
         self.offload_dir: Path | None = Path(offload_dir) if offload_dir is not None else None
         """Where summaries append the originals (`<id>.md`); None keeps them in the session instead."""
-        self.history_index: HistoryListener | None = history_index
+        self.recall_index: RecallListener | None = recall_index
         """The search index (`xun.context.recall`) that offloads and reclaims are also written to; None (a bare
         conversation) touches no disk for it. `SessionStore.new()`/`load()` attach the store's index."""
-        self.history_warnings: list[str] = []
-        """Index problems met by reclaims, restores and clears, for the front end (`take_history_warnings`);
+        self.recall_warnings: list[str] = []
+        """Index problems met by reclaims, restores and clears, for the front end (`take_recall_warnings`);
         a summary's own index problem is its result's `warning`."""
         self._index_writes = IndexWrites()
         self.created_at: float = time.time()
@@ -202,9 +202,9 @@ class Conversation:
             self._messages.insert(0, prompt)
             return
         if is_compressed:
-            base = current.base_prompt if current.is_compressed else current.content
+            base = current.base_prompt if current.is_summary else current.content
             prompt = SystemPrompt(content=content, is_compressed=True, persist_sections=sections, base_prompt=base)
-        elif current.is_compressed:
+        elif current.is_summary:
             prompt = SystemPrompt(
                 content=current.content,
                 is_compressed=True,
@@ -231,7 +231,7 @@ class Conversation:
             return
         self._messages[0] = SystemPrompt(
             content=current.content,
-            is_compressed=current.is_compressed,
+            is_compressed=current.is_summary,
             persist_sections=sections,
             base_prompt=current.base_prompt,
             ledger=current.ledger,
@@ -312,13 +312,13 @@ class Conversation:
         or None, a warning or None).
         """
         count, offload_path, warning, job = self._clear()
-        self.write_history_index()
+        self.write_recall_index()
         return count, offload_path, warning or (job.warning if job is not None else None)
 
     async def aclear(self) -> tuple[int, str | None, str | None]:
         """`clear` for the event loop: the log is written at once, the index in a worker thread."""
         count, offload_path, warning, job = self._clear()
-        await self.awrite_history_index()
+        await self.awrite_recall_index()
         return count, offload_path, warning or (job.warning if job is not None else None)
 
     def _clear(self) -> tuple[int, str | None, str | None, IndexWrite | None]:
@@ -328,7 +328,7 @@ class Conversation:
         if leaving:
             offload_path, warning, job, _when = self._offload(leaving, write_index=False)
         system = self._system()
-        if system is not None and system.is_compressed:  # a fresh start keeps the role and the rules, not the summary
+        if system is not None and system.is_summary:  # a fresh start keeps the role and the rules, not the summary
             system = SystemPrompt(content=system.base_prompt, persist_sections=dict(system.persist_sections))
         self.messages = [system] if system and (system.content or system.persist_sections) else []  # no empty one
         self.total_tokens = None
@@ -336,9 +336,9 @@ class Conversation:
         self.counted = None
         self.overhead_chars = 0
         self.compaction_counter = CompactionCounter()
-        if self.history_index is not None and len(self._reclaimed):
-            index, session = self.history_index, self.conversation_id
-            self._queue_index_write(lambda: index.forget_reclaimed(session), self._history_warning)
+        if self.recall_index is not None and len(self._reclaimed):
+            index, session = self.recall_index, self.conversation_id
+            self._queue_index_write(lambda: index.forget_reclaimed(session), self._recall_warning)
         self._reclaimed.clear()
         self._pinned.clear()
         return len(leaving), offload_path, warning, job
@@ -423,15 +423,19 @@ class Conversation:
     # ------------------------------------------------------------------ tier 1
 
     @property
-    def compacted_toolcalls(self) -> ReclaimedArchive:
+    def reclaimed_results(self) -> ReclaimedArchive:
         """Reclaimed tool results by tool call id, oldest first: a read-only mapping of their metadata."""
         return self._reclaimed
 
-    def compacted_toolcall_result(self, toolcall_id: str) -> str | None:
+    def reclaimed_original(self, toolcall_id: str) -> str | None:
         """The original of a reclaimed tool result, or None if that id was never reclaimed."""
         return self._reclaimed.original(toolcall_id)
 
-    def compact_toolcall(self, keep_max: int = 12, *, write_index: bool = True) -> ToolCallCompactResult:
+    # The seed's names for tier 1, kept for code written against its API.
+    compacted_toolcalls = reclaimed_results
+    compacted_toolcall_result = reclaimed_original
+
+    def reclaim_tool_results(self, keep_max: int = 12, *, write_index: bool = True) -> ToolCallCompactResult:
         """Tier 1: replace all but the newest `keep_max` tool results with recoverable placeholders, and the
         large arguments of their calls too.
 
@@ -440,16 +444,16 @@ class Conversation:
         to replace) has its arguments replaced when they are longer than ARGUMENTS_RECLAIM_AT characters,
         by `arguments_placeholder` (valid JSON, its short fields kept), the original archived under
         `arguments_id(call_id)`; never the calls of the round at work. Results and arguments restored with
-        `restore_toolcall` stay until they leave the conversation. Repeat calls reclaim nothing new
+        `restore_tool_result` stay until they leave the conversation. Repeat calls reclaim nothing new
         but still count a tool round, and cost in proportion to what changed since the last call.
-        With `write_index=False` the index write is only queued (`acompact_toolcall` runs it in a thread).
+        With `write_index=False` the index write is only queued (`areclaim_tool_results` runs it in a thread).
         """
         if keep_max < 0:
             raise ValueError("keep_max must be >= 0")
         self.compaction_counter.tool_rounds += 1
         messages = self._messages
         before = messages.estimated_length()
-        index = self.history_index
+        index = self.recall_index
         done = reclaim(
             messages, self._reclaimed, self._pinned, self._reclaim_frontier, keep_max, collect=index is not None
         )
@@ -457,9 +461,9 @@ class Conversation:
         reclaimed, arguments_count, indexed = done.reclaimed, done.arguments_count, done.indexed
         if indexed and index is not None:  # a failure is a warning: the originals stay in the archive
             session = self.conversation_id
-            self._queue_index_write(lambda: index.index_reclaimed(session, indexed), self._history_warning)
+            self._queue_index_write(lambda: index.index_reclaimed(session, indexed), self._recall_warning)
         if write_index:
-            self.write_history_index()
+            self.write_recall_index()
         after = messages.estimated_length()
         return ToolCallCompactResult(
             reclaimed_count=len(reclaimed),
@@ -470,16 +474,18 @@ class Conversation:
             arguments_count=arguments_count,
         )
 
-    async def acompact_toolcall(self, keep_max: int = 12) -> ToolCallCompactResult:
-        """`compact_toolcall` for the event loop: the placeholders go in at once, the index is written in
-        a worker thread; its warnings are in `history_warnings` when this returns."""
-        result = self.compact_toolcall(keep_max, write_index=False)
-        await self.awrite_history_index()
+    compact_toolcall = reclaim_tool_results  # the seed's name
+
+    async def areclaim_tool_results(self, keep_max: int = 12) -> ToolCallCompactResult:
+        """`reclaim_tool_results` for the event loop: the placeholders go in at once, the index is written in
+        a worker thread; its warnings are in `recall_warnings` when this returns."""
+        result = self.reclaim_tool_results(keep_max, write_index=False)
+        await self.awrite_recall_index()
         return result
 
-    def _history_warning(self, warning: str | None) -> None:
+    def _recall_warning(self, warning: str | None) -> None:
         if warning:
-            self.history_warnings.append(warning)
+            self.recall_warnings.append(warning)
 
     # ------------------------------------------------------------ the search index
 
@@ -488,44 +494,44 @@ class Conversation:
     ) -> IndexWrite:
         return self._index_writes.add(write, settle)
 
-    def write_history_index(self) -> None:
+    def write_recall_index(self) -> None:
         """Run the queued index writes here and now (the synchronous API does, inline)."""
         self._index_writes.run_here()
 
-    async def awrite_history_index(self) -> None:
+    async def awrite_recall_index(self) -> None:
         """Run the queued index writes in a worker thread: SQLite's work stays off the event loop, and
         the conversation is not touched there (the writes only use what they were queued with)."""
         await self._index_writes.run_in_thread()
 
-    def take_history_warnings(self) -> list[str]:
+    def take_recall_warnings(self) -> list[str]:
         """The index warnings not shown yet (and forget them)."""
-        taken, self.history_warnings = self.history_warnings, []
+        taken, self.recall_warnings = self.recall_warnings, []
         return taken
 
-    def restore_toolcall(self, toolcall_id: str, *, write_index: bool = True) -> None:
+    def restore_tool_result(self, toolcall_id: str, *, write_index: bool = True) -> None:
         """Put a reclaimed original (a result, or a call's arguments) back in place of its placeholder, and
         keep it there.
 
         Raises KeyError for an id that was never reclaimed, ValueError when its message has since
         left the conversation in a summary (the original stays readable by id). With `write_index=False`
-        the index write is only queued (`arestore_toolcall` runs it in a thread).
+        the index write is only queued (`arestore_tool_result` runs it in a thread).
         """
         restore(self._messages, self._reclaimed, self._pinned, toolcall_id)
-        if self.history_index is not None:
-            index, session = self.history_index, self.conversation_id
-            self._queue_index_write(lambda: index.forget_reclaimed(session, [toolcall_id]), self._history_warning)
+        if self.recall_index is not None:
+            index, session = self.recall_index, self.conversation_id
+            self._queue_index_write(lambda: index.forget_reclaimed(session, [toolcall_id]), self._recall_warning)
         if write_index:
-            self.write_history_index()
+            self.write_recall_index()
 
     def reclaimed_in_context(self) -> set[str]:
         """The archive ids whose placeholder is still in the conversation (restorable); the others were
         summarised away after they were reclaimed (still readable by id)."""
         return reclaimed_in_context(self._messages, self._reclaimed)
 
-    async def arestore_toolcall(self, toolcall_id: str) -> None:
-        """`restore_toolcall` for the event loop: the index write runs in a worker thread."""
-        self.restore_toolcall(toolcall_id, write_index=False)
-        await self.awrite_history_index()
+    async def arestore_tool_result(self, toolcall_id: str) -> None:
+        """`restore_tool_result` for the event loop: the index write runs in a worker thread."""
+        self.restore_tool_result(toolcall_id, write_index=False)
+        await self.awrite_recall_index()
 
     # ------------------------------------------------------------------ tier 2
 
@@ -579,13 +585,13 @@ class Conversation:
             self.kept_originals.append({"time": time.time(), "reason": warning, "messages": leaving})
         else:  # the same step indexes them, so the log and the index never disagree (a failure is a warning);
             # inline here, or in a worker thread before `aapply_compaction` returns
-            if self.history_index is not None:
-                index, session = self.history_index, self.conversation_id
+            if self.recall_index is not None:
+                index, session = self.recall_index, self.conversation_id
                 job = self._queue_index_write(
                     lambda: index.index_offload(session, leaving, reclaimed=reclaimed, when=when), None
                 )
                 if write_index:
-                    self.write_history_index()
+                    self.write_recall_index()
                     warning = job.warning
         return offload_path, warning, job, when
 
@@ -669,7 +675,7 @@ class Conversation:
         before = len(self.summarizations)
         result = self.apply_compaction(plan, summary, write_index=False)
         event = self.summarizations[-1] if len(self.summarizations) > before else None
-        await self.awrite_history_index()
+        await self.awrite_recall_index()
         if event is not None and event.warning != result.warning:
             result = dataclasses.replace(result, warning=event.warning)
         return result

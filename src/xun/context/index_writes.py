@@ -15,8 +15,8 @@ from xun.context.messages import Message
 from xun.context.reclaimed import ReclaimedToolResult
 
 
-class HistoryListener(Protocol):
-    """Told what leaves the context, in the same step (the recall index, `xun.context.recall.HistoryIndex`,
+class RecallListener(Protocol):
+    """Told what leaves the context, in the same step (the recall index, `xun.context.recall.RecallIndex`,
     listens): each call returns a warning to show, or None. On async paths the calls run in a worker thread."""
 
     def index_offload(

@@ -146,7 +146,8 @@ class MessageFormatError(ValueError):
 
 @dataclass(slots=True)
 class SystemPrompt:
-    """Message 0. `content` is the role prompt, or the summary when `is_compressed`.
+    """Message 0. `content` is the role prompt, or the summary when `is_summary` (the seed's field
+    `is_compressed`).
 
     After a summary the role prompt lives on in `base_prompt` and is sent before the summary, so it
     survives any number of compactions word for word. `persist_sections` (AGENTS.md among them) are
@@ -165,13 +166,18 @@ class SystemPrompt:
         return "system"
 
     @property
+    def is_summary(self) -> bool:
+        """`content` is a summary of earlier turns (the seed names this field `is_compressed`)."""
+        return self.is_compressed
+
+    @property
     def role_prompt(self) -> str:
         """The role prompt the agent was given, whether or not a summary has replaced `content`."""
-        return self.base_prompt if self.is_compressed else self.content
+        return self.base_prompt if self.is_summary else self.content
 
     def body(self) -> str:
         """The system text without the persistent sections (what a summarizer is shown)."""
-        if not self.is_compressed:
+        if not self.is_summary:
             return self.content
         summary = COMPACTED_SYSTEM_PROMPT.format(summary=neutralise_summary_tags(self.content))
         if self.ledger is not None and self.ledger.entries:

@@ -1,17 +1,17 @@
-"""Searchable history: a full-text index of everything compaction took out of the context.
+"""Recall: a full-text index of everything compaction took out of the context.
 
 Every entry of every offload section (`xun.context.offload`) and every reclaimed tool result
 (`xun.context.reclaimed`) is a row of a SQLite database with an FTS5 index, `.xun/history.db`
 (`$XUN_HOME/history.db`). The Markdown logs and the session files stay the record: the index is derived
-from them, written in the same step as the offload or the reclaim (`Conversation.history_index`; the
+from them, written in the same step as the offload or the reclaim (`Conversation.recall_index`; the
 agent's async paths run that write in a worker thread, off the event loop), and can always be built
 again from them (`rebuild`).
 
 What front ends call::
 
-    index = HistoryIndex(workdir)                  # one per working directory; any thread may use it
-    index.search("foo-bar", limit=10, session=None, prefix=False) -> list[HistoryHit]  # best first
-    index.entry(hit.id) -> HistoryEntry | None     # the exact text
+    index = RecallIndex(workdir)                   # one per working directory; any thread may use it
+    index.search("foo-bar", limit=10, session=None, prefix=False) -> list[RecallHit]  # best first
+    index.entry(hit.id) -> RecallEntry | None      # the exact text
     index.rebuild() -> RebuildReport               # `xun history --reindex`; also rebuild(workdir)
     index.stats() -> IndexStats                    # row counts, schema version, bytes on disk
     index.take_warnings() -> list[str]             # e.g. a damaged file that was moved aside and rebuilt
@@ -22,12 +22,13 @@ matching more than RANK_CAP rows ranks the newest RANK_CAP of them.
 No query text can make `search` raise: words are searched as words, whatever FTS5 syntax they hold. A
 damaged database (not SQLite, truncated, a foreign or newer schema) is never deleted: it is renamed to
 `history.db.corrupt-<UTC time>` and a new index is built from the logs and sessions, with a warning.
-`HistoryError` is raised only when the database cannot be used at all (no permission, a full disk, a
+`RecallError` is raised only when the database cannot be used at all (no permission, a full disk, a
 lock held too long). The engine's own calls (`index_offload`, `index_reclaimed`, `forget_reclaimed`)
 never raise: they return a warning, and rows they could not write are retried at the next write.
 
-The schema is migrated by `PRAGMA user_version` (`MIGRATIONS`). Connections are opened per use, so
-no sqlite3 object ever crosses a thread; the database is in WAL mode and owner-readable only.
+The schema, and its migrations by `PRAGMA user_version`, are `xun.context.recall_schema`. Connections are
+opened per use, so no sqlite3 object ever crosses a thread; the database is in WAL mode and owner-readable
+only.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from xun.base import paths
 from xun.base.confined import LinkRefused, state_dir_fd
 from xun.base.errors import SessionFormatError
+from xun.context import recall_schema as schema
 from xun.context.offload import OffloadSection, iter_offload_log, transcript_entries
 from xun.context.recall_rows import (
     INDEXED_CHARS,
@@ -70,20 +72,17 @@ if TYPE_CHECKING:
     from xun.context.messages import Message
 
 __all__ = [
-    "HistoryEntry",
-    "HistoryError",
-    "HistoryHit",
-    "HistoryIndex",
+    "RecallEntry",
+    "RecallError",
+    "RecallHit",
+    "RecallIndex",
     "IndexStats",
-    "MIGRATIONS",
     "RebuildReport",
-    "SCHEMA_VERSION",
     "fts_query",
     "rebuild",
     "reindex",
 ]
 
-SCHEMA_VERSION = 3
 BUSY_TIMEOUT = 10.0
 """Seconds a connection waits for another writer (another xun in the same folder) before giving up."""
 RANK_CAP = 2_000
@@ -96,23 +95,6 @@ MAX_QUERY_TERMS = 32
 SNIPPET_TOKENS = 16
 HIGHLIGHT = ("«", "»")
 
-_COLUMNS = (
-    "id",
-    "key",
-    "source",
-    "session",
-    "time",
-    "role",
-    "speaker",
-    "tool",
-    "tool_call_id",
-    "arguments",
-    "detail",
-    "position",
-    "text",
-)
-_ROW_COLUMNS = _COLUMNS[1:]
-_INSERT = f"INSERT OR IGNORE INTO entries ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join('?' * len(_ROW_COLUMNS))})"
 _NOT_TWICE = (
     " AND NOT (e.source = 'offload' AND e.role IN ('tool', 'tool_call') AND e.detail LIKE '%, reclaimed earlier' AND "
     "EXISTS ("
@@ -124,22 +106,17 @@ text (its reclaimed original, and the log's "reclaimed earlier" entry); a search
 reclaimed original (restorable while its placeholder is in the context)."""
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
 _TOKEN_CHAR = re.compile(r"[^\W_]")  # what FTS5's unicode61 tokenizer keeps: letters and digits
-_SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
 
 
-class HistoryError(RuntimeError):
-    """The history index cannot be used at all (permissions, a full disk, a lock held too long)."""
-
-
-class _Damaged(Exception):
-    """The file is not a usable xun history index (checked on open); it is moved aside and rebuilt."""
+class RecallError(RuntimeError):
+    """The recall index cannot be used at all (permissions, a full disk, a lock held too long)."""
 
 
 # ----------------------------------------------------------------------------------------------- results
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryHit:
+class RecallHit:
     """One search result. `rank` is FTS5's bm25 score: lower is better; `snippet` is one line with the
     matched words between the highlight marks."""
 
@@ -159,7 +136,7 @@ class HistoryHit:
 
 
 @dataclass(frozen=True, slots=True)
-class HistoryEntry:
+class RecallEntry:
     """One indexed message or tool result, with its exact text."""
 
     id: int
@@ -225,170 +202,6 @@ def fts_query(text: str, prefix: bool = False) -> str:
     return " ".join(quoted)
 
 
-# ----------------------------------------------------------------------------------------------- schema
-
-
-def _create_v1(db: sqlite3.Connection) -> None:
-    db.execute(
-        """CREATE TABLE entries (
-            id INTEGER PRIMARY KEY,
-            key TEXT NOT NULL UNIQUE,
-            source TEXT NOT NULL,
-            session TEXT NOT NULL,
-            time REAL NOT NULL,
-            role TEXT NOT NULL,
-            speaker TEXT NOT NULL,
-            tool TEXT NOT NULL DEFAULT '',
-            tool_call_id TEXT NOT NULL DEFAULT '',
-            arguments TEXT NOT NULL DEFAULT '',
-            detail TEXT NOT NULL DEFAULT '',
-            position INTEGER NOT NULL DEFAULT 0,
-            text TEXT NOT NULL
-        )"""
-    )
-    db.execute("CREATE INDEX entries_session ON entries (session, source, tool_call_id)")
-    db.execute(
-        "CREATE VIRTUAL TABLE entries_fts USING fts5(text, tool, arguments, content='entries', "
-        "content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
-    )
-    db.execute(
-        "CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN "
-        "INSERT INTO entries_fts (rowid, text, tool, arguments) VALUES (new.id, new.text, new.tool, new.arguments); END"
-    )
-    db.execute(
-        "CREATE TRIGGER entries_ad AFTER DELETE ON entries BEGIN "
-        "INSERT INTO entries_fts (entries_fts, rowid, text, tool, arguments) "
-        "VALUES ('delete', old.id, old.text, old.tool, old.arguments); END"
-    )
-
-
-def _fts_with_session(db: sqlite3.Connection) -> None:
-    """Version 2: the session is also a column of the full-text index, so a search in one session lets
-    FTS5 intersect it with the words instead of checking every match against the table."""
-    db.execute("DROP TRIGGER entries_ai")
-    db.execute("DROP TRIGGER entries_ad")
-    db.execute("DROP TABLE entries_fts")
-    db.execute(
-        "CREATE VIRTUAL TABLE entries_fts USING fts5(text, tool, arguments, session, content='entries', "
-        "content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
-    )
-    db.execute(
-        "CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN INSERT INTO entries_fts (rowid, text, tool, "
-        "arguments, "
-        "session) VALUES (new.id, new.text, new.tool, new.arguments, new.session); END"
-    )
-    db.execute(
-        "CREATE TRIGGER entries_ad AFTER DELETE ON entries BEGIN INSERT INTO entries_fts (entries_fts, rowid, text, "
-        "tool, arguments, session) VALUES ('delete', old.id, old.text, old.tool, old.arguments, old.session); END"
-    )
-    db.execute("INSERT INTO entries_fts (entries_fts) VALUES ('rebuild')")
-
-
-def _counts_table(db: sqlite3.Connection) -> None:
-    """Version 3: the rows of each source and session, kept by triggers, so the counts F9 opens with cost
-    the same however large the index is (counting the entries read all of them)."""
-    db.execute(
-        "CREATE TABLE counts (source TEXT NOT NULL, session TEXT NOT NULL, n INTEGER NOT NULL, "
-        "PRIMARY KEY (source, session)) WITHOUT ROWID"
-    )
-    db.execute(
-        "CREATE TRIGGER counts_ai AFTER INSERT ON entries BEGIN INSERT INTO counts (source, session, n) "
-        "VALUES (new.source, new.session, 1) ON CONFLICT (source, session) DO UPDATE SET n = n + 1; END"
-    )
-    db.execute(
-        "CREATE TRIGGER counts_ad AFTER DELETE ON entries BEGIN UPDATE counts SET n = n - 1 "
-        "WHERE source = old.source AND session = old.session; "
-        "DELETE FROM counts WHERE source = old.source AND session = old.session AND n <= 0; END"
-    )
-    db.execute("INSERT INTO counts (source, session, n) SELECT source, session, count(*) FROM entries GROUP BY 1, 2")
-
-
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _create_v1, 2: _fts_with_session, 3: _counts_table}
-"""`MIGRATIONS[n]` takes a database at version n-1 to version n, inside the caller's transaction. A new
-schema adds `MIGRATIONS[4]` (e.g. an ALTER TABLE) and raises SCHEMA_VERSION; nothing else changes."""
-_FTS_COLUMNS = ("text", "tool", "arguments", "session")
-_REQUIRED = {
-    "entries": "table",
-    "entries_fts": "table",
-    "entries_ai": "trigger",
-    "entries_ad": "trigger",
-    "counts": "table",
-    "counts_ai": "trigger",
-    "counts_ad": "trigger",
-}
-
-
-def user_version(db: sqlite3.Connection) -> int:
-    return int(db.execute("PRAGMA user_version").fetchone()[0])
-
-
-def _check_foreign(db: sqlite3.Connection, found: int) -> None:
-    if found > SCHEMA_VERSION:
-        raise _Damaged(f"it was written by a newer xun (schema {found}; this one knows up to {SCHEMA_VERSION})")
-    if found == 0 and db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-        raise _Damaged("it holds tables that are not a xun history index")
-
-
-def migrate(db: sqlite3.Connection) -> int:
-    """Bring the schema up to SCHEMA_VERSION one step at a time, in the caller's transaction; return the
-    version found. Raises _Damaged for a foreign database, or one written by a newer xun."""
-    found = user_version(db)
-    _check_foreign(db, found)
-    for version in range(found + 1, SCHEMA_VERSION + 1):
-        try:
-            MIGRATIONS[version](db)
-        except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorcode", 1) != 1:  # SQLITE_ERROR: the schema is not the one expected
-                raise
-            raise _Damaged(f"its schema {version - 1} could not be migrated to {version} ({exc})") from exc
-        db.execute(f"PRAGMA user_version = {version:d}")
-    return found
-
-
-def _check_schema(db: sqlite3.Connection) -> None:
-    present = dict(db.execute("SELECT name, type FROM sqlite_master"))
-    missing = sorted(name for name, kind in _REQUIRED.items() if present.get(name) != kind)
-    if missing:
-        raise _Damaged(f"its schema lacks {', '.join(missing)}")
-    columns = tuple(row[1] for row in db.execute("PRAGMA table_info(entries)"))
-    if columns != _COLUMNS:
-        raise _Damaged(f"its entries table has the columns {', '.join(columns)}")
-    indexed = tuple(row[1] for row in db.execute("PRAGMA table_info(entries_fts)"))
-    if indexed != _FTS_COLUMNS:
-        raise _Damaged(f"its full-text index has the columns {', '.join(indexed)}")
-
-
-def _drop_all(db: sqlite3.Connection) -> None:
-    """Drop every table (virtual tables first, which takes their shadow tables with them)."""
-    while True:
-        rows = db.execute(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-        ).fetchall()
-        if not rows:
-            return
-        virtual = [name for name, sql in rows if (sql or "").upper().startswith("CREATE VIRTUAL")]
-        name = virtual[0] if virtual else rows[0][0]
-        db.execute(f'DROP TABLE "{name.replace(chr(34), chr(34) * 2)}"')
-
-
-def _is_damage(exc: BaseException) -> bool:
-    if isinstance(exc, _Damaged):
-        return True
-    if not isinstance(exc, sqlite3.DatabaseError):
-        return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
-    message = str(exc)
-    return "malformed" in message or "not a database" in message
-
-
-def _rollback(db: sqlite3.Connection) -> None:
-    with contextlib.suppress(sqlite3.Error):
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-
-
 # ------------------------------------------------------------------------------------------------ index
 
 _LOCKS: dict[str, threading.RLock] = {}
@@ -401,7 +214,7 @@ def _lock_for(path: Path) -> threading.RLock:
         return _LOCKS.setdefault(str(path.absolute()), threading.RLock())
 
 
-class HistoryIndex:
+class RecallIndex:
     """The index of one working directory's history (`paths.history_db_path`), safe to share between
     threads: it holds no connection, only the path, the writes waiting for a retry and the warnings."""
 
@@ -417,7 +230,7 @@ class HistoryIndex:
         self._dropped = False
 
     def __repr__(self) -> str:
-        return f"HistoryIndex({str(self.path)!r})"
+        return f"RecallIndex({str(self.path)!r})"
 
     # ----------------------------------------------------------------- reading
 
@@ -429,7 +242,7 @@ class HistoryIndex:
         *,
         prefix: bool = False,
         highlight: tuple[str, str] = HIGHLIGHT,
-    ) -> list[HistoryHit]:
+    ) -> list[RecallHit]:
         """The best matches for `query`'s words (all must occur), best first; [] when nothing matches or
         the query has no words. `session` keeps to one conversation. Never raises on the query's text.
         A tool result that was reclaimed and then summarised is shown once (as the reclaimed result)."""
@@ -446,7 +259,7 @@ class HistoryIndex:
         params: list[Any] = [expression] + ([session] if session is not None else [])
         start, end = (clean(mark) for mark in highlight)
 
-        def run(db: sqlite3.Connection) -> list[HistoryHit]:
+        def run(db: sqlite3.Connection) -> list[RecallHit]:
             floor = db.execute(
                 f"SELECT entries_fts.rowid FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid WHERE {where} "
                 "ORDER BY entries_fts.rowid DESC LIMIT 1 OFFSET ?",
@@ -460,11 +273,11 @@ class HistoryIndex:
                 "ORDER BY score, e.time DESC, e.key LIMIT ?",
                 (start, end, *params, floor[0] if floor else 0, limit),
             ).fetchall()
-            return [HistoryHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], " ".join(r[7].split()), r[8]) for r in rows]
+            return [RecallHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], " ".join(r[7].split()), r[8]) for r in rows]
 
         return self._read(run, [])
 
-    def entry(self, entry_id: int) -> HistoryEntry | None:
+    def entry(self, entry_id: int) -> RecallEntry | None:
         """The full entry with this id (as `search` returned it), or None."""
         try:
             wanted = int(entry_id)
@@ -473,13 +286,13 @@ class HistoryIndex:
         if not -(2**63) <= wanted < 2**63:
             return None
 
-        def run(db: sqlite3.Connection) -> HistoryEntry | None:
+        def run(db: sqlite3.Connection) -> RecallEntry | None:
             row = db.execute(
                 "SELECT id, session, time, role, source, speaker, tool, tool_call_id, arguments, detail, text "
                 "FROM entries WHERE id = ?",
                 (wanted,),
             ).fetchone()
-            return HistoryEntry(*row) if row else None
+            return RecallEntry(*row) if row else None
 
         return self._read(run, None)
 
@@ -491,7 +304,7 @@ class HistoryIndex:
             sessions = db.execute("SELECT count(DISTINCT session) FROM counts WHERE n > 0").fetchone()[0]
             size = sum(p.stat().st_size for p in self._files() if p.exists())
             return IndexStats(
-                self.path, user_version(db), counts.get("offload", 0), counts.get("reclaimed", 0), sessions, size
+                self.path, schema.user_version(db), counts.get("offload", 0), counts.get("reclaimed", 0), sessions, size
             )
 
         return self._read(run, IndexStats(self.path, 0, 0, 0, 0, 0))
@@ -515,9 +328,9 @@ class HistoryIndex:
         def run(db: sqlite3.Connection) -> None:
             report.entries = report.logs = report.sessions = 0
             report.problems.clear()
-            _drop_all(db)
+            schema.drop_all(db)
             db.execute("PRAGMA user_version = 0")
-            migrate(db)  # every step from nothing, as a new file gets them
+            schema.migrate(db)  # every step from nothing, as a new file gets them
             self._fill(db, report, live)
 
         with self._lock:
@@ -533,13 +346,13 @@ class HistoryIndex:
         """Insert the rows of every log and session (inside the caller's transaction), oldest first. The rows
         go through a temporary table that SQLite sorts on disk: memory holds one entry at a time, never
         every row of every log."""
-        db.execute(f"CREATE TEMP TABLE staged ({', '.join(_ROW_COLUMNS)})")
+        columns = ", ".join(schema.ROW_COLUMNS)
+        db.execute(f"CREATE TEMP TABLE staged ({columns})")
         try:
-            db.executemany(
-                f"INSERT INTO staged VALUES ({', '.join('?' * len(_ROW_COLUMNS))})", self._source_rows(report, live)
-            )
+            marks = ", ".join("?" * len(schema.ROW_COLUMNS))
+            db.executemany(f"INSERT INTO staged VALUES ({marks})", self._source_rows(report, live))
             db.execute(
-                f"INSERT OR IGNORE INTO entries ({', '.join(_ROW_COLUMNS)}) SELECT {', '.join(_ROW_COLUMNS)} "
+                f"INSERT OR IGNORE INTO entries ({columns}) SELECT {columns} "
                 "FROM staged ORDER BY time, session, source, position, key"
             )
         finally:
@@ -614,7 +427,7 @@ class HistoryIndex:
                 "they are safe in the offload log, and `xun history --reindex` adds them"
             )
         return self._write(
-            len(rows), lambda db: db.executemany(_INSERT, rows), "the offloaded messages", "the offload log"
+            len(rows), lambda db: db.executemany(schema.INSERT, rows), "the offloaded messages", "the offload log"
         )
 
     def index_reclaimed(self, session: str, results: Iterable[tuple[ReclaimedToolResult, str]]) -> str | None:
@@ -623,7 +436,7 @@ class HistoryIndex:
         if not rows:
             return None
         return self._write(
-            len(rows), lambda db: db.executemany(_INSERT, rows), "the reclaimed tool results", "the session"
+            len(rows), lambda db: db.executemany(schema.INSERT, rows), "the reclaimed tool results", "the session"
         )
 
     def forget_reclaimed(self, session: str, tool_call_ids: Iterable[str] | None = None) -> str | None:
@@ -653,7 +466,7 @@ class HistoryIndex:
             try:
                 self._run(run, notes, write=True)
             except Exception as exc:  # noqa: BLE001 - index trouble must never stop a compaction
-                reason = str(exc) if isinstance(exc, HistoryError) else f"{type(exc).__name__}: {exc}"
+                reason = str(exc) if isinstance(exc, RecallError) else f"{type(exc).__name__}: {exc}"
                 self._pending.append((size, op))
                 self._pending_rows += size
                 retry = "they will be indexed at the next write"
@@ -694,7 +507,7 @@ class HistoryIndex:
 
     def _run(self, fn: Callable[[sqlite3.Connection], _T], notes: list[str], *, write: bool) -> _T:
         """Run `fn` on a fresh connection (in a write transaction when `write`). A damaged file is moved
-        aside and rebuilt once, then `fn` runs again; any other failure is a HistoryError."""
+        aside and rebuilt once, then `fn` runs again; any other failure is a RecallError."""
         for attempt in (1, 2):
             inode = None
             try:
@@ -717,17 +530,17 @@ class HistoryIndex:
                         result = fn(db)
                         db.execute("COMMIT")
                     except BaseException:
-                        _rollback(db)
+                        schema.rollback(db)
                         raise
                     return result
                 finally:
                     db.close()
             except Exception as exc:
-                if attempt == 1 and _is_damage(exc):
+                if attempt == 1 and schema.is_damage(exc):
                     self._recover(exc, inode, notes)
                     continue
-                if isinstance(exc, (sqlite3.Error, OSError, _Damaged)):
-                    raise HistoryError(f"the history index {self.path} cannot be used: {exc}") from exc
+                if isinstance(exc, (sqlite3.Error, OSError, schema.Damaged)):
+                    raise RecallError(f"the history index {self.path} cannot be used: {exc}") from exc
                 raise
         raise AssertionError("unreachable")
 
@@ -738,12 +551,12 @@ class HistoryIndex:
         uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
         db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
         try:
-            if user_version(db) != SCHEMA_VERSION:
-                raise HistoryError(
+            if schema.user_version(db) != schema.SCHEMA_VERSION:
+                raise RecallError(
                     f"the history index {self.path} is from another version of xun and cannot "
                     "be upgraded here (the folder is read-only)"
                 )
-            _check_schema(db)
+            schema.check_schema(db)
         except BaseException:
             db.close()
             raise
@@ -759,14 +572,14 @@ class HistoryIndex:
         except LinkRefused as exc:
             if not Path(exc.filename).is_symlink():
                 raise  # not a folder: the index cannot be used there
-            raise HistoryError(
+            raise RecallError(
                 f"{exc.filename} is a symbolic link; xun does not follow links in its own folder (remove it)"
             ) from None
         except FileNotFoundError:
             pass
         for name in self._files():
             if name.is_symlink():
-                raise HistoryError(
+                raise RecallError(
                     f"{name} is a symbolic link; xun does not follow links in its own folder "
                     "(remove it and xun makes a new index)"
                 )
@@ -790,20 +603,20 @@ class HistoryIndex:
         db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
         try:
             db.execute("PRAGMA synchronous = FULL")
-            version = user_version(db)  # a file that is not SQLite fails here, before anything is written
-            if version != SCHEMA_VERSION:
-                _check_foreign(db, version)
+            version = schema.user_version(db)  # a file that is not SQLite fails here, before anything is written
+            if version != schema.SCHEMA_VERSION:
+                schema.check_foreign(db, version)
                 db.execute("BEGIN IMMEDIATE")
                 try:
-                    if migrate(db) == 0:
+                    if schema.migrate(db) == 0:
                         report = RebuildReport()
                         self._fill(db, report)
                         notes.extend(report.problems)
                     db.execute("COMMIT")
                 except BaseException:
-                    _rollback(db)
+                    schema.rollback(db)
                     raise
-            _check_schema(db)  # checked before the switch to WAL, so a damaged file is kept as it was
+            schema.check_schema(db)  # checked before the switch to WAL, so a damaged file is kept as it was
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 db.execute("PRAGMA journal_mode = WAL")  # kept in the file: done once
             # NORMAL, once in WAL: a crash of xun loses nothing, and a power cut at most the newest writes of an
@@ -836,7 +649,7 @@ class HistoryIndex:
                     if source.exists():
                         os.replace(source, aside.with_name(aside.name + source.name[len(self.path.name) :]))
             except OSError as error:
-                raise HistoryError(
+                raise RecallError(
                     f"the history index {self.path} is damaged ({reason}) and could not be moved aside: {error}"
                 ) from error
             fill_notes: list[str] = []
@@ -855,7 +668,7 @@ class HistoryIndex:
 
 def rebuild(workdir: str | os.PathLike[str] | None = None, conversations: Iterable[Conversation] = ()) -> RebuildReport:
     """Rebuild the index of `workdir` from its offload logs and sessions (`xun history --reindex`)."""
-    return HistoryIndex(workdir).rebuild(conversations)
+    return RecallIndex(workdir).rebuild(conversations)
 
 
 reindex = rebuild

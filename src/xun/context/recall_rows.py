@@ -1,4 +1,4 @@
-"""The rows of the history index: what it holds of an offload log's entry or a reclaimed original (its
+"""The rows of the recall index: what it holds of an offload log's entry or a reclaimed original (its
 text cut at INDEXED_CHARS, its role and tool, a key that makes writing it twice add nothing)."""
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def as_logged(entries: Iterable[OffloadEntry]) -> list[OffloadEntry]:
 
 def reclaimed_rows(conversation: Conversation) -> list[Row]:
     """The rows of a session's reclaimed originals."""
-    archive = conversation.compacted_toolcalls
+    archive = conversation.reclaimed_results
     originals = archive.originals()
     session = conversation.conversation_id
     return [

@@ -99,7 +99,7 @@ def reclaim(
     messages: MessageList, archive: ReclaimedArchive, pinned: set[str], frontier: int, keep_max: int, *, collect: bool
 ) -> ReclaimPass:
     """Replace all but the newest `keep_max` tool results with placeholders, and the large arguments of
-    their calls (`Conversation.compact_toolcall` says which); scans from `frontier`, or from the first
+    their calls (`Conversation.reclaim_tool_results` says which); scans from `frontier`, or from the first
     message changed since. With `collect` the records and originals are returned to index."""
     start = min(frontier, messages.low_water, len(messages))
     cutoff = len(messages)  # the oldest kept tool result; everything before it may be reclaimed

@@ -34,7 +34,7 @@ from xun.context.session_format import FORMAT_2_OPENING, is_session_id, read_ses
 from xun.base.timestamps import sane_timestamp
 
 if TYPE_CHECKING:
-    from xun.context.recall import HistoryIndex
+    from xun.context.recall import RecallIndex
 
 STALE_TEMP_SECONDS = 600.0
 """A temporary file of a session save older than this (by mtime) is left over from a killed save and is
@@ -131,13 +131,13 @@ class SessionStore:
         self._locks: dict[str, SessionLock] = {}
 
     @functools.cached_property
-    def history(self) -> HistoryIndex:
-        """The searchable history of this folder (`.xun/history.db`), attached to every conversation the
+    def recall_index(self) -> RecallIndex:
+        """The recall index of this folder (`.xun/history.db`), attached to every conversation the
         store makes or loads, so their summaries and reclaims are indexed as they happen. Made when first
         needed: SQLite is not imported before a resumed session's newest turns show."""
-        from xun.context.recall import HistoryIndex
+        from xun.context.recall import RecallIndex
 
-        return HistoryIndex(self.workdir)
+        return RecallIndex(self.workdir)
 
     def lock(self, conversation_id: str) -> None:
         """Hold the session's lock until `unlock`; raises SessionLocked when another process has it."""
@@ -185,7 +185,7 @@ class SessionStore:
 
     def new(self) -> Conversation:
         """A fresh conversation whose summaries offload into this store's history folder (and its index)."""
-        return Conversation(offload_dir=self.offload_dir, history_index=self.history)
+        return Conversation(offload_dir=self.offload_dir, recall_index=self.recall_index)
 
     def open(
         self,
@@ -286,7 +286,7 @@ class SessionStore:
         conversation = Conversation(offload_dir=self.offload_dir).load(path, peek=peek)
         conversation.answer_unanswered_calls()  # a call saved without its result (xun stopped meanwhile)
         conversation.offload_dir = self.offload_dir
-        conversation.history_index = self.history
+        conversation.recall_index = self.recall_index
         return conversation
 
     def list(self) -> builtins.list[SessionInfo]:

@@ -134,7 +134,7 @@ class AppActions:
 
         if isinstance(self.screen, RecallScreen):
             return
-        index = self.conversation.history_index or self.session.store.history
+        index = self.conversation.recall_index or self.session.store.recall_index
         self.push_screen(
             RecallScreen(
                 index,
@@ -150,7 +150,7 @@ class AppActions:
         """Whether a reclaimed result found in the history can be restored into this context now, and why not."""
         if session != self.conversation.conversation_id:
             return False, f"it belongs to session {session}; switch to it (/sessions) to restore it"
-        if call_id not in self.conversation.compacted_toolcalls:
+        if call_id not in self.conversation.reclaimed_results:
             return False, "it is not reclaimed now (restored already, or the session was cleared)"
         if not self._restorable(call_id):
             return False, "it was summarised away after it was reclaimed: read it here, or run the tool again"
@@ -360,11 +360,11 @@ class AppActions:
         self.push_screen(McpScreen(self.session.mcp, self.conversation.tokens_per_char, self.restart_mcp_server))
 
     def action_history(self) -> None:
-        from xun.tui.screens.history import HistoryScreen
+        from xun.tui.screens.model_view import ModelViewScreen
 
         records = self.history_records()
         subtitle = f"~{tokens(self.agent.request_tokens())} tokens · esc close"
-        self.push_screen(HistoryScreen(records, subtitle))
+        self.push_screen(ModelViewScreen(records, subtitle))
 
     def history_records(self) -> list[dict[str, str]]:
         """What the model is sent, one record per message: the text (cut at 1,000 characters, but the
@@ -510,8 +510,8 @@ class AppActions:
         from xun.tui.screens.inspector import InspectorScreen, recall_query
 
         call_id = message.tool_call_id
-        archive = self.conversation.compacted_toolcalls
-        original = self.conversation.compacted_toolcall_result(call_id)
+        archive = self.conversation.reclaimed_results
+        original = self.conversation.reclaimed_original(call_id)
         if call_id not in archive or original is None:
             self.notify(f"{call_id} is no longer reclaimed", severity="warning")
             self.recoverable.discard(call_id)

@@ -170,7 +170,7 @@ class EngineHandlers:
         conversation = self.conversation
         if isinstance(event, events.ToolResultsReclaimed):
             self.chat.mark_reclaimed(event.ids)
-            archive = conversation.compacted_toolcalls
+            archive = conversation.reclaimed_results
             self.recoverable.add(archive[i] for i in event.ids if i in archive)
             self._refresh_gauge()
             if event.count:
@@ -434,7 +434,7 @@ class EngineHandlers:
 
         messages = self.conversation.messages
         first = messages[0] if len(messages) else None
-        compressed = isinstance(first, SystemPrompt) and first.is_compressed
+        compressed = isinstance(first, SystemPrompt) and first.is_summary
         return len(self.conversation.summarizations) or 1 if compressed else 0
 
     def _warn_if_nearly_full(self) -> None:

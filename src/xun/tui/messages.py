@@ -267,7 +267,7 @@ class OpenBreakdown(Message):
 
 @dataclass
 class RecallResults(Message):
-    """A search of the history index finished (posted from the search worker's thread).
+    """A search of the recall index finished (posted from the search worker's thread).
 
     `serial` tells the newest search from older ones still finishing; `error` is set when the index
     could not be used at all (the hits are then empty)."""
@@ -275,14 +275,14 @@ class RecallResults(Message):
     serial: int
     query: str
     hits: list[Any]
-    """`xun.context.recall.HistoryHit`s, best first."""
+    """`xun.context.recall.RecallHit`s, best first."""
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
 
 
 @dataclass
 class RecallEntryLoaded(Message):
-    """The full text of one search hit (`xun.context.recall.HistoryEntry`, None when it is gone)."""
+    """The full text of one search hit (`xun.context.recall.RecallEntry`, None when it is gone)."""
 
     entry_id: int
     entry: Any

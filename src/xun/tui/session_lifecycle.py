@@ -289,7 +289,7 @@ class SessionLifecycle:
     def _load_recoverable(self) -> None:
         """After the first frame: a resumed session parses its archive of originals only now."""
         try:
-            records = list(self.conversation.compacted_toolcalls.values())
+            records = list(self.conversation.reclaimed_results.values())
         except Exception as exc:  # noqa: BLE001 - a damaged archive line: say so, keep the rest working
             self.notify(f"the reclaimed results could not be read: {exc}", severity="error")
             records = []

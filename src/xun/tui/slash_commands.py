@@ -193,7 +193,7 @@ class SlashCommands:
         source = "auto_compact.token_threshold"
         if window.tokens is not None and threshold < config.auto_compact.token_threshold:
             source = f"{config.auto_compact.threshold_ratio:g} of the window"
-        archive = c.compacted_toolcalls
+        archive = c.reclaimed_results
         estimate = self.agent.request_tokens()
         reported = (
             f"reported {tokens(c.total_tokens)} (last model call)" if c.total_tokens is not None else NO_SERVER_COUNT

@@ -112,7 +112,7 @@ def transcript(conversation: Conversation) -> Transcript:
     messages = conversation.messages
     result = Transcript()
     first = messages[0] if len(messages) else None
-    if isinstance(first, SystemPrompt) and first.is_compressed:
+    if isinstance(first, SystemPrompt) and first.is_summary:
         result.summary = first.content
         offloads = iter(offloaded_of(conversation))
         for event in conversation.summarizations:

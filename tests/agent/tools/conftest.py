@@ -15,7 +15,7 @@ class ReclaimedResults:
     def __init__(self, originals: dict[str, str] | None = None) -> None:
         self.originals = dict(originals or {})
 
-    def compacted_toolcall_result(self, tool_call_id: str) -> str | None:
+    def reclaimed_original(self, tool_call_id: str) -> str | None:
         return self.originals.get(tool_call_id)
 
 

@@ -261,7 +261,7 @@ async def test_extract_compacted_tool_result_reads_a_calls_reclaimed_arguments(t
             }
         )
         c.add_tool_result(f"call_{i}", "written")
-    c.compact_toolcall(keep_max=1)
+    c.reclaim_tool_results(keep_max=1)
     shown = json.loads(c.messages[1].raw["tool_calls"][0]["function"]["arguments"])["content"]
     wanted = shown[shown.index("[Compacted, ID: ") + len("[Compacted, ID: ") :].split(". ")[0]  # as a model reads it
     found = await call(toolbox, make_context(conversation=c), "extract_compacted_tool_result", toolcall_id=wanted)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from xun.context.conversation import Conversation
-from xun.context.recall import HistoryIndex
+from xun.context.recall import RecallIndex
 from xun.context.sessions import SessionStore
 
 
@@ -75,7 +75,7 @@ def busy_session(c: Conversation, tag: str, rounds: int = 12) -> Conversation:
     return c
 
 
-def all_rows(index: HistoryIndex) -> list[tuple]:
+def all_rows(index: RecallIndex) -> list[tuple]:
     """Every row without its id (ids depend on the order rows were written), sorted."""
     import sqlite3
 

@@ -12,14 +12,14 @@ async def test_reclaim_and_summary_index_warnings_reach_the_front_end(offline_se
     write_files(workdir, 4)
     agent, recorder = make_agent(offline_server, workdir)
     broken = Broken(store.workdir)
-    agent.conversation.history_index = broken
+    agent.conversation.recall_index = broken
     for i in range(1, 5):
         await agent.run(f"please read f{i}.py")
     result = await agent.reclaim_tool_results(keep_max=1)
     assert result.reclaimed_count == 3  # the reclaim happened
     warnings = [w.message for w in recorder.of("warning")]
     assert len(warnings) == 1 and "search index was not updated" in warnings[0]
-    assert agent.conversation.history_warnings == []  # shown once
+    assert agent.conversation.recall_warnings == []  # shown once
     summary = await compact_conversation(agent, keep_recent=2)
     assert summary.compacted and "search index was not updated" in summary.warning
     assert recorder.of("summary_finished")[-1].warning == summary.warning

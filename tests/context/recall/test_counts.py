@@ -7,12 +7,12 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from xun.context import recall
-from xun.context.recall import HistoryIndex
+from xun.context import recall, recall_schema
+from xun.context.recall import RecallIndex
 from xun.context.reclaimed import ReclaimedToolResult
 
 
-def reclaimed(index: HistoryIndex, session: str, count: int, start: int = 0) -> None:
+def reclaimed(index: RecallIndex, session: str, count: int, start: int = 0) -> None:
     results = [
         (ReclaimedToolResult(f"call_{i}", "read_file", f'{{"path": "f{i}.py"}}', 40), f"result {i} of {session}")
         for i in range(start, start + count)
@@ -20,7 +20,7 @@ def reclaimed(index: HistoryIndex, session: str, count: int, start: int = 0) -> 
     assert index.index_reclaimed(session, results) is None
 
 
-def truth(index: HistoryIndex) -> tuple[int, int, int]:
+def truth(index: RecallIndex) -> tuple[int, int, int]:
     """The counts read from every row: offloaded, reclaimed, sessions."""
     db = sqlite3.connect(index.path)
     try:
@@ -31,7 +31,7 @@ def truth(index: HistoryIndex) -> tuple[int, int, int]:
     return by_source.get("offload", 0), by_source.get("reclaimed", 0), sessions
 
 
-def counted(index: HistoryIndex) -> tuple[int, int, int]:
+def counted(index: RecallIndex) -> tuple[int, int, int]:
     stats = index.stats()
     return stats.offloaded, stats.reclaimed, stats.sessions
 
@@ -58,7 +58,7 @@ def steps_counted(monkeypatch) -> Iterator[list[int]]:
 
 
 def test_counts_follow_every_write_and_delete(workdir):
-    index = HistoryIndex(workdir)
+    index = RecallIndex(workdir)
     reclaimed(index, "one", 30)
     reclaimed(index, "two", 5)
     assert counted(index) == truth(index) == (0, 35, 2)
@@ -78,14 +78,14 @@ def test_counts_survive_a_rebuild_from_the_sessions(store):
         c.add_agent_message({"role": "assistant", "content": f"answer {i}"})
     c.compact(lambda messages: "S", keep_recent=2)
     store.save(c)
-    before = counted(store.history)
-    assert before == truth(store.history) and before[0] > 0
-    assert store.history.rebuild([c]).entries == before[0] + before[1]
-    assert counted(store.history) == truth(store.history) == before
+    before = counted(store.recall_index)
+    assert before == truth(store.recall_index) and before[0] > 0
+    assert store.recall_index.rebuild([c]).entries == before[0] + before[1]
+    assert counted(store.recall_index) == truth(store.recall_index) == before
 
 
 def test_reading_the_counts_costs_the_same_for_a_hundred_times_the_rows(workdir, tmp_path, monkeypatch):
-    small, large = HistoryIndex(workdir), HistoryIndex(path=tmp_path / "large.db")
+    small, large = RecallIndex(workdir), RecallIndex(path=tmp_path / "large.db")
     reclaimed(small, "s", 50)
     for start in range(0, 5_000, 1_000):
         reclaimed(large, "s", 1_000, start)
@@ -99,18 +99,18 @@ def test_reading_the_counts_costs_the_same_for_a_hundred_times_the_rows(workdir,
 
 
 def test_a_version_2_index_is_migrated_to_3_with_its_rows_counted(workdir):
-    index = HistoryIndex(workdir)
+    index = RecallIndex(workdir)
     index.path.parent.mkdir(parents=True)
     db = sqlite3.connect(index.path, isolation_level=None)
-    recall.MIGRATIONS[1](db)
-    recall.MIGRATIONS[2](db)
+    recall_schema.MIGRATIONS[1](db)
+    recall_schema.MIGRATIONS[2](db)
     db.execute("PRAGMA user_version = 2")
     rows = [
         (f"r:{i}", "reclaimed" if i % 3 else "offload", f"s{i % 2}", float(i), "tool", "Tool", "read_file", f"c{i}")
         + ("{}", "", 0, f"alpha {i}")
         for i in range(12)
     ]
-    db.executemany(recall._INSERT, rows)
+    db.executemany(recall_schema.INSERT, rows)
     ids = db.execute("SELECT id, key FROM entries ORDER BY id").fetchall()
     db.close()
 

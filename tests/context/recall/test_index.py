@@ -15,12 +15,12 @@ from xun.base import paths
 
 from xun.context import recall
 from xun.context.offload import OffloadEntry
-from xun.context.recall import HistoryIndex, fts_query
+from xun.context.recall import RecallIndex, fts_query
 from xun.context.reclaimed import ReclaimedToolResult
 
 
 def reclaim(
-    index: HistoryIndex, session: str, call_id: str, text: str, tool: str = "read_file", at: float = 1_700_000_000.0
+    index: RecallIndex, session: str, call_id: str, text: str, tool: str = "read_file", at: float = 1_700_000_000.0
 ):
     warning = index.index_reclaimed(
         session, [(ReclaimedToolResult(call_id, tool, '{"path": "a.py"}', len(text), at), text)]
@@ -29,13 +29,13 @@ def reclaim(
 
 
 @pytest.fixture
-def index(workdir) -> HistoryIndex:
-    return HistoryIndex(workdir)
+def index(workdir) -> RecallIndex:
+    return RecallIndex(workdir)
 
 
 def test_the_database_lives_under_xun_home(workdir, tmp_path, monkeypatch):
     assert paths.history_db_path(workdir) == workdir / ".xun" / "history.db"
-    assert HistoryIndex(workdir).path == workdir / ".xun" / "history.db"
+    assert RecallIndex(workdir).path == workdir / ".xun" / "history.db"
     monkeypatch.setenv("XUN_HOME", str(tmp_path / "elsewhere"))
     assert paths.history_db_path(workdir) == tmp_path / "elsewhere" / "history.db"
 
@@ -233,7 +233,7 @@ def test_threads_share_one_index(index):
 
 
 def test_reading_where_there_is_no_history_makes_no_file(workdir):
-    index = HistoryIndex(workdir)
+    index = RecallIndex(workdir)
     assert index.search("anything") == [] and index.entry(1) is None and index.stats().offloaded == 0
     assert not (workdir / ".xun").exists()
 
@@ -242,6 +242,6 @@ def test_an_unusable_location_is_a_history_error_for_readers(workdir):
     paths.offload_dir(workdir).mkdir(parents=True)
     blocker = workdir / "file"
     blocker.write_text("not a folder")
-    index = HistoryIndex(workdir, path=blocker / "history.db")
-    with pytest.raises(recall.HistoryError, match="cannot be used"):
+    index = RecallIndex(workdir, path=blocker / "history.db")
+    with pytest.raises(recall.RecallError, match="cannot be used"):
         index.search("anything")

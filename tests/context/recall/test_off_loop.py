@@ -15,7 +15,7 @@ from xun.agent.loop import Agent
 from xun.compact.summary import compact_conversation
 from xun.agent.config import XunConfig
 from xun.context.offload import read_offload_log
-from xun.context.recall import HistoryIndex
+from xun.context.recall import RecallIndex
 
 from .conftest import all_rows, busy_session
 
@@ -32,13 +32,13 @@ def record_threads(monkeypatch) -> list[tuple[str, int]]:
     """Which thread ran each index write of the engine: (method, thread id), in order."""
     calls: list[tuple[str, int]] = []
     for name in ("index_reclaimed", "index_offload", "forget_reclaimed"):
-        real = getattr(HistoryIndex, name)
+        real = getattr(RecallIndex, name)
 
         def wrapper(self, *args, _real=real, _name=name, **kwargs):
             calls.append((_name, threading.get_ident()))
             return _real(self, *args, **kwargs)
 
-        monkeypatch.setattr(HistoryIndex, name, wrapper)
+        monkeypatch.setattr(RecallIndex, name, wrapper)
     return calls
 
 
@@ -48,7 +48,7 @@ async def test_a_large_reclaim_lets_the_event_loop_run_while_the_index_is_writte
     loop_thread = threading.get_ident()
     ticks = 0
     seen: dict[str, int] = {}
-    real = HistoryIndex.index_reclaimed
+    real = RecallIndex.index_reclaimed
 
     def index_reclaimed(self, session, results):
         seen["thread"] = threading.get_ident()
@@ -61,7 +61,7 @@ async def test_a_large_reclaim_lets_the_event_loop_run_while_the_index_is_writte
         seen["ticks"] = ticks - start
         return out
 
-    monkeypatch.setattr(HistoryIndex, "index_reclaimed", index_reclaimed)
+    monkeypatch.setattr(RecallIndex, "index_reclaimed", index_reclaimed)
 
     async def ticker() -> None:
         nonlocal ticks
@@ -77,8 +77,8 @@ async def test_a_large_reclaim_lets_the_event_loop_run_while_the_index_is_writte
     assert seen["thread"] != loop_thread  # the SQLite work ran in another thread ...
     assert seen["ticks"] >= 3  # ... and the event loop went on meanwhile
     assert result.reclaimed_count == 398
-    assert store.history.stats().reclaimed == 398  # written before the reclaim returned
-    assert [h.tool_call_id for h in store.history.search("markerbig17")] == ["call_big_17"]
+    assert store.recall_index.stats().reclaimed == 398  # written before the reclaim returned
+    assert [h.tool_call_id for h in store.recall_index.search("markerbig17")] == ["call_big_17"]
     assert recorder.of("tool_results_reclaimed")[0].count == 398 and not recorder.of("warning")
 
 
@@ -87,7 +87,7 @@ async def test_every_async_path_writes_off_the_loop_and_the_log_and_index_agree(
 ):
     write_files(workdir, 5)
     agent, recorder = make_agent(offline_server, workdir)
-    agent.conversation.history_index = store.history
+    agent.conversation.recall_index = store.recall_index
     for i in range(1, 6):
         await agent.run(f"please read f{i}.py")
     calls = record_threads(monkeypatch)
@@ -99,21 +99,21 @@ async def test_every_async_path_writes_off_the_loop_and_the_log_and_index_agree(
     assert [name for name, _ in calls] == ["index_reclaimed", "forget_reclaimed", "index_offload"]
     assert threading.get_ident() not in {thread for _, thread in calls}
     logged = sorted(e.text for s in read_offload_log(summary.offload_path) for e in s.entries)
-    assert sorted(r[11] for r in all_rows(store.history) if r[1] == "offload") == logged
-    assert store.history.stats().reclaimed == len(agent.conversation.compacted_toolcalls)
+    assert sorted(r[11] for r in all_rows(store.recall_index) if r[1] == "offload") == logged
+    assert store.recall_index.stats().reclaimed == len(agent.conversation.reclaimed_results)
 
 
 def test_the_synchronous_api_still_writes_inline(store, monkeypatch):
     calls = record_threads(monkeypatch)
     c = busy_session(store.new(), "s", rounds=6)
-    c.compact_toolcall(keep_max=1)
-    assert store.history.stats().reclaimed == 5
-    c.restore_toolcall("call_s_2")
-    assert store.history.stats().reclaimed == 4
+    c.reclaim_tool_results(keep_max=1)
+    assert store.recall_index.stats().reclaimed == 5
+    c.restore_tool_result("call_s_2")
+    assert store.recall_index.stats().reclaimed == 4
     result = c.compact(lambda messages: "S", keep_recent=4)
-    assert result.compacted and store.history.stats().offloaded > 0
+    assert result.compacted and store.recall_index.stats().offloaded > 0
     c.clear()
-    assert store.history.stats().reclaimed == 0
+    assert store.recall_index.stats().reclaimed == 0
     # what /clear drops is offloaded (and indexed) before the reclaimed originals are forgotten
     assert [name for name, _ in calls] == [
         "index_reclaimed",
@@ -129,7 +129,7 @@ async def test_a_restore_never_overtakes_the_reclaim_still_being_written(store, 
     c = busy_session(store.new(), "o", rounds=6)
     order: list[str] = []
     started, release = threading.Event(), threading.Event()
-    real_index, real_forget = HistoryIndex.index_reclaimed, HistoryIndex.forget_reclaimed
+    real_index, real_forget = RecallIndex.index_reclaimed, RecallIndex.forget_reclaimed
 
     def index_reclaimed(self, session, results):
         started.set()
@@ -143,13 +143,13 @@ async def test_a_restore_never_overtakes_the_reclaim_still_being_written(store, 
         order.append("forget")
         return out
 
-    monkeypatch.setattr(HistoryIndex, "index_reclaimed", index_reclaimed)
-    monkeypatch.setattr(HistoryIndex, "forget_reclaimed", forget_reclaimed)
-    reclaim = asyncio.create_task(c.acompact_toolcall(keep_max=1))
+    monkeypatch.setattr(RecallIndex, "index_reclaimed", index_reclaimed)
+    monkeypatch.setattr(RecallIndex, "forget_reclaimed", forget_reclaimed)
+    reclaim = asyncio.create_task(c.areclaim_tool_results(keep_max=1))
     while not started.is_set():
         await asyncio.sleep(0.001)
-    assert "call_o_2" in c.compacted_toolcalls  # the conversation changed already; the index is being written
-    restore = asyncio.create_task(c.arestore_toolcall("call_o_2"))
+    assert "call_o_2" in c.reclaimed_results  # the conversation changed already; the index is being written
+    restore = asyncio.create_task(c.arestore_tool_result("call_o_2"))
     for _ in range(20):  # give a restore that would not wait its turn the time to overtake
         if restore.done():
             break
@@ -157,22 +157,22 @@ async def test_a_restore_never_overtakes_the_reclaim_still_being_written(store, 
     release.set()
     await asyncio.gather(reclaim, restore)
     assert order == ["index", "forget"]
-    assert store.history.search("markero2") == [] and store.history.stats().reclaimed == 4
-    assert c.history_warnings == []
+    assert store.recall_index.search("markero2") == [] and store.recall_index.stats().reclaimed == 4
+    assert c.recall_warnings == []
 
 
 async def test_a_cancel_during_the_write_lands_after_the_reclaim_is_complete_and_reported(store, monkeypatch):
     c = busy_session(store.new(), "k", rounds=6)
     agent, recorder = bare_agent(c, store.workdir)
     started, release = threading.Event(), threading.Event()
-    real = HistoryIndex.index_reclaimed
+    real = RecallIndex.index_reclaimed
 
     def index_reclaimed(self, session, results):
         started.set()
         release.wait(GUARD)
         return real(self, session, results)
 
-    monkeypatch.setattr(HistoryIndex, "index_reclaimed", index_reclaimed)
+    monkeypatch.setattr(RecallIndex, "index_reclaimed", index_reclaimed)
     after_reclaim: list[str] = []
 
     async def turn() -> None:
@@ -194,7 +194,7 @@ async def test_a_cancel_during_the_write_lands_after_the_reclaim_is_complete_and
     assert after_reclaim == ["went on"]  # cancelled at the first await after the reclaim
     assert recorder.of("tool_results_reclaimed")[0].count == 5  # reported, and in the session's log
     assert c.compaction_log[-1]["type"] == "tool_results_reclaimed"
-    assert store.history.stats().reclaimed == 5
+    assert store.recall_index.stats().reclaimed == 5
 
 
 async def test_a_summary_carries_the_index_warning_written_in_the_thread(store):
@@ -202,7 +202,7 @@ async def test_a_summary_carries_the_index_warning_written_in_the_thread(store):
 
     broken = Broken(store.workdir)
     c = busy_session(store.new(), "w", rounds=6)
-    c.history_index = broken
+    c.recall_index = broken
 
     async def summarize(messages):
         return "SUMMARY"
@@ -210,6 +210,6 @@ async def test_a_summary_carries_the_index_warning_written_in_the_thread(store):
     result = await c.acompact(summarize, keep_recent=4)
     assert result.compacted and "search index was not updated" in result.warning
     assert c.summarizations[-1].warning == result.warning
-    assert c.history_warnings == []  # a summary's own index problem is its result's warning
-    await c.acompact_toolcall(keep_max=0)
-    assert len(c.history_warnings) == 1 and "safe in the session" in c.history_warnings[0]
+    assert c.recall_warnings == []  # a summary's own index problem is its result's warning
+    await c.areclaim_tool_results(keep_max=0)
+    assert len(c.recall_warnings) == 1 and "safe in the session" in c.recall_warnings[0]

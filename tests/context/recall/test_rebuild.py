@@ -7,9 +7,9 @@ import sqlite3
 
 import pytest
 
-from xun.context import recall, recall_rows
+from xun.context import recall, recall_rows, recall_schema
 from xun.context.offload import read_offload_log
-from xun.context.recall import HistoryIndex, rebuild, reindex
+from xun.context.recall import RecallIndex, rebuild, reindex
 
 from .conftest import all_rows, busy_session, without_ids
 
@@ -33,15 +33,15 @@ QUERIES = [
 
 def two_sessions(store):
     a = busy_session(store.new(), "a", rounds=10)
-    a.compact_toolcall(keep_max=2)
+    a.reclaim_tool_results(keep_max=2)
     a.compact(lambda messages: "SUMMARY A", keep_recent=6)
     busy_session(a, "a2", rounds=4)
-    a.compact_toolcall(keep_max=1)
-    a.restore_toolcall("call_a2_1")
+    a.reclaim_tool_results(keep_max=1)
+    a.restore_tool_result("call_a2_1")
     b = busy_session(store.new(), "b", rounds=6)
     b.compact(lambda messages: "SUMMARY B", keep_recent=3)
     b.compact(lambda messages: "SUMMARY B2", keep_recent=2)
-    b.compact_toolcall(keep_max=0)
+    b.reclaim_tool_results(keep_max=0)
     store.save(a)
     store.save(b)
     return a, b
@@ -53,16 +53,16 @@ def results(index, **options):
 
 def test_rebuild_gives_what_the_incremental_index_gave(store):
     a, _ = two_sessions(store)
-    incremental_rows = all_rows(store.history)
-    incremental = results(store.history)
-    per_session = results(store.history, session=a.conversation_id)
+    incremental_rows = all_rows(store.recall_index)
+    incremental = results(store.recall_index)
+    per_session = results(store.recall_index, session=a.conversation_id)
     assert sum(map(len, incremental.values())) > 100
-    report = store.history.rebuild()
+    report = store.recall_index.rebuild()
     assert report.problems == [] and report.logs == 2 and report.sessions == 2
     assert report.entries == len(incremental_rows)
-    assert all_rows(store.history) == incremental_rows
-    assert results(store.history) == incremental
-    assert results(store.history, session=a.conversation_id) == per_session
+    assert all_rows(store.recall_index) == incremental_rows
+    assert results(store.recall_index) == incremental
+    assert results(store.recall_index, session=a.conversation_id) == per_session
 
 
 def test_an_entry_over_the_cap_is_indexed_cut_the_same_way_by_a_summary_and_a_rebuild(store):
@@ -74,33 +74,33 @@ def test_an_entry_over_the_cap_is_indexed_cut_the_same_way_by_a_summary_and_a_re
     busy_session(conversation, "b", rounds=3)
     conversation.compact(lambda messages: "SUMMARY", keep_recent=2)
     store.save(conversation)
-    incremental_rows = all_rows(store.history)
+    incremental_rows = all_rows(store.recall_index)
     texts = [row[-1] for row in incremental_rows]
     assert huge[: recall.INDEXED_CHARS] + recall_rows.CUT_NOTE in texts and huge not in texts
-    report = store.history.rebuild()
-    assert all_rows(store.history) == incremental_rows
+    report = store.recall_index.rebuild()
+    assert all_rows(store.recall_index) == incremental_rows
     assert len(report.problems) == 1 and "1 entry is longer than 1,048,576 characters" in report.problems[0]
-    assert store.history.search("lastword") == [] and len(store.history.search("first")) == 1
+    assert store.recall_index.search("lastword") == [] and len(store.recall_index.search("first")) == 1
     log = store.offload_dir / f"{conversation.conversation_id}.md"
     assert any(entry.text == huge for section in read_offload_log(log) for entry in section.entries)
 
 
 def test_module_level_rebuild_and_reindex(store, workdir):
     two_sessions(store)
-    before = all_rows(store.history)
-    store.history.path.unlink()
+    before = all_rows(store.recall_index)
+    store.recall_index.path.unlink()
     assert rebuild(workdir).entries == len(before)
     assert reindex is rebuild
-    assert all_rows(HistoryIndex(workdir)) == before
+    assert all_rows(RecallIndex(workdir)) == before
 
 
 def test_a_missing_index_is_built_from_the_logs_and_sessions_on_first_use(store, workdir):
     two_sessions(store)
-    before = all_rows(store.history)
-    for path in store.history._files():
+    before = all_rows(store.recall_index)
+    for path in store.recall_index._files():
         if path.exists():
             path.unlink()
-    index = HistoryIndex(workdir)
+    index = RecallIndex(workdir)
     assert index.search("markera3")
     assert all_rows(index) == before and index.take_warnings() == []
 
@@ -108,16 +108,16 @@ def test_a_missing_index_is_built_from_the_logs_and_sessions_on_first_use(store,
 def test_rebuild_skips_unreadable_files_and_names_them(store, workdir):
     two_sessions(store)
     (store.root / "broken.json").write_text('{"format_version": 1, "messages": [', encoding="utf-8")
-    report = store.history.rebuild()
+    report = store.recall_index.rebuild()
     assert report.sessions == 2 and len(report.problems) == 1 and "broken.json" in report.problems[0]
 
 
 def test_rebuild_prefers_live_conversations_to_their_files(store):
     c = busy_session(store.new(), "live", rounds=5)
     store.save(c)
-    c.compact_toolcall(keep_max=0)  # not saved yet
-    assert store.history.rebuild().entries == 0
-    assert store.history.rebuild([c]).entries == 5
+    c.reclaim_tool_results(keep_max=0)  # not saved yet
+    assert store.recall_index.rebuild().entries == 0
+    assert store.recall_index.rebuild([c]).entries == 5
 
 
 DAMAGE = {
@@ -127,7 +127,7 @@ DAMAGE = {
     "header_only": lambda path: path.write_bytes(path.read_bytes()[:100]),
     "foreign_schema": lambda path: _foreign(path),
     "wrong_columns": lambda path: _wrong_columns(path),
-    "newer_version": lambda path: _set_version(path, recall.SCHEMA_VERSION + 5),
+    "newer_version": lambda path: _set_version(path, recall_schema.SCHEMA_VERSION + 5),
     "missing_fts": lambda path: _drop(path, "DROP TABLE entries_fts"),
 }
 
@@ -176,14 +176,14 @@ def _drop(path, statement):
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_a_damaged_database_is_kept_aside_and_rebuilt_with_a_warning(store, damage):
     two_sessions(store)
-    expected_rows = all_rows(store.history)
-    expected = results(store.history)
-    path = store.history.path
+    expected_rows = all_rows(store.recall_index)
+    expected = results(store.recall_index)
+    path = store.recall_index.path
     _checkpointed(path)
     DAMAGE[damage](path)
     damaged_bytes = path.read_bytes()
 
-    index = HistoryIndex(store.workdir)
+    index = RecallIndex(store.workdir)
     assert results(index) == expected  # the first search rebuilt it, and finds the same
     warnings = index.take_warnings()
     assert (
@@ -199,83 +199,83 @@ def test_a_damaged_database_is_kept_aside_and_rebuilt_with_a_warning(store, dama
 
 def test_damage_found_by_an_engine_write_is_the_summary_warning(store):
     c = busy_session(store.new(), "w", rounds=6)
-    c.compact_toolcall(keep_max=3)
+    c.reclaim_tool_results(keep_max=3)
     store.save(c)
-    _checkpointed(store.history.path)
-    store.history.path.write_bytes(b"\x00garbage" * 1000)
+    _checkpointed(store.recall_index.path)
+    store.recall_index.path.write_bytes(b"\x00garbage" * 1000)
     result = c.compact(lambda messages: "S", keep_recent=2)
     assert result.compacted and "was kept as history.db.corrupt-" in result.warning
-    assert store.history.stats().offloaded > 0 and store.history.stats().reclaimed == 3
-    assert store.history.search("markerw1")
+    assert store.recall_index.stats().offloaded > 0 and store.recall_index.stats().reclaimed == 3
+    assert store.recall_index.search("markerw1")
 
 
 def test_a_damaged_database_that_cannot_be_moved_is_a_history_error(store, monkeypatch):
     two_sessions(store)
-    _checkpointed(store.history.path)
-    store.history.path.write_bytes(b"garbage" * 1000)
+    _checkpointed(store.recall_index.path)
+    store.recall_index.path.write_bytes(b"garbage" * 1000)
 
     def refuse(*args):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(recall.os, "replace", refuse)
-    with pytest.raises(recall.HistoryError, match="could not be moved aside"):
-        store.history.search("question")
-    assert store.history.path.read_bytes() == b"garbage" * 1000
+    with pytest.raises(recall.RecallError, match="could not be moved aside"):
+        store.recall_index.search("question")
+    assert store.recall_index.path.read_bytes() == b"garbage" * 1000
 
 
 def test_an_empty_file_is_migrated_from_version_0(store):
     two_sessions(store)
-    expected = all_rows(store.history)
-    for path in store.history._files():
+    expected = all_rows(store.recall_index)
+    for path in store.recall_index._files():
         if path.exists():
             path.unlink()
-    store.history.path.write_bytes(b"")
-    assert store.history.stats().schema_version == recall.SCHEMA_VERSION
-    assert all_rows(store.history) == expected  # and filled from the logs and sessions
-    assert list(store.history.path.parent.glob("*.corrupt-*")) == []
+    store.recall_index.path.write_bytes(b"")
+    assert store.recall_index.stats().schema_version == recall_schema.SCHEMA_VERSION
+    assert all_rows(store.recall_index) == expected  # and filled from the logs and sessions
+    assert list(store.recall_index.path.parent.glob("*.corrupt-*")) == []
 
 
 def test_an_empty_version_0_database_is_migrated(workdir):
-    index = HistoryIndex(workdir)
+    index = RecallIndex(workdir)
     index.path.parent.mkdir(parents=True)
     db = sqlite3.connect(index.path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == 0
     db.close()
     assert index.search("anything") == []
-    assert index.stats().schema_version == recall.SCHEMA_VERSION == 3
+    assert index.stats().schema_version == recall_schema.SCHEMA_VERSION == 3
 
 
 def test_a_version_1_database_is_migrated_to_2_with_its_rows(workdir):
     """Version 1 had no session column in the full-text index; the migration rebuilds it from the rows."""
-    index = HistoryIndex(workdir)
+    index = RecallIndex(workdir)
     index.path.parent.mkdir(parents=True)
     db = sqlite3.connect(index.path, isolation_level=None)
-    recall.MIGRATIONS[1](db)
+    recall_schema.MIGRATIONS[1](db)
     db.execute("PRAGMA user_version = 1")
     rows = [
         ("r:a", "reclaimed", "one", 1.0, "tool", "Tool", "read_file", "c1", "{}", "", 0, "alpha beta"),
         ("r:b", "reclaimed", "two", 2.0, "tool", "Tool", "read_file", "c2", "{}", "", 0, "alpha gamma"),
     ]
-    db.executemany(recall._INSERT, rows)
+    db.executemany(recall_schema.INSERT, rows)
     db.close()
     assert {h.session for h in index.search("alpha")} == {"one", "two"}
     assert [h.tool_call_id for h in index.search("alpha", session="two")] == ["c2"]
-    assert index.stats().schema_version == recall.SCHEMA_VERSION and index.take_warnings() == []
+    assert index.stats().schema_version == recall_schema.SCHEMA_VERSION and index.take_warnings() == []
 
 
 def test_a_future_migration_slots_in(store, monkeypatch):
     two_sessions(store)
-    rows = all_rows(store.history)
-    current = recall.SCHEMA_VERSION
+    rows = all_rows(store.recall_index)
+    current = recall_schema.SCHEMA_VERSION
     calls = []
 
     def step(db):
         calls.append(db.execute("PRAGMA user_version").fetchone()[0])
         db.execute("CREATE TABLE notes (entry_id INTEGER, note TEXT)")
 
-    monkeypatch.setattr(recall, "SCHEMA_VERSION", current + 1)
-    monkeypatch.setitem(recall.MIGRATIONS, current + 1, step)
-    index = HistoryIndex(store.workdir)
+    monkeypatch.setattr(recall_schema, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setitem(recall_schema.MIGRATIONS, current + 1, step)
+    index = RecallIndex(store.workdir)
     assert index.stats().schema_version == current + 1 and calls == [current]  # ran once, on the current file
     assert all_rows(index) == rows  # and kept every row
     assert index.take_warnings() == []

@@ -10,7 +10,7 @@ from xun.agent.loop import Agent
 from xun.compact.summary import compact_conversation
 from xun.agent.config import XunConfig
 from xun.context.conversation import Conversation
-from xun.context.recall import HistoryIndex
+from xun.context.recall import RecallIndex
 from xun.context.reclaimed import ReclaimedToolResult
 from xun.agent.tools import ToolContext, default_toolbox
 
@@ -27,16 +27,16 @@ async def call(context, name, **arguments):
 @pytest.fixture
 def indexed(store):
     c = busy_session(store.new(), "k", rounds=8)
-    c.compact_toolcall(keep_max=2)
+    c.reclaim_tool_results(keep_max=2)
     c.compact(lambda messages: "SUMMARY", keep_recent=4)
     return c
 
 
 async def test_search_history_lists_matches_with_ids(store, indexed):
     other = busy_session(store.new(), "z", rounds=3)
-    other.compact_toolcall(keep_max=0)
+    other.reclaim_tool_results(keep_max=0)
     context = ToolContext(workdir=store.workdir, conversation=indexed)
-    assert context.history is store.history  # taken from the conversation
+    assert context.recall is store.recall_index  # taken from the conversation
     outcome = await call(context, "search_history", query="markerk3")
     assert not outcome.is_error
     head, *lines = outcome.text.split("\n")
@@ -59,17 +59,17 @@ async def test_read_history_entry_gives_the_exact_text(store, indexed):
     entry_id = int(ENTRY_LINE.match(found.text.split("\n")[1]).group(1))
     outcome = await call(context, "read_history_entry", id=entry_id)
     head, _, text = outcome.text.partition("\n")
-    assert not outcome.is_error and text == store.history.entry(entry_id).text
+    assert not outcome.is_error and text == store.recall_index.entry(entry_id).text
     assert f"[history entry {entry_id}: tool result of read_file" in head and "the whole text" in head
     as_string = await call(context, "read_history_entry", id=str(entry_id))
     assert as_string.text == outcome.text
 
 
 async def test_a_long_entry_is_read_in_pieces(workdir):
-    index = HistoryIndex(workdir)
+    index = RecallIndex(workdir)
     text = "".join(f"{i:05d}\n" for i in range(3000))  # 18,000 characters
     index.index_reclaimed("s", [(ReclaimedToolResult("c", "run_command", "{}", len(text), 1.0), text)])
-    context = ToolContext(workdir=workdir, history=index, max_output_chars=5000)
+    context = ToolContext(workdir=workdir, recall=index, max_output_chars=5000)
     pieces, offset = [], 0
     while True:
         outcome = await call(context, "read_history_entry", id=1, offset=offset)
@@ -104,11 +104,10 @@ async def test_errors_are_clear(store, indexed, workdir):
 
 async def test_from_config_takes_the_history_of_the_conversation(store, indexed):
     context = ToolContext.from_config(XunConfig(), workdir=store.workdir, conversation=indexed)
-    assert context.history is store.history
-    other = HistoryIndex(store.workdir)
+    assert context.recall is store.recall_index
+    other = RecallIndex(store.workdir)
     assert (
-        ToolContext.from_config(XunConfig(), workdir=store.workdir, conversation=indexed, history=other).history
-        is other
+        ToolContext.from_config(XunConfig(), workdir=store.workdir, conversation=indexed, recall=other).recall is other
     )
 
 
@@ -146,7 +145,7 @@ async def test_the_model_searches_and_reads_the_history_through_the_agent(offlin
     read = recorder.of("tool_call_finished")[-1]
     assert read.name == "read_history_entry" and not read.is_error
     content = conversation.messages[-2].raw["content"]
-    assert content.split("\n", 1)[1] == store.history.entry(entry_id).text
+    assert content.split("\n", 1)[1] == store.recall_index.entry(entry_id).text
     assert "zebra-striped answer" in content
 
 

@@ -1,5 +1,5 @@
 """The eight built-in tools: read, list, search and write files in the workspace, run a command, fetch
-the original of a reclaimed tool result, and search and read the history (`xun.agent.tools.history`).
+the original of a reclaimed tool result, and search and read the history (`xun.agent.tools.recall`).
 
 Docstrings here are what the model reads as tool descriptions, so they speak to the model. File paths go
 through `resolve_in_workspace`; `write_file` and `run_command` ask the user first (see `Toolbox.call`).
@@ -22,7 +22,7 @@ from pydantic import Field
 from xun.base import paths
 from xun.base.confined import LinkRefused, dir_fd_beneath, open_beneath, write_beneath
 from xun.agent.tools.confinement import display_path, is_inside, resolve_in_workspace, workspace_root
-from xun.agent.tools.history import read_history_entry, search_history
+from xun.agent.tools.recall import read_history_entry, search_history
 from xun.agent.tools.process import run_shell
 from xun.agent.tools.toolbox import (
     ConfirmationRequest,
@@ -571,7 +571,7 @@ async def extract_compacted_tool_result(
     if conversation is None:
         raise ToolError("no conversation is attached, so there are no compacted tool results to fetch")
     wanted = toolcall_id.strip()
-    original = conversation.compacted_toolcall_result(wanted)
+    original = conversation.reclaimed_original(wanted)
     if original is None:
         raise ToolError(
             f"no compacted tool result has the ID {wanted!r}; use the ID exactly as written in the "

@@ -29,13 +29,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from xun.agent.config import XunConfig
 
 __all__ = [
-    "CompactedResults",
+    "ReclaimedOriginals",
     "ConfirmationRequest",
     "ConfirmCallback",
     "CONFIRM_GUARD_SECONDS",
     "CONFIRM_KEYS",
     "Decision",
-    "HistoryLookup",
+    "RecallLookup",
     "Tool",
     "ToolContext",
     "ToolError",
@@ -56,14 +56,14 @@ class ToolError(Exception):
     """A failure the model should read: raised inside a tool, reported as `[Error] <message>`."""
 
 
-class CompactedResults(Protocol):
+class ReclaimedOriginals(Protocol):
     """What tools need of the conversation: the originals of reclaimed tool results."""
 
-    def compacted_toolcall_result(self, tool_call_id: str) -> str | None: ...
+    def reclaimed_original(self, tool_call_id: str) -> str | None: ...
 
 
-class HistoryLookup(Protocol):
-    """What the history tools need: `xun.context.recall.HistoryIndex`'s search and entry."""
+class RecallLookup(Protocol):
+    """What the recall tools need: `xun.context.recall.RecallIndex`'s search and entry."""
 
     def search(self, query: str, limit: int = 10, session: str | None = None) -> list[Any]: ...
 
@@ -111,7 +111,7 @@ class ToolContext:
     """Everything a tool call may use besides its arguments; the agent builds one per session or turn."""
 
     workdir: Path
-    conversation: CompactedResults | None = None
+    conversation: ReclaimedOriginals | None = None
     confirm: ConfirmCallback | None = None
     auto_confirm: bool = False
     max_output_chars: int = 50_000
@@ -120,8 +120,8 @@ class ToolContext:
     hidden_env: frozenset[str] = frozenset({"OPENAI_API_KEY"})
     # Values replaced by "[redacted]" in every tool output (e.g. the API key); never shown in repr.
     redact: tuple[str, ...] = field(default=(), repr=False)
-    # The searchable history (search_history, read_history_entry); by default the conversation's index.
-    history: HistoryLookup | None = None
+    # The recall index the search_history and read_history_entry tools read; by default the conversation's.
+    recall: RecallLookup | None = None
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir)
@@ -132,8 +132,8 @@ class ToolContext:
         self.hidden_env = frozenset(self.hidden_env)
         # Very short values would blank out ordinary text; real keys are long.
         self.redact = tuple(v for v in self.redact if isinstance(v, str) and len(v) >= 8)
-        if self.history is None:
-            self.history = getattr(self.conversation, "history_index", None)
+        if self.recall is None:
+            self.recall = getattr(self.conversation, "recall_index", None)
 
     @classmethod
     def from_config(
@@ -141,10 +141,10 @@ class ToolContext:
         config: XunConfig,
         *,
         workdir: str | Path,
-        conversation: CompactedResults | None = None,
+        conversation: ReclaimedOriginals | None = None,
         confirm: ConfirmCallback | None = None,
         environ: Mapping[str, str] | None = None,
-        history: HistoryLookup | None = None,
+        recall: RecallLookup | None = None,
     ) -> ToolContext:
         """A context with the config's limits; the API key's variable is hidden from commands and its
         value redacted from outputs."""
@@ -160,7 +160,7 @@ class ToolContext:
             command_timeout=config.tools.command_timeout,
             hidden_env=frozenset({"OPENAI_API_KEY", config.provider.api_key_env}),
             redact=(key,) if key else (),
-            history=history,
+            recall=recall,
         )
 
 

@@ -52,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def search(args: argparse.Namespace, out: Visible, err: Visible) -> int:
-    from xun.context.recall import HistoryIndex
+    from xun.context.recall import RecallIndex
 
     query = " ".join(args.query).strip()
     if not query:
@@ -63,7 +63,7 @@ def search(args: argparse.Namespace, out: Visible, err: Visible) -> int:
         return EXIT_USAGE
     store = store_of(args)
     session = resolve_session_id(store, args.session, with_logs=True) if args.session else None
-    index = HistoryIndex(store.workdir)
+    index = RecallIndex(store.workdir)
     hits = index.search(query, limit=args.limit, session=session, highlight=("", "") if args.json else ("«", "»"))
     for hit in hits:
         if args.json:

@@ -73,7 +73,7 @@ def _describe(message: object) -> tuple[str, str, bool]:
     """(role, one line of what it says, is a placeholder) for a message of the list."""
     if isinstance(message, SystemPrompt):
         names = [name for name, text in message.persist_sections.items() if text]
-        what = "summary so far" if message.is_compressed else "role prompt"
+        what = "summary so far" if message.is_summary else "role prompt"
         return "system", what + (f" + {', '.join(names)}" if names else ""), False
     if isinstance(message, UserMessage):
         return "user", message.text, False

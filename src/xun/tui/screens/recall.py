@@ -25,7 +25,7 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from xun.base.valid_text import escape_control
-from xun.context.recall import HistoryEntry, HistoryError, HistoryHit, HistoryIndex
+from xun.context.recall import RecallEntry, RecallError, RecallHit, RecallIndex
 from xun.tui import messages as m
 from xun.tui.format import literal
 from xun.tui.screens.modal import Modal
@@ -90,7 +90,7 @@ class RecallScreen(Modal[None]):
 
     def __init__(
         self,
-        index: HistoryIndex,
+        index: RecallIndex,
         *,
         session: str,
         query: str = "",
@@ -107,8 +107,8 @@ class RecallScreen(Modal[None]):
         self.restorable = restorable
         self.cursor_blink = cursor_blink
         self.only_this_session = False
-        self.hits: list[HistoryHit] = []
-        self.entry: HistoryEntry | None = None
+        self.hits: list[RecallHit] = []
+        self.entry: RecallEntry | None = None
         self.searches = 0
         """How many searches finished and were shown (the tests wait on it)."""
         self.query_shown = ""
@@ -116,8 +116,8 @@ class RecallScreen(Modal[None]):
         self._timer: Timer | None = None
         self._entry_wanted: int | None = None
         self._stats_text = ""
-        self._restoring: HistoryEntry | None = None
-        self._restored: dict[int, tuple[HistoryEntry, float]] = {}
+        self._restoring: RecallEntry | None = None
+        self._restored: dict[int, tuple[RecallEntry, float]] = {}
         """Entries restored from here, and when: the index drops them, and a second look must say "restored"."""
 
     # ---------------------------------------------------------------------------------- layout
@@ -199,7 +199,7 @@ class RecallScreen(Modal[None]):
         """In a thread: the query and the index's warnings, posted back as one message."""
         try:
             hits = self.index.search(query, limit=LIMIT, session=session, prefix=True, highlight=MARKS)
-        except HistoryError as exc:
+        except RecallError as exc:
             self.post_message(m.RecallResults(serial, query, [], self.index.take_warnings(), str(exc)))
             return
         self.post_message(m.RecallResults(serial, query, hits, self.index.take_warnings()))
@@ -208,7 +208,7 @@ class RecallScreen(Modal[None]):
     def _read_entry(self, entry_id: int) -> None:
         try:
             entry = self.index.entry(entry_id)
-        except HistoryError as exc:
+        except RecallError as exc:
             self.post_message(m.RecallEntryLoaded(entry_id, None, self.index.take_warnings(), str(exc)))
             return
         self.post_message(m.RecallEntryLoaded(entry_id, entry, self.index.take_warnings()))
@@ -219,7 +219,7 @@ class RecallScreen(Modal[None]):
         none waits unseen in the index for a later search)."""
         try:
             stats = self.index.stats()
-        except HistoryError:  # the search says so; only the warnings are this worker's to hand on
+        except RecallError:  # the search says so; only the warnings are this worker's to hand on
             if warnings := self.index.take_warnings():
                 self.app.call_from_thread(self._warn, warnings)
             return
@@ -268,7 +268,7 @@ class RecallScreen(Modal[None]):
 
     # ----------------------------------------------------------------------------------- results
 
-    def hit_content(self, hit: HistoryHit, width: int = 0) -> Content:
+    def hit_content(self, hit: RecallHit, width: int = 0) -> Content:
         """Two lines: when, what and where from; then the snippet (each cut to `width` cells when given)."""
         role = ROLES.get(hit.role, hit.role)
         head = [self.clock(hit.time), role + (f" {hit.tool}" if hit.tool else ""), hit.source]
@@ -280,7 +280,7 @@ class RecallScreen(Modal[None]):
             first, second = first.truncate(width, ellipsis=True), second.truncate(width, ellipsis=True)
         return Content.assemble(first, "\n", second)
 
-    def _fill(self, hits: list[HistoryHit], *, keep_place: bool = False) -> None:
+    def _fill(self, hits: list[RecallHit], *, keep_place: bool = False) -> None:
         results = self.query_one("#recall-results", OptionList)
         place = results.highlighted if keep_place else None
         width = results.scrollable_content_region.width
@@ -296,7 +296,7 @@ class RecallScreen(Modal[None]):
             self._fill(self.hits, keep_place=True)
 
     @property
-    def highlighted_hit(self) -> HistoryHit | None:
+    def highlighted_hit(self) -> RecallHit | None:
         results = self.query_one("#recall-results", OptionList)
         index = results.highlighted
         return self.hits[index] if index is not None and 0 <= index < len(self.hits) else None
@@ -333,7 +333,7 @@ class RecallScreen(Modal[None]):
             )
         self._show_entry(entry)
 
-    def entry_text(self, entry: HistoryEntry) -> Text:
+    def entry_text(self, entry: RecallEntry) -> Text:
         text = Text()
         head = [self.clock(entry.time), ROLES.get(entry.role, entry.role), entry.source]
         if entry.tool:
@@ -352,7 +352,7 @@ class RecallScreen(Modal[None]):
         text.append("\n" + body)
         return text
 
-    def _show_entry(self, entry: HistoryEntry | None) -> None:
+    def _show_entry(self, entry: RecallEntry | None) -> None:
         self.entry = entry
         if entry is None:
             self._entry_wanted = None
@@ -363,7 +363,7 @@ class RecallScreen(Modal[None]):
 
     # ----------------------------------------------------------------------------------- restore
 
-    def restore_state(self, entry: HistoryEntry | None = None) -> tuple[bool, str]:
+    def restore_state(self, entry: RecallEntry | None = None) -> tuple[bool, str]:
         entry = entry or self.entry
         if entry is None:
             return False, ""

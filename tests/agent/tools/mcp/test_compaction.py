@@ -51,12 +51,12 @@ async def test_big_result_is_capped_reclaimed_restored_and_recalled(tmp_path, ho
             assert call_id in reclaimed.reclaimed_ids
             placeholder = next(m for m in c.messages if getattr(m, "raw", {}).get("tool_call_id") == call_id)
             assert placeholder.raw["content"].startswith(f"[Compacted, ID: {call_id}")
-            assert c.compacted_toolcall_result(call_id) == text  # what the inspector shows
+            assert c.reclaimed_original(call_id) == text  # what the inspector shows
 
-            hits = c.history_index.search("quartz lantern", session=c.conversation_id)
+            hits = c.recall_index.search("quartz lantern", session=c.conversation_id)
             [hit] = [h for h in hits if h.tool_call_id == call_id]
             assert hit.source == "reclaimed" and hit.tool == "f__words"
-            assert c.history_index.entry(hit.id).text == text
+            assert c.recall_index.entry(hit.id).text == text
 
             await agent.restore_tool_result(call_id)
             restored = next(m for m in c.messages if getattr(m, "raw", {}).get("tool_call_id") == call_id)

@@ -1,7 +1,8 @@
-"""The history tools: search what compaction took out of the context, and read one entry of it in full.
+"""The recall tools: search what compaction took out of the context, and read one entry of it in full.
 
-They read the conversation's history index (`xun.context.recall.HistoryIndex`, `ToolContext.history`); a bare
-conversation has none, and then they say so. Docstrings here are what the model reads.
+They read the conversation's recall index (`xun.context.recall.RecallIndex`, `ToolContext.recall`); a bare
+conversation has none, and then they say so. The model knows them as `search_history` and
+`read_history_entry`; docstrings here are what the model reads.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from xun.context.recall import HistoryError, fts_query
+from xun.context.recall import RecallError, fts_query
 from xun.agent.tools.toolbox import ToolContext, ToolError, escape_control
 
 __all__ = ["read_history_entry", "search_history"]
@@ -19,12 +20,12 @@ MAX_HISTORY_MATCHES = 50
 _HEADER_ROOM = 400
 
 
-def _history(context: ToolContext) -> Any:
-    if context.history is None:
+def _recall(context: ToolContext) -> Any:
+    if context.recall is None:
         raise ToolError(
             "this conversation has no searchable history (it is not a saved session), so there is nothing to search"
         )
-    return context.history
+    return context.recall
 
 
 def _describe(item: Any) -> str:
@@ -64,12 +65,12 @@ def search_history(
         query: Words to look for; a "quoted phrase" keeps its words together.
         limit: At most this many matches, best first.
     """
-    history = _history(context)
+    index = _recall(context)
     if not fts_query(query):
         raise ToolError("the query has no letters or digits to search for")
     try:
-        hits = history.search(query, limit=limit)
-    except HistoryError as exc:
+        hits = index.search(query, limit=limit)
+    except RecallError as exc:
         raise ToolError(str(exc)) from None
     if not hits:
         return "[history: no match has every word of the query; try fewer or other words]"
@@ -95,10 +96,10 @@ def read_history_entry(
         id: The entry's id, from search_history.
         offset: Characters to skip, to go on reading a long entry where the last read stopped.
     """
-    history = _history(context)
+    index = _recall(context)
     try:
-        entry = history.entry(id)
-    except HistoryError as exc:
+        entry = index.entry(id)
+    except RecallError as exc:
         raise ToolError(str(exc)) from None
     if entry is None:
         raise ToolError(f"no history entry has the id {id}; use an id that search_history showed")

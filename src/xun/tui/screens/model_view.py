@@ -1,5 +1,5 @@
-"""/history: the conversation exactly as the model sees it (each message but the system one, which holds
-the summary, cut at 1,000 characters)."""
+"""The model's view of the context, opened by /history: the conversation exactly as the model sees it
+(each message but the system one, which holds the summary, cut at 1,000 characters)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ from xun.tui.screens.modal import Modal
 ROLE_STYLES = {"system": "bold magenta", "user": "bold green", "assistant": "bold cyan", "tool": "bold yellow"}
 
 
-class HistoryScreen(Modal[None]):
+class ModelViewScreen(Modal[None]):
+    """What the model is sent, one message after another (its ids and the keymap's `history.close` keep the
+    /history command's name)."""
+
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss(None)", "Close", id="history.close")]
 
     def __init__(self, records: list[dict[str, str]], subtitle: str) -> None:
