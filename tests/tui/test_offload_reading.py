@@ -10,7 +10,7 @@ from pathlib import Path
 
 from xun.base import paths
 from xun.context.messages import RawOpenAIMessage, UserMessage
-from xun.context.offload import append_offload, heading_offset, iter_offload_log, read_offload_log
+from xun.context.offload import append_offload, heading_offset, iter_offload_log, read_offload_log, read_section
 from xun.tui.transcript import OffloadedItem, offloaded_items, whole_history
 
 
@@ -75,20 +75,49 @@ def test_a_heading_is_found_by_its_bytes_and_read_from(tmp_path: Path):
     assert heading_offset(log, "2026-01-01T00:00:09Z") is None
 
 
+def test_a_section_read_in_one_piece_is_the_one_the_stream_reads(tmp_path: Path):
+    """Entries of several lines, blank and indented lines, a comment inside an entry, a line ending an entry,
+    a carriage return and a line longer than the stream's pieces (both read as the stream reads them)."""
+    log = write_log(tmp_path)
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(
+            "## Offloaded at 2026-01-01T00:00:04Z\n\n<!-- xun conversation one, 5 entries -->\n\n"
+            "Human: first\n    second\n\n    after a blank\n<!-- xun conversation two -->\n    still\n"
+            "stray line\n    not the entry's\nAI (detail): reply\n        indented twice\n    \nTool: cut\rhere\n"
+        )
+    offsets = [heading_offset(log, when) for when, _, _ in SECTIONS[:2]] + [heading_offset(log, "2026-01-01T00:00:04Z")]
+    sections = read_offload_log(log)
+    assert read_section(log, offsets[0]) == sections[0]
+    assert read_section(log, offsets[1]) == sections[1]
+    tampered = read_section(log, offsets[2])
+    assert tampered == sections[-1] and tampered.conversation_id == "two"
+    assert [e.text for e in tampered.entries] == [
+        "first\nsecond\nafter a blank\nstill",
+        "reply\n    indented twice\n",
+        "cut\rhere",
+    ]
+    log.write_text(log.read_text().replace("Tool: cut\rhere", "Tool: " + "y" * 70_000))  # one long line
+    assert read_section(log, offsets[2]) == read_offload_log(log)[-1]
+    assert read_section(log, offsets[2] + 1) is None and read_section(log, log.stat().st_size) is None
+
+
 def test_a_summarised_turn_is_read_without_holding_the_log(tmp_path: Path):
-    log = write_log(tmp_path, rounds=50, result_chars=20_000)  # five sections of about 1 MB
+    log = paths.offload_dir(tmp_path) / "one.md"
+    log.parent.mkdir(parents=True)
+    for k in range(10):  # ten sections of about 1 MB
+        append_offload(log, turns(f"s{k}", 50, 20_000), conversation_id="one", when=f"2026-01-01T00:01:{k:02d}Z")
     size = log.stat().st_size
-    item = OffloadedItem(str(log), "2026-01-01T00:00:03Z", 3, "one", 200)
+    item = OffloadedItem(str(log), "2026-01-01T00:01:06Z", 6, "one", 200)
     gc.collect()
     tracemalloc.start()
     try:
         items, _ = whole_history([item])
         peak = tracemalloc.get_traced_memory()[1]
-        assert len(items) == 150 and items[0].text.startswith("e question 0")
+        assert len(items) == 150 and items[0].text.startswith("s6 question 0")
         del items
         gc.collect()
         kept = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    assert peak < size * 0.4, (peak, size)  # one section and its items, not the log (parsed whole: over `size`)
+    assert peak < size * 0.4, (peak, size)  # a few copies of one section, not the log (parsed whole: over `size`)
     assert kept < size * 0.05, (kept, size)  # and nothing of it afterwards (it was cached whole)

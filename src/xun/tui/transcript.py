@@ -223,10 +223,14 @@ def _streamed_section(path: str, item: OffloadedItem) -> OffloadSection | None:
     """`_pick` over the log read as a stream: memory holds the section being read and the best match so far,
     never the log (a session of weeks has a log of tens of megabytes, and one summary is a part of it).
     The sections before the first one headed with the item's time are skipped unread."""
-    from xun.context.offload import heading_offset  # only when summarised turns are shown
+    from xun.context.offload import heading_offset, read_section  # only when summarised turns are shown
 
     start = heading_offset(path, item.when) if item.when is not None else None
-    if start:  # (0: it is the first section anyway)
+    if start is not None:
+        if item.repeat == 0:  # the first section headed with its time: read in one piece
+            section = read_section(path, start)
+            if section is not None and section.conversation_id in ("", item.conversation_id):
+                return section
         section, by_when = _stream_pick(path, item, start)
         if by_when:
             return section
