@@ -9,6 +9,7 @@ import tracemalloc
 from pathlib import Path
 
 from xun.base import paths
+from xun.context import offload
 from xun.context.messages import RawOpenAIMessage, UserMessage
 from xun.context.offload import append_offload, heading_offset, iter_offload_log, read_offload_log, read_section
 from xun.tui.transcript import OffloadedItem, offloaded_items, whole_history
@@ -99,6 +100,16 @@ def test_a_section_read_in_one_piece_is_the_one_the_stream_reads(tmp_path: Path)
     log.write_text(log.read_text().replace("Tool: cut\rhere", "Tool: " + "y" * 70_000))  # one long line
     assert read_section(log, offsets[2]) == read_offload_log(log)[-1]
     assert read_section(log, offsets[2] + 1) is None and read_section(log, log.stat().st_size) is None
+
+
+def test_a_section_read_in_small_chunks_is_the_same(tmp_path: Path, monkeypatch):
+    log = write_log(tmp_path, rounds=20)
+    sections = read_offload_log(log)
+    monkeypatch.setattr(offload, "READ_CHUNK", 200)  # every entry's lines cut across chunks
+    for when, _, _ in SECTIONS[:2]:
+        start = heading_offset(log, when)
+        assert start is not None
+        assert read_section(log, start) == next(s for s in sections if s.when == when)
 
 
 def test_a_summarised_turn_is_read_without_holding_the_log(tmp_path: Path):

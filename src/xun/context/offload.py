@@ -18,7 +18,6 @@ import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import islice
 from pathlib import Path
 
 from xun.base.atomic import fsync_dir, open_regular
@@ -287,11 +286,17 @@ def heading_offset(path: str | os.PathLike[str], when: str) -> int | None:
     return None
 
 
+READ_CHUNK = 1 << 20
+"""Bytes of a section `read_section` decodes at a time (cut at a line's end)."""
+
+
 def read_section(path: str | os.PathLike[str], start: int) -> OffloadSection | None:
     """The section whose heading is at byte `start` (`heading_offset`), entries and all, exactly as
-    `iter_offload_log` reads it, but decoded in one piece and split into lines at once: a section of
+    `iter_offload_log` reads it, but decoded a megabyte at a time and split into lines at once: a section of
     thousands of entries is read in a fraction of the time. None when no heading is there."""
     heading = HEADING.encode()
+    section: OffloadSection | None = None
+    parts: list[str] | None = None  # the open entry's lines
     with open_regular(path) as handle:
         if os.fstat(handle.fileno()).st_size <= start:
             return None
@@ -299,24 +304,43 @@ def read_section(path: str | os.PathLike[str], start: int) -> OffloadSection | N
             if data[start : start + len(heading)] != heading:
                 return None
             end = data.find(b"\n" + heading, start)
-            text = data[start : len(data) if end < 0 else end + 1].decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    if "\r" in text or max(map(len, lines)) >= READ_PIECE - 1:  # lines the stream reads in pieces
-        section = None
-        for part in iter_offload_log(path, start=start):
-            if isinstance(part, OffloadSection):
-                if section is not None:
-                    break
-                section = part
-            elif section is not None:
-                section.entries.append(part)
-        return section
-    section = OffloadSection(when=lines[0][len(HEADING) :].strip())
+            end = len(data) if end < 0 else end + 1
+            position = start
+            while position < end:
+                cut = min(position + READ_CHUNK, end)
+                if cut < end:
+                    cut = data.rfind(b"\n", position, cut) + 1
+                chunk = data[position:cut].decode("utf-8", errors="replace") if cut > position else ""
+                lines = chunk.split("\n")
+                if chunk.endswith("\n"):
+                    lines.pop()
+                if not chunk or "\r" in chunk or max(map(len, lines)) >= READ_PIECE - 1:
+                    break  # lines the stream reads in pieces: read the section as it does
+                if section is None:
+                    section = OffloadSection(when=lines[0][len(HEADING) :].strip())
+                    lines[0] = ""
+                parts = _take_lines(section, parts, lines)
+                position = cut
+            else:
+                if parts is not None and section is not None:
+                    section.entries[-1].text = "\n".join(parts)
+                return section
+    streamed: OffloadSection | None = None
+    for part in iter_offload_log(path, start=start):
+        if isinstance(part, OffloadSection):
+            if streamed is not None:
+                break
+            streamed = part
+        elif streamed is not None:
+            streamed.entries.append(part)
+    return streamed
+
+
+def _take_lines(section: OffloadSection, parts: list[str] | None, lines: list[str]) -> list[str] | None:
+    """`iter_offload_log`'s reading of whole lines: an entry's indented lines continue it until a line that is
+    not indented, blank or a conversation comment ends it. Returns the open entry's lines."""
     entries = section.entries
-    parts: list[str] | None = None  # the open entry's lines
-    for line in islice(lines, 1, None):
+    for line in lines:
         if line[:4] == INDENT:
             if parts is not None:
                 parts.append(line[4:])
@@ -334,9 +358,7 @@ def read_section(path: str | os.PathLike[str], start: int) -> OffloadSection | N
         elif line.strip() and parts is not None:
             entries[-1].text = "\n".join(parts)
             parts = None
-    if parts is not None:
-        entries[-1].text = "\n".join(parts)
-    return section
+    return parts
 
 
 class _EntryReader:
