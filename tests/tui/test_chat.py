@@ -12,7 +12,7 @@ from xun.tui.widgets.reasoning_block import ReasoningBlock
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 
-from .helpers import finish, of_type, quit_app, session_ready, submit, turn, wait_until
+from .helpers import finish, idle, of_type, quit_app, session_ready, submit, turn, wait_until
 
 
 def last_assistant_content(app: XunApp) -> str:
@@ -75,6 +75,31 @@ async def test_a_long_streamed_reply_arrives_whole(offline_server_factory, sessi
         assert reply.markdown.source == content
         texts = of_type(seen, m.ReplyText)
         assert texts and texts[-1].stream.written == len(texts[-1].stream.chunks) >= 600
+
+
+async def test_each_update_of_a_streaming_reply_lays_the_screen_out_once(offline_server_factory, session_factory):
+    """Each update of a streaming reply grows its paragraph (and the Markdown, and the block) by a line: the
+    layout that measured them is the only one, the widgets do not ask for a second that changes nothing
+    (13 updates cost 26 layouts); the gauge moving with the stream redraws its figures without one. Counted
+    in the middle of the reply (its start and its end, the call's usage, lay out the panes as well); the
+    chat's scrollbar appearing, once, narrows every block, which takes a layout of its own."""
+    server = offline_server_factory(tokens_per_second=60)
+    app = XunApp(session_factory(server))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await session_ready(pilot, app)
+        sources: list[str] = []
+
+        def laid_out(_screen: object) -> None:
+            reply = app.chat.reply
+            if reply is not None and reply.markdown is not None and 100 <= len(reply.live.source) < 900:
+                sources.append(reply.live.source)
+
+        app.screen.screen_layout_refresh_signal.subscribe(app.screen, laid_out, immediate=True)
+        await submit(pilot, "write 300 tokens")
+        await wait_until(pilot, lambda: idle(app), timeout=30, what="the reply to end")
+        updates = len(set(sources))
+        assert updates >= 10, f"the reply was written in {updates} updates: too few to tell"
+        assert len(sources) <= updates + 2, f"{len(sources)} layouts for {updates} updates of the reply"
 
 
 def shown_lines(block: AssistantBlock) -> list[str]:

@@ -70,6 +70,7 @@ def test_the_window_s_position_and_a_jump_s_page_are_counted_over_the_whole_sess
     above = [lazy, SummaryItem(400, 4, "log.md", "s"), UserItem("q", index=401)]
     assert position_text([], 30, []) == ""  # everything mounted: nothing to say
     assert position_text(above, 160, [UserItem("r")] * 10) == "blocks 403–562 of ~572"  # about: 400 unread
+    assert position_text(above, 160, [UserItem("r")] * 10, counts={lazy: 300}) == "blocks 303–462 of 472"
     assert position_text([UserItem("q")], 2, [], later=3) == "blocks 2–3 of 6"
     assert centred(30_000, 0, 40) == (0, 40) and centred(30_000, 29_999, 40) == (29_960, 30_000)
     assert centred(30_000, 15_000, 40) == (14_987, 15_027) and centred(10, 5, 40) == (0, 10)
@@ -143,6 +144,45 @@ async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window
         await settled(pilot, chat)
         assert chat.query(UserBlock).last().text == f"question {rounds - 1}: read src/file{rounds - 1}.py"
         assert chat.scroll_y == chat.max_scroll_y and len(chat._window()) <= WINDOW
+
+
+def title_total(chat: ChatView) -> str:
+    """The whole session's count of blocks the title gives (`~` when it is about)."""
+    return chat.border_title.rsplit(" of ", 1)[1]
+
+
+async def test_the_title_counts_exactly_the_blocks_seen_from_home_to_end(
+    offline_server, session_factory, tmp_path: Path
+):
+    """The turns two summaries took out are counted from the offload log off the event loop: from then on,
+    at Home too (before any of them is shown), the title's total is the number of blocks the walk down
+    to the newest shows, not an estimate from their messages."""
+    rounds = 200
+    conversation_id = long_session(tmp_path, rounds, summaries=2)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.chat
+        await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
+        await settled(pilot, chat)
+        await wait_until(pilot, lambda: not title_total(chat).startswith("~"), what="the summarised turns counted")
+        total = title_total(chat)
+        chat.focus()
+        await pilot.press("home")
+        await wait_until(pilot, lambda: first_prompt(chat).startswith("question 0:"), what="the first prompt")
+        await settled(pilot, chat)
+        assert chat.older_count == 0 and any(isinstance(entry, OffloadedItem) for entry in chat._below), (
+            "summarised turns below the window, not read yet"
+        )
+        assert title_total(chat) == total and chat.border_title.startswith("chat · blocks 1–")
+        seen: list = []
+        while True:
+            seen = merged(seen, window_rows(chat), downward=True)
+            if chat.at_end:
+                break
+            chat.scroll_to(y=chat.max_scroll_y, animate=False, immediate=True)
+            await settled(pilot, chat)
+        assert len(seen) == 3 * rounds + 2
+        assert total == f"{len(seen):,}" == title_total(chat)
 
 
 def test_home_reaches_the_first_prompt_in_one_press_in_a_real_terminal(tmp_path: Path):

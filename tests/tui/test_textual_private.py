@@ -37,12 +37,14 @@ def test_each_overridden_private_method_is_still_there(owner, name):
 def test_the_overrides_take_what_textual_passes():
     from xun.tui.app import XunApp
     from xun.tui.terminal_input import TerminalInputParser
+    from xun.tui.widgets.measured_once import MeasuredOnce
     from xun.tui.widgets.prompt_input import PromptInput
 
     for ours, theirs, name in [
         (XunApp, App, "_on_notify"),
         (XunApp, App, "_unnotify"),
         (PromptInput, TextArea, "_on_key"),
+        (MeasuredOnce, Widget, "_size_updated"),
         (TerminalInputParser, private.XTermParser, "_sequence_to_key_events"),
     ]:
         mine = list(inspect.signature(getattr(ours, name)).parameters)
@@ -78,6 +80,18 @@ async def test_each_private_member_is_there_and_works():
     assert issubclass(private.FooterKey, Widget)
 
 
+def test_a_size_measured_by_a_layout_asks_for_no_second_layout_only_where_xun_says_so():
+    """Textual's `_size_updated` asks for another layout when a size changes (the reason for the override);
+    `MeasuredOnce` stores the size without asking."""
+    from textual.geometry import Size
+
+    from xun.tui.widgets.measured_once import MeasuredOnce
+
+    for widget, asks in ((Widget(), True), (MeasuredOnce(), False)):
+        widget._size_updated(Size(3, 1), Size(3, 2), Size(3, 1))
+        assert widget.virtual_size == Size(3, 2) and private.layout_required(widget) is asks
+
+
 def test_each_private_use_has_an_upstream_report_ready_to_file():
     reports = {path.stem for path in (ROOT / "docs" / "upstream").glob("*.md")}
     wanted = {
@@ -90,5 +104,6 @@ def test_each_private_use_has_an_upstream_report_ready_to_file():
         "check-bindings",
         "layout-required",
         "rich-wrap-points",
+        "size-updated-layout",
     }
     assert wanted <= reports, f"no report for {sorted(wanted - reports)} in docs/upstream/"

@@ -230,6 +230,36 @@ async def test_a_streamed_reply_is_measured_again_when_it_is_complete():
         await wait_until(pilot, lambda: paragraph.size.height > 5, what="the whole reply laid out")
 
 
+async def test_a_flush_under_way_when_a_long_reply_ends_does_not_seal_into_the_reply_drawn_folded():
+    """A reply past FOLD_CHARS ends (the reply's last event) while a timed flush is sealing a part: the end
+    waits for the flush, then draws the reply folded; the flush, resumed after the fold, mounted its part
+    into the folded reply and failed on the parts the fold had taken (an IndexError that ended the app)."""
+    from xun.tui.folding import FOLD_CHARS
+    from xun.tui.widgets.assistant_block import SEAL_CHARS
+
+    paragraph = "the fox ran far and sat low now two owl saw one big red sun set " * 20 + "\n\n"
+    text = paragraph * (FOLD_CHARS // len(paragraph) + 20)
+    block = AssistantBlock(streaming=True)
+    async with Host(block).run_test(size=(100, 30)) as pilot:
+        written = 0
+        while written < FOLD_CHARS + len(paragraph):  # streamed past the fold, a flush at a time
+            await block.write(text[written : written + SEAL_CHARS // 2])
+            written += SEAL_CHARS // 2
+            await wait_until(pilot, lambda: not block._pending, what="the flush")
+        assert len(block.sealed) > 2, "sealed parts, folded while streaming"
+        await block.write(text[written : written + SEAL_CHARS])  # enough to seal once more at the next flush
+        parts = len(block.sealed)
+        flushing = asyncio.ensure_future(block._flush())
+        while len(block.sealed) == parts:  # the flush is sealing a part, its mount not done yet
+            await asyncio.sleep(0)
+        await block.finish(text)
+        await flushing
+        await pilot.pause()
+        assert block.folded is not None and block.markdown is None
+        assert list(block.children) == block.sealed and len(block.sealed) == 3, "the head, the fold line, the tail"
+        assert block.text == text
+
+
 # ------------------------------------------------------------------------------------------------ log
 
 

@@ -9,7 +9,7 @@ block made while the app runs (a prompt, a reply, a tool call, a notice) that le
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from xun.tui.transcript import AssistantItem, Item, OffloadedItem, SummaryItem, ToolItem, UserItem
@@ -51,23 +51,29 @@ class Released:
 
 
 Entry = Item | NoticeItem | DividerItem | Released
+Counts = Mapping[OffloadedItem, int]
+"""How many blocks the turns of each summary show, once counted from the offload log (`blocks_in`)."""
+NOT_COUNTED: Counts = {}
 
 
-def weight(entries: Iterable[Entry]) -> int:
-    """How many blocks `entries` show, counting the turns a summary took out (unread yet) as their messages."""
-    return sum(entry.condensed if isinstance(entry, OffloadedItem) else 1 for entry in entries)
+def weight(entries: Iterable[Entry], counts: Counts = NOT_COUNTED) -> int:
+    """How many blocks `entries` show: the turns a summary took out (unread yet) as many as were counted in
+    the offload log, else as their messages."""
+    return sum(counts.get(entry, entry.condensed) if isinstance(entry, OffloadedItem) else 1 for entry in entries)
 
 
-def position_text(above: Sequence[Entry], mounted: int, below: Sequence[Entry], later: int = 0) -> str:
-    """Where the mounted blocks are in the whole session: `blocks 1,201–1,360 of 30,412` (about, while
-    summarised turns outside the window are unread); empty when every block is mounted."""
+def position_text(
+    above: Sequence[Entry], mounted: int, below: Sequence[Entry], later: int = 0, counts: Counts = NOT_COUNTED
+) -> str:
+    """Where the mounted blocks are in the whole session: `blocks 1,201–1,360 of 30,412`, exact once the turns
+    summaries took out are counted (`~` until then); empty when every block is mounted."""
     if not above and not below and not later:
         return ""
-    first = weight(above) + 1
+    first = weight(above, counts) + 1
     last = first + mounted - 1
-    total = last + weight(below) + later
-    about = "~" if any(isinstance(entry, OffloadedItem) for seq in (above, below) for entry in seq) else ""
-    return f"blocks {first:,}–{last:,} of {about}{total:,}"
+    total = last + weight(below, counts) + later
+    uncounted = any(isinstance(entry, OffloadedItem) and entry not in counts for seq in (above, below) for entry in seq)
+    return f"blocks {first:,}–{last:,} of {'~' if uncounted else ''}{total:,}"
 
 
 def centred(total: int, at: int, size: int) -> tuple[int, int]:

@@ -60,6 +60,8 @@ OVERRIDDEN: dict[tuple[type[Any], str], str] = {
     (App, "_unnotify"): "app.XunApp._unnotify: repaint once a toast has gone (Textual's diff may miss it)",
     (TextArea, "_on_key"): "widgets.prompt_input.PromptInput._on_key: Enter sends, Shift/Alt+Enter is a new "
     "line, and a paste marker is deleted whole",
+    (Widget, "_size_updated"): "widgets.measured_once.MeasuredOnce._size_updated: a size the layout just "
+    "measured is stored without asking for a second layout of the screen (the `virtual_size` reactive asks)",
     (XTermParser, "feed"): "terminal_input.TerminalInputParser.feed: what follows a paste's end marker is pasted",
     (XTermParser, "tick"): "terminal_input.TerminalInputParser.tick: held text goes on once the input is quiet",
     (XTermParser, "_sequence_to_key_events"): "terminal_input.TerminalInputParser: ESC and a letter in one read "

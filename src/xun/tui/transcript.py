@@ -369,3 +369,9 @@ def whole_history(items: list[Item], workdir: str | os.PathLike[str] | None = No
         else:
             out.append(item)
     return out, problems
+
+
+def blocks_in(item: OffloadedItem, workdir: str | os.PathLike[str] | None = None) -> int:
+    """How many blocks the chat shows for the turns of `item` (a notice when they cannot be read)."""
+    items, problems = whole_history([item], workdir)
+    return len(items) + len(problems)

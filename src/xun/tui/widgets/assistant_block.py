@@ -5,6 +5,7 @@ item, and mounting those was most of what a resumed session's first screen cost.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from textual.timer import Timer
 
 from xun.base.valid_text import escape_control
 from xun.tui.folding import FOLD_CHARS, Folded, markdown_fold, needs_folding
+from xun.tui.widgets.measured_once import MeasuredOnce
 from xun.tui.widgets.reasoning_block import ReasoningBlock
 
 if TYPE_CHECKING:
@@ -29,6 +31,9 @@ update re-renders the paragraph being written and moves the anchored chat, a fra
 0.1 s those frames kept the loop busy and a key waited ~25 ms (median, p95 ~60 ms) behind them; at 0.2 s
 ~5 ms (p95 ~38 ms) while a reply streams at 500 tokens/s (`bench_tui.py`), still several updates a
 second at any speed a model writes."""
+FLUSH_HIDDEN_EVERY = 1.0
+"""Seconds between Markdown updates while the reply streams hidden below a view far up (the chat's `_tail`):
+each update still lays the screen out, and nothing of it is seen until End."""
 SEAL_CHARS = 12_000
 """While streaming, once the live Markdown holds this much text, what it holds up to the last paragraph
 break (or, in one huge paragraph, the last space) is sealed: drawn once as a single widget, out of every
@@ -124,7 +129,7 @@ class SealedPart:
         yield rich_markdown(self.block.part_text(self.index, options.max_width))
 
 
-class AssistantBlock(Vertical):
+class AssistantBlock(Vertical, MeasuredOnce):
     """Owns its `MarkdownStream` while streaming; `finish()` (or unmounting) stops it. Only a block made
     with `streaming=True` has a live `markdown` to write into; a complete reply is drawn once."""
 
@@ -138,6 +143,9 @@ class AssistantBlock(Vertical):
         self._text_parts: list[str] = [content] if content else []
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None
+        self._writing = asyncio.Lock()
+        """One change of the live Markdown and the sealed parts at a time (a flush, the end, a discard, a
+        resize): a flush still sealing when the reply ended mounted its part into the reply drawn folded."""
         self._live: list[str] = []
         """What the live Markdown holds since the last seal."""
         self._live_chars = 0
@@ -161,9 +169,9 @@ class AssistantBlock(Vertical):
         self._stream_fold: Static | None = None
         """The line standing for the sealed parts hidden while a long reply streams (`_fold_streamed`)."""
         if streaming or not content:
-            from textual.widgets import Markdown  # here, not above: an empty chat's first frame does without it
+            from xun.tui.widgets.live_markdown import LiveMarkdown  # here: an empty chat's first frame does without it
 
-            self.markdown = Markdown(escape_control(content), classes="reply")
+            self.markdown = LiveMarkdown(escape_control(content), classes="reply")
         elif (folded := markdown_fold(content)) is not None:
             self.folded = folded
             self.sealed += drawn_folded(folded, content)
@@ -189,7 +197,8 @@ class AssistantBlock(Vertical):
         return "".join(self._text_parts)
 
     async def write(self, fragment: str) -> None:
-        """Add streamed text; it reaches the Markdown at most every FLUSH_EVERY seconds."""
+        """Add streamed text; it reaches the Markdown at most every FLUSH_EVERY seconds (FLUSH_HIDDEN_EVERY
+        while the block is hidden)."""
         if not fragment:
             return
         first = not self._text_parts
@@ -198,13 +207,17 @@ class AssistantBlock(Vertical):
         if first:
             await self._flush()
         elif self._flush_timer is None:
-            self._flush_timer = self.set_timer(FLUSH_EVERY, self._flush)
+            self._flush_timer = self.set_timer(FLUSH_EVERY if self.display else FLUSH_HIDDEN_EVERY, self._flush)
 
     async def _flush(self) -> None:
         self._flush_timer = None
+        async with self._writing:
+            await self._write_pending()
+
+    async def _write_pending(self) -> None:
         text = "".join(self._pending)
         self._pending.clear()
-        if not text:
+        if not text or self.markdown is None:  # nothing, or the reply is complete (drawn once)
             return
         if self._stream is None:
             self._stream = self.live.get_stream(self.live)
@@ -307,10 +320,11 @@ class AssistantBlock(Vertical):
     async def on_resize(self, event: events.Resize) -> None:
         """The parts are drawn again for the new width by themselves; the live Markdown starts where the
         last of them ends now."""
-        if self._seal_ends and self.markdown is not None and self.is_attached and self._sealed_width > 0:
-            start = self._part_end(len(self._seal_ends) - 1, self._sealed_width)
-            if start != self._live_start:
-                await self._set_live(start)
+        async with self._writing:
+            if self._seal_ends and self.markdown is not None and self.is_attached and self._sealed_width > 0:
+                start = self._part_end(len(self._seal_ends) - 1, self._sealed_width)
+                if start != self._live_start:
+                    await self._set_live(start)
 
     async def write_reasoning(self, fragment: str) -> None:
         if not fragment:
@@ -322,6 +336,10 @@ class AssistantBlock(Vertical):
 
     async def finish(self, content: str | None = None, reasoning: str | None = None) -> None:
         """The reply is complete: stop the stream, show exactly `content`, fold the reasoning."""
+        async with self._writing:
+            await self._finish(content, reasoning)
+
+    async def _finish(self, content: str | None, reasoning: str | None) -> None:
         await self._stop_stream()
         self.streaming = False
         if content is not None and content != self.text:
@@ -389,6 +407,10 @@ class AssistantBlock(Vertical):
 
     async def discard(self) -> None:
         """A retry: what streamed so far is thrown away."""
+        async with self._writing:
+            await self._discard()
+
+    async def _discard(self) -> None:
         self._cancel_flush()
         self._pending.clear()
         await self._stop_stream()
@@ -420,7 +442,7 @@ class AssistantBlock(Vertical):
         """Write what is pending, then stop the stream (it renders everything it was given)."""
         self._cancel_flush()
         if self._pending:
-            await self._flush()
+            await self._write_pending()
         stream, self._stream = self._stream, None
         if stream is not None:
             await stream.stop()

@@ -37,8 +37,11 @@ class ContextBar(Widget):
         self.window: int | None = None
 
     def set_figures(self, reported: int, estimate: int, threshold: int, window: int | None) -> None:
+        """New figures; the bar is redrawn only when its cells change (a streamed reply moves it seldom)."""
+        before = self.cells
         self.reported, self.estimate, self.threshold, self.window = reported, estimate, threshold, window
-        self.refresh()
+        if self.cells != before or not self.content_size.width:
+            self.refresh()
 
     @property
     def cells(self) -> str:

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.content import Content
 from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Sparkline, Static
@@ -26,8 +27,9 @@ WARNING_FROM = 0.8
 HISTORY_POINTS = 120
 ROOMY_HEIGHT = 30
 """From this many rows the sparkline is two rows high; below, one, so that its label adds no row."""
-STREAM_REFRESH = 0.25
-"""Seconds between gauge updates while a reply streams (the figures move, the keyboard stays quick)."""
+STREAM_REFRESH = 1.0
+"""Seconds between gauge updates while a reply streams: the figures move, and each update redraws only the
+lines whose text changed, without a layout of the screen when they stay one line (`_show_streamed`)."""
 
 
 def history_what(kinds: list[str]) -> tuple[str, str]:
@@ -61,6 +63,11 @@ def history_tooltip(points: list[int], kinds: list[str] | None = None) -> str:
         "column each; a drop is a compaction (a summary or a reclaim). The bars run from the lowest point "
         f"({tokens(min(points))}) to the highest ({tokens(max(points))}), not from zero."
     )
+
+
+def rows(text: str, width: int) -> int:
+    """How many rows `text` takes wrapped at `width`."""
+    return len(Content(text).wrap(width))
 
 
 def zone_of(now: float, threshold: int) -> str:
@@ -102,6 +109,8 @@ class ContextGauge(Vertical, can_focus=True):
         """The share of the last call's prompt the server served from its cache (None: it did not say)."""
         self.zone = "calm"
         self._refresh_timer: Timer | None = None
+        self._lines: dict[str, str] = {}
+        """The text each line of figures shows now."""
 
     def compose(self) -> ComposeResult:
         yield Static("", id="gauge-figures", markup=False)
@@ -208,7 +217,41 @@ class ContextGauge(Vertical, can_focus=True):
         """Characters of the reply being streamed; shown at most every STREAM_REFRESH seconds."""
         self.streaming_chars += chars
         if self._refresh_timer is None and self.is_mounted:
-            self._refresh_timer = self.set_timer(STREAM_REFRESH, self._show)
+            self._refresh_timer = self.set_timer(STREAM_REFRESH, self._show_streamed)
+
+    def _show_streamed(self) -> None:
+        """What a streamed reply moves: the figures, the estimate, the bar and the zone, each only if changed."""
+        self._refresh_timer = None
+        if not self.is_mounted:
+            return
+        now = self.now
+        self._set_zone(zone_of(now, self.threshold))
+        self._set_line("#gauge-figures", self.figures_text())
+        self._set_line("#gauge-detail", self.detail_text())
+        self.query_one(ContextBar).set_figures(self.reported or 0, now, self.threshold, self.window)
+        self._set_subtitle(now)
+
+    def _set_line(self, selector: str, text: str) -> None:
+        """A line of figures, redrawn only when its text changed, laid out again only when it wraps to
+        another number of rows."""
+        line = self.query_one(selector, Static)
+        before = self._lines.get(selector)
+        if text == before:
+            return
+        self._lines[selector] = text
+        width = line.content_size.width
+        same_height = width > 0 and before is not None and rows(before, width) == rows(text, width)
+        line.update(text, layout=not same_height)
+
+    def _set_zone(self, zone: str) -> None:
+        if zone != self.zone:
+            self.remove_class(f"-{self.zone}")
+            self.zone = zone
+        self.add_class(f"-{zone}")
+
+    def _set_subtitle(self, now: int) -> None:
+        label = {"calm": "calm", "warning": "warning", "alarm": "over threshold"}[self.zone]
+        self.border_subtitle = f"{label} · {percent(now, self.threshold)}%" if self.known else "opening…"
 
     def reset_stream(self) -> None:
         self.streaming_chars = 0
@@ -232,13 +275,9 @@ class ContextGauge(Vertical, can_focus=True):
         if not self.is_mounted:
             return
         now = self.now
-        zone = zone_of(now, self.threshold)
-        if zone != self.zone:
-            self.remove_class(f"-{self.zone}")
-            self.zone = zone
-        self.add_class(f"-{zone}")
-        self.query_one("#gauge-figures", Static).update(self.figures_text())
-        self.query_one("#gauge-detail", Static).update(self.detail_text())
+        self._set_zone(zone_of(now, self.threshold))
+        self._set_line("#gauge-figures", self.figures_text())
+        self._set_line("#gauge-detail", self.detail_text())
         self.query_one(ContextBar).set_figures(self.reported or 0, now, self.threshold, self.window)
         sparkline = self.query_one("#gauge-history", Sparkline)
         label = self.query_one("#gauge-history-label", Static)
@@ -250,5 +289,4 @@ class ContextGauge(Vertical, can_focus=True):
         sparkline.display = label.display = len(points) >= 2
         label.update(history_label(points, width, kinds))
         sparkline.tooltip = label.tooltip = history_tooltip(points, kinds) or None
-        label = {"calm": "calm", "warning": "warning", "alarm": "over threshold"}[zone]
-        self.border_subtitle = f"{label} · {percent(now, self.threshold)}%" if self.known else "opening…"
+        self._set_subtitle(now)
