@@ -218,18 +218,18 @@ async def key_latency(accept_bytes_per_second: float, old_path: bool) -> None:
         try:
             async with app.run_test(size=(120, 40)) as pilot:
                 await pilot.pause(0.5)
-                app.prompt.load_text("one more question")
+                app.main.prompt.load_text("one more question")
                 await pilot.press("enter")
                 entered = time.perf_counter()
-                app.prompt.focus()
+                app.main.prompt.focus()
                 n = 0
                 while not server.received.is_set() and time.perf_counter() - entered < 120:
                     char = "abcdefghijklmnopqrstuvwxyz"[n % 26]
                     n += 1
-                    typed = len(app.prompt.text)
+                    typed = len(app.main.prompt.text)
                     posted = time.perf_counter()
                     app.post_message(events.Key(char, char))
-                    while len(app.prompt.text) == typed:
+                    while len(app.main.prompt.text) == typed:
                         await asyncio.sleep(0)
                     in_prompt = time.perf_counter()
                     while not frames or frames[-1] < in_prompt:

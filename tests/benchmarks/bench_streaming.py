@@ -107,23 +107,23 @@ async def measure(workdir: Path, ident: str, args: argparse.Namespace, messages:
     meter = FrameMeter(app)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            while app.session is None or app.header.status != "ready":
+            while app.session is None or app.main.header.status != "ready":
                 await asyncio.sleep(0.05)
             await asyncio.sleep(1.0)
             for view in ("newest", "far_up"):
-                app.prompt.load_text("write 300000 tokens")
-                app.prompt.focus()
+                app.main.prompt.load_text("write 300000 tokens")
+                app.main.prompt.focus()
                 await pilot.press("enter")
-                while app.chat.reply is None or len(app.chat.reply.text) < 2000:
+                while app.main.chat.reply is None or len(app.main.chat.reply.text) < 2000:
                     await asyncio.sleep(0.01)
                 if view == "far_up":
-                    app.chat.focus()
+                    app.main.chat.focus()
                     await pilot.press("home")
                     await asyncio.sleep(1.0)
-                    app.prompt.focus()
+                    app.main.prompt.focus()
                 await asyncio.sleep(0.5)
                 meter.reset()
-                streamed_before = len(app.chat.reply.text)
+                streamed_before = len(app.main.chat.reply.text)
                 started = time.perf_counter()
                 await asyncio.sleep(args.seconds)
                 elapsed = time.perf_counter() - started
@@ -131,22 +131,22 @@ async def measure(workdir: Path, ident: str, args: argparse.Namespace, messages:
                 latencies: list[float] = []
                 for n in range(args.keys):
                     char = "abcdefghijklmnopqrstuvwxyz"[n % 26]
-                    typed = len(app.prompt.text)
+                    typed = len(app.main.prompt.text)
                     posted = time.perf_counter()
                     app.post_message(events.Key(char, char))
-                    while len(app.prompt.text) == typed:
+                    while len(app.main.prompt.text) == typed:
                         await asyncio.sleep(0)
                     in_prompt = time.perf_counter()
                     while not meter.frames or meter.frames[-1] < in_prompt:
                         await asyncio.sleep(0)
                     latencies.append(meter.frames[-1] - posted)
                     await asyncio.sleep(max(0.0, 0.05 - (time.perf_counter() - posted)))
-                streamed = len(app.chat.reply.text) - streamed_before if app.chat.reply else 0
-                still = app.busy == "turn"
+                streamed = len(app.main.chat.reply.text) - streamed_before if app.main.chat.reply else 0
+                still = app.work.busy == "turn"
                 app.action_cancel_turn()
-                while app.busy is not None:
+                while app.work.busy is not None:
                     await asyncio.sleep(0.05)
-                app.prompt.load_text("")
+                app.main.prompt.load_text("")
                 ordered = sorted(latencies)
                 emit(
                     "streaming",

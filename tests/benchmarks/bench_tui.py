@@ -140,7 +140,7 @@ def child(kind: str, workdir: str, resume: str | None) -> None:
             first.extend(moment)
         if resume and not shown and app.screen.query(UserBlock):  # (a frame may come before the chat is composed)
             shown.extend(moment)
-        if first and not ready and app.session is not None and app.header.status == "ready":
+        if first and not ready and app.session is not None and app.main.header.status == "ready":
             ready.extend(moment)
 
     watch_frames(app, on_frame)
@@ -149,7 +149,7 @@ def child(kind: str, workdir: str, resume: str | None) -> None:
         async with app.run_test(size=(120, 40)):
             while not ready:
                 await asyncio.sleep(0.001)
-            blocks = len(app.chat.children)
+            blocks = len(app.main.chat.children)
             servers_at = None
             mcp = app.session.mcp
             if mcp:
@@ -371,19 +371,19 @@ async def key_latency(keys: int) -> None:
         latencies: list[float] = []
         try:
             async with app.run_test(size=(120, 40)) as pilot:
-                app.prompt.load_text("write 20000 tokens")
+                app.main.prompt.load_text("write 20000 tokens")
                 await pilot.press("enter")
-                while app.chat.reply is None or len(app.chat.reply.text) < 200:
+                while app.main.chat.reply is None or len(app.main.chat.reply.text) < 200:
                     await asyncio.sleep(0.01)
-                streamed_before = len(app.chat.reply.text)
+                streamed_before = len(app.main.chat.reply.text)
                 started = time.perf_counter()
-                app.prompt.focus()
+                app.main.prompt.focus()
                 for n in range(keys):
                     char = "abcdefghijklmnopqrstuvwxyz"[n % 26]
-                    typed = len(app.prompt.text)
+                    typed = len(app.main.prompt.text)
                     posted = time.perf_counter()
                     app.post_message(events.Key(char, char))
-                    while len(app.prompt.text) == typed:
+                    while len(app.main.prompt.text) == typed:
                         await asyncio.sleep(0)
                     in_prompt = time.perf_counter()
                     while not frames or frames[-1] < in_prompt:
@@ -391,8 +391,8 @@ async def key_latency(keys: int) -> None:
                     latencies.append(frames[-1] - posted)
                     await asyncio.sleep(max(0.0, 0.05 - (time.perf_counter() - posted)))
                 elapsed = time.perf_counter() - started
-                streamed = len(app.chat.reply.text) - streamed_before if app.chat.reply else 0
-                still_streaming = app.busy == "turn"
+                streamed = len(app.main.chat.reply.text) - streamed_before if app.main.chat.reply else 0
+                still_streaming = app.work.busy == "turn"
                 app.action_cancel_turn()
                 await pilot.pause(0.2)
         finally:
@@ -430,24 +430,24 @@ async def unpaced_stream(keys: int = 20) -> None:
         latencies: list[float] = []
         try:
             async with app.run_test(size=(160, 48)) as pilot:
-                app.prompt.load_text("write 300000 tokens")
+                app.main.prompt.load_text("write 300000 tokens")
                 await pilot.press("enter")
-                while app.chat.reply is None or len(app.chat.reply.text) < 2000:
+                while app.main.chat.reply is None or len(app.main.chat.reply.text) < 2000:
                     await asyncio.sleep(0.01)
                 await asyncio.sleep(1.0)  # well into the reply
-                app.prompt.focus()
+                app.main.prompt.focus()
                 for _ in range(keys):
-                    typed = len(app.prompt.text)
+                    typed = len(app.main.prompt.text)
                     posted = time.perf_counter()
                     app.post_message(events.Key("a", "a"))
-                    while len(app.prompt.text) == typed:
+                    while len(app.main.prompt.text) == typed:
                         await asyncio.sleep(0)
                     latencies.append(time.perf_counter() - posted)
                     await asyncio.sleep(0.05)
-                streamed = len(app.chat.reply.text) if app.chat.reply else 0
+                streamed = len(app.main.chat.reply.text) if app.main.chat.reply else 0
                 posted = time.perf_counter()
                 app.post_message(events.Key("escape", None))
-                while app.busy is not None:
+                while app.work.busy is not None:
                     await asyncio.sleep(0.001)
                 cancel = time.perf_counter() - posted
         finally:

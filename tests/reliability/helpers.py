@@ -126,7 +126,7 @@ async def wait_until(pilot, predicate, timeout: float = 20.0, what: str = "") ->
 
 async def submit(pilot, text: str) -> None:
     """Type `text` into the app's prompt and press Enter."""
-    pilot.app.prompt.focus()
-    pilot.app.prompt.load_text(text)
-    pilot.app.prompt.move_cursor(pilot.app.prompt.document.end)
+    pilot.app.main.prompt.focus()
+    pilot.app.main.prompt.load_text(text)
+    pilot.app.main.prompt.move_cursor(pilot.app.main.prompt.document.end)
     await pilot.press("enter")

@@ -36,9 +36,9 @@ from .helpers import submit, wait_until
 
 async def finish(pilot, action) -> None:
     """Press the answer and wait until the turn is over."""
-    before = pilot.app.finished_work
+    before = pilot.app.work.finished
     await action()
-    await wait_until(pilot, lambda: pilot.app.finished_work > before and pilot.app.busy is None, what="the turn")
+    await wait_until(pilot, lambda: pilot.app.work.finished > before and pilot.app.work.busy is None, what="the turn")
 
 
 SCRUBBED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME", "XUN_OFFLINE_FAULTS")
@@ -62,9 +62,13 @@ async def test_keys_typed_as_the_dialog_opens_do_not_answer_it(offline_server, s
         assert not (tmp_path / "pwned").exists()
         await wait_until(pilot, lambda: screen.armed, what="the dialog to take answers after the keys stop")
         assert app.screen is screen and not (tmp_path / "pwned").exists()
-        assert app.prompt.text == "", "keys typed at the dialog never reach the prompt behind it (a newcomer's trial)"
+        assert app.main.prompt.text == "", (
+            "keys typed at the dialog never reach the prompt behind it (a newcomer's trial)"
+        )
         await finish(pilot, lambda: pilot.press("enter"))  # Enter on the focused button: the default, deny
-        assert app.prompt.text == " thanksy" + "t" * 16, "once it closed, what was typed is in the prompt, not sent"
+        assert app.main.prompt.text == " thanksy" + "t" * 16, (
+            "once it closed, what was typed is in the prompt, not sent"
+        )
         assert "thanks" not in " ".join(m.text for m in app.conversation.messages if m.role == "user")
     assert not (tmp_path / "pwned").exists()
 
@@ -85,9 +89,11 @@ async def test_a_sentence_typed_once_the_dialog_is_ready_does_not_answer_it(offl
         assert not (tmp_path / "pwned").exists()
         assert screen.query_one("#confirm-box").border_subtitle == ConfirmScreen.WAITING
         await wait_until(pilot, lambda: screen.armed, what="the dialog to take answers again")
-        assert app.prompt.text == "", "what was typed is kept out of the prompt behind the dialog"
+        assert app.main.prompt.text == "", "what was typed is kept out of the prompt behind the dialog"
         await finish(pilot, lambda: pilot.press("y"))
-        assert app.prompt.text == "turn 8: read notes and s", "once it closed, it goes on into the prompt, not sent"
+        assert app.main.prompt.text == "turn 8: read notes and s", (
+            "once it closed, it goes on into the prompt, not sent"
+        )
     assert (tmp_path / "pwned").exists(), "a lone y after the pause allowed it once"
 
 

@@ -121,9 +121,9 @@ async def test_the_gauge_says_the_servers_count_was_not_believed(server, tmp_pat
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, lambda: app.agent.window.known, what="the window from /v1/models")
             await turn(pilot, prompt(0))
-            assert "the server's count was not believed" in app.gauge.detail_text()
-            assert "reported" not in app.gauge.detail_text()
-            notices = [n.text for n in app.chat.query("NoticeBlock")]
+            assert "the server's count was not believed" in app.main.gauge.detail_text()
+            assert "reported" not in app.main.gauge.detail_text()
+            notices = [n.text for n in app.main.chat.query("NoticeBlock")]
             assert any(NOT_BELIEVED in n for n in notices), notices
     finally:
         session.close()

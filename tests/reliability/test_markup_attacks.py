@@ -49,9 +49,9 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 async def turn(pilot, text: str) -> None:
-    before = pilot.app.finished_work
+    before = pilot.app.work.finished
     await submit(pilot, text)
-    await wait_until(pilot, lambda: pilot.app.finished_work > before and pilot.app.busy is None, what="the turn")
+    await wait_until(pilot, lambda: pilot.app.work.finished > before and pilot.app.work.busy is None, what="the turn")
 
 
 def plain(widget) -> str:
@@ -206,9 +206,9 @@ async def test_a_server_error_with_a_link_shown_during_the_confirmation_allows_n
         assert not await click_word(pilot, "CLICK-TO-CLOSE"), "the server's text lies over the dialog"
         await pilot.pause(0.5)
         assert app.screen is dialog
-        before = app.finished_work
+        before = app.work.finished
         await pilot.press("n")
-        await wait_until(pilot, lambda: app.finished_work > before and app.busy is None, what="the turn")
+        await wait_until(pilot, lambda: app.work.finished > before and app.work.busy is None, what="the turn")
         await wait_until(pilot, lambda: "CLICK-TO-CLOSE" in toast_text(app), what="the error's toast, back")
         assert "[@click=" in toast_text(app)  # as text
         assert await click_word(pilot, "CLICK-TO-CLOSE")
@@ -270,15 +270,15 @@ async def test_a_compaction_reason_from_the_server_is_shown(tmp_path, home, serv
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         for prompt in ("first " * 100, "second " * 100, "third " * 100):
             await turn(pilot, prompt)
-        before = app.finished_work
+        before = app.work.finished
         await pilot.press("f5")
-        await wait_until(pilot, lambda: app.finished_work > before and app.busy is None, what="the summary")
+        await wait_until(pilot, lambda: app.work.finished > before and app.work.busy is None, what="the summary")
         await pilot.pause(0.2)
         shown = "\n".join(
             [
                 toast_text(app),
                 *(plain(w) for w in app.query("NoticeBlock, SummaryDivider")),
-                app.log_pane.tooltip.plain if app.log_pane.tooltip else "",
+                app.main.log_pane.tooltip.plain if app.main.log_pane.tooltip else "",
             ]
         )
         assert BREAKER in shown, shown
@@ -361,15 +361,15 @@ async def _show_everywhere(app: XunApp, pilot, texts: list[str]) -> None:
     for text in texts:
         app.clear_notifications()
         app.notify(text, title=text)
-        app.header.show_model(model=text, provider=text, offline=False)
-        notice = await app.chat.add_notice("warning", text)
+        app.main.header.show_model(model=text, provider=text, offline=False)
+        notice = await app.main.chat.add_notice("warning", text)
         block = ToolBlock("call_x", text, json.dumps({"path": text}))
-        await app.chat.mount(block)
+        await app.main.chat.mount(block)
         block.finished(result_chars=len(text), duration_text="1 ms", result=text)
         block.collapsed = False
         divider = SummaryDivider(text)
-        await app.chat.mount(divider)
-        app.log_pane.add_record({"type": "compaction_skipped", "trigger": "manual", "reason": text})
+        await app.main.chat.mount(divider)
+        app.main.log_pane.add_record({"type": "compaction_skipped", "trigger": "manual", "reason": text})
         await pilot.pause()
         shown = escape_control(text)
         flat = escape_control(text, keep_newlines=False)
@@ -380,7 +380,7 @@ async def _show_everywhere(app: XunApp, pilot, texts: list[str]) -> None:
         assert flat in plain(block._title) or " ".join(flat.split()) in plain(block._title)
         assert plain(divider) == shown
         if text:
-            assert app.log_pane.tooltip.plain.endswith(f"reason: {shown}")
+            assert app.main.log_pane.tooltip.plain.endswith(f"reason: {shown}")
         for widget in (notice, block, divider):
             await widget.remove()
     await pilot.pause()

@@ -123,7 +123,7 @@ async def test_a_paste_disarms_the_confirmation_and_the_key_after_it_answers_not
         assert not (tmp_path / "pwned").exists() and not app.agent.toolbox.allowed_for_session()
         await wait_until(pilot, lambda: screen.armed, what="the question ready again after a quiet pause")
         await finish(pilot, lambda: pilot.press("n"))
-        assert app.prompt.text == "copied from a web pages", "kept aside, then in the prompt, not sent"
+        assert app.main.prompt.text == "copied from a web pages", "kept aside, then in the prompt, not sent"
     assert not (tmp_path / "pwned").exists()
     assert not app.agent.toolbox.allowed_for_session()
 

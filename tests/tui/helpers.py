@@ -43,7 +43,7 @@ async def at_the_end(pilot: Pilot[Any], view: Any, what: str = "the view") -> No
 
 def idle(app: XunApp) -> bool:
     busy_groups = {"agent", "compaction", "save"}
-    return app.busy is None and not any(w.is_running for w in app.workers if w.group in busy_groups)
+    return app.work.busy is None and not any(w.is_running for w in app.workers if w.group in busy_groups)
 
 
 async def wait_idle(pilot: Pilot[Any], timeout: float = TIMEOUT) -> None:
@@ -56,9 +56,9 @@ async def submit(pilot: Pilot[Any], text: str) -> None:
     """Type a prompt (or slash command) into the prompt and press Enter."""
     app = pilot.app
     assert isinstance(app, XunApp)
-    app.prompt.focus()
-    app.prompt.load_text(text)
-    app.prompt.move_cursor(app.prompt.document.end)
+    app.main.prompt.focus()
+    app.main.prompt.load_text(text)
+    app.main.prompt.move_cursor(app.main.prompt.document.end)
     await pilot.press("enter")
 
 
@@ -66,11 +66,11 @@ async def finish(pilot: Pilot[Any], action: Callable[[], Any], timeout: float = 
     """Do something that starts agent work (a prompt, a key, a command) and wait until it is over."""
     app = pilot.app
     assert isinstance(app, XunApp)
-    before = app.finished_work
+    before = app.work.finished
     result = action()
     if asyncio.iscoroutine(result):
         await result
-    await wait_until(pilot, lambda: app.finished_work > before and idle(app), timeout, "the work to finish")
+    await wait_until(pilot, lambda: app.work.finished > before and idle(app), timeout, "the work to finish")
 
 
 async def turn(pilot: Pilot[Any], text: str, timeout: float = TIMEOUT) -> None:
@@ -117,7 +117,7 @@ async def quit_app(pilot: Pilot[Any], app: XunApp) -> None:
 
 async def session_ready(pilot: Pilot[Any], app: XunApp) -> None:
     """Until the session is open and takes prompts (a resume's notices are shown by then)."""
-    await wait_until(pilot, lambda: app.session is not None and app.header.status == "ready", what="the session")
+    await wait_until(pilot, lambda: app.session is not None and app.main.header.status == "ready", what="the session")
 
 
 async def window_settled(pilot: Pilot[Any], chat: Any) -> None:

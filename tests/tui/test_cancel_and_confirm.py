@@ -28,22 +28,24 @@ async def test_escape_mid_stream_keeps_the_reply_so_far_marked_cancelled(offline
     seen: list = []
     async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
         await submit(pilot, "write 5000 tokens")
-        await wait_until(pilot, lambda: app.chat.reply is not None and len(app.chat.reply.text) > 40, what="streaming")
-        assert app.busy == "turn"
+        await wait_until(
+            pilot, lambda: app.main.chat.reply is not None and len(app.main.chat.reply.text) > 40, what="streaming"
+        )
+        assert app.work.busy == "turn"
         await finish(pilot, lambda: pilot.press("escape"))
 
         ended = of_type(seen, m.TurnEnded)[-1]
         assert ended.status == "cancelled" and ended.restored_prompt is None
         last = app.conversation.messages[-1]
         assert last.raw["content"].endswith("[cancelled by the user]"), "the partial reply is kept in the session"
-        reply = app.chat.query(AssistantBlock).last()
+        reply = app.main.chat.query(AssistantBlock).last()
         assert reply.has_class("-cancelled") and reply.text == last.raw["content"]
-        assert [b.text for b in app.chat.query(UserBlock)] == ["write 5000 tokens"]
-        notices = list(app.chat.query(NoticeBlock))
+        assert [b.text for b in app.main.chat.query(UserBlock)] == ["write 5000 tokens"]
+        notices = list(app.main.chat.query(NoticeBlock))
         assert notices[-1].level == "cancelled" and "reply so far is kept" in notices[-1].text
-        assert app.prompt.text == "" and app.prompt.has_focus
-        assert app.gauge.streaming_chars == 0
-        assert app.header.status == "ready"
+        assert app.main.prompt.text == "" and app.main.prompt.has_focus
+        assert app.main.gauge.streaming_chars == 0
+        assert app.main.header.status == "ready"
 
         await turn(pilot, "hello again")
         assert of_type(seen, m.TurnEnded)[-1].status == "ok"
@@ -58,13 +60,15 @@ async def test_escape_before_any_text_gives_the_prompt_back_before_the_queued_on
     async with app.run_test(size=(120, 40)) as pilot:
         await submit(pilot, "write 5000 tokens")
         await submit(pilot, "queued after it")
-        assert [text for text, _ in app.queued_prompts] == ["queued after it"]
+        assert [text for text, _ in app.work.queued] == ["queued after it"]
         await wait_until(
-            pilot, lambda: app.chat.reply is not None and app.chat.reply.reasoning is not None, what="reasoning"
+            pilot,
+            lambda: app.main.chat.reply is not None and app.main.chat.reply.reasoning is not None,
+            what="reasoning",
         )
         await finish(pilot, lambda: pilot.press("escape"))
-        assert app.prompt.text == "write 5000 tokens\nqueued after it"
-        assert not app.queued_prompts
+        assert app.main.prompt.text == "write 5000 tokens\nqueued after it"
+        assert not app.work.queued
 
 
 async def test_escape_before_any_text_gives_the_prompt_back_and_says_so_truly(offline_server_factory, session_factory):
@@ -74,25 +78,29 @@ async def test_escape_before_any_text_gives_the_prompt_back_and_says_so_truly(of
     async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
         await submit(pilot, "write 5000 tokens")
         await wait_until(
-            pilot, lambda: app.chat.reply is not None and app.chat.reply.reasoning is not None, what="reasoning"
+            pilot,
+            lambda: app.main.chat.reply is not None and app.main.chat.reply.reasoning is not None,
+            what="reasoning",
         )
         await finish(pilot, lambda: pilot.press("escape"))
         ended = of_type(seen, m.TurnEnded)[-1]
         assert ended.status == "cancelled" and ended.restored_prompt == "write 5000 tokens"
-        assert app.prompt.text == "write 5000 tokens"
-        assert not app.chat.query(UserBlock)
-        assert "prompt is back in the input" in list(app.chat.query(NoticeBlock))[-1].text
+        assert app.main.prompt.text == "write 5000 tokens"
+        assert not app.main.chat.query(UserBlock)
+        assert "prompt is back in the input" in list(app.main.chat.query(NoticeBlock))[-1].text
         assert not any(getattr(msg, "role", "") == "user" for msg in app.conversation.messages)
 
         # again, with new text typed in the input meanwhile: it stays, and the notice does not claim otherwise
         await submit(pilot, "write 5000 tokens")
         await wait_until(
-            pilot, lambda: app.chat.reply is not None and app.chat.reply.reasoning is not None, what="reasoning"
+            pilot,
+            lambda: app.main.chat.reply is not None and app.main.chat.reply.reasoning is not None,
+            what="reasoning",
         )
         await pilot.press("a", "b", "c")
         await finish(pilot, lambda: pilot.press("escape"))
-        assert app.prompt.text == "abc"
-        notice = list(app.chat.query(NoticeBlock))[-1].text
+        assert app.main.prompt.text == "abc"
+        notice = list(app.main.chat.query(NoticeBlock))[-1].text
         assert "was not put back" in notice and "back in the input" not in notice
 
 
@@ -104,15 +112,15 @@ async def test_escape_in_the_same_instant_as_enter_leaves_the_app_ready(offline_
     async with app.run_test(size=(120, 40)) as pilot:
         await session_ready(pilot, app)
         await app.send_prompt("hello there")
-        assert app.busy == "turn"
+        assert app.work.busy == "turn"
         app.action_cancel_turn()  # before any await: the worker's task has not started yet
-        await wait_until(pilot, lambda: app.busy is None, what="the app to be ready again")
-        assert app.header.status == "ready"
-        assert app.finished_work == 1
+        await wait_until(pilot, lambda: app.work.busy is None, what="the app to be ready again")
+        assert app.main.header.status == "ready"
+        assert app.work.finished == 1
         assert not any(getattr(msg, "text", None) == "hello there" for msg in app.conversation.messages)
-        assert app.prompt.text == "hello there", "the unsent prompt is back in the input"
-        assert not app.chat.query(UserBlock), "and not in the chat"
-        app.prompt.clear()
+        assert app.main.prompt.text == "hello there", "the unsent prompt is back in the input"
+        assert not app.main.chat.query(UserBlock), "and not in the chat"
+        app.main.prompt.clear()
         await finish(pilot, lambda: submit(pilot, "read nothing, just answer"))
         assert app.conversation.messages[-1].role == "assistant", "the next prompt is answered"
 
@@ -122,7 +130,7 @@ async def test_escape_does_nothing_when_idle(offline_server, session_factory):
     async with app.run_test(size=(100, 30)) as pilot:
         assert app.check_action("cancel_turn", ()) is False
         await pilot.press("escape")
-        assert app.busy is None and app.finished_work == 0
+        assert app.work.busy is None and app.work.finished == 0
 
 
 async def test_a_denied_command_is_not_run(offline_server, session_factory, tmp_path: Path):
@@ -134,15 +142,15 @@ async def test_a_denied_command_is_not_run(offline_server, session_factory, tmp_
         assert isinstance(screen, ConfirmScreen)
         assert screen.request.tool == "run_command"
         assert "touch made-by-command" in screen.request.title
-        assert app.header.status == "waiting for you"
+        assert app.main.header.status == "waiting for you"
         assert app.check_action("compact", ()) is False, "main-screen keys are off under a modal"
         await armed(pilot)
         await finish(pilot, lambda: pilot.press("n"))
 
         assert not (tmp_path / "made-by-command").exists()
-        block = app.chat.query_one(ToolBlock)
+        block = app.main.chat.query_one(ToolBlock)
         assert block.state == "denied" and "denied" in block.title
-        assert app.chat.query(AssistantBlock), "the model answered after the refusal"
+        assert app.main.chat.query(AssistantBlock), "the model answered after the refusal"
 
 
 async def test_allow_once_and_allow_for_the_session(offline_server, session_factory, tmp_path: Path):
@@ -162,7 +170,7 @@ async def test_allow_once_and_allow_for_the_session(offline_server, session_fact
         await finish(pilot, lambda: pilot.press("s"))
         assert (tmp_path / "second.txt").read_text() == "again"
         assert len(of_type(seen, m.ConfirmationAsked)) == 2
-        notices = [block.text for block in app.chat.query(NoticeBlock)]
+        notices = [block.text for block in app.main.chat.query(NoticeBlock)]
         assert any(text.startswith("write_file is allowed without asking") for text in notices), notices
 
         await turn(pilot, "write more to third.txt")
@@ -220,12 +228,12 @@ async def test_escape_at_a_confirmation_denies_and_stops_the_turn(offline_server
         assert "echo 3" in app.screen.request.title
         await finish(pilot, lambda: pilot.press("escape"))  # before the dialog takes answers, too
         await pilot.pause(0.5)
-        assert not isinstance(app.screen, ConfirmScreen) and app.busy is None
+        assert not isinstance(app.screen, ConfirmScreen) and app.work.busy is None
         assert len(of_type(seen, m.ConfirmationAsked)) == 4, "no dialog after Esc"
         assert of_type(seen, m.TurnEnded)[-1].status == "cancelled"
         assert (tmp_path / "steps.txt").read_text().split() == ["1", "2"]
-        assert app.prompt.has_focus
-        states = [block.state for block in app.chat.query(ToolBlock)]
+        assert app.main.prompt.has_focus
+        states = [block.state for block in app.main.chat.query(ToolBlock)]
         assert states == ["done", "done", "denied", "cancelled"], "no block left 'running…' after the turn"
         sent = [msg.completion_param() for msg in app.conversation.messages]
         calls = [call["id"] for msg in sent if msg["role"] == "assistant" for call in msg.get("tool_calls") or []]
@@ -317,16 +325,16 @@ async def test_a_denied_call_still_reads_denied_after_a_resume(offline_server, s
         await wait_until(
             pilot,
             lambda: (
-                app.busy is None
+                app.work.busy is None
                 or isinstance(app.screen, ConfirmScreen)
                 and app.screen.armed
-                and app.chat.query(ToolBlock).first().state == "denied"
+                and app.main.chat.query(ToolBlock).first().state == "denied"
             ),
             what="the denial",
         )
         if isinstance(app.screen, ConfirmScreen):  # the model asked again: stop there
             await finish(pilot, lambda: pilot.press("escape"))
-        live = app.chat.query(ToolBlock).first()
+        live = app.main.chat.query(ToolBlock).first()
         assert live.state == "denied"
         result = [m for m in app.conversation.messages if m.role == "tool"][0].raw["content"]
         assert result.startswith(DECLINED_RESULT) and DECLINED_RESULT.startswith(ERROR_PREFIX)
@@ -335,4 +343,4 @@ async def test_a_denied_call_still_reads_denied_after_a_resume(offline_server, s
     again = XunApp(session_factory(offline_server, resume=first.conversation.conversation_id))
     async with again.run_test(size=(100, 30)) as pilot:
         await session_ready(pilot, again)
-        assert again.chat.query(ToolBlock).first().state == "denied"
+        assert again.main.chat.query(ToolBlock).first().state == "denied"

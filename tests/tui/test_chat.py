@@ -30,7 +30,7 @@ async def test_prompt_streams_the_reply_and_shows_tool_blocks(offline_server, se
     async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
         await turn(pilot, "read notes.py and list .")
 
-        blocks = list(app.chat.children)
+        blocks = list(app.main.chat.children)
         assert [type(b) for b in blocks] == [UserBlock, ToolBlock, ToolBlock, AssistantBlock]
         assert blocks[0].text == "read notes.py and list ."
         read, listing = blocks[1], blocks[2]
@@ -53,10 +53,10 @@ async def test_prompt_streams_the_reply_and_shows_tool_blocks(offline_server, se
         assert [type(x) for x in of_type(seen, m.TurnBegan)] == [m.TurnBegan]
         assert of_type(seen, m.TurnEnded)[-1].status == "ok"
         # the gauge shows what the server reported after the last model call
-        assert app.gauge.reported == app.conversation.total_tokens
-        assert len(app.gauge.history) == 2  # one point per model call
-        assert app.chat.border_subtitle.startswith(f"{len(app.conversation.messages)} messages in the context · ")
-        assert app.chat.border_subtitle.endswith("% of the threshold"), (
+        assert app.main.gauge.reported == app.conversation.total_tokens
+        assert len(app.main.gauge.history) == 2  # one point per model call
+        assert app.main.chat.border_subtitle.startswith(f"{len(app.conversation.messages)} messages in the context · ")
+        assert app.main.chat.border_subtitle.endswith("% of the threshold"), (
             "the gauge in short, for when the side panel is hidden"
         )
 
@@ -70,7 +70,7 @@ async def test_a_long_streamed_reply_arrives_whole(offline_server_factory, sessi
         await turn(pilot, "write 600 tokens")
         content = last_assistant_content(app)
         assert len(content.split()) == 600
-        reply = app.chat.query_one(AssistantBlock)
+        reply = app.main.chat.query_one(AssistantBlock)
         assert reply.text == content
         assert reply.markdown.source == content
         texts = of_type(seen, m.ReplyText)
@@ -90,7 +90,7 @@ async def test_each_update_of_a_streaming_reply_lays_the_screen_out_once(offline
         sources: list[str] = []
 
         def laid_out(_screen: object) -> None:
-            reply = app.chat.reply
+            reply = app.main.chat.reply
             if reply is not None and reply.markdown is not None and 100 <= len(reply.live.source) < 900:
                 sources.append(reply.live.source)
 
@@ -120,7 +120,7 @@ async def test_a_streamed_reply_longer_than_a_seal_wraps_as_one_paragraph(offlin
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:
         await turn(pilot, "write 3100 tokens")  # just over SEAL_CHARS: the last flush seals it
-        block = app.chat.query_one(AssistantBlock)
+        block = app.main.chat.query_one(AssistantBlock)
         content = last_assistant_content(app)
         assert block.text == content and "\n" not in content.strip()
         await wait_until(pilot, lambda: all(leaf.size.height for leaf in block.walk_children() if not leaf.children))
@@ -152,7 +152,7 @@ async def test_a_reply_too_long_to_draw_again_joins_its_parts_at_any_width(
     app = XunApp(session_factory(offline_server_factory(tokens_per_second=10_000)))
     async with app.run_test(size=(80, 24)) as pilot:
         await turn(pilot, "write 12000 tokens")  # over a second: several flushes, each sealing
-        block = app.chat.query_one(AssistantBlock)
+        block = app.main.chat.query_one(AssistantBlock)
         content = last_assistant_content(app)
         assert "\n" not in content.strip() and len(block.sealed) >= 2 and block.markdown is not None
         for size in ((80, 24), (60, 20), (160, 48)):
@@ -190,7 +190,7 @@ async def test_a_reply_resized_while_it_streams_joins_its_parts_at_the_new_width
     monkeypatch.setattr(AssistantBlock, "_seal", seal_then_resize)
     async with app.run_test(size=(100, 30)) as pilot:
         await turn(pilot, "write 16000 tokens")
-        block = app.chat.query_one(AssistantBlock)
+        block = app.main.chat.query_one(AssistantBlock)
         assert resized == [True] and app.size == Size(80, 24)
         assert len(block.sealed) >= 2 and block.markdown is not None, "sealed again after the resize"
         await wait_until(pilot, lambda: all(leaf.size.height for leaf in block.walk_children() if not leaf.children))
@@ -204,7 +204,7 @@ async def test_reasoning_is_dimmed_and_folds_when_the_reply_is_in(offline_server
     app = XunApp(session_factory(server))
     async with app.run_test(size=(100, 30)) as pilot:
         await turn(pilot, "hello there")
-        block = app.chat.query_one(AssistantBlock)
+        block = app.main.chat.query_one(AssistantBlock)
         reasoning = block.query_one(ReasoningBlock)
         assert reasoning.text
         assert reasoning.collapsed
@@ -218,9 +218,9 @@ async def test_a_retry_discards_the_partial_reply(offline_server_factory, sessio
     app = XunApp(session_factory(server, "retry.backoff_base=0.01", "retry.backoff_max=0.02"))
     async with app.run_test(size=(100, 30)) as pilot:
         await turn(pilot, "write 200 tokens")
-        notices = [n for n in app.chat.query(NoticeBlock) if n.level == "retry"]
+        notices = [n for n in app.main.chat.query(NoticeBlock) if n.level == "retry"]
         assert len(notices) == 1 and "retrying (1/2)" in notices[0].text
-        replies = list(app.chat.query(AssistantBlock))
+        replies = list(app.main.chat.query(AssistantBlock))
         assert len(replies) == 1
         assert replies[0].text == last_assistant_content(app)
         assert len(replies[0].text.split()) == 200
@@ -231,9 +231,9 @@ async def test_an_error_turn_is_reported(offline_server_factory, session_factory
     app = XunApp(session_factory(server, "retry.attempts=1"))
     async with app.run_test(size=(100, 30)) as pilot:
         await turn(pilot, "hello")
-        errors = [n for n in app.chat.query(NoticeBlock) if n.level == "error"]
+        errors = [n for n in app.main.chat.query(NoticeBlock) if n.level == "error"]
         assert errors and "500" in errors[0].text
-        assert app.busy is None
+        assert app.work.busy is None
 
 
 async def test_a_failed_prompt_stays_in_the_session_and_comes_back_to_the_input(
@@ -246,16 +246,16 @@ async def test_a_failed_prompt_stays_in_the_session_and_comes_back_to_the_input(
     app = XunApp(session)
     async with app.run_test(size=(100, 30)) as pilot:
         await turn(pilot, "read notes.txt please")
-        assert app.prompt.text == "read notes.txt please"
-        assert [n for n in app.chat.query(NoticeBlock) if n.level == "error" and "500" in n.text]
+        assert app.main.prompt.text == "read notes.txt please"
+        assert [n for n in app.main.chat.query(NoticeBlock) if n.level == "error" and "500" in n.text]
         assert any(n.severity == "error" and "500" in n.message for n in app._notifications)
         saved = session.store.load(app.conversation.conversation_id)
         assert saved.messages[-1].text == "read notes.txt please"  # saved after the turn: nothing lost
         await pilot.press("enter")  # the same prompt again; the server answers now
-        await wait_until(pilot, lambda: app.finished_work == 2, what="the second turn")
+        await wait_until(pilot, lambda: app.work.finished == 2, what="the second turn")
         users = [msg.text for msg in app.conversation.messages if msg.role == "user"]
         assert users == ["read notes.txt please"]
-        assert app.agent.last_reply() and app.prompt.text == ""
+        assert app.agent.last_reply() and app.main.prompt.text == ""
 
 
 async def test_a_resumed_session_whose_last_prompt_was_never_answered_offers_it_again(
@@ -276,15 +276,15 @@ async def test_a_resumed_session_whose_last_prompt_was_never_answered_offers_it_
     again = XunApp(session_factory(server, resume=first.conversation.conversation_id))
     async with again.run_test(size=(80, 24)) as pilot:
         await session_ready(pilot, again)
-        assert again.prompt.text == "first prompt never answered"
-        notice = again.chat.query(NoticeBlock).last().text
+        assert again.main.prompt.text == "first prompt never answered"
+        notice = again.main.chat.query(NoticeBlock).last().text
         assert "never answered" in notice and "back in the input" in notice, notice
         await pilot.press("enter")  # the server answers now
-        await wait_until(pilot, lambda: again.finished_work == 1, what="the turn")
+        await wait_until(pilot, lambda: again.work.finished == 1, what="the turn")
         await wait_idle(pilot)
         users = [msg.text for msg in again.conversation.messages if msg.role == "user"]
         assert users == ["first prompt never answered"], users
-        assert again.agent.last_reply() and again.prompt.text == ""
+        assert again.agent.last_reply() and again.main.prompt.text == ""
 
 
 async def test_a_replaced_unanswered_prompt_is_marked_in_the_chat(offline_server_factory, session_factory):
@@ -301,12 +301,12 @@ async def test_a_replaced_unanswered_prompt_is_marked_in_the_chat(offline_server
     first.close()
     again = XunApp(session_factory(server, resume=first.conversation.conversation_id))
     async with again.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: again.prompt.text == "my unanswered prompt", what="the prompt back")
+        await wait_until(pilot, lambda: again.main.prompt.text == "my unanswered prompt", what="the prompt back")
         await pilot.press("ctrl+u", "ctrl+u", *"a different prompt", "enter")
-        await wait_until(pilot, lambda: again.finished_work == 1, what="the turn")
+        await wait_until(pilot, lambda: again.work.finished == 1, what="the turn")
         await wait_idle(pilot)
         assert [msg.text for msg in again.conversation.messages if msg.role == "user"] == ["a different prompt"]
-        blocks = list(again.chat.query(UserBlock))
+        blocks = list(again.main.chat.query(UserBlock))
         assert [(b.text, b.has_class("-replaced")) for b in blocks] == [
             ("my unanswered prompt", True),
             ("a different prompt", False),
@@ -323,22 +323,22 @@ async def test_a_failed_prompt_and_a_queued_one_stay_two_prompts_in_the_order_ty
     session = session_factory(server, "retry.attempts=2", "retry.backoff_base=1", "retry.backoff_max=1")
     app = XunApp(session)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.prompt.focus()
+        app.main.prompt.focus()
         for text in ("hello server", "hello again"):  # the second while the first one's model call is retried
-            app.prompt.set_prompt(text)
+            app.main.prompt.set_prompt(text)
             await pilot.press("enter")
-        assert [text for text, _ in app.queued_prompts] == ["hello again"]
-        await wait_until(pilot, lambda: app.finished_work == 1 and app.busy is None, what="the failed turn")
+        assert [text for text, _ in app.work.queued] == ["hello again"]
+        await wait_until(pilot, lambda: app.work.finished == 1 and app.work.busy is None, what="the failed turn")
         await pilot.pause()
-        assert app.prompt.text == "hello server", "the failed prompt alone, not merged with the queued one"
-        assert [text for text, _ in app.queued_prompts] == ["hello again"], "still queued, behind it"
-        notice = app.chat.query(NoticeBlock).last().text
+        assert app.main.prompt.text == "hello server", "the failed prompt alone, not merged with the queued one"
+        assert [text for text, _ in app.work.queued] == ["hello again"], "still queued, behind it"
+        notice = app.main.chat.query(NoticeBlock).last().text
         assert "1 queued prompt typed after it will go out once it is answered" in notice, notice
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.finished_work == 3 and app.busy is None, timeout=30, what="both turns")
+        await wait_until(pilot, lambda: app.work.finished == 3 and app.work.busy is None, timeout=30, what="both turns")
         users = [msg.text for msg in app.conversation.messages if msg.role == "user"]
         assert users == ["hello server", "hello again"]
-        assert not app.queued_prompts and app.prompt.text == ""
+        assert not app.work.queued and app.main.prompt.text == ""
 
 
 async def test_escape_takes_back_the_prompts_queued_behind_a_failed_one(offline_server_factory, session_factory):
@@ -346,16 +346,16 @@ async def test_escape_takes_back_the_prompts_queued_behind_a_failed_one(offline_
     session = session_factory(server, "retry.attempts=2", "retry.backoff_base=1", "retry.backoff_max=1")
     app = XunApp(session)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.prompt.focus()
+        app.main.prompt.focus()
         for text in ("first", "second", "third"):
-            app.prompt.set_prompt(text)
+            app.main.prompt.set_prompt(text)
             await pilot.press("enter")
-        await wait_until(pilot, lambda: app.finished_work == 1 and app.busy is None, what="the failed turn")
+        await wait_until(pilot, lambda: app.work.finished == 1 and app.work.busy is None, what="the failed turn")
         await pilot.pause()
-        assert app.prompt.text == "first"
+        assert app.main.prompt.text == "first"
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not app.queued_prompts, what="the queue taken back")
-        assert app.prompt.text == "first\nsecond\nthird", "in the order typed"
+        await wait_until(pilot, lambda: not app.work.queued, what="the queue taken back")
+        assert app.main.prompt.text == "first\nsecond\nthird", "in the order typed"
 
 
 async def test_retry_after_a_failed_prompt_sends_it_once(offline_server_factory, session_factory):
@@ -363,9 +363,9 @@ async def test_retry_after_a_failed_prompt_sends_it_once(offline_server_factory,
     app = XunApp(session_factory(server, "retry.attempts=1"))
     async with app.run_test(size=(100, 30)) as pilot:
         await turn(pilot, "hello")
-        assert app.prompt.text == "hello"
-        await finish(pilot, app.action_retry)
-        assert app.prompt.text == ""
+        assert app.main.prompt.text == "hello"
+        await finish(pilot, app.commands.retry)
+        assert app.main.prompt.text == ""
         assert [msg.role for msg in app.conversation.messages][-2:] == ["user", "assistant"]
         assert sum(msg.role == "user" for msg in app.conversation.messages) == 1
 
@@ -375,13 +375,13 @@ async def test_enter_sends_and_new_line_keys_do_not(offline_server, session_fact
     seen: list = []
     async with app.run_test(size=(100, 30), message_hook=seen.append) as pilot:
         await pilot.press("f", "i", "r", "s", "t", "ctrl+j", "s", "e", "c", "o", "n", "d", "shift+enter", "x")
-        assert app.prompt.text == "first\nsecond\nx"
+        assert app.main.prompt.text == "first\nsecond\nx"
         assert not of_type(seen, m.PromptSubmitted)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.finished_work == 1, what="the turn")
+        await wait_until(pilot, lambda: app.work.finished == 1, what="the turn")
         assert of_type(seen, m.PromptSubmitted)[0].text == "first\nsecond\nx"
-        assert app.chat.query_one(UserBlock).text == "first\nsecond\nx"
-        assert app.prompt.text == ""
+        assert app.main.chat.query_one(UserBlock).text == "first\nsecond\nx"
+        assert app.main.prompt.text == ""
 
 
 async def test_up_and_down_walk_the_prompt_history(offline_server, session_factory):
@@ -391,15 +391,15 @@ async def test_up_and_down_walk_the_prompt_history(offline_server, session_facto
         await turn(pilot, "two")
         await pilot.press("d", "r", "a", "f", "t")
         await pilot.press("up")
-        assert app.prompt.text == "two"
+        assert app.main.prompt.text == "two"
         await pilot.press("up")
-        assert app.prompt.text == "one"
+        assert app.main.prompt.text == "one"
         await pilot.press("up")
-        assert app.prompt.text == "one"
+        assert app.main.prompt.text == "one"
         await pilot.press("down")
-        assert app.prompt.text == "two"
+        assert app.main.prompt.text == "two"
         await pilot.press("down")
-        assert app.prompt.text == "draft"
+        assert app.main.prompt.text == "draft"
 
 
 async def test_slash_commands_complete_as_they_are_typed(offline_server, session_factory):
@@ -416,16 +416,16 @@ async def test_slash_commands_complete_as_they_are_typed(offline_server, session
             "/config",
         ]
         await pilot.press("down", "tab")
-        assert app.prompt.text == "/compact toolcall"
+        assert app.main.prompt.text == "/compact toolcall"
         assert not menu.display
-        app.prompt.load_text("")
+        app.main.prompt.load_text("")
         await pilot.press("/", "h", "i")
         assert [c.usage for c in menu.commands] == ["/history"]
         await pilot.press("enter")  # an unfinished command word: Enter completes it
-        assert app.prompt.text == "/history"
+        assert app.main.prompt.text == "/history"
         await pilot.press("escape")
         assert not menu.display
-        assert app.busy is None
+        assert app.work.busy is None
 
 
 async def test_an_unknown_command_stays_in_the_prompt(offline_server, session_factory):
@@ -433,7 +433,7 @@ async def test_an_unknown_command_stays_in_the_prompt(offline_server, session_fa
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await submit(pilot, "/nope at all")
         await pilot.pause()
-        assert app.prompt.text == "/nope at all"
+        assert app.main.prompt.text == "/nope at all"
         assert any("unknown command /nope" in n.message for n in app._notifications)
         assert not app.conversation.messages
 
@@ -442,7 +442,7 @@ async def test_a_double_slash_sends_a_prompt_that_starts_with_a_slash(offline_se
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(100, 30)) as pilot:
         await turn(pilot, "//etc is a folder")
-        assert app.chat.query_one(UserBlock).text == "/etc is a folder"
+        assert app.main.chat.query_one(UserBlock).text == "/etc is a folder"
 
 
 async def quit_by(pilot, app, *keys: str) -> None:
@@ -461,14 +461,14 @@ async def test_what_the_prompt_held_at_quit_comes_back_on_resume(offline_server,
     app = XunApp(first)
     async with app.run_test(size=(80, 24)) as pilot:
         await turn(pilot, "hello")
-        app.prompt.set_prompt("some draft text\nwith a second line")
+        app.main.prompt.set_prompt("some draft text\nwith a second line")
         await quit_by(pilot, app, "ctrl+q")
     first.close()
     again = XunApp(session_factory(offline_server, resume=first.conversation.conversation_id))
     async with again.run_test(size=(80, 24)) as pilot:
         await session_ready(pilot, again)
-        assert again.prompt.text == "some draft text\nwith a second line"
-        assert "back in the input, not sent" in again.chat.query(NoticeBlock).last().text
+        assert again.main.prompt.text == "some draft text\nwith a second line"
+        assert "back in the input, not sent" in again.main.chat.query(NoticeBlock).last().text
         assert [m.text for m in again.conversation.messages if m.role == "user"] == ["hello"]
 
 
@@ -490,7 +490,7 @@ async def test_a_prompt_waiting_for_the_ask_question_at_quit_comes_back_on_resum
     again = XunApp(session_factory(offline_server, *settings, resume=first.conversation.conversation_id))
     async with again.run_test(size=(120, 40)) as pilot:
         await session_ready(pilot, again)
-        assert again.prompt.text == "write 800 tokens, the fourth"
+        assert again.main.prompt.text == "write 800 tokens, the fourth"
 
 
 async def test_a_turn_cut_off_between_its_tool_calls_and_its_reply_says_so_on_resume(
@@ -511,7 +511,7 @@ async def test_a_turn_cut_off_between_its_tool_calls_and_its_reply_says_so_on_re
     again = XunApp(session_factory(server, resume=first.conversation.conversation_id))
     async with again.run_test(size=(120, 40)) as pilot:
         await session_ready(pilot, again)
-        notices = [block.text for block in again.chat.query(NoticeBlock)]
+        notices = [block.text for block in again.main.chat.query(NoticeBlock)]
         assert any("stopped before the model's reply" in text for text in notices), notices
 
 
@@ -527,13 +527,13 @@ async def test_a_failed_attempts_text_goes_and_the_retry_line_stays_above_the_re
     app = XunApp(session_factory(server, *settings))
     async with app.run_test(size=(100, 30)) as pilot:
         await turn(pilot, "write 20 tokens")  # three malformed attempts: it fails
-        assert not app.chat.query(AssistantBlock), "no failed attempt's text is left looking like a reply"
+        assert not app.main.chat.query(AssistantBlock), "no failed attempt's text is left looking like a reply"
         await turn(pilot, "write 20 tokens")  # a malformed attempt, then a good one
-        kinds = [type(child).__name__ for child in app.chat.children]
+        kinds = [type(child).__name__ for child in app.main.chat.children]
         last_retry = max(
             i
-            for i, child in enumerate(app.chat.children)
+            for i, child in enumerate(app.main.chat.children)
             if isinstance(child, NoticeBlock) and child.text.startswith("retrying")
         )
         assert kinds[-1] == "AssistantBlock" and kinds.index("AssistantBlock") > last_retry, kinds
-        assert len(app.chat.query(AssistantBlock)) == 1
+        assert len(app.main.chat.query(AssistantBlock)) == 1

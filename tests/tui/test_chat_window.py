@@ -92,7 +92,7 @@ async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window
     conversation_id = long_session(tmp_path, rounds, summaries=2)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
         await settled(pilot, chat)
         chat.focus()
@@ -161,7 +161,7 @@ async def test_the_title_counts_exactly_the_blocks_seen_from_home_to_end(
     conversation_id = long_session(tmp_path, rounds, summaries=2)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
         await settled(pilot, chat)
         await wait_until(pilot, lambda: not title_total(chat).startswith("~"), what="the summarised turns counted")
@@ -220,18 +220,20 @@ async def test_a_jump_to_an_early_message_mounts_its_page_not_every_page_between
     conversation_id = long_session(tmp_path, 500)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
         await settled(pilot, chat)
         messages = app.conversation.messages
         prompt = next(i for i, message in enumerate(messages) if getattr(message, "text", "").startswith("question 1:"))
-        block = await app.jump_to_message(prompt)
+        block = await app.main.jump_to_message(prompt)
         assert isinstance(block, UserBlock) and block.text == "question 1: read src/file1.py"
         assert chat.selected is block and block.has_class("-jump-target")
         await settled(pilot, chat)
         assert len(chat._window()) <= WINDOW and chat.query(LaterMarker)
         assert block.region.height and chat.screen.find_widget(block), "in view"
-        tool = await app.jump_to_message(prompt + 4 * 249 + 2)  # the result of question 250's read_file: its tool block
+        tool = await app.main.jump_to_message(
+            prompt + 4 * 249 + 2
+        )  # the result of question 250's read_file: its tool block
         assert isinstance(tool, ToolBlock) and tool.call_id == "call_250"
         await settled(pilot, chat)
         assert len(chat._window()) <= WINDOW
@@ -251,7 +253,7 @@ async def test_a_call_a_summary_took_out_is_shown_in_the_chat_from_the_offload_l
     conversation_id = long_session(tmp_path, 400, summaries=3)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
         await settled(pilot, chat)
         app.post_message(m.ShowInChat("call_200"))  # early in the third summary's part: two unread parts just above it
@@ -291,7 +293,7 @@ async def test_g_on_a_compaction_log_row_shows_its_summary_divider_or_its_call_i
     store.save(conversation)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat, log = app.chat, app.log_pane
+        chat, log = app.main.chat, app.main.log_pane
         await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
         await settled(pilot, chat)
         assert [entry.kind for entry in log.entries] == ["summary"] * 3 + ["restore", "skipped"]
@@ -334,7 +336,7 @@ async def test_a_reply_streams_below_a_view_far_up_and_is_there_at_end(
     conversation_id = long_session(tmp_path, 500)
     app = XunApp(session_factory(server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
         await submit(pilot, "tell me a long story")
         await wait_until(pilot, lambda: chat.reply is not None and chat.reply.text, what="the reply streaming")

@@ -47,8 +47,8 @@ async def test_retry_sends_the_last_prompt_again(offline_server, session_factory
         await finish(pilot, lambda: submit(pilot, "/retry"))
         assert user_texts(app) == ["hello"]
         assert len(app.conversation.messages) == first_reply
-        assert [b.text for b in app.chat.query(UserBlock)] == ["hello"]
-        assert len(app.chat.query(AssistantBlock)) == 1
+        assert [b.text for b in app.main.chat.query(UserBlock)] == ["hello"]
+        assert len(app.main.chat.query(AssistantBlock)) == 1
         assert [t.prompt for t in of_type(seen, m.TurnBegan)] == ["hello", "hello"]
 
 
@@ -56,9 +56,9 @@ async def test_retry_with_nothing_to_retry(offline_server, session_factory):
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
         await submit(pilot, "/retry")
-        await wait_until(pilot, lambda: app.chat.query(NoticeBlock))
-        assert "no prompt to send again" in app.chat.query_one(NoticeBlock).text
-        assert app.finished_work == 0
+        await wait_until(pilot, lambda: app.main.chat.query(NoticeBlock))
+        assert "no prompt to send again" in app.main.chat.query_one(NoticeBlock).text
+        assert app.work.finished == 0
 
 
 async def test_revise_with_text_replaces_the_prompt(offline_server, session_factory):
@@ -67,8 +67,8 @@ async def test_revise_with_text_replaces_the_prompt(offline_server, session_fact
         await turn(pilot, "first try")
         await finish(pilot, lambda: submit(pilot, "/revise second try"))
         assert user_texts(app) == ["second try"]
-        assert [b.text for b in app.chat.query(UserBlock)] == ["second try"]
-        assert "second try" in app.chat.query(AssistantBlock).last().text
+        assert [b.text for b in app.main.chat.query(UserBlock)] == ["second try"]
+        assert "second try" in app.main.chat.query(AssistantBlock).last().text
 
 
 async def test_revise_alone_takes_the_prompt_back_for_editing(offline_server, session_factory):
@@ -77,13 +77,13 @@ async def test_revise_alone_takes_the_prompt_back_for_editing(offline_server, se
         await turn(pilot, "one")
         await turn(pilot, "two, with a typo")
         await submit(pilot, "/revise")
-        await wait_until(pilot, lambda: app.prompt.text == "two, with a typo")
+        await wait_until(pilot, lambda: app.main.prompt.text == "two, with a typo")
         assert user_texts(app) == ["one"]
-        assert [b.text for b in app.chat.query(UserBlock)] == ["one"]
-        assert len(app.chat.query(AssistantBlock)) == 1
-        assert app.prompt.has_focus
+        assert [b.text for b in app.main.chat.query(UserBlock)] == ["one"]
+        assert len(app.main.chat.query(AssistantBlock)) == 1
+        assert app.main.prompt.has_focus
         # not sent after all (trial F #27): the turn taken back is in the offload log, where recall finds it
-        notice = app.chat.query(NoticeBlock).last().text
+        notice = app.main.chat.query(NoticeBlock).last().text
         assert "out of the context" in notice and "F9 finds them" in notice, notice
         [log] = (app.workdir / ".xun" / "conversation_history").glob("*.md")
         assert "two, with a typo" in log.read_text()
@@ -97,7 +97,7 @@ async def test_revise_keeps_the_slash_escape_of_a_prompt_that_starts_with_a_slas
         await turn(pilot, "//etc/hosts is a path")
         assert user_texts(app) == ["/etc/hosts is a path"]
         await submit(pilot, "/revise")
-        await wait_until(pilot, lambda: app.prompt.text == "//etc/hosts is a path", what="the prompt, escaped")
+        await wait_until(pilot, lambda: app.main.prompt.text == "//etc/hosts is a path", what="the prompt, escaped")
         await finish(pilot, lambda: pilot.press("enter"))
         assert user_texts(app) == ["/etc/hosts is a path"], "sent again as a prompt, not an unknown command"
 
@@ -110,20 +110,20 @@ async def test_clear_starts_over_and_keeps_the_log(offline_server, session_facto
         await turn(pilot, "read a.txt")
         await turn(pilot, "read b.txt")
         await finish(pilot, lambda: pilot.press("f6"))
-        assert app.recoverable.shown
+        assert app.main.recoverable.shown
         await submit(pilot, "/clear")
-        await wait_until(pilot, lambda: not app.chat.query(UserBlock))
+        await wait_until(pilot, lambda: not app.main.chat.query(UserBlock))
         assert not app.conversation.messages
-        assert not app.recoverable.shown
-        assert len(app.log_pane.entries) == 1
-        assert "cleared" in app.chat.query_one(NoticeBlock).text
+        assert not app.main.recoverable.shown
+        assert len(app.main.log_pane.entries) == 1
+        assert "cleared" in app.main.chat.query_one(NoticeBlock).text
         # the next request carries nothing but the tool definitions
         assert (
-            app.gauge.now
+            app.main.gauge.now
             == app.agent.request_tokens()
             == round(app.agent._schema_chars() * app.conversation.tokens_per_char)
         )
-        assert app.gauge.reported is None
+        assert app.main.gauge.reported is None
 
 
 async def test_tokens_history_config_and_help(offline_server, session_factory):
@@ -131,8 +131,8 @@ async def test_tokens_history_config_and_help(offline_server, session_factory):
     async with app.run_test(size=(120, 40)) as pilot:
         await turn(pilot, "hello")
         await submit(pilot, "/tokens")
-        await wait_until(pilot, lambda: app.chat.query(NoticeBlock))
-        text = app.chat.query(NoticeBlock).last().text
+        await wait_until(pilot, lambda: app.main.chat.query(NoticeBlock))
+        text = app.main.chat.query(NoticeBlock).last().text
         assert f"reported {tokens(app.conversation.total_tokens)} (last model call)" in text
         assert "threshold 192k" in text and "window unknown" in text
 
@@ -236,12 +236,12 @@ async def test_render_writes_markdown_and_html(offline_server, session_factory, 
         await submit(pilot, "/render notes.txt")
         await pilot.pause()
         assert any(".html or .md" in n.message for n in app._notifications)
-        assert "transcript written to chat.html" in app.chat.query(NoticeBlock).last().text
-        assert app.prompt.text == "/render notes.txt", "refused, it is back to be corrected (trial G #47)"
-        app.prompt.set_prompt("")
+        assert "transcript written to chat.html" in app.main.chat.query(NoticeBlock).last().text
+        assert app.main.prompt.text == "/render notes.txt", "refused, it is back to be corrected (trial G #47)"
+        app.main.prompt.set_prompt("")
         await submit(pilot, "/auto maybe")
         await pilot.pause()
-        assert app.prompt.text == "/auto maybe"
+        assert app.main.prompt.text == "/auto maybe"
 
 
 async def test_the_keymap_remaps_a_binding(offline_server, session_factory, tmp_path: Path):
@@ -253,9 +253,9 @@ async def test_the_keymap_remaps_a_binding(offline_server, session_factory, tmp_
         await turn(pilot, "read b.txt")
         await pilot.press("f6")
         await pilot.pause()
-        assert app.busy is None and not app.log_pane.entries
+        assert app.work.busy is None and not app.main.log_pane.entries
         await finish(pilot, lambda: pilot.press("f7"))
-        assert app.log_pane.entries[-1].kind == "reclaim"
+        assert app.main.log_pane.entries[-1].kind == "reclaim"
 
 
 async def test_the_welcome_names_the_keys_of_the_keymap(offline_server, session_factory):
@@ -265,8 +265,8 @@ async def test_the_welcome_names_the_keys_of_the_keymap(offline_server, session_
 
     app = XunApp(session_factory(offline_server, "ui.keymap.reclaim=f10", "ui.keymap.compact=ctrl+q"))
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.chat.query(WelcomeBlock), what="the welcome")
-        text = app.chat.query_one(WelcomeBlock).text
+        await wait_until(pilot, lambda: app.main.chat.query(WelcomeBlock), what="the welcome")
+        text = app.main.chat.query_one(WelcomeBlock).text
         assert "Ctrl+Q summarise · F10 reclaim · F7 preview" in text, text
         assert "Ctrl+Q save and quit" not in text and "Ctrl+P save and quit" in text, text
 
@@ -301,14 +301,14 @@ async def test_render_from_the_palette_keeps_a_draft_in_the_prompts_history(offl
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.session is not None, what="the session")
-        app.prompt.set_prompt("my important draft")
+        app.main.prompt.set_prompt("my important draft")
         [render] = [c for c in app.get_system_commands(app.screen) if c.title == "Render transcript"]
         render.callback()
-        assert app.prompt.text == "/render transcript.html"
-        app.prompt.focus()
-        app.prompt.set_prompt("")
+        assert app.main.prompt.text == "/render transcript.html"
+        app.main.prompt.focus()
+        app.main.prompt.set_prompt("")
         await pilot.press("up")
-        assert app.prompt.text == "my important draft"
+        assert app.main.prompt.text == "my important draft"
 
 
 async def test_searching_the_palette_for_comp_finds_every_compaction_action(offline_server, session_factory):
@@ -369,8 +369,8 @@ async def test_esc_hides_the_keys_panel_the_palette_opened(offline_server, sessi
         await wait_until(pilot, lambda: bool(app.screen.query(HelpPanel)), what="the keys panel")
         await pilot.press("escape")
         await wait_until(pilot, lambda: not app.screen.query(HelpPanel), what="the panel to close")
-        assert app.prompt.has_focus
-        assert "Esc hides them" in dict(app.binding_rows())["Ctrl+P"]
+        assert app.main.prompt.has_focus
+        assert "Esc hides them" in dict(dict(app.help_sections())["Keys"])["Ctrl+P"]
 
 
 async def test_ctrl_q_saves_and_quits(offline_server, session_factory, tmp_path: Path):
@@ -408,9 +408,9 @@ async def test_ctrl_c_with_a_selection_copies_as_f1_says(offline_server, session
         assert (
             "Ctrl+C",
             "Copy the selection; with none, press twice to quit (the session is saved)",
-        ) in app.binding_rows()
+        ) in dict(app.help_sections())["Keys"]
         await pilot.press(*"some text to copy")
-        app.prompt.select_all()
+        app.main.prompt.select_all()
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert app.clipboard == "some text to copy"
@@ -494,10 +494,14 @@ async def test_a_commands_answer_is_brought_into_view_when_the_chat_is_scrolled_
     async with app.run_test(size=(60, 20)) as pilot:
         await turn(pilot, "write 300 tokens")
         for command in ("/tokens", "/name my trial session", "/auto"):
-            app.chat.release_anchor()
-            app.chat.scroll_home(animate=False, immediate=True)
-            await wait_until(pilot, lambda: app.chat.scroll_y == 0 < app.chat.max_scroll_y, what="the chat scrolled up")
+            app.main.chat.release_anchor()
+            app.main.chat.scroll_home(animate=False, immediate=True)
+            await wait_until(
+                pilot, lambda: app.main.chat.scroll_y == 0 < app.main.chat.max_scroll_y, what="the chat scrolled up"
+            )
             await submit(pilot, command)
-            notice = app.chat.query(NoticeBlock).last()
-            await wait_until(pilot, lambda: app.chat.scroll_y == app.chat.max_scroll_y > 0, what=f"{command}'s answer")
-            assert notice.region.height and notice.region.bottom <= app.chat.region.bottom, command
+            notice = app.main.chat.query(NoticeBlock).last()
+            await wait_until(
+                pilot, lambda: app.main.chat.scroll_y == app.main.chat.max_scroll_y > 0, what=f"{command}'s answer"
+            )
+            assert notice.region.height and notice.region.bottom <= app.main.chat.region.bottom, command

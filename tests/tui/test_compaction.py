@@ -36,24 +36,24 @@ async def test_f6_reclaims_and_the_log_list_and_blocks_follow(offline_server, se
     seen: list = []
     async with app.run_test(size=(140, 44), message_hook=seen.append) as pilot:
         await read_all(pilot, names)
-        before = app.gauge.now
-        assert not app.log_pane.entries and not app.recoverable.shown
+        before = app.main.gauge.now
+        assert not app.main.log_pane.entries and not app.main.recoverable.shown
 
         await finish(pilot, lambda: pilot.press("f6"))
 
         reclaimed = of_type(seen, m.CompactionRecorded)[-1].event
         assert reclaimed.count == 2 and reclaimed.trigger == "manual"
-        entry = app.log_pane.entries[-1]
+        entry = app.main.log_pane.entries[-1]
         assert entry.kind == "reclaim" and entry.count == "2 results" and entry.trigger == "manual"
-        assert set(app.recoverable.shown) == set(reclaimed.ids)
-        assert app.recoverable.border_subtitle.startswith("2 results · ")
-        blocks = {b.call_id: b for b in app.chat.query(ToolBlock)}
+        assert set(app.main.recoverable.shown) == set(reclaimed.ids)
+        assert app.main.recoverable.border_subtitle.startswith("2 results · ")
+        blocks = {b.call_id: b for b in app.main.chat.query(ToolBlock)}
         assert all(blocks[i].reclaimed and "reclaimed" in blocks[i].title for i in reclaimed.ids)
         kept = [b for b in blocks.values() if b.call_id not in reclaimed.ids]
         assert len(kept) == 1 and not kept[0].reclaimed
-        assert app.gauge.now < before, "the estimate drops by what was reclaimed"
-        assert app.gauge.history[-1] < app.gauge.history[-2]
-        assert app.log_pane.border_subtitle.startswith("1 event")
+        assert app.main.gauge.now < before, "the estimate drops by what was reclaimed"
+        assert app.main.gauge.history[-1] < app.main.gauge.history[-2]
+        assert app.main.log_pane.border_subtitle.startswith("1 event")
 
 
 async def test_compact_toolcall_is_the_same_as_f6(offline_server, session_factory, tmp_path: Path):
@@ -62,8 +62,8 @@ async def test_compact_toolcall_is_the_same_as_f6(offline_server, session_factor
     async with app.run_test(size=(120, 40)) as pilot:
         await read_all(pilot, names)
         await finish(pilot, lambda: submit(pilot, "/compact toolcall"))
-        assert app.log_pane.entries[-1].kind == "reclaim"
-        assert len(app.recoverable.shown) == 1
+        assert app.main.log_pane.entries[-1].kind == "reclaim"
+        assert len(app.main.recoverable.shown) == 1
         assert not app.conversation.summarizations
 
 
@@ -78,8 +78,8 @@ async def test_compact_toolcall_with_more_words_asks_to_reword_and_keeps_the_tex
         await submit(pilot, "/compact toolcall extra")
         await pilot.pause()
         assert [n.message for n in app._notifications][-1].startswith("/compact toolcall takes nothing after it")
-        assert app.prompt.text == "/compact toolcall extra"
-        assert not app.conversation.summarizations and not app.log_pane.entries
+        assert app.main.prompt.text == "/compact toolcall extra"
+        assert not app.conversation.summarizations and not app.main.log_pane.entries
 
 
 async def test_f5_summarises_with_a_divider_a_log_row_and_a_drop(offline_server, session_factory, tmp_path: Path):
@@ -89,32 +89,32 @@ async def test_f5_summarises_with_a_divider_a_log_row_and_a_drop(offline_server,
     seen: list = []
     async with app.run_test(size=(140, 44), message_hook=seen.append) as pilot:
         await read_all(pilot, names)
-        before = app.gauge.now
+        before = app.main.gauge.now
 
         await finish(pilot, lambda: pilot.press("f5"))
 
         finished = [e.event for e in of_type(seen, m.CompactionRecorded)][-1]
         assert finished.type == "summary_finished" and finished.trigger == "manual"
-        divider = app.chat.query(SummaryDivider).last()
+        divider = app.main.chat.query(SummaryDivider).last()
         assert divider.state == "done"
         assert (
             f"{finished.condensed} messages summarised, offloaded to .xun/conversation_history/summary-test.md"
             in divider.text
         )
-        entry = app.log_pane.entries[-1]
+        entry = app.main.log_pane.entries[-1]
         assert entry.kind == "summary" and entry.offload == ".xun/conversation_history/summary-test.md"
         assert (Path(app.workdir) / entry.offload).is_file()
-        assert app.gauge.now < before
-        assert app.gauge.reported is None, "no reported count since the summary"
+        assert app.main.gauge.now < before
+        assert app.main.gauge.reported is None, "no reported count since the summary"
         assert (
-            app.gauge.detail_text().startswith("estimate ")
-            and "no server count since the summary" in app.gauge.detail_text()
+            app.main.gauge.detail_text().startswith("estimate ")
+            and "no server count since the summary" in app.main.gauge.detail_text()
         )
-        assert app.gauge.history[-1] < before
+        assert app.main.gauge.history[-1] < before
         assert of_type(seen, m.SummaryBegan)
-        app.log_pane.focus()  # g on its row: the chat at the divider made while the app ran
+        app.main.log_pane.focus()  # g on its row: the chat at the divider made while the app ran
         await pilot.press("g")
-        await wait_until(pilot, lambda: app.chat.selected is divider, what="the divider shown")
+        await wait_until(pilot, lambda: app.main.chat.selected is divider, what="the divider shown")
 
 
 async def test_compact_with_a_focus_and_offload(offline_server, session_factory, tmp_path: Path):
@@ -126,11 +126,11 @@ async def test_compact_with_a_focus_and_offload(offline_server, session_factory,
         await finish(pilot, lambda: submit(pilot, "/compact keep part1.txt"))
         began = of_type(seen, m.SummaryBegan)[-1].event
         assert began.focus == "keep part1.txt"
-        assert "focus: keep part1.txt" in app.chat.query(SummaryDivider).first().text
+        assert "focus: keep part1.txt" in app.main.chat.query(SummaryDivider).first().text
         assert len(app.conversation.summarizations) == 1
         await read_all(pilot, names[2:])
         await finish(pilot, lambda: submit(pilot, "/offload"))
-        assert [e.kind for e in app.log_pane.entries].count("summary") == 2
+        assert [e.kind for e in app.main.log_pane.entries].count("summary") == 2
 
 
 async def test_a_second_manual_compaction_waits_for_the_first(offline_server_factory, session_factory, tmp_path: Path):
@@ -141,7 +141,7 @@ async def test_a_second_manual_compaction_waits_for_the_first(offline_server_fac
     async with app.run_test(size=(120, 40), notifications=True, message_hook=seen.append) as pilot:
         await read_all(pilot, names)
         await pilot.press("f5")
-        assert app.busy == "compact"
+        assert app.work.busy == "compact"
         await pilot.press("f5", "f6")
         assert sum(1 for w in app.workers if w.group == "compaction") == 1
         assert any("has to wait" in n.message for n in app._notifications)
@@ -155,17 +155,17 @@ async def test_a_command_that_has_to_wait_stays_in_the_input(offline_server_fact
     app = XunApp(session_factory(server))
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await submit(pilot, "a slow question")
-        await wait_until(pilot, lambda: app.busy == "turn", what="the turn")
+        await wait_until(pilot, lambda: app.work.busy == "turn", what="the turn")
         await submit(pilot, "/clear")
-        assert app.prompt.text == "/clear"
+        assert app.main.prompt.text == "/clear"
         assert any("/clear is back in the input" in n.message for n in app._notifications)
         await finish(pilot, lambda: None)
         assert len(app.conversation.messages) > 1, "/clear did not run meanwhile"
-        assert app.prompt.text == "/clear"
-        app.prompt.focus()
+        assert app.main.prompt.text == "/clear"
+        app.main.prompt.focus()
         await pilot.press("enter")  # sent again once the turn is over: it runs
         await wait_until(pilot, lambda: len(app.conversation.messages) <= 1, what="/clear")
-        assert app.prompt.text == ""
+        assert app.main.prompt.text == ""
 
 
 async def test_automatic_compaction_inside_a_turn_shows_in_the_log(offline_server, session_factory, tmp_path: Path):
@@ -175,14 +175,14 @@ async def test_automatic_compaction_inside_a_turn_shows_in_the_log(offline_serve
     )
     async with app.run_test(size=(140, 44)) as pilot:
         await read_all(pilot, names)
-        kinds = [(e.kind, e.trigger) for e in app.log_pane.entries]
+        kinds = [(e.kind, e.trigger) for e in app.main.log_pane.entries]
         # reclaims first; a summary once they have run auto_compact.escalation_rounds times
         assert ("reclaim", "auto") in kinds and ("summary", "auto") in kinds
         assert kinds.index(("reclaim", "auto")) < kinds.index(("summary", "auto"))
-        assert app.chat.query(SummaryDivider)
-        assert app.gauge.threshold == 1500
+        assert app.main.chat.query(SummaryDivider)
+        assert app.main.gauge.threshold == 1500
         # each row fits the pane at any width: "what" takes what the other columns leave, cut with an ellipsis
-        log = app.log_pane
+        log = app.main.log_pane
         for width in (140, 200, 100):
             await pilot.resize_terminal(width, 44)
             await pilot.pause()
@@ -217,17 +217,17 @@ async def test_ask_mode_asks_before_an_automatic_summary(offline_server, session
         await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         assert app.agent.request_tokens() > 1500
         await pilot.press("n")
-        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
-        assert ("skipped", "auto") in [(e.kind, e.trigger) for e in app.log_pane.entries]
+        await wait_until(pilot, lambda: app.work.finished == 2, what="the turn")
+        assert ("skipped", "auto") in [(e.kind, e.trigger) for e in app.main.log_pane.entries]
         assert not app.conversation.summarizations
 
         await submit(pilot, "hello")
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question again")
         await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         await pilot.press("y")
-        await wait_until(pilot, lambda: app.finished_work == 3, what="the turn")
-        assert ("summary", "auto") in [(e.kind, e.trigger) for e in app.log_pane.entries]
-        assert app.chat.query(SummaryDivider).last().state == "done"
+        await wait_until(pilot, lambda: app.work.finished == 3, what="the turn")
+        assert ("summary", "auto") in [(e.kind, e.trigger) for e in app.main.log_pane.entries]
+        assert app.main.chat.query(SummaryDivider).last().state == "done"
 
 
 async def test_an_overflow_becomes_an_emergency_summary(offline_server_factory, session_factory, tmp_path: Path):
@@ -237,10 +237,10 @@ async def test_an_overflow_becomes_an_emergency_summary(offline_server_factory, 
     app = XunApp(session_factory(server, "auto_compact.summary_keep_max=4"))
     async with app.run_test(size=(140, 44)) as pilot:
         await read_all(pilot, names)
-        kinds = [e.kind for e in app.log_pane.entries]
+        kinds = [e.kind for e in app.main.log_pane.entries]
         assert "emergency" in kinds
-        assert app.chat.query(SummaryDivider)
-        assert any("too long" in n.text for n in app.chat.query("NoticeBlock"))
+        assert app.main.chat.query(SummaryDivider)
+        assert any("too long" in n.text for n in app.main.chat.query("NoticeBlock"))
 
 
 async def test_escape_cancels_a_summary_and_nothing_changes(offline_server_factory, session_factory, tmp_path: Path):
@@ -251,13 +251,13 @@ async def test_escape_cancels_a_summary_and_nothing_changes(offline_server_facto
         await read_all(pilot, names)
         messages = len(app.conversation.messages)
         await pilot.press("f5")
-        await wait_until(pilot, lambda: app.chat.query(SummaryDivider), what="the summary to start")
-        assert app.busy == "compact" and app.check_action("cancel_turn", ()) is True
+        await wait_until(pilot, lambda: app.main.chat.query(SummaryDivider), what="the summary to start")
+        assert app.work.busy == "compact" and app.check_action("cancel_turn", ()) is True
         await finish(pilot, lambda: pilot.press("escape"))
-        divider = app.chat.query_one(SummaryDivider)
+        divider = app.main.chat.query_one(SummaryDivider)
         assert divider.state == "cancelled" and "nothing changed" in divider.text
         assert len(app.conversation.messages) == messages and not app.conversation.summarizations
-        assert not app.log_pane.entries
+        assert not app.main.log_pane.entries
         await turn(pilot, "hello")  # the app goes on
 
 
@@ -276,7 +276,7 @@ async def test_an_engine_warning_is_a_toast_and_a_notice(offline_server, session
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 30)) as pilot:
         app.bridge(events.Warning(text))
-        await wait_until(pilot, lambda: any(n.level == "warning" for n in app.chat.query(NoticeBlock)))
+        await wait_until(pilot, lambda: any(n.level == "warning" for n in app.main.chat.query(NoticeBlock)))
         assert any(n.severity == "warning" and n.message == text for n in app._notifications)
 
 
@@ -292,9 +292,9 @@ async def test_the_recoverable_list_keeps_every_column_on_screen(offline_server,
         await read_all(pilot, names)
         await finish(pilot, lambda: pilot.press("f6"))
         await finish(pilot, lambda: pilot.press("f5"))
-        assert app.recoverable.summarised, "a summary took a reclaimed result's placeholder out"
+        assert app.main.recoverable.summarised, "a summary took a reclaimed result's placeholder out"
         await pilot.pause()
-        table = app.recoverable.table
+        table = app.main.recoverable.table
         assert 0 < table.virtual_size.width <= table.content_region.width, (table.virtual_size, table.content_region)
-        whens = [str(table.get_cell(key, "when")) for key in app.recoverable.shown]
+        whens = [str(table.get_cell(key, "when")) for key in app.main.recoverable.shown]
         assert "summarised" in whens

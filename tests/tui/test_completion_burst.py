@@ -26,30 +26,30 @@ def burst(app: XunApp, *keys: str) -> None:
 async def test_a_command_typed_in_one_burst_runs_with_its_argument(offline_server, session_factory, tmp_path):
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
-        app.prompt.focus()
+        app.main.prompt.focus()
         await pilot.press(*"/re")  # typed at a person's pace: the menu offers /recall first
-        assert app.prompt.menu.is_open
+        assert app.main.prompt.menu.is_open
         burst(app, *"nder out.html", "enter")
         await wait_until(
             pilot,
-            lambda: (tmp_path / "out.html").exists() or app.prompt.text.strip(),
+            lambda: (tmp_path / "out.html").exists() or app.main.prompt.text.strip(),
             what="the export or text left in the prompt",
         )
         await pilot.pause()
-        assert app.prompt.text == "", f"the prompt holds {app.prompt.text!r}: a stale completion was taken"
+        assert app.main.prompt.text == "", f"the prompt holds {app.main.prompt.text!r}: a stale completion was taken"
         assert (tmp_path / "out.html").exists()
-        assert any("out.html" in block.text for block in app.chat.query(NoticeBlock))
+        assert any("out.html" in block.text for block in app.main.chat.query(NoticeBlock))
 
 
 async def test_enter_on_a_partial_command_in_a_burst_completes_as_when_typed_slowly(offline_server, session_factory):
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
-        app.prompt.focus()
+        app.main.prompt.focus()
         await pilot.pause()
         burst(app, *"/rend", "enter")
         await wait_until(
             pilot,
-            lambda: app.prompt.text == "/render ",
+            lambda: app.main.prompt.text == "/render ",
             timeout=3,
             what="Enter to take the completion of the text as it is, /render",
         )

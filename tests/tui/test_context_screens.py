@@ -139,8 +139,8 @@ async def test_recall_restores_a_reclaimed_result_into_the_context(offline_serve
         assert not screen.query_one("#restore", Button).disabled
         await finish(pilot, lambda: pilot.press("ctrl+r"))
         assert call_id not in app.conversation.reclaimed_results
-        assert app.log_pane.entries[-1].kind == "restore"
-        assert app.chat.tool_block(call_id).restored
+        assert app.main.log_pane.entries[-1].kind == "restore"
+        assert app.main.chat.tool_block(call_id).restored
         assert isinstance(app.screen, RecallScreen), "the screen stays open"
         assert str(screen.query_one("#recall-status").render()) == f"restored {call_id} into the context"
         assert screen.query_one("#restore", Button).disabled
@@ -212,12 +212,12 @@ async def test_clear_offloads_what_it_drops_so_recall_finds_it(offline_server, s
         await finish(pilot, lambda: pilot.press("f6"))  # part0's result is reclaimed: it is offloaded whole
         dropped = len(app.conversation.messages)
         await submit(pilot, "/clear")
-        await wait_until(pilot, lambda: "cleared" in app.chat.query(NoticeBlock).last().text, what="the notice")
+        await wait_until(pilot, lambda: "cleared" in app.main.chat.query(NoticeBlock).last().text, what="the notice")
         assert not app.conversation.messages
         log = tmp_path / ".xun" / "conversation_history" / f"{app.conversation.conversation_id}.md"
         assert (
             f"the {dropped} messages it took out are in the offload log .xun/conversation_history/{log.name} (F9 finds "
-            "them)" in app.chat.query(NoticeBlock).last().text
+            "them)" in app.main.chat.query(NoticeBlock).last().text
         )
         text = log.read_text()
         assert "PINEAPPLE42" in text and "zebra0" in text and "[Compacted" not in text
@@ -327,13 +327,13 @@ async def test_f7_previews_a_summary_and_a_reclaim_without_changing_anything(
         await submit(pilot, "/compact preview")
         await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen))
         await finish(pilot, lambda: pilot.press("f6"))
-        assert app.log_pane.entries[-1].kind == "reclaim" and app.log_pane.entries[-1].count == "2 results"
+        assert app.main.log_pane.entries[-1].kind == "reclaim" and app.main.log_pane.entries[-1].count == "2 results"
         await pilot.press("f7")
         await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen))
         assert app.screen.figures.reclaim.count == 0 and app.screen.query_one("#reclaim", Button).disabled
         await finish(pilot, lambda: pilot.click("#compact"))
-        assert app.log_pane.entries[-1].kind == "summary" and app.log_pane.entries[-1].trigger == "manual"
-        assert app.chat.query(SummaryDivider).last().state == "done"
+        assert app.main.log_pane.entries[-1].kind == "summary" and app.main.log_pane.entries[-1].trigger == "manual"
+        assert app.main.chat.query(SummaryDivider).last().state == "done"
 
 
 async def test_a_short_history_has_nothing_to_condense(offline_server, session_factory):
@@ -349,7 +349,7 @@ async def test_a_short_history_has_nothing_to_condense(offline_server, session_f
         assert screen.query_one("#preview-list", OptionList).get_option_index  # the list is there
         await pilot.press("f5")
         await pilot.pause()
-        assert isinstance(app.screen, PreviewScreen) and app.busy is None
+        assert isinstance(app.screen, PreviewScreen) and app.work.busy is None
         assert any("nothing to summarise yet" in n.message for n in app._notifications)
 
 
@@ -404,13 +404,13 @@ async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(
         assert "runs in" in str(app.screen.query_one("#consent-text").render())
         assert "messages summarised" in app.screen.keep_text
         await pilot.press("o")
-        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        await wait_until(pilot, lambda: app.work.finished == 2, what="the turn")
         assert app.session.config.auto_compact.mode == "off"
         assert any('auto_compact.mode = "off"' in n.message for n in app._notifications)
         assert not app.conversation.summarizations
         await turn(pilot, f"read {names[2]}")  # over the threshold again: nobody is asked
         assert not isinstance(app.screen, ConsentScreen)
-        said = [n.text for n in app.chat.query("NoticeBlock") if "automatic summaries are off" in n.text]
+        said = [n.text for n in app.main.chat.query("NoticeBlock") if "automatic summaries are off" in n.text]
         assert len(said) == 1 and "/auto auto" in said[0], said
         assert not app.conversation.summarizations
         await finish(pilot, lambda: pilot.press("f5"))
@@ -419,16 +419,16 @@ async def test_ask_mode_notifies_and_off_turns_summaries_off_for_the_session(
         # and back on without quitting (there was no way short of a restart)
         await submit(pilot, "/auto")
         await wait_until(
-            pilot, lambda: any("automatic summaries: off" in n.text for n in app.chat.query("NoticeBlock"))
+            pilot, lambda: any("automatic summaries: off" in n.text for n in app.main.chat.query("NoticeBlock"))
         )
         await submit(pilot, "/auto ask")
         await wait_until(pilot, lambda: app.session.config.auto_compact.mode == "ask", what="ask mode again")
-        done = app.finished_work
+        done = app.work.finished
         await submit(pilot, f"read {names[0]} and {names[1]} and {names[2]}")
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question, asked again")
         await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         await pilot.press("n")
-        await wait_until(pilot, lambda: app.finished_work > done, what="the turn")
+        await wait_until(pilot, lambda: app.work.finished > done, what="the turn")
 
 
 async def test_with_summaries_off_the_chat_says_once_why_nothing_compacts(
@@ -441,11 +441,11 @@ async def test_with_summaries_off_the_chat_says_once_why_nothing_compacts(
     app = XunApp(session_factory(offline_server, "auto_compact.mode=off", "auto_compact.token_threshold=2400"))
     async with app.run_test(size=(80, 24)) as pilot:
         await over_the_threshold(pilot, names)
-        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        await wait_until(pilot, lambda: app.work.finished == 2, what="the turn")
         await turn(pilot, f"read {names[2]}")  # over the threshold on every call of this turn too
         skipped = [r for r in app.conversation.compaction_log if r["type"] == "compaction_skipped"]
         assert len(skipped) >= 2
-        said = [n.text for n in app.chat.query("NoticeBlock") if "automatic summaries are off" in n.text]
+        said = [n.text for n in app.main.chat.query("NoticeBlock") if "automatic summaries are off" in n.text]
         assert len(said) == 1, said
         assert "F5 summarises" in said[0] and "nothing compacts it" in said[0] and "command line" in said[0]
         assert "/auto auto" in said[0] and "start xun without `--set auto_compact.mode=off`" in said[0]
@@ -459,10 +459,10 @@ async def test_an_unanswered_question_closes_itself_and_the_summary_runs(
     app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=3")
     async with app.run_test(size=(140, 44)) as pilot:
         await the_question(pilot, app, names)
-        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
-        assert not isinstance(app.screen, ConsentScreen) and not app._open_asks
-        assert ("summary", "auto") in [(e.kind, e.trigger) for e in app.log_pane.entries]
-        assert any("no answer within 3s" in n.text for n in app.chat.query("NoticeBlock"))
+        await wait_until(pilot, lambda: app.work.finished == 2, what="the turn")
+        assert not isinstance(app.screen, ConsentScreen) and not app.questions.open
+        assert ("summary", "auto") in [(e.kind, e.trigger) for e in app.main.log_pane.entries]
+        assert any("no answer within 3s" in n.text for n in app.main.chat.query("NoticeBlock"))
 
 
 async def test_run_now_holds_for_the_rest_of_the_turn(offline_server, session_factory, tmp_path: Path):
@@ -472,9 +472,9 @@ async def test_run_now_holds_for_the_rest_of_the_turn(offline_server, session_fa
     async with app.run_test(size=(140, 44), message_hook=seen.append) as pilot:
         await the_question(pilot, app, names)
         await pilot.click("#now")
-        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        await wait_until(pilot, lambda: app.work.finished == 2, what="the turn")
         asked = [msg for msg in seen if type(msg).__name__ == "ConsentAsked"]
-        assert len([e for e in app.log_pane.entries if e.kind == "summary"]) >= 1
+        assert len([e for e in app.main.log_pane.entries if e.kind == "summary"]) >= 1
         assert all(msg.answer.result() is True for msg in asked), "asked once, then the answer held"
 
 
@@ -488,7 +488,7 @@ async def test_a_warning_once_when_the_context_passes_90_percent(offline_server,
     seen: list = []
     async with app.run_test(size=(140, 44), notifications=True, message_hook=seen.append) as pilot:
         await turn(pilot, "write 1000 tokens")
-        assert app.gauge.now < 0.9 * 3400, app.gauge.figures_text()
+        assert app.main.gauge.now < 0.9 * 3400, app.main.gauge.figures_text()
         assert not [n for n in app._notifications if n.title == "the context is nearly full"]
         for _ in range(2):  # about 94%, then past the threshold: summarised
             await turn(pilot, "write 1000 tokens")
@@ -513,7 +513,7 @@ async def test_enter_on_the_gauge_shows_what_fills_the_context_and_jumps(
     async with app.run_test(size=(140, 44)) as pilot:
         await read_all(pilot, names)
         await finish(pilot, lambda: pilot.press("f6"))
-        app.gauge.focus()
+        app.main.gauge.focus()
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen), what="the breakdown")
         b = app.screen.breakdown
@@ -538,20 +538,22 @@ async def test_enter_on_the_gauge_shows_what_fills_the_context_and_jumps(
         assert largest.role == "tool" and not largest.reclaimed
         await pilot.press("1")
         await wait_until(pilot, lambda: not isinstance(app.screen, BreakdownScreen))
-        await wait_until(pilot, lambda: app.chat.selected is not None)
-        block = app.chat.selected
+        await wait_until(pilot, lambda: app.main.chat.selected is not None)
+        block = app.main.chat.selected
         assert isinstance(block, ToolBlock) and block.call_id == largest.tool_call_id
         assert block.has_class("-jump-target")
         await pilot.pause()
-        assert app.chat.region.contains_region(block.region) or app.chat.region.overlaps(block.region), "in view"
+        assert app.main.chat.region.contains_region(block.region) or app.main.chat.region.overlaps(block.region), (
+            "in view"
+        )
 
         await submit(pilot, "/context")
         await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen))
         user = next(m for m in app.screen.breakdown.largest if m.role in ("user", "assistant"))
         n = app.screen.breakdown.largest.index(user) + 1
         await pilot.press(str(n))
-        await wait_until(pilot, lambda: app.chat.selected is not block)
-        assert app.chat.selected is app.chat_block_for(user.index)
+        await wait_until(pilot, lambda: app.main.chat.selected is not block)
+        assert app.main.chat.selected is app.main.chat_block_for(user.index)
         assert not block.has_class("-jump-target")
 
 
@@ -596,7 +598,7 @@ async def test_at_80x24_the_breakdown_scrolls_to_every_row_and_cuts_with_an_elli
         assert table.scroll_x == 0 and table.virtual_size.width <= table.scrollable_content_region.width
         await pilot.press("down", "down", "down", "enter")
         await wait_until(pilot, lambda: not isinstance(app.screen, BreakdownScreen))
-        assert app.chat.selected is app.chat_block_for(screen.breakdown.largest[3].index)
+        assert app.main.chat.selected is app.main.chat_block_for(screen.breakdown.largest[3].index)
 
 
 async def test_a_click_on_the_gauge_opens_the_breakdown(offline_server, session_factory):
@@ -609,7 +611,7 @@ async def test_a_click_on_the_gauge_opens_the_breakdown(offline_server, session_
         assert app.screen.breakdown.window is None
         legend = str(app.screen.query_one("#breakdown-parts").render())  # trial F: what lies past the mark?
         assert "the threshold (a summary is made past it)" in legend and "the window is unknown" in legend
-        assert "the bar runs a quarter past the threshold" in str(app.gauge.tooltip)
+        assert "the bar runs a quarter past the threshold" in str(app.main.gauge.tooltip)
         await pilot.press("escape")
         assert not isinstance(app.screen, BreakdownScreen)
 
@@ -619,7 +621,7 @@ async def test_the_new_keys_are_in_the_help_the_palette_and_the_keymap(offline_s
     async with app.run_test(size=(120, 40)) as pilot:
         titles = {command.title for command in app.get_system_commands(app.screen)}
         assert {"Compaction: preview", "Recall", "What fills the context"} <= titles
-        rows = dict(app.binding_rows())
+        rows = dict(dict(app.help_sections())["Keys"])
         assert rows["F7"].startswith("What a summary and a reclaim would do now")
         assert rows["F12"].startswith("Search what compaction took out") and "F9" not in rows
         await pilot.press("f9")
@@ -661,13 +663,13 @@ async def test_the_cache_share_the_log_row_and_the_preview_cost(
         record = app.conversation.prompt_cache
         share = round(100 * server.cached_sizes[-1] / server.prompt_sizes[-1])
         assert 0 < share <= 100 and record.last_cached == server.cached_sizes[-1]
-        assert app.gauge.detail_text().endswith(f"· cache {share}%")
+        assert app.main.gauge.detail_text().endswith(f"· cache {share}%")
         await pilot.press("f7")
         await wait_until(pilot, lambda: isinstance(app.screen, PreviewScreen))
         assert "cache: the next call pays about" in str(app.screen.query_one("#preview-reclaim").render())
         assert "its whole prompt uncached" in str(app.screen.query_one("#preview-summary").render())
         await finish(pilot, lambda: pilot.press("f6"))
-        entry = app.log_pane.entries[-1]
+        entry = app.main.log_pane.entries[-1]
         assert entry.kind == "reclaim" and entry.cache.startswith("cache: next call ")
         reclaim = app.conversation.compaction_log[-1]
         await turn(pilot, "please read f4.py")
@@ -734,7 +736,7 @@ async def test_the_question_says_what_is_true_and_counts_down(offline_server, se
         assert "runs in 30 s" in text()
         await wait_until(pilot, lambda: "runs in 28 s" in text(), timeout=5, what="the countdown")
         await pilot.press("n")
-        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        await wait_until(pilot, lambda: app.work.finished == 2, what="the turn")
 
 
 async def test_while_the_question_waits_the_app_says_it_waits_for_you(offline_server, session_factory, tmp_path: Path):
@@ -745,21 +747,21 @@ async def test_while_the_question_waits_the_app_says_it_waits_for_you(offline_se
     async with app.run_test(size=(60, 20)) as pilot:
         await the_question(pilot, app, names)
         await pilot.press("n")
-        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        await wait_until(pilot, lambda: app.work.finished == 2, what="the turn")
         await submit(pilot, "hello")  # over the threshold before its first call: asked again, at once
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question again")
         await pilot.pause(1.2)
-        assert app.header.status == "waiting for you"
-        assert app.chat.waiting is not None
+        assert app.main.header.status == "waiting for you"
+        assert app.main.chat.waiting is not None
         assert (
-            app.chat.waiting.text.startswith("waiting for you")
-            and "the model has the prompt" not in app.chat.waiting.text
+            app.main.chat.waiting.text.startswith("waiting for you")
+            and "the model has the prompt" not in app.main.chat.waiting.text
         )
         await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         await pilot.press("n")
         await wait_until(pilot, lambda: not isinstance(app.screen, ConsentScreen))
-        assert app.header.status != "waiting for you"
-        await wait_until(pilot, lambda: app.finished_work == 3, what="the turn")
+        assert app.main.header.status != "waiting for you"
+        await wait_until(pilot, lambda: app.work.finished == 3, what="the turn")
 
 
 async def test_the_help_lists_the_confirmation_keys_the_dialog_takes(offline_server, session_factory):
@@ -794,9 +796,9 @@ async def test_a_sentence_typed_at_the_question_answers_nothing_and_is_not_lost(
         await pilot.pause(0.2)
         assert app.screen is question, "a typed sentence answered the question"
         assert app.session.config.auto_compact.mode == "ask"
-        assert app.prompt.text == "", "kept out of the prompt (to be sent with the next one)"
+        assert app.main.prompt.text == "", "kept out of the prompt (to be sent with the next one)"
         await wait_until(pilot, lambda: question.armed, what="the question to take answers again")
         await pilot.press("n")
-        await wait_until(pilot, lambda: app.finished_work == 2, what="the turn")
+        await wait_until(pilot, lambda: app.work.finished == 2, what="the turn")
         assert app.session.config.auto_compact.mode == "ask"
-        assert app.prompt.text == "onhello there", "once it closed, it goes on into the prompt, not sent"
+        assert app.main.prompt.text == "onhello there", "once it closed, it goes on into the prompt, not sent"

@@ -23,7 +23,7 @@ def chat_rows(app: XunApp, arguments: bool = False, blocks: list | None = None) 
     """(kind, text, summarised) of each block in the chat (or of `blocks`), top to bottom (a tool's text: its
     name, or its arguments)."""
     rows = []
-    for child in app.chat.children if blocks is None else blocks:
+    for child in app.main.chat.children if blocks is None else blocks:
         dim = child.has_class("-summarised")
         if isinstance(child, UserBlock):
             rows.append(("user", child.text, dim))
@@ -70,7 +70,7 @@ async def test_the_divider_goes_at_the_cut_and_what_left_the_context_is_dimmed(
         # /retry keeps the divider (the summary stays in the context)
         await finish(pilot, lambda: submit(pilot, "/retry"))
         assert [r for r in chat_rows(app) if r[0] == "divider"] == [rows[cut[0]]]
-        assert " · 1 summary · " in app.chat.border_subtitle
+        assert " · 1 summary · " in app.main.chat.border_subtitle
 
 
 async def test_resume_shows_the_whole_history_from_the_offload_log(offline_server, session_factory, tmp_path):
@@ -86,8 +86,8 @@ async def test_resume_shows_the_whole_history_from_the_offload_log(offline_serve
 
     again = XunApp(session_factory(offline_server, *KEEP, resume=conversation_id))
     async with again.run_test(size=(140, 44)) as pilot:
-        await wait_until(pilot, lambda: again.chat.children, what="the transcript")
-        blocks = await every_block(pilot, again.chat)  # Home, then down: summarised turns from the offload log
+        await wait_until(pilot, lambda: again.main.chat.children, what="the transcript")
+        blocks = await every_block(pilot, again.main.chat)  # Home, then down: summarised turns from the offload log
         rows = chat_rows(again, blocks=blocks)
         users = [text for kind, text, _ in rows if kind == "user"]
         assert users == [f"read f{i}.txt" for i in range(6)], rows
@@ -122,46 +122,46 @@ async def test_esc_always_brings_the_keyboard_back_to_the_prompt(offline_server,
         await finish(pilot, lambda: pilot.press("f6"))
         # F8, Esc: typed text goes to the prompt, not the recoverable filter
         await pilot.press("f8")
-        assert app.recoverable.table.has_focus
+        assert app.main.recoverable.table.has_focus
         await pilot.press("escape")
-        assert app.prompt.has_focus
+        assert app.main.prompt.has_focus
         await pilot.press("x", "y")
-        assert app.prompt.text == "xy" and app.recoverable.filter_text == ""
-        app.prompt.clear()
+        assert app.main.prompt.text == "xy" and app.main.recoverable.filter_text == ""
+        app.main.prompt.clear()
         # a filter typed in the list is cleared by Esc, which also leaves the list
         await pilot.press("f8", "r", "e")
-        assert app.recoverable.filter_text == "re"
+        assert app.main.recoverable.filter_text == "re"
         await pilot.press("escape")
-        assert app.recoverable.filter_text == "" and app.prompt.has_focus
+        assert app.main.recoverable.filter_text == "" and app.main.prompt.has_focus
         # the inspector opened from the list, then closed: the prompt again, whatever else was opened on top
         await pilot.press("f8", "enter")
         await wait_until(pilot, lambda: type(app.screen).__name__ == "InspectorScreen")
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is app.screen_stack[0])
-        assert app.prompt.has_focus
+        assert app.main.prompt.has_focus
         # Esc from the chat (or with nothing running) comes back too
-        app.chat.focus()
+        app.main.chat.focus()
         await pilot.press("escape")
-        assert app.prompt.has_focus
+        assert app.main.prompt.has_focus
         # Tab goes round a short, fixed ring: prompt, gauge, log, list, chat (the tool blocks are not stops)
         ring = []
         for _ in range(10):
             await pilot.press("tab")
             ring.append(app.focused.id)
-            if app.prompt.has_focus:
+            if app.main.prompt.has_focus:
                 break
         assert ring == ["gauge", "compaction-log", "recoverable-table", "chat", "prompt"], ring
         # PageUp and PageDown from the prompt scroll the chat; the typing stays in the prompt
-        app.prompt.load_text("half a thought")
-        app.chat.scroll_end(animate=False, immediate=True)
+        app.main.prompt.load_text("half a thought")
+        app.main.chat.scroll_end(animate=False, immediate=True)
         await pilot.pause()
-        bottom = app.chat.scroll_y
+        bottom = app.main.chat.scroll_y
         assert bottom > 0
         await pilot.press("pageup")
-        await wait_until(pilot, lambda: app.chat.scroll_y < bottom, what="the chat to scroll up")
-        assert app.prompt.has_focus and app.prompt.text == "half a thought"
+        await wait_until(pilot, lambda: app.main.chat.scroll_y < bottom, what="the chat to scroll up")
+        assert app.main.prompt.has_focus and app.main.prompt.text == "half a thought"
         await pilot.press("pagedown")
-        await wait_until(pilot, lambda: app.chat.scroll_y == bottom, what="the chat to scroll back")
+        await wait_until(pilot, lambda: app.main.chat.scroll_y == bottom, what="the chat to scroll back")
 
 
 async def test_brackets_select_blocks_and_enter_opens_the_selected_tool_call(offline_server, session_factory, tmp_path):
@@ -169,21 +169,21 @@ async def test_brackets_select_blocks_and_enter_opens_the_selected_tool_call(off
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
         await turn(pilot, "read a.txt")
-        app.chat.focus()
-        tool = app.chat.query(ToolBlock).first()
+        app.main.chat.focus()
+        tool = app.main.chat.query(ToolBlock).first()
         for _ in range(6):
             await pilot.press("left_square_bracket")
-            if app.chat.selected is tool:
+            if app.main.chat.selected is tool:
                 break
-        assert app.chat.selected is tool and tool.has_class("-jump-target") and tool.collapsed
+        assert app.main.chat.selected is tool and tool.has_class("-jump-target") and tool.collapsed
         await pilot.press("enter")
         assert not tool.collapsed
         await pilot.press("enter")
         assert tool.collapsed
         await pilot.press("right_square_bracket")
-        assert app.chat.selected is not tool and not tool.has_class("-jump-target")
+        assert app.main.chat.selected is not tool and not tool.has_class("-jump-target")
         await pilot.press("escape")
-        assert app.prompt.has_focus and app.chat.selected is None
+        assert app.main.prompt.has_focus and app.main.chat.selected is None
 
 
 async def test_a_summarised_reclaimed_result_is_marked_and_r_says_why(offline_server, session_factory, tmp_path):
@@ -201,14 +201,16 @@ async def test_a_summarised_reclaimed_result_is_marked_and_r_says_why(offline_se
         for i in range(3):
             await turn(pilot, f"read f{i}.txt")
         await finish(pilot, lambda: pilot.press("f6"))
-        reclaimed = set(app.recoverable.records)
-        assert len(reclaimed) == 2 and not app.recoverable.summarised
+        reclaimed = set(app.main.recoverable.records)
+        assert len(reclaimed) == 2 and not app.main.recoverable.summarised
         await finish(pilot, lambda: pilot.press("f5"))
-        assert app.recoverable.summarised == reclaimed, "their placeholders left the context with the summary"
+        assert app.main.recoverable.summarised == reclaimed, "their placeholders left the context with the summary"
         # each count says what it counts (trial D, finding 3: "0 items · 0 tokens" beside two listed rows)
-        assert app.recoverable.border_subtitle == "2 results: 0 restorable · 2 summarised (read only)"
+        assert app.main.recoverable.border_subtitle == "2 results: 0 restorable · 2 summarised (read only)"
         await pilot.press("f8", "f")
-        assert app.recoverable.border_subtitle == "2 of 2 shown · 2 results: 0 restorable · 2 summarised (read only)"
+        assert (
+            app.main.recoverable.border_subtitle == "2 of 2 shown · 2 results: 0 restorable · 2 summarised (read only)"
+        )
         await pilot.press("backspace")
         await pilot.press("f8", "enter")
         await wait_until(pilot, lambda: type(app.screen).__name__ == "InspectorScreen")
@@ -229,20 +231,22 @@ async def test_clear_leaves_no_stale_state(offline_server, session_factory, tmp_
             await turn(pilot, "read a.txt")
         await finish(pilot, lambda: pilot.press("f6"))  # a reclaimed result the summary then takes away
         await finish(pilot, lambda: pilot.press("f5"))
-        assert "1 summary" in app.chat.border_subtitle
-        assert app.recoverable.summarised and "summarised (read only)" in app.recoverable.border_subtitle
-        assert "since the summary" in app.gauge.detail_text()
+        assert "1 summary" in app.main.chat.border_subtitle
+        assert app.main.recoverable.summarised and "summarised (read only)" in app.main.recoverable.border_subtitle
+        assert "since the summary" in app.main.gauge.detail_text()
         await submit(pilot, "/clear")
         await wait_until(pilot, lambda: not app.conversation.messages or len(app.conversation.messages) <= 1)
         # nothing but the tool definitions is left for the next request
-        assert app.chat.border_subtitle.startswith("0 messages in the context · 1% of"), app.chat.border_subtitle
+        assert app.main.chat.border_subtitle.startswith("0 messages in the context · 1% of"), (
+            app.main.chat.border_subtitle
+        )
         assert app.history_records() == [], "no empty system message left behind (nor saved)"
-        assert not app.recoverable.summarised and "summarised" not in app.recoverable.border_subtitle
-        assert app.gauge.detail_text().endswith("no count from the server yet"), app.gauge.detail_text()
-        assert "last call" not in app.gauge.usage_text, "the last call was made on the context /clear ended"
+        assert not app.main.recoverable.summarised and "summarised" not in app.main.recoverable.border_subtitle
+        assert app.main.gauge.detail_text().endswith("no count from the server yet"), app.main.gauge.detail_text()
+        assert "last call" not in app.main.gauge.usage_text, "the last call was made on the context /clear ended"
         await submit(pilot, "/tokens")
-        await wait_until(pilot, lambda: "0 summaries" in str(app.chat.children[-1].render()))
-        tokens_text = str(app.chat.children[-1].render())
+        await wait_until(pilot, lambda: "0 summaries" in str(app.main.chat.children[-1].render()))
+        tokens_text = str(app.main.chat.children[-1].render())
         assert (
             "0 messages · 0 reclaimed results · 0 summaries" in tokens_text
             and "since the last summary" not in tokens_text
@@ -295,12 +299,12 @@ async def test_after_turning_automatic_summaries_off_the_log_does_not_repeat_its
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
         await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         await pilot.press("o")
-        await wait_until(pilot, lambda: app.busy is None and app.finished_work == 2, what="the turn")
+        await wait_until(pilot, lambda: app.work.busy is None and app.work.finished == 2, what="the turn")
         for i in (2, 3):
             await turn(pilot, f"read f{i}.txt")
-        skipped = [e for e in app.log_pane.entries if e.kind == "skipped"]
-        assert len(skipped) == 1 and "off" in skipped[0].reason, [e.line() for e in app.log_pane.entries]
-        assert app.log_pane.unchanged >= 2
+        skipped = [e for e in app.main.log_pane.entries if e.kind == "skipped"]
+        assert len(skipped) == 1 and "off" in skipped[0].reason, [e.line() for e in app.main.log_pane.entries]
+        assert app.main.log_pane.unchanged >= 2
         assert not [n for n in app._notifications if "runs in" in n.message], "no toast to outlive the question"
 
 
@@ -311,7 +315,7 @@ async def test_the_header_keeps_the_session_id_s_useful_part_when_narrow(offline
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         ident = app.conversation.conversation_id
-        label = app.header.query_one("#session-id")
+        label = app.main.header.query_one("#session-id")
         shown = {}
         for width in (160, 80, 60):
             await pilot.resize_terminal(width, 24)
@@ -326,27 +330,27 @@ async def test_narrow_terminals_switch_between_the_chat_and_the_side_panel(offli
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await turn(pilot, "hello")
         side, column = app.query_one("#side"), app.query_one("#chat-column")
-        assert app.layout_is("narrow") and side.display is False
+        assert app.main.layout_is("narrow") and side.display is False
         assert side.region.width == 0 and column.region.width == 80, "the chat has the whole width"
         await pilot.press("f4")
         await pilot.pause()
-        assert side.region.width == 80 and column.region.width == 0 and app.gauge.has_focus
+        assert side.region.width == 80 and column.region.width == 0 and app.main.gauge.has_focus
         await pilot.press("escape")
         await pilot.pause()
-        assert column.region.width == 80 and app.prompt.has_focus
+        assert column.region.width == 80 and app.main.prompt.has_focus
         await pilot.press("f8")
         await pilot.pause()
-        assert side.region.width == 80 and app.recoverable.table.has_focus
+        assert side.region.width == 80 and app.main.recoverable.table.has_focus
         assert any("No reclaimed tool results yet" in n.message for n in app._notifications), (
             "F8 on an empty list says so"
         )
         await pilot.press("f4")
         await pilot.pause()
-        assert column.region.width == 80 and app.prompt.has_focus
+        assert column.region.width == 80 and app.main.prompt.has_focus
         # wide: F4 hides and shows the panel beside the chat
         await pilot.resize_terminal(160, 48)
         await pilot.pause()
-        assert not app.layout_is("narrow") and 0 < side.region.width <= 80 <= column.region.width
+        assert not app.main.layout_is("narrow") and 0 < side.region.width <= 80 <= column.region.width
         await pilot.press("f4")
         await pilot.pause()
         assert side.region.width == 0 and column.region.width == 160
@@ -395,7 +399,7 @@ async def test_usage_of_the_last_call_the_session_and_its_cost_survive_a_resume(
         assert totals["calls"] == len(calls) == 2
         assert totals["prompt"] == sum(c.prompt_tokens for c in calls) > 0
         assert totals["completion"] == sum(c.completion_tokens for c in calls) > 0
-        text = app.gauge.usage_text
+        text = app.main.gauge.usage_text
         last = calls[-1]
         assert text.startswith(f"last call {last.prompt_tokens:,} in · {last.completion_tokens:,} out"), text
         expected = (totals["prompt"] * 2 + totals["completion"] * 8) / 1e6
@@ -406,9 +410,9 @@ async def test_usage_of_the_last_call_the_session_and_its_cost_survive_a_resume(
         session_factory(offline_server, *prices, "model.name=xun-offline", resume=first.conversation.conversation_id)
     )
     async with again.run_test(size=(140, 44)) as pilot:
-        await wait_until(pilot, lambda: again.gauge.usage_text)
+        await wait_until(pilot, lambda: again.main.gauge.usage_text)
         assert again.conversation.usage_totals == totals
-        assert again.gauge.usage_text.startswith("session ") and f"${expected:,.4f}" in again.gauge.usage_text
+        assert again.main.gauge.usage_text.startswith("session ") and f"${expected:,.4f}" in again.main.gauge.usage_text
 
 
 async def test_the_cost_bills_cached_input_at_its_price_as_the_server_reported_it(
@@ -437,17 +441,17 @@ async def test_the_cost_bills_cached_input_at_its_price_as_the_server_reported_i
         prompt, cached = sum(server.prompt_sizes), sum(server.cached_sizes)
         assert cached > 0 and totals["prompt"] == prompt and totals["cached_input"] == cached
         expected = ((prompt - cached) * 2 + cached * 0.5 + completion * 8) / 1e6
-        assert f"${expected:,.4f}" in app.gauge.usage_text, app.gauge.usage_text
-        assert f"({tokens(cached)} cached)" in app.gauge.usage_text
+        assert f"${expected:,.4f}" in app.main.gauge.usage_text, app.main.gauge.usage_text
+        assert f"({tokens(cached)} cached)" in app.main.gauge.usage_text
         await submit(pilot, "/tokens")
-        await wait_until(pilot, lambda: f"cost ${expected:,.4f}" in str(app.chat.children[-1].render()))
-        assert f"{prompt - cached:,} input uncached · {cached:,} cached" in str(app.chat.children[-1].render())
+        await wait_until(pilot, lambda: f"cost ${expected:,.4f}" in str(app.main.chat.children[-1].render()))
+        assert f"{prompt - cached:,} input uncached · {cached:,} cached" in str(app.main.chat.children[-1].render())
         await quit_app(pilot, app)
     first.close()
     again = XunApp(session_factory(server, *prices, resume=first.conversation.conversation_id))
     async with again.run_test(size=(140, 44)) as pilot:
-        await wait_until(pilot, lambda: again.gauge.usage_text)
-        assert again.conversation.usage_totals == totals and f"${expected:,.4f}" in again.gauge.usage_text
+        await wait_until(pilot, lambda: again.main.gauge.usage_text)
+        assert again.conversation.usage_totals == totals and f"${expected:,.4f}" in again.main.gauge.usage_text
 
 
 async def test_a_large_paste_is_one_line_in_the_input_and_sent_in_full(offline_server, session_factory):
@@ -461,14 +465,14 @@ async def test_a_large_paste_is_one_line_in_the_input_and_sent_in_full(offline_s
     seen: list = []
     pasted = "".join(f"line {i}\n" for i in range(1024)).rstrip("\n")
     async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
-        app.prompt.focus()
+        app.main.prompt.focus()
         await pilot.press("s", "u", "m", "space")
         app.post_message(events.Paste(pasted))
         await pilot.pause()
-        assert app.prompt.text == "sum [pasted 1,024 lines #1]"
+        assert app.main.prompt.text == "sum [pasted 1,024 lines #1]"
         app.post_message(events.Paste("a small paste"))
         await pilot.pause()
-        assert app.prompt.text.endswith("#1]a small paste")
+        assert app.main.prompt.text.endswith("#1]a small paste")
         await finish(pilot, lambda: pilot.press("enter"))
         assert of_type(seen, m.PromptSubmitted)[-1].text == f"sum {pasted}a small paste"
         assert any(getattr(msg, "text", None) == f"sum {pasted}a small paste" for msg in app.conversation.messages)
@@ -502,10 +506,10 @@ async def test_a_low_threshold_reclaims_before_it_summarises_and_every_nothing_s
         assert all(r["why"] for r in summaries if r["trigger"] == "auto"), summaries
         assert all(r["reason"] for r in reclaims if not r["count"]), reclaims
         # the log's rows and details say the same
-        rows = [e for e in app.log_pane.entries if e.kind == "summary"]
+        rows = [e for e in app.main.log_pane.entries if e.kind == "summary"]
         assert rows and all("reason: " in e.detail() for e in rows)
-        if app.log_pane.unchanged:
-            assert "changed nothing" in str(app.log_pane.tooltip) and ": " in app.log_pane.unchanged_detail()
+        if app.main.log_pane.unchanged:
+            assert "changed nothing" in str(app.main.log_pane.tooltip) and ": " in app.main.log_pane.unchanged_detail()
 
         # F7 says what F6 would do now, and F6 then does exactly that (and says why when it is nothing)
         await pilot.press("f7")
@@ -559,7 +563,7 @@ async def test_a_long_turn_with_many_summaries_shows_every_call_once_live_resume
     async with app.run_test(size=(140, 44)) as pilot:
         await turn(pilot, "append the numbers 1 to 120 to steps.txt", timeout=120)
         assert len(app.conversation.summarizations) >= 3
-        live = chat_rows(app, arguments=True, blocks=await every_block(pilot, app.chat))
+        live = chat_rows(app, arguments=True, blocks=await every_block(pilot, app.main.chat))
         await quit_app(pilot, app)
     first.close()
 
@@ -574,11 +578,11 @@ async def test_a_long_turn_with_many_summaries_shows_every_call_once_live_resume
 
     again = XunApp(session_factory(offline_server, *settings, resume=first.conversation.conversation_id))
     async with again.run_test(size=(140, 44)) as pilot:
-        await wait_until(pilot, lambda: again.chat.children, what="the transcript")
-        rows = chat_rows(again, arguments=True, blocks=await every_block(pilot, again.chat))
+        await wait_until(pilot, lambda: again.main.chat.children, what="the transcript")
+        rows = chat_rows(again, arguments=True, blocks=await every_block(pilot, again.main.chat))
         assert calls(rows) == list(range(1, 121)), calls(rows)
         assert [text for kind, text, _ in rows if kind == "user"] == ["append the numbers 1 to 120 to steps.txt"] * 2
-        assert again.chat.query(UserBlock).last().border_title.startswith("you · the turn's prompt, carried")
+        assert again.main.chat.query(UserBlock).last().border_title.startswith("you · the turn's prompt, carried")
         await submit(pilot, "/render long.md")
         path = again.workdir / "long.md"
         await wait_until(pilot, path.exists, what="the export")

@@ -21,15 +21,17 @@ async def test_the_chat_says_the_turn_started_until_the_first_token(offline_serv
     seen: list = []
     async with app.run_test(size=(80, 24), message_hook=seen.append) as pilot:
         await submit(pilot, "hello")
-        await wait_until(pilot, lambda: app.chat.query(WaitingLine), what="the waiting line")
+        await wait_until(pilot, lambda: app.main.chat.query(WaitingLine), what="the waiting line")
         assert not any(isinstance(message, m.ReplyText) for message in seen), "shown before the first token"
-        children = list(app.chat.children)
+        children = list(app.main.chat.children)
         assert isinstance(children[-2], UserBlock) and isinstance(children[-1], WaitingLine)
         assert str(children[-1].render()).startswith("thinking… the model has the prompt")
-        await wait_until(pilot, lambda: app.chat.reply is not None and app.chat.reply.text, what="the first token")
-        assert not app.chat.query(WaitingLine), "gone with the first token"
+        await wait_until(
+            pilot, lambda: app.main.chat.reply is not None and app.main.chat.reply.text, what="the first token"
+        )
+        assert not app.main.chat.query(WaitingLine), "gone with the first token"
         await wait_idle(pilot)
-        assert not app.chat.query(WaitingLine)
+        assert not app.main.chat.query(WaitingLine)
 
 
 async def test_the_waiting_line_goes_when_a_tool_runs_or_the_turn_fails(
@@ -41,7 +43,7 @@ async def test_the_waiting_line_goes_when_a_tool_runs_or_the_turn_fails(
     async with app.run_test(size=(80, 24)) as pilot:
         await submit(pilot, "read notes.txt")
         await wait_idle(pilot)
-        assert not app.chat.query(WaitingLine)
+        assert not app.main.chat.query(WaitingLine)
 
 
 async def test_the_chat_footer_counts_the_turn_while_it_runs(offline_server_factory, session_factory, tmp_path):
@@ -50,17 +52,17 @@ async def test_the_chat_footer_counts_the_turn_while_it_runs(offline_server_fact
     server = offline_server_factory(faults="slow:0.5@2")  # the reply after the tool call is slow to come
     app = XunApp(session_factory(server))
     async with app.run_test(size=(80, 24)) as pilot:
-        assert app.chat.border_subtitle.startswith("0 messages in the context")
+        assert app.main.chat.border_subtitle.startswith("0 messages in the context")
         await submit(pilot, "read notes.txt")
         # the prompt, the call and its result, while the model is asked again
         await wait_until(
             pilot,
-            lambda: app.chat.border_subtitle.startswith("3 messages in the context"),
+            lambda: app.main.chat.border_subtitle.startswith("3 messages in the context"),
             what="the footer to count the tool round",
         )
-        assert app.busy == "turn", "counted while the turn runs, not only after it"
+        assert app.work.busy == "turn", "counted while the turn runs, not only after it"
         await wait_idle(pilot)
-        assert app.chat.border_subtitle.startswith("4 messages in the context")
+        assert app.main.chat.border_subtitle.startswith("4 messages in the context")
 
 
 async def test_the_first_turn_imports_the_sdk_off_the_loop(offline_server, session_factory, monkeypatch):

@@ -43,11 +43,11 @@ def tool_content(app: XunApp, call_id: str) -> str:
 
 async def open_row(pilot, app: XunApp, tool_name: str, arguments_word: str) -> InspectorScreen:
     await pilot.press("f8")
-    assert app.recoverable.table.has_focus
+    assert app.main.recoverable.table.has_focus
     for char in arguments_word:
         await pilot.press(char)
-    assert len(app.recoverable.shown) == 1
-    assert app.conversation.reclaimed_results[app.recoverable.shown[0]].tool_name == tool_name
+    assert len(app.main.recoverable.shown) == 1
+    assert app.conversation.reclaimed_results[app.main.recoverable.shown[0]].tool_name == tool_name
     await pilot.press("enter")
     await wait_until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="the inspector")
     screen = app.screen
@@ -60,16 +60,16 @@ async def test_typing_filters_the_list(offline_server, session_factory, tmp_path
     app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
     async with app.run_test(size=(140, 44)) as pilot:
         await reclaimed_app(pilot, app)
-        assert len(app.recoverable.shown) == 2
+        assert len(app.main.recoverable.shown) == 2
         await pilot.press("f8")
         await pilot.press("c", "o", "d", "e")
-        assert app.recoverable.filter_text == "code"
-        assert len(app.recoverable.shown) == 1
-        assert app.recoverable.border_subtitle.startswith("1 of 2 shown · 2 results · ")
+        assert app.main.recoverable.filter_text == "code"
+        assert len(app.main.recoverable.shown) == 1
+        assert app.main.recoverable.border_subtitle.startswith("1 of 2 shown · 2 results · ")
         await pilot.press("backspace", "backspace", "backspace", "backspace", "x", "y", "z")
-        assert app.recoverable.shown == []
+        assert app.main.recoverable.shown == []
         await pilot.press("escape")
-        assert app.recoverable.filter_text == "" and len(app.recoverable.shown) == 2
+        assert app.main.recoverable.filter_text == "" and len(app.main.recoverable.shown) == 2
         assert app.screen is app.screen_stack[0]
 
 
@@ -82,14 +82,14 @@ async def test_a_paste_into_the_list_filters_it(offline_server, session_factory,
     async with app.run_test(size=(80, 24)) as pilot:
         await reclaimed_app(pilot, app)
         await pilot.press("f8")
-        assert app.recoverable.table.has_focus
+        assert app.main.recoverable.table.has_focus
         app.post_message(events.Paste("co\x1b[31m"))  # as the terminal sends it: to the app, on to the focused pane
-        await wait_until(pilot, lambda: app.recoverable.filter_text == "co[31m", what="the paste in the filter")
+        await wait_until(pilot, lambda: app.main.recoverable.filter_text == "co[31m", what="the paste in the filter")
         app.post_message(events.Paste("\nde\r\nsecond line"))
-        await wait_until(pilot, lambda: app.recoverable.filter_text == "co[31mde", what="its first line")
-        assert app.recoverable.table.has_focus and app.prompt.text == ""
+        await wait_until(pilot, lambda: app.main.recoverable.filter_text == "co[31mde", what="its first line")
+        assert app.main.recoverable.table.has_focus and app.main.prompt.text == ""
         await pilot.press("escape")
-        assert app.recoverable.filter_text == ""
+        assert app.main.recoverable.filter_text == ""
 
 
 async def test_the_inspector_shows_the_original_highlighted(offline_server, session_factory, tmp_path: Path):
@@ -109,7 +109,7 @@ async def test_the_inspector_shows_the_original_highlighted(offline_server, sess
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, InspectorScreen))
 
-        assert app.prompt.has_focus, "closing the inspector gives the keyboard back to the prompt"
+        assert app.main.prompt.has_focus, "closing the inspector gives the keyboard back to the prompt"
         await pilot.press("f8", "escape")  # back in the list: Esc clears the filter and leaves it
         screen = await open_row(pilot, app, "read_file", "code")
         assert screen.language == "python"
@@ -150,7 +150,7 @@ async def test_restore_puts_the_original_back(offline_server, session_factory, t
     app = XunApp(session_factory(offline_server, "auto_compact.toolcall_keep_max=1"))
     async with app.run_test(size=(140, 44)) as pilot:
         await reclaimed_app(pilot, app)
-        before = app.gauge.now
+        before = app.main.gauge.now
         screen = await open_row(pilot, app, "read_file", "data")
         call_id, original = screen.record.tool_call_id, screen.original
         await finish(pilot, lambda: pilot.press("r"))
@@ -158,14 +158,14 @@ async def test_restore_puts_the_original_back(offline_server, session_factory, t
         assert not isinstance(app.screen, InspectorScreen)
         assert tool_content(app, call_id) == original
         assert call_id not in app.conversation.reclaimed_results
-        assert call_id not in app.recoverable.records
-        entry = app.log_pane.entries[-1]
+        assert call_id not in app.main.recoverable.records
+        entry = app.main.log_pane.entries[-1]
         assert entry.kind == "restore" and entry.count.endswith(call_id[-8:])
-        assert f"{tokens(entry.tokens_after - entry.tokens_before)} restored" in app.log_pane.border_subtitle, (
+        assert f"{tokens(entry.tokens_after - entry.tokens_before)} restored" in app.main.log_pane.border_subtitle, (
             "the log's footer counts what came back, not only what was freed"
         )
-        assert app.gauge.now > before
-        block = app.chat.tool_block(call_id)
+        assert app.main.gauge.now > before
+        block = app.main.chat.tool_block(call_id)
         assert isinstance(block, ToolBlock) and block.restored and "restored" in block.title
 
 
@@ -199,8 +199,8 @@ async def test_a_result_summarised_away_can_be_read_but_not_restored(offline_ser
         assert app.conversation.summarizations
         screen = await open_row(pilot, app, "read_file", "data")
         call_id = screen.record.tool_call_id
-        footer = app.recoverable.border_subtitle
-        assert footer.startswith(f"1 of {len(app.recoverable.records)} shown · "), footer  # it said "1 of 0 items"
+        footer = app.main.recoverable.border_subtitle
+        assert footer.startswith(f"1 of {len(app.main.recoverable.records)} shown · "), footer  # it said "1 of 0 items"
         assert "summarised (read only)" in footer, footer
         assert not screen.restorable
         assert not screen.query("#restore"), "no Restore that cannot work (issue 25, a newcomer's trial)"
@@ -248,10 +248,10 @@ async def test_reclaimed_call_arguments_are_listed_inspected_and_restored(
         archive = app.conversation.reclaimed_results
         keys = [key for key in archive if archive[key].kind == "arguments"]
         assert len(keys) == 2, "the two older write_file calls' arguments (the newest round is kept)"
-        assert set(keys) <= set(app.recoverable.records)
-        rows = {key: app.recoverable.table.get_row(key) for key in keys}
+        assert set(keys) <= set(app.main.recoverable.records)
+        rows = {key: app.main.recoverable.table.get_row(key) for key in keys}
         assert all(str(row[0]) == "write_file args" for row in rows.values()), "the list marks them as arguments"
-        assert app.log_pane.entries[-1].count == "2 call args"
+        assert app.main.log_pane.entries[-1].count == "2 call args"
 
         screen = await open_row(pilot, app, "write_file", "args alpha")
         key = screen.record.tool_call_id
@@ -263,15 +263,15 @@ async def test_reclaimed_call_arguments_are_listed_inspected_and_restored(
         assert "write_file call arguments" in screen.query_one("#inspector-box").border_title
         assert "the arguments of this call" in str(screen.query_one("#inspector-summary").render())
         assert screen.language == "json" and screen.restorable
-        before = app.gauge.now
+        before = app.main.gauge.now
         await finish(pilot, lambda: pilot.press("r"))
 
         assert not isinstance(app.screen, InspectorScreen)
         assert call_arguments(app, call_id) == screen.original, "the original arguments are back in the call"
-        assert key not in app.conversation.reclaimed_results and key not in app.recoverable.records
-        assert app.log_pane.entries[-1].kind == "restore"
-        assert app.log_pane.entries[-1].count == f"id …{call_id[-8:]} args"
-        assert app.gauge.now > before
+        assert key not in app.conversation.reclaimed_results and key not in app.main.recoverable.records
+        assert app.main.log_pane.entries[-1].kind == "restore"
+        assert app.main.log_pane.entries[-1].count == f"id …{call_id[-8:]} args"
+        assert app.main.gauge.now > before
 
 
 async def test_saving_over_an_existing_file_asks_first(offline_server, session_factory, tmp_path: Path):
@@ -305,10 +305,10 @@ async def test_f8_starts_at_the_newest_row(offline_server, session_factory, tmp_
         for i in range(3):  # newer rows come in above it
             await turn(pilot, f"read more{i}.txt")
             await finish(pilot, lambda: pilot.press("f6"))
-        assert len(app.recoverable.shown) >= 4
+        assert len(app.main.recoverable.shown) >= 4
         await pilot.press("f8")
-        assert app.recoverable.table.has_focus
-        assert app.recoverable.selected_id == app.recoverable.shown[0]
+        assert app.main.recoverable.table.has_focus
+        assert app.main.recoverable.selected_id == app.main.recoverable.shown[0]
 
 
 def test_f_on_reclaimed_arguments_searches_for_their_path():
@@ -345,6 +345,8 @@ async def test_the_sparkline_label_counts_the_model_calls_apart_from_compactions
         await open_row(pilot, app, "read_file", "data")
         await finish(pilot, lambda: pilot.press("r"))
         calls = app.conversation.usage_totals["calls"]
-        label = str(app.gauge.query_one("#gauge-history-label").render())
+        label = str(app.main.gauge.query_one("#gauge-history-label").render())
         assert f"the last {calls} model calls, 1 compaction, 1 restore · " in label, label
-        assert f"{calls} model calls, 1 compaction, 1 restore" in str(app.gauge.query_one("#gauge-history").tooltip)
+        assert f"{calls} model calls, 1 compaction, 1 restore" in str(
+            app.main.gauge.query_one("#gauge-history").tooltip
+        )

@@ -21,15 +21,15 @@ async def test_enter_on_a_log_row_opens_its_whole_detail_until_escape(offline_se
         await finish(pilot, lambda: pilot.press("f5"))  # a summary: its detail has many lines
         await finish(pilot, lambda: pilot.press("f6"))  # nothing left to reclaim: a check that changed nothing
         await pilot.press("f4")  # the side panel, hidden below 100 columns
-        app.log_pane.focus()
-        app.log_pane.move_cursor(row=0)
-        entry = app.log_pane.highlighted
+        app.main.log_pane.focus()
+        app.main.log_pane.move_cursor(row=0)
+        entry = app.main.log_pane.highlighted
         assert entry is not None
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.screen.query(VerticalScroll), what="the detail box")
         detail = app.screen
         shown = str(detail.query_one("#detail-text", Static).render())
-        expected = [line for line in entry.detail().splitlines() + app.log_pane.unchanged_detail().splitlines()]
+        expected = [line for line in entry.detail().splitlines() + app.main.log_pane.unchanged_detail().splitlines()]
         assert len(expected) >= 3
         for line in expected:
             assert " ".join(line.split()) in " ".join(shown.split()), line

@@ -72,7 +72,9 @@ def drawn_rows(widget) -> list[str]:
 async def loaded(pilot, app: XunApp) -> None:
     await session_ready(pilot, app)
     await wait_until(
-        pilot, lambda: any(block.text == PASTE for block in app.chat.query(UserBlock)), what="the long turn in the chat"
+        pilot,
+        lambda: any(block.text == PASTE for block in app.main.chat.query(UserBlock)),
+        what="the long turn in the chat",
     )
 
 
@@ -86,8 +88,8 @@ async def test_a_resumed_session_draws_a_50000_line_paste_and_800k_reply_folded(
     app = XunApp(session_factory(offline_server, workdir=tmp_path, resume=ident))
     async with app.run_test(size=(100, 40)) as pilot:
         await loaded(pilot, app)
-        paste = next(block for block in app.chat.query(UserBlock) if block.text == PASTE)
-        reply = next(block for block in app.chat.query(AssistantBlock) if block.text == REPLY)
+        paste = next(block for block in app.main.chat.query(UserBlock) if block.text == PASTE)
+        reply = next(block for block in app.main.chat.query(AssistantBlock) if block.text == REPLY)
         await wait_until(pilot, lambda: paste.size.height and reply.size.height, what="the blocks laid out")
         assert bounded(paste) and bounded(reply), (paste.outer_size, reply.outer_size)
         rows = drawn_rows(paste)
@@ -108,9 +110,9 @@ async def test_enter_on_a_folded_prompt_opens_it_whole_in_a_reader_that_draws_on
     app = XunApp(session_factory(offline_server, workdir=tmp_path, resume=ident))
     async with app.run_test(size=(100, 40)) as pilot:
         await loaded(pilot, app)
-        paste = next(block for block in app.chat.query(UserBlock) if block.text == PASTE)
-        app.chat.focus()
-        app.chat.select(paste)
+        paste = next(block for block in app.main.chat.query(UserBlock) if block.text == PASTE)
+        app.main.chat.focus()
+        app.main.chat.select(paste)
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ReaderScreen), what="the reader")
         pager = app.screen.query_one(TextPager)
@@ -127,8 +129,8 @@ async def test_enter_on_a_folded_prompt_opens_it_whole_in_a_reader_that_draws_on
         assert app.clipboard == PASTE
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, ReaderScreen), what="the reader closed")
-        app.chat.focus()
-        app.chat.select(next(block for block in app.chat.query(AssistantBlock) if block.text == REPLY))
+        app.main.chat.focus()
+        app.main.chat.select(next(block for block in app.main.chat.query(AssistantBlock) if block.text == REPLY))
         await pilot.press("o")
         await wait_until(pilot, lambda: isinstance(app.screen, ReaderScreen), what="the reply in the reader")
         assert app.screen.query_one(TextPager).text == REPLY
@@ -139,7 +141,7 @@ async def test_an_800k_tool_result_opens_whole_from_its_preview(offline_server, 
     app = XunApp(session_factory(offline_server, workdir=tmp_path, resume=ident))
     async with app.run_test(size=(100, 40)) as pilot:
         await loaded(pilot, app)
-        block = app.chat.tool_block("call_big")
+        block = app.main.chat.tool_block("call_big")
         assert block is not None and block.result_text == RESULT
         block.collapsed = False
         await wait_until(
@@ -150,7 +152,7 @@ async def test_an_800k_tool_result_opens_whole_from_its_preview(offline_server, 
         view = block.query_one(".tool-result", ReadableText)
         assert view.whole == RESULT and bounded(view)
         assert any("click or o opens it whole" in row for row in drawn_rows(view))
-        app.chat.scroll_to_widget(view, animate=False, immediate=True)
+        app.main.chat.scroll_to_widget(view, animate=False, immediate=True)
         await pilot.pause()
         await pilot.click(view)
         await wait_until(pilot, lambda: isinstance(app.screen, ReaderScreen), what="the result in the reader")
@@ -186,8 +188,8 @@ async def test_a_call_with_100k_characters_of_arguments_shows_them_folded(offlin
     app = XunApp(session_factory(offline_server, workdir=tmp_path, resume=conversation.conversation_id))
     async with app.run_test(size=(100, 40)) as pilot:
         await session_ready(pilot, app)
-        await wait_until(pilot, lambda: app.chat.tool_block("call_write") is not None, what="the call in the chat")
-        block = app.chat.tool_block("call_write")
+        await wait_until(pilot, lambda: app.main.chat.tool_block("call_write") is not None, what="the call in the chat")
+        block = app.main.chat.tool_block("call_write")
         block.collapsed = False
         await wait_until(
             pilot,
@@ -215,12 +217,12 @@ async def test_a_streamed_reply_longer_than_the_fold_is_folded_when_complete(off
     app = XunApp(session_factory(offline_server_factory(tokens_per_second=100_000)))
     async with app.run_test(size=(100, 40)) as pilot:
         await turn(pilot, "write 30000 tokens", timeout=60)
-        block = app.chat.query_one(AssistantBlock)
+        block = app.main.chat.query_one(AssistantBlock)
         assert len(block.text) > 100_000 and block.folded is not None and block.markdown is None
         await wait_until(pilot, lambda: block.size.height, what="the reply laid out")
         assert bounded(block)
-        app.chat.focus()
-        app.chat.select(block)
+        app.main.chat.focus()
+        app.main.chat.select(block)
         await pilot.press("o")
         await wait_until(pilot, lambda: isinstance(app.screen, ReaderScreen), what="the reply in the reader")
         assert app.screen.query_one(TextPager).text == block.text
@@ -235,11 +237,11 @@ async def test_a_reply_streaming_past_the_fold_shows_only_its_first_and_newest_p
         await submit(pilot, "write 60000 tokens")
         await wait_until(
             pilot,
-            lambda: app.chat.reply is not None and len(app.chat.reply.text) > 100_000,
+            lambda: app.main.chat.reply is not None and len(app.main.chat.reply.text) > 100_000,
             timeout=60,
             what="the reply past the fold",
         )
-        block = app.chat.reply
+        block = app.main.chat.reply
         await pilot.pause()
         shown = [part for part in block.sealed if part.display]
         assert len(block.sealed) > 3 and len(shown) == 2, (len(block.sealed), len(shown))
@@ -253,7 +255,7 @@ async def test_a_big_paste_sent_as_a_prompt_is_folded_in_the_chat(offline_server
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(100, 40)) as pilot:
         await turn(pilot, PASTE, timeout=60)
-        block = next(block for block in app.chat.query(UserBlock) if block.text == PASTE)
+        block = next(block for block in app.main.chat.query(UserBlock) if block.text == PASTE)
         await wait_until(pilot, lambda: block.size.height, what="the prompt laid out")
         assert bounded(block) and block.folded is not None
 

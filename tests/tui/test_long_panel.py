@@ -40,7 +40,9 @@ def reclaimed_session(workdir: Path, rounds: int = ROUNDS) -> str:
 
 async def resumed(pilot, app: XunApp) -> None:
     await wait_until(
-        pilot, lambda: len(app.recoverable.records) == RESULTS and app.recoverable.shown, what="the results listed"
+        pilot,
+        lambda: len(app.main.recoverable.records) == RESULTS and app.main.recoverable.shown,
+        what="the results listed",
     )
 
 
@@ -51,7 +53,7 @@ async def test_the_recoverable_results_mount_a_page_and_the_cursor_pages_through
     app = XunApp(session_factory(offline_server, resume=ident))
     async with app.run_test(size=(140, 44)) as pilot:
         await resumed(pilot, app)
-        listing, table = app.recoverable, app.recoverable.table
+        listing, table = app.main.recoverable, app.main.recoverable.table
         assert table.row_count <= max(PAGE_ROWS, 4 * table.size.height) < RESULTS
         assert listing.border_title == f"recoverable results · rows 1–{table.row_count} of {RESULTS:,}"
         newest_first = [f"call_{i}" for i in reversed(range(RESULTS))]
@@ -98,7 +100,7 @@ async def test_the_filter_searches_every_row_not_only_the_page(offline_server, s
     app = XunApp(session_factory(offline_server, resume=ident))
     async with app.run_test(size=(140, 44)) as pilot:
         await resumed(pilot, app)
-        listing, table = app.recoverable, app.recoverable.table
+        listing, table = app.main.recoverable, app.main.recoverable.table
         mounted = {table.get_row_at(row)[-1].plain for row in range(table.row_count)}
         assert "call_7" not in mounted  # an old result, not on the first page
         await pilot.press("f8")
@@ -113,8 +115,8 @@ async def test_the_filter_searches_every_row_not_only_the_page(offline_server, s
 async def test_the_compaction_log_mounts_a_page_of_a_long_log(offline_server, session_factory, tmp_path: Path):
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(140, 44)) as pilot:
-        await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the session")
-        log = app.log_pane
+        await wait_until(pilot, lambda: app.session is not None and app.main.prompt.has_focus, what="the session")
+        log = app.main.log_pane
         records = [
             {
                 "type": "tool_results_reclaimed",

@@ -29,9 +29,9 @@ async def test_a_long_turn_runs_through_its_summaries_and_the_log_says_inside_th
         seen: list = []
         async with app.run_test(size=(160, 48), message_hook=seen.append) as pilot:
             await turn(pilot, planner.task(), timeout=120)
-            rows = [entry.line() for entry in app.log_pane.entries if entry.kind == "summary"]
+            rows = [entry.line() for entry in app.main.log_pane.entries if entry.kind == "summary"]
             assert rows and all("inside the turn:" in row for row in rows), rows
-            assert "ledger" in app.log_pane.entries[-1].detail() or any("ledger" in r for r in rows)
+            assert "ledger" in app.main.log_pane.entries[-1].detail() or any("ledger" in r for r in rows)
             recorded = [e.event for e in of_type(seen, m.CompactionRecorded) if e.event.type == "summary_finished"]
             assert recorded and all(e.turn_rounds > 0 for e in recorded)
         assert [int(n) for n in (tmp_path / "steps.txt").read_text().split()] == list(range(1, 61))

@@ -44,10 +44,10 @@ async def test_a_warning_that_a_compaction_answers_at_once_is_not_given(offline_
     seen: list = []
     async with app.run_test(size=(160, 48), notifications=True, message_hook=seen.append) as pilot:
         await two_long_replies(pilot)
-        assert app.gauge.now < 0.9 * 6000, app.gauge.figures_text()
+        assert app.main.gauge.now < 0.9 * 6000, app.main.gauge.figures_text()
         await turn(pilot, "here is my text: " + "many words of pasted text " * 500)
-        assert [e for e in app.log_pane.entries if e.kind == "summary"], "the paste was summarised"
-        assert app.gauge.now < 0.9 * 6000, app.gauge.figures_text()
+        assert [e for e in app.main.log_pane.entries if e.kind == "summary"], "the paste was summarised"
+        assert app.main.gauge.now < 0.9 * 6000, app.main.gauge.figures_text()
         assert not [m for m in seen if isinstance(m, Notify) and m.notification.title in TITLES]
 
 

@@ -34,7 +34,9 @@ async def test_ctrl_q_while_a_reply_streams_exits_cleanly(offline_server_factory
     seen: list = []
     async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
         await submit(pilot, "write 5000 tokens")
-        await wait_until(pilot, lambda: app.chat.reply is not None and len(app.chat.reply.text) > 40, what="streaming")
+        await wait_until(
+            pilot, lambda: app.main.chat.reply is not None and len(app.main.chat.reply.text) > 40, what="streaming"
+        )
         await quit_and_wait(pilot, seen, "ctrl+q")
     assert app.return_code == 0
     assert app.saved
@@ -100,9 +102,9 @@ async def test_esc_on_a_confirmation_after_a_summary_at_the_turns_start_answers_
         calls = [call["id"] for raw in raws for call in raw.get("tool_calls") or ()]
         results = {raw["tool_call_id"] for raw in raws if raw.get("role") == "tool"}
         assert calls and set(calls) <= results
-        block = app.chat.query(ToolBlock).last()
+        block = app.main.chat.query(ToolBlock).last()
         assert "running" not in block.title and "cancelled" in block.title, block.title
-        assert app._calls_that_acted() == []
+        assert app.commands._calls_that_acted() == []
 
 
 async def test_typing_while_the_chat_has_the_keyboard_goes_to_the_prompt_and_is_sent(offline_server, session_factory):
@@ -111,12 +113,12 @@ async def test_typing_while_the_chat_has_the_keyboard_goes_to_the_prompt_and_is_
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:
         await turn(pilot, "write 50 tokens")
-        app.chat.focus()
+        app.main.chat.focus()
         await pilot.pause()
-        assert not app.prompt.has_focus
+        assert not app.main.prompt.has_focus
         await finish(pilot, lambda: pilot.press(*"hi there", "enter"))
         assert [m.text for m in app.conversation.messages if isinstance(m, UserMessage)][-1] == "hi there"
-        app.chat.focus()
+        app.main.chat.focus()
         await pilot.pause()
 
         def burst() -> None:  # as a terminal sends them: all queued before the first is handled
@@ -133,18 +135,18 @@ async def test_typing_and_pasting_at_60x20_with_the_panel_shown_brings_the_promp
     and so was a paste while the chat had the keyboard. Both land in the prompt, which shows again."""
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(60, 20)) as pilot:
-        await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
+        await wait_until(pilot, lambda: app.session is not None and app.main.prompt.has_focus, what="the prompt")
         await pilot.press("f4")
         await pilot.pause()
-        assert app.gauge.has_focus and not app.prompt.region
+        assert app.main.gauge.has_focus and not app.main.prompt.region
         await pilot.press(*"abc")
         await pilot.pause()
-        assert app.prompt.text == "abc" and app.prompt.has_focus and app.prompt.region
-        app.chat.focus()
+        assert app.main.prompt.text == "abc" and app.main.prompt.has_focus and app.main.prompt.region
+        app.main.chat.focus()
         await pilot.pause()
         app.post_message(events.Paste("".join(f"pasted line {i}\r" for i in range(40))))
-        await wait_until(pilot, lambda: "pasted 40 lines" in app.prompt.text, what="the paste in the prompt")
-        assert app.prompt.text.startswith("abc")
+        await wait_until(pilot, lambda: "pasted 40 lines" in app.main.prompt.text, what="the paste in the prompt")
+        assert app.main.prompt.text.startswith("abc")
 
 
 async def test_a_paste_while_a_confirmation_is_open_is_kept_aside_and_answers_nothing(offline_server, session_factory):
@@ -157,7 +159,7 @@ async def test_a_paste_while_a_confirmation_is_open_is_kept_aside_and_answers_no
         await pilot.pause(0.3)
         assert isinstance(app.screen, ConfirmScreen), "a paste answers nothing"
         await finish(pilot, lambda: pilot.press("escape"))
-        assert app.prompt.text == "y\ny\ns\nyes please", "once it closed, the paste is in the prompt, not sent"
+        assert app.main.prompt.text == "y\ny\ns\nyes please", "once it closed, the paste is in the prompt, not sent"
         assert not (app.workdir / "yes.txt").exists()
 
 
@@ -167,7 +169,7 @@ async def test_a_paste_into_a_dialog_with_no_field_for_it_goes_to_the_prompt(off
     It goes to the prompt behind the dialog, which says so; the dialog stays open."""
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
+        await wait_until(pilot, lambda: app.session is not None and app.main.prompt.has_focus, what="the prompt")
         if opener.startswith("/"):
             await submit(pilot, opener)
         else:
@@ -175,12 +177,12 @@ async def test_a_paste_into_a_dialog_with_no_field_for_it_goes_to_the_prompt(off
         await wait_until(pilot, lambda: app.screen is not app.screen_stack[0], what="the dialog")
         dialog = app.screen
         app.post_message(events.Paste("first line\rsecond line\r"))
-        await wait_until(pilot, lambda: "second line" in app.prompt.text, what="the paste in the prompt")
+        await wait_until(pilot, lambda: "second line" in app.main.prompt.text, what="the paste in the prompt")
         assert app.screen is dialog
         assert any("prompt" in toast.message for toast in app._notifications), list(app._notifications)
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is app.screen_stack[0], what="the dialog closed")
-        assert app.prompt.text == "first line\nsecond line\n"
+        assert app.main.prompt.text == "first line\nsecond line\n"
 
 
 async def test_a_sentence_typed_at_a_confirmation_keeps_its_first_letter_when_it_is_an_answer_key(
@@ -201,9 +203,9 @@ async def test_a_sentence_typed_at_a_confirmation_keeps_its_first_letter_when_it
         await pilot.press("ctrl+c")
         await wait_until(pilot, lambda: any(n.title == "Quit?" for n in app._notifications), what="the Quit? toast")
         await pilot.pause(1.0)
-        app.prompt.insert("I said: ")  # typed before it opened (trial G #25): the sentence goes on after it
+        app.main.prompt.insert("I said: ")  # typed before it opened (trial G #25): the sentence goes on after it
         await finish(pilot, lambda: pilot.press("n"))
-        assert app.prompt.text == "I said: yesterday was fun"
+        assert app.main.prompt.text == "I said: yesterday was fun"
 
 
 async def test_keys_typed_at_once_after_esc_go_to_the_prompt_not_to_the_closing_dialog(offline_server, session_factory):
@@ -224,7 +226,7 @@ async def test_keys_typed_at_once_after_esc_go_to_the_prompt_not_to_the_closing_
             app.post_message(
                 events.Key({"escape": "escape", " ": "space"}.get(key, key), "\x1b" if key == "escape" else key)
             )
-        await wait_until(pilot, lambda: app.prompt.text == "yes please", what="the keys in the prompt")
+        await wait_until(pilot, lambda: app.main.prompt.text == "yes please", what="the keys in the prompt")
         assert not isinstance(app.screen, PreviewScreen) and not app.conversation.summarizations
 
 
@@ -251,11 +253,11 @@ async def test_a_key_between_two_ctrl_c_cancels_the_quit(offline_server, session
     """Trial G #43: Ctrl+C, a few words typed, Ctrl+C: the app quit, the words with it."""
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
+        await wait_until(pilot, lambda: app.session is not None and app.main.prompt.has_focus, what="the prompt")
         for key in ("ctrl+c", *"hi", "ctrl+c"):
             app.post_message(events.Key(key, None if key == "ctrl+c" else key))
         await pilot.pause(0.5)
-        assert app.return_code is None and not app.quitting and app.prompt.text == "hi"
+        assert app.return_code is None and not app.quitting and app.main.prompt.text == "hi"
         assert any(n.title == "Quit?" for n in app._notifications), "the second Ctrl+C asks again"
 
 
@@ -265,16 +267,16 @@ async def test_an_edited_paste_marker_is_not_sent_without_its_paste(offline_serv
     without the paste."""
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
-        await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
-        app.prompt.post_message(events.Paste("".join(f"line {i}\n" for i in range(40))))
-        await wait_until(pilot, lambda: "[pasted 40 lines #1]" in app.prompt.text, what="the marker")
+        await wait_until(pilot, lambda: app.session is not None and app.main.prompt.has_focus, what="the prompt")
+        app.main.prompt.post_message(events.Paste("".join(f"line {i}\n" for i in range(40))))
+        await wait_until(pilot, lambda: "[pasted 40 lines #1]" in app.main.prompt.text, what="the marker")
         await pilot.press("end", "backspace", "enter")
         await pilot.pause()
-        assert app.prompt.text == "[pasted 40 lines #1", "not sent"
+        assert app.main.prompt.text == "[pasted 40 lines #1", "not sent"
         assert any("was edited" in n.message for n in app._notifications)
         assert not [m for m in app.conversation.messages if m.role == "user"]
         await pilot.press("]", "enter")  # put back: sent with the paste
-        await wait_until(pilot, lambda: app.finished_work == 1, what="the turn")
+        await wait_until(pilot, lambda: app.work.finished == 1, what="the turn")
         [sent] = [m.text for m in app.conversation.messages if m.role == "user"]
         assert sent.count("line ") == 40
 
@@ -305,44 +307,46 @@ async def test_prompts_typed_in_one_burst_are_queued_and_sent_in_order(
     server = offline_server_factory(faults="slow:1@1")  # the first turn is still running while the rest is typed
     app = XunApp(session_factory(server))
     async with app.run_test(size=(120, 40)) as pilot:
-        app.prompt.focus()
+        app.main.prompt.focus()
         for line in ("read mod1.py", "read mod2.py", "read mod3.py"):
             await pilot.press(*line, "enter")
-        assert app.busy == "turn"
-        assert [text for text, _ in app.queued_prompts] == ["read mod2.py", "read mod3.py"]
-        assert app.prompt.text == "", "nothing typed is left half-sent in the input"
-        notices = [block.text for block in app.chat.query(NoticeBlock)]
+        assert app.work.busy == "turn"
+        assert [text for text, _ in app.work.queued] == ["read mod2.py", "read mod3.py"]
+        assert app.main.prompt.text == "", "nothing typed is left half-sent in the input"
+        notices = [block.text for block in app.main.chat.query(NoticeBlock)]
         assert any(text.startswith("queued: read mod3.py") for text in notices), notices
-        app.prompt.post_message(events.Paste("".join(f"pasted line {i}\n" for i in range(40))))  # trial G #23: a
-        await wait_until(pilot, lambda: "pasted 40 lines" in app.prompt.text, what="the paste")  # big queued paste
+        app.main.prompt.post_message(events.Paste("".join(f"pasted line {i}\n" for i in range(40))))  # trial G #23: a
+        await wait_until(pilot, lambda: "pasted 40 lines" in app.main.prompt.text, what="the paste")  # big queued paste
         await pilot.press("enter")  # is not written out in full above the reply
-        notices = [block.text for block in app.chat.query(NoticeBlock)]
+        notices = [block.text for block in app.main.chat.query(NoticeBlock)]
         assert any(
             text.startswith("queued: pasted line 0 pasted line 1") and "(40 lines)" in text and len(text) < 400
             for text in notices
         ), notices
-        await wait_until(pilot, lambda: app.finished_work == 4 and app.busy is None, timeout=30, what="four turns")
+        await wait_until(pilot, lambda: app.work.finished == 4 and app.work.busy is None, timeout=30, what="four turns")
         prompts = [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)]
         assert prompts[:3] == ["read mod1.py", "read mod2.py", "read mod3.py"] and prompts[3].count("pasted line") == 40
-        assert not app.queued_prompts
-        assert not [b for b in app.chat.query(NoticeBlock) if b.text.startswith("queued:")], "sent: no longer queued"
+        assert not app.work.queued
+        assert not [b for b in app.main.chat.query(NoticeBlock) if b.text.startswith("queued:")], (
+            "sent: no longer queued"
+        )
 
 
 async def test_escape_takes_the_queued_prompts_back_into_the_input(offline_server_factory, session_factory):
     server = offline_server_factory(faults="slow:0.3@1")
     app = XunApp(session_factory(server))
     async with app.run_test(size=(120, 40)) as pilot:
-        app.prompt.focus()
+        app.main.prompt.focus()
         await pilot.press(*"write 500 tokens", "enter")
         await pilot.press(*"second", "enter")
         await pilot.press(*"//third", "enter")
-        assert [text for text, _ in app.queued_prompts] == ["second", "/third"]
+        assert [text for text, _ in app.work.queued] == ["second", "/third"]
         await pilot.press(*"typing")
-        await wait_until(pilot, lambda: app.chat.reply is not None and app.chat.reply.text, what="the reply")
+        await wait_until(pilot, lambda: app.main.chat.reply is not None and app.main.chat.reply.text, what="the reply")
         await pilot.press("escape")
-        await wait_until(pilot, lambda: app.busy is None, what="the cancel")
-        assert app.prompt.text == "second\n//third\ntyping"
-        assert not app.queued_prompts
+        await wait_until(pilot, lambda: app.work.busy is None, what="the cancel")
+        assert app.main.prompt.text == "second\n//third\ntyping"
+        assert not app.work.queued
         assert [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)] == ["write 500 tokens"]
 
 
@@ -362,19 +366,23 @@ async def test_a_long_one_line_paste_says_its_characters_and_is_sent_whole(offli
     some_lines = "".join(f"{i:04d} " + "x" * 994 + "\r" for i in range(5))
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:
-        app.prompt.focus()
-        app.prompt.post_message(events.Paste(one_line))
-        await wait_until(pilot, lambda: app.prompt.text == "[pasted 40,000 characters #1]", what="the first marker")
+        app.main.prompt.focus()
+        app.main.prompt.post_message(events.Paste(one_line))
+        await wait_until(
+            pilot, lambda: app.main.prompt.text == "[pasted 40,000 characters #1]", what="the first marker"
+        )
         await pilot.press(*" and ")
-        app.prompt.post_message(events.Paste(some_lines))
+        app.main.prompt.post_message(events.Paste(some_lines))
         await wait_until(
             pilot,
-            lambda: app.prompt.text.endswith(" and [pasted 5 lines, 5,000 characters #2]"),
+            lambda: app.main.prompt.text.endswith(" and [pasted 5 lines, 5,000 characters #2]"),
             what="the second marker",
         )
         await pilot.press(*" and ")
-        app.prompt.post_message(events.Paste(one_line))  # the same text again: its own marker
-        await wait_until(pilot, lambda: app.prompt.text.endswith("[pasted 40,000 characters #3]"), what="the third")
+        app.main.prompt.post_message(events.Paste(one_line))  # the same text again: its own marker
+        await wait_until(
+            pilot, lambda: app.main.prompt.text.endswith("[pasted 40,000 characters #3]"), what="the third"
+        )
         await finish(pilot, lambda: pilot.press("enter"))
         sent = [msg.text for msg in app.conversation.messages if isinstance(msg, UserMessage)]
         assert sent == [f"{one_line} and {some_lines.replace(chr(13), chr(10))} and {one_line}"]
@@ -383,17 +391,17 @@ async def test_a_long_one_line_paste_says_its_characters_and_is_sent_whole(offli
 async def test_a_paste_counts_lines_and_ctrl_u_twice_clears_a_long_prompt(offline_server, session_factory):
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
-        app.prompt.focus()
-        app.prompt.post_message(events.Paste("".join(f"line {i}\r" for i in range(40))))
-        await wait_until(pilot, lambda: app.prompt.text == "[pasted 40 lines #1]", what="the marker")
+        app.main.prompt.focus()
+        app.main.prompt.post_message(events.Paste("".join(f"line {i}\r" for i in range(40))))
+        await wait_until(pilot, lambda: app.main.prompt.text == "[pasted 40 lines #1]", what="the marker")
         await pilot.press("ctrl+u")
-        assert app.prompt.text == ""
+        assert app.main.prompt.text == ""
         await pilot.press(*"first", "shift+enter", *"second", "shift+enter", *"third")
-        assert app.prompt.text == "first\nsecond\nthird"
+        assert app.main.prompt.text == "first\nsecond\nthird"
         await pilot.press("ctrl+u")
-        assert app.prompt.text == "first\nsecond\n", "the first Ctrl+U deletes to the start of the line"
+        assert app.main.prompt.text == "first\nsecond\n", "the first Ctrl+U deletes to the start of the line"
         await pilot.press("ctrl+u")
-        assert app.prompt.text == "", "at the start of a line it clears the whole prompt"
+        assert app.main.prompt.text == "", "at the start of a line it clears the whole prompt"
 
 
 async def test_ctrl_z_brings_back_a_draft_ctrl_u_cleared(offline_server, session_factory):
@@ -401,19 +409,21 @@ async def test_ctrl_z_brings_back_a_draft_ctrl_u_cleared(offline_server, session
     the prompt's undo history); a paste marker undone back still sends what was pasted."""
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:
-        app.prompt.focus()
+        app.main.prompt.focus()
         await pilot.press(*"first", "shift+enter", *"second", "shift+enter")
-        app.prompt.post_message(events.Paste("".join(f"line {i}\r" for i in range(30))))
-        await wait_until(pilot, lambda: app.prompt.text.endswith("[pasted 30 lines #1]"), what="the marker")
-        draft = app.prompt.text
+        app.main.prompt.post_message(events.Paste("".join(f"line {i}\r" for i in range(30))))
+        await wait_until(pilot, lambda: app.main.prompt.text.endswith("[pasted 30 lines #1]"), what="the marker")
+        draft = app.main.prompt.text
         await pilot.press("ctrl+u", "ctrl+u")
-        assert app.prompt.text == ""
+        assert app.main.prompt.text == ""
         for _ in range(3):
-            if app.prompt.text == draft:
+            if app.main.prompt.text == draft:
                 break
             await pilot.press("ctrl+z")
-        assert app.prompt.text == draft
-        assert app.prompt.expanded(app.prompt.text) == "first\nsecond\n" + "".join(f"line {i}\n" for i in range(30))
+        assert app.main.prompt.text == draft
+        assert app.main.prompt.expanded(app.main.prompt.text) == "first\nsecond\n" + "".join(
+            f"line {i}\n" for i in range(30)
+        )
 
 
 async def test_ctrl_u_twice_clears_one_long_line_wrapped_over_many_rows(offline_server, session_factory):
@@ -421,15 +431,15 @@ async def test_ctrl_u_twice_clears_one_long_line_wrapped_over_many_rows(offline_
     each Ctrl+U deleted one wrapped row (41 presses to clear it). The line is the logical line."""
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(80, 24)) as pilot:
-        app.prompt.focus()
+        app.main.prompt.focus()
         await pilot.press(*"keep", "shift+enter")
-        app.prompt.post_message(events.Paste("y" * 3000))
-        await wait_until(pilot, lambda: app.prompt.text == "keep\n" + "y" * 3000, what="the pasted line")
-        assert app.prompt.wrapped_document.height > 10, "the line is wrapped over many rows"
+        app.main.prompt.post_message(events.Paste("y" * 3000))
+        await wait_until(pilot, lambda: app.main.prompt.text == "keep\n" + "y" * 3000, what="the pasted line")
+        assert app.main.prompt.wrapped_document.height > 10, "the line is wrapped over many rows"
         await pilot.press("ctrl+u")
-        assert app.prompt.text == "keep\n", "the first Ctrl+U deletes the whole logical line before the cursor"
+        assert app.main.prompt.text == "keep\n", "the first Ctrl+U deletes the whole logical line before the cursor"
         await pilot.press("ctrl+u")
-        assert app.prompt.text == ""
+        assert app.main.prompt.text == ""
 
 
 async def test_the_palette_offers_cancel_only_while_something_runs(offline_server_factory, session_factory):
@@ -438,7 +448,7 @@ async def test_the_palette_offers_cancel_only_while_something_runs(offline_serve
         titles = lambda: {command.title for command in app.get_system_commands(app.screen)}  # noqa: E731
         assert "Cancel the turn" not in titles()
         await submit(pilot, "hello")
-        assert app.busy == "turn" and "Cancel the turn" in titles()
+        assert app.work.busy == "turn" and "Cancel the turn" in titles()
 
 
 async def test_a_manual_summary_that_leaves_the_context_over_the_threshold_says_so(offline_server, session_factory):
@@ -461,8 +471,8 @@ async def test_a_manual_summary_that_leaves_the_context_over_the_threshold_says_
         await finish(pilot, lambda: pilot.press("f5"))
         assert app.conversation.summarizations
         assert app.agent.request_tokens() > 2000, "the kept reply alone is over the threshold"
-        said = [b.text for b in app.chat.query(NoticeBlock) if "still over the threshold" in b.text]
-        assert len(said) == 1, [b.text for b in app.chat.query(NoticeBlock)]
+        said = [b.text for b in app.main.chat.query(NoticeBlock) if "still over the threshold" in b.text]
+        assert len(said) == 1, [b.text for b in app.main.chat.query(NoticeBlock)]
         assert "2 messages it kept" in said[0]
         # trial D #13: the advice fits what is there: no tool result to reclaim, and the one big reply is the cause
         assert "F6" not in said[0] and "/compact FOCUS" not in said[0], said[0]
@@ -597,11 +607,11 @@ async def test_text_put_in_the_prompt_never_reaches_the_terminal_raw(offline_ser
     retitled the terminal and cleared it: the prompt's text shows control characters, it never holds them."""
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the prompt")
-        app.prompt.set_prompt("before \x1b]0;PWNED\x07 \x1b[2J after\nline two")
-        assert "\x1b" not in app.prompt.text and "\x07" not in app.prompt.text
-        assert app.prompt.text == "before \\x1b]0;PWNED\\x07 \\x1b[2J after\nline two"
-        app.prompt.set_prompt("")
-        app.prompt.post_message(events.Paste("pasted \x1b]52;c;eA==\x07 text"))
-        await wait_until(pilot, lambda: "pasted" in app.prompt.text, what="the paste")
-        assert "\x1b" not in app.prompt.text and "\x07" not in app.prompt.text
+        await wait_until(pilot, lambda: app.session is not None and app.main.prompt.has_focus, what="the prompt")
+        app.main.prompt.set_prompt("before \x1b]0;PWNED\x07 \x1b[2J after\nline two")
+        assert "\x1b" not in app.main.prompt.text and "\x07" not in app.main.prompt.text
+        assert app.main.prompt.text == "before \\x1b]0;PWNED\\x07 \\x1b[2J after\nline two"
+        app.main.prompt.set_prompt("")
+        app.main.prompt.post_message(events.Paste("pasted \x1b]52;c;eA==\x07 text"))
+        await wait_until(pilot, lambda: "pasted" in app.main.prompt.text, what="the paste")
+        assert "\x1b" not in app.main.prompt.text and "\x07" not in app.main.prompt.text

@@ -47,7 +47,7 @@ async def test_f9_opens_without_reading_the_whole_index(offline_server, session_
         return db
 
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.session is not None and app.prompt.has_focus, what="the session")
+        await wait_until(pilot, lambda: app.session is not None and app.main.prompt.has_focus, what="the session")
         monkeypatch.setattr(recall.sqlite3, "connect", counting)
         await pilot.press("f9")
         await wait_until(pilot, lambda: isinstance(app.screen, RecallScreen), what="the recall screen")

@@ -38,11 +38,11 @@ async def test_retry_of_a_reply_that_wrote_a_file_warns_first_and_drops_it_at_th
 
         await submit(pilot, "/retry")
         await wait_until(
-            pilot, lambda: any("/retry drops" in b.text for b in app.chat.query(NoticeBlock)), what="the warning"
+            pilot, lambda: any("/retry drops" in b.text for b in app.main.chat.query(NoticeBlock)), what="the warning"
         )
-        warning = next(b.text for b in app.chat.query(NoticeBlock) if "/retry drops" in b.text)
+        warning = next(b.text for b in app.main.chat.query(NoticeBlock) if "/retry drops" in b.text)
         assert "write_file code.py" in warning and "stays" in warning and "/retry again" in warning
-        assert app.busy is None and app.conversation.messages == kept, "nothing dropped, no new turn"
+        assert app.work.busy is None and app.conversation.messages == kept, "nothing dropped, no new turn"
 
         await submit(pilot, "/retry")  # asked twice: the reply goes, the prompt is sent again
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the retried turn's confirmation")
@@ -59,7 +59,7 @@ async def test_retry_of_a_reply_whose_writes_were_refused_or_that_only_read_need
     async with app.run_test(size=(120, 40)) as pilot:
         await turn(pilot, "read a.py")
         await finish(pilot, lambda: submit(pilot, "/retry"))
-        assert not any("/retry drops" in b.text for b in app.chat.query(NoticeBlock))
+        assert not any("/retry drops" in b.text for b in app.main.chat.query(NoticeBlock))
 
         await submit(pilot, "write hello world to b.py")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
@@ -67,7 +67,7 @@ async def test_retry_of_a_reply_whose_writes_were_refused_or_that_only_read_need
         await finish(pilot, lambda: pilot.press("n"))
         await submit(pilot, "/retry")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the retried turn's confirmation")
-        assert not any("/retry drops" in b.text for b in app.chat.query(NoticeBlock))
+        assert not any("/retry drops" in b.text for b in app.main.chat.query(NoticeBlock))
         await armed(pilot)
         await finish(pilot, lambda: pilot.press("n"))
 
@@ -84,12 +84,12 @@ async def test_revise_of_a_turn_that_wrote_a_file_warns_first_and_keeps_what_was
 
         await submit(pilot, "/revise write goodbye to code.py")
         await wait_until(
-            pilot, lambda: any("/revise drops" in b.text for b in app.chat.query(NoticeBlock)), what="the warning"
+            pilot, lambda: any("/revise drops" in b.text for b in app.main.chat.query(NoticeBlock)), what="the warning"
         )
-        warning = next(b.text for b in app.chat.query(NoticeBlock) if "/revise drops" in b.text)
+        warning = next(b.text for b in app.main.chat.query(NoticeBlock) if "/revise drops" in b.text)
         assert "write_file code.py" in warning and "/revise again" in warning
-        assert app.busy is None and app.conversation.messages == kept, "nothing dropped, no new turn"
-        assert app.prompt.text == "/revise write goodbye to code.py"
+        assert app.work.busy is None and app.conversation.messages == kept, "nothing dropped, no new turn"
+        assert app.main.prompt.text == "/revise write goodbye to code.py"
 
         await pilot.press("enter")  # asked twice: the turn goes, the new prompt is sent
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the revised turn's confirmation")

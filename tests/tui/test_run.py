@@ -67,9 +67,9 @@ async def test_another_server_shows_its_address(offline_server, session_factory)
         provider = app.query_one("#provider")
         assert not provider.has_class("badge")
         assert offline_server.base_url in str(provider.render())
-        assert app.header.status == "ready"
+        assert app.main.header.status == "ready"
         await turn(pilot, "hello")
-        await wait_until(pilot, lambda: app.header.status == "ready")
+        await wait_until(pilot, lambda: app.main.header.status == "ready")
 
 
 # ------------------------------------------------------------------- first frame, then the session
@@ -105,19 +105,19 @@ async def test_the_app_draws_before_the_session_opens_and_sends_an_early_prompt(
     try:
         async with app.run_test(size=(120, 30)) as pilot:
             await pilot.pause()
-            assert app.session is None and app.header.status.startswith("opening the session")
+            assert app.session is None and app.main.header.status.startswith("opening the session")
             figures = str(app.query_one("#gauge-figures").render())
             assert "0 / 1" not in figures and "(0%)" not in figures and "opening" in figures, figures
             assert not app.query(WelcomeBlock)
             assert app.check_action("compact", ()) is False and app.check_action("help", ()) is True
             await pilot.press("f5")  # disabled until the session is open: nothing starts
-            assert app.busy is None
+            assert app.work.busy is None
             await submit(pilot, "hello before the session")
             assert app.session is None  # kept until the session is open
             gate.set()
-            await wait_until(pilot, lambda: app.finished_work >= 1, what="the early prompt's turn")
+            await wait_until(pilot, lambda: app.work.finished >= 1, what="the early prompt's turn")
             assert app.session is opened[0] and app.opened_session is opened[0]
-            assert app.header.status == "ready"
+            assert app.main.header.status == "ready"
             assert "offline" not in str(app.query_one("#provider").render())
             assert "hello before the session" in app.agent.conversation.messages[-2].text
             assert app.agent.last_reply()
@@ -152,21 +152,21 @@ async def test_a_resumed_transcript_is_shown_while_the_rest_of_the_session_opens
     app = XunApp(opener=GatedOpener(tmp_path, resume=ident, base_url=offline_server.base_url, environ={}))
     try:
         async with app.run_test(size=(120, 30)) as pilot:
-            await wait_until(pilot, lambda: app.chat.query(UserBlock), what="the transcript")
-            assert app.session is None and app.header.status.startswith("opening the session")
+            await wait_until(pilot, lambda: app.main.chat.query(UserBlock), what="the transcript")
+            assert app.session is None and app.main.header.status.startswith("opening the session")
             figures = str(app.query_one("#gauge-figures").render())
             assert "0 / 1" not in figures and "(0%)" not in figures and "opening" in figures, figures
-            shown = [b.text[:10] for b in app.chat.query(UserBlock)]
+            shown = [b.text[:10] for b in app.main.chat.query(UserBlock)]
             assert shown[-2:] == ["question 2", "question 3"] and "question 1" in shown, shown
-            [divider] = app.chat.query(SummaryDivider)
+            [divider] = app.main.chat.query(SummaryDivider)
             assert str(tmp_path / ".xun") not in str(divider.render()), "the offload log's path, shown relative"
-            assert app.chat.query(".-summarised"), "the summarised turns, from the offload log"
-            blocks = list(app.chat.children)
+            assert app.main.chat.query(".-summarised"), "the summarised turns, from the offload log"
+            blocks = list(app.main.chat.children)
             await submit(pilot, "asked while it opens")
             gate.set()
-            await wait_until(pilot, lambda: app.finished_work >= 1, what="the early prompt's turn")
-            assert app.header.status == "ready" and app.conversation.conversation_id == ident
-            assert list(app.chat.children)[: len(blocks)] == blocks, "the transcript was not mounted again"
+            await wait_until(pilot, lambda: app.work.finished >= 1, what="the early prompt's turn")
+            assert app.main.header.status == "ready" and app.conversation.conversation_id == ident
+            assert list(app.main.chat.children)[: len(blocks)] == blocks, "the transcript was not mounted again"
             assert "asked while it opens" in app.conversation.messages[-2].text
             await pilot.press("ctrl+q")
     finally:
@@ -189,7 +189,7 @@ async def test_the_rest_of_a_resumed_session_opens_after_the_transcripts_frame(o
 
     class WatchingOpener(SessionOpener):
         def __call__(self):
-            seen.append((len(app.chat.query(UserBlock)), frames[0]))
+            seen.append((len(app.main.chat.query(UserBlock)), frames[0]))
             return super().__call__()
 
     app = XunApp(opener=WatchingOpener(tmp_path, resume=ident, base_url=offline_server.base_url, environ={}))
@@ -198,7 +198,7 @@ async def test_the_rest_of_a_resumed_session_opens_after_the_transcripts_frame(o
 
     def display(screen, renderable):
         real_display(screen, renderable)
-        if renderable is not None and app.chat.query(UserBlock):
+        if renderable is not None and app.main.chat.query(UserBlock):
             frames[0] += 1
 
     app._display = display
@@ -230,7 +230,7 @@ async def test_a_long_resumed_session_shows_its_newest_turns_before_the_whole_is
         def conversation(self, peek=None):
             def watched(text: str) -> None:
                 peek(text)  # posts the newest turns and waits for their frame
-                shown_first.append([block.text for block in app.chat.query(UserBlock)])
+                shown_first.append([block.text for block in app.main.chat.query(UserBlock)])
 
             return super().conversation(peek=watched if peek is not None else None)
 
@@ -246,8 +246,8 @@ async def test_a_long_resumed_session_shows_its_newest_turns_before_the_whole_is
             assert kinds == [m.NewestTurns, m.TranscriptLoaded], kinds
             [newest] = [message for message in posted if isinstance(message, m.NewestTurns)]
             assert newest.items[-1].index == 159, "numbered as in the whole session"
-            newest_block = app.chat.query(UserBlock).last()
-            chat = app.chat
+            newest_block = app.main.chat.query(UserBlock).last()
+            chat = app.main.chat
             await pilot.pause()
             assert chat.query(UserBlock).last() is newest_block, "the newest turns were not mounted again"
             while chat.query(EarlierMarker):
@@ -307,7 +307,7 @@ def test_the_collector_is_paused_until_the_session_shows_then_runs_on_a_frozen_h
         return open_session(tmp_path, offline=True, environ={})
 
     async def drive(pilot) -> None:
-        await wait_until(pilot, lambda: pilot.app.session is not None and pilot.app.header.status == "ready")
+        await wait_until(pilot, lambda: pilot.app.session is not None and pilot.app.main.header.status == "ready")
         await wait_until(pilot, lambda: gc.isenabled())
         seen["frozen"] = gc.get_freeze_count()
         await pilot.press("ctrl+q")
@@ -336,9 +336,9 @@ async def test_resuming_a_session_with_no_message_opens_it(offline_server, tmp_p
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_until(
-                pilot, lambda: app.session is not None and app.header.status == "ready", what="the session"
+                pilot, lambda: app.session is not None and app.main.header.status == "ready", what="the session"
             )
-            assert app.chat.query(WelcomeBlock)
+            assert app.main.chat.query(WelcomeBlock)
             await turn(pilot, "hello again")
             await pilot.press("ctrl+q")
         assert app.open_error is None and app.return_code == 0

@@ -33,10 +33,10 @@ async def test_resume_restores_transcript_gauge_log_and_list(offline_server, ses
         await finish(pilot, lambda: pilot.press("f5"))
         await turn(pilot, "read f3.txt")
         await finish(pilot, lambda: pilot.press("f6"))
-        log_lines = [entry.line() for entry in app.log_pane.entries]
-        recoverable = set(app.recoverable.records)
-        reclaimed_blocks = {b.call_id for b in app.chat.query(ToolBlock) if b.reclaimed}
-        figures = app.gauge.figures_text()
+        log_lines = [entry.line() for entry in app.main.log_pane.entries]
+        recoverable = set(app.main.recoverable.records)
+        reclaimed_blocks = {b.call_id for b in app.main.chat.query(ToolBlock) if b.reclaimed}
+        figures = app.main.gauge.figures_text()
         await pilot.press("ctrl+q")
         await wait_until(pilot, lambda: app.return_code is not None)
     conversation_id = first.conversation.conversation_id
@@ -46,30 +46,30 @@ async def test_resume_restores_transcript_gauge_log_and_list(offline_server, ses
     resumed = session_factory(offline_server, *overrides, resume=conversation_id)
     again = XunApp(resumed)
     async with again.run_test(size=(140, 44)) as pilot:
-        await wait_until(pilot, lambda: again.recoverable.records, what="the recoverable list")
-        assert again.header.query_one("#session-id").render().plain.endswith(conversation_id)
-        again.chat.focus()
+        await wait_until(pilot, lambda: again.main.recoverable.records, what="the recoverable list")
+        assert again.main.header.query_one("#session-id").render().plain.endswith(conversation_id)
+        again.main.chat.focus()
         for _ in range(5):  # what the first screen does not show comes in as the view goes up
-            if not again.chat.older_count:
+            if not again.main.chat.older_count:
                 break
             await pilot.press("home")
-            await wait_until(pilot, lambda: not (again.chat._older_wanted or again.chat._loading_older))
-        children = list(again.chat.children)
+            await wait_until(pilot, lambda: not (again.main.chat._older_wanted or again.main.chat._loading_older))
+        children = list(again.main.chat.children)
         assert isinstance(children[0], UserBlock) and children[0].has_class("-summarised"), "the whole history"
         divider = next(child for child in children if isinstance(child, SummaryDivider))
         assert "messages summarised, offloaded to" in divider.text
         assert all(child.has_class("-summarised") for child in children[: children.index(divider)])
-        assert [b.text for b in again.chat.query(UserBlock)][-1] == "read f3.txt"
-        assert again.chat.query(AssistantBlock)
-        resumed_reclaimed = {b.call_id for b in again.chat.query(ToolBlock) if b.reclaimed}
+        assert [b.text for b in again.main.chat.query(UserBlock)][-1] == "read f3.txt"
+        assert again.main.chat.query(AssistantBlock)
+        resumed_reclaimed = {b.call_id for b in again.main.chat.query(ToolBlock) if b.reclaimed}
         assert resumed_reclaimed and resumed_reclaimed <= reclaimed_blocks
-        assert [entry.line() for entry in again.log_pane.entries] == log_lines
-        assert set(again.recoverable.records) == recoverable
-        assert again.gauge.figures_text() == figures
-        assert again.gauge.history, "the sparkline is rebuilt from the compaction log"
+        assert [entry.line() for entry in again.main.log_pane.entries] == log_lines
+        assert set(again.main.recoverable.records) == recoverable
+        assert again.main.gauge.figures_text() == figures
+        assert again.main.gauge.history, "the sparkline is rebuilt from the compaction log"
         # and the conversation goes on
         await turn(pilot, "hello again")
-        assert again.chat.query(UserBlock).last().text == "hello again"
+        assert again.main.chat.query(UserBlock).last().text == "hello again"
 
 
 def saved_session(tmp_path: Path, conversation_id: str, prompt: str) -> None:
@@ -98,10 +98,10 @@ async def test_sessions_screen_switches_session(offline_server, session_factory,
         table.move_cursor(row=ids.index("older-session"))
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.conversation.conversation_id == "older-session", what="the switch")
-        await wait_until(pilot, lambda: app.chat.query(UserBlock))
-        assert [b.text for b in app.chat.query(UserBlock)] == ["what was I doing"]
-        assert app.chat.query_one(AssistantBlock).text == "an answer to what was I doing"
-        assert "older-session" in str(app.header.query_one("#session-id").render())
+        await wait_until(pilot, lambda: app.main.chat.query(UserBlock))
+        assert [b.text for b in app.main.chat.query(UserBlock)] == ["what was I doing"]
+        assert app.main.chat.query_one(AssistantBlock).text == "an answer to what was I doing"
+        assert "older-session" in str(app.main.header.query_one("#session-id").render())
         # the session we left was saved on the way
         assert app.session.store.load(current).messages
 
@@ -161,7 +161,7 @@ async def test_the_sessions_screen_counts_this_sessions_messages_as_they_are_now
         await turn(pilot, "two")
         await turn(pilot, "three")
         await submit(pilot, "/revise")
-        await wait_until(pilot, lambda: app.prompt.text == "three", what="the prompt taken back")
+        await wait_until(pilot, lambda: app.main.prompt.text == "three", what="the prompt taken back")
         on_disk = app.session.store.load(app.conversation.conversation_id)
         assert len(on_disk.messages) > len(app.conversation.messages), "the file is older than the app's state"
         await submit(pilot, "/sessions")
@@ -207,7 +207,7 @@ async def test_a_long_history_mounts_the_newest_first(offline_server, session_fa
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert len(app.conversation.messages) == 2000
-        chat = app.chat
+        chat = app.main.chat
         # the newest page first; older pages only until the view is filled (these blocks are short)
         await wait_until(pilot, lambda: chat.max_scroll_y > 0 and not chat._older_wanted, what="a filled view")
         children = list(chat.children)
@@ -239,7 +239,7 @@ async def test_scrolling_up_reaches_the_first_message(offline_server, session_fa
     conversation_id = big_session(tmp_path, rounds=30)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: chat.query(EarlierMarker))
         pages = 0
         while chat.query(EarlierMarker):
@@ -260,7 +260,7 @@ async def test_quitting_while_the_chat_asks_for_older_blocks_is_clean(offline_se
     conversation_id = big_session(tmp_path, rounds=60)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: chat.max_scroll_y > 0 and not chat._older_wanted, what="a filled view")
         chat.scroll_to(y=0, animate=False, immediate=True)
         assert chat._older_wanted
@@ -274,7 +274,7 @@ async def test_a_tall_terminal_fills_itself_with_older_blocks(offline_server, se
     conversation_id = big_session(tmp_path, rounds=200)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 120)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: chat.max_scroll_y > 0, what="the view to fill")
         mounted = len(chat.children) - 1
         assert mounted > FIRST_PAGE and chat.query(EarlierMarker)  # more than the first page, far from all of it
@@ -352,12 +352,12 @@ async def test_up_in_a_resumed_session_recalls_its_own_prompts_summarised_ones_t
     first.close()
     again = XunApp(session_factory(offline_server, resume=first.conversation.conversation_id))
     async with again.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: again.prompt.prompt_history, what="the resumed prompts")
+        await wait_until(pilot, lambda: again.main.prompt.prompt_history, what="the resumed prompts")
         await turn(pilot, "write 30 tokens")
         recalled = []
         for _ in range(5):
             await pilot.press("up")
-            recalled.append(again.prompt.text)
+            recalled.append(again.main.prompt.text)
         assert recalled == [
             "write 30 tokens",
             "write 420 tokens",

@@ -110,7 +110,7 @@ async def test_no_toast_covers_a_question(offline_server, session_factory, tmp_p
     )
     async with app.run_test(size=(60, 20), notifications=True) as pilot:
         await submit(pilot, "hello")
-        await wait_until(pilot, lambda: app.finished_work == 1, what="the first turn")
+        await wait_until(pilot, lambda: app.work.finished == 1, what="the first turn")
         app.notify("a toast from before the question")
         await submit(pilot, f"read {names[0]}")
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen), what="the question")
@@ -151,9 +151,9 @@ async def test_the_side_panel_gives_its_lists_room(offline_server, session_facto
     async with app.run_test(size=size) as pilot:
         await reclaimed_app(pilot, app)
         await pilot.press("f8")
-        await wait_until(pilot, lambda: app.recoverable.table.has_focus, what="the list")
+        await wait_until(pilot, lambda: app.main.recoverable.table.has_focus, what="the list")
         await pilot.pause(0.2)
-        table = app.recoverable.table
+        table = app.main.recoverable.table
         assert table.row_count == 2
         visible_rows = table.content_region.height - 1  # (its header row)
         assert visible_rows >= 4, f"{visible_rows} rows on screen at {size}"
@@ -161,7 +161,7 @@ async def test_the_side_panel_gives_its_lists_room(offline_server, session_facto
         assert app.query_one("ContextBar").region.area
         if size[0] >= 140:
             assert app.query_one("#side").size.width == size[0] // 2
-            log = app.log_pane
+            log = app.main.log_pane
             what = str(log.get_cell("0", "what")) if log.row_count else ""
             assert what and not what.endswith("…"), what
 
@@ -203,16 +203,16 @@ async def test_at_60_columns_the_read_only_mark_outlasts_the_model_and_its_badge
     try:
         app = XunApp(session)
         async with app.run_test(size=(60, 20)) as pilot:
-            await wait_until(pilot, lambda: app.header.read_only, what="the read-only session")
+            await wait_until(pilot, lambda: app.main.header.read_only, what="the read-only session")
             for size in ((60, 20), (48, 20), (80, 24)):
                 await pilot.resize_terminal(*size)
                 await pilot.pause()
                 await pilot.pause()
-                label = app.header.query_one("#session-id")
+                label = app.main.header.query_one("#session-id")
                 text = str(label.render())
                 assert text.endswith("read-only") and label.content_region.width >= len(text), (size, text)
                 if size == (80, 24):
-                    assert "offline demo model" in str(app.header.query_one("#provider").render())
+                    assert "offline demo model" in str(app.main.header.query_one("#provider").render())
     finally:
         session.close()
 
@@ -223,7 +223,9 @@ async def test_a_terminal_grown_back_from_a_tiny_size_keeps_the_app_running(offl
     zero"): Textual wrapped the prompt's placeholder at width 0."""
     app = XunApp(session_factory(offline_server))
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.session is not None and app.header.status == "ready", what="the session")
+        await wait_until(
+            pilot, lambda: app.session is not None and app.main.header.status == "ready", what="the session"
+        )
         for size in (small, (120, 40), small, (160, 48)):
             await pilot.resize_terminal(*size)
             await pilot.pause(0.3)
@@ -239,8 +241,10 @@ async def test_at_60_columns_the_status_shows_whole_and_the_badge_gives_way(tmp_
     session = open_session(tmp_path, offline=True, environ={})
     app = XunApp(session)
     async with app.run_test(size=(60, 20)) as pilot:
-        await wait_until(pilot, lambda: app.session is not None and app.header.status == "ready", what="the session")
-        header = app.header
+        await wait_until(
+            pilot, lambda: app.session is not None and app.main.header.status == "ready", what="the session"
+        )
+        header = app.main.header
         label = header.query_one("#status")
         for status, whole in (
             ("running run_command", True),

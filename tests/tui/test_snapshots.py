@@ -72,9 +72,9 @@ def test_empty_start(snap_compare, snapshot_app, size):
     async def run_before(pilot) -> None:
         await pilot.pause()
         assert app.query_one("#welcome")
-        assert app.prompt.has_focus and app.prompt.text == ""
+        assert app.main.prompt.has_focus and app.main.prompt.text == ""
         # an empty session's next request still carries the system prompt and the tool definitions
-        assert app.gauge.figures_text() == f"{tokens(app.agent.request_tokens())} / 192k (1%)"
+        assert app.main.gauge.figures_text() == f"{tokens(app.agent.request_tokens())} / 192k (1%)"
         assert app.query_one("#provider").has_class("badge")
         settle(app)
 
@@ -91,9 +91,9 @@ def test_near_the_threshold(snap_compare, snapshot_app, size):
         await pilot.pause()
         await read_parts(pilot, 2)
         await turn(pilot, "read settings.json")
-        assert app.gauge.zone == "warning", app.gauge.figures_text()
-        assert app.gauge.figures_text().endswith(f"/ 3.2k ({round(100 * app.gauge.now / 3200)}%) · window 4k")
-        assert not app.log_pane.entries
+        assert app.main.gauge.zone == "warning", app.main.gauge.figures_text()
+        assert app.main.gauge.figures_text().endswith(f"/ 3.2k ({round(100 * app.main.gauge.now / 3200)}%) · window 4k")
+        assert not app.main.log_pane.entries
         settle(app)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
@@ -108,11 +108,11 @@ def test_after_a_reclaim(snap_compare, snapshot_app, size):
         await pilot.pause()
         await read_parts(pilot, 3)
         await finish(pilot, lambda: pilot.press("f6"))
-        assert app.log_pane.entries[-1].kind == "reclaim"
-        assert len(app.recoverable.shown) == 2
-        assert sum(b.reclaimed for b in app.chat.query(ToolBlock)) == 2
+        assert app.main.log_pane.entries[-1].kind == "reclaim"
+        assert len(app.main.recoverable.shown) == 2
+        assert sum(b.reclaimed for b in app.main.chat.query(ToolBlock)) == 2
         await pilot.press("f8")
-        assert app.recoverable.table.has_focus
+        assert app.main.recoverable.table.has_focus
         settle(app)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
@@ -144,10 +144,10 @@ def test_after_a_summary(snap_compare, snapshot_app, size):
         await pilot.pause()
         await read_parts(pilot, 3)
         await finish(pilot, lambda: pilot.press("f5"))
-        divider = app.chat.query(SummaryDivider).last()
+        divider = app.main.chat.query(SummaryDivider).last()
         assert divider.state == "done" and "offloaded to .xun/conversation_history/snapshot-summary.md" in divider.text
-        assert app.log_pane.entries[-1].kind == "summary"
-        assert app.gauge.history[-1] < app.gauge.history[-2]
+        assert app.main.log_pane.entries[-1].kind == "summary"
+        assert app.main.gauge.history[-1] < app.main.gauge.history[-2]
         settle(app)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -86,7 +86,7 @@ def test_the_ask_modal(snap_compare, snapshot_app, size):  # noqa: F811
         await wait_until(pilot, lambda: app.screen.armed, what="the question to take answers")
         assert app.screen.timeout == 600 and app.screen.keep_text
         assert app.screen.query_one("#now").has_focus
-        await at_the_end(pilot, app.chat, "the chat")  # the question may come while the chat still lays out
+        await at_the_end(pilot, app.main.chat, "the chat")  # the question may come while the chat still lays out
         settle_all(app)
         await pilot.pause()
         await pilot.pause()
@@ -105,7 +105,7 @@ def test_the_breakdown(snap_compare, snapshot_app, size):  # noqa: F811
         await pilot.pause()
         await read_parts(pilot, 3)
         await finish(pilot, lambda: pilot.press("f6"))
-        app.gauge.focus()
+        app.main.gauge.focus()
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, BreakdownScreen), what="the breakdown")
         b = app.screen.breakdown

@@ -36,11 +36,11 @@ async def main(workdir):
             facts["css_paths"] = [str(p) for p in app.css_path]
             facts["chat_layout"] = app.query_one("#chat").styles.layout.name
             facts["badge_has_background"] = app.query_one("#provider").styles.background.a > 0
-            app.prompt.load_text("hello from the wheel")
+            app.main.prompt.load_text("hello from the wheel")
             await pilot.press("enter")
             for _ in range(500):
                 await pilot.pause(0.02)
-                if app.finished_work:
+                if app.work.finished:
                     break
             facts["reply"] = app.agent.last_reply()
             await pilot.press("f1")

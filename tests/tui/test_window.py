@@ -16,16 +16,16 @@ async def test_a_prompt_too_large_for_the_window_comes_back_into_the_input(offli
     app = XunApp(session_factory(server))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.agent.window.known, what="the window from /props")
-        assert "window 3k" in app.gauge.figures_text()
-        assert "the server's /props" in str(app.gauge.tooltip)
+        assert "window 3k" in app.main.gauge.figures_text()
+        assert "the server's /props" in str(app.main.gauge.tooltip)
         await turn(pilot, "hello")
-        assert "the server sends no counts" in app.gauge.detail_text()
+        assert "the server sends no counts" in app.main.gauge.detail_text()
         sent, messages = server.request_count, list(app.conversation.messages)
         await finish(pilot, lambda: submit(pilot, HUGE))
         assert server.request_count == sent, "nothing was sent"
         assert list(app.conversation.messages) == messages, "nothing was added to the session"
-        assert app.prompt.text == HUGE
-        notices = [n.text for n in app.chat.query("NoticeBlock")]
+        assert app.main.prompt.text == HUGE
+        notices = [n.text for n in app.main.chat.query("NoticeBlock")]
         assert any("does not fit the model's context window" in n and "3,000" in n for n in notices), notices
         assert any("back in the input" in n for n in notices)
 
@@ -45,7 +45,7 @@ async def test_retry_gets_a_stuck_session_out(offline_server_factory, session_fa
         sent = server.request_count
         await finish(pilot, lambda: submit(pilot, "/retry"))
         assert server.request_count == sent
-        assert conversation.messages[-1].role == "assistant" and app.prompt.text == HUGE
-        app.prompt.clear()
+        assert conversation.messages[-1].role == "assistant" and app.main.prompt.text == HUGE
+        app.main.prompt.clear()
         await turn(pilot, "a short question instead")
         assert conversation.messages[-1].role == "assistant" and server.request_count > sent

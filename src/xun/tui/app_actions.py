@@ -1,6 +1,7 @@
 """What the keys and the palette do: summarise, reclaim, preview, recall, the context breakdown, the
-panes and the focus, the screens (history, settings, sessions, MCP, inspector), and the workers that
-run the agent's work off the event loop."""
+panes and the focus, the screens (history, settings, sessions, MCP, inspector); sending prompts (and
+queueing them behind running work, in `app.work`), and the workers that run the agent's work off the
+event loop."""
 
 from __future__ import annotations
 
@@ -12,17 +13,13 @@ from typing import TYPE_CHECKING
 
 from textual import work
 from textual.screen import ModalScreen
-from textual.widget import Widget
 
 from xun.tui import messages as m
-from xun.tui.format import one_line, tokens
-from xun.tui.widgets.assistant_block import AssistantBlock
-from xun.tui.widgets.user_block import UserBlock
+from xun.tui.commands import as_typed
+from xun.tui.format import counted, one_line, tokens
 
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from xun.compact.breakdown import ReclaimPreview
     from xun.context.conversation import CompactionPlan
     from xun.tui.screens.preview import PreviewFigures
@@ -57,27 +54,27 @@ class AppActions:
         self.notify(f"saved to {self.shown_path(str(path))}", title="Screenshot", timeout=8)
 
     def action_compact(self, focus: str | None = None) -> None:
-        if not self._may_start("a summary"):
+        if not self.may_start("a summary"):
             return
         self._set_busy("compact", "summarising…")
         self.compact_now(focus or None)
 
     def action_reclaim(self) -> None:
-        if not self._may_start("a reclaim"):
+        if not self.may_start("a reclaim"):
             return
         self._set_busy("reclaim", "reclaiming…")
         self.reclaim_now()
 
     def action_focus_recoverable(self) -> None:
-        if not self.recoverable.records:  # (an empty list said nothing)
+        if not self.main.recoverable.records:  # (an empty list said nothing)
             self.notify(
                 f"No reclaimed tool results yet: {self.key_of('reclaim')} (or an automatic reclaim) "
                 "replaces old ones with placeholders; they are listed here to read or restore. Esc goes "
                 "back to the prompt."
             )
-        if self.layout_is("narrow"):
-            self.set_layout(side_shown=True)  # the panel takes the chat's place until Esc or F4
-        self.recoverable.focus_table()
+        if self.main.layout_is("narrow"):
+            self.main.set_layout(side_shown=True)  # the panel takes the chat's place until Esc or F4
+        self.main.recoverable.focus_table()
 
     def preview_figures(self) -> tuple[PreviewFigures, CompactionPlan, ReclaimPreview]:
         """What a summary (F5), a reclaim (F6) and the automatic policy would do now: F7 and /context show it."""
@@ -176,7 +173,7 @@ class AppActions:
 
         def chosen(index: int | None) -> None:
             if index is not None:
-                self.run_worker(self.jump_to_message(index), group="jump", exclusive=True)
+                self.main.run_worker(self.main.jump_to_message(index), group="jump", exclusive=True)
 
         self.push_screen(BreakdownScreen(breakdown, outlook_line(self.preview_figures()[0], self.key_of)), chosen)
 
@@ -185,172 +182,48 @@ class AppActions:
         if self.session is not None and not isinstance(self.screen, ModalScreen):
             self.action_context()
 
-    async def jump_to_message(self, index: int) -> Widget | None:
-        """Scroll the chat to the block showing `conversation.messages[index]` (its page is mounted at once,
-        wherever it is in the session), mark it, and return it; None when the chat does not show that message."""
-        wanted = self._entry_test(index)
-        block = await self.chat.show_entry(wanted) if wanted is not None else None
-        if block is None:  # a block made in this run: counted from the newest, which the chat then shows
-            await self.chat.go_end()
-            block = self.chat_block_for(index)
-        if block is None:
-            self.notify(f"message #{index} is not shown in the chat", severity="warning")
-            return None
-        self.chat.select(block, scroll=False)
-        self.call_after_refresh(self.chat.scroll_to_widget, block, animate=False, top=True)
-        self.chat.focus()  # [ and ] go on from here, Enter opens it
-        return block
-
-    async def show_in_chat(self, wanted: Callable[[object], bool], what: str) -> Widget | None:
-        """Jump the chat to the block `wanted` picks (its page mounted at once, read from the offload log when
-        a summary took it out), mark it and focus the chat; say so when the chat has no such block."""
-        return self._shown(await self.chat.show_summarised(wanted), what)
-
-    def _shown(self, block: Widget | None, what: str) -> Widget | None:
-        """The jump's block marked, in view and the chat focused; a warning when the chat has no such block."""
-        if block is None:
-            self.notify(f"{what} is not in the chat", severity="warning")
-            return None
-        self.chat.select(block, scroll=False)
-        self.call_after_refresh(self.chat.scroll_to_widget, block, animate=False, top=True)
-        self.chat.focus()
-        return block
-
-    def show_call_in_chat(self, call_id: str) -> None:
-        """The chat at the block of tool call `call_id` (the recoverable list, a search hit)."""
-        from xun.context.reclaimed import ARGUMENTS_SUFFIX
-        from xun.tui.chat_window import Released
-        from xun.tui.transcript import ToolItem
-
-        call_id = call_id.removesuffix(ARGUMENTS_SUFFIX)
-
-        def wanted(entry: object) -> bool:
-            item = entry.item if isinstance(entry, Released) else entry
-            return isinstance(item, ToolItem) and item.call_id == call_id
-
-        self.run_worker(self.show_in_chat(wanted, f"the call {call_id}"), group="jump", exclusive=True)
-
-    def show_summary_in_chat(self, ordinal: int) -> None:
-        """The chat at the divider of the session's `ordinal`-th summary (a compaction-log row)."""
-
-        async def show() -> None:
-            self._shown(await self.chat.show_divider(ordinal), "that summary's divider")
-
-        self.run_worker(show(), group="jump", exclusive=True)
-
-    def show_said_in_chat(self, speaker: str, text: str) -> None:
-        """The chat at a prompt or a reply found in the history (a search hit), by its words."""
-        from xun.tui.chat_window import Released
-        from xun.tui.transcript import AssistantItem, UserItem
-
-        def wanted(entry: object) -> bool:
-            item = entry.item if isinstance(entry, Released) else entry
-            if speaker == "Human":
-                return isinstance(item, UserItem) and item.text == text
-            if speaker == "AI reasoning":
-                return isinstance(item, AssistantItem) and bool(text) and text in item.reasoning
-            return isinstance(item, AssistantItem) and item.content == text
-
-        self.run_worker(self.show_in_chat(wanted, "that message"), group="jump", exclusive=True)
-
-    def _entry_test(self, index: int) -> Callable[[object], bool] | None:
-        """What picks the chat entry of `conversation.messages[index]`: a tool call or result by its id, any
-        other by its position (entries read from the session file know it)."""
-        from xun.context.messages import RawOpenAIMessage
-        from xun.tui.chat_window import Released
-        from xun.tui.transcript import AssistantItem, ToolItem, UserItem
-
-        messages = self.conversation.messages
-        if not 0 <= index < len(messages):
-            return None
-        message = messages[index]
-        raw = message.raw if isinstance(message, RawOpenAIMessage) else None
-        call_id: str | None = None
-        if raw is not None and raw.get("role") == "tool":
-            call_id = str(raw.get("tool_call_id", ""))
-
-        def wanted(entry: object) -> bool:
-            item = entry.item if isinstance(entry, Released) else entry
-            if call_id is not None:
-                return isinstance(item, ToolItem) and item.call_id == call_id and not item.summarised
-            return isinstance(item, (UserItem, AssistantItem, ToolItem)) and item.index == index and not item.summarised
-
-        return wanted
-
-    def chat_block_for(self, index: int) -> Widget | None:
-        """The chat block of one message: a tool result or a call by its id; a user message or an
-        assistant reply by its place counted from the newest (the chat and the context end alike)."""
-        from xun.context.messages import RawOpenAIMessage, UserMessage, content_text
-        from xun.tui.transcript import reasoning_of
-
-        messages = self.conversation.messages
-        if not 0 <= index < len(messages):
-            return None
-        message = messages[index]
-        raw = message.raw if isinstance(message, RawOpenAIMessage) else None
-        if raw is not None and raw.get("role") == "tool":
-            return self.chat.tool_block(str(raw.get("tool_call_id", "")))
-        if isinstance(message, UserMessage):
-            later = sum(1 for msg in messages[index + 1 :] if isinstance(msg, UserMessage))
-            blocks = list(self.chat.query(UserBlock))
-            return blocks[-1 - later] if later < len(blocks) else None
-        if raw is not None and raw.get("role") == "assistant":
-            if content_text(raw.get("content")) or reasoning_of(raw):
-                later = sum(
-                    1
-                    for msg in messages[index + 1 :]
-                    if type(msg) is RawOpenAIMessage
-                    and msg.raw.get("role") == "assistant"
-                    and (content_text(msg.raw.get("content")) or reasoning_of(msg.raw))
-                )
-                replies = list(self.chat.query(AssistantBlock))
-                return replies[-1 - later] if later < len(replies) else None
-            calls = [c for c in raw.get("tool_calls") or () if isinstance(c, dict)]
-            return self.chat.tool_block(str(calls[0].get("id", ""))) if calls else None
-        return None
-
     def action_cancel_turn(self) -> None:
-        if self.busy is None:
-            if self._queue_waits:  # the queue waiting for a failed prompt: Esc takes it back, after that prompt
+        cancelled = self.work.cancel()
+        if cancelled is None:
+            if self.work.waits:  # the queue waiting for a failed prompt: Esc takes it back, after that prompt
                 self.call_later(self.take_back_queued, True)
             return
-        kind, started = self.busy, self._work_started
-        self._queue_held = True
+        kind, started, turn_prompt = cancelled
         self.workers.cancel_group(self, "agent")
         self.workers.cancel_group(self, "compaction")
         if not started:  # cancelled before its first step (Enter and Esc in one burst of keys): the worker
             # never runs, so nothing in it will give the prompt back or say the work is over
-            if kind == "turn" and self._turn_prompt is not None:
-                self.post_message(m.TurnEnded("cancelled", restored_prompt=self._turn_prompt))
+            if kind == "turn" and turn_prompt is not None:
+                self.post_message(m.TurnEnded("cancelled", restored_prompt=turn_prompt))
             self.post_message(m.AgentWorkDone(kind))
         self.action_focus_prompt()
 
     def action_chat_page(self, direction: int) -> None:
         """PageUp and PageDown where the focused pane has no use for them (the prompt): the chat scrolls, and
         the typing stays where it is."""
-        self.chat.page(direction)
+        self.main.chat.page(direction)
 
     def action_focus_prompt(self) -> None:
         """Esc from anywhere on the main screen: the keyboard goes back to the prompt, and the keys panel
         (Ctrl+P, "Keys"), docked beside the chat, closes (only the palette closed it)."""
         self.action_hide_help_panel()
-        self.chat.select(None)
-        if self.layout_is("narrow"):
-            self.set_layout(side_shown=False)
-        self.prompt.focus()
+        self.main.chat.select(None)
+        if self.main.layout_is("narrow"):
+            self.main.set_layout(side_shown=False)
+        self.main.prompt.focus()
 
     def action_toggle_side(self) -> None:
         """Wide: hide or show the side panel beside the chat. Narrow: switch between the chat and the panel."""
-        if self.layout_is("narrow"):
-            self.set_layout(side_shown=not self.layout_is("side_shown"))
-            if self.layout_is("side_shown"):
-                self.gauge.focus()
+        if self.main.layout_is("narrow"):
+            self.main.set_layout(side_shown=not self.main.layout_is("side_shown"))
+            if self.main.layout_is("side_shown"):
+                self.main.gauge.focus()
             else:
-                self.prompt.focus()
+                self.main.prompt.focus()
         else:
-            self.set_layout(side_hidden=not self.layout_is("side_hidden"))
-            if self.layout_is("side_hidden") and not self.prompt.has_focus:
-                self.prompt.focus()
+            self.main.set_layout(side_hidden=not self.main.layout_is("side_hidden"))
+            if self.main.layout_is("side_hidden") and not self.main.prompt.has_focus:
+                self.main.prompt.focus()
 
     def action_mcp(self) -> None:
         from xun.tui.screens.mcp import McpScreen
@@ -430,18 +303,93 @@ class AppActions:
             chosen,
         )
 
-    def _may_start(self, what: str) -> bool:
-        if self.busy is None:
+    # ------------------------------------------------------------------------ prompts and work
+
+    async def send_prompt(self, text: str, *, from_queue: bool = False) -> None:
+        if not from_queue and self.work.must_queue():  # typed ahead: it waits its turn
+            lines = len(text.splitlines())  # a queued paste shows as one line, never in full
+            shown = one_line(text, 200) + (f" ({lines:,} lines)" if lines > 1 else "")
+            notice = await self.main.chat.add_notice(
+                "info", f"queued: {shown} (goes out when the turn is over; Esc takes the queued prompts back)"
+            )
+            self.work.add(text, notice)
+            return
+        unanswered = self.work.take_unanswered()
+        messages = self.conversation.messages
+        if unanswered is not None and messages and messages[-1] is unanswered:
+            self.conversation.pop_last_message_if_user()
+            self.main.chat.mark_replaced(unanswered.text)
+        await self.main.chat.add_user(text)
+        self.start_turn(text)
+
+    async def send_queued(self) -> None:
+        """After a turn that ended well: the oldest queued prompt goes out (the next when that one is over)."""
+        if self.quitting:
+            return
+        out = self.work.next_out()
+        if out is None:
+            return
+        text, notice = out
+        await notice.remove()
+        await self.send_prompt(text, from_queue=True)
+
+    async def take_back_queued(self, after_input: bool = False) -> None:
+        """Esc, or a turn that failed: the queued prompts go back into the input, before what is typed there
+        (typed later), or after it when it is the prompt the ending turn gave back (`after_input`)."""
+        queued = self.work.take_back()
+        if not queued:
+            return
+        for _, notice in queued:
+            await notice.remove()
+        typed = self.main.prompt.text
+        typed_lines = [typed] if typed.strip() else []
+        queued_lines = [as_typed(text) for text, _ in queued]
+        self.main.prompt.set_prompt(
+            "\n".join(typed_lines + queued_lines if after_input else queued_lines + typed_lines)
+        )
+        await self.main.chat.add_notice("info", f"{counted(len(queued), 'queued prompt')} back in the input, not sent")
+
+    def start_turn(self, prompt: str | None) -> None:
+        self.work.start_turn(prompt)  # (a waiting queue goes out after this turn)
+        self.show_busy("thinking…")
+        self.call_later(self.main.chat.show_waiting)  # before the turn's first event, which hides it
+        self.run_turn(prompt)
+
+    async def on_agent_work_done(self, message: m.AgentWorkDone) -> None:
+        """The work is over: the screen shows it, questions still open close, the session is saved, and the
+        queued prompts go out, wait, or come back into the input (`WorkQueue.finish` says which)."""
+        await self.main.work_over()
+        self.questions.close_all()
+        outcome = self.work.finish()
+        self.show_busy()
+        self.main.refresh_gauge()  # idle now: the warning of a full context may be due
+        for screen in self.screen_stack:  # an open recall screen re-checks what it may restore
+            changed = getattr(screen, "context_changed", None)
+            if callable(changed):
+                changed(message.kind)
+        self.save_session()
+        if outcome in ("take_back", "take_back_after_input"):
+            await self.take_back_queued(after_input=outcome == "take_back_after_input")
+        elif outcome == "send":
+            await self.send_queued()
+
+    def _set_busy(self, busy: str, status: str) -> None:
+        self.work.start(busy)  # the worker about to start says when it takes its first step
+        self.show_busy(status)
+
+    def show_busy(self, status: str | None = None) -> None:
+        """The header says what runs, and the keys that depend on it are enabled or not."""
+        busy = self.work.busy
+        self.main.header.status = status or ("ready" if busy is None else busy)
+        self.refresh_bindings()
+
+    def may_start(self, what: str) -> bool:
+        if self.work.busy is None:
             return True
-        doing = {
-            "turn": "a turn is running",
-            "compact": "a summary is running",
-            "reclaim": "a reclaim is running",
-            "restore": "a restore is running",
-        }.get(self.busy, "something is running")
-        typed, back = self._command_typed, ""
-        if typed is not None and not self.prompt.text.strip():  # a slash command is not lost: it waits in the input
-            self.prompt.set_prompt(typed)
+        doing = self.work.doing()
+        typed, back, prompt = self.commands.typed, "", self.main.prompt
+        if typed is not None and not prompt.text.strip():  # a slash command is not lost: it waits in the input
+            prompt.set_prompt(typed)
             back = f" {typed.split()[0]} is back in the input: send it again when that is over."
         self.notify(f"{what} has to wait: {doing} (Esc cancels it).{back}", severity="warning")
         return False
@@ -455,9 +403,9 @@ class AppActions:
 
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def run_turn(self, prompt: str | None) -> None:
-        self._work_started = True
+        self.work.began()
         try:
-            await self._settle_save()
+            await self.settle_save()
             await self._sdk_imported()
             if prompt is None:
                 await self.agent.execute()
@@ -470,9 +418,9 @@ class AppActions:
     async def compact_now(self, focus: str | None) -> None:
         from xun.compact.summary import compact_conversation
 
-        self._work_started = True
+        self.work.began()
         try:
-            await self._settle_save()
+            await self.settle_save()
             await self._sdk_imported()
             await compact_conversation(
                 self.agent,
@@ -485,18 +433,18 @@ class AppActions:
 
     @work(group="compaction", exit_on_error=False)
     async def reclaim_now(self) -> None:
-        self._work_started = True
+        self.work.began()
         try:
-            await self._settle_save()
+            await self.settle_save()
             await self.agent.reclaim_tool_results(trigger="manual")
         finally:
             self.post_message(m.AgentWorkDone("reclaim"))
 
     @work(group="compaction", exit_on_error=False)
     async def restore_now(self, tool_call_id: str) -> None:
-        self._work_started = True
+        self.work.began()
         try:
-            await self._settle_save()
+            await self.settle_save()
             try:
                 await self.agent.restore_tool_result(tool_call_id)
             except (KeyError, ValueError) as exc:
@@ -514,7 +462,7 @@ class AppActions:
         original = self.conversation.reclaimed_original(call_id)
         if call_id not in archive or original is None:
             self.notify(f"{call_id} is no longer reclaimed", severity="warning")
-            self.recoverable.discard(call_id)
+            self.main.recoverable.discard(call_id)
             return
         record = archive[call_id]
 
@@ -524,7 +472,7 @@ class AppActions:
             elif result == "recall":
                 self.action_recall(recall_query(record, original))
             elif result == "chat":
-                self.show_call_in_chat(call_id)
+                self.main.show_call_in_chat(call_id)
 
         self.push_screen(
             InspectorScreen(
@@ -542,14 +490,14 @@ class AppActions:
 
     def on_show_in_chat(self, message: m.ShowInChat) -> None:
         if message.tool_call_id:
-            self.show_call_in_chat(message.tool_call_id)
+            self.main.show_call_in_chat(message.tool_call_id)
         elif message.summary is not None:
-            self.show_summary_in_chat(message.summary)
+            self.main.show_summary_in_chat(message.summary)
         else:
-            self.show_said_in_chat(message.speaker, message.text)
+            self.main.show_said_in_chat(message.speaker, message.text)
 
     def on_restore_requested(self, message: m.RestoreRequested) -> None:
-        if not self._may_start("a restore"):
+        if not self.may_start("a restore"):
             return
         self._set_busy("restore", "restoring…")
         self.restore_now(message.tool_call_id)

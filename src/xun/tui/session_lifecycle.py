@@ -17,12 +17,11 @@ from textual import work
 from xun.base.errors import SessionLocked
 from xun.base.valid_text import escape_control
 from xun.tui import messages as m
-from xun.tui.transcript import OffloadedItem, UserItem, offloaded_of, transcript, whole_history
+from xun.tui.transcript import transcript
 from xun.tui.widgets.prompt_input import PASTE_CHARS, PASTE_LINES
 
 if TYPE_CHECKING:
     from xun.agent.launch import Session
-    from xun.context.conversation import Conversation
 
 
 QUIT_AGAIN_WITHIN = 2.0
@@ -89,8 +88,8 @@ class SessionLifecycle:
         try:
             if self.session is not None:
                 return
-            self.header.set_session(message.conversation_id)
-            await self.chat.show_transcript(message.items)
+            self.main.header.set_session(message.conversation_id)
+            await self.main.chat.show_transcript(message.items)
             self._newest_shown = message.items
         finally:
             self.call_after_refresh(message.drawn.set)
@@ -101,12 +100,12 @@ class SessionLifecycle:
         try:
             if self.session is not None:
                 return  # a reopening (after a trust answer): the session's conversation is shown already
-            self.header.set_session(message.conversation.conversation_id)
+            self.main.header.set_session(message.conversation.conversation_id)
             shown, self._newest_shown = self._newest_shown, None
             if shown and message.items[-len(shown) :] == shown:
-                await self.chat.add_older(message.items[: -len(shown)])
+                await self.main.chat.add_older(message.items[: -len(shown)])
             else:
-                await self.chat.show_transcript(message.items)
+                await self.main.chat.show_transcript(message.items)
             self._transcript_shown = message.conversation
         finally:
             self.call_after_refresh(message.drawn.set)
@@ -120,7 +119,7 @@ class SessionLifecycle:
             self._ask_trust(message.session)
         if self._early_prompt is not None:
             text, self._early_prompt = self._early_prompt, None
-            await self.submit(text)
+            await self.commands.submit(text)
 
     def _ask_trust(self, session: Session) -> None:
         """The folder's config set keys that need trust: ask; a yes is remembered and the session reopened
@@ -135,11 +134,11 @@ class SessionLifecycle:
             if not trusted:
                 return
             trust_folder(folder)
-            if self._opener is None or self.busy or self.finished_work:
+            if self._opener is None or self.work.busy or self.work.finished:
                 self.notify("trusted; the folder's settings apply when xun starts next", timeout=10)
                 return
             session.close()
-            self.header.status = "opening the session…"
+            self.main.header.status = "opening the session…"
             self._open_session()
 
         self.push_screen(TrustScreen(folder_key(folder), session.config.withheld_settings), answered)
@@ -156,19 +155,19 @@ class SessionLifecycle:
             self.set_keymap(keymap)
         for warning in session.config.keymap_warnings:
             self.notify(warning, title="ui.keymap", severity="warning", timeout=10, markup=False)
-        self.header.show_model(
+        self.main.header.show_model(
             model=session.config.model.name, provider=session.describe_provider(), offline=session.offline
         )
         await self.show_conversation()
         if session.read_only:
-            await self.chat.add_notice(
+            await self.main.chat.add_notice(
                 "warning",
                 "opened read-only (--read-only): you can go on here, but nothing "
                 "of it is saved; another xun may be writing this session",
             )
         await self._offer_unanswered()
-        self.chat.anchor()  # what the resume says (a turn cut off, a draft back) is in view, below the transcript
-        self.header.status = "ready"
+        self.main.chat.anchor()  # what the resume says (a turn cut off, a draft back) is in view, below the transcript
+        self.main.header.status = "ready"
         self.call_after_refresh(self._freeze_heap)
         self.call_after_refresh(self.discover_window)
         if session.mcp:
@@ -182,16 +181,16 @@ class SessionLifecycle:
         from xun.tui.commands import as_typed
 
         parts: list[str] = []
-        prompt = self._turn_prompt
+        prompt = self.work.turn_prompt
         messages = self.conversation.messages
         if (
             prompt
-            and self.busy == "turn"
+            and self.work.busy == "turn"
             and not any(isinstance(message, UserMessage) and message.text == prompt for message in messages[-50:])
         ):
             parts.append(as_typed(prompt))  # (unless the turn's end, handled first, put it back in the input)
-        parts += [as_typed(text) for text, _notice in self.queued_prompts]
-        parts.append(self.prompt.expanded(self.prompt.text))
+        parts += [as_typed(text) for text, _notice in self.work.queued]
+        parts.append(self.main.prompt.expanded(self.main.prompt.text))
         kept = [part.strip("\n") for part in parts if part.strip()]
         self.conversation.draft = "\n\n".join(dict.fromkeys(kept))
 
@@ -210,32 +209,32 @@ class SessionLifecycle:
         draft, conversation.draft = conversation.draft, ""
         if isinstance(last, UserMessage) and draft == as_typed(last.text):
             draft = ""  # the unanswered prompt given back to the input before the quit: offered as such, below
-        typed = self._early_prompt is not None or self.prompt.text.strip()
+        typed = self._early_prompt is not None or self.main.prompt.text.strip()
         if last is not None and last.role == "tool":  # a turn cut off between its tool calls and its reply
-            await self.chat.add_notice(
+            await self.main.chat.add_notice(
                 "warning",
                 "the last turn stopped before the model's reply (xun quit or was "
                 "stopped during it): to go on from there, send its prompt again (Up brings it "
                 "back) or ask the model to continue",
             )
         if draft and typed and len(draft) < PASTE_CHARS and draft.count("\n") < PASTE_LINES:
-            await self.chat.add_notice(
+            await self.main.chat.add_notice(
                 "info", f"what the prompt held when xun quit (not put back: you typed meanwhile): {draft}"
             )
         elif draft:
-            folded = self.prompt.put_back(draft)
+            folded = self.main.prompt.put_back(draft)
             where = "after what you typed meanwhile" if typed else "in the input"
             said = (
                 f"is back {where}, not sent"
                 if folded is None
                 else (f"is back {where}, not sent, folded as {folded} (Enter sends all of it)")
             )
-            await self.chat.add_notice("info", f"what the prompt held when xun quit {said}")
+            await self.main.chat.add_notice("info", f"what the prompt held when xun quit {said}")
         if draft or typed or not isinstance(last, UserMessage):
             return
-        self._unanswered = last
-        self.prompt.set_prompt(as_typed(last.text))
-        await self.chat.add_notice(
+        self.work.fail_unanswered(last)
+        self.main.prompt.set_prompt(as_typed(last.text))
+        await self.main.chat.add_notice(
             "info",
             "the last prompt was never answered; it is back in the input: Enter sends "
             "it again (in place of the unanswered one), or /retry",
@@ -246,75 +245,12 @@ class SessionLifecycle:
         """Ask the server for its window after the frame that shows the session (never before: the first
         prompt need not wait for it), then show the figure and where it came from."""
         await self.agent.start_discovery()
-        self._refresh_gauge()
+        self.main.refresh_gauge()
 
     async def show_conversation(self) -> None:
         """Fill every pane from the conversation (start, resume, session switch)."""
-        conversation = self.conversation
-        self.header.set_session(conversation.conversation_id, read_only=self.session.read_only)
         shown, self._transcript_shown = self._transcript_shown, None
-        if conversation is not shown or not self.chat.children:  # (an empty one: now with the welcome)
-            await self.chat.show_transcript(transcript(conversation).items)
-        self.gauge.context_replaced()
-        self._refresh_gauge()
-        self.gauge.set_history(*self._history_points(conversation))
-        self._last_call = None
-        self._count_usage(None)
-        self.log_pane.load(list(conversation.compaction_log))
-        self.recoverable.load([])
-        self.call_after_refresh(self._load_recoverable)
-        # what is there now: the prompts sent from here on are in the history already
-        self.call_after_refresh(self._recall_prompts, len(conversation.messages), offloaded_of(conversation))
-
-    def _recall_prompts(self, shown: int, offloads: list[OffloadedItem]) -> None:
-        """After the first frame: a resumed session's own prompts go into the prompt's history (Up), oldest
-        first and before those typed since; the ones a summary took out come from the offload log, in a thread."""
-        conversation = self.conversation
-        if conversation.conversation_id in self._prompts_recalled:
-            return
-        self._prompts_recalled.add(conversation.conversation_id)
-        from xun.context.messages import UserMessage
-
-        in_context = [message.text for message in conversation.messages[:shown] if isinstance(message, UserMessage)]
-        self._read_prompts(offloads, in_context)
-
-    @work(thread=True, group="prompts", exit_on_error=False)
-    def _read_prompts(self, offloads: list[OffloadedItem], in_context: list[str]) -> None:
-        # one summary's turns at a time, read as a stream (what cannot be read is said when the chat shows it)
-        prompts = [item.text for one in offloads for item in whole_history([one])[0] if isinstance(item, UserItem)]
-        prompts += in_context
-        if prompts:
-            self.call_from_thread(self.prompt.recall_earlier, prompts)
-
-    def _load_recoverable(self) -> None:
-        """After the first frame: a resumed session parses its archive of originals only now."""
-        try:
-            records = list(self.conversation.reclaimed_results.values())
-        except Exception as exc:  # noqa: BLE001 - a damaged archive line: say so, keep the rest working
-            self.notify(f"the reclaimed results could not be read: {exc}", severity="error")
-            records = []
-        self.recoverable.load(records)
-        self._mark_summarised_results()
-
-    @staticmethod
-    def _history_points(conversation: Conversation) -> tuple[list[int], list[str]]:
-        """The sparkline of a resumed session, and what made each point: a compaction's "before" stands for the
-        model call before it, its "after" for the compaction, as they were drawn live."""
-        points: list[int] = []
-        kinds: list[str] = []
-        for record in conversation.compaction_log:
-            before, after = record.get("tokens_before"), record.get("tokens_after")
-            if (
-                record.get("type") in ("tool_results_reclaimed", "summary_finished")
-                and isinstance(before, int)
-                and isinstance(after, int)
-            ):
-                points += [before, after]
-                kinds += ["call", "compaction"]
-        if conversation.total_tokens is not None:
-            points.append(conversation.total_tokens)
-            kinds.append("call")
-        return points, kinds
+        await self.main.show_conversation(self.conversation, read_only=self.session.read_only, shown=shown)
 
     def save_session(self) -> None:
         """Save in a thread worker (after each turn and each manual compaction)."""
@@ -353,7 +289,7 @@ class SessionLifecycle:
         self.last_saved_path = path
         return path
 
-    async def _settle_save(self) -> None:
+    async def settle_save(self) -> None:
         """Wait for a save in progress: nothing may change the conversation while it is written."""
         for worker in list(self.workers):
             if worker.group == "save" and worker.is_running:
@@ -387,9 +323,9 @@ class SessionLifecycle:
             self.notify(f"could not save the session: {message.error}", severity="error")
 
     async def on_switch_session(self, message: m.SwitchSession) -> None:
-        if not self._may_start("switching sessions"):
+        if not self.may_start("switching sessions"):
             return
-        await self._settle_save()
+        await self.settle_save()
         store = self.session.store
         old_id = self.agent.conversation.conversation_id
         new_id = message.conversation_id
@@ -420,11 +356,11 @@ class SessionLifecycle:
         if locking:
             store.unlock(old_id)  # another process may now resume the session left
         self.agent.toolbox.forget_permissions()  # "allow for this session" ends with the session
-        if self._queue_waits:  # prompts queued behind a failed one were meant for the session left
+        if self.work.waits:  # prompts queued behind a failed one were meant for the session left
             await self.take_back_queued(after_input=True)
         self.agent.conversation = conversation
         await self.show_conversation()
-        await self.chat.add_notice("info", f"switched to session {conversation.conversation_id}")
+        await self.main.chat.add_notice("info", f"switched to session {conversation.conversation_id}")
 
     @work(group="mcp", exit_on_error=False)
     async def start_mcp_servers(self) -> None:
@@ -458,10 +394,10 @@ class SessionLifecycle:
         event = message.event
         if event.state == "ready":
             count = f"{event.tools} tool{'s' if event.tools != 1 else ''}"
-            await self.chat.add_notice("info", f"MCP server {event.name}: ready with {count} (/mcp lists them)")
+            await self.main.chat.add_notice("info", f"MCP server {event.name}: ready with {count} (/mcp lists them)")
         elif event.state == "failed":
             text = f"MCP server {event.name} failed: {event.reason}"
-            await self.chat.add_notice("warning", text + " (/mcp restarts it)")
+            await self.main.chat.add_notice("warning", text + " (/mcp restarts it)")
             self.notify(text, title="MCP server failed", severity="warning", timeout=8)
         for screen in self.screen_stack:
             if isinstance(screen, McpScreen):
@@ -496,7 +432,7 @@ class SessionLifecycle:
         for worker in running:
             with contextlib.suppress(Exception):
                 await worker.wait()
-        await self._settle_save()
+        await self.settle_save()
         self._keep_draft()
         try:
             await asyncio.to_thread(self.save_now)

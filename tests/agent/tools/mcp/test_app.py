@@ -75,13 +75,13 @@ async def test_mcp_tools_in_the_app_end_to_end(tmp_path, user_config, servers):
                 what="the servers to start",
             )
             await pilot.pause()
-            notices = " ".join(str(b.render()) for b in app.chat.query("NoticeBlock"))
+            notices = " ".join(str(b.render()) for b in app.main.chat.query("NoticeBlock"))
             assert "MCP server f: ready with 8 tools" in notices and "MCP server time: ready with 2 tools" in notices
             assert "MCP server dead failed" in notices and "crashing at start" in notices
 
             # a trusted server's tool runs at once; its big result is cut at the cap
             await turn(pilot, 'use the tool f__words with {"size": 200000}', timeout=30)
-            [block] = [b for b in app.chat.query(ToolBlock) if b.tool_name == "f__words"]
+            [block] = [b for b in app.main.chat.query(ToolBlock) if b.tool_name == "f__words"]
             big_id = block.call_id
             text = tool_text(app, big_id)
             assert len(text) <= 30_000 and "characters cut here" in text
@@ -98,11 +98,11 @@ async def test_mcp_tools_in_the_app_end_to_end(tmp_path, user_config, servers):
             # reclaim (F6): the big result becomes a placeholder, listed, inspected
             await finish(pilot, lambda: pilot.press("f6"))
             assert tool_text(app, big_id).startswith(f"[Compacted, ID: {big_id}")
-            assert big_id in app.recoverable.shown
+            assert big_id in app.main.recoverable.shown
             await pilot.press("f8")
             for char in "size":
                 await pilot.press(char)
-            assert app.recoverable.shown == [big_id]
+            assert app.main.recoverable.shown == [big_id]
             await pilot.press("enter")
             await wait_until(pilot, lambda: isinstance(app.screen, InspectorScreen), what="the inspector")
             assert app.screen.original == text and app.screen.record.tool_name == "f__words"
