@@ -179,7 +179,7 @@ class MainScreen(Screen[None]):
         """The main screen's layout ("narrow", "wide", "short", "side_shown": the panel in the chat's place
         when narrow, "side_hidden": F4 when wide) as classes on the side panel and the chat column's
         display, never as classes on #main: Textual restyles every node under a node whose classes change,
-        and each resize restyled every block of the chat (seconds in a long session: trials F #30, G #39)."""
+        so a class on #main would restyle every block of the chat at each resize."""
         self._layout.update(flags)
         try:
             side, column = self.query_one("#side"), self.query_one("#chat-column")
