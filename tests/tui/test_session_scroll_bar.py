@@ -98,3 +98,28 @@ async def test_a_click_on_the_track_s_middle_brings_a_middle_turn_into_view(
         rows, track = thumb_rows(chat)
         assert rows and abs((rows[0] + rows[-1]) / 2 - track / 2) <= track / 10, f"{rows} of {track}"
         assert not chat.at_end and chat.older_count > 0
+
+
+async def test_a_thumb_dragged_up_a_quarter_of_the_track_shows_that_part_of_the_session(
+    offline_server, session_factory, tmp_path: Path
+):
+    conversation_id = long_session(tmp_path, ROUNDS)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.chat
+        await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
+        await settled(pilot, chat)
+        bar = chat.vertical_scrollbar
+        rows, track = thumb_rows(chat)
+        await pilot.mouse_down(bar, offset=(0, rows[-1]))
+        await pilot.hover(bar, offset=(0, rows[-1] - track // 2))
+        await pilot.hover(bar, offset=(0, rows[-1] - 3 * track // 4))
+        rows, _ = thumb_rows(chat)
+        assert abs(rows[0] - track / 4) <= 2, f"the thumb follows the mouse: {rows} of {track}"
+        await pilot.mouse_up(bar, offset=(0, rows[0]))
+        await wait_until(pilot, lambda: first_question_in_view(chat) < ROUNDS * 0.9, what="the jump")
+        await settled(pilot, chat)
+        question = first_question_in_view(chat)
+        assert ROUNDS * 0.15 <= question <= ROUNDS * 0.35, f"question {question} of {ROUNDS} at the top of the view"
+        rows, _ = thumb_rows(chat)
+        assert abs(rows[0] - track / 4) <= 2, f"the thumb stays where it was let go: {rows} of {track}"

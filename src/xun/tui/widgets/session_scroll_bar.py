@@ -87,8 +87,7 @@ class SessionScrollBar(ScrollBar):
         """A click on the track (not the thumb) shows the block at that place of the session."""
         if self.place() is None:
             return
-        top, height = self.thumb()
-        if top <= event.y < top + height:
+        if event.style.meta.get("@mouse.down") == "grab":
             return  # the thumb: grabbed, as Textual does
         event.prevent_default()  # not a page up or down
         event.stop()
