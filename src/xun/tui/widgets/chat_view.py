@@ -111,6 +111,9 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
         self._counts: dict[OffloadedItem, int] = {}
         """How many blocks the turns of each summary show, counted from the offload log off the event loop
         (`_count_offloaded`): the title's position is exact once they are."""
+        self._unmounted = (0, 0)
+        """The blocks above and below the window, as the title last counted them: the scrollbar, drawn at
+        every scroll step, reads them rather than walk a long session's entries."""
 
     def on_mount(self) -> None:
         self.anchor()
@@ -185,6 +188,7 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
     def _show_position(self) -> None:
         position = position_text(self._above, len(self._window()), self._below, len(self._tail), self._counts)
         self.border_title = f"chat · {position}" if position else "chat"
+        self._unmounted = (weight(self._above, self._counts), weight(self._below, self._counts) + len(self._tail))
         if self.show_vertical_scrollbar:
             self.vertical_scrollbar.refresh()
 
@@ -203,8 +207,7 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
             return None
         rows = self.virtual_size.height
         per_block = rows / len(window)
-        above = weight(self._above, self._counts) * per_block
-        below = (weight(self._below, self._counts) + len(self._tail)) * per_block
+        above, below = (blocks * per_block for blocks in self._unmounted)
         return SessionPlace(rows=above + rows + below, above=above + self.scroll_y)
 
     async def go_to_fraction(self, fraction: float) -> None:
