@@ -123,3 +123,27 @@ async def test_a_thumb_dragged_up_a_quarter_of_the_track_shows_that_part_of_the_
         assert ROUNDS * 0.15 <= question <= ROUNDS * 0.35, f"question {question} of {ROUNDS} at the top of the view"
         rows, _ = thumb_rows(chat)
         assert abs(rows[0] - track / 4) <= 2, f"the thumb stays where it was let go: {rows} of {track}"
+
+
+async def test_a_click_among_the_turns_summaries_took_out_reads_them_and_shows_that_place(
+    offline_server, session_factory, tmp_path: Path
+):
+    """Three quarters of the session went to the offload log: a click a third of the way down the track
+    reads the turns there (off the event loop) and shows them, dimmed, at the top of the view."""
+    conversation_id = long_session(tmp_path, ROUNDS, summaries=3)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.chat
+        await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
+        await settled(pilot, chat)
+        await wait_until(pilot, lambda: "~" not in chat.border_title, what="the summarised turns counted")
+        bar = chat.vertical_scrollbar
+        await pilot.click(bar, offset=(0, (bar.size.height - 1) // 3))
+        await wait_until(pilot, lambda: first_question_in_view(chat) < ROUNDS * 0.9, what="the jump")
+        await settled(pilot, chat)
+        question = first_question_in_view(chat)
+        assert ROUNDS * 0.23 <= question <= ROUNDS * 0.43, f"question {question} of {ROUNDS} at the top of the view"
+        prompt = next(b for b in chat.query(UserBlock) if b.text.startswith(f"question {question}:"))
+        assert prompt.has_class("-summarised"), "a turn a summary took out, read from the offload log"
+        rows, track = thumb_rows(chat)
+        assert abs(rows[0] - (track - 1) / 3) <= 2, f"the thumb where the click was: {rows} of {track}"
