@@ -115,8 +115,9 @@ class SessionScrollBar(ScrollBar):
         if self.dragged_to is not None:
             self.jump(self.dragged_to)
 
-    def on_mouse_up(self, event: events.MouseUp) -> None:
-        if self.grabbed is not None and self.dragged_to is not None:
+    def on_mouse_release(self, event: events.MouseRelease) -> None:
+        """The thumb let go (the button up, or the bar hidden meanwhile): the window goes where it was left."""
+        if self.dragged_to is not None:
             self.jump(self.dragged_to)
 
     def jump(self, fraction: float) -> None:
