@@ -17,9 +17,10 @@ reclaimed, as in a session of weeks. For each size, with the view at the newest 
 * f4: the side panel hidden and shown again (mean of the two);
 * home (newest view only): Home in the chat until the first prompt ("question 0 of R") is on screen; when
   the screen stops changing without it, Home is pressed again (a user would), up to --home-limit seconds;
-* end (after Home): End until the newest prompt shows again;
-* f9: F9 until the recall screen shows, then a query until its first result shows (the jump from a result
-  into the chat is timed when the recall screen offers one: the key in --jump-key);
+* end (after Home, and the F9 jump to the middle): End until the newest prompt shows again;
+* f9: F9 until the recall screen shows, then a query (`module_M.py` of the middle round, which the second
+  summary took out) until its first result shows; f9_jump: the key in --jump-key (Ctrl+G, "show in the
+  chat") until the recall screen has closed and the chat's column shows that round (read from the offload log);
 * rss_mb / hwm_mb: VmRSS and VmHWM of the xun process (/proc/PID/status).
 
 Item 3 of the same issue, long blocks: a session of --blocks-base messages whose newest turn holds a
@@ -405,6 +406,14 @@ def chat_bottom_line(screen: str) -> str:
     return next(line.split("│")[1].strip() for line in reversed(lines[:at]) if line.split("│")[1].strip())
 
 
+def in_chat(screen: str, text: str) -> bool:
+    """`text` is in the chat's column (left of the side panel, whose recoverable results name files too)."""
+    lines = screen.split("\n")
+    top = next((line for line in lines if "╭─ chat " in line), "")
+    width = top.find("╮") + 1 if "╮" in top else len(top)
+    return any(text in line[:width] for line in lines)
+
+
 def earlier_line(screen: str) -> str:
     """The chat's line saying how many messages are not loaded yet, if it is on screen."""
     return next((line.strip("│ ") for line in screen.split("\n") if "earlier messages" in line), "")
@@ -459,6 +468,7 @@ def run_size(
         offload_bytes=sum(f.stat().st_size for f in offload_dir(workdir).glob("*.md")),
     )
     first, newest = f"question 0 of {rounds}:", f"question {rounds - 1} of {rounds}:"
+    target = f"module_{rounds // 2}.py"  # between the two summaries: F9's jump reads it from the offload log
     figures: dict[str, dict[str, float | None]] = {"newest": {}, "after_home": {}}
 
     def record(view: str, name: str, value: float | None, unit: str = "s", **extra: object) -> None:
@@ -497,16 +507,26 @@ def run_size(
             record(view, "key_p95", p95(latencies), "ms", keys=len(latencies))
             record(view, "resize", resize_seconds(x))
             record(view, "f4", f4_seconds(x))
+            already = in_chat(x.screen(), target)
             start = time.perf_counter()
             x.keys("F9")
             opened = x.until(lambda screen: "recall ·" in screen, 30, since=start)
-            x.type("module_1.py")
-            searched = x.timed(lambda: None, lambda screen: screen.count("module_1.py") >= 2, 30)
+            x.type(target)
+            searched = x.timed(lambda: None, lambda screen: screen.count(target) >= 2, 30)
             record(view, "f9_open", opened)
             record(view, "f9_search", searched)
-            if args.jump_key:
+            # the highlighted entry is read (in a thread) before the recall screen can show it in the chat
+            entry_shown = x.until(lambda screen: f"session {ident}" in screen, 30) is not None
+            if args.jump_key and entry_shown and not already:
                 record(
-                    view, "f9_jump", x.timed(lambda: x.keys(args.jump_key), lambda screen: "recall ·" not in screen, 30)
+                    view,
+                    "f9_jump",
+                    x.timed(
+                        lambda: x.keys(args.jump_key),
+                        lambda screen: "recall ·" not in screen and in_chat(screen, target),
+                        30,
+                    ),
+                    target=target,
                 )
             else:
                 emit(
@@ -514,7 +534,7 @@ def run_size(
                     messages=messages,
                     view=view,
                     value=None,
-                    note="the recall screen offers no jump into the chat on this branch (give --jump-key)",
+                    note="no jump timed: no --jump-key, the entry never showed, or its turn was in the chat already",
                 )
             if "recall ·" in x.screen():
                 x.keys("Escape")
@@ -635,7 +655,9 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=40)
     parser.add_argument("--home-limit", type=float, default=60.0)
     parser.add_argument(
-        "--jump-key", default="", help="the key in the recall screen that jumps to a result in the chat"
+        "--jump-key",
+        default="C-g",
+        help="the key (tmux's name) in the recall screen that shows the highlighted result in the chat ('' for none)",
     )
     parser.add_argument(
         "--stream-rate",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import io
 import json
+import mmap
 import os
 import re
 import stat
@@ -210,16 +211,21 @@ READ_PIECE = 1 << 16
 characters, so no line of a log (one can be hundreds of megabytes) is ever in memory whole."""
 
 
-def iter_offload_log(path: str | os.PathLike[str], cap: int | None = None) -> Iterator[OffloadSection | OffloadEntry]:
+def iter_offload_log(
+    path: str | os.PathLike[str], cap: int | None = None, start: int = 0
+) -> Iterator[OffloadSection | OffloadEntry]:
     """A log read as a stream: each section as its heading is read (its `entries` stay empty), then each of
     its entries once it is whole, so memory holds one entry, never the log. With `cap`, an entry keeps
     its first `cap` characters and is marked `cut` when it had more. The texts are exact otherwise, as
-    `read_offload_log` gives them; an entry takes the conversation id its section's comment gave before it."""
+    `read_offload_log` gives them; an entry takes the conversation id its section's comment gave before it.
+    `start` is the byte offset of a heading (`heading_offset`) to read from, the sections before it unread."""
     reader = _EntryReader(cap)
     section: OffloadSection | None = None
     line_start = True
     rest = ""  # where the pieces after a long line's first go: "entry" (its text), "check" (ends it if not blank)
-    with io.TextIOWrapper(open_regular(path), encoding="utf-8", errors="replace", newline="") as handle:  # keep "\r"
+    raw = open_regular(path)
+    raw.seek(start)
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as handle:  # keep "\r"
         while piece := handle.readline(READ_PIECE):
             ends = piece.endswith("\n")
             line = piece[:-1] if ends else piece
@@ -257,6 +263,102 @@ def iter_offload_log(path: str | os.PathLike[str], cap: int | None = None) -> It
             else:
                 rest = "check"
         yield from reader.finish()
+
+
+def heading_offset(path: str | os.PathLike[str], when: str) -> int | None:
+    """The byte offset of the first section headed `when`, found in the bytes (no entry is parsed), or None."""
+    needle = f"{HEADING}{when}".encode()
+    with open_regular(path) as handle:
+        if not os.fstat(handle.fileno()).st_size:
+            return None
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+
+            def after(position: int) -> int:
+                found = data.find(b"\n" + needle, position)
+                return found + 1 if found >= 0 else -1
+
+            line = 0 if data[: len(needle)] == needle else after(0)
+            while line >= 0:
+                end = line + len(needle)
+                if end == len(data) or data[end : end + 1] in (b"\n", b"\r", b" ", b"\t"):
+                    return line
+                line = after(end)
+    return None
+
+
+READ_CHUNK = 1 << 20
+"""Bytes of a section `read_section` decodes at a time (cut at a line's end)."""
+
+
+def read_section(path: str | os.PathLike[str], start: int) -> OffloadSection | None:
+    """The section whose heading is at byte `start` (`heading_offset`), entries and all, exactly as
+    `iter_offload_log` reads it, but decoded a megabyte at a time and split into lines at once: a section of
+    thousands of entries is read in a fraction of the time. None when no heading is there."""
+    heading = HEADING.encode()
+    section: OffloadSection | None = None
+    parts: list[str] | None = None  # the open entry's lines
+    with open_regular(path) as handle:
+        if os.fstat(handle.fileno()).st_size <= start:
+            return None
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            if data[start : start + len(heading)] != heading:
+                return None
+            end = data.find(b"\n" + heading, start)
+            end = len(data) if end < 0 else end + 1
+            position = start
+            while position < end:
+                cut = min(position + READ_CHUNK, end)
+                if cut < end:
+                    cut = data.rfind(b"\n", position, cut) + 1
+                chunk = data[position:cut].decode("utf-8", errors="replace") if cut > position else ""
+                lines = chunk.split("\n")
+                if chunk.endswith("\n"):
+                    lines.pop()
+                if not chunk or "\r" in chunk or max(map(len, lines)) >= READ_PIECE - 1:
+                    break  # lines the stream reads in pieces: read the section as it does
+                if section is None:
+                    section = OffloadSection(when=lines[0][len(HEADING) :].strip())
+                    lines[0] = ""
+                parts = _take_lines(section, parts, lines)
+                position = cut
+            else:
+                if parts is not None and section is not None:
+                    section.entries[-1].text = "\n".join(parts)
+                return section
+    streamed: OffloadSection | None = None
+    for part in iter_offload_log(path, start=start):
+        if isinstance(part, OffloadSection):
+            if streamed is not None:
+                break
+            streamed = part
+        elif streamed is not None:
+            streamed.entries.append(part)
+    return streamed
+
+
+def _take_lines(section: OffloadSection, parts: list[str] | None, lines: list[str]) -> list[str] | None:
+    """`iter_offload_log`'s reading of whole lines: an entry's indented lines continue it until a line that is
+    not indented, blank or a conversation comment ends it. Returns the open entry's lines."""
+    entries = section.entries
+    for line in lines:
+        if line[:4] == INDENT:
+            if parts is not None:
+                parts.append(line[4:])
+                continue
+        elif line.startswith("<!-- xun conversation "):
+            words = line.split()  # a cut or tampered line may stop after "conversation"
+            section.conversation_id = words[3].rstrip(",") if len(words) > 3 else ""
+            continue
+        match = _ENTRY.match(line)
+        if match:
+            if parts is not None:
+                entries[-1].text = "\n".join(parts)
+            entries.append(OffloadEntry(match.group(1), "", match.group(2) or ""))
+            parts = [match.group(3)]
+        elif line.strip() and parts is not None:
+            entries[-1].text = "\n".join(parts)
+            parts = None
+    return parts
 
 
 class _EntryReader:

@@ -297,11 +297,11 @@ class RecallIndex:
         return self._read(run, None)
 
     def stats(self) -> IndexStats:
-        """Row counts and the size on disk (database and write-ahead log)."""
+        """Row counts (kept by triggers: no entry is read) and the size on disk (database and write-ahead log)."""
 
         def run(db: sqlite3.Connection) -> IndexStats:
-            counts = dict(db.execute("SELECT source, count(*) FROM entries GROUP BY source").fetchall())
-            sessions = db.execute("SELECT count(DISTINCT session) FROM entries").fetchone()[0]
+            counts = dict(db.execute("SELECT source, sum(n) FROM counts GROUP BY source").fetchall())
+            sessions = db.execute("SELECT count(DISTINCT session) FROM counts WHERE n > 0").fetchone()[0]
             size = sum(p.stat().st_size for p in self._files() if p.exists())
             return IndexStats(
                 self.path, schema.user_version(db), counts.get("offload", 0), counts.get("reclaimed", 0), sessions, size

@@ -27,7 +27,7 @@ __all__ = [
     "user_version",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 COLUMNS = (
     "id",
@@ -109,11 +109,38 @@ def _fts_with_session(db: sqlite3.Connection) -> None:
     db.execute("INSERT INTO entries_fts (entries_fts) VALUES ('rebuild')")
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _create_v1, 2: _fts_with_session}
+def _counts_table(db: sqlite3.Connection) -> None:
+    """Version 3: the rows of each source and session, kept by triggers, so the counts F9 opens with cost
+    the same however large the index is (counting the entries read all of them)."""
+    db.execute(
+        "CREATE TABLE counts (source TEXT NOT NULL, session TEXT NOT NULL, n INTEGER NOT NULL, "
+        "PRIMARY KEY (source, session)) WITHOUT ROWID"
+    )
+    db.execute(
+        "CREATE TRIGGER counts_ai AFTER INSERT ON entries BEGIN INSERT INTO counts (source, session, n) "
+        "VALUES (new.source, new.session, 1) ON CONFLICT (source, session) DO UPDATE SET n = n + 1; END"
+    )
+    db.execute(
+        "CREATE TRIGGER counts_ad AFTER DELETE ON entries BEGIN UPDATE counts SET n = n - 1 "
+        "WHERE source = old.source AND session = old.session; "
+        "DELETE FROM counts WHERE source = old.source AND session = old.session AND n <= 0; END"
+    )
+    db.execute("INSERT INTO counts (source, session, n) SELECT source, session, count(*) FROM entries GROUP BY 1, 2")
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _create_v1, 2: _fts_with_session, 3: _counts_table}
 """`MIGRATIONS[n]` takes a database at version n-1 to version n, inside the caller's transaction. A new
-schema adds `MIGRATIONS[3]` (e.g. an ALTER TABLE) and raises SCHEMA_VERSION; nothing else changes."""
+schema adds `MIGRATIONS[4]` (e.g. an ALTER TABLE) and raises SCHEMA_VERSION; nothing else changes."""
 _FTS_COLUMNS = ("text", "tool", "arguments", "session")
-_REQUIRED = {"entries": "table", "entries_fts": "table", "entries_ai": "trigger", "entries_ad": "trigger"}
+_REQUIRED = {
+    "entries": "table",
+    "entries_fts": "table",
+    "entries_ai": "trigger",
+    "entries_ad": "trigger",
+    "counts": "table",
+    "counts_ai": "trigger",
+    "counts_ad": "trigger",
+}
 
 
 def user_version(db: sqlite3.Connection) -> int:

@@ -280,8 +280,9 @@ class SessionLifecycle:
 
     @work(thread=True, group="prompts", exit_on_error=False)
     def _read_prompts(self, offloads: list[OffloadedItem], in_context: list[str]) -> None:
-        items, _ = whole_history(list(offloads))  # what cannot be read is said when the chat shows it
-        prompts = [item.text for item in items if isinstance(item, UserItem)] + in_context
+        # one summary's turns at a time, read as a stream (what cannot be read is said when the chat shows it)
+        prompts = [item.text for one in offloads for item in whole_history([one])[0] if isinstance(item, UserItem)]
+        prompts += in_context
         if prompts:
             self.call_from_thread(self.prompt.recall_earlier, prompts)
 

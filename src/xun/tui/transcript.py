@@ -207,26 +207,10 @@ def message_items(messages: Sequence[Message], first_index: int = 0) -> list[Ite
 
 
 _TOOL_DETAIL = re.compile(r"^(?:(?P<name>.*?), )?id (?P<id>[^,]*)(?P<reclaimed>, reclaimed earlier)?$")
-_sections_cache: dict[str, tuple[tuple[int, int], list[OffloadSection]]] = {}
 
 
-def _sections(path: str) -> list[OffloadSection]:
-    """The log's sections, parsed once per version of the file (it only ever grows)."""
-    stat = os.stat(path)
-    key = (stat.st_size, stat.st_mtime_ns)
-    cached = _sections_cache.get(path)
-    if cached is None or cached[0] != key:
-        from xun.context.offload import (
-            read_offload_log,
-        )  # only when summarised turns are shown: not before the first frame
-
-        cached = (key, read_offload_log(path))
-        _sections_cache[path] = cached
-    return cached[1]
-
-
-def _section_of(item: OffloadedItem) -> OffloadSection | None:
-    sections = _sections(item.path)
+def _pick(sections: list[OffloadSection], item: OffloadedItem) -> OffloadSection | None:
+    """The item's section among a log's sections: by its heading time, else by its ordinal."""
     if item.when is not None:
         same = [s for s in sections if s.when == item.when and s.conversation_id in ("", item.conversation_id)]
         if same:
@@ -235,12 +219,88 @@ def _section_of(item: OffloadedItem) -> OffloadSection | None:
     return own[item.ordinal] if item.ordinal < len(own) else None
 
 
+def _streamed_section(path: str, item: OffloadedItem) -> OffloadSection | None:
+    """`_pick` over the log read as a stream: memory holds the section being read and the best match so far,
+    never the log (a session of weeks has a log of tens of megabytes, and one summary is a part of it).
+    The sections before the first one headed with the item's time are skipped unread."""
+    from xun.context.offload import heading_offset, read_section  # only when summarised turns are shown
+
+    start = heading_offset(path, item.when) if item.when is not None else None
+    if start is not None:
+        if item.repeat == 0:  # the first section headed with its time: read in one piece
+            section = read_section(path, start)
+            if section is not None and section.conversation_id in ("", item.conversation_id):
+                return section
+        section, by_when = _stream_pick(path, item, start)
+        if by_when:
+            return section
+    return _stream_pick(path, item, 0)[0]
+
+
+def _stream_pick(path: str, item: OffloadedItem, start: int) -> tuple[OffloadSection | None, bool]:
+    """`_pick` over the sections from byte `start` on; whether it was found by its heading time."""
+    from xun.context.offload import OffloadSection, iter_offload_log
+
+    by_when: OffloadSection | None = None
+    by_ordinal: OffloadSection | None = None
+    same = own = 0
+
+    def close(section: OffloadSection | None) -> bool:
+        """Keep `section` if it matches (its conversation id is known once it is read); True when it is the one."""
+        nonlocal by_when, by_ordinal, same, own
+        if section is None:
+            return False
+        if (
+            item.when is not None
+            and section.when == item.when
+            and section.conversation_id in ("", item.conversation_id)
+        ):
+            if same <= item.repeat:
+                by_when = section  # the repeat-th, or the last while there are fewer
+            same += 1
+            if same > item.repeat:
+                return True
+        if by_when is None and section.conversation_id == item.conversation_id:
+            if own == item.ordinal:
+                by_ordinal = section
+            own += 1
+        return False
+
+    current: OffloadSection | None = None
+    for part in iter_offload_log(path, start=start):
+        if isinstance(part, OffloadSection):
+            if close(current):
+                return by_when, True
+            current = part
+        elif current is not None:
+            current.entries.append(part)
+    close(current)
+    return (by_when, True) if same else (by_ordinal, False)
+
+
+def _section_of(item: OffloadedItem, parsed: dict[str, list[OffloadSection]] | None = None) -> OffloadSection | None:
+    """The item's section: from `parsed` (each log parsed once, for a caller reading many sections), else
+    read as a stream. No log stays in memory after the call."""
+    if parsed is None:
+        return _streamed_section(item.path, item)
+    if item.path not in parsed:
+        from xun.context.offload import read_offload_log  # only when summarised turns are shown
+
+        parsed[item.path] = read_offload_log(item.path)
+    return _pick(parsed[item.path], item)
+
+
 MAX_OFFLOAD_LOG_BYTES = 256 * 1024 * 1024
 """The largest offload log read back on scroll-up (it is read whole; a 3 GB file took 6.2 GB)."""
 
 
-def offloaded_items(item: OffloadedItem, workdir: str | os.PathLike[str] | None = None) -> list[Item]:
-    """The summarised turns of one offload, as transcript items marked `summarised`.
+def offloaded_items(
+    item: OffloadedItem,
+    workdir: str | os.PathLike[str] | None = None,
+    parsed: dict[str, list[OffloadSection]] | None = None,
+) -> list[Item]:
+    """The summarised turns of one offload, as transcript items marked `summarised` (`parsed`: see
+    `_section_of`).
 
     Raises OSError when the log cannot be read and LookupError when its section is not there."""
     path = Path(item.path)
@@ -252,7 +312,7 @@ def offloaded_items(item: OffloadedItem, workdir: str | os.PathLike[str] | None 
         raise OSError(f"{item.path} is not an offload log (.xun/{folder}/*.md); only those are read")
     if real.stat().st_size > MAX_OFFLOAD_LOG_BYTES:
         raise OSError(f"the offload log {item.path} is over {MAX_OFFLOAD_LOG_BYTES // 2**20} MB; open it in an editor")
-    section = _section_of(replace(item, path=str(path)))
+    section = _section_of(replace(item, path=str(path)), parsed)
     if section is None:
         raise LookupError(f"the offload log {item.path} has no section for this summary")
     items: list[Item] = []
@@ -293,13 +353,17 @@ def offloaded_items(item: OffloadedItem, workdir: str | os.PathLike[str] | None 
 
 
 def whole_history(items: list[Item], workdir: str | os.PathLike[str] | None = None) -> tuple[list[Item], list[str]]:
-    """`items` with every `OffloadedItem` read from its log; the second list says what could not be read."""
+    """`items` with every `OffloadedItem` read from its log; the second list says what could not be read.
+    One summary's turns are read as a stream; several are read from one parse of each log, dropped at the end."""
     out: list[Item] = []
     problems: list[str] = []
+    parsed: dict[str, list[OffloadSection]] | None = None
+    if sum(isinstance(item, OffloadedItem) for item in items) > 1:
+        parsed = {}
     for item in items:
         if isinstance(item, OffloadedItem):
             try:
-                out += offloaded_items(item, workdir)
+                out += offloaded_items(item, workdir, parsed)
             except (OSError, LookupError, UnicodeError) as exc:
                 problems.append(f"{item.condensed} summarised messages could not be read from {item.path}: {exc}")
         else:

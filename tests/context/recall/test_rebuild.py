@@ -242,7 +242,7 @@ def test_an_empty_version_0_database_is_migrated(workdir):
     assert db.execute("PRAGMA user_version").fetchone()[0] == 0
     db.close()
     assert index.search("anything") == []
-    assert index.stats().schema_version == recall_schema.SCHEMA_VERSION == 2
+    assert index.stats().schema_version == recall_schema.SCHEMA_VERSION == 3
 
 
 def test_a_version_1_database_is_migrated_to_2_with_its_rows(workdir):
@@ -260,7 +260,7 @@ def test_a_version_1_database_is_migrated_to_2_with_its_rows(workdir):
     db.close()
     assert {h.session for h in index.search("alpha")} == {"one", "two"}
     assert [h.tool_call_id for h in index.search("alpha", session="two")] == ["c2"]
-    assert index.stats().schema_version == 2 and index.take_warnings() == []
+    assert index.stats().schema_version == recall_schema.SCHEMA_VERSION and index.take_warnings() == []
 
 
 def test_a_future_migration_slots_in(store, monkeypatch):

@@ -4,7 +4,7 @@ what it costs in the server's prompt cache) is the highlighted row's tooltip; En
 box that scrolls and stays until Esc; g shows the event's turn in the chat. Checks that changed nothing (a
 reclaim with nothing to replace, an automatic skip repeated) are not rows: the pane's footer counts them.
 The "what" column takes the width the others leave, its text cut with an ellipsis (the table is laid out
-again when the pane's width or the other columns' change)."""
+again when the pane's width or the other columns' change). It mounts a page of its rows (`PagedTable`)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from xun.base.valid_text import escape_control
 from xun.context.reclaimed import ARGUMENTS_SUFFIX
 from xun.tui.format import literal, one_line, tokens
 from xun.tui.messages import ShowInChat
+from xun.tui.widgets.paged_table import PagedTable
 
 KINDS = {
     "tool_results_reclaimed": "reclaim",
@@ -197,13 +198,20 @@ STYLES = {
 }
 
 
-class CompactionLog(DataTable[str]):
+class CompactionLog(PagedTable):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("g", "show_in_chat", "Show in the chat", id="log.show_in_chat", show=False),
     ]
 
     def __init__(self, *, clock: Callable[[float], str], shown_path: Callable[[str | None], str]) -> None:
-        super().__init__(id="compaction-log", classes="pane", cursor_type="row", zebra_stripes=False)
+        super().__init__(
+            title="compaction log",
+            render=self._cells,
+            id="compaction-log",
+            classes="pane",
+            cursor_type="row",
+            zebra_stripes=False,
+        )
         self.border_title = "compaction log"
         self._clock = clock
         self._shown_path = shown_path
@@ -244,25 +252,25 @@ class CompactionLog(DataTable[str]):
         return time, kind, figures, max(room - time - kind - figures - 4 * 2 * self.cell_padding, WHAT_MIN)
 
     def _lay_out(self) -> None:
-        """The columns, the last as wide as the pane leaves it, and every row again."""
-        cursor = self.cursor_row
+        """The columns, the last as wide as the pane leaves it, and the page of rows again."""
+        cursor = self.position
         self._fitted = self._widths()
         self.clear(columns=True)
         widths = self._fitted or (None, None, None, None)
         # labels as Text: a str is read as markup, whose first use costs the app's first frame 3 ms
         for label, width in zip(("time", "kind", "tokens", "what"), widths, strict=True):
             self.add_column(Text(label), key=label, width=width)
-        for index, entry in enumerate(self.entries):
-            self._add_cells(index, entry)
-        if self.entries:
-            self.move_cursor(row=min(max(cursor, 0), len(self.entries) - 1), animate=False)
+        if len(self.rows_data) != len(self.entries):
+            self.rows_data = [(str(index), entry) for index, entry in enumerate(self.entries)]
+        self.show_page(cursor)
 
     def _fit_what(self) -> None:
         if self.columns and self._widths() != self._fitted:
             self._lay_out()
 
-    def _add_cells(self, index: int, entry: LogEntry) -> None:
-        self.add_row(
+    @staticmethod
+    def _cells(entry: LogEntry) -> tuple[Text, ...]:
+        return (
             Text(entry.time, style="dim"),
             Text(entry.kind, style=STYLES.get(entry.kind, "bold")),
             Text(entry.figures, justify="right"),
@@ -272,14 +280,13 @@ class CompactionLog(DataTable[str]):
                 no_wrap=True,
                 overflow="ellipsis",
             ),
-            key=str(index),
         )
 
     def _add_row(self, entry: LogEntry) -> None:
         if self._widths() != self._fitted:  # a wider cell makes its column wider
             self._lay_out()  # (the entry is in `entries` already)
         else:
-            self._add_cells(len(self.entries) - 1, entry)
+            self.append_row(str(len(self.entries) - 1), entry)
 
     def _take(self, record: dict[str, Any]) -> LogEntry | None:
         """The record's entry, kept in `entries` when it is a row (not yet in the table)."""
@@ -304,7 +311,7 @@ class CompactionLog(DataTable[str]):
         entry = self._take(record)
         if entry is not None and self.entries and self.entries[-1] is entry:
             self._add_row(entry)
-            self.move_cursor(row=self.row_count - 1, animate=False)
+            self.go_to(self.total - 1)
         self._update_subtitle()
         self._update_tooltip()
         return entry
@@ -316,15 +323,15 @@ class CompactionLog(DataTable[str]):
         self._summaries = 0
         for record in records:
             self._take(record)
+        self.rows_data = []
         self._lay_out()  # once, for all the rows (a resumed session's whole log)
-        if self.row_count:
-            self.move_cursor(row=self.row_count - 1, animate=False)
+        self.go_to(self.total - 1)
         self._update_subtitle()
         self._update_tooltip()
 
     @property
     def highlighted(self) -> LogEntry | None:
-        row = self.cursor_row
+        row = self.position
         return self.entries[row] if self.entries and 0 <= row < len(self.entries) else None
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

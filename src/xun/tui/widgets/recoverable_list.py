@@ -1,6 +1,6 @@
 """The recoverable tool results: one row per reclaimed result or call's arguments (tool, marked "args" for
 arguments; arguments; original size in tokens; when reclaimed; short id), filtered by typing; Enter opens
-the inspector."""
+the inspector. The table mounts a page of the rows (`PagedTable`): a session of weeks has thousands."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from xun.base.valid_text import escape_control
 from xun.context.reclaimed import ARGUMENTS, ReclaimedToolResult
 from xun.tui.format import TOKENS_PER_CHAR, tokens
 from xun.tui.messages import OpenInspector
+from xun.tui.widgets.paged_table import PagedTable
 from xun.tui.widgets.tool_block import call_subject
 
 
@@ -28,6 +29,10 @@ LABELS = ("tool", "arguments", "tokens", "when", "id")
 """The columns: what was called on what first (a narrow pane cuts the id, the least telling column)."""
 ARGUMENTS_MIN = 8
 """Narrower than this, the arguments column keeps this width and the table scrolls sideways."""
+
+Cells = tuple[str, str, str, str, str]
+ListedRow = tuple[ReclaimedToolResult, bool, Cells]
+"""A row's record, whether a summary took its placeholder out, and its cells as plain text."""
 
 
 class RecoverableList(Vertical):
@@ -45,20 +50,31 @@ class RecoverableList(Vertical):
         self.summarised: set[str] = set()
         """Reclaimed results whose placeholder a summary took out of the context: readable (the inspector,
         the offload log, F9), no longer restorable."""
+        self._cells: dict[str, tuple[ReclaimedToolResult, bool, Cells]] = {}
+        """Each row's cells as last made, by id: a refill makes only the new or changed ones."""
+        self._widths: list[int] = []
+        """The columns' widths for the rows listed (their widest cells)."""
 
     def compose(self) -> ComposeResult:
         filter_input = Input(placeholder="type to filter", id="recoverable-filter", compact=True)
         filter_input.cursor_blink = self._cursor_blink
         filter_input.can_focus = False  # typing while the table has the keyboard fills it: one stop on Tab, not two
         yield filter_input
-        table: DataTable[str] = DataTable(id="recoverable-table", cursor_type="row", zebra_stripes=True)
+        table = PagedTable(
+            title="recoverable results",
+            titled=self,
+            render=self._row_cells,
+            id="recoverable-table",
+            cursor_type="row",
+            zebra_stripes=True,
+        )
         for label in LABELS:  # as Text: a str is read as markup, whose first use costs the first frame 3 ms
             table.add_column(Text(label), key=label)
         yield table
 
     @property
-    def table(self) -> DataTable[str]:
-        return self.query_one("#recoverable-table", DataTable)
+    def table(self) -> PagedTable:
+        return self.query_one("#recoverable-table", PagedTable)
 
     @property
     def filter_text(self) -> str:
@@ -99,13 +115,13 @@ class RecoverableList(Vertical):
         haystack = f"{record.tool_call_id} {record.tool_name} {kind} {record.arguments}".lower()
         return all(word in haystack for word in needle.lower().split())
 
-    def _lay_out_columns(self, rows: list[list[str]]) -> None:
+    def _lay_out_columns(self) -> None:
         """Every column as wide as its widest cell but "arguments", which takes what the pane leaves (its
         text cut with an ellipsis): the "when" and id columns stay on screen in a narrow panel."""
         table = self.table
         table.clear(columns=True)
         labels = LABELS
-        widths = [max([len(label), *(len(cells[i]) for cells in rows)]) for i, label in enumerate(labels)]
+        widths = self._widths or [len(label) for label in labels]
         room = table.content_region.width - table.styles.scrollbar_size_vertical
         others = sum(widths) - widths[1] + len(labels) * 2 * table.cell_padding
         arguments = min(widths[1], max(room - others, ARGUMENTS_MIN)) if room > 0 else widths[1]
@@ -113,7 +129,42 @@ class RecoverableList(Vertical):
             table.add_column(Text(label), key=label, width=arguments if label == "arguments" else width)
 
     def on_resize(self, event: events.Resize) -> None:
-        self._refill()
+        """Only the arguments column's width changes: the page of rows is mounted again, nothing else."""
+        if self.is_mounted:
+            table = self.table
+            at = table.position
+            self._lay_out_columns()
+            table.show_page(at)
+
+    def _plain_cells(self, record: ReclaimedToolResult, gone: bool) -> Cells:
+        made = self._cells.get(record.tool_call_id)
+        if made is not None and made[0] is record and made[1] == gone:
+            return made[2]
+        when = "summarised" if gone else self._clock(record.reclaimed_at) if record.reclaimed_at else "—"
+        cells = (
+            (record.tool_name or "?") + (" args" if record.kind == ARGUMENTS else ""),
+            call_subject(record.arguments, 60),
+            tokens(record.chars * TOKENS_PER_CHAR),
+            when,
+            short_id(record.call_id),
+        )
+        self._cells[record.tool_call_id] = (record, gone, cells)
+        return cells
+
+    @staticmethod
+    def _row_cells(row: ListedRow) -> tuple[Text, ...]:
+        record, gone, (_, arguments, size, when, ident) = row
+        dim = "dim" if gone else ""
+        tool = Text(escape_control(record.tool_name or "?", keep_newlines=False), style=dim)
+        if record.kind == ARGUMENTS:  # the call's own arguments, not its result
+            tool.append(" args", style="italic dim" if gone else "italic")
+        return (
+            tool,
+            Text(escape_control(arguments), style=dim, no_wrap=True, overflow="ellipsis"),
+            Text(size, justify="right", style=dim),
+            Text(when, style="italic dim" if gone else ""),
+            Text(escape_control(ident), style="dim"),
+        )
 
     def _refill(self) -> None:
         if not self.is_mounted:
@@ -121,43 +172,21 @@ class RecoverableList(Vertical):
         table = self.table
         selected = self.selected_id
         needle = self.filter_text.strip()
-        ratio = TOKENS_PER_CHAR
-        rows = []
+        rows: list[tuple[str, ListedRow]] = []
+        widths = [len(label) for label in LABELS]
         for record in reversed(list(self.records.values())):
             if not self.matches(record, needle):
                 continue
             gone = record.tool_call_id in self.summarised
-            rows.append(
-                (
-                    record,
-                    gone,
-                    [
-                        (record.tool_name or "?") + (" args" if record.kind == ARGUMENTS else ""),
-                        call_subject(record.arguments, 60),
-                        tokens(record.chars * ratio),
-                        "summarised" if gone else self._clock(record.reclaimed_at) if record.reclaimed_at else "—",
-                        short_id(record.call_id),
-                    ],
-                )
-            )
-        self._lay_out_columns([cells for _, _, cells in rows])
-        self.shown = []
-        for record, gone, (tool, arguments, size, when, ident) in rows:
-            dim = "dim" if gone else ""
-            tool = Text(escape_control(record.tool_name or "?", keep_newlines=False), style=dim)
-            if record.kind == ARGUMENTS:  # the call's own arguments, not its result
-                tool.append(" args", style="italic dim" if gone else "italic")
-            table.add_row(
-                tool,
-                Text(escape_control(arguments), style=dim, no_wrap=True, overflow="ellipsis"),
-                Text(size, justify="right", style=dim),
-                Text(when, style="italic dim" if gone else ""),
-                Text(escape_control(ident), style="dim"),
-                key=record.tool_call_id,
-            )
-            self.shown.append(record.tool_call_id)
-        if selected in self.shown:
-            table.move_cursor(row=self.shown.index(selected), animate=False)
+            cells = self._plain_cells(record, gone)
+            widths = [max(width, len(cell)) for width, cell in zip(widths, cells)]
+            rows.append((record.tool_call_id, (record, gone, cells)))
+        if len(self._cells) > 2 * len(self.records):  # rows dropped (/clear, restores): forget their cells
+            self._cells = {key: made for key, made in self._cells.items() if key in self.records}
+        self._widths = widths
+        self._lay_out_columns()
+        self.shown = [key for key, _ in rows]
+        table.set_rows(rows, cursor=self.shown.index(selected) if selected in self.shown else 0)
         self.border_subtitle = self.footer(needle)
 
     def footer(self, needle: str) -> str:
@@ -180,7 +209,7 @@ class RecoverableList(Vertical):
     def selected_id(self) -> str | None:
         if not self.is_mounted or not self.shown:
             return None
-        row = self.table.cursor_row
+        row = self.table.position
         return self.shown[row] if 0 <= row < len(self.shown) else None
 
     # ------------------------------------------------------------------------------------ events
@@ -231,5 +260,5 @@ class RecoverableList(Vertical):
         """F8: the newest row first (the cursor kept its row while newer ones came in above it, and ended
         on the oldest, where Down does nothing: one entry, it looked)."""
         if self.shown and not self.filter_text:
-            self.table.move_cursor(row=0, animate=False)
+            self.table.go_to(0)
         self.table.focus()
