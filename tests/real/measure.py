@@ -18,6 +18,8 @@ from xun.agent.loop import Agent
 from xun.agent.window import LearnedEstimates, LearnedWindows
 from xun.context.conversation import Conversation
 
+from .conftest import REPLY_TOKENS
+
 TOPICS = (
     "the parser",
     "the build",
@@ -111,6 +113,7 @@ async def measure_session(
     config.provider.base_url = base_url
     config.model.name = "smollm2"
     config.model.temperature = 0
+    config.model.output_reserve = REPLY_TOKENS
     config.auto_compact.token_threshold = threshold
     agent = MeasuredAgent(config, conversation=Conversation(offload_dir=work / "history"), workdir=work, environ={})
     agent.rows = []

@@ -22,7 +22,7 @@ from xun.context.conversation import Conversation
 from xun.compact.extractive import summary_problem
 from xun.agent.launch import open_session
 
-from .conftest import INSTALL, N_CTX, LlamaServer, model_path
+from .conftest import INSTALL, N_CTX, REPLY_TOKENS, LlamaServer, model_path
 from .measure import measure_session, prompt
 
 if model_path() is None:
@@ -33,7 +33,17 @@ if model_path() is None:
 
 
 def real_args(server: LlamaServer, *extra: str) -> list[str]:
-    return ["--base-url", server.base_url, "--model", "smollm2", "--set", "model.temperature=0", *extra]
+    return [
+        "--base-url",
+        server.base_url,
+        "--model",
+        "smollm2",
+        "--set",
+        "model.temperature=0",
+        "--set",
+        f"model.output_reserve={REPLY_TOKENS}",
+        *extra,
+    ]
 
 
 @pytest.fixture
@@ -166,6 +176,7 @@ async def test_a_reclaims_predicted_cache_cost_matches_what_the_server_then_repo
     config = XunConfig()
     config.provider.base_url, config.model.name, config.model.temperature = llama_server.base_url, "smollm2", 0
     config.model.context_window = N_CTX
+    config.model.output_reserve = REPLY_TOKENS
     config.auto_compact.enabled = False
     agent = Agent(
         config,
@@ -260,7 +271,7 @@ async def test_f5_in_the_app_summarises_through_the_real_model(
         base_url=llama_server.base_url,
         model="smollm2",
         environ={},
-        overrides=["model.temperature=0", f"model.context_window={N_CTX}"],
+        overrides=["model.temperature=0", f"model.context_window={N_CTX}", f"model.output_reserve={REPLY_TOKENS}"],
     )
     conversation = session.agent.conversation
     for turn in range(6):  # an earlier conversation, as a resumed session would have it

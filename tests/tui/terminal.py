@@ -19,7 +19,10 @@ SCRUBBED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME", "XUN_O
 
 
 class Terminal:
-    """One tmux session running `python -m xun --offline ARGS` in `workdir`; `exit_code` once it has quit."""
+    """One tmux session running `python -m xun --offline ARGS` in `workdir`; `exit_code` once it has quit.
+
+    Each terminal has a tmux server of its own (`-L`), killed with it: tests running side by side share no
+    server process, and nothing a test started outlives it."""
 
     def __init__(self, root: Path, *args: str, size: tuple[int, int] = (160, 48), env: dict[str, str] | None = None):
         if shutil.which("tmux") is None:
@@ -38,28 +41,27 @@ class Terminal:
         script = f"{command}; echo $? > {shlex.quote(str(self._status))}; sleep 600"
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in environment.items() if k.isidentifier())
         width, height = size
-        subprocess.run(
-            [
-                "tmux",
-                "new-session",
-                "-d",
-                "-s",
-                self.name,
-                "-x",
-                str(width),
-                "-y",
-                str(height),
-                "-c",
-                str(self.workdir),
-                f"env -i {exports} sh -c {shlex.quote(script)}",
-            ],
-            check=True,
+        self.tmux(
+            "new-session",
+            "-d",
+            "-s",
+            self.name,
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            "-c",
+            str(self.workdir),
+            f"env -i {exports} sh -c {shlex.quote(script)}",
         )
+        self._socket = Path(self.tmux("display-message", "-p", "#{socket_path}").strip())
+
+    def tmux(self, *args: str) -> str:
+        """A tmux command to this terminal's own server; its output."""
+        return subprocess.run(["tmux", "-L", self.name, *args], check=True, capture_output=True, text=True).stdout
 
     def screen(self) -> str:
-        return subprocess.run(
-            ["tmux", "capture-pane", "-p", "-t", self.name], check=True, capture_output=True, text=True
-        ).stdout
+        return self.tmux("capture-pane", "-p", "-t", self.name)
 
     def wait_for(self, predicate: Callable[[str], object], timeout: float = 20, what: str = "") -> str:
         deadline = time.monotonic() + timeout
@@ -72,16 +74,16 @@ class Terminal:
             time.sleep(0.1)
 
     def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        self.tmux("send-keys", "-t", self.name, *keys)
 
     def type(self, text: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, "-l", text], check=True)
+        self.tmux("send-keys", "-t", self.name, "-l", text)
 
     def paste(self, text: str) -> None:
         """A bracketed paste, as a terminal sends one (tmux turns the LF of the buffer into CR)."""
         buffer = f"{self.name}-paste"
-        subprocess.run(["tmux", "set-buffer", "-b", buffer, text], check=True)
-        subprocess.run(["tmux", "paste-buffer", "-p", "-d", "-b", buffer, "-t", self.name], check=True)
+        self.tmux("set-buffer", "-b", buffer, text)
+        self.tmux("paste-buffer", "-p", "-d", "-b", buffer, "-t", self.name)
 
     @property
     def exit_code(self) -> int | None:
@@ -99,7 +101,8 @@ class Terminal:
         return self.exit_code
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run(["tmux", "-L", self.name, "kill-server"], capture_output=True)
+        self._socket.unlink(missing_ok=True)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ resize takes with such blocks is in `tests/benchmarks/bench_long_session.py`."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from textual.geometry import Region
@@ -289,7 +288,7 @@ def test_in_a_real_terminal_a_50000_line_paste_is_folded_and_read_whole(terminal
     )
     term.keys("Escape")
     term.wait_for(lambda screen: "your message" not in screen, what="the reader closed")
-    subprocess.run(["tmux", "resize-window", "-t", term.name, "-x", "90", "-y", "30"], check=True)
+    term.tmux("resize-window", "-t", term.name, "-x", "90", "-y", "30")
     term.wait_for(
         lambda screen: screen.split("\n")[1].rstrip().endswith("╮") and len(screen.split("\n")[1].rstrip()) == 90,
         timeout=10,
