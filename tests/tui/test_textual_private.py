@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 import textual
 from textual.app import App
+from textual.containers import VerticalScroll
 from textual.notifications import Notification
+from textual.scrollbar import ScrollBar
 from textual.widget import Widget
 from textual.widgets import Collapsible, Footer, TextArea
 
@@ -107,3 +109,33 @@ def test_each_private_use_has_an_upstream_report_ready_to_file():
         "size-updated-layout",
     }
     assert wanted <= reports, f"no report for {sorted(wanted - reports)} in docs/upstream/"
+
+
+async def test_a_widget_s_vertical_scrollbar_is_made_as_textual_makes_it():
+    """`vertical_scrollbar` makes the bar once, with the class asked for, started as Textual starts its own:
+    shown and drawn beside the widget's rows when they overflow."""
+
+    class Bar(ScrollBar):
+        pass
+
+    made: list[Bar] = []
+
+    class Scrolled(VerticalScroll):
+        @property
+        def vertical_scrollbar(self) -> ScrollBar:
+            return private.vertical_scrollbar(self, lambda: made.append(Bar(vertical=True)) or made[-1])
+
+    class Host(App):
+        def compose(self):
+            yield Scrolled(*(Widget() for _ in range(3)))
+
+    app = Host()
+    async with app.run_test(size=(20, 10)) as pilot:
+        scrolled = app.query_one(Scrolled)
+        for child in scrolled.children:
+            child.styles.height = 10
+        await pilot.pause()
+        bar = scrolled.vertical_scrollbar
+        assert made == [bar] and scrolled.vertical_scrollbar is bar, "made once"
+        assert bar.parent is scrolled and bar.is_attached and bar.display and bar.size.height == 10
+        assert bar.window_virtual_size == 30 and bar.window_size == 10

@@ -10,6 +10,7 @@ are listed in `OVERRIDDEN`, which the test checks against Textual.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich._wrap import divide_line
@@ -17,6 +18,7 @@ from textual._time import get_time
 from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.notifications import Notification
+from textual.scrollbar import ScrollBar
 from textual.widget import Widget
 from textual.widgets import Collapsible, Footer, TextArea
 from textual.widgets._collapsible import CollapsibleTitle
@@ -40,6 +42,7 @@ __all__ = [
     "notifications",
     "replace_via_keyboard",
     "toast_notification",
+    "vertical_scrollbar",
 ]
 
 # Private modules, and why:
@@ -114,3 +117,16 @@ def collapsible_title(collapsible: Collapsible) -> CollapsibleTitle:
     """The clickable title of a Collapsible (`Collapsible._title`)."""
     title: CollapsibleTitle = collapsible._title
     return title
+
+
+def vertical_scrollbar(widget: Widget, make: Callable[[], ScrollBar]) -> ScrollBar:
+    """The widget's vertical scrollbar, made by `make` the first time it is wanted (`Widget._vertical_scrollbar`,
+    `App._start_widget`, as `Widget.vertical_scrollbar` does): that property always makes a plain `ScrollBar`,
+    and no public hook picks the class, so the chat's bar over the whole session is made here."""
+    bar: ScrollBar | None = widget._vertical_scrollbar
+    if bar is None:
+        bar = make()
+        bar.display = False
+        widget._vertical_scrollbar = bar
+        widget.app._start_widget(widget, bar)
+    return bar

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.reactive import Reactive
+from textual.scrollbar import ScrollBar
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -36,12 +37,14 @@ from xun.tui.chat_window import (
     position_text,
     weight,
 )
+from xun.tui import textual_private as private
 from xun.tui.chat_blocks import block_for, released
 from xun.tui.transcript import Item, OffloadedItem, SummaryItem, blocks_in, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_live import LiveBlocks
 from xun.tui.widgets.measured_once import MeasuredOnce
 from xun.tui.widgets.notice_block import NoticeBlock
+from xun.tui.widgets.session_scroll_bar import SessionPlace, SessionScrollBar
 from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
@@ -108,6 +111,9 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
         self._counts: dict[OffloadedItem, int] = {}
         """How many blocks the turns of each summary show, counted from the offload log off the event loop
         (`_count_offloaded`): the title's position is exact once they are."""
+        self._unmounted = (0, 0)
+        """The blocks above and below the window, as the title last counted them: the scrollbar, drawn at
+        every scroll step, reads them rather than walk a long session's entries."""
 
     def on_mount(self) -> None:
         self.anchor()
@@ -182,6 +188,79 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
     def _show_position(self) -> None:
         position = position_text(self._above, len(self._window()), self._below, len(self._tail), self._counts)
         self.border_title = f"chat · {position}" if position else "chat"
+        self._unmounted = (weight(self._above, self._counts), weight(self._below, self._counts) + len(self._tail))
+        if self.show_vertical_scrollbar:
+            self.vertical_scrollbar.refresh()
+
+    # ------------------------------------------------------------------------------ the scrollbar
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """The bar says where the view is in the whole session, not in the mounted window."""
+        return private.vertical_scrollbar(self, lambda: SessionScrollBar(self, thickness=self.scrollbar_size_vertical))
+
+    def session_place(self) -> SessionPlace | None:
+        """The whole session's rows and the rows above the view, the unmounted blocks counted as the title
+        counts them and each as tall as the mounted ones on average; None while every block is mounted."""
+        window = self._window()
+        if not window or (not self._above and not self._below and not self._tail):
+            return None
+        rows = self.virtual_size.height
+        per_block = rows / len(window)
+        above, below = (blocks * per_block for blocks in self._unmounted)
+        return SessionPlace(rows=above + rows + below, above=above + self.scroll_y)
+
+    async def go_to_fraction(self, fraction: float) -> None:
+        """Show the block at `fraction` of the whole session at the top of the view (0 is Home, 1 is End): the
+        scrollbar's click and drag. The summarised turns it falls in are read from the offload log first."""
+        if fraction <= 0:
+            await self.go_home()
+            return
+        if fraction >= 1:
+            await self.go_end()
+            return
+        self._anchored = False
+        async with self._window_lock:
+            block = await self._block_at_fraction(fraction)
+        self._follow_newest()
+        if block is not None and block.is_attached:
+            self.scroll_to(y=block.virtual_region.y, animate=False, immediate=True)
+            self.call_after_refresh(self._scroll_to_block, block)
+        self.call_after_refresh(self._fill_view)
+
+    def _scroll_to_block(self, block: Widget) -> None:
+        if block.is_attached and block.parent is self:
+            self.scroll_to(y=block.virtual_region.y, animate=False, immediate=True, release_anchor=not self.at_end)
+
+    def _entry_holding(self, source: list[Entry], block: int) -> int | None:
+        """The index of the entry of `source` that shows its `block`-th block (0 the first)."""
+        for index, entry in enumerate(source):
+            block -= weight([entry], self._counts)
+            if block < 0:
+                return index
+        return None
+
+    async def _block_at_fraction(self, fraction: float) -> Widget | None:
+        """The block at `fraction` of the session, its page mounted if it is not (the caller holds the lock)."""
+        generation = self._generation
+        while True:
+            window = self._window()
+            above = weight(self._above, self._counts)
+            total = above + len(window) + weight(self._below, self._counts) + len(self._tail)
+            wanted = min(total - 1, int(fraction * total))
+            if above <= wanted < above + len(window):
+                return window[wanted - above]
+            source, at = (self._above, wanted) if wanted < above else (self._below, wanted - above - len(window))
+            index = self._entry_holding(source, at)
+            if index is None:  # a block in the hidden tail: the newest page
+                return await self._rewindow(lambda whole: None)
+            target = source[index]
+            if not isinstance(target, OffloadedItem):
+                return await self._rewindow(lambda whole: next(i for i, entry in enumerate(whole) if entry is target))
+            items, problems = await asyncio.to_thread(whole_history, [target])
+            if generation != self._generation:
+                return None
+            source[index : index + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
 
     # ------------------------------------------------------------------------------ history
 
