@@ -5,7 +5,6 @@ filter searches every row."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from xun.context.sessions import SessionStore
@@ -154,7 +153,7 @@ def test_in_a_real_terminal_ctrl_end_reaches_the_oldest_of_thousands_of_results(
     term.keys("C-End")
     term.wait_for(lambda screen: f"rows {RESULTS - 99:,}–{RESULTS:,} of {RESULTS:,}" in screen, what="the last page")
     term.wait_for(lambda screen: "file0.py" in screen, what="the oldest result on screen")
-    subprocess.run(["tmux", "resize-window", "-t", term.name, "-x", "120", "-y", "40"], check=True)
+    term.tmux("resize-window", "-t", term.name, "-x", "120", "-y", "40")
     term.wait_for(
         lambda screen: screen.split("\n")[1].rstrip().endswith("╮") and len(screen.split("\n")[1].rstrip()) == 120,
         timeout=10,

@@ -46,7 +46,7 @@ async def test_the_thumb_says_where_the_view_is_in_a_5000_message_session(
     conversation_id = long_session(tmp_path, ROUNDS)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
         await settled(pilot, chat)
         assert chat.show_vertical_scrollbar
@@ -85,7 +85,7 @@ async def test_a_click_on_the_track_s_middle_brings_a_middle_turn_into_view(
     conversation_id = long_session(tmp_path, ROUNDS)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
         await settled(pilot, chat)
         bar = chat.vertical_scrollbar
@@ -106,7 +106,7 @@ async def test_a_thumb_dragged_up_a_quarter_of_the_track_shows_that_part_of_the_
     conversation_id = long_session(tmp_path, ROUNDS)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
         await settled(pilot, chat)
         bar = chat.vertical_scrollbar
@@ -133,7 +133,7 @@ async def test_a_click_among_the_turns_summaries_took_out_reads_them_and_shows_t
     conversation_id = long_session(tmp_path, ROUNDS, summaries=3)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.chat
+        chat = app.main.chat
         await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
         await settled(pilot, chat)
         await wait_until(pilot, lambda: "~" not in chat.border_title, what="the summarised turns counted")
