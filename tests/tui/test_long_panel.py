@@ -55,6 +55,7 @@ async def test_the_recoverable_results_mount_a_page_and_the_cursor_pages_through
         listing, table = app.main.recoverable, app.main.recoverable.table
         assert table.row_count <= max(PAGE_ROWS, 4 * table.size.height) < RESULTS
         assert listing.border_title == f"recoverable results · rows 1–{table.row_count} of {RESULTS:,}"
+        assert listing.border_subtitle.startswith(f"{RESULTS:,} results · ")  # counts read with their commas
         newest_first = [f"call_{i}" for i in reversed(range(RESULTS))]
         assert listing.shown == newest_first  # every row is listed, a page of them mounted
 

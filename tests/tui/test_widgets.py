@@ -293,6 +293,8 @@ def test_log_entries_from_records():
     assert summary.kind == "emergency"
     assert summary.line() == "09:30:00 emergency 180k → 12k 40 summarised, 16 kept", "one line, the kind said once"
     assert "originals in the offload log .xun/h/x.md" in summary.detail()
+    weeks = entry_from_record(events.SummaryFinished(condensed=4280, kept=4).to_json(), clock, where)
+    assert "4,280 summarised, 4 kept" in weeks.line()
     failed = entry_from_record(events.CompactionFailed(reason="no summary", trigger="manual").to_json(), clock, where)
     assert failed.line() == "09:30:00 failed no summary"
     assert failed.detail() == "failed at 09:30:00 (by hand)\nreason: no summary"

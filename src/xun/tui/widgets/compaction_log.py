@@ -130,15 +130,15 @@ def entry_from_record(
         n = int(record.get("count", 0) or 0)
         arguments = int(record.get("arguments", 0) or 0)  # of n, calls' arguments (older records have none)
         parts = [
-            f"{n - arguments} result{'s' if n - arguments != 1 else ''}" if n > arguments else "",
-            f"{arguments} call args" if arguments else "",
+            f"{n - arguments:,} result{'s' if n - arguments != 1 else ''}" if n > arguments else "",
+            f"{arguments:,} call args" if arguments else "",
         ]
         count = ", ".join(filter(None, parts)) or "nothing to reclaim"
         reason = str(record.get("reason") or "")
         ids = record.get("ids")
         calls = tuple(str(i) for i in ids) if isinstance(ids, list | tuple) else ()
     elif kind in ("summary", "emergency"):
-        count = f"{int(record.get('condensed', 0) or 0)} summarised, {int(record.get('kept', 0) or 0)} kept"
+        count = f"{int(record.get('condensed', 0) or 0):,} summarised, {int(record.get('kept', 0) or 0):,} kept"
         inside = int(record.get("turn_rounds", 0) or 0)
         if inside:
             entries = int(record.get("ledger_entries", 0) or 0)

@@ -224,12 +224,16 @@ class ContextGauge(Vertical, can_focus=True):
         self._refresh_timer = None
         if not self.is_mounted:
             return
+        self._set_subtitle(self._show_figures())
+
+    def _show_figures(self) -> int:
+        """The zone, the two lines of figures and the bar, each redrawn only if it changed; the estimate."""
         now = self.now
         self._set_zone(zone_of(now, self.threshold))
         self._set_line("#gauge-figures", self.figures_text())
         self._set_line("#gauge-detail", self.detail_text())
         self.query_one(ContextBar).set_figures(self.reported or 0, now, self.threshold, self.window)
-        self._set_subtitle(now)
+        return now
 
     def _set_line(self, selector: str, text: str) -> None:
         """A line of figures, redrawn only when its text changed, laid out again only when it wraps to
@@ -274,11 +278,7 @@ class ContextGauge(Vertical, can_focus=True):
             self._refresh_timer = None
         if not self.is_mounted:
             return
-        now = self.now
-        self._set_zone(zone_of(now, self.threshold))
-        self._set_line("#gauge-figures", self.figures_text())
-        self._set_line("#gauge-detail", self.detail_text())
-        self.query_one(ContextBar).set_figures(self.reported or 0, now, self.threshold, self.window)
+        now = self._show_figures()
         sparkline = self.query_one("#gauge-history", Sparkline)
         label = self.query_one("#gauge-history-label", Static)
         width = max(self.content_size.width, 1)

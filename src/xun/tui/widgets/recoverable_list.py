@@ -195,14 +195,14 @@ class RecoverableList(Vertical):
         restorable = [record for key, record in self.records.items() if key not in self.summarised]
         size = f"{tokens(sum(record.chars for record in restorable) * TOKENS_PER_CHAR)} tokens"
         n = len(self.records)
-        parts = [f"{n} result{'s' if n != 1 else ''}"]
+        parts = [f"{n:,} result{'s' if n != 1 else ''}"]
         if self.summarised:
-            parts[0] += f": {len(restorable)} restorable" + (f" ({size})" if restorable else "")
-            parts.append(f"{len(self.summarised)} summarised (read only)")
+            parts[0] += f": {len(restorable):,} restorable" + (f" ({size})" if restorable else "")
+            parts.append(f"{len(self.summarised):,} summarised (read only)")
         else:
             parts.append(size)
         if needle:  # of every row, summarised ones included
-            parts.insert(0, f"{len(self.shown)} of {n} shown")
+            parts.insert(0, f"{len(self.shown):,} of {n:,} shown")
         return " · ".join(parts)
 
     @property
