@@ -107,7 +107,7 @@ async def test_the_filter_searches_every_row_not_only_the_page(offline_server, s
         await pilot.press(*"src/file7.py")
         await wait_until(pilot, lambda: listing.shown == ["call_7"], what="the old result found")
         assert table.row_count == 1 and listing.border_title == "recoverable results"
-        assert str(listing.border_subtitle).startswith(f"1 of {RESULTS} shown")
+        assert str(listing.border_subtitle).startswith(f"1 of {RESULTS:,} shown")
         await pilot.press("escape")
         await wait_until(pilot, lambda: len(listing.shown) == RESULTS, what="the filter cleared")
 

@@ -65,7 +65,7 @@ async def test_the_thumb_says_where_the_view_is_in_a_5000_message_session(
         middle = next(
             i for i, m in enumerate(messages) if getattr(m, "text", "").startswith(f"question {ROUNDS // 2}:")
         )
-        await app.jump_to_message(middle)
+        await app.main.jump_to_message(middle)
         await settled(pilot, chat)
         rows, track = thumb_rows(chat)
         assert rows and abs((rows[0] + rows[-1]) / 2 - track / 2) <= track / 10, (
