@@ -400,10 +400,15 @@ def go_home(x: Xun, marker: str, limit: float) -> tuple[float | None, int]:
 
 
 def chat_bottom_line(screen: str) -> str:
-    """The chat's last line of text on screen (above its bottom border), as it shows with the view at its end."""
+    """The chat's last line of text on screen (above its bottom border), as it shows with the view at its end;
+    the scrollbar's thumb, drawn in the row's last cells, is not text."""
     lines = screen.split("\n")
     at = next(i for i, line in enumerate(lines) if "in the context" in line)
-    return next(line.split("│")[1].strip() for line in reversed(lines[:at]) if line.split("│")[1].strip())
+    texts = (line.split("│")[1].rstrip(" " + SCROLLBAR_CELLS) for line in reversed(lines[:at]))
+    return next(text.strip() for text in texts if text.strip())
+
+
+SCROLLBAR_CELLS = "▁▂▃▄▅▆▇█▔"
 
 
 def in_chat(screen: str, text: str) -> bool:
