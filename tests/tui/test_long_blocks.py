@@ -152,9 +152,16 @@ async def test_an_800k_tool_result_opens_whole_from_its_preview(offline_server, 
         view = block.query_one(".tool-result", ReadableText)
         assert view.whole == RESULT and bounded(view)
         assert any("click or o opens it whole" in row for row in drawn_rows(view))
-        app.main.chat.scroll_to_widget(view, animate=False, immediate=True)
-        await pilot.pause()
-        await pilot.click(view)
+        chat = app.main.chat
+        for _ in range(100):  # scrolled into view, then laid out: click the middle of what shows
+            chat.scroll_to_widget(view, animate=False, immediate=True)
+            await pilot.pause()
+            seen = view.region.intersection(chat.content_region)
+            middle = (seen.x - view.region.x + seen.width // 2, seen.y - view.region.y + seen.height // 2)
+            if seen.area and await pilot.click(view, offset=middle):
+                break
+        else:
+            raise AssertionError("the result's preview never took a click")
         await wait_until(pilot, lambda: isinstance(app.screen, ReaderScreen), what="the result in the reader")
         pager = app.screen.query_one(TextPager)
         assert pager.text == RESULT and pager.line_count == 1

@@ -294,10 +294,10 @@ class AssistantBlock(Vertical, MeasuredOnce):
         self._seal_ends.append(end)
         part = Static(SealedPart(self, len(self.sealed)), classes="reply-sealed")
         self.sealed.append(part)
+        if end > FOLD_CHARS and len(self.sealed) > 2:
+            await self._fold_streamed()  # before the new part shows: never more than two parts on screen
         await self.mount(part, before=self.live)
         await self._set_live(end)
-        if end > FOLD_CHARS and len(self.sealed) > 2:
-            await self._fold_streamed()
 
     async def _fold_streamed(self) -> None:
         """While a reply past FOLD_CHARS streams, only its first and newest sealed parts are shown, the ones
