@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from xun.base.atomic import open_regular, write_text_atomic
+from xun.base.atomic import write_text_atomic
 from xun.base.valid_text import valid_text, valid_values
 from xun.context.compaction_results import CompactionCounter, SummaryCompactResult, ToolCallCompactResult
 from xun.context.index_writes import IndexWrite, IndexWrites
@@ -39,6 +39,7 @@ from xun.context.messages import Message, RawOpenAIMessage, SystemPrompt, UserMe
 from xun.context.offload import append_offload, archive_ids, utc_now_iso
 from xun.context.prompt_cache import PromptCacheRecord
 from xun.context.reclaim import pinnable, reclaim, reclaimed_in_context, restore
+from xun.context.archive_store import SessionFile
 from xun.context.reclaimed import ReclaimedArchive
 from xun.context.session_format import answer_unanswered_calls, parse_session_text, session_text
 from xun.context.summarise import (
@@ -760,10 +761,14 @@ class Conversation:
             write(path, self.dumps())
         except UnicodeEncodeError:
             write(path, self._dumps(ensure_ascii=True))
+        self._reclaimed.saved(path)  # its originals are read from the new file from now on
 
-    def loads(self, text: str | bytes, source: str | os.PathLike[str] | None = None) -> Conversation:
-        """Load session text (this format or an older one); on any problem raise SessionFormatError, change nothing."""
-        state = parse_session_text(text, source)
+    def loads(
+        self, text: str | bytes, source: str | os.PathLike[str] | None = None, file: SessionFile | None = None
+    ) -> Conversation:
+        """Load session text (this format or an older one); on any problem raise SessionFormatError, change nothing.
+        `file`: the session file `text` was read from, held open (the archive reads its originals there)."""
+        state = parse_session_text(text, source, file)
         for name, value in state.items():
             setattr(self, name, value)
         return self
@@ -781,8 +786,7 @@ class Conversation:
         if peek is not None:
             peek(Path(path))
         try:
-            with open_regular(path) as handle:
-                text = handle.read()
+            text, file = SessionFile.read_whole(path)
         except OSError as exc:
             raise SessionFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
-        return self.loads(text, source=path)
+        return self.loads(text, source=path, file=file)
