@@ -241,3 +241,30 @@ def test_the_store_saves_through_the_session_folder_and_reads_its_own_file(tmp_p
     where = loaded.reclaimed_results._entries["call_101"]
     assert where.store.path == path and data[where.offset : where.offset + where.size].startswith(b'"call_101":')
     assert archive.endswith(data[where.offset : where.offset + where.size] + b"}")
+
+
+def test_reads_while_a_save_runs_in_another_thread_read_the_right_originals(tmp_path):
+    """The app saves in a worker thread while the screen may read the archive (a listing, a preview)."""
+    import threading
+
+    path = tmp_path / "s.json"
+    originals = saved_session(path, rounds=60)
+    c = Conversation().load(path)
+    added = add_rounds(c, 500, 3)
+    expected = {**originals, **added}
+    failures: list[BaseException] = []
+
+    def save_again() -> None:
+        try:
+            for _ in range(15):
+                c.dump(path)
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    saver = threading.Thread(target=save_again)
+    saver.start()
+    while saver.is_alive():
+        assert c.reclaimed_results.originals() == expected
+        assert c.reclaimed_original("call_501") == expected["call_501"]
+    saver.join()
+    assert not failures and not in_memory(c) and read_all(Conversation().load(path)) == expected

@@ -278,7 +278,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         self._block: _Block | None = None
         self._source: Any = None
         self._lock = threading.RLock()  # a save (a worker thread) against reads that parse or move entries
-        self._written: dict[int, _Written] = {}  # by thread: what its last json_parts wrote
+        self._written: tuple[int, _Written] | None = None  # the last json_parts: its thread, what it wrote
 
     def __getitem__(self, tool_call_id: str) -> ReclaimedToolResult:
         self._parse_block()
@@ -311,8 +311,17 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         """Every original by id (reads them all: for offloading and exports, not for listing)."""
         self._parse_block()
         with self._lock:
-            entries = list(self._entries.items())
-        return {k: _original_of(k, where) for k, where in entries}
+            entries = dict(self._entries)
+        originals = {}
+        for key, where in _runs(entries):
+            if isinstance(where, list):  # read in one piece, each entry checked
+                text, at = _read_run(where), 0
+                for k, w in where:
+                    originals[k] = _entry_original(text[at : at + w.chars])
+                    at += w.chars + 1
+            else:
+                originals[key] = _original_of(key, where)
+        return originals
 
     def pop(self, tool_call_id: str) -> str:
         """Remove a record and return its original (used when it is restored into the context)."""
@@ -329,7 +338,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
             self._records.clear()
             self._entries.clear()
             self._block = None
-            self._written.clear()
+            self._written = None
 
     def _fail(self, reason: str) -> SessionFormatError:
         return SessionFormatError(self._source, reason)
@@ -438,7 +447,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
                     written.append((key, where, at, size - at, chars - starts))
                 separator = ","
             put("}")
-            self._written[threading.get_ident()] = _Written(written, size)
+            self._written = threading.get_ident(), _Written(written, size)
             return chunks, chars, size
 
     def saved(self, path: str | os.PathLike[str]) -> None:
@@ -446,13 +455,15 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         from that file from now on, and the ones in memory are let go. When that file cannot be opened or is
         not what was written, everything stays where it was (the old file, or memory): nothing is lost."""
         with self._lock:
-            written = self._written.pop(threading.get_ident(), None)
-            if not written or not written.entries:
-                return
+            last, self._written = self._written, None
+            if last is None or last[0] != threading.get_ident() or not last[1].entries:
+                return  # (another thread made text since: what this one saved is not known here)
+            written = last[1]
             try:
                 file, start = SessionFile.reopen(path, written.size, ARCHIVE_KEY)
             except (OSError, SessionFormatError):
                 return
+            self._source = path  # (what a block found unreadable when first parsed is named by)
             for key, was, at, size, chars in written.entries:
                 if key is None:
                     if self._block is was and self._block is not None:
