@@ -26,7 +26,7 @@ import mimetypes
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ from xun.context.prompt_cache import PromptCacheRecord
 from xun.context.reclaim import pinnable, reclaim, reclaimed_in_context, restore
 from xun.context.archive_store import SessionFile
 from xun.context.reclaimed import ReclaimedArchive
-from xun.context.session_format import answer_unanswered_calls, parse_session_text, session_text
+from xun.context.session_format import answer_unanswered_calls, parse_session_text, session_chunks
 from xun.context.summarise import (
     DEFAULT_LEDGER_CHARS,
     last_user_index,
@@ -746,19 +746,21 @@ class Conversation:
         JSON reader reads the whole. Format 1 was a JSON head line, then one JSON line per reclaimed original;
         format 0 (no `format_version`), one document whose `compacted_toolcalls` maps ids to originals.
         """
-        return self._dumps(ensure_ascii=False)
+        return "".join(self._dumps(ensure_ascii=False))
 
-    def _dumps(self, ensure_ascii: bool) -> str:
-        return session_text(self._head(), self._reclaimed, ensure_ascii)
+    def _dumps(self, ensure_ascii: bool) -> Iterator[str]:
+        return session_chunks(self._head(), self._reclaimed, ensure_ascii)
 
     def dump(
-        self, path: str | os.PathLike[str], write: Callable[[str | os.PathLike[str], str], None] = write_text_atomic
+        self,
+        path: str | os.PathLike[str],
+        write: Callable[[str | os.PathLike[str], Iterable[str]], None] = write_text_atomic,
     ) -> None:
         """Save atomically (temporary file, fsync, rename: `write`), readable by the owner only. Text that
         UTF-8 cannot hold (a lone surrogate that got in some other way) is written as JSON escapes, so a
         save never fails on text."""
         try:
-            write(path, self.dumps())
+            write(path, self._dumps(ensure_ascii=False))  # in pieces: the archive's read as it is written
         except UnicodeEncodeError:
             write(path, self._dumps(ensure_ascii=True))
         self._reclaimed.saved(path)  # its originals are read from the new file from now on

@@ -22,8 +22,8 @@ import json
 import math
 import os
 import threading
-from collections.abc import Iterator, Mapping
-from functools import lru_cache
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import lru_cache, partial
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, NamedTuple
 
@@ -172,6 +172,7 @@ class _Block(NamedTuple):
     store: SessionFile | SessionText
     offset: int
     size: int  # in the store's units (bytes in a file)
+    chars: int
     entries: int
     lines: bool = False
 
@@ -241,7 +242,15 @@ def _runs(entries: dict[str, str | _Where]) -> Iterator[tuple[str, str | _Where 
         yield (run[0][0], run) if len(run) > 1 else run[0]
 
 
-def _read_run(run: list[tuple[str, _Where]]) -> str:
+def _pieces(parts: list[str | Callable[[], Iterable[str]]]) -> Iterator[str]:
+    for part in parts:
+        if isinstance(part, str):
+            yield part
+        else:
+            yield from part()
+
+
+def _read_run(run: list[tuple[str, _Where]]) -> list[str]:
     """The text of a run of entries (commas between), each checked to be the entry its id says."""
     first, last = run[0][1], run[-1][1]
     text = first.store.read_text(first.offset, last.offset + last.size - first.offset)
@@ -256,8 +265,8 @@ def _read_run(run: list[tuple[str, _Where]]) -> str:
         if at != len(text) + 1:
             raise ValueError("not the run's length")
     except (ValueError, IndexError, RecursionError):
-        raise first.store.changed("the reclaimed results are not where they were") from None
-    return text
+        raise first.store.changed(f"reclaimed result {key!r} is not where it was") from None
+    return [text]
 
 
 class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
@@ -315,7 +324,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         originals = {}
         for key, where in _runs(entries):
             if isinstance(where, list):  # read in one piece, each entry checked
-                text, at = _read_run(where), 0
+                (text,), at = _read_run(where), 0
                 for k, w in where:
                     originals[k] = _entry_original(text[at : at + w.chars])
                     at += w.chars + 1
@@ -407,48 +416,61 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         return parsed
 
     # persistence
-    def json_parts(self, ensure_ascii: bool = False) -> tuple[list[str], int, int]:
-        """The archive as saved, in pieces to join (one compact JSON object, its entries in the order they
-        were reclaimed), and its length in characters and in UTF-8 bytes. The entries on disk are read
-        from their file a piece at a time; `saved` then points at the file the pieces were written to.
-        With `ensure_ascii`, a character UTF-8 cannot hold (a lone surrogate) is written as a JSON escape."""
+    def json_parts(self, ensure_ascii: bool = False) -> tuple[Iterator[str], int, int]:
+        """The archive as saved, in pieces (one compact JSON object, its entries in the order they were
+        reclaimed), and its length in characters and in UTF-8 bytes, known before a piece is read: the
+        entries on disk are read from their file a piece at a time as the pieces are taken (each checked to
+        be the entry its id names), so a save never holds the whole archive. `saved` then points at the file
+        they were written to. With `ensure_ascii`, a character UTF-8 cannot hold (a lone surrogate) is
+        written as a JSON escape (only text in memory can hold one: a file's text was decoded as UTF-8)."""
         with self._lock:
             if self._block is not None and self._block.lines:
                 self._parse_block()
-            chunks: list[str] = []
+            parts: list[str | Callable[[], Iterable[str]]] = []
             chars = size = 0
             written: list[tuple[str | None, Any, int, int, int]] = []
 
-            def put(text: str) -> None:
+            def put(text: str | Callable[[], Iterable[str]], length: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+                """Add a piece, or a read of the file (`length`: its characters and bytes); where it lands."""
                 nonlocal chars, size
-                if ensure_ascii and not text.isascii():
-                    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-                chunks.append(text)
-                chars, size = chars + len(text), size + utf8_length(text)
+                if isinstance(text, str):
+                    if ensure_ascii and not text.isascii():
+                        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+                    length = len(text), utf8_length(text)
+                parts.append(text)
+                at = size
+                chars, size = chars + length[0], size + length[1]
+                return at, length[1]
 
             put("{")
             block = self._block
             if block is not None:  # copied as it is
-                at, starts = size, chars
-                for piece in block.store.pieces(block.offset, block.size):
-                    put(piece)
-                written.append((None, block, at, size - at, chars - starts))
+                store = block.store
+                if isinstance(store, SessionFile):
+                    at, span = put(partial(store.pieces, block.offset, block.size), (block.chars, block.size))
+                else:
+                    at, span = put(store.read_text(block.offset, block.size))
+                written.append((None, block, at, span, chars - 1))
             separator = "," if block is not None else ""
             for key, where in _runs(self._entries):
-                if isinstance(where, list):  # entries one after the other in one file: read in one piece
-                    put(separator)
-                    at = size
-                    put(_read_run(where))
-                    written += [(k, w, at + w.offset - where[0][1].offset, w.size, w.chars) for k, w in where]
-                else:
-                    put(separator)
-                    at, starts = size, chars
-                    put(where if isinstance(where, str) else where.store.read_text(where.offset, where.size))
-                    written.append((key, where, at, size - at, chars - starts))
+                put(separator)
                 separator = ","
+                if isinstance(where, list):  # entries one after the other in one file: read in one piece
+                    first, last = where[0][1], where[-1][1]
+                    span = last.offset + last.size - first.offset
+                    at, _ = put(partial(_read_run, where), (sum(w.chars for _, w in where) + len(where) - 1, span))
+                    written += [(k, w, at + w.offset - first.offset, w.size, w.chars) for k, w in where]
+                elif isinstance(where, str) or not where.store.in_bytes:
+                    text = where if isinstance(where, str) else where.store.read_text(where.offset, where.size)
+                    starts = chars
+                    at, span = put(text)
+                    written.append((key, where, at, span, chars - starts))
+                else:
+                    at, _ = put(partial(_read_run, [(key, where)]), (where.chars, where.size))
+                    written.append((key, where, at, where.size, where.chars))
             put("}")
             self._written = threading.get_ident(), _Written(written, size)
-            return chunks, chars, size
+        return _pieces(parts), chars, size
 
     def saved(self, path: str | os.PathLike[str]) -> None:
         """After the text of the last `json_parts` (in this thread) was saved to `path`: its entries are read
@@ -467,7 +489,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
             for key, was, at, size, chars in written.entries:
                 if key is None:
                     if self._block is was and self._block is not None:
-                        self._block = _Block(file, start + at, size, self._block.entries)
+                        self._block = _Block(file, start + at, size, chars, self._block.entries)
                 elif self._entries.get(key) is was:
                     self._entries[key] = _Where(file, start + at, size, chars)
 
@@ -489,7 +511,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         archive = cls()
         archive._source = source
         if count:
-            archive._block = _Block(SessionText(text, source), start + 1, end - start - 2, count)
+            archive._block = _Block(SessionText(text, source), start + 1, end - start - 2, end - start - 2, count)
         return archive
 
     @classmethod
@@ -521,7 +543,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         archive = cls()
         archive._source = source
         if count:
-            archive._block = _Block(SessionText(text, source), start, len(text) - start, count, lines=True)
+            archive._block = _Block(SessionText(text, source), start, len(text) - start, len(text) - start, count, True)
         return archive
 
     @classmethod

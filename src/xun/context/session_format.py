@@ -54,9 +54,15 @@ def is_session_id(text: object) -> bool:
 
 
 def session_text(head: dict[str, Any], archive: ReclaimedArchive, ensure_ascii: bool) -> str:
-    """The session file's text (format 2): the layout, then `head` (the session but its archive, as
-    `Conversation` makes it), then the archive of reclaimed originals, last. With `ensure_ascii` every
-    non-ASCII character (lone surrogates too) is written as a JSON escape."""
+    """The session file's text (format 2), whole (`session_chunks`)."""
+    return "".join(session_chunks(head, archive, ensure_ascii))
+
+
+def session_chunks(head: dict[str, Any], archive: ReclaimedArchive, ensure_ascii: bool) -> Iterator[str]:
+    """The session file's text (format 2) in pieces: the layout, then `head` (the session but its archive,
+    as `Conversation` makes it), then the archive of reclaimed originals, last, read from its file as the
+    pieces are taken. With `ensure_ascii` every non-ASCII character (lone surrogates too) is written as a
+    JSON escape."""
     chunks, chars, size = archive.json_parts(ensure_ascii)
     layout = {
         "format_version": FORMAT_VERSION,
@@ -66,7 +72,11 @@ def session_text(head: dict[str, Any], archive: ReclaimedArchive, ensure_ascii: 
     }
     with _gc_paused():
         text = json.dumps({**layout, **head}, ensure_ascii=ensure_ascii, separators=(",", ":"))
-    return "".join([text[:-1], _ARCHIVE_KEY, *chunks, "}"])
+    yield text[:-1]
+    yield _ARCHIVE_KEY
+    del text
+    yield from chunks
+    yield "}"
 
 
 def parse_session_text(
