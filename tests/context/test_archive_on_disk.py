@@ -184,6 +184,18 @@ def test_a_file_rewritten_in_place_is_named_even_with_its_size_and_time_put_back
     assert c.reclaimed_original("call_9") == originals["call_9"]  # the entries that did not move still read
 
 
+def test_a_touched_file_still_reads_and_saves(tmp_path):
+    """Only the content counts: a new modification time (a touch, a backup tool) changes nothing."""
+    path = tmp_path / "s.json"
+    originals = saved_session(path, rounds=12)
+    c = Conversation().load(path)
+    os.utime(path, (1_000_000_000, 1_000_000_000))
+    assert c.reclaimed_original("call_3") == originals["call_3"]
+    c.add_user_message("after the touch")
+    c.dump(path)
+    assert read_all(Conversation().load(path)) == originals
+
+
 @pytest.mark.parametrize("failure", ["replace", "fsync"])
 def test_a_failed_save_leaves_the_archive_readable_and_complete(tmp_path, monkeypatch, failure):
     monkeypatch.delenv("XUN_HOME", raising=False)
