@@ -117,6 +117,7 @@ def journal_messages(journal: Journal) -> None:
     real_write = xun.context.sessions.write_state  # SessionStore.save writes a session through it
 
     def write_session(path, text, *args, **kwargs):
+        text = text if isinstance(text, str) else "".join(text)  # (a session is saved in pieces)
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         journal.saves += 1
         journal.write({"saving": journal.saves, "sha": digest})

@@ -10,6 +10,7 @@ import re
 import stat
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -36,17 +37,21 @@ def private_dirs(folder: str | os.PathLike[str], mode: int = 0o700) -> None:
             path.mkdir(mode=mode)
 
 
-def fill_and_sync(fd: int, text: str, mode: int) -> None:
-    """Give a new temporary file `mode`, write `text` into it and flush it to disk; closes `fd`."""
+def fill_and_sync(fd: int, text: str | Iterable[str], mode: int) -> None:
+    """Give a new temporary file `mode`, write `text` (or its pieces, one after the other) into it and flush
+    it to disk; closes `fd`."""
     os.fchmod(fd, mode)
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
+        for piece in [text] if isinstance(text, str) else text:
+            handle.write(piece)
         handle.flush()
         os.fsync(handle.fileno())
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str, mode: int = 0o600, folder_mode: int = 0o700) -> None:
-    """Write `text` to `path` through a temporary file in the same folder, fsynced, then renamed.
+def write_text_atomic(
+    path: str | os.PathLike[str], text: str | Iterable[str], mode: int = 0o600, folder_mode: int = 0o700
+) -> None:
+    """Write `text` (or its pieces) to `path` through a temporary file in the same folder, fsynced, then renamed.
 
     The file gets `mode` (owner-only by default); missing folders are made with `folder_mode`. On any
     failure the old file is left as it was and the temporary file is removed.

@@ -16,7 +16,7 @@ import os
 import secrets
 import stat
 import string
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePath
 from typing import BinaryIO
 
@@ -144,7 +144,11 @@ def open_regular_inside(path: str | os.PathLike[str], roots: list[Path]) -> Bina
 
 
 def write_beneath(
-    root: str | os.PathLike[str], relative: str | os.PathLike[str], text: str, mode: int, folder_mode: int = 0o777
+    root: str | os.PathLike[str],
+    relative: str | os.PathLike[str],
+    text: str | Iterable[str],
+    mode: int,
+    folder_mode: int = 0o777,
 ) -> None:
     """`atomic.write_text_atomic` for `root/relative` done from a descriptor of its folder (made when
     missing, `folder_mode` less the umask): the temporary file and the rename stay in the folder that was
@@ -195,7 +199,7 @@ def open_state(path: str | os.PathLike[str], flags: int = os.O_RDONLY, mode: int
     return open_beneath(root, below, flags, mode, create_folders=create)
 
 
-def write_state(path: str | os.PathLike[str], text: str, mode: int = 0o600) -> None:
+def write_state(path: str | os.PathLike[str], text: str | Iterable[str], mode: int = 0o600) -> None:
     """`write_beneath` for a file of xun's state (`state_dir_fd`): written atomically, its missing folders
     made private (0700)."""
     root, below = split_state_path(path)

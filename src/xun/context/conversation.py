@@ -26,11 +26,11 @@ import mimetypes
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from xun.base.atomic import open_regular, write_text_atomic
+from xun.base.atomic import write_text_atomic
 from xun.base.valid_text import valid_text, valid_values
 from xun.context.compaction_results import CompactionCounter, SummaryCompactResult, ToolCallCompactResult
 from xun.context.index_writes import IndexWrite, IndexWrites
@@ -39,8 +39,9 @@ from xun.context.messages import Message, RawOpenAIMessage, SystemPrompt, UserMe
 from xun.context.offload import append_offload, archive_ids, utc_now_iso
 from xun.context.prompt_cache import PromptCacheRecord
 from xun.context.reclaim import pinnable, reclaim, reclaimed_in_context, restore
+from xun.context.archive_store import SessionFile
 from xun.context.reclaimed import ReclaimedArchive
-from xun.context.session_format import answer_unanswered_calls, parse_session_text, session_text
+from xun.context.session_format import answer_unanswered_calls, parse_session_text, session_chunks
 from xun.context.summarise import (
     DEFAULT_LEDGER_CHARS,
     last_user_index,
@@ -745,25 +746,31 @@ class Conversation:
         JSON reader reads the whole. Format 1 was a JSON head line, then one JSON line per reclaimed original;
         format 0 (no `format_version`), one document whose `compacted_toolcalls` maps ids to originals.
         """
-        return self._dumps(ensure_ascii=False)
+        return "".join(self._dumps(ensure_ascii=False))
 
-    def _dumps(self, ensure_ascii: bool) -> str:
-        return session_text(self._head(), self._reclaimed, ensure_ascii)
+    def _dumps(self, ensure_ascii: bool) -> Iterator[str]:
+        return session_chunks(self._head(), self._reclaimed, ensure_ascii)
 
     def dump(
-        self, path: str | os.PathLike[str], write: Callable[[str | os.PathLike[str], str], None] = write_text_atomic
+        self,
+        path: str | os.PathLike[str],
+        write: Callable[[str | os.PathLike[str], Iterable[str]], None] = write_text_atomic,
     ) -> None:
         """Save atomically (temporary file, fsync, rename: `write`), readable by the owner only. Text that
         UTF-8 cannot hold (a lone surrogate that got in some other way) is written as JSON escapes, so a
         save never fails on text."""
         try:
-            write(path, self.dumps())
+            write(path, self._dumps(ensure_ascii=False))  # in pieces: the archive's read as it is written
         except UnicodeEncodeError:
             write(path, self._dumps(ensure_ascii=True))
+        self._reclaimed.saved(path)  # its originals are read from the new file from now on
 
-    def loads(self, text: str | bytes, source: str | os.PathLike[str] | None = None) -> Conversation:
-        """Load session text (this format or an older one); on any problem raise SessionFormatError, change nothing."""
-        state = parse_session_text(text, source)
+    def loads(
+        self, text: str | bytes, source: str | os.PathLike[str] | None = None, file: SessionFile | None = None
+    ) -> Conversation:
+        """Load session text (this format or an older one); on any problem raise SessionFormatError, change nothing.
+        `file`: the session file `text` was read from, held open (the archive reads its originals there)."""
+        state = parse_session_text(text, source, file)
         for name, value in state.items():
             setattr(self, name, value)
         return self
@@ -781,8 +788,7 @@ class Conversation:
         if peek is not None:
             peek(Path(path))
         try:
-            with open_regular(path) as handle:
-                text = handle.read()
+            text, file = SessionFile.read_whole(path)
         except OSError as exc:
             raise SessionFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
-        return self.loads(text, source=path)
+        return self.loads(text, source=path, file=file)

@@ -5,23 +5,30 @@ In a session file (format 2) the archive is the document's last value, `"compact
 from tool call id to `{"tool", "arguments", "chars", "reclaimed_at", "original"}`, in the order the results
 were reclaimed. The large arguments of an old call are archived under the call's id with `ARGUMENTS_SUFFIX`
 (`call_7:arguments`) and `"kind": "arguments"` (a result has no `kind`, so files written before arguments
-were reclaimed read the same). Each entry is kept as the JSON text it is saved as, encoded once when it is reclaimed,
-and a loaded session keeps its archive as one unparsed block of the file's text until the archive is first
-read, so saving and loading a long session neither re-encodes nor re-decodes thousands of large tool
-outputs. Format 1 files (one JSON line per result after the session's head line) load the same lazy way
-and are saved in format 2.
+were reclaimed read the same).
+
+Originals live in the session file; memory holds records and offsets (`ReclaimedArchive`). A loaded
+session's archive stays one unparsed block of the file, read from it when first needed; each entry is then
+its record and where its JSON text lies, and an original is read from the file when asked for. A save copies
+the entries as they are (nothing re-encoded or re-decoded) from the old file to the new one, then reads from
+the new one. Entries reclaimed since the last save are kept as the JSON text they are saved as, encoded once.
+Format 1 files (one JSON line per result after the session's head line) load the same lazy way and are saved
+in format 2.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping
-from functools import lru_cache
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import lru_cache, partial
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, NamedTuple
 
 from xun.base.errors import SessionFormatError
+from xun.context.archive_store import PIECE, SessionFile, SessionText, utf8_length
 
 ARGUMENTS_PREVIEW = 200
 _DECODER = json.JSONDecoder()
@@ -159,22 +166,128 @@ def _record(tool_call_id: Any, data: Any) -> tuple[ReclaimedToolResult, str]:
     return record, data["original"]
 
 
+class _Block(NamedTuple):
+    """A loaded archive not parsed yet: its entries (inside the braces; format 1: its lines) in `store`."""
+
+    store: SessionFile | SessionText
+    offset: int
+    size: int  # in the store's units (bytes in a file)
+    chars: int
+    entries: int
+    lines: bool = False
+
+
+class _Where(NamedTuple):
+    """Where an entry's text lies: `size` units at `offset` in `store`, `chars` characters."""
+
+    store: SessionFile | SessionText
+    offset: int
+    size: int
+    chars: int
+
+
+class _Written(NamedTuple):
+    """What a save wrote of the archive: each entry (or the unparsed block, id None) as it was then, where
+    it landed (bytes from the archive's "{") and its length; and the archive's length in bytes."""
+
+    entries: list[tuple[str | None, Any, int, int, int]]
+    size: int
+
+
+ARCHIVE_KEY = b',"compacted_toolcalls":'
+"""What comes just before the archive in a session file (format 2)."""
+
+
+def _original_of(tool_call_id: str, where: str | _Where) -> str:
+    """The original of an entry kept as its text, or read from where it lies, checked to be the entry of
+    `tool_call_id` (SessionFormatError naming the file otherwise: never another entry's text)."""
+    if isinstance(where, str):
+        return _entry_original(where)
+    entry = where.store.read_text(where.offset, where.size)
+    try:
+        _check_id(entry, 0, tool_call_id)
+        original = _entry_original(entry)
+        if len(entry) != where.chars or not isinstance(original, str):
+            raise ValueError("not the entry's length")
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError):
+        raise where.store.changed(f"reclaimed result {tool_call_id!r} is not where it was") from None
+    return original
+
+
+def _check_id(text: str, at: int, tool_call_id: str) -> None:
+    """Raise ValueError unless the entry of `tool_call_id` begins at `text[at]`."""
+    found, colon = _DECODER.raw_decode(text, at)
+    if found != tool_call_id or text[colon] != ":":
+        raise ValueError(f"expected the entry of {tool_call_id!r}")
+
+
+def _runs(entries: dict[str, str | _Where]) -> Iterator[tuple[str, str | _Where | list[tuple[str, _Where]]]]:
+    """The entries in order, those that lie one after the other in one file (a comma between) grouped
+    into runs of up to a piece (`(first id, [(id, where), ...])`), so a save reads each run at once."""
+    run: list[tuple[str, _Where]] = []
+    for key, where in entries.items():
+        if run and not (
+            isinstance(where, _Where)
+            and where.store is run[-1][1].store
+            and where.offset == run[-1][1].offset + run[-1][1].size + 1
+            and where.offset + where.size - run[0][1].offset <= PIECE
+        ):
+            yield (run[0][0], run) if len(run) > 1 else run[0]
+            run = []
+        if isinstance(where, _Where) and where.store.in_bytes:
+            run.append((key, where))
+        else:
+            yield key, where
+    if run:
+        yield (run[0][0], run) if len(run) > 1 else run[0]
+
+
+def _pieces(parts: list[str | Callable[[], Iterable[str]]]) -> Iterator[str]:
+    for part in parts:
+        if isinstance(part, str):
+            yield part
+        else:
+            yield from part()
+
+
+def _read_run(run: list[tuple[str, _Where]]) -> list[str]:
+    """The text of a run of entries (commas between), each checked to be the entry its id says."""
+    first, last = run[0][1], run[-1][1]
+    text = first.store.read_text(first.offset, last.offset + last.size - first.offset)
+    at = 0
+    try:
+        for key, where in run:
+            _check_id(text, at, key)
+            at += where.chars
+            if at < len(text) and text[at] != ",":
+                raise ValueError("expected ','")
+            at += 1
+        if at != len(text) + 1:
+            raise ValueError("not the run's length")
+    except (ValueError, IndexError, RecursionError):
+        raise first.store.changed(f"reclaimed result {key!r} is not where it was") from None
+    return [text]
+
+
 class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
     """Reclaimed results by tool call id, in the order they were reclaimed.
 
-    The archive of a loaded session stays one unparsed block until it is first read; the load checks
-    its exact length, and a block that turns out unreadable then raises SessionFormatError naming the
-    session file.
+    Originals live in the session file; memory holds records and offsets. A loaded archive stays one
+    unparsed block of the file (its place, not its text) until it is first read; then each entry is its
+    record and where its text lies (`_Where`). An original is read from the file when asked for, and a
+    save copies the entries from the old file to the new one, then points at the new one. Entries added
+    since the last save (and those of a format 1 file, or of a file another tool laid out anew) are kept
+    as their JSON text until the next save. A block, or an entry, that turns out unreadable raises
+    SessionFormatError naming the session file; so does a file changed under an open session.
     """
 
     def __init__(self) -> None:
         self._records: dict[str, ReclaimedToolResult] = {}
-        self._entries: dict[str, str] = {}
-        self._text = ""  # a loaded session's text; its archive block is `_text[_start:_end]`
-        self._start = self._end = 0
-        self._block_count = 0
-        self._block_is_lines = False  # format 1: one JSON line per result, rather than a JSON object
+        self._entries: dict[str, str | _Where] = {}  # an entry's text when not saved yet, else where it lies
+        self._block: _Block | None = None
         self._source: Any = None
+        self._lock = threading.RLock()  # a save (a worker thread) against reads that parse or move entries
+        self._written: tuple[int, _Written] | None = None  # the last json_parts: its thread, what it wrote
 
     def __getitem__(self, tool_call_id: str) -> ReclaimedToolResult:
         self._parse_block()
@@ -185,83 +298,113 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         return iter(self._records)
 
     def __len__(self) -> int:
-        return self._block_count + len(self._records)
+        block = self._block
+        return (block.entries if block is not None else 0) + len(self._records)
 
     def __contains__(self, tool_call_id: object) -> bool:
         self._parse_block()
         return tool_call_id in self._records
 
     def add(self, record: ReclaimedToolResult, original: str) -> None:
-        self._records[record.tool_call_id] = record
-        self._entries[record.tool_call_id] = _entry(record, original)
+        with self._lock:
+            self._records[record.tool_call_id] = record
+            self._entries[record.tool_call_id] = _entry(record, original)
 
     def original(self, tool_call_id: str) -> str | None:
-        if tool_call_id not in self:
-            return None
-        return _entry_original(self._entries[tool_call_id])
+        self._parse_block()
+        with self._lock:
+            where = self._entries.get(tool_call_id)
+        return None if where is None else _original_of(tool_call_id, where)
 
     def originals(self) -> dict[str, str]:
-        """Every original by id (decodes them all: for offloading and exports, not for listing)."""
+        """Every original by id (reads them all: for offloading and exports, not for listing)."""
         self._parse_block()
-        return {k: _entry_original(entry) for k, entry in self._entries.items()}
+        with self._lock:
+            entries = dict(self._entries)
+        originals = {}
+        for key, where in _runs(entries):
+            if isinstance(where, list):  # read in one piece, each entry checked
+                (text,), at = _read_run(where), 0
+                for k, w in where:
+                    originals[k] = _entry_original(text[at : at + w.chars])
+                    at += w.chars + 1
+            else:
+                originals[key] = _original_of(key, where)
+        return originals
 
     def pop(self, tool_call_id: str) -> str:
         """Remove a record and return its original (used when it is restored into the context)."""
         original = self.original(tool_call_id)
         if original is None:
             raise KeyError(tool_call_id)
-        del self._records[tool_call_id]
-        del self._entries[tool_call_id]
+        with self._lock:
+            self._records.pop(tool_call_id, None)
+            self._entries.pop(tool_call_id, None)
         return original
 
     def clear(self) -> None:
-        self._records.clear()
-        self._entries.clear()
-        self._text, self._start, self._end, self._block_count = "", 0, 0, 0
+        with self._lock:
+            self._records.clear()
+            self._entries.clear()
+            self._block = None
+            self._written = None
 
     def _fail(self, reason: str) -> SessionFormatError:
         return SessionFormatError(self._source, reason)
 
     def _parse_block(self) -> None:
-        if not self._block_count:
+        if self._block is None:
             return
-        parsed = self._parse_lines() if self._block_is_lines else self._parse_object()
-        records = {k: record for k, (record, _) in parsed.items()}
-        entries = {k: entry for k, (_, entry) in parsed.items()}
-        records.update(self._records)
-        entries.update(self._entries)
-        self._records, self._entries = records, entries
-        self._text, self._start, self._end, self._block_count = "", 0, 0, 0
+        with self._lock:
+            block = self._block
+            if block is None:
+                return
+            text = block.store.read_text(block.offset, block.size)
+            parsed = self._parse_lines(text, block) if block.lines else self._parse_object(text, block)
+            records = {k: record for k, (record, _) in parsed.items()}
+            entries: dict[str, str | _Where] = {k: entry for k, (_, entry) in parsed.items()}
+            records.update(self._records)
+            entries.update(self._entries)
+            self._records, self._entries, self._block = records, entries, None
 
-    def _parse_object(self) -> dict[str, tuple[ReclaimedToolResult, str]]:
-        """Format 2's block, entry by entry, keeping each entry's text as it is (nothing re-encoded)."""
-        text, position, end = self._text, self._start + 1, self._end - 1  # inside the braces
-        parsed: dict[str, tuple[ReclaimedToolResult, str]] = {}
+    def _parse_object(self, text: str, block: _Block) -> dict[str, tuple[ReclaimedToolResult, _Where]]:
+        """Format 2's entries (`text`, inside the braces), each kept as where it lies (nothing re-encoded)."""
+        position, end = 0, len(text)
+        parsed: dict[str, tuple[ReclaimedToolResult, _Where]] = {}
         count = 0  # entries, a repeated id among them (a later one wins, as in any JSON reader)
+        in_chars = text.isascii() or not block.store.in_bytes  # offsets in the store are offsets in `text`
+        units, chars = block.offset, 0  # the store's offset of `text[chars]`
         while position < end:
             count += 1
             try:
                 tool_call_id, colon = _DECODER.raw_decode(text, position)
                 if text[colon] != ":":
-                    raise ValueError(f"expected ':' at character {colon - self._start} of the archive")
+                    raise ValueError(f"expected ':' at character {colon + 1} of the archive")
                 data, after = _DECODER.raw_decode(text, colon + 1)
-                if text[after] not in ",}" or (text[after] == "}") != (after == end):
-                    raise ValueError(f"expected ',' at character {after - self._start} of the archive")
+                if after != end and (text[after] != "," or after + 1 == end):
+                    raise ValueError(f"expected ',' at character {after + 1} of the archive")
                 record, _ = _record(tool_call_id, data)
             except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
                 raise self._fail(f"reclaimed-result archive entry {count} is unreadable ({exc})") from None
-            parsed[tool_call_id] = (record, text[position:after])
+            if in_chars:
+                where = _Where(block.store, block.offset + position, after - position, after - position)
+            else:
+                units += utf8_length(text, chars, position)
+                size = utf8_length(text, position, after)
+                where = _Where(block.store, units, size, after - position)
+                units, chars = units + size, after
+            parsed[tool_call_id] = (record, where)
             position = after + 1
-        if count != self._block_count:
-            raise self._fail(f"the reclaimed-result archive holds {count} results instead of {self._block_count}")
+        if count != block.entries:
+            raise self._fail(f"the reclaimed-result archive holds {count} results instead of {block.entries}")
         return parsed
 
-    def _parse_lines(self) -> dict[str, tuple[ReclaimedToolResult, str]]:
-        """Format 1's block: one JSON line per result (re-encoded as format 2 entries)."""
+    def _parse_lines(self, text: str, block: _Block) -> dict[str, tuple[ReclaimedToolResult, str]]:
+        """Format 1's block: one JSON line per result (re-encoded as format 2 entries, saved at the next save)."""
         # split on "\n" only: JSON written with ensure_ascii=False may hold U+2028 and friends raw
-        chunks = self._text[self._start : self._end].split("\n")
-        if chunks[-1] or len(chunks) - 1 != self._block_count:
-            raise self._fail(f"the reclaimed-result archive has {len(chunks) - 1} lines instead of {self._block_count}")
+        chunks = text.split("\n")
+        if chunks[-1] or len(chunks) - 1 != block.entries:
+            raise self._fail(f"the reclaimed-result archive has {len(chunks) - 1} lines instead of {block.entries}")
         parsed: dict[str, tuple[ReclaimedToolResult, str]] = {}
         for number, line in enumerate(chunks[:-1], 1):
             try:
@@ -273,19 +416,91 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         return parsed
 
     # persistence
-    def json_chunks(self) -> list[str]:
-        """The archive as saved, in pieces to join (no copy of the whole made here): one compact JSON
-        object, its entries in the order they were reclaimed."""
-        if self._block_is_lines:
-            self._parse_block()
-        # a loaded block goes as it is, without its closing brace
-        chunks = [self._text[self._start : self._end - 1] if self._block_count else "{"]
-        separator = "," if self._block_count else ""
-        for entry in self._entries.values():
-            chunks += (separator, entry)
-            separator = ","
-        chunks.append("}")
-        return chunks
+    def json_parts(self, ensure_ascii: bool = False) -> tuple[Iterator[str], int, int]:
+        """The archive as saved, in pieces (one compact JSON object, its entries in the order they were
+        reclaimed), and its length in characters and in UTF-8 bytes, known before a piece is read: the
+        entries on disk are read from their file a piece at a time as the pieces are taken (each checked to
+        be the entry its id names), so a save never holds the whole archive. `saved` then points at the file
+        they were written to. With `ensure_ascii`, a character UTF-8 cannot hold (a lone surrogate) is
+        written as a JSON escape (only text in memory can hold one: a file's text was decoded as UTF-8)."""
+        with self._lock:
+            if self._block is not None and self._block.lines:
+                self._parse_block()
+            parts: list[str | Callable[[], Iterable[str]]] = []
+            chars = size = 0
+            written: list[tuple[str | None, Any, int, int, int]] = []
+
+            def put(text: str | Callable[[], Iterable[str]], length: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+                """Add a piece, or a read of the file (`length`: its characters and bytes); where it lands."""
+                nonlocal chars, size
+                if isinstance(text, str):
+                    if ensure_ascii and not text.isascii():
+                        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+                    length = len(text), utf8_length(text)
+                parts.append(text)
+                at = size
+                chars, size = chars + length[0], size + length[1]
+                return at, length[1]
+
+            put("{")
+            block = self._block
+            if block is not None:  # copied as it is
+                store = block.store
+                if isinstance(store, SessionFile):
+                    at, span = put(partial(store.pieces, block.offset, block.size), (block.chars, block.size))
+                else:
+                    at, span = put(store.read_text(block.offset, block.size))
+                written.append((None, block, at, span, chars - 1))
+            separator = "," if block is not None else ""
+            for key, where in _runs(self._entries):
+                put(separator)
+                separator = ","
+                if isinstance(where, list):  # entries one after the other in one file: read in one piece
+                    first, last = where[0][1], where[-1][1]
+                    span = last.offset + last.size - first.offset
+                    at, _ = put(partial(_read_run, where), (sum(w.chars for _, w in where) + len(where) - 1, span))
+                    written += [(k, w, at + w.offset - first.offset, w.size, w.chars) for k, w in where]
+                elif isinstance(where, str) or not where.store.in_bytes:
+                    text = where if isinstance(where, str) else where.store.read_text(where.offset, where.size)
+                    starts = chars
+                    at, span = put(text)
+                    written.append((key, where, at, span, chars - starts))
+                else:
+                    at, _ = put(partial(_read_run, [(key, where)]), (where.chars, where.size))
+                    written.append((key, where, at, where.size, where.chars))
+            put("}")
+            self._written = threading.get_ident(), _Written(written, size)
+        return _pieces(parts), chars, size
+
+    def saved(self, path: str | os.PathLike[str]) -> None:
+        """After the text of the last `json_parts` (in this thread) was saved to `path`: its entries are read
+        from that file from now on, and the ones in memory are let go. When that file cannot be opened or is
+        not what was written, everything stays where it was (the old file, or memory): nothing is lost."""
+        with self._lock:
+            last, self._written = self._written, None
+            if last is None or last[0] != threading.get_ident() or not last[1].entries:
+                return  # (another thread made text since: what this one saved is not known here)
+            written = last[1]
+            try:
+                file, start = SessionFile.reopen(path, written.size, ARCHIVE_KEY)
+            except (OSError, SessionFormatError):
+                return
+            self._source = path  # (what a block found unreadable when first parsed is named by)
+            for key, was, at, size, chars in written.entries:
+                if key is None:
+                    if self._block is was and self._block is not None:
+                        self._block = _Block(file, start + at, size, chars, self._block.entries)
+                elif self._entries.get(key) is was:
+                    self._entries[key] = _Where(file, start + at, size, chars)
+
+    def read_from(self, file: SessionFile, text: str) -> None:
+        """Read the unparsed archive from `file`, the session file `text` was decoded from, rather than
+        from `text` (which is then no longer kept)."""
+        block = self._block
+        if block is not None and isinstance(block.store, SessionText):
+            offset = utf8_length(text, 0, block.offset)
+            size = utf8_length(text, block.offset, block.offset + block.size)
+            self._block = block._replace(store=file, offset=offset, size=size)
 
     @classmethod
     def from_json_text(cls, text: str, start: int, end: int, count: int, source: Any = None) -> ReclaimedArchive:
@@ -294,13 +509,9 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         if not (text.startswith("{", start) and text.startswith("}", end - 1)) or (count == 0) != (end - start == 2):
             raise SessionFormatError(source, "the archive of reclaimed tool results is damaged; the file was edited")
         archive = cls()
-        archive._text, archive._start, archive._end, archive._block_count, archive._source = (
-            text,
-            start,
-            end,
-            count,
-            source,
-        )
+        archive._source = source
+        if count:
+            archive._block = _Block(SessionText(text, source), start + 1, end - start - 2, end - start - 2, count)
         return archive
 
     @classmethod
@@ -330,8 +541,9 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
                 f"{len(text) - start} characters instead of {chars}; the file is truncated or was edited",
             )
         archive = cls()
-        archive._text, archive._start, archive._end, archive._source = text, start, len(text), source
-        archive._block_count, archive._block_is_lines = count or 0, True
+        archive._source = source
+        if count:
+            archive._block = _Block(SessionText(text, source), start, len(text) - start, len(text) - start, count, True)
         return archive
 
     @classmethod

@@ -34,6 +34,7 @@ from xun.context.messages import (
     check_raw,
     message_from_json,
 )
+from xun.context.archive_store import SessionFile
 from xun.context.prompt_cache import PromptCacheRecord
 from xun.context.reclaimed import ReclaimedArchive
 from xun.context.summarise import SummarizationEvent
@@ -53,27 +54,37 @@ def is_session_id(text: object) -> bool:
 
 
 def session_text(head: dict[str, Any], archive: ReclaimedArchive, ensure_ascii: bool) -> str:
-    """The session file's text (format 2): the layout, then `head` (the session but its archive, as
-    `Conversation` makes it), then the archive of reclaimed originals, last. With `ensure_ascii` every
-    non-ASCII character (lone surrogates too) is written as a JSON escape."""
-    chunks = archive.json_chunks()
-    if ensure_ascii:
-        chunks = ["".join(chunks).encode("utf-8", "backslashreplace").decode("utf-8")]
-    size = sum(len(c) if c.isascii() else len(c.encode("utf-8", "surrogatepass")) for c in chunks)
+    """The session file's text (format 2), whole (`session_chunks`)."""
+    return "".join(session_chunks(head, archive, ensure_ascii))
+
+
+def session_chunks(head: dict[str, Any], archive: ReclaimedArchive, ensure_ascii: bool) -> Iterator[str]:
+    """The session file's text (format 2) in pieces: the layout, then `head` (the session but its archive,
+    as `Conversation` makes it), then the archive of reclaimed originals, last, read from its file as the
+    pieces are taken. With `ensure_ascii` every non-ASCII character (lone surrogates too) is written as a
+    JSON escape."""
+    chunks, chars, size = archive.json_parts(ensure_ascii)
     layout = {
         "format_version": FORMAT_VERSION,
         "compacted_count": len(archive),
-        "compacted_chars": sum(map(len, chunks)),
+        "compacted_chars": chars,
         "compacted_bytes": size,
     }
     with _gc_paused():
         text = json.dumps({**layout, **head}, ensure_ascii=ensure_ascii, separators=(",", ":"))
-    return "".join([text[:-1], _ARCHIVE_KEY, *chunks, "}"])
+    yield text[:-1]
+    yield _ARCHIVE_KEY
+    del text
+    yield from chunks
+    yield "}"
 
 
-def parse_session_text(text: str | bytes, source: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+def parse_session_text(
+    text: str | bytes, source: str | os.PathLike[str] | None = None, file: SessionFile | None = None
+) -> dict[str, Any]:
     """The `Conversation` attributes of session text (this format or an older one); raises
-    SessionFormatError on any problem."""
+    SessionFormatError on any problem. With `file`, the session file `text` was read from (held open),
+    the archive reads its originals from the file, not from `text`."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -81,6 +92,8 @@ def parse_session_text(text: str | bytes, source: str | os.PathLike[str] | None 
             raise SessionFormatError(source, f"not UTF-8 text ({exc})") from None
     with _gc_paused(long_lived=True):
         data, archive = read_session(text, source)
+        if archive is not None and file is not None:
+            archive.read_from(file, text)
         state = parse_session(data, archive, source)
         del data  # its containers go now, before the collector is back and would walk them all
     return state

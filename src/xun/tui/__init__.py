@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from xun.base.errors import SessionFormatError
+
 if TYPE_CHECKING:
     from textual.pilot import Pilot
 
@@ -54,7 +56,7 @@ def run(
         finally:
             try:  # the app saves on quit; this also covers a crash, and costs one write when it did
                 app.save_now()
-            except OSError as exc:
+            except (OSError, SessionFormatError) as exc:
                 import sys
 
                 print(f"xun: could not save the session: {exc}", file=sys.stderr)

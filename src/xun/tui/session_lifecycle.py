@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from textual import work
 
-from xun.base.errors import SessionLocked
+from xun.base.errors import SessionFormatError, SessionLocked
 from xun.base.valid_text import escape_control
 from xun.tui import messages as m
 from xun.tui.transcript import transcript
@@ -262,7 +262,7 @@ class SessionLifecycle:
     def _save_worker(self) -> None:
         try:
             path = self.save_now()
-        except OSError as exc:
+        except (OSError, SessionFormatError) as exc:  # (the file changed under the session: its archive is named)
             self.post_message(m.SessionSaved(None, str(exc)))
         else:
             self.post_message(m.SessionSaved(str(path) if path else None))
@@ -436,7 +436,7 @@ class SessionLifecycle:
         self._keep_draft()
         try:
             await asyncio.to_thread(self.save_now)
-        except OSError as exc:
+        except (OSError, SessionFormatError) as exc:
             self.notify(f"could not save the session: {exc}", severity="error")
         # through the queue: the events the cancelled work posted are handled first (once `exit` is
         # called no widget may be mounted, and a notice they add would fail the quit)

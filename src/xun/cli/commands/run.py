@@ -7,6 +7,7 @@ import asyncio
 import sys
 from typing import Any
 
+from xun.base.errors import SessionFormatError
 from xun.cli.exits import EXIT_FAILED, EXIT_OK, LATEST, CommandError
 from xun.cli.commands.common import InterruptGuard, announce_provider, api_key_of, open_model_session
 from xun.cli.console import JsonPrinter, TerminalConfirm, TextPrinter
@@ -142,7 +143,7 @@ async def _turn_and_save(
     printer.finish()
     try:
         path = session.save()
-    except OSError as exc:
+    except (OSError, SessionFormatError) as exc:
         printer.note(f"could not save the session: {exc}")
         return guard.exit_code or EXIT_FAILED
     ident = session.agent.conversation.conversation_id
