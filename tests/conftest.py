@@ -16,10 +16,15 @@ returns it started; every server it made is stopped after the test::
 Both are function-scoped, so request counts (and therefore fault schedules) start at 1 in every test.
 Pass `max_retries=0` to the client when a test expects a fault to surface: the SDK retries 5xx, 429 and
 dropped connections by itself.
+
+The suite runs on several workers (pytest-xdist, `-n` in pyproject's addopts, `--dist loadgroup`): the
+real-server tests of one server go to one worker (`pytest_collection_modifyitems`), so each server starts
+once, and the two servers' tests run side by side, from the start.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +32,32 @@ import pytest
 
 if TYPE_CHECKING:
     from xun.offline import OfflineServer
+
+
+REAL_SERVER_FIXTURES = {"llama_cpp_python": "llama-cpp-python", "llama_cpp_server": "llama-server"}
+"""The session-scoped real servers (tests/real/conftest.py), by the kind the `llama_server` parameter names."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group into each test's id
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        kind = callspec.params.get("llama_server") if callspec is not None else None
+        kind = kind or next(
+            (k for f, k in REAL_SERVER_FIXTURES.items() if f in getattr(item, "fixturenames", ())), None
+        )
+        if kind is not None:
+            item.add_marker(pytest.mark.xdist_group(kind))
+    # the real-server tests first: they are the longest part, so they start while the rest shares the workers
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("xdist_group") is None)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _terminal_size_unset() -> None:
+    """pytest-xdist's workers set COLUMNS=80 and LINES=24, and Textual and Rich take those over a terminal's
+    own size: an app started in a 100x30 tmux window would draw 80x24."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
 
 
 @pytest.fixture(autouse=True)

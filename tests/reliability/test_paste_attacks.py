@@ -209,8 +209,10 @@ def test_an_enter_after_the_marker_sends_nothing_in_a_real_terminal(terminal, co
     screen = term.wait_for(lambda s: "!" in prompt_of(s), what="the key typed after the paste")
     assert seen in prompt_of(screen) and "0 messages in the context" in screen, screen
     term.keys("Enter")
-    screen = term.wait_for(lambda s: "2 messages in the context" in s, what="the prompt sent by Enter")
-    assert f"You said “{seen}" in " ".join(screen.split()), "the pasted text, sent once, by the Enter"
+    term.wait_for(
+        lambda s: "2 messages in the context" in s and f"You said “{seen}" in " ".join(s.split()),
+        what="the pasted text, sent once, by the Enter, and its answer drawn",
+    )
 
 
 def prompt_of(screen: str) -> str:

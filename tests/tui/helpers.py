@@ -11,6 +11,9 @@ from textual.pilot import Pilot
 from xun.tui.app import XunApp
 
 TIMEOUT = 15.0
+SLACK = 2
+"""Every wait may take this many times its timeout: a timeout only ends a failing test, and the suite's
+workers (pytest-xdist) share two cores with the real model servers, so a passing test can be that slow."""
 
 
 async def wait_until(
@@ -18,7 +21,7 @@ async def wait_until(
 ) -> None:
     """Poll `predicate` between pauses until it is true; fail after `timeout` seconds."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = loop.time() + timeout * SLACK
     while True:
         await pilot.pause()
         if predicate():

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from .helpers import SLACK
+
 SCRUBBED = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "XUN_MODEL", "XUN_HOME", "XUN_OFFLINE_FAULTS", "NO_COLOR", "TMUX")
 
 
@@ -64,7 +66,7 @@ class Terminal:
         return self.tmux("capture-pane", "-p", "-t", self.name)
 
     def wait_for(self, predicate: Callable[[str], object], timeout: float = 20, what: str = "") -> str:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout * SLACK
         while True:
             screen = self.screen()
             if predicate(screen):
@@ -93,7 +95,7 @@ class Terminal:
             return None
 
     def wait_exit(self, timeout: float = 20) -> int:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout * SLACK
         while self.exit_code is None:
             if time.monotonic() > deadline:
                 raise AssertionError(f"xun did not exit; the screen:\n{self.screen()}")
