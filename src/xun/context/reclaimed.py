@@ -359,42 +359,74 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
             block = self._block
             if block is None:
                 return
-            text = block.store.read_text(block.offset, block.size)
-            parsed = self._parse_lines(text, block) if block.lines else self._parse_object(text, block)
+            if block.lines:
+                parsed = self._parse_lines(block.store.read_text(block.offset, block.size), block)
+            else:
+                parsed = self._parse_object(block)
             records = {k: record for k, (record, _) in parsed.items()}
             entries: dict[str, str | _Where] = {k: entry for k, (_, entry) in parsed.items()}
             records.update(self._records)
             entries.update(self._entries)
             self._records, self._entries, self._block = records, entries, None
 
-    def _parse_object(self, text: str, block: _Block) -> dict[str, tuple[ReclaimedToolResult, _Where]]:
-        """Format 2's entries (`text`, inside the braces), each kept as where it lies (nothing re-encoded)."""
-        position, end = 0, len(text)
+    def _parse_object(self, block: _Block) -> dict[str, tuple[ReclaimedToolResult, _Where]]:
+        """Format 2's entries (inside the braces), each kept as where it lies (nothing re-encoded). The block
+        is read a piece at a time (`pieces`), never whole: a session's archive is most of its file, and one
+        large string read and freed would stay in the process's memory."""
+        in_bytes = block.store.in_bytes
+        pieces = block.store.pieces(block.offset, block.size)
+        pending = next(pieces, None)  # the next piece, read ahead: the last entry is known as the last
+        text, ascii_text, exhausted = "", True, pending is None
+        position = 0  # where the next entry starts in `text`
+        units, chars = block.offset, 0  # the store's offset of `text[chars]`
         parsed: dict[str, tuple[ReclaimedToolResult, _Where]] = {}
         count = 0  # entries, a repeated id among them (a later one wins, as in any JSON reader)
-        in_chars = text.isascii() or not block.store.in_bytes  # offsets in the store are offsets in `text`
-        units, chars = block.offset, 0  # the store's offset of `text[chars]`
-        while position < end:
-            count += 1
+        wanted = 0  # characters `text` should hold before the next try (an entry longer than what is read)
+
+        def measure(start: int, end: int) -> int:
+            """The store's units (bytes in a file) of `text[start:end]`."""
+            if not in_bytes or ascii_text:
+                return end - start
+            piece = text[start:end]
+            return len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
+
+        while True:
+            if not exhausted and (len(text) - position < wanted or position == len(text)):
+                if position:  # what was parsed goes; `units` and `chars` follow the cut
+                    units += measure(chars, position)
+                    text, chars, position = text[position:], 0, 0
+                while pending is not None:
+                    text += pending
+                    pending = next(pieces, None)
+                    if len(text) >= wanted:
+                        break
+                exhausted = pending is None
+                ascii_text = text.isascii()
+                continue
+            if position == len(text):
+                break
             try:
                 tool_call_id, colon = _DECODER.raw_decode(text, position)
                 if text[colon] != ":":
-                    raise ValueError(f"expected ':' at character {colon + 1} of the archive")
+                    raise ValueError(f"expected ':' after entry {count + 1}'s id")
                 data, after = _DECODER.raw_decode(text, colon + 1)
-                if after != end and (text[after] != "," or after + 1 == end):
-                    raise ValueError(f"expected ',' at character {after + 1} of the archive")
+                if after == len(text) and not exhausted:
+                    raise IndexError("the separator is in the next piece")
+                if after != len(text) and (text[after] != "," or (after + 1 == len(text) and exhausted)):
+                    raise ValueError(f"expected ',' after entry {count + 1}")
                 record, _ = _record(tool_call_id, data)
             except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
-                raise self._fail(f"reclaimed-result archive entry {count} is unreadable ({exc})") from None
-            if in_chars:
-                where = _Where(block.store, block.offset + position, after - position, after - position)
-            else:
-                units += utf8_length(text, chars, position)
-                size = utf8_length(text, position, after)
-                where = _Where(block.store, units, size, after - position)
-                units, chars = units + size, after
-            parsed[tool_call_id] = (record, where)
-            position = after + 1
+                if not exhausted:  # the entry goes on in the pieces not read yet: read as much again
+                    wanted = 2 * (len(text) - position) + 1
+                    continue
+                raise self._fail(f"reclaimed-result archive entry {count + 1} is unreadable ({exc})") from None
+            count += 1
+            wanted = 0
+            units += measure(chars, position)
+            size = measure(position, after)
+            parsed[tool_call_id] = (record, _Where(block.store, units, size, after - position))
+            units, chars = units + size, after
+            position = after + 1 if after < len(text) else after
         if count != block.entries:
             raise self._fail(f"the reclaimed-result archive holds {count} results instead of {block.entries}")
         return parsed
