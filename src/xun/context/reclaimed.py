@@ -359,6 +359,7 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
             block = self._block
             if block is None:
                 return
+            parsed: Mapping[str, tuple[ReclaimedToolResult, str | _Where]]
             if block.lines:
                 parsed = self._parse_lines(block.store.read_text(block.offset, block.size), block)
             else:
