@@ -447,6 +447,33 @@ async def test_a_summary_cut_off_at_its_limit_is_not_asked_for_again_with_the_sa
     assert rec.of("summary_finished")[-1].method == "extractive"
 
 
+async def test_compression_max_tokens_bounds_every_summary_request(scripted, tmp_path):
+    """`compression.max_tokens` is the summary's limit: its request's `max_tokens` and the limit its prompt
+    states. A model that writes past it is cut off there and never asked again with more (xun writes its own)."""
+    from xun.compact.summary import compact_conversation
+
+    server = scripted(wordy(needs=5000))
+    agent, rec = make_agent(server, tmp_path, compression__max_tokens=300)
+    agent.toolbox = Toolbox()
+    long_history(agent, turns=4, chars=4000)
+    result = await compact_conversation(agent, keep_recent=1)
+    assert result.compacted, result.message
+    [(limit, prompt)] = summary_requests(server)
+    assert limit == 300 and "Stay under 300 tokens." in prompt
+    assert rec.of("summary_finished")[-1].method == "extractive"
+
+
+def test_compression_max_tokens_below_the_smallest_summary_is_refused():
+    from pydantic import ValidationError
+
+    from xun.agent.config import XunConfig
+    from xun.compact.summary import MIN_SUMMARY_TOKENS
+
+    assert XunConfig.model_validate({"compression": {"max_tokens": MIN_SUMMARY_TOKENS}}).compression.max_tokens == 64
+    with pytest.raises(ValidationError, match="greater than or equal to 64"):
+        XunConfig.model_validate({"compression": {"max_tokens": MIN_SUMMARY_TOKENS - 1}})
+
+
 @pytest.mark.parametrize("window, repeats, method", [(2000, 300, "model"), (1000, 45, "extractive")])
 async def test_a_later_summary_folds_in_a_turn_too_small_to_pay_for_a_new_frame(
     window, repeats, method, scripted, tmp_path

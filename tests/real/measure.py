@@ -18,7 +18,7 @@ from xun.agent.loop import Agent
 from xun.agent.window import LearnedEstimates, LearnedWindows
 from xun.context.conversation import Conversation
 
-from .conftest import REPLY_TOKENS
+from .conftest import REPLY_TOKENS, SUMMARY_TOKENS
 
 TOPICS = (
     "the parser",
@@ -114,6 +114,7 @@ async def measure_session(
     config.model.name = "smollm2"
     config.model.temperature = 0
     config.model.output_reserve = REPLY_TOKENS
+    config.compression.max_tokens = SUMMARY_TOKENS
     config.auto_compact.token_threshold = threshold
     agent = MeasuredAgent(config, conversation=Conversation(offload_dir=work / "history"), workdir=work, environ={})
     agent.rows = []

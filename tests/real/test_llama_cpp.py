@@ -22,7 +22,7 @@ from xun.context.conversation import Conversation
 from xun.compact.extractive import summary_problem
 from xun.agent.launch import open_session
 
-from .conftest import INSTALL, N_CTX, REPLY_TOKENS, LlamaServer, model_path
+from .conftest import INSTALL, N_CTX, REPLY_TOKENS, SUMMARY_TOKENS, LlamaServer, model_path
 from .measure import measure_session, prompt
 
 if model_path() is None:
@@ -42,6 +42,8 @@ def real_args(server: LlamaServer, *extra: str) -> list[str]:
         "model.temperature=0",
         "--set",
         f"model.output_reserve={REPLY_TOKENS}",
+        "--set",
+        f"compression.max_tokens={SUMMARY_TOKENS}",
         *extra,
     ]
 

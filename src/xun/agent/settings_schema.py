@@ -26,6 +26,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from xun.agent import keymap as keymap_table
+from xun.compact.summary import MIN_SUMMARY_TOKENS, SUMMARY_MAX_TOKENS
 
 DEFAULT_SOURCE = "default"
 """Where a value no layer set comes from."""
@@ -232,6 +233,12 @@ class CompressionSettings(_Section):
     )
     instructions: str | None = Field(
         default=None, description="Focus instructions for automatic summaries (what must survive)."
+    )
+    max_tokens: int = Field(
+        default=SUMMARY_MAX_TOKENS,
+        ge=MIN_SUMMARY_TOKENS,
+        description="The longest summary, in tokens (its request's max_tokens; never more than a quarter of a "
+        "known window). Small local models tend to write up to the limit: a lower one makes each summary faster.",
     )
 
 

@@ -40,6 +40,9 @@ class CompressionReading(Protocol):
     @property
     def prompt_files(self) -> list[str]: ...
 
+    @property
+    def max_tokens(self) -> int: ...
+
 
 class SettingsReading(Protocol):
     """What compaction reads of the agent's settings (`xun.agent.settings_schema.XunConfig`)."""

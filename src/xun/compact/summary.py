@@ -91,7 +91,7 @@ def _summarizer_prompt(agent: CompactionHost, instructions: str | None) -> tuple
 
 
 SUMMARY_MAX_TOKENS = 1024
-"""The summary's own limit (the prompt asks for less): also `max_tokens` of the summary request."""
+"""The default of `compression.max_tokens`, the summary's own limit: also `max_tokens` of its request."""
 
 LIMIT_SENTENCE = f"Stay under {SUMMARY_MAX_TOKENS} tokens."
 
@@ -215,7 +215,7 @@ def worthwhile_keep(conversation: Conversation, keep: int) -> int | None:
 
 
 def summary_budget(agent: CompactionHost, replaced_chars: int, *, soft: bool = True) -> int:
-    """`max_tokens` of a summary: at most SUMMARY_MAX_TOKENS, and less than what it replaces; when the
+    """`max_tokens` of a summary: at most `compression.max_tokens`, and less than what it replaces; when the
     window is known, a quarter of it at most, so that the request and its reply fit; and no more than
     `summary_room`, so that the next request fits too (unless not even MIN_SUMMARY_TOKENS would: then the
     newest prompt cannot be sent anyway, and a starved summary would only lose the history). Without the
@@ -224,7 +224,8 @@ def summary_budget(agent: CompactionHost, replaced_chars: int, *, soft: bool = T
     tried: models that write past a stated limit were then cut off at most summaries, one more request
     each, and a turn of large writes starved.)"""
     budget = min(
-        SUMMARY_MAX_TOKENS, max(MIN_SUMMARY_TOKENS, _tokens(replaced_chars, agent.conversation.tokens_per_char) - 1)
+        agent.config.compression.max_tokens,
+        max(MIN_SUMMARY_TOKENS, _tokens(replaced_chars, agent.conversation.tokens_per_char) - 1),
     )
     window = agent.window.tokens
     if window is None:
