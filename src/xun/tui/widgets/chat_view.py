@@ -39,7 +39,7 @@ from xun.tui.chat_window import (
 )
 from xun.tui import textual_private as private
 from xun.tui.chat_blocks import block_for, released
-from xun.tui.transcript import Item, OffloadedItem, SummaryItem, blocks_in, whole_history
+from xun.tui.transcript import Item, OffloadedItem, SummaryItem, blocks_in, history_page, whole_history
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_live import LiveBlocks
 from xun.tui.widgets.measured_once import MeasuredOnce
@@ -305,9 +305,9 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
         parsed): the title says `~` until then."""
         uncounted = list(
             dict.fromkeys(
-                entry
+                entry.whole
                 for entry in (*self._above, *self._below)
-                if isinstance(entry, OffloadedItem) and entry not in self._counts
+                if isinstance(entry, OffloadedItem) and entry.whole not in self._counts
             )
         )
         if uncounted:
@@ -335,14 +335,20 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
 
     async def _take(self, source: list[Entry], size: int, generation: int, *, newest: bool) -> list[Entry] | None:
         """The newest (or oldest) `size` entries of `source`, taken out of it, the summarised turns among them
-        read from the offload log first; None when another history replaced this one meanwhile."""
+        read from the offload log first; None when another history replaced this one meanwhile. From the oldest,
+        a summary's section is read a page at a time (its rest stays lazy); from the newest, all of what is left
+        of it is read, as a section's end is found only by reading it."""
         while size:
             page = source[-size:] if newest else source[:size]
             lazy = [i for i, entry in enumerate(page) if isinstance(entry, OffloadedItem)]
             if not lazy:
                 break
-            at = len(source) - len(page) + lazy[-1] if newest else lazy[0]
-            items, problems = await asyncio.to_thread(whole_history, [source[at]])
+            if newest:
+                at = len(source) - len(page) + lazy[-1]
+                items, problems = await asyncio.to_thread(whole_history, [source[at]])
+            else:
+                at = lazy[0]
+                items, problems = await asyncio.to_thread(history_page, source[at], size - at)
             if generation != self._generation:
                 return None
             source[at : at + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
