@@ -286,7 +286,7 @@ def heading_offset(path: str | os.PathLike[str], when: str) -> int | None:
     return None
 
 
-READ_CHUNK = 1 << 20
+READ_CHUNK = 1 << 18
 """The most bytes of a section `SectionReader` decodes at a time (cut at a line's end); it starts with
 `FIRST_CHUNK`, since a page of a section needs only its first entries."""
 FIRST_CHUNK = 1 << 16

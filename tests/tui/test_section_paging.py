@@ -1,0 +1,170 @@
+"""A summary's section of the offload log read a page at a time: Home in a session whose first summary took
+out thousands of messages reads only the first of them, the rest of the section staying a lazy entry that
+resumes at a byte offset; the pages, one after the other, are the section read whole, a call never parted
+from its result nor reasoning from its reply; and the blocks are counted without keeping any of them."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from dataclasses import replace
+from pathlib import Path
+
+from xun.base import paths
+from xun.context import offload
+from xun.context.messages import RawOpenAIMessage, UserMessage
+from xun.context.offload import append_offload
+from xun.tui.chat_window import blocks_left, weight
+from xun.tui.transcript import (
+    OffloadedItem,
+    ToolItem,
+    UserItem,
+    blocks_in,
+    history_page,
+    offloaded_items,
+    offloaded_page,
+)
+
+
+def varied_turns(tag: str, rounds: int, result_chars: int = 40) -> list:
+    """Rounds of every shape a page's edge could cut: a prompt, reasoning before two calls made at once, their
+    results, reasoning before a reply of several lines, and a reply after a lone call."""
+    messages: list = []
+    for i in range(rounds):
+        messages.append(UserMessage(f"{tag} question {i}\nsecond line"))
+        calls = [
+            {
+                "id": f"{tag}_{i}_{k}",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": f'{{"k": {k}}}'},
+            }
+            for k in range(2)
+        ]
+        messages.append(
+            RawOpenAIMessage({"role": "assistant", "content": None, "reasoning_content": "why", "tool_calls": calls})
+        )
+        for k in range(2):
+            messages.append(
+                RawOpenAIMessage({"role": "tool", "tool_call_id": f"{tag}_{i}_{k}", "content": f"{k}" * result_chars})
+            )
+        messages.append(
+            RawOpenAIMessage({"role": "assistant", "content": f"{tag} answer {i}\n  indented", "reasoning": "so"})
+        )
+        lone = {"id": f"{tag}_{i}_x", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        messages.append(RawOpenAIMessage({"role": "assistant", "content": "and then", "tool_calls": [lone]}))
+        messages.append(RawOpenAIMessage({"role": "tool", "tool_call_id": f"{tag}_{i}_x", "content": "listed"}))
+    return messages
+
+
+def write_log(root: Path, rounds: int, result_chars: int = 40) -> Path:
+    log = paths.offload_dir(root) / "one.md"
+    log.parent.mkdir(parents=True)
+    for k in range(3):
+        append_offload(
+            log, varied_turns(f"s{k}", rounds, result_chars), conversation_id="one", when=f"2026-01-01T00:00:0{k}Z"
+        )
+    return log
+
+
+def pages(item: OffloadedItem, size: int) -> tuple[list, list[OffloadedItem]]:
+    """Every page of `item`, one after the other, and the lazy rests between them."""
+    shown: list = []
+    rests: list[OffloadedItem] = []
+    rest: OffloadedItem | None = item
+    while rest is not None:
+        page, rest = offloaded_page(rest, size)
+        assert page, "every page shows something"
+        shown += page
+        if rest is not None:
+            rests.append(rest)
+    return shown, rests
+
+
+def test_the_pages_of_a_section_are_the_section_read_whole(tmp_path: Path):
+    log = write_log(tmp_path, rounds=12)
+    items = [
+        OffloadedItem(str(log), "2026-01-01T00:00:01Z", 1, "one", 96),
+        OffloadedItem(str(log), "2026-01-01T00:00:02Z", 2, "one", 96, carried_head=True),
+        OffloadedItem(str(log), None, 0, "one", 96),  # found by its ordinal
+    ]
+    for item in items:
+        whole = offloaded_items(item)
+        count = blocks_in(item)
+        assert count == len(whole) and all(turn.summarised for turn in whole)
+        for size in (1, 2, 3, 5, 7, 20, len(whole) - 1, len(whole), 500):
+            shown, rests = pages(item, size)
+            assert shown == whole, size
+            for rest in rests:
+                assert rest.resume_at is not None and rest.whole == item
+                assert blocks_left(rest, {item: count}) == len(whole) - rest.shown
+                assert offloaded_items(rest) == whole[rest.shown :]  # read from the back: the rest, whole
+                assert blocks_left(rest) >= 1  # not counted yet: an estimate
+    uncarried = offloaded_items(replace(items[1], carried_head=False))
+    assert offloaded_items(items[1]) == uncarried[1:] and uncarried[0] == UserItem(
+        "s2 question 0\nsecond line", summarised=True
+    )
+
+
+def test_a_page_never_parts_a_call_from_its_result_nor_reasoning_from_its_reply(tmp_path: Path):
+    log = write_log(tmp_path, rounds=4)
+    item = OffloadedItem(str(log), "2026-01-01T00:00:00Z", 0, "one", 28)
+    for size in range(1, 30):
+        page, rest = offloaded_page(item, size)
+        tools = [turn for turn in page if isinstance(turn, ToolItem)]
+        assert all(tool.result is not None for tool in tools), size  # both results of the two calls made at once
+        assert len(page) >= size or rest is None
+
+
+def test_a_page_of_a_large_section_reads_only_its_beginning(tmp_path: Path, monkeypatch):
+    """A first section of 4,000 rounds (2.5 MB): a page of 40 blocks reads the log's first chunk, and
+    keeps nothing of the rest but where it begins."""
+    log = write_log(tmp_path, rounds=4000, result_chars=200)
+    size = log.stat().st_size
+    item = OffloadedItem(str(log), "2026-01-01T00:00:00Z", 0, "one", 28_000)
+    reached = []
+    lines = offload._lines
+
+    def counted(data, start, end):
+        for offset, line in lines(data, start, end):
+            reached.append(offset)
+            yield offset, line
+
+    monkeypatch.setattr(offload, "_lines", counted)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        page, problems = history_page(item, 40)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    rest = page.pop()
+    assert problems == [] and isinstance(rest, OffloadedItem) and rest.resume_at is not None
+    assert 40 <= len(page) < 60 and rest.shown == len(page)
+    assert max(reached) < 2 * offload.FIRST_CHUNK, (max(reached), size)
+    assert peak < 1_000_000, peak
+    assert weight([rest], {item: blocks_in(item)}) == 7 * 4000 - len(page)
+
+
+def test_counting_a_large_section_keeps_none_of_it(tmp_path: Path):
+    log = write_log(tmp_path, rounds=4000, result_chars=200)
+    item = OffloadedItem(str(log), "2026-01-01T00:00:01Z", 1, "one", 28_000)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        count = blocks_in(item)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == 7 * 4000
+    section = log.stat().st_size // 3
+    assert peak < section * 0.4, (peak, section)  # a chunk of the log at a time: read whole, over the section
+
+
+def test_a_log_that_cannot_be_read_is_a_notice_for_the_page(tmp_path: Path):
+    log = write_log(tmp_path, rounds=2)
+    missing = OffloadedItem(str(log), "2026-01-01T00:00:09Z", 7, "one", 10)
+    page, problems = history_page(missing, 5)
+    assert page == [] and len(problems) == 1 and "could not be read" in problems[0]
+    assert blocks_in(missing) == 1  # the notice
+    gone = OffloadedItem(str(tmp_path / "nowhere.md"), None, 0, "one", 10)
+    assert history_page(gone, 5)[0] == [] and blocks_in(gone) == 1
