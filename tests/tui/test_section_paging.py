@@ -23,6 +23,7 @@ from xun.tui.transcript import (
     history_page,
     offloaded_items,
     offloaded_page,
+    offloaded_prompts,
 )
 
 
@@ -91,6 +92,7 @@ def test_the_pages_of_a_section_are_the_section_read_whole(tmp_path: Path):
         whole = offloaded_items(item)
         count = blocks_in(item)
         assert count == len(whole) and all(turn.summarised for turn in whole)
+        assert offloaded_prompts(item) == [turn.text for turn in whole if isinstance(turn, UserItem)]
         for size in (1, 2, 3, 5, 7, 20, len(whole) - 1, len(whole), 500):
             shown, rests = pages(item, size)
             assert shown == whole, size

@@ -425,6 +425,15 @@ def history_page(
     return [*items, rest] if rest is not None else items, []
 
 
+def offloaded_prompts(item: OffloadedItem, workdir: str | os.PathLike[str] | None = None) -> list[str]:
+    """The user's prompts among the turns of `item`, read as the section streams by (none where it cannot be
+    read: the chat says why when it shows them)."""
+    try:
+        return [entry.text for _, entry in _section_entries(_log_path(item, workdir), item) if entry.speaker == "Human"]
+    except (OSError, LookupError, UnicodeError):
+        return []
+
+
 def blocks_in(item: OffloadedItem, workdir: str | os.PathLike[str] | None = None) -> int:
     """How many blocks the chat shows for the turns of `item` (a notice when they cannot be read), counted
     as the section streams by: none of them is kept."""
