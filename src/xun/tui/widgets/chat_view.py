@@ -232,12 +232,14 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
         if block.is_attached and block.parent is self:
             self.scroll_to(y=block.virtual_region.y, animate=False, immediate=True, release_anchor=not self.at_end)
 
-    def _entry_holding(self, source: list[Entry], block: int) -> int | None:
-        """The index of the entry of `source` that shows its `block`-th block (0 the first)."""
+    def _entry_holding(self, source: list[Entry], block: int) -> tuple[int, int] | None:
+        """The index of the entry of `source` that shows its `block`-th block (0 the first), and which of the
+        entry's blocks it is."""
         for index, entry in enumerate(source):
-            block -= weight([entry], self._counts)
-            if block < 0:
-                return index
+            blocks = weight([entry], self._counts)
+            if block < blocks:
+                return index, block
+            block -= blocks
         return None
 
     async def _block_at_fraction(self, fraction: float) -> Widget | None:
@@ -251,13 +253,15 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
             if above <= wanted < above + len(window):
                 return window[wanted - above]
             source, at = (self._above, wanted) if wanted < above else (self._below, wanted - above - len(window))
-            index = self._entry_holding(source, at)
-            if index is None:  # a block in the hidden tail: the newest page
+            holding = self._entry_holding(source, at)
+            if holding is None:  # a block in the hidden tail: the newest page
                 return await self._rewindow(lambda whole: None)
+            index, block = holding
             target = source[index]
             if not isinstance(target, OffloadedItem):
                 return await self._rewindow(lambda whole: next(i for i, entry in enumerate(whole) if entry is target))
-            items, problems = await asyncio.to_thread(whole_history, [target])
+            # the summarised turns up to the block, and a page after it; the rest of the section stays lazy
+            items, problems = await asyncio.to_thread(history_page, target, block + PAGE)
             if generation != self._generation:
                 return None
             source[index : index + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
