@@ -4,7 +4,9 @@ A plain walk over `Conversation.messages` (no Textual here): user messages, assi
 their reasoning, each tool call joined with its result, and the summaries that replaced older turns.
 What a summary took out of the context comes back from the offload log: each summary is preceded by an
 `OffloadedItem` that `offloaded_items` turns into the turns it replaced (marked `summarised`), read only
-when they are shown (the chat loads them as the user scrolls up).
+when they are shown (the chat loads them as the user scrolls). A section of thousands of messages is read
+a page at a time from its start (`offloaded_page`: its rest is an `OffloadedItem` resuming at a byte
+offset), and its blocks are counted as it streams by (`blocks_in`), so memory never holds a section whole.
 """
 
 from __future__ import annotations

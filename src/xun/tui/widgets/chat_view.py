@@ -4,10 +4,11 @@ The chat holds a session's whole transcript as entries and mounts a bounded wind
 (`chat_window.WINDOW` blocks): a resumed session shows its newest page, pages come in at whichever end the
 view reaches while as many leave at the other end, and Home, End and a jump to a turn mount the page
 they show at once, whatever the session's length. The turns a summary took out of the context are read
-from the offload log only when their page is reached, and are shown dimmed (`-summarised`) above the
-divider that replaced them. Blocks made while the view is away from the newest (a reply streaming) wait
-hidden below the window (`_tail`) until End, or a scroll down, reaches them: the blocks the running work adds
-and writes into are `chat_live.LiveBlocks`, a part of the chat.
+from the offload log only when their page is reached (from the top a page at a time, the rest of the
+summary's section left unread), and are shown dimmed (`-summarised`) above the divider that replaced them.
+Blocks made while the view is away from the newest (a reply streaming) wait hidden below the window
+(`_tail`) until End, or a scroll down, reaches them: the blocks the running work adds and writes into are
+`chat_live.LiveBlocks`, a part of the chat.
 """
 
 from __future__ import annotations
