@@ -60,7 +60,7 @@ def blocks_left(entry: OffloadedItem, counts: Counts = NOT_COUNTED) -> int:
     """How many blocks the turns of a summary not read yet show: as many as were counted in the offload log,
     less those read already (the rest of a section read a page at a time), else about one a message."""
     count = counts.get(entry.whole)
-    return count - entry.shown if count is not None else max(entry.condensed - entry.shown, 1)
+    return max(count - entry.shown, 0) if count is not None else max(entry.condensed - entry.shown, 1)
 
 
 def weight(entries: Iterable[Entry], counts: Counts = NOT_COUNTED) -> int:

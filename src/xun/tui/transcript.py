@@ -269,7 +269,7 @@ def _section_entries(path: str, item: OffloadedItem) -> Iterator[tuple[int, Offl
 
 
 MAX_OFFLOAD_LOG_BYTES = 256 * 1024 * 1024
-"""The largest offload log read back on scroll-up (it is read whole; a 3 GB file took 6.2 GB)."""
+"""The largest offload log read back (an export of several summaries parses it whole: a 3 GB file took 6.2 GB)."""
 
 
 def _log_path(item: OffloadedItem, workdir: str | os.PathLike[str] | None) -> str:
