@@ -10,6 +10,9 @@ import tracemalloc
 from dataclasses import replace
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from xun.base import paths
 from xun.context import offload
 from xun.context.messages import RawOpenAIMessage, UserMessage
@@ -170,3 +173,46 @@ def test_a_log_that_cannot_be_read_is_a_notice_for_the_page(tmp_path: Path):
     assert blocks_in(missing) == 1  # the notice
     gone = OffloadedItem(str(tmp_path / "nowhere.md"), None, 0, "one", 10)
     assert history_page(gone, 5)[0] == [] and blocks_in(gone) == 1
+
+
+LINE = st.text(alphabet=st.sampled_from(["a", " ", "\r", "é", "#", "<", "!", "-", ":", "(", ")", "\t"]), max_size=12)
+TEXT = st.lists(
+    st.one_of(
+        LINE, st.sampled_from(["## Offloaded at 2026-01-01T00:00:00Z", "<!-- xun conversation x -->", "Human: hi", ""])
+    ),
+    max_size=4,
+).map("\n".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(TEXT, min_size=1, max_size=8), size=st.integers(1, 6))
+def test_any_text_reads_back_the_same_a_page_at_a_time(tmp_path_factory, texts, size):
+    """Texts that look like headings, comments or entries, blank and indented lines, carriage returns: the
+    section read from its heading is the one the stream reads, and its pages are it read whole."""
+    root = tmp_path_factory.mktemp("log")
+    log = paths.offload_dir(root) / "one.md"
+    log.parent.mkdir(parents=True)
+    messages: list = []
+    for i, text in enumerate(texts):
+        if i % 3 == 0:
+            messages.append(UserMessage(text))
+        elif i % 3 == 1:
+            call = {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": text}}
+            messages.append(
+                RawOpenAIMessage(
+                    {"role": "assistant", "content": text, "reasoning_content": text, "tool_calls": [call]}
+                )
+            )
+            messages.append(RawOpenAIMessage({"role": "tool", "tool_call_id": f"c{i}", "content": text}))
+        else:
+            messages.append(RawOpenAIMessage({"role": "assistant", "content": text}))
+    for k in range(2):
+        append_offload(log, messages, conversation_id="one", when=f"2026-01-01T00:00:0{k + 1}Z")
+    sections = offload.read_offload_log(log)
+    for k in range(2):
+        start = offload.heading_offset(log, f"2026-01-01T00:00:0{k + 1}Z")
+        assert start is not None and offload.read_section(log, start) == sections[k]
+        item = OffloadedItem(str(log), f"2026-01-01T00:00:0{k + 1}Z", k, "one", len(messages))
+        whole = offloaded_items(item)
+        assert blocks_in(item) == len(whole)
+        assert pages(item, size)[0] == whole
