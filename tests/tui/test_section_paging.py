@@ -216,3 +216,47 @@ def test_any_text_reads_back_the_same_a_page_at_a_time(tmp_path_factory, texts, 
         whole = offloaded_items(item)
         assert blocks_in(item) == len(whole)
         assert pages(item, size)[0] == whole
+
+
+async def test_scrolling_up_into_the_rest_of_a_section_shows_every_turn_once(
+    offline_server, session_factory, tmp_path: Path
+):
+    """Home reads the first page of the first summary's turns, a jump far down leaves the rest of them above
+    the window, still lazy: scrolling up reads it from where the page ended, each turn shown once."""
+    from xun.tui.app import XunApp
+    from xun.tui.widgets.chat_view import EarlierMarker
+
+    from .helpers import wait_until
+    from .long_sessions import long_session
+    from .test_chat_window import first_prompt, merged, settled, window_rows
+
+    rounds = 300
+    conversation_id = long_session(tmp_path, rounds, summaries=2)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.main.chat
+        await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
+        await settled(pilot, chat)
+        chat.focus()
+        await pilot.press("home")
+        await wait_until(pilot, lambda: first_prompt(chat).startswith("question 0:"), what="the first prompt")
+        await settled(pilot, chat)
+        block = await chat.show_entry(
+            lambda entry: isinstance(entry, UserItem) and entry.text.startswith("question 250:")
+        )
+        assert block is not None
+        await settled(pilot, chat)
+        rests = [entry for entry in chat._above if isinstance(entry, OffloadedItem) and entry.resume_at is not None]
+        assert len(rests) == 1, "the rest of the first summary's turns, above the window, unread"
+        seen: list = []
+        for _ in range(200):
+            seen = merged(seen, window_rows(chat), downward=False)
+            if not chat.older_count:
+                break
+            chat.scroll_to(y=0, animate=False, immediate=True)
+            chat.action_scroll_up()  # at the top: the older page
+            await settled(pilot, chat)
+        users = [text for kind, text, _ in seen if kind == "user"]
+        last = int(users[-1].split()[1].rstrip(":"))
+        assert users == [f"question {i}: read src/file{i}.py" for i in range(last + 1)] and last >= 250
+        assert sum(1 for kind, *_ in seen if kind == "tool") == last + 1
