@@ -300,10 +300,11 @@ def _comment_id(line: str) -> str:
 
 class SectionReader:
     """One section of a log read from byte `start`, a chunk at a time, until the next heading: each entry with
-    the byte offset of its first line, exactly as `iter_offload_log` reads it. `start` is the section's heading,
-    or the first line of one of its entries (an offset `entries` gave): the rest of the section is read from
-    there, so that a section of thousands of entries can be shown a page at a time. Memory holds one chunk and
-    one entry, never the section."""
+    the byte offset of its first line, as `iter_offload_log` reads it (which judges a line of over `READ_PIECE`
+    characters by its first piece: only a tampered log has one that this reads otherwise). `start` is the
+    section's heading, or the first line of one of its entries (an offset `entries` gave): the rest of the
+    section is read from there, so that a section of thousands of entries can be shown a page at a time.
+    Memory holds one chunk and one entry, never the section."""
 
     def __init__(self, path: str | os.PathLike[str], start: int) -> None:
         self.path = path
