@@ -23,6 +23,7 @@ from xun.tui.transcript import (
     ToolItem,
     UserItem,
     blocks_in,
+    found_turns,
     history_page,
     offloaded_items,
     offloaded_page,
@@ -260,3 +261,84 @@ async def test_scrolling_up_into_the_rest_of_a_section_shows_every_turn_once(
         last = int(users[-1].split()[1].rstrip(":"))
         assert users == [f"question {i}: read src/file{i}.py" for i in range(last + 1)] and last >= 250
         assert sum(1 for kind, *_ in seen if kind == "tool") == last + 1
+
+
+def test_a_search_reads_only_the_page_that_holds_the_turn(tmp_path: Path):
+    """The turns before and after the page that holds the call stay lazy parts of the section; read, the parts
+    are the section whole, and each part's blocks are known without counting the section."""
+    log = write_log(tmp_path, rounds=12)
+    item = OffloadedItem(str(log), "2026-01-01T00:00:01Z", 1, "one", 96, carried_head=True)
+    whole = offloaded_items(item)
+    assert found_turns(item, lambda turn: isinstance(turn, ToolItem) and turn.call_id == "nowhere", 5) is None
+    for call_id in ("s1_0_0", "s1_5_x", "s1_11_1"):
+        for size in (1, 4, 20):
+            parts = found_turns(item, lambda turn: isinstance(turn, ToolItem) and turn.call_id == call_id, size)
+            assert parts is not None
+            lazy = [part for part in parts if isinstance(part, OffloadedItem)]
+            assert len(lazy) <= 2 and all(part.whole == item for part in lazy)
+            read: list = []
+            for part in parts:
+                if isinstance(part, OffloadedItem):
+                    turns = offloaded_items(part)
+                    assert blocks_left(part, {item: len(whole)}) == len(turns)
+                    assert pages(part, 3)[0] == turns  # a part read a page at a time ends where it ends
+                    read += turns
+                else:
+                    read.append(part)
+            assert read == whole, (call_id, size)
+            found = next(part for part in parts if isinstance(part, ToolItem) and part.call_id == call_id)
+            assert found.result is not None
+
+
+async def test_after_a_jump_into_a_summary_s_turns_every_turn_shows_once_from_home_to_end(
+    offline_server, session_factory, tmp_path: Path
+):
+    """A jump to a call in the middle of the first summary's turns reads only the page that holds it: the
+    turns before it and after it stay lazy, and the walk up to the first block and down to the newest shows
+    every turn once, in order."""
+    from xun.tui import messages as m
+    from xun.tui.app import XunApp
+    from xun.tui.widgets.chat_view import EarlierMarker
+    from xun.tui.widgets.tool_block import ToolBlock
+
+    from .helpers import wait_until
+    from .long_sessions import long_session
+    from .test_chat_window import merged, settled, title_total, window_rows
+
+    rounds = 300
+    conversation_id = long_session(tmp_path, rounds, summaries=2)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.main.chat
+        await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
+        await settled(pilot, chat)
+        app.post_message(m.ShowInChat("call_50"))
+        await wait_until(pilot, lambda: isinstance(chat.selected, ToolBlock), what="the call shown")
+        await settled(pilot, chat)
+        assert chat.selected.call_id == "call_50"
+        parts = [entry for entry in (*chat._above, *chat._below) if isinstance(entry, OffloadedItem)]
+        assert any(part.upto is not None for part in parts), "the turns before the call's page, lazy"
+        assert any(part.resume_at is not None for part in parts), "and those after it"
+        chat.select(None)
+        seen: list = []
+        for _ in range(200):
+            seen = merged(seen, window_rows(chat), downward=False)
+            if not chat.older_count:
+                break
+            chat.scroll_to(y=0, animate=False, immediate=True)
+            chat.action_scroll_up()
+            await settled(pilot, chat)
+        upward, seen = seen, []
+        for _ in range(200):
+            seen = merged(seen, window_rows(chat), downward=True)
+            if chat.at_end:
+                break
+            chat.scroll_to(y=chat.max_scroll_y, animate=False, immediate=True)
+            chat.action_scroll_down()
+            await settled(pilot, chat)
+        assert seen[: len(upward)] == upward
+        users = [text for kind, text, _ in seen if kind == "user"]
+        assert users == [f"question {i}: read src/file{i}.py" for i in range(rounds)]
+        assert len(seen) == 3 * rounds + 2
+        await wait_until(pilot, lambda: not title_total(chat).startswith("~"), what="the summarised turns counted")
+        assert title_total(chat) == f"{len(seen):,}"

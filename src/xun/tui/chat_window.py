@@ -59,6 +59,8 @@ NOT_COUNTED: Counts = {}
 def blocks_left(entry: OffloadedItem, counts: Counts = NOT_COUNTED) -> int:
     """How many blocks the turns of a summary not read yet show: as many as were counted in the offload log,
     less those read already (the rest of a section read a page at a time), else about one a message."""
+    if entry.upto is not None:  # a part of the section, the turns after it read already
+        return max(entry.upto - entry.shown, 0)
     count = counts.get(entry.whole)
     return max(count - entry.shown, 0) if count is not None else max(entry.condensed - entry.shown, 1)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,11 +92,18 @@ class OffloadedItem:
     section's first turns were read already (`history_page`); None: from the section's heading."""
     shown: int = 0
     """How many blocks of the section were read before `resume_at`."""
+    stop_at: int | None = None
+    """Where this part of the section ends (the offset of the first entry after it), when the turns after it
+    were read already (`found_turns`); None: at the section's end."""
+    upto: int | None = None
+    """How many blocks of the section come before `stop_at`."""
 
     @property
     def whole(self) -> OffloadedItem:
         """The summary's turns from the first: what `blocks_in` counts."""
-        return self if self.resume_at is None else replace(self, resume_at=None, shown=0)
+        if self.resume_at is None and self.stop_at is None:
+            return self
+        return replace(self, resume_at=None, shown=0, stop_at=None, upto=None)
 
 
 Item = UserItem | AssistantItem | ToolItem | SummaryItem | OffloadedItem
@@ -260,12 +267,12 @@ def _section_entries(path: str, item: OffloadedItem) -> Iterator[tuple[int, Offl
         start = _section_start(path, item)
         if start is None:
             raise LookupError(f"the offload log {item.path} has no section for this summary")
-    entries = SectionReader(path, start).entries()
-    if item.carried_head and item.resume_at is None:
-        first = next(entries, None)
-        if first is not None and first[1].speaker != "Human":
-            yield first
-    yield from entries
+    carried = item.carried_head and item.resume_at is None
+    for number, (offset, entry) in enumerate(SectionReader(path, start).entries()):
+        if item.stop_at is not None and offset >= item.stop_at:
+            return
+        if number or not carried or entry.speaker != "Human":
+            yield offset, entry
 
 
 MAX_OFFLOAD_LOG_BYTES = 256 * 1024 * 1024
@@ -356,7 +363,7 @@ def offloaded_items(
     Raises OSError when the log cannot be read and LookupError when its section is not there."""
     path = _log_path(item, workdir)
     turns = _Turns()
-    if parsed is not None and item.resume_at is None:
+    if parsed is not None and item.whole is item:
         if path not in parsed:
             from xun.context.offload import read_offload_log  # only when summarised turns are shown
 
@@ -392,6 +399,37 @@ def offloaded_page(
     return turns.items, None
 
 
+def found_turns(
+    item: OffloadedItem, wanted: Callable[[Item], bool], size: int, workdir: str | os.PathLike[str] | None = None
+) -> list[Item] | None:
+    """The turns of `item` with the page that holds the first one `wanted` picks read (at least `size` blocks,
+    as `offloaded_page` ends pages), the turns before and after that page left lazy (`OffloadedItem` parts of
+    the section); None when `wanted` picks none of them. Memory holds a page at a time. Raises as
+    `offloaded_items` does."""
+    page = _Turns()
+    page_start = item.resume_at
+    before = item.shown
+    rest: int | None = None
+    for offset, entry in _section_entries(_log_path(item, workdir), item):
+        if page.count >= size and page.settled:
+            if any(map(wanted, page.items)):
+                rest = offset
+                break
+            before += page.count
+            page_start, page = offset, _Turns()
+        page.add(entry)
+    page.finish()
+    if not any(map(wanted, page.items)):
+        return None
+    parts: list[Item] = []
+    if before > item.shown:
+        parts.append(replace(item, stop_at=page_start, upto=before))
+    parts += page.items
+    if rest is not None:
+        parts.append(replace(item, resume_at=rest, shown=before + page.count))
+    return parts
+
+
 def _problem(item: OffloadedItem, exc: Exception) -> str:
     return f"{item.condensed} summarised messages could not be read from {item.path}: {exc}"
 
@@ -425,6 +463,16 @@ def history_page(
     except (OSError, LookupError, UnicodeError) as exc:
         return [], [_problem(item, exc)]
     return [*items, rest] if rest is not None else items, []
+
+
+def history_found(
+    item: OffloadedItem, wanted: Callable[[Item], bool], size: int, workdir: str | os.PathLike[str] | None = None
+) -> tuple[list[Item] | None, list[str]]:
+    """`found_turns` of `item`; the second list says what could not be read."""
+    try:
+        return found_turns(item, wanted, size, workdir), []
+    except (OSError, LookupError, UnicodeError) as exc:
+        return None, [_problem(item, exc)]
 
 
 def offloaded_prompts(item: OffloadedItem, workdir: str | os.PathLike[str] | None = None) -> list[str]:

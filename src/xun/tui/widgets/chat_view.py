@@ -40,7 +40,15 @@ from xun.tui.chat_window import (
 )
 from xun.tui import textual_private as private
 from xun.tui.chat_blocks import block_for, released
-from xun.tui.transcript import Item, OffloadedItem, SummaryItem, blocks_in, history_page, whole_history
+from xun.tui.transcript import (
+    Item,
+    OffloadedItem,
+    SummaryItem,
+    blocks_in,
+    history_found,
+    history_page,
+    whole_history,
+)
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_live import LiveBlocks
 from xun.tui.widgets.measured_once import MeasuredOnce
@@ -603,7 +611,8 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
         return await self.show_entry(lambda entry: (entry.item if isinstance(entry, Released) else entry) is item)
 
     async def show_summarised(self, wanted: Callable[[Entry], bool]) -> Widget | None:
-        """`show_entry`, reading the turns summaries took out (newest first) until one holds the entry."""
+        """`show_entry`, searching the turns summaries took out (newest first) until one holds the entry: only
+        the page of a summary's turns that holds it is read into the chat, the rest of them stays lazy."""
         block = await self.show_entry(wanted)
         if block is not None:
             return block
@@ -614,11 +623,14 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
                 at = len(source) - 1
                 while not found and at >= 0:
                     if isinstance(source[at], OffloadedItem):
-                        items, problems = await asyncio.to_thread(whole_history, [source[at]])
+                        parts, problems = await asyncio.to_thread(history_found, source[at], wanted, PAGE)
                         if generation != self._generation:
                             return None
-                        source[at : at + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
-                        found = any(wanted(item) for item in items)
+                        if problems:
+                            source[at : at + 1] = [NoticeItem("warning", problem) for problem in problems]
+                        elif parts is not None:
+                            source[at : at + 1] = parts
+                            found = True
                     at -= 1
         return await self.show_entry(wanted) if found else None
 
