@@ -96,8 +96,12 @@ def centred(total: int, at: int, size: int) -> tuple[int, int]:
 
 def messages_in(entries: Sequence[Entry]) -> int:
     """About how many messages of the session `entries` show: the span of their positions, and what the
-    summaries among them took out."""
-    summarised = sum(entry.condensed for entry in entries if isinstance(entry, OffloadedItem))
+    summaries among them took out (of a part of a summary's turns, its blocks)."""
+    summarised = sum(
+        entry.condensed if entry.whole is entry else blocks_left(entry)
+        for entry in entries
+        if isinstance(entry, OffloadedItem)
+    )
     indexed = [
         entry.index
         for entry in entries
