@@ -387,9 +387,9 @@ def offloaded_page(
     item: OffloadedItem, size: int, workdir: str | os.PathLike[str] | None = None
 ) -> tuple[list[Item], OffloadedItem | None]:
     """The first turns of one offload not read yet, at least `size` blocks of them where the section has
-    that many (more where a call waits for its result, or reasoning for its reply), and the rest of the
-    section as an `OffloadedItem` that resumes where they end (None when none is left). Raises as
-    `offloaded_items` does."""
+    that many (more where a call waits for its result, or reasoning for its reply), and the rest (of the
+    section, or of the part of it `item` is) as an `OffloadedItem` that resumes where they end (None when none
+    is left). Raises as `offloaded_items` does."""
     turns = _Turns()
     for offset, entry in _section_entries(_log_path(item, workdir), item):
         if turns.count >= size and turns.settled:
