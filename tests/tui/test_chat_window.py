@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xun.tui.app import XunApp
-from xun.tui.chat_window import WINDOW, Released, centred, messages_in, position_text, summarised
+from xun.tui.chat_window import PAGE, WINDOW, Released, centred, messages_in, position_text, summarised
 from xun.tui.transcript import OffloadedItem, SummaryItem, ToolItem, UserItem
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_view import ChatView, EarlierMarker, LaterMarker
@@ -173,6 +173,9 @@ async def test_the_title_counts_exactly_the_blocks_seen_from_home_to_end(
         assert chat.older_count == 0 and any(isinstance(entry, OffloadedItem) for entry in chat._below), (
             "summarised turns below the window, not read yet"
         )
+        rest = next(entry for entry in chat._below if isinstance(entry, OffloadedItem))
+        assert rest.resume_at is not None and rest.shown >= 40, "the first summary's turns read a page at a time"
+        assert chat._below.index(rest) < 2 * PAGE, "and only the turns of its first page"
         assert title_total(chat) == total and chat.border_title.startswith("chat · blocks 1–")
         seen: list = []
         while True:

@@ -286,79 +286,136 @@ def heading_offset(path: str | os.PathLike[str], when: str) -> int | None:
     return None
 
 
-READ_CHUNK = 1 << 20
-"""Bytes of a section `read_section` decodes at a time (cut at a line's end)."""
+READ_CHUNK = 1 << 18
+"""The most bytes of a section `SectionReader` decodes at a time (cut at a line's end); it starts with
+`FIRST_CHUNK`, since a page of a section needs only its first entries."""
+FIRST_CHUNK = 1 << 16
+CONVERSATION_COMMENT = "<!-- xun conversation "
+
+
+def _comment_id(line: str) -> str:
+    words = line.split()  # a cut or tampered line may stop after "conversation"
+    return words[3].rstrip(",") if len(words) > 3 else ""
+
+
+class SectionReader:
+    """One section of a log read from byte `start`, a chunk at a time, until the next heading: each entry with
+    the byte offset of its first line, as `iter_offload_log` reads it (which judges a line of over `READ_PIECE`
+    characters by its first piece: only a tampered log has one that this reads otherwise). `start` is the
+    section's heading, or the first line of one of its entries (an offset `entries` gave): the rest of the
+    section is read from there, so that a section of thousands of entries can be shown a page at a time.
+    Memory holds one chunk and one entry, never the section."""
+
+    def __init__(self, path: str | os.PathLike[str], start: int) -> None:
+        self.path = path
+        self.start = start
+        self.when: str | None = None
+        """The heading's time (None until it is read, or when `start` is not at the heading)."""
+        self.conversation_id = ""
+        """As the section's conversation comments say it, once they are read."""
+
+    def entries(self) -> Iterator[tuple[int, OffloadEntry]]:
+        with open_regular(self.path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size <= self.start:
+                return
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                yield from self._parse(_lines(data, self.start, size))
+
+    def _parse(self, lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, OffloadEntry]]:
+        """An entry's indented lines continue it until a line that is not indented, blank or a conversation
+        comment ends it."""
+        entry: OffloadEntry | None = None
+        parts: list[str] = []  # the open entry's lines
+        first = True
+        at = 0
+        for offset, line in lines:
+            if line.startswith(HEADING):
+                if not first:
+                    break
+                self.when = line[len(HEADING) :].strip()
+                first = False
+                continue
+            first = False
+            if line[:4] == INDENT:
+                if entry is not None:
+                    parts.append(line[4:])
+                    continue
+            elif line.startswith(CONVERSATION_COMMENT):
+                self.conversation_id = _comment_id(line)
+                continue
+            match = _ENTRY.match(line)
+            if match:
+                if entry is not None:
+                    entry.text = "\n".join(parts)
+                    yield at, entry
+                entry, at, parts = OffloadEntry(match.group(1), "", match.group(2) or ""), offset, [match.group(3)]
+            elif line.strip() and entry is not None:
+                entry.text = "\n".join(parts)
+                yield at, entry
+                entry = None
+        if entry is not None:
+            entry.text = "\n".join(parts)
+            yield at, entry
+
+
+def _lines(data: mmap.mmap, start: int, end: int) -> Iterator[tuple[int, str]]:
+    """The lines of `data` from byte `start`, each with its offset, decoded a chunk at a time (the chunks
+    doubling from `FIRST_CHUNK`, each cut at a line's end; a line longer than a chunk is read whole)."""
+    position = start
+    chunk = min(FIRST_CHUNK, READ_CHUNK)
+    while position < end:
+        cut = min(position + chunk, end)
+        if cut < end:
+            cut = data.rfind(b"\n", position, cut) + 1 or data.find(b"\n", cut) + 1 or end
+        lines = data[position:cut].split(b"\n")
+        if cut < end or not lines[-1]:
+            lines.pop()  # the chunk ends with a line's "\n"
+        for line in lines:
+            yield position, line.decode("utf-8", errors="replace")
+            position += len(line) + 1
+        position = cut
+        chunk = min(2 * chunk, READ_CHUNK)
 
 
 def read_section(path: str | os.PathLike[str], start: int) -> OffloadSection | None:
     """The section whose heading is at byte `start` (`heading_offset`), entries and all, exactly as
-    `iter_offload_log` reads it, but decoded a megabyte at a time and split into lines at once: a section of
-    thousands of entries is read in a fraction of the time. None when no heading is there."""
+    `iter_offload_log` reads it, but decoded in chunks and split into lines at once: a section of thousands
+    of entries is read in a fraction of the time. None when no heading is there."""
+    with open_regular(path) as handle:
+        handle.seek(start)
+        if handle.read(len(HEADING.encode())) != HEADING.encode():
+            return None
+    reader = SectionReader(path, start)
+    entries = [entry for _, entry in reader.entries()]
+    if reader.when is None:
+        return None
+    return OffloadSection(reader.when, reader.conversation_id, entries)
+
+
+def section_heads(path: str | os.PathLike[str], start: int = 0) -> Iterator[tuple[int, str, str]]:
+    """The sections from byte `start` on, found in the bytes (no entry is read): each heading's offset, its
+    time and the conversation id of the comment under it."""
     heading = HEADING.encode()
-    section: OffloadSection | None = None
-    parts: list[str] | None = None  # the open entry's lines
     with open_regular(path) as handle:
         if os.fstat(handle.fileno()).st_size <= start:
-            return None
+            return
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            if data[start : start + len(heading)] != heading:
-                return None
-            end = data.find(b"\n" + heading, start)
-            end = len(data) if end < 0 else end + 1
-            position = start
-            while position < end:
-                cut = min(position + READ_CHUNK, end)
-                if cut < end:
-                    cut = data.rfind(b"\n", position, cut) + 1
-                chunk = data[position:cut].decode("utf-8", errors="replace") if cut > position else ""
-                lines = chunk.split("\n")
-                if chunk.endswith("\n"):
-                    lines.pop()
-                if not chunk or "\r" in chunk or max(map(len, lines)) >= READ_PIECE - 1:
-                    break  # lines the stream reads in pieces: read the section as it does
-                if section is None:
-                    section = OffloadSection(when=lines[0][len(HEADING) :].strip())
-                    lines[0] = ""
-                parts = _take_lines(section, parts, lines)
-                position = cut
-            else:
-                if parts is not None and section is not None:
-                    section.entries[-1].text = "\n".join(parts)
-                return section
-    streamed: OffloadSection | None = None
-    for part in iter_offload_log(path, start=start):
-        if isinstance(part, OffloadSection):
-            if streamed is not None:
-                break
-            streamed = part
-        elif streamed is not None:
-            streamed.entries.append(part)
-    return streamed
+            at = start if data[start : start + len(heading)] == heading else _next_heading(data, start)
+            while at >= 0:
+                line_end = data.find(b"\n", at)
+                line_end = len(data) if line_end < 0 else line_end
+                when = data[at:line_end].decode("utf-8", errors="replace")[len(HEADING) :].strip()
+                below = data[line_end : line_end + 4096].decode("utf-8", errors="replace").split("\n")
+                comment = next((line for line in below if line.strip()), "")
+                yield at, when, _comment_id(comment) if comment.startswith(CONVERSATION_COMMENT) else ""
+                at = _next_heading(data, line_end)
 
 
-def _take_lines(section: OffloadSection, parts: list[str] | None, lines: list[str]) -> list[str] | None:
-    """`iter_offload_log`'s reading of whole lines: an entry's indented lines continue it until a line that is
-    not indented, blank or a conversation comment ends it. Returns the open entry's lines."""
-    entries = section.entries
-    for line in lines:
-        if line[:4] == INDENT:
-            if parts is not None:
-                parts.append(line[4:])
-                continue
-        elif line.startswith("<!-- xun conversation "):
-            words = line.split()  # a cut or tampered line may stop after "conversation"
-            section.conversation_id = words[3].rstrip(",") if len(words) > 3 else ""
-            continue
-        match = _ENTRY.match(line)
-        if match:
-            if parts is not None:
-                entries[-1].text = "\n".join(parts)
-            entries.append(OffloadEntry(match.group(1), "", match.group(2) or ""))
-            parts = [match.group(3)]
-        elif line.strip() and parts is not None:
-            entries[-1].text = "\n".join(parts)
-            parts = None
-    return parts
+def _next_heading(data: mmap.mmap, position: int) -> int:
+    """The offset of the first heading after byte `position` (a line's start), or -1."""
+    found = data.find(b"\n" + HEADING.encode(), position)
+    return found + 1 if found >= 0 else -1
 
 
 class _EntryReader:

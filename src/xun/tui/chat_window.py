@@ -56,10 +56,18 @@ Counts = Mapping[OffloadedItem, int]
 NOT_COUNTED: Counts = {}
 
 
+def blocks_left(entry: OffloadedItem, counts: Counts = NOT_COUNTED) -> int:
+    """How many blocks the turns of a summary not read yet show: as many as were counted in the offload log,
+    less those read already (the rest of a section read a page at a time), else about one a message."""
+    if entry.upto is not None:  # a part of the section, the turns after it read already
+        return max(entry.upto - entry.shown, 0)
+    count = counts.get(entry.whole)
+    return max(count - entry.shown, 0) if count is not None else max(entry.condensed - entry.shown, 1)
+
+
 def weight(entries: Iterable[Entry], counts: Counts = NOT_COUNTED) -> int:
-    """How many blocks `entries` show: the turns a summary took out (unread yet) as many as were counted in
-    the offload log, else as their messages."""
-    return sum(counts.get(entry, entry.condensed) if isinstance(entry, OffloadedItem) else 1 for entry in entries)
+    """How many blocks `entries` show, the turns summaries took out (unread yet) as `blocks_left` says."""
+    return sum(blocks_left(entry, counts) if isinstance(entry, OffloadedItem) else 1 for entry in entries)
 
 
 def position_text(
@@ -72,7 +80,9 @@ def position_text(
     first = weight(above, counts) + 1
     last = first + mounted - 1
     total = last + weight(below, counts) + later
-    uncounted = any(isinstance(entry, OffloadedItem) and entry not in counts for seq in (above, below) for entry in seq)
+    uncounted = any(
+        isinstance(entry, OffloadedItem) and entry.whole not in counts for seq in (above, below) for entry in seq
+    )
     return f"blocks {first:,}–{last:,} of {'~' if uncounted else ''}{total:,}"
 
 
@@ -86,8 +96,12 @@ def centred(total: int, at: int, size: int) -> tuple[int, int]:
 
 def messages_in(entries: Sequence[Entry]) -> int:
     """About how many messages of the session `entries` show: the span of their positions, and what the
-    summaries among them took out."""
-    summarised = sum(entry.condensed for entry in entries if isinstance(entry, OffloadedItem))
+    summaries among them took out (of a part of a summary's turns, its blocks)."""
+    summarised = sum(
+        entry.condensed if entry.whole is entry else blocks_left(entry)
+        for entry in entries
+        if isinstance(entry, OffloadedItem)
+    )
     indexed = [
         entry.index
         for entry in entries

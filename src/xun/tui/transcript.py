@@ -4,14 +4,16 @@ A plain walk over `Conversation.messages` (no Textual here): user messages, assi
 their reasoning, each tool call joined with its result, and the summaries that replaced older turns.
 What a summary took out of the context comes back from the offload log: each summary is preceded by an
 `OffloadedItem` that `offloaded_items` turns into the turns it replaced (marked `summarised`), read only
-when they are shown (the chat loads them as the user scrolls up).
+when they are shown (the chat loads them as the user scrolls). A section of thousands of messages is read
+a page at a time from its start (`offloaded_page`: its rest is an `OffloadedItem` resuming at a byte
+offset), and its blocks are counted as it streams by (`blocks_in`), so memory never holds a section whole.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +23,7 @@ from xun.base import paths
 if TYPE_CHECKING:
     from xun.context.messages import Message
     from xun.context.conversation import Conversation
-    from xun.context.offload import OffloadSection
+    from xun.context.offload import OffloadEntry, OffloadSection
 
 PLACEHOLDER_HEAD = "[Compacted, ID: "
 
@@ -85,6 +87,23 @@ class OffloadedItem:
     summaries of a long turn in one second)."""
     carried_head: bool = False
     """Its section opens with the turn's prompt carried past the summary before: shown once, not again."""
+    resume_at: int | None = None
+    """Where the turns not shown yet begin in the log (the byte offset of an entry in its section), when the
+    section's first turns were read already (`history_page`); None: from the section's heading."""
+    shown: int = 0
+    """How many blocks of the section were read before `resume_at`."""
+    stop_at: int | None = None
+    """Where this part of the section ends (the offset of the first entry after it), when the turns after it
+    were read already (`found_turns`); None: at the section's end."""
+    upto: int | None = None
+    """How many blocks of the section come before `stop_at`."""
+
+    @property
+    def whole(self) -> OffloadedItem:
+        """The summary's turns from the first: what `blocks_in` counts."""
+        if self.resume_at is None and self.stop_at is None:
+            return self
+        return replace(self, resume_at=None, shown=0, stop_at=None, upto=None)
 
 
 Item = UserItem | AssistantItem | ToolItem | SummaryItem | OffloadedItem
@@ -219,79 +238,117 @@ def _pick(sections: list[OffloadSection], item: OffloadedItem) -> OffloadSection
     return own[item.ordinal] if item.ordinal < len(own) else None
 
 
-def _streamed_section(path: str, item: OffloadedItem) -> OffloadSection | None:
-    """`_pick` over the log read as a stream: memory holds the section being read and the best match so far,
-    never the log (a session of weeks has a log of tens of megabytes, and one summary is a part of it).
-    The sections before the first one headed with the item's time are skipped unread."""
-    from xun.context.offload import heading_offset, read_section  # only when summarised turns are shown
+def _section_start(path: str, item: OffloadedItem) -> int | None:
+    """The byte offset of the item's section, as `_pick` chooses it, found by the headings' bytes (no entry is
+    read): the first section headed with its time is found at once."""
+    from xun.context.offload import heading_offset, section_heads  # only when summarised turns are shown
 
     start = heading_offset(path, item.when) if item.when is not None else None
     if start is not None:
-        if item.repeat == 0:  # the first section headed with its time: read in one piece
-            section = read_section(path, start)
-            if section is not None and section.conversation_id in ("", item.conversation_id):
-                return section
-        section, by_when = _stream_pick(path, item, start)
-        if by_when:
-            return section
-    return _stream_pick(path, item, 0)[0]
+        same: list[int] = []
+        for offset, when, conversation_id in section_heads(path, start):
+            if when == item.when and conversation_id in ("", item.conversation_id):
+                same.append(offset)
+                if len(same) > item.repeat:
+                    return offset
+        if same:
+            return same[-1]  # fewer than `repeat`: the last of them
+    own = [offset for offset, _, conversation_id in section_heads(path) if conversation_id == item.conversation_id]
+    return own[item.ordinal] if item.ordinal < len(own) else None
 
 
-def _stream_pick(path: str, item: OffloadedItem, start: int) -> tuple[OffloadSection | None, bool]:
-    """`_pick` over the sections from byte `start` on; whether it was found by its heading time."""
-    from xun.context.offload import OffloadSection, iter_offload_log
+def _section_entries(path: str, item: OffloadedItem) -> Iterator[tuple[int, OffloadEntry]]:
+    """The entries of the item's section not read yet, each with its offset, read as a stream (memory holds
+    a chunk of the log and one entry); the turn's prompt carried from above is left out."""
+    from xun.context.offload import SectionReader
 
-    by_when: OffloadSection | None = None
-    by_ordinal: OffloadSection | None = None
-    same = own = 0
-
-    def close(section: OffloadSection | None) -> bool:
-        """Keep `section` if it matches (its conversation id is known once it is read); True when it is the one."""
-        nonlocal by_when, by_ordinal, same, own
-        if section is None:
-            return False
-        if (
-            item.when is not None
-            and section.when == item.when
-            and section.conversation_id in ("", item.conversation_id)
-        ):
-            if same <= item.repeat:
-                by_when = section  # the repeat-th, or the last while there are fewer
-            same += 1
-            if same > item.repeat:
-                return True
-        if by_when is None and section.conversation_id == item.conversation_id:
-            if own == item.ordinal:
-                by_ordinal = section
-            own += 1
-        return False
-
-    current: OffloadSection | None = None
-    for part in iter_offload_log(path, start=start):
-        if isinstance(part, OffloadSection):
-            if close(current):
-                return by_when, True
-            current = part
-        elif current is not None:
-            current.entries.append(part)
-    close(current)
-    return (by_when, True) if same else (by_ordinal, False)
-
-
-def _section_of(item: OffloadedItem, parsed: dict[str, list[OffloadSection]] | None = None) -> OffloadSection | None:
-    """The item's section: from `parsed` (each log parsed once, for a caller reading many sections), else
-    read as a stream. No log stays in memory after the call."""
-    if parsed is None:
-        return _streamed_section(item.path, item)
-    if item.path not in parsed:
-        from xun.context.offload import read_offload_log  # only when summarised turns are shown
-
-        parsed[item.path] = read_offload_log(item.path)
-    return _pick(parsed[item.path], item)
+    start = item.resume_at
+    if start is None:
+        start = _section_start(path, item)
+        if start is None:
+            raise LookupError(f"the offload log {item.path} has no section for this summary")
+    carried = item.carried_head and item.resume_at is None
+    for number, (offset, entry) in enumerate(SectionReader(path, start).entries()):
+        if item.stop_at is not None and offset >= item.stop_at:
+            return
+        if number or not carried or entry.speaker != "Human":
+            yield offset, entry
 
 
 MAX_OFFLOAD_LOG_BYTES = 256 * 1024 * 1024
-"""The largest offload log read back on scroll-up (it is read whole; a 3 GB file took 6.2 GB)."""
+"""The largest offload log read back (an export of several summaries parses it whole: a 3 GB file took 6.2 GB)."""
+
+
+def _log_path(item: OffloadedItem, workdir: str | os.PathLike[str] | None) -> str:
+    """The item's offload log; OSError when its path names anything but one (a tampered file_path is never
+    read) or the log is too large to read back."""
+    path = Path(item.path)
+    if not path.is_absolute() and workdir is not None:
+        path = Path(workdir) / path
+    folder = paths.offload_dir("/").name  # the app's transcript does not know the workspace: the folder's name
+    real = path.resolve()
+    if real.parent.name != folder or real.suffix != ".md":
+        raise OSError(f"{item.path} is not an offload log (.xun/{folder}/*.md); only those are read")
+    if real.stat().st_size > MAX_OFFLOAD_LOG_BYTES:
+        raise OSError(f"the offload log {item.path} is over {MAX_OFFLOAD_LOG_BYTES // 2**20} MB; open it in an editor")
+    return str(path)
+
+
+class _Turns:
+    """Summarised turns made from a section's entries in order, each call joined with its result; with `keep`
+    False they are only counted (memory holds none of them)."""
+
+    def __init__(self, *, keep: bool = True) -> None:
+        self.keep = keep
+        self.items: list[Item] = []
+        self.count = 0
+        self.calls: dict[str, int] = {}
+        """Each call's item, by its id: its result fills it in."""
+        self.waiting: set[str] = set()
+        """The calls whose result has not come yet."""
+        self.reasoning = ""
+
+    @property
+    def settled(self) -> bool:
+        """No reasoning waits for its reply and no call for its result: a page can end before the next entry."""
+        return not self.reasoning and not self.waiting
+
+    def _append(self, item: Item) -> None:
+        self.count += 1
+        if self.keep:
+            self.items.append(item)
+
+    def add(self, entry: OffloadEntry) -> None:
+        if entry.speaker == "Human":
+            self._append(UserItem(entry.text, summarised=True))
+        elif entry.speaker == "AI reasoning":
+            self.reasoning += entry.text
+        elif entry.speaker == "AI":
+            self._append(AssistantItem(entry.text, self.reasoning, summarised=True))
+            self.reasoning = ""
+        elif entry.speaker == "AI tool call":
+            self.finish()
+            match = _TOOL_DETAIL.match(entry.detail)
+            name, call_id = (match["name"] or "", match["id"]) if match else (entry.detail, "")
+            if self.keep:
+                self.calls[call_id] = len(self.items)
+            self.waiting.add(call_id)
+            self._append(ToolItem(call_id, name, entry.text, None, None, summarised=True))
+        elif entry.speaker == "Tool":
+            match = _TOOL_DETAIL.match(entry.detail)
+            call_id = match["id"] if match else ""
+            self.waiting.discard(call_id)
+            at = self.calls.get(call_id)
+            if at is not None:
+                call = self.items[at]
+                assert isinstance(call, ToolItem)
+                self.items[at] = replace(call, result=entry.text, result_chars=len(entry.text))
+
+    def finish(self) -> None:
+        """Reasoning with no reply after it is shown on its own."""
+        if self.reasoning:
+            self._append(AssistantItem("", self.reasoning, summarised=True))
+            self.reasoning = ""
 
 
 def offloaded_items(
@@ -299,57 +356,82 @@ def offloaded_items(
     workdir: str | os.PathLike[str] | None = None,
     parsed: dict[str, list[OffloadSection]] | None = None,
 ) -> list[Item]:
-    """The summarised turns of one offload, as transcript items marked `summarised` (`parsed`: see
-    `_section_of`).
+    """The summarised turns of one offload (from `resume_at` on, for the rest of a section), as transcript
+    items marked `summarised`; read as a stream, or picked from `parsed` (each log parsed once, for a caller
+    reading many sections).
 
     Raises OSError when the log cannot be read and LookupError when its section is not there."""
-    path = Path(item.path)
-    if not path.is_absolute() and workdir is not None:
-        path = Path(workdir) / path
-    folder = paths.offload_dir("/").name  # the app's transcript does not know the workspace: the folder's name
-    real = path.resolve()
-    if real.parent.name != folder or real.suffix != ".md":  # a tampered file_path: never read what it names
-        raise OSError(f"{item.path} is not an offload log (.xun/{folder}/*.md); only those are read")
-    if real.stat().st_size > MAX_OFFLOAD_LOG_BYTES:
-        raise OSError(f"the offload log {item.path} is over {MAX_OFFLOAD_LOG_BYTES // 2**20} MB; open it in an editor")
-    section = _section_of(replace(item, path=str(path)), parsed)
-    if section is None:
-        raise LookupError(f"the offload log {item.path} has no section for this summary")
-    items: list[Item] = []
-    calls: dict[str, int] = {}
-    reasoning = ""
-    entries = section.entries
-    if item.carried_head and entries and entries[0].speaker == "Human":
-        entries = entries[1:]  # the copy of the turn's prompt the summary before carried: it is shown above
-    for entry in entries:
-        if entry.speaker == "Human":
-            items.append(UserItem(entry.text, summarised=True))
-        elif entry.speaker == "AI reasoning":
-            reasoning += entry.text
-        elif entry.speaker == "AI":
-            items.append(AssistantItem(entry.text, reasoning, summarised=True))
-            reasoning = ""
-        elif entry.speaker == "AI tool call":
-            if reasoning:
-                items.append(AssistantItem("", reasoning, summarised=True))
-                reasoning = ""
-            match = _TOOL_DETAIL.match(entry.detail)
-            name, call_id = (match["name"] or "", match["id"]) if match else (entry.detail, "")
-            calls[call_id] = len(items)
-            items.append(ToolItem(call_id, name, entry.text, None, None, summarised=True))
-        elif entry.speaker == "Tool":
-            match = _TOOL_DETAIL.match(entry.detail)
-            call_id = match["id"] if match else ""
-            at = calls.get(call_id)
-            if at is not None:
-                call = items[at]
-                assert isinstance(call, ToolItem)
-                items[at] = ToolItem(
-                    call.call_id, call.name, call.arguments, entry.text, len(entry.text), summarised=True
-                )
-    if reasoning:
-        items.append(AssistantItem("", reasoning, summarised=True))
-    return items
+    path = _log_path(item, workdir)
+    turns = _Turns()
+    if parsed is not None and item.whole is item:
+        if path not in parsed:
+            from xun.context.offload import read_offload_log  # only when summarised turns are shown
+
+            parsed[path] = read_offload_log(path)
+        section = _pick(parsed[path], item)
+        if section is None:
+            raise LookupError(f"the offload log {item.path} has no section for this summary")
+        entries = section.entries
+        if item.carried_head and entries and entries[0].speaker == "Human":
+            entries = entries[1:]  # the copy of the turn's prompt the summary before carried: it is shown above
+        for entry in entries:
+            turns.add(entry)
+    else:
+        for _, entry in _section_entries(path, item):
+            turns.add(entry)
+    turns.finish()
+    return turns.items
+
+
+def offloaded_page(
+    item: OffloadedItem, size: int, workdir: str | os.PathLike[str] | None = None
+) -> tuple[list[Item], OffloadedItem | None]:
+    """The first turns of one offload not read yet, at least `size` blocks of them where the section has
+    that many (more where a call waits for its result, or reasoning for its reply), and the rest (of the
+    section, or of the part of it `item` is) as an `OffloadedItem` that resumes where they end (None when none
+    is left). Raises as `offloaded_items` does."""
+    turns = _Turns()
+    for offset, entry in _section_entries(_log_path(item, workdir), item):
+        if turns.count >= size and turns.settled:
+            return turns.items, replace(item, resume_at=offset, shown=item.shown + turns.count)
+        turns.add(entry)
+    turns.finish()
+    return turns.items, None
+
+
+def found_turns(
+    item: OffloadedItem, wanted: Callable[[Item], bool], size: int, workdir: str | os.PathLike[str] | None = None
+) -> list[Item] | None:
+    """The turns of `item` with the page that holds the first one `wanted` picks read (at least `size` blocks,
+    as `offloaded_page` ends pages), the turns before and after that page left lazy (`OffloadedItem` parts of
+    the section); None when `wanted` picks none of them. Memory holds a page at a time. Raises as
+    `offloaded_items` does."""
+    page = _Turns()
+    page_start = item.resume_at
+    before = item.shown
+    rest: int | None = None
+    for offset, entry in _section_entries(_log_path(item, workdir), item):
+        if page.count >= size and page.settled:
+            if any(map(wanted, page.items)):
+                rest = offset
+                break
+            before += page.count
+            page_start, page = offset, _Turns()
+        page.add(entry)
+    page.finish()
+    if not any(map(wanted, page.items)):
+        return None
+    parts: list[Item] = []
+    if before > item.shown:
+        parts.append(replace(item, stop_at=page_start, upto=before))
+    parts += page.items
+    if rest is not None:
+        parts.append(replace(item, resume_at=rest, shown=before + page.count))
+    return parts
+
+
+def _problem(item: OffloadedItem, exc: Exception) -> str:
+    return f"{item.condensed} summarised messages could not be read from {item.path}: {exc}"
 
 
 def whole_history(items: list[Item], workdir: str | os.PathLike[str] | None = None) -> tuple[list[Item], list[str]]:
@@ -365,13 +447,51 @@ def whole_history(items: list[Item], workdir: str | os.PathLike[str] | None = No
             try:
                 out += offloaded_items(item, workdir, parsed)
             except (OSError, LookupError, UnicodeError) as exc:
-                problems.append(f"{item.condensed} summarised messages could not be read from {item.path}: {exc}")
+                problems.append(_problem(item, exc))
         else:
             out.append(item)
     return out, problems
 
 
+def history_page(
+    item: OffloadedItem, size: int, workdir: str | os.PathLike[str] | None = None
+) -> tuple[list[Item], list[str]]:
+    """`offloaded_page` of `item`, the rest of its section (if any) the last item; the second list says what
+    could not be read (then nothing of it is given)."""
+    try:
+        items, rest = offloaded_page(item, size, workdir)
+    except (OSError, LookupError, UnicodeError) as exc:
+        return [], [_problem(item, exc)]
+    return [*items, rest] if rest is not None else items, []
+
+
+def history_found(
+    item: OffloadedItem, wanted: Callable[[Item], bool], size: int, workdir: str | os.PathLike[str] | None = None
+) -> tuple[list[Item] | None, list[str]]:
+    """`found_turns` of `item`; the second list says what could not be read."""
+    try:
+        return found_turns(item, wanted, size, workdir), []
+    except (OSError, LookupError, UnicodeError) as exc:
+        return None, [_problem(item, exc)]
+
+
+def offloaded_prompts(item: OffloadedItem, workdir: str | os.PathLike[str] | None = None) -> list[str]:
+    """The user's prompts among the turns of `item`, read as the section streams by (none where it cannot be
+    read: the chat says why when it shows them)."""
+    try:
+        return [entry.text for _, entry in _section_entries(_log_path(item, workdir), item) if entry.speaker == "Human"]
+    except (OSError, LookupError, UnicodeError):
+        return []
+
+
 def blocks_in(item: OffloadedItem, workdir: str | os.PathLike[str] | None = None) -> int:
-    """How many blocks the chat shows for the turns of `item` (a notice when they cannot be read)."""
-    items, problems = whole_history([item], workdir)
-    return len(items) + len(problems)
+    """How many blocks the chat shows for the turns of `item` (a notice when they cannot be read), counted
+    as the section streams by: none of them is kept."""
+    turns = _Turns(keep=False)
+    try:
+        for _, entry in _section_entries(_log_path(item, workdir), item):
+            turns.add(entry)
+    except (OSError, LookupError, UnicodeError):
+        return 1
+    turns.finish()
+    return turns.count

@@ -23,7 +23,7 @@ from xun.tui import messages as m
 from xun.tui.commands import as_typed
 from xun.tui.context_advice import restored_over, still_over, summaries_off
 from xun.tui.format import counted, one_line, percent, tokens
-from xun.tui.transcript import OffloadedItem, UserItem, offloaded_of, transcript, whole_history
+from xun.tui.transcript import OffloadedItem, offloaded_of, offloaded_prompts, transcript
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_view import ChatView
 from xun.tui.widgets.command_menu import CommandMenu
@@ -266,7 +266,7 @@ class MainScreen(Screen[None]):
     @work(thread=True, group="prompts", exit_on_error=False)
     def _read_prompts(self, offloads: list[OffloadedItem], in_context: list[str]) -> None:
         # one summary's turns at a time, read as a stream (what cannot be read is said when the chat shows it)
-        prompts = [item.text for one in offloads for item in whole_history([one])[0] if isinstance(item, UserItem)]
+        prompts = [prompt for one in offloads for prompt in offloaded_prompts(one)]
         prompts += in_context
         if prompts:
             self.app.call_from_thread(self.prompt.recall_earlier, prompts)

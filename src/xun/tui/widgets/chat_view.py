@@ -4,10 +4,11 @@ The chat holds a session's whole transcript as entries and mounts a bounded wind
 (`chat_window.WINDOW` blocks): a resumed session shows its newest page, pages come in at whichever end the
 view reaches while as many leave at the other end, and Home, End and a jump to a turn mount the page
 they show at once, whatever the session's length. The turns a summary took out of the context are read
-from the offload log only when their page is reached, and are shown dimmed (`-summarised`) above the
-divider that replaced them. Blocks made while the view is away from the newest (a reply streaming) wait
-hidden below the window (`_tail`) until End, or a scroll down, reaches them: the blocks the running work adds
-and writes into are `chat_live.LiveBlocks`, a part of the chat.
+from the offload log only when their page is reached (from the top a page at a time, the rest of the
+summary's section left unread), and are shown dimmed (`-summarised`) above the divider that replaced them.
+Blocks made while the view is away from the newest (a reply streaming) wait hidden below the window
+(`_tail`) until End, or a scroll down, reaches them: the blocks the running work adds and writes into are
+`chat_live.LiveBlocks`, a part of the chat.
 """
 
 from __future__ import annotations
@@ -39,7 +40,15 @@ from xun.tui.chat_window import (
 )
 from xun.tui import textual_private as private
 from xun.tui.chat_blocks import block_for, released
-from xun.tui.transcript import Item, OffloadedItem, SummaryItem, blocks_in, whole_history
+from xun.tui.transcript import (
+    Item,
+    OffloadedItem,
+    SummaryItem,
+    blocks_in,
+    history_found,
+    history_page,
+    whole_history,
+)
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_live import LiveBlocks
 from xun.tui.widgets.measured_once import MeasuredOnce
@@ -232,12 +241,14 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
         if block.is_attached and block.parent is self:
             self.scroll_to(y=block.virtual_region.y, animate=False, immediate=True, release_anchor=not self.at_end)
 
-    def _entry_holding(self, source: list[Entry], block: int) -> int | None:
-        """The index of the entry of `source` that shows its `block`-th block (0 the first)."""
+    def _entry_holding(self, source: list[Entry], block: int) -> tuple[int, int] | None:
+        """The index of the entry of `source` that shows its `block`-th block (0 the first), and which of the
+        entry's blocks it is."""
         for index, entry in enumerate(source):
-            block -= weight([entry], self._counts)
-            if block < 0:
-                return index
+            blocks = weight([entry], self._counts)
+            if block < blocks:
+                return index, block
+            block -= blocks
         return None
 
     async def _block_at_fraction(self, fraction: float) -> Widget | None:
@@ -251,13 +262,15 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
             if above <= wanted < above + len(window):
                 return window[wanted - above]
             source, at = (self._above, wanted) if wanted < above else (self._below, wanted - above - len(window))
-            index = self._entry_holding(source, at)
-            if index is None:  # a block in the hidden tail: the newest page
+            holding = self._entry_holding(source, at)
+            if holding is None:  # a block in the hidden tail: the newest page
                 return await self._rewindow(lambda whole: None)
+            index, block = holding
             target = source[index]
             if not isinstance(target, OffloadedItem):
                 return await self._rewindow(lambda whole: next(i for i, entry in enumerate(whole) if entry is target))
-            items, problems = await asyncio.to_thread(whole_history, [target])
+            # the summarised turns up to the block, and a page after it; the rest of the section stays lazy
+            items, problems = await asyncio.to_thread(history_page, target, block + PAGE)
             if generation != self._generation:
                 return None
             source[index : index + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
@@ -305,9 +318,9 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
         parsed): the title says `~` until then."""
         uncounted = list(
             dict.fromkeys(
-                entry
+                entry.whole
                 for entry in (*self._above, *self._below)
-                if isinstance(entry, OffloadedItem) and entry not in self._counts
+                if isinstance(entry, OffloadedItem) and entry.whole not in self._counts
             )
         )
         if uncounted:
@@ -335,14 +348,20 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
 
     async def _take(self, source: list[Entry], size: int, generation: int, *, newest: bool) -> list[Entry] | None:
         """The newest (or oldest) `size` entries of `source`, taken out of it, the summarised turns among them
-        read from the offload log first; None when another history replaced this one meanwhile."""
+        read from the offload log first; None when another history replaced this one meanwhile. From the oldest,
+        a summary's section is read a page at a time (its rest stays lazy); from the newest, all of what is left
+        of it is read, as a section's end is found only by reading it."""
         while size:
             page = source[-size:] if newest else source[:size]
             lazy = [i for i, entry in enumerate(page) if isinstance(entry, OffloadedItem)]
             if not lazy:
                 break
-            at = len(source) - len(page) + lazy[-1] if newest else lazy[0]
-            items, problems = await asyncio.to_thread(whole_history, [source[at]])
+            if newest:
+                at = len(source) - len(page) + lazy[-1]
+                items, problems = await asyncio.to_thread(whole_history, [source[at]])
+            else:
+                at = lazy[0]
+                items, problems = await asyncio.to_thread(history_page, source[at], size - at)
             if generation != self._generation:
                 return None
             source[at : at + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
@@ -592,7 +611,8 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
         return await self.show_entry(lambda entry: (entry.item if isinstance(entry, Released) else entry) is item)
 
     async def show_summarised(self, wanted: Callable[[Entry], bool]) -> Widget | None:
-        """`show_entry`, reading the turns summaries took out (newest first) until one holds the entry."""
+        """`show_entry`, searching the turns summaries took out (newest first) until one holds the entry: only
+        the page of a summary's turns that holds it is read into the chat, the rest of them stays lazy."""
         block = await self.show_entry(wanted)
         if block is not None:
             return block
@@ -603,11 +623,14 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
                 at = len(source) - 1
                 while not found and at >= 0:
                     if isinstance(source[at], OffloadedItem):
-                        items, problems = await asyncio.to_thread(whole_history, [source[at]])
+                        parts, problems = await asyncio.to_thread(history_found, source[at], wanted, PAGE)
                         if generation != self._generation:
                             return None
-                        source[at : at + 1] = [*items, *(NoticeItem("warning", problem) for problem in problems)]
-                        found = any(wanted(item) for item in items)
+                        if problems:
+                            source[at : at + 1] = [NoticeItem("warning", problem) for problem in problems]
+                        elif parts is not None:
+                            source[at : at + 1] = parts
+                            found = True
                     at -= 1
         return await self.show_entry(wanted) if found else None
 

@@ -1,0 +1,344 @@
+"""A summary's section of the offload log read a page at a time: Home in a session whose first summary took
+out thousands of messages reads only the first of them, the rest of the section staying a lazy entry that
+resumes at a byte offset; the pages, one after the other, are the section read whole, a call never parted
+from its result nor reasoning from its reply; and the blocks are counted without keeping any of them."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from dataclasses import replace
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from xun.base import paths
+from xun.context import offload
+from xun.context.messages import RawOpenAIMessage, UserMessage
+from xun.context.offload import append_offload
+from xun.tui.chat_window import blocks_left, weight
+from xun.tui.transcript import (
+    OffloadedItem,
+    ToolItem,
+    UserItem,
+    blocks_in,
+    found_turns,
+    history_page,
+    offloaded_items,
+    offloaded_page,
+    offloaded_prompts,
+)
+
+
+def varied_turns(tag: str, rounds: int, result_chars: int = 40) -> list:
+    """Rounds of every shape a page's edge could cut: a prompt, reasoning before two calls made at once, their
+    results, reasoning before a reply of several lines, and a reply after a lone call."""
+    messages: list = []
+    for i in range(rounds):
+        messages.append(UserMessage(f"{tag} question {i}\nsecond line"))
+        calls = [
+            {
+                "id": f"{tag}_{i}_{k}",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": f'{{"k": {k}}}'},
+            }
+            for k in range(2)
+        ]
+        messages.append(
+            RawOpenAIMessage({"role": "assistant", "content": None, "reasoning_content": "why", "tool_calls": calls})
+        )
+        for k in range(2):
+            messages.append(
+                RawOpenAIMessage({"role": "tool", "tool_call_id": f"{tag}_{i}_{k}", "content": f"{k}" * result_chars})
+            )
+        messages.append(
+            RawOpenAIMessage({"role": "assistant", "content": f"{tag} answer {i}\n  indented", "reasoning": "so"})
+        )
+        lone = {"id": f"{tag}_{i}_x", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        messages.append(RawOpenAIMessage({"role": "assistant", "content": "and then", "tool_calls": [lone]}))
+        messages.append(RawOpenAIMessage({"role": "tool", "tool_call_id": f"{tag}_{i}_x", "content": "listed"}))
+    return messages
+
+
+def write_log(root: Path, rounds: int, result_chars: int = 40) -> Path:
+    log = paths.offload_dir(root) / "one.md"
+    log.parent.mkdir(parents=True)
+    for k in range(3):
+        append_offload(
+            log, varied_turns(f"s{k}", rounds, result_chars), conversation_id="one", when=f"2026-01-01T00:00:0{k}Z"
+        )
+    return log
+
+
+def pages(item: OffloadedItem, size: int) -> tuple[list, list[OffloadedItem]]:
+    """Every page of `item`, one after the other, and the lazy rests between them."""
+    shown: list = []
+    rests: list[OffloadedItem] = []
+    rest: OffloadedItem | None = item
+    while rest is not None:
+        page, rest = offloaded_page(rest, size)
+        assert page, "every page shows something"
+        shown += page
+        if rest is not None:
+            rests.append(rest)
+    return shown, rests
+
+
+def test_the_pages_of_a_section_are_the_section_read_whole(tmp_path: Path):
+    log = write_log(tmp_path, rounds=12)
+    items = [
+        OffloadedItem(str(log), "2026-01-01T00:00:01Z", 1, "one", 96),
+        OffloadedItem(str(log), "2026-01-01T00:00:02Z", 2, "one", 96, carried_head=True),
+        OffloadedItem(str(log), None, 0, "one", 96),  # found by its ordinal
+    ]
+    for item in items:
+        whole = offloaded_items(item)
+        count = blocks_in(item)
+        assert count == len(whole) and all(turn.summarised for turn in whole)
+        assert offloaded_prompts(item) == [turn.text for turn in whole if isinstance(turn, UserItem)]
+        for size in (1, 2, 3, 5, 7, 20, len(whole) - 1, len(whole), 500):
+            shown, rests = pages(item, size)
+            assert shown == whole, size
+            for rest in rests:
+                assert rest.resume_at is not None and rest.whole == item
+                assert blocks_left(rest, {item: count}) == len(whole) - rest.shown
+                assert offloaded_items(rest) == whole[rest.shown :]  # read from the back: the rest, whole
+                assert blocks_left(rest) >= 1  # not counted yet: an estimate
+    uncarried = offloaded_items(replace(items[1], carried_head=False))
+    assert offloaded_items(items[1]) == uncarried[1:] and uncarried[0] == UserItem(
+        "s2 question 0\nsecond line", summarised=True
+    )
+
+
+def test_a_page_never_parts_a_call_from_its_result_nor_reasoning_from_its_reply(tmp_path: Path):
+    log = write_log(tmp_path, rounds=4)
+    item = OffloadedItem(str(log), "2026-01-01T00:00:00Z", 0, "one", 28)
+    for size in range(1, 30):
+        page, rest = offloaded_page(item, size)
+        tools = [turn for turn in page if isinstance(turn, ToolItem)]
+        assert all(tool.result is not None for tool in tools), size  # both results of the two calls made at once
+        assert len(page) >= size or rest is None
+
+
+def test_a_page_of_a_large_section_reads_only_its_beginning(tmp_path: Path, monkeypatch):
+    """A first section of 4,000 rounds (2.5 MB): a page of 40 blocks reads the log's first chunk, and
+    keeps nothing of the rest but where it begins."""
+    log = write_log(tmp_path, rounds=4000, result_chars=200)
+    size = log.stat().st_size
+    item = OffloadedItem(str(log), "2026-01-01T00:00:00Z", 0, "one", 28_000)
+    reached = []
+    lines = offload._lines
+
+    def counted(data, start, end):
+        for offset, line in lines(data, start, end):
+            reached.append(offset)
+            yield offset, line
+
+    monkeypatch.setattr(offload, "_lines", counted)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        page, problems = history_page(item, 40)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    rest = page.pop()
+    assert problems == [] and isinstance(rest, OffloadedItem) and rest.resume_at is not None
+    assert 40 <= len(page) < 60 and rest.shown == len(page)
+    assert max(reached) < 2 * offload.FIRST_CHUNK, (max(reached), size)
+    assert peak < 1_000_000, peak
+    assert weight([rest], {item: blocks_in(item)}) == 7 * 4000 - len(page)
+
+
+def test_counting_a_large_section_keeps_none_of_it(tmp_path: Path):
+    log = write_log(tmp_path, rounds=4000, result_chars=200)
+    item = OffloadedItem(str(log), "2026-01-01T00:00:01Z", 1, "one", 28_000)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        count = blocks_in(item)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == 7 * 4000
+    section = log.stat().st_size // 3
+    assert peak < section * 0.4, (peak, section)  # a chunk of the log at a time: read whole, over the section
+
+
+def test_a_log_that_cannot_be_read_is_a_notice_for_the_page(tmp_path: Path):
+    log = write_log(tmp_path, rounds=2)
+    missing = OffloadedItem(str(log), "2026-01-01T00:00:09Z", 7, "one", 10)
+    page, problems = history_page(missing, 5)
+    assert page == [] and len(problems) == 1 and "could not be read" in problems[0]
+    assert blocks_in(missing) == 1  # the notice
+    gone = OffloadedItem(str(tmp_path / "nowhere.md"), None, 0, "one", 10)
+    assert history_page(gone, 5)[0] == [] and blocks_in(gone) == 1
+
+
+LINE = st.text(alphabet=st.sampled_from(["a", " ", "\r", "é", "#", "<", "!", "-", ":", "(", ")", "\t"]), max_size=12)
+TEXT = st.lists(
+    st.one_of(
+        LINE, st.sampled_from(["## Offloaded at 2026-01-01T00:00:00Z", "<!-- xun conversation x -->", "Human: hi", ""])
+    ),
+    max_size=4,
+).map("\n".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(TEXT, min_size=1, max_size=8), size=st.integers(1, 6))
+def test_any_text_reads_back_the_same_a_page_at_a_time(tmp_path_factory, texts, size):
+    """Texts that look like headings, comments or entries, blank and indented lines, carriage returns: the
+    section read from its heading is the one the stream reads, and its pages are it read whole."""
+    root = tmp_path_factory.mktemp("log")
+    log = paths.offload_dir(root) / "one.md"
+    log.parent.mkdir(parents=True)
+    messages: list = []
+    for i, text in enumerate(texts):
+        if i % 3 == 0:
+            messages.append(UserMessage(text))
+        elif i % 3 == 1:
+            call = {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": text}}
+            messages.append(
+                RawOpenAIMessage(
+                    {"role": "assistant", "content": text, "reasoning_content": text, "tool_calls": [call]}
+                )
+            )
+            messages.append(RawOpenAIMessage({"role": "tool", "tool_call_id": f"c{i}", "content": text}))
+        else:
+            messages.append(RawOpenAIMessage({"role": "assistant", "content": text}))
+    for k in range(2):
+        append_offload(log, messages, conversation_id="one", when=f"2026-01-01T00:00:0{k + 1}Z")
+    sections = offload.read_offload_log(log)
+    for k in range(2):
+        start = offload.heading_offset(log, f"2026-01-01T00:00:0{k + 1}Z")
+        assert start is not None and offload.read_section(log, start) == sections[k]
+        item = OffloadedItem(str(log), f"2026-01-01T00:00:0{k + 1}Z", k, "one", len(messages))
+        whole = offloaded_items(item)
+        assert blocks_in(item) == len(whole)
+        assert pages(item, size)[0] == whole
+
+
+async def test_scrolling_up_into_the_rest_of_a_section_shows_every_turn_once(
+    offline_server, session_factory, tmp_path: Path
+):
+    """Home reads the first page of the first summary's turns, a jump far down leaves the rest of them above
+    the window, still lazy: scrolling up reads it from where the page ended, each turn shown once."""
+    from xun.tui.app import XunApp
+    from xun.tui.widgets.chat_view import EarlierMarker
+
+    from .helpers import wait_until
+    from .long_sessions import long_session
+    from .test_chat_window import first_prompt, merged, settled, window_rows
+
+    rounds = 300
+    conversation_id = long_session(tmp_path, rounds, summaries=2)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.main.chat
+        await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
+        await settled(pilot, chat)
+        chat.focus()
+        await pilot.press("home")
+        await wait_until(pilot, lambda: first_prompt(chat).startswith("question 0:"), what="the first prompt")
+        await settled(pilot, chat)
+        block = await chat.show_entry(
+            lambda entry: isinstance(entry, UserItem) and entry.text.startswith("question 250:")
+        )
+        assert block is not None
+        await settled(pilot, chat)
+        rests = [entry for entry in chat._above if isinstance(entry, OffloadedItem) and entry.resume_at is not None]
+        assert len(rests) == 1, "the rest of the first summary's turns, above the window, unread"
+        seen: list = []
+        for _ in range(200):
+            seen = merged(seen, window_rows(chat), downward=False)
+            if not chat.older_count:
+                break
+            chat.scroll_to(y=0, animate=False, immediate=True)
+            chat.action_scroll_up()  # at the top: the older page
+            await settled(pilot, chat)
+        users = [text for kind, text, _ in seen if kind == "user"]
+        last = int(users[-1].split()[1].rstrip(":"))
+        assert users == [f"question {i}: read src/file{i}.py" for i in range(last + 1)] and last >= 250
+        assert sum(1 for kind, *_ in seen if kind == "tool") == last + 1
+
+
+def test_a_search_reads_only_the_page_that_holds_the_turn(tmp_path: Path):
+    """The turns before and after the page that holds the call stay lazy parts of the section; read, the parts
+    are the section whole, and each part's blocks are known without counting the section."""
+    log = write_log(tmp_path, rounds=12)
+    item = OffloadedItem(str(log), "2026-01-01T00:00:01Z", 1, "one", 96, carried_head=True)
+    whole = offloaded_items(item)
+    assert found_turns(item, lambda turn: isinstance(turn, ToolItem) and turn.call_id == "nowhere", 5) is None
+    for call_id in ("s1_0_0", "s1_5_x", "s1_11_1"):
+        for size in (1, 4, 20):
+            parts = found_turns(item, lambda turn: isinstance(turn, ToolItem) and turn.call_id == call_id, size)
+            assert parts is not None
+            lazy = [part for part in parts if isinstance(part, OffloadedItem)]
+            assert len(lazy) <= 2 and all(part.whole == item for part in lazy)
+            read: list = []
+            for part in parts:
+                if isinstance(part, OffloadedItem):
+                    turns = offloaded_items(part)
+                    assert blocks_left(part, {item: len(whole)}) == len(turns)
+                    assert pages(part, 3)[0] == turns  # a part read a page at a time ends where it ends
+                    read += turns
+                else:
+                    read.append(part)
+            assert read == whole, (call_id, size)
+            found = next(part for part in parts if isinstance(part, ToolItem) and part.call_id == call_id)
+            assert found.result is not None
+
+
+async def test_after_a_jump_into_a_summary_s_turns_every_turn_shows_once_from_home_to_end(
+    offline_server, session_factory, tmp_path: Path
+):
+    """A jump to a call in the middle of the first summary's turns reads only the page that holds it: the
+    turns before it and after it stay lazy, and the walk up to the first block and down to the newest shows
+    every turn once, in order."""
+    from xun.tui import messages as m
+    from xun.tui.app import XunApp
+    from xun.tui.widgets.chat_view import EarlierMarker
+    from xun.tui.widgets.tool_block import ToolBlock
+
+    from .helpers import wait_until
+    from .long_sessions import long_session
+    from .test_chat_window import merged, settled, title_total, window_rows
+
+    rounds = 300
+    conversation_id = long_session(tmp_path, rounds, summaries=2)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.main.chat
+        await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
+        await settled(pilot, chat)
+        app.post_message(m.ShowInChat("call_50"))
+        await wait_until(pilot, lambda: isinstance(chat.selected, ToolBlock), what="the call shown")
+        await settled(pilot, chat)
+        assert chat.selected.call_id == "call_50"
+        parts = [entry for entry in (*chat._above, *chat._below) if isinstance(entry, OffloadedItem)]
+        assert any(part.upto is not None for part in parts), "the turns before the call's page, lazy"
+        assert any(part.resume_at is not None for part in parts), "and those after it"
+        chat.select(None)
+        seen: list = []
+        for _ in range(200):
+            seen = merged(seen, window_rows(chat), downward=False)
+            if not chat.older_count:
+                break
+            chat.scroll_to(y=0, animate=False, immediate=True)
+            chat.action_scroll_up()
+            await settled(pilot, chat)
+        upward, seen = seen, []
+        for _ in range(200):
+            seen = merged(seen, window_rows(chat), downward=True)
+            if chat.at_end:
+                break
+            chat.scroll_to(y=chat.max_scroll_y, animate=False, immediate=True)
+            chat.action_scroll_down()
+            await settled(pilot, chat)
+        assert seen[: len(upward)] == upward
+        users = [text for kind, text, _ in seen if kind == "user"]
+        assert users == [f"question {i}: read src/file{i}.py" for i in range(rounds)]
+        assert len(seen) == 3 * rounds + 2
+        await wait_until(pilot, lambda: not title_total(chat).startswith("~"), what="the summarised turns counted")
+        assert title_total(chat) == f"{len(seen):,}"
