@@ -19,7 +19,8 @@ dropped connections by itself.
 
 The suite runs on several workers (pytest-xdist, `-n` in pyproject's addopts, `--dist loadgroup`): the
 real-server tests of one server go to one worker (`pytest_collection_modifyitems`), so each server starts
-once, and the two servers' tests run side by side, from the start.
+once, and the two servers' tests run side by side, from the start. A module with a module-scoped fixture
+names its own `xdist_group`, so that fixture is built once, not once per worker.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
         if kind is not None:
             item.add_marker(pytest.mark.xdist_group(kind))
-    # the real-server tests first: they are the longest part, so they start while the rest shares the workers
+    # grouped tests first (the real servers', and modules whose one fixture is long): they are the longest
+    # parts, so they start while the rest shares the workers
     items[:] = sorted(items, key=lambda item: item.get_closest_marker("xdist_group") is None)
 
 

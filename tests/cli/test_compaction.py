@@ -12,6 +12,8 @@ from .helpers import SMALL_THRESHOLD, Cli, sample_text
 
 SMALL = SMALL_THRESHOLD
 
+pytestmark = pytest.mark.xdist_group("three-reads")  # the module-scoped fixture is built once, on one worker
+
 
 def _files(cli: Cli, count: int) -> None:
     for i in range(1, count + 1):

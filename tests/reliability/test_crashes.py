@@ -11,6 +11,8 @@ import pytest
 
 from .crashes import check_point, count_points, plan, resume_point, run_plan, summarize
 
+pytestmark = pytest.mark.xdist_group("crash-run")  # the module-scoped fixture is built once, on one worker
+
 PER_TARGET = 5
 """Evenly spaced n per (target, mode), or every n of a target called fewer times: the kill points are the
 sum over (target, mode) of min(PER_TARGET, calls), which the test below requires to be at least 100."""

@@ -231,7 +231,7 @@ async def test_scrolling_up_into_the_rest_of_a_section_shows_every_turn_once(
     from .long_sessions import long_session
     from .test_chat_window import first_prompt, merged, settled, window_rows
 
-    rounds = 300
+    rounds = 150
     conversation_id = long_session(tmp_path, rounds, summaries=2)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -243,7 +243,7 @@ async def test_scrolling_up_into_the_rest_of_a_section_shows_every_turn_once(
         await wait_until(pilot, lambda: first_prompt(chat).startswith("question 0:"), what="the first prompt")
         await settled(pilot, chat)
         block = await chat.show_entry(
-            lambda entry: isinstance(entry, UserItem) and entry.text.startswith("question 250:")
+            lambda entry: isinstance(entry, UserItem) and entry.text.startswith("question 125:")
         )
         assert block is not None
         await settled(pilot, chat)
@@ -259,7 +259,7 @@ async def test_scrolling_up_into_the_rest_of_a_section_shows_every_turn_once(
             await settled(pilot, chat)
         users = [text for kind, text, _ in seen if kind == "user"]
         last = int(users[-1].split()[1].rstrip(":"))
-        assert users == [f"question {i}: read src/file{i}.py" for i in range(last + 1)] and last >= 250
+        assert users == [f"question {i}: read src/file{i}.py" for i in range(last + 1)] and last >= 125
         assert sum(1 for kind, *_ in seen if kind == "tool") == last + 1
 
 
@@ -305,17 +305,17 @@ async def test_after_a_jump_into_a_summary_s_turns_every_turn_shows_once_from_ho
     from .long_sessions import long_session
     from .test_chat_window import merged, settled, title_total, window_rows
 
-    rounds = 300
+    rounds = 150
     conversation_id = long_session(tmp_path, rounds, summaries=2)
     app = XunApp(session_factory(offline_server, resume=conversation_id))
     async with app.run_test(size=(120, 40)) as pilot:
         chat = app.main.chat
         await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
         await settled(pilot, chat)
-        app.post_message(m.ShowInChat("call_50"))
+        app.post_message(m.ShowInChat("call_25"))
         await wait_until(pilot, lambda: isinstance(chat.selected, ToolBlock), what="the call shown")
         await settled(pilot, chat)
-        assert chat.selected.call_id == "call_50"
+        assert chat.selected.call_id == "call_25"
         parts = [entry for entry in (*chat._above, *chat._below) if isinstance(entry, OffloadedItem)]
         assert any(part.upto is not None for part in parts), "the turns before the call's page, lazy"
         assert any(part.resume_at is not None for part in parts), "and those after it"
