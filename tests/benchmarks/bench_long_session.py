@@ -368,9 +368,14 @@ def chat_keys_offered(screen: str) -> bool:
 
 
 def focus_chat(x: Xun) -> None:
-    """Shift+Tab from the prompt."""
-    x.keys("BTab")
-    x.until(chat_keys_offered, 5)
+    """Shift+Tab from the prompt (again, from wherever the focus was, until the chat has it); nothing when
+    the chat has it already (from there Shift+Tab would leave it)."""
+    x.settle(0.2)  # a screen that just closed moves the focus, and the key bar says so, after a frame
+    for _ in range(4):
+        if chat_keys_offered(x.screen()):
+            return
+        x.keys("BTab")
+        x.until(chat_keys_offered, 2)
 
 
 def focus_prompt(x: Xun) -> None:
@@ -544,12 +549,11 @@ def run_size(
             if "recall ·" in x.screen():
                 x.keys("Escape")
                 x.until(lambda screen: "recall ·" not in screen, 10)
-            if chat_keys_offered(x.screen()):
-                focus_prompt(x)
             x.settle(0.3)
             if view == "after_home":
                 focus_chat(x)
                 record(view, "end", x.timed(lambda: x.keys("End"), lambda screen: bottom in screen, 60), line=bottom)
+            if chat_keys_offered(x.screen()):
                 focus_prompt(x)
             pages_up = 20 if view == "after_home" else 0  # sending a prompt takes the view to its end
             latencies, streamed = streaming_key_latencies(x, args.keys, pages_up=pages_up)
