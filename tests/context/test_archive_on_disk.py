@@ -318,3 +318,38 @@ def test_the_first_read_of_a_large_archive_never_holds_its_block_whole(tmp_path,
     finally:
         tracemalloc.stop()
     assert peak < total / 4, (peak, total)
+
+
+def test_a_load_reads_the_file_up_to_its_archive_only(tmp_path):
+    """The archive is most of a long session's file: a load reads what comes before it, and checks the
+    archive's text a piece at a time (read whole, the file's bytes and its text were both held)."""
+    path = tmp_path / "s.json"
+    originals = saved_session(path, rounds=600, size=16_000)  # 9.6 MB of originals
+    total = sum(map(len, originals.values()))
+    Conversation().load(path)  # everything imported before the count
+    gc.collect()
+    tracemalloc.start()
+    try:
+        c = Conversation().load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < total / 4, f"a load peaked at {peak:,} bytes for {total:,} of originals"
+    assert c.reclaimed_original("call_300") == originals["call_300"]
+
+
+def test_an_archive_whose_recorded_length_is_wrong_is_read_from_the_whole_file(tmp_path):
+    """What the opening records of the archive is checked against the file's text before a load reads up
+    to the archive only: with a wrong character count (the bytes right), the file is read whole, as one
+    laid out anew by another tool (valid JSON), and every original reads back."""
+    import re
+
+    path = tmp_path / "s.json"
+    originals = saved_session(path)
+    data = path.read_bytes()
+    opening = re.match(rb'\{"format_version":2,"compacted_count":\d+,"compacted_chars":(\d+),', data)
+    assert opening is not None
+    wrong = b"%d" % (int(opening[1]) - 1)
+    path.write_bytes(data[: opening.start(1)] + wrong + data[opening.end(1) :])
+    c = Conversation().load(path)
+    assert read_all(c) == originals

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +22,13 @@ from xun.base.errors import SessionFormatError
 
 PIECE = 1 << 20
 """What a save copies of the archive in one read (in bytes or characters)."""
+
+ARCHIVE_BYTES = re.compile(
+    rb'\{"format_version":\d+,"compacted_count":\d+,"compacted_chars":\d+,"compacted_bytes":(\d+),'
+)
+"""How a format 2 session file opens: the archive's length in bytes, which ends the file but for its "}"."""
+OPENING_READ = 256
+"""Bytes read first: the opening's keys are in the first hundred."""
 
 
 def utf8_length(text: str, start: int = 0, end: int | None = None) -> int:
@@ -70,6 +78,24 @@ class SessionFile:
             file.close()
             raise SessionFormatError(path, "the file changed while it was read; open the session again")
         return data, file
+
+    @classmethod
+    def read_until_archive(cls, path: str | os.PathLike[str]) -> tuple[bytes, SessionFile, bool]:
+        """What comes before a format 2 file's archive (whose length in bytes its opening records: the
+        archive is most of a long session's file, read from here when needed), or the whole content when
+        the file does not open so; the file held open; whether the archive was left out. Raises as
+        `read_whole`."""
+        with open_regular(path) as handle:
+            file = cls(os.dup(handle.fileno()), path)
+            data = handle.read(OPENING_READ)
+            layout = ARCHIVE_BYTES.match(data)
+            archive_at = file.size - 1 - int(layout[1]) if layout is not None else -1
+            partial = len(data) < archive_at
+            data += handle.read(archive_at - len(data)) if partial else handle.read()
+        if len(data) != (archive_at if partial else file.size) or file._stat() != file._identity:
+            file.close()
+            raise SessionFormatError(path, "the file changed while it was read; open the session again")
+        return data, file, partial
 
     @classmethod
     def reopen(cls, path: str | os.PathLike[str], archive_bytes: int, key: bytes) -> tuple[SessionFile, int]:

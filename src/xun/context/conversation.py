@@ -41,7 +41,7 @@ from xun.context.prompt_cache import PromptCacheRecord
 from xun.context.reclaim import pinnable, reclaim, reclaimed_in_context, restore
 from xun.context.archive_store import SessionFile
 from xun.context.reclaimed import ReclaimedArchive
-from xun.context.session_format import answer_unanswered_calls, parse_session_text, session_chunks
+from xun.context.session_format import answer_unanswered_calls, parse_session_file, parse_session_text, session_chunks
 from xun.context.summarise import (
     DEFAULT_LEDGER_CHARS,
     last_user_index,
@@ -787,8 +787,7 @@ class Conversation:
         `read_newest_messages`, before the whole is read)."""
         if peek is not None:
             peek(Path(path))
-        try:
-            text, file = SessionFile.read_whole(path)
-        except OSError as exc:
-            raise SessionFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
-        return self.loads(text, source=path, file=file)
+        state = parse_session_file(path)
+        for name, value in state.items():
+            setattr(self, name, value)
+        return self

@@ -18,6 +18,7 @@ in format 2.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import os
@@ -31,6 +32,8 @@ from xun.base.errors import SessionFormatError
 from xun.context.archive_store import PIECE, SessionFile, SessionText, utf8_length
 
 ARGUMENTS_PREVIEW = 200
+CHECKED_PIECE = 1 << 16
+"""Bytes of an archive decoded at a time when a load checks its text (as text, up to four times as many)."""
 _DECODER = json.JSONDecoder()
 
 RESULT, ARGUMENTS = "result", "arguments"
@@ -403,6 +406,8 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
                         break
                 exhausted = pending is None
                 ascii_text = text.isascii()
+                if in_bytes and not ascii_text and block.chars == block.size:
+                    raise self._fail("the reclaimed-result archive is not the length recorded; the file was edited")
                 continue
             if position == len(text):
                 break
@@ -545,6 +550,37 @@ class ReclaimedArchive(Mapping[str, ReclaimedToolResult]):
         archive._source = source
         if count:
             archive._block = _Block(SessionText(text, source), start + 1, end - start - 2, end - start - 2, count)
+        return archive
+
+    @classmethod
+    def from_file(
+        cls, file: SessionFile, start: int, head: dict[str, Any], source: Any = None
+    ) -> ReclaimedArchive | None:
+        """An archive over the unparsed object at byte `start` of `file`, to the file's last byte, as the
+        session's `head` records it (its entries, bytes and characters, the text checked a piece at a time);
+        None when the file does not hold such an object there (the whole file is then read, and a problem
+        named as in any other). Each entry is checked when it is parsed."""
+        size, chars, count = (head.get(key) for key in ("compacted_bytes", "compacted_chars", "compacted_count"))
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (size, chars, count)):
+            return None
+        assert isinstance(size, int) and isinstance(chars, int) and isinstance(count, int)
+        if start + size + 1 != file.size or size < 2 or chars > size or (count == 0) != (size == 2):
+            return None
+        if file.read_bytes(start, 1) != b"{" or file.read_bytes(file.size - 2, 2) != b"}}":
+            return None
+        decoder, counted = codecs.getincrementaldecoder("utf-8")(), 0
+        for at in range(start, start + size, CHECKED_PIECE):  # none kept
+            piece = file.read_bytes(at, min(CHECKED_PIECE, start + size - at))
+            try:
+                counted += len(decoder.decode(piece, final=at + CHECKED_PIECE >= start + size))
+            except UnicodeDecodeError:
+                return None
+        if counted != chars:
+            return None
+        archive = cls()
+        archive._source = source
+        if count:
+            archive._block = _Block(file, start + 1, size - 2, chars - 2, count)
         return archive
 
     @classmethod

@@ -34,7 +34,7 @@ from xun.context.messages import (
     check_raw,
     message_from_json,
 )
-from xun.context.archive_store import SessionFile
+from xun.context.archive_store import ARCHIVE_BYTES, SessionFile
 from xun.context.prompt_cache import PromptCacheRecord
 from xun.context.reclaimed import ReclaimedArchive
 from xun.context.summarise import SummarizationEvent
@@ -97,6 +97,33 @@ def parse_session_text(
         state = parse_session(data, archive, source)
         del data  # its containers go now, before the collector is back and would walk them all
     return state
+
+
+def parse_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The `Conversation` attributes of the session file at `path`, held open for its archive; raises
+    SessionFormatError on any problem. A format 2 file is read up to its archive, which is parsed from
+    the file a piece at a time when first needed: the archive is most of a long session's file."""
+    try:
+        data, file, partial = SessionFile.read_until_archive(path)
+    except OSError as exc:
+        raise SessionFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
+    if not partial:
+        return parse_session_text(data, path, file)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SessionFormatError(path, f"not UTF-8 text ({exc})") from None
+    del data
+    with _gc_paused(long_lived=True):
+        head = session_head(text)
+        archive = None
+        if head is not None and head[1] == len(text):
+            archive = ReclaimedArchive.from_file(file, head[1], head[0], path)
+        if head is None or archive is None:  # laid out otherwise than its opening says: read whole
+            file.close()
+            whole, file = SessionFile.read_whole(path)
+            return parse_session_text(whole, path, file)
+        return parse_session(head[0], archive, path)
 
 
 @contextlib.contextmanager
@@ -226,9 +253,7 @@ def session_head(
 _MESSAGE_OPENING = '{"kind":"'
 """How every stored message opens (`Message.to_json` puts its kind first)."""
 _MESSAGES_KEY = ',"messages":['
-FORMAT_2_BYTES = re.compile(
-    r'\{"format_version":\d+,"compacted_count":\d+,"compacted_chars":\d+,"compacted_bytes":(\d+),'
-)
+FORMAT_2_BYTES = re.compile(ARCHIVE_BYTES.pattern.decode())
 """How a session file that records its archive's length in bytes opens (a resume reads its end first)."""
 NEWEST_READ = 1 << 16
 """What `read_newest_messages` reads of the opening of a session file at first (all but the messages and the
