@@ -353,3 +353,23 @@ def test_an_archive_whose_recorded_length_is_wrong_is_read_from_the_whole_file(t
     path.write_bytes(data[: opening.start(1)] + wrong + data[opening.end(1) :])
     c = Conversation().load(path)
     assert read_all(c) == originals
+
+
+@pytest.mark.parametrize("shift", [1, -1, 3])
+def test_an_opening_whose_byte_count_is_wrong_is_read_from_the_whole_file(tmp_path, shift):
+    """A byte count that points before or after the archive's opening brace: the file is read whole (it is
+    valid JSON) and every original reads back, never a part of the head read as the archive."""
+    import re
+
+    path = tmp_path / "s.json"
+    originals = saved_session(path)
+    data = path.read_bytes()
+    opening = re.match(
+        rb'\{"format_version":2,"compacted_count":\d+,"compacted_chars":\d+,"compacted_bytes":(\d+),', data
+    )
+    assert opening is not None
+    wrong = b"%d" % (int(opening[1]) + shift)
+    assert len(wrong) == len(opening[1])
+    path.write_bytes(data[: opening.start(1)] + wrong + data[opening.end(1) :])
+    c = Conversation().load(path)
+    assert read_all(c) == originals

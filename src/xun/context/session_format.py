@@ -105,25 +105,30 @@ def parse_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     the file a piece at a time when first needed: the archive is most of a long session's file."""
     try:
         data, file, partial = SessionFile.read_until_archive(path)
+        if partial:
+            state = _parse_up_to_archive(data, file, path)
+            if state is not None:
+                return state
+            file.close()  # laid out otherwise than its opening says: read whole, as any other file
+            data, file = SessionFile.read_whole(path)
     except OSError as exc:
         raise SessionFormatError(path, f"cannot read the file ({exc.strerror or exc})") from None
-    if not partial:
-        return parse_session_text(data, path, file)
+    return parse_session_text(data, path, file)
+
+
+def _parse_up_to_archive(data: bytes, file: SessionFile, path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """`parse_session_file` of what comes before the archive, the archive left in `file`; None when the
+    file does not hold together as its opening says (a character cut, a head or an archive otherwise)."""
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SessionFormatError(path, f"not UTF-8 text ({exc})") from None
-    del data
+    except UnicodeDecodeError:
+        return None
     with _gc_paused(long_lived=True):
         head = session_head(text)
-        archive = None
-        if head is not None and head[1] == len(text):
-            archive = ReclaimedArchive.from_file(file, head[1], head[0], path)
-        if head is None or archive is None:  # laid out otherwise than its opening says: read whole
-            file.close()
-            whole, file = SessionFile.read_whole(path)
-            return parse_session_text(whole, path, file)
-        return parse_session(head[0], archive, path)
+        if head is None or head[1] != len(text):
+            return None
+        archive = ReclaimedArchive.from_file(file, head[1], head[0], path)
+        return None if archive is None else parse_session(head[0], archive, path)
 
 
 @contextlib.contextmanager
