@@ -246,8 +246,8 @@ async def test_sessions_are_capped_and_the_terminal_size_is_clamped(served):
 async def test_an_idle_session_is_closed_and_its_app_quits(served):
     server = served("--idle-timeout", "2")
     async with _session() as session:
+        started = time.monotonic()  # before the connection: the server's idle clock starts as it accepts
         ws = await session.ws_connect(f"{server.base}/ws", origin=server.base, protocols=_offering(server.token))
-        started = time.monotonic()
         await _read_for(ws, 30.0)  # returns when the server closes the socket
         assert ws.closed
         assert 2.0 <= time.monotonic() - started < 20.0
