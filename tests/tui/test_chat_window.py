@@ -3,6 +3,7 @@ End the newest, every block shows exactly once on the way, and a reply streams b
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from xun.tui.app import XunApp
@@ -65,6 +66,27 @@ async def settled(pilot, chat: ChatView) -> None:
     await pilot.pause()
 
 
+@contextlib.asynccontextmanager
+async def resumed_long_session(offline_server, session_factory, tmp_path: Path, rounds: int):
+    """The app on a resumed session of `rounds` rounds and two summaries, its newest page shown and the
+    window settled: (app, pilot, chat)."""
+    conversation_id = long_session(tmp_path, rounds, summaries=2)
+    app = XunApp(session_factory(offline_server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.main.chat
+        await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
+        await settled(pilot, chat)
+        yield app, pilot, chat
+
+
+async def home_pressed(pilot, chat: ChatView) -> None:
+    """Home in the chat, until the first prompt shows and the window settles."""
+    chat.focus()
+    await pilot.press("home")
+    await wait_until(pilot, lambda: first_prompt(chat).startswith("question 0:"), what="the first prompt")
+    await settled(pilot, chat)
+
+
 def test_the_window_s_position_and_a_jump_s_page_are_counted_over_the_whole_session():
     lazy = OffloadedItem("log.md", None, 0, "c", condensed=400)
     above = [lazy, SummaryItem(400, 4, "log.md", "s"), UserItem("q", index=401)]
@@ -89,16 +111,8 @@ async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window
     offline_server, session_factory, tmp_path: Path
 ):
     rounds = 300
-    conversation_id = long_session(tmp_path, rounds, summaries=2)
-    app = XunApp(session_factory(offline_server, resume=conversation_id))
-    async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.main.chat
-        await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
-        await settled(pilot, chat)
-        chat.focus()
-        await pilot.press("home")
-        await wait_until(pilot, lambda: first_prompt(chat).startswith("question 0:"), what="the first prompt")
-        await settled(pilot, chat)
+    async with resumed_long_session(offline_server, session_factory, tmp_path, rounds) as (app, pilot, chat):
+        await home_pressed(pilot, chat)
         assert chat.scroll_y == 0 and not chat.query(EarlierMarker) and chat.query(LaterMarker)
         assert chat.border_title.startswith("chat · blocks 1–")
 
@@ -158,18 +172,10 @@ async def test_the_title_counts_exactly_the_blocks_seen_from_home_to_end(
     at Home too (before any of them is shown), the title's total is the number of blocks the walk down
     to the newest shows, not an estimate from their messages."""
     rounds = 200
-    conversation_id = long_session(tmp_path, rounds, summaries=2)
-    app = XunApp(session_factory(offline_server, resume=conversation_id))
-    async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.main.chat
-        await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
-        await settled(pilot, chat)
+    async with resumed_long_session(offline_server, session_factory, tmp_path, rounds) as (app, pilot, chat):
         await wait_until(pilot, lambda: not title_total(chat).startswith("~"), what="the summarised turns counted")
         total = title_total(chat)
-        chat.focus()
-        await pilot.press("home")
-        await wait_until(pilot, lambda: first_prompt(chat).startswith("question 0:"), what="the first prompt")
-        await settled(pilot, chat)
+        await home_pressed(pilot, chat)
         assert chat.older_count == 0 and any(isinstance(entry, OffloadedItem) for entry in chat._below), (
             "summarised turns below the window, not read yet"
         )

@@ -224,24 +224,10 @@ async def test_scrolling_up_into_the_rest_of_a_section_shows_every_turn_once(
 ):
     """Home reads the first page of the first summary's turns, a jump far down leaves the rest of them above
     the window, still lazy: scrolling up reads it from where the page ended, each turn shown once."""
-    from xun.tui.app import XunApp
-    from xun.tui.widgets.chat_view import EarlierMarker
+    from .test_chat_window import home_pressed, merged, resumed_long_session, settled, window_rows
 
-    from .helpers import wait_until
-    from .long_sessions import long_session
-    from .test_chat_window import first_prompt, merged, settled, window_rows
-
-    rounds = 150
-    conversation_id = long_session(tmp_path, rounds, summaries=2)
-    app = XunApp(session_factory(offline_server, resume=conversation_id))
-    async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.main.chat
-        await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
-        await settled(pilot, chat)
-        chat.focus()
-        await pilot.press("home")
-        await wait_until(pilot, lambda: first_prompt(chat).startswith("question 0:"), what="the first prompt")
-        await settled(pilot, chat)
+    async with resumed_long_session(offline_server, session_factory, tmp_path, 150) as (_, pilot, chat):
+        await home_pressed(pilot, chat)
         block = await chat.show_entry(
             lambda entry: isinstance(entry, UserItem) and entry.text.startswith("question 125:")
         )
@@ -297,21 +283,13 @@ async def test_after_a_jump_into_a_summary_s_turns_every_turn_shows_once_from_ho
     turns before it and after it stay lazy, and the walk up to the first block and down to the newest shows
     every turn once, in order."""
     from xun.tui import messages as m
-    from xun.tui.app import XunApp
-    from xun.tui.widgets.chat_view import EarlierMarker
     from xun.tui.widgets.tool_block import ToolBlock
 
     from .helpers import wait_until
-    from .long_sessions import long_session
-    from .test_chat_window import merged, settled, title_total, window_rows
+    from .test_chat_window import merged, resumed_long_session, settled, title_total, window_rows
 
     rounds = 150
-    conversation_id = long_session(tmp_path, rounds, summaries=2)
-    app = XunApp(session_factory(offline_server, resume=conversation_id))
-    async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.main.chat
-        await wait_until(pilot, lambda: chat.query(EarlierMarker), what="the newest page")
-        await settled(pilot, chat)
+    async with resumed_long_session(offline_server, session_factory, tmp_path, rounds) as (app, pilot, chat):
         app.post_message(m.ShowInChat("call_25"))
         await wait_until(pilot, lambda: isinstance(chat.selected, ToolBlock), what="the call shown")
         await settled(pilot, chat)
