@@ -219,12 +219,27 @@ def test_any_text_reads_back_the_same_a_page_at_a_time(tmp_path_factory, texts, 
         assert pages(item, size)[0] == whole
 
 
+async def walked_up(pilot, chat) -> list:
+    """The rows seen scrolling up from the window to the first block, a page at a time, each once."""
+    from .test_chat_window import merged, settled, window_rows
+
+    seen: list = []
+    for _ in range(200):
+        seen = merged(seen, window_rows(chat), downward=False)
+        if not chat.older_count:
+            break
+        chat.scroll_to(y=0, animate=False, immediate=True)
+        chat.action_scroll_up()  # at the top: the older page
+        await settled(pilot, chat)
+    return seen
+
+
 async def test_scrolling_up_into_the_rest_of_a_section_shows_every_turn_once(
     offline_server, session_factory, tmp_path: Path
 ):
     """Home reads the first page of the first summary's turns, a jump far down leaves the rest of them above
     the window, still lazy: scrolling up reads it from where the page ended, each turn shown once."""
-    from .test_chat_window import home_pressed, merged, resumed_long_session, settled, window_rows
+    from .test_chat_window import home_pressed, resumed_long_session, settled
 
     async with resumed_long_session(offline_server, session_factory, tmp_path, 150) as (_, pilot, chat):
         await home_pressed(pilot, chat)
@@ -235,14 +250,7 @@ async def test_scrolling_up_into_the_rest_of_a_section_shows_every_turn_once(
         await settled(pilot, chat)
         rests = [entry for entry in chat._above if isinstance(entry, OffloadedItem) and entry.resume_at is not None]
         assert len(rests) == 1, "the rest of the first summary's turns, above the window, unread"
-        seen: list = []
-        for _ in range(200):
-            seen = merged(seen, window_rows(chat), downward=False)
-            if not chat.older_count:
-                break
-            chat.scroll_to(y=0, animate=False, immediate=True)
-            chat.action_scroll_up()  # at the top: the older page
-            await settled(pilot, chat)
+        seen = await walked_up(pilot, chat)
         users = [text for kind, text, _ in seen if kind == "user"]
         last = int(users[-1].split()[1].rstrip(":"))
         assert users == [f"question {i}: read src/file{i}.py" for i in range(last + 1)] and last >= 125
@@ -298,15 +306,7 @@ async def test_after_a_jump_into_a_summary_s_turns_every_turn_shows_once_from_ho
         assert any(part.upto is not None for part in parts), "the turns before the call's page, lazy"
         assert any(part.resume_at is not None for part in parts), "and those after it"
         chat.select(None)
-        seen: list = []
-        for _ in range(200):
-            seen = merged(seen, window_rows(chat), downward=False)
-            if not chat.older_count:
-                break
-            chat.scroll_to(y=0, animate=False, immediate=True)
-            chat.action_scroll_up()
-            await settled(pilot, chat)
-        upward, seen = seen, []
+        upward, seen = await walked_up(pilot, chat), []
         for _ in range(200):
             seen = merged(seen, window_rows(chat), downward=True)
             if chat.at_end:
