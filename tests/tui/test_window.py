@@ -15,8 +15,8 @@ async def test_a_prompt_too_large_for_the_window_comes_back_into_the_input(offli
     server = offline_server_factory(context_window=3000, profile="llamacpp")
     app = XunApp(session_factory(server))
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.agent.window.known, what="the window from /props")
-        assert "window 3k" in app.main.gauge.figures_text()
+        # The window is learnt by a worker and reaches the gauge in a message after it.
+        await wait_until(pilot, lambda: "window 3k" in app.main.gauge.figures_text(), what="the window from /props")
         assert "the server's /props" in str(app.main.gauge.tooltip)
         await turn(pilot, "hello")
         assert "the server sends no counts" in app.main.gauge.detail_text()
