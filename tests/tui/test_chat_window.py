@@ -110,7 +110,7 @@ def test_a_block_released_from_the_window_is_dimmed_by_a_later_summary():
 async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window(
     offline_server, session_factory, tmp_path: Path
 ):
-    rounds = 300
+    rounds = 150  # 452 blocks: four and a half windows, 22 pages each way
     async with resumed_long_session(offline_server, session_factory, tmp_path, rounds) as (app, pilot, chat):
         await home_pressed(pilot, chat)
         assert chat.scroll_y == 0 and not chat.query(EarlierMarker) and chat.query(LaterMarker)
@@ -160,6 +160,21 @@ async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window
         assert chat.scroll_y == chat.max_scroll_y and len(chat._window()) <= WINDOW
 
 
+async def test_home_shows_the_first_prompt_of_a_short_session_whose_summaries_are_unread(
+    offline_server, session_factory, tmp_path: Path
+):
+    """A session that fits the window whole, two summaries' turns still unread in the offload log (one entry
+    each above the window, dozens of blocks once read): one Home mounts every block, the first prompt on top."""
+    rounds = 32
+    async with resumed_long_session(offline_server, session_factory, tmp_path, rounds) as (app, pilot, chat):
+        assert any(isinstance(entry, OffloadedItem) for entry in chat._above)
+        await home_pressed(pilot, chat)
+        assert chat.older_count == 0 and not chat.query(EarlierMarker) and chat.at_end
+        users = [text for kind, text, _ in window_rows(chat) if kind == "user"]
+        assert users == [f"question {i}: read src/file{i}.py" for i in range(rounds)]
+        assert len(window_rows(chat)) == 3 * rounds + 2 <= WINDOW
+
+
 def title_total(chat: ChatView) -> str:
     """The whole session's count of blocks the title gives (`~` when it is about)."""
     return chat.border_title.rsplit(" of ", 1)[1]
@@ -171,7 +186,7 @@ async def test_the_title_counts_exactly_the_blocks_seen_from_home_to_end(
     """The turns two summaries took out are counted from the offload log off the event loop: from then on,
     at Home too (before any of them is shown), the title's total is the number of blocks the walk down
     to the newest shows, not an estimate from their messages."""
-    rounds = 200
+    rounds = 100
     async with resumed_long_session(offline_server, session_factory, tmp_path, rounds) as (app, pilot, chat):
         await wait_until(pilot, lambda: not title_total(chat).startswith("~"), what="the summarised turns counted")
         total = title_total(chat)

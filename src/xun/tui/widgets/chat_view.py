@@ -553,8 +553,9 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
                 + len(self._tail)
             )
             if self._above and whole <= WINDOW:
-                await self._mount_older(len(self._above), keep_view=False)  # a short session: all of it
-            elif self._above:
+                # a short session: all of it, counted in blocks (a summary's unread turns are one entry)
+                await self._mount_older(weight(self._above, self._counts), keep_view=False)
+            if self._above:  # a long session, or one whose unread turns were more than their estimate
                 await self._rewindow(lambda whole: 0)
         self._follow_newest()
         self.scroll_to(y=0, animate=False, immediate=True)
