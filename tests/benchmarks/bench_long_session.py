@@ -6,8 +6,9 @@ and XDG folders in a temporary folder); keys go in with `send-keys`, and each fi
 
 Sessions are written as files (`SessionStore`, as xun saves them): N messages, 4 a round (a prompt
 "question i of R: …", a read_file call, its 40-line result, an answer); two tier-2 summaries at a third and
-two thirds of the rounds put those turns in the offload log (and the history index), and old results are
-reclaimed, as in a session of weeks. For each size, with the view at the newest turn, then after Home:
+two thirds of the rounds put those turns in the offload log (and the history index), a third leaves the last
+CONTEXT_ROUNDS rounds in the context where the session is long enough (its threshold would have), and old
+results are reclaimed, as in a session of weeks. For each size, with the view at the newest turn, then after Home:
 
 * open (newest view only): launch until the newest prompt is on screen;
 * key_p95 / key_streaming_p95: a character typed into the prompt until it shows (each 50 ms; p95), idle
@@ -57,6 +58,9 @@ SOCKET = f"longblocks-bench-{os.getpid()}"
 POLL = 0.01
 SIZE = (120, 40)
 SMALL = (100, 30)
+CONTEXT_ROUNDS = 40
+"""Rounds left in the context by the newest summary: a session of weeks keeps what its threshold allows, the
+same at every length (the smallest session keeps its last third, about as many)."""
 FILLER = "the fox ran far"
 """What the offline model's long replies are made of: a reply is streaming once it is on screen."""
 
@@ -86,6 +90,8 @@ def build_session(workdir: Path, messages: int, long_blocks: bool = False) -> tu
     conversation.conversation_id = f"long-{messages}{'-blocks' if long_blocks else ''}"
     rounds = messages // 4
     summaries = {rounds // 3, 2 * rounds // 3} - {0}
+    if rounds - CONTEXT_ROUNDS > 2 * rounds // 3 + CONTEXT_ROUNDS:
+        summaries.add(rounds - CONTEXT_ROUNDS)  # the threshold bounds the context, whatever the session's length
     for i in range(rounds):
         if i in summaries:
             result = conversation.compact(
