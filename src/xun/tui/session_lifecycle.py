@@ -302,7 +302,11 @@ class SessionLifecycle:
         while a reply streams, a pause of 100 ms or more that the keyboard feels. The collector, paused
         while the app started (`xun.tui.run`), runs again from here. It runs after what the main screen does
         after the first frame (queued there before it): a resumed session's archive of reclaimed originals,
-        parsed then for the recoverable list (a record each, thousands in a long session), is frozen too."""
+        parsed then for the recoverable list (a record each, thousands in a long session), is frozen too; and
+        so is the SDK, imported when the first client is made (the window's discovery makes it next), some
+        70,000 objects that every full collection would walk."""
+        with contextlib.suppress(Exception):  # a client that cannot be made is reported by the first request
+            self.agent.client()
         gc.collect()
         gc.freeze()
         gc.enable()
