@@ -7,6 +7,8 @@ What a summary took out of the context comes back from the offload log: each sum
 when they are shown (the chat loads them as the user scrolls). A section of thousands of messages is read
 a page at a time from its start (`offloaded_page`: its rest is an `OffloadedItem` resuming at a byte
 offset), and its blocks are counted as it streams by (`blocks_in`), so memory never holds a section whole.
+Counted with `section_pages`, it also says where each page begins: a jump to one of its turns (`found_turns`
+with the turn's marks) reads that page alone.
 """
 
 from __future__ import annotations
