@@ -319,6 +319,38 @@ def test_the_collector_is_paused_until_the_session_shows_then_runs_on_a_frozen_h
     assert gc.isenabled() and gc.get_freeze_count() == 0, "the app unfroze its heap on the way out"
 
 
+def test_a_resumed_session_s_reclaimed_results_and_the_sdk_are_frozen_with_the_start(tmp_path: Path):
+    """The archive of reclaimed originals is parsed after the first frame, for the recoverable list, and the
+    SDK is imported when the first client is made: both live as long as the session, and are frozen with what
+    the start made, so that no full collection (one every second or so while the app is in use) walks them."""
+    from xun.context.reclaimed import ReclaimedToolResult
+    from xun.context.sessions import SessionStore
+
+    from .long_sessions import add_round
+
+    store = SessionStore(tmp_path)
+    conversation = store.new()
+    for i in range(300):
+        add_round(conversation, i)
+    conversation.reclaim_tool_results(keep_max=2, write_index=False)
+    store.save(conversation)
+    seen: dict[str, int] = {}
+
+    async def drive(pilot) -> None:
+        await wait_until(pilot, lambda: pilot.app.session is not None and pilot.app.main.header.status == "ready")
+        await wait_until(pilot, lambda: gc.isenabled() and len(pilot.app.main.recoverable.records) == 298)
+        client = pilot.app.agent._client
+        tracked = gc.get_objects()
+        seen["tracked"] = sum(isinstance(o, ReclaimedToolResult) for o in tracked)
+        seen["records"] = len(pilot.app.main.recoverable.records)
+        seen["client tracked"] = client is None or any(o is client for o in tracked)
+        await pilot.press("ctrl+q")
+
+    opener = lambda: open_session(tmp_path, offline=True, resume=conversation.conversation_id, environ={})  # noqa: E731
+    assert run(opener, headless=True, size=(100, 30), auto_pilot=drive) == 0
+    assert seen == {"tracked": 0, "records": 298, "client tracked": False}, "out of the collector's reach"
+
+
 @pytest.mark.parametrize("how", ["never used", "cleared"])
 async def test_resuming_a_session_with_no_message_opens_it(offline_server, tmp_path: Path, how):
     """Trial G #32: `xun`, Ctrl+Q, `xun --resume` (or /clear, quit, resume) crashed with a traceback: the empty

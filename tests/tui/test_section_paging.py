@@ -6,6 +6,8 @@ from its result nor reasoning from its reply; and the blocks are counted without
 from __future__ import annotations
 
 import gc
+import itertools
+import os
 import tracemalloc
 from dataclasses import replace
 from pathlib import Path
@@ -19,15 +21,19 @@ from xun.context.messages import RawOpenAIMessage, UserMessage
 from xun.context.offload import append_offload
 from xun.tui.chat_window import blocks_left, weight
 from xun.tui.transcript import (
+    AssistantItem,
     OffloadedItem,
     ToolItem,
     UserItem,
     blocks_in,
+    call_marks,
     found_turns,
     history_page,
     offloaded_items,
     offloaded_page,
     offloaded_prompts,
+    said_marks,
+    section_pages,
 )
 
 
@@ -217,6 +223,10 @@ def test_any_text_reads_back_the_same_a_page_at_a_time(tmp_path_factory, texts, 
         whole = offloaded_items(item)
         assert blocks_in(item) == len(whole)
         assert pages(item, size)[0] == whole
+        counted = section_pages(item, size)
+        assert counted is not None and counted.blocks == len(whole)
+        for key, picks, marks in jumps(whole):  # the marks of any text lead to the page the walk finds
+            assert found_turns(item, picks, size, marks=marks, pages=counted) == found_turns(item, picks, size), key
 
 
 async def walked_up(pilot, chat) -> list:
@@ -320,3 +330,189 @@ async def test_after_a_jump_into_a_summary_s_turns_every_turn_shows_once_from_ho
         assert len(seen) == 3 * rounds + 2
         await wait_until(pilot, lambda: not title_total(chat).startswith("~"), what="the summarised turns counted")
         assert title_total(chat) == f"{len(seen):,}"
+
+
+def jumps(turns: list) -> list[tuple[str, object, tuple[str, ...]]]:
+    """A jump to each turn of `turns` as the recall screen asks for it: what picks it, and its marks."""
+    out: list = []
+    for turn in turns:
+        if isinstance(turn, ToolItem):
+            out.append(
+                (
+                    turn.call_id,
+                    lambda t, c=turn.call_id: isinstance(t, ToolItem) and t.call_id == c,
+                    call_marks(turn.call_id),
+                )
+            )
+        elif isinstance(turn, UserItem):
+            out.append(
+                (
+                    turn.text,
+                    lambda t, x=turn.text: isinstance(t, UserItem) and t.text == x,
+                    said_marks("Human", turn.text),
+                )
+            )
+        elif isinstance(turn, AssistantItem):
+            if turn.content:
+                picks = lambda t, x=turn.content: isinstance(t, AssistantItem) and t.content == x  # noqa: E731
+                out.append((turn.content, picks, said_marks("AI", turn.content)))
+            if turn.reasoning:
+                picks = lambda t, x=turn.reasoning: isinstance(t, AssistantItem) and x in t.reasoning  # noqa: E731
+                out.append((turn.reasoning, picks, said_marks("AI reasoning", turn.reasoning)))
+    return out
+
+
+def read_offsets(monkeypatch) -> list[int]:
+    """The offsets of the log's lines read from now on."""
+    reached: list[int] = []
+    lines = offload._lines
+
+    def counted(data, start, end):
+        for offset, line in lines(data, start, end):
+            reached.append(offset)
+            yield offset, line
+
+    monkeypatch.setattr(offload, "_lines", counted)
+    return reached
+
+
+def test_a_jump_with_the_counted_pages_finds_what_the_walk_finds(tmp_path: Path):
+    """Every turn of a section, at every page size, and in the parts a first jump left: the page the marks
+    lead to is the one the walk from the section's start finds, with the same lazy parts around it."""
+    log = write_log(tmp_path, rounds=6)
+    for item in (
+        OffloadedItem(str(log), "2026-01-01T00:00:01Z", 1, "one", 48),
+        OffloadedItem(str(log), "2026-01-01T00:00:02Z", 2, "one", 48, carried_head=True),
+    ):
+        whole = offloaded_items(item)
+        targets = jumps(whole)
+        assert len(targets) > len(whole)
+        for size in (1, 2, 3, 5, 8, 13, 60):
+            pages = section_pages(item, size)
+            assert pages is not None and pages.blocks == len(whole) == blocks_in(item)
+            assert [pages.before[0], *pages.before[1:]] == sorted(pages.before)
+            for key, picks, marks in targets:
+                walked = found_turns(item, picks, size)
+                assert walked is not None, key
+                assert found_turns(item, picks, size, marks=marks, pages=pages) == walked, (key, size)
+            _, picks, marks = targets[len(targets) // 2]
+            parts = found_turns(item, picks, size, marks=marks, pages=pages)
+            for part in (part for part in parts or () if isinstance(part, OffloadedItem)):
+                for key, picks, marks in jumps(offloaded_items(part)):
+                    walked = found_turns(part, picks, size)
+                    assert found_turns(part, picks, size, marks=marks, pages=pages) == walked, (key, size, part)
+        missing = call_marks("s1_99_0")
+        assert found_turns(item, lambda t: False, 3, marks=missing, pages=section_pages(item, 3)) is None
+
+
+def test_a_jump_reads_only_the_page_that_holds_the_turn(tmp_path: Path, monkeypatch):
+    """A section of 4,000 rounds: with its pages counted, a jump to a turn at a page's first entry, its last,
+    or in the middle of the section reads the log's lines of that page alone (the walk reads from the start)."""
+    log = write_log(tmp_path, rounds=4000, result_chars=200)
+    item = OffloadedItem(str(log), "2026-01-01T00:00:01Z", 1, "one", 28_000)
+    pages = section_pages(item, 20)
+    assert pages is not None and pages.blocks == 7 * 4000 and len(pages.starts) > 1000
+    reached = read_offsets(monkeypatch)
+    middle = len(pages.starts) // 2
+    for call_id in ("s1_0_0", "s1_2000_1", "s1_3999_x"):
+        picks = lambda t, c=call_id: isinstance(t, ToolItem) and t.call_id == c  # noqa: E731
+        reached.clear()
+        parts = found_turns(item, picks, 20, marks=call_marks(call_id), pages=pages)
+        assert parts is not None and any(picks(part) for part in parts)
+        page = max(i for i, start in enumerate(pages.starts) if start <= min(reached))
+        end = pages.starts[page + 1] if page + 1 < len(pages.starts) else pages.end
+        assert pages.starts[page] == min(reached) and max(reached) < end + 1000, call_id  # and the next entry
+        assert len(reached) < 200, len(reached)
+    for page in (middle, middle + 1):
+        entries = offload.SectionReader(log, pages.starts[page]).entries()
+        prompts = [
+            e.text
+            for o, e in itertools.takewhile(lambda oe: oe[0] < pages.starts[page + 1], entries)
+            if e.speaker == "Human"
+        ]
+        for text in (prompts[0], prompts[-1]):  # the first prompt of the page, and its last
+            picks = lambda t, x=text: isinstance(t, UserItem) and t.text == x  # noqa: E731
+            reached.clear()
+            parts = found_turns(item, picks, 20, marks=said_marks("Human", text), pages=pages)
+            assert parts is not None and any(picks(part) for part in parts)
+            assert min(reached) == pages.starts[page] and max(reached) < pages.starts[page + 1] + 1000, text
+            lazy = [part for part in parts if isinstance(part, OffloadedItem)]
+            assert [part.upto for part in lazy if part.upto is not None] == [pages.before[page]]
+            assert [part.shown for part in lazy if part.resume_at is not None] == [pages.before[page + 1]]
+
+
+def test_a_jump_after_the_log_changed_walks_it_unless_it_was_only_appended_to(tmp_path: Path, monkeypatch):
+    """Pages counted before the log changed never lead a jump astray: a later summary appended to the log
+    keeps them (only the page is read), a log rewritten in place or replaced is walked from the section's start;
+    either way the jump finds what a walk of the log as it is now finds."""
+    log = write_log(tmp_path, rounds=40)
+    item = OffloadedItem(str(log), "2026-01-01T00:00:01Z", 1, "one", 280)
+    pages = section_pages(item, 5)
+    assert pages is not None
+    reached = read_offsets(monkeypatch)
+
+    def jump(call_id: str) -> list | None:
+        picks = lambda t: isinstance(t, ToolItem) and t.call_id == call_id  # noqa: E731
+        reached.clear()
+        parts = found_turns(item, picks, 5, marks=call_marks(call_id), pages=pages)
+        indexed = list(reached)
+        assert parts == found_turns(item, picks, 5), call_id  # the walk of the log as it is now
+        reached[:] = indexed
+        return parts
+
+    append_offload(log, varied_turns("s3", 2), conversation_id="one", when="2026-01-01T00:00:03Z")
+    assert jump("s1_30_1") is not None and min(reached) > pages.starts[10]  # appended to: only the page is read
+    stamp = pages.stamp
+    assert stamp[2] == log.stat().st_size  # checked once, then trusted
+
+    text = log.read_text(encoding="utf-8")
+    with log.open("r+", encoding="utf-8") as handle:  # the same file, rewritten: every offset after moves
+        handle.write(text.replace("s1 question 2\n", "s1 question 2, asked again at length\n"))
+    assert log.stat().st_ino == stamp[1]
+    assert jump("s1_30_1") is not None and min(reached) < pages.starts[0]  # walked from the heading
+
+    pages = section_pages(item, 5)
+    assert pages is not None
+    status = log.stat()  # the same size and time, two calls' ids swapped: the page read still holds the call
+    log.write_text(
+        log.read_text(encoding="utf-8")
+        .replace("s1_31_", "s1_xx_")
+        .replace("s1_11_", "s1_31_")
+        .replace("s1_xx_", "s1_11_"),
+        encoding="utf-8",
+    )
+    os.utime(log, ns=(status.st_atime_ns, status.st_mtime_ns))
+    parts = jump("s1_31_0")
+    assert parts is not None and min(reached) > pages.starts[0]
+    found = next(part for part in parts if isinstance(part, ToolItem) and part.call_id == "s1_31_0")
+    assert found.result == "0" * 40
+
+    replacement = log.with_name("new.md")
+    replacement.write_text(log.read_text(encoding="utf-8").replace("s1 question 1\n", "s1 question one\n"))
+    os.replace(replacement, log)
+    assert jump("s1_30_1") is not None and min(reached) < pages.starts[0]
+    log.write_text(log.read_text(encoding="utf-8")[: pages.starts[0] + 100], encoding="utf-8")  # cut short
+    assert jump("s1_30_1") is None
+
+
+async def test_a_jump_from_recall_reads_only_the_page_of_the_turn_once_the_turns_are_counted(
+    offline_server, session_factory, tmp_path: Path, monkeypatch
+):
+    """Once the chat has counted the summaries' turns, "show in the chat" for a call in the middle of the first
+    summary's turns reads none of the log before that call's page, and shows the call with its result."""
+    from xun.tui import messages as m
+    from xun.tui.widgets.tool_block import ToolBlock
+
+    from .helpers import wait_until
+    from .test_chat_window import resumed_long_session, settled, title_total
+
+    async with resumed_long_session(offline_server, session_factory, tmp_path, 150) as (app, pilot, chat):
+        await wait_until(pilot, lambda: not title_total(chat).startswith("~"), what="the summarised turns counted")
+        first = next(item for item in chat._above if isinstance(item, OffloadedItem))
+        pages = chat._pages[first]
+        reached = read_offsets(monkeypatch)
+        app.post_message(m.ShowInChat("call_25"))
+        await wait_until(pilot, lambda: isinstance(chat.selected, ToolBlock), what="the call shown")
+        await settled(pilot, chat)
+        assert chat.selected.call_id == "call_25" and chat.selected.result_text
+        assert min(reached) in pages.starts[2:], "read from the call's page on, not from the section's start"

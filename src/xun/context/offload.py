@@ -15,6 +15,7 @@ import mmap
 import os
 import re
 import stat
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -410,6 +411,53 @@ def section_heads(path: str | os.PathLike[str], start: int = 0) -> Iterator[tupl
                 comment = next((line for line in below if line.strip()), "")
                 yield at, when, _comment_id(comment) if comment.startswith(CONVERSATION_COMMENT) else ""
                 at = _next_heading(data, line_end)
+
+
+def section_end(path: str | os.PathLike[str], position: int) -> int:
+    """Where the section holding the line at byte `position` ends: the offset of the next heading, or the
+    log's size."""
+    with open_regular(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size <= position:
+            return size
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            found = _next_heading(data, position)
+    return size if found < 0 else found
+
+
+def span_crc(path: str | os.PathLike[str], start: int, end: int) -> int | None:
+    """The CRC-32 of the log's bytes from `start` to `end` (None when the log is shorter): whether a part of
+    the log is still what it was."""
+    with open_regular(path) as handle:
+        if os.fstat(handle.fileno()).st_size < end:
+            return None
+        if end <= start:
+            return zlib.crc32(b"")
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            view = memoryview(data)
+            try:
+                return zlib.crc32(view[start:end])
+            finally:
+                view.release()
+
+
+def first_mark(path: str | os.PathLike[str], marks: list[bytes], start: int, end: int) -> int | None:
+    """The first offset from `start` at which one of `marks` (not empty) lies whole before `end`, found in the
+    bytes (no line is decoded; the marks' common beginning is searched once), or None."""
+    common = os.path.commonprefix(marks)
+    with open_regular(path) as handle:
+        end = min(end, os.fstat(handle.fileno()).st_size)
+        if end <= start:
+            return None
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            if not common:
+                return min((at for mark in marks if (at := data.find(mark, start, end)) >= 0), default=None)
+            at = data.find(common, start, end)
+            while at >= 0:
+                if any(at + len(mark) <= end and data[at : at + len(mark)] == mark for mark in marks):
+                    return at
+                at = data.find(common, at + 1, end)
+    return None
 
 
 def _next_heading(data: mmap.mmap, position: int) -> int:

@@ -168,7 +168,7 @@ class SessionLifecycle:
         await self._offer_unanswered()
         self.main.chat.anchor()  # what the resume says (a turn cut off, a draft back) is in view, below the transcript
         self.main.header.status = "ready"
-        self.call_after_refresh(self._freeze_heap)
+        self.main.call_after_refresh(self._freeze_heap)  # queued behind the main screen's: `_freeze_heap`
         self.call_after_refresh(self.discover_window)
         if session.mcp:
             self.start_mcp_servers()
@@ -300,7 +300,13 @@ class SessionLifecycle:
         """Once the session is shown: move everything alive now (Textual, the SDK, the loaded session)
         out of the collector's reach. Otherwise a full collection walks all of it every few seconds
         while a reply streams, a pause of 100 ms or more that the keyboard feels. The collector, paused
-        while the app started (`xun.tui.run`), runs again from here."""
+        while the app started (`xun.tui.run`), runs again from here. It runs after what the main screen does
+        after the first frame (queued there before it): a resumed session's archive of reclaimed originals,
+        parsed then for the recoverable list (a record each, thousands in a long session), is frozen too; and
+        so is the SDK, imported when the first client is made (the window's discovery makes it next), some
+        70,000 objects that every full collection would walk."""
+        with contextlib.suppress(Exception):  # a client that cannot be made is reported by the first request
+            self.agent.client()
         gc.collect()
         gc.freeze()
         gc.enable()

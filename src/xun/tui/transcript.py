@@ -7,12 +7,16 @@ What a summary took out of the context comes back from the offload log: each sum
 when they are shown (the chat loads them as the user scrolls). A section of thousands of messages is read
 a page at a time from its start (`offloaded_page`: its rest is an `OffloadedItem` resuming at a byte
 offset), and its blocks are counted as it streams by (`blocks_in`), so memory never holds a section whole.
+Counted with `section_pages`, it also says where each page begins: a jump to one of its turns (`found_turns`
+with the turn's marks) reads that page alone.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -400,34 +404,192 @@ def offloaded_page(
 
 
 def found_turns(
-    item: OffloadedItem, wanted: Callable[[Item], bool], size: int, workdir: str | os.PathLike[str] | None = None
+    item: OffloadedItem,
+    wanted: Callable[[Item], bool],
+    size: int,
+    workdir: str | os.PathLike[str] | None = None,
+    *,
+    marks: Sequence[str] = (),
+    pages: SectionPages | None = None,
 ) -> list[Item] | None:
     """The turns of `item` with the page that holds the first one `wanted` picks read (at least `size` blocks,
     as `offloaded_page` ends pages), the turns before and after that page left lazy (`OffloadedItem` parts of
-    the section); None when `wanted` picks none of them. Memory holds a page at a time. Raises as
-    `offloaded_items` does."""
+    the section); None when `wanted` picks none of them. Memory holds a page at a time. With the section's
+    `pages` (counted for pages of `size`) and `marks` (`call_marks`, `said_marks`: every turn `wanted` picks
+    holds one of them in the log's bytes), only the pages the marks are on are read; else (or when the log
+    changed since `pages` were counted) the section is walked from its start. Raises as `offloaded_items` does."""
+    path = _log_path(item, workdir)
+    if pages is not None and marks and pages.size == size:
+        try:
+            return _found_by_marks(item, wanted, size, path, marks, pages)
+        except _Unindexed:
+            pass
+    found = _page_holding(item, wanted, size, path)
+    return None if found is None else _parts(item, found)
+
+
+_Found = tuple[int | None, int, list[Item], int | None]
+"""A page found: where it begins (None: where its part of the section begins), the section's blocks before it,
+its turns, and where the turns after it begin (None: none are left)."""
+
+
+def _page_holding(
+    item: OffloadedItem, wanted: Callable[[Item], bool], size: int, path: str, limit: int | None = None
+) -> _Found | None:
+    """The first page of `item`, walked from where it begins, that holds a turn `wanted` picks; None when
+    none does, or none of the pages that begin before byte `limit`."""
     page = _Turns()
     page_start = item.resume_at
     before = item.shown
-    rest: int | None = None
-    for offset, entry in _section_entries(_log_path(item, workdir), item):
+    for offset, entry in _section_entries(path, item):
         if page.count >= size and page.settled:
             if any(map(wanted, page.items)):
-                rest = offset
-                break
+                return page_start, before, page.items, offset
+            if limit is not None and offset >= limit:
+                return None
             before += page.count
             page_start, page = offset, _Turns()
         page.add(entry)
     page.finish()
-    if not any(map(wanted, page.items)):
-        return None
+    return (page_start, before, page.items, None) if any(map(wanted, page.items)) else None
+
+
+def _parts(item: OffloadedItem, found: _Found) -> list[Item]:
+    """The page found, between the lazy parts of `item` before and after it."""
+    page_start, before, page, rest = found
     parts: list[Item] = []
     if before > item.shown:
         parts.append(replace(item, stop_at=page_start, upto=before))
-    parts += page.items
+    parts += page
     if rest is not None:
-        parts.append(replace(item, resume_at=rest, shown=before + page.count))
+        parts.append(replace(item, resume_at=rest, shown=before + len(page)))
     return parts
+
+
+class _Unindexed(Exception):
+    """The pages counted for a section no longer describe its log: it is walked instead."""
+
+
+def _found_by_marks(
+    item: OffloadedItem,
+    wanted: Callable[[Item], bool],
+    size: int,
+    path: str,
+    marks: Sequence[str],
+    pages: SectionPages,
+) -> list[Item] | None:
+    """`found_turns` reading only the pages that hold one of `marks`, in order, from the first."""
+    from xun.context.offload import first_mark
+
+    if not pages.starts or any(not mark or "\ufffd" in mark for mark in marks) or not pages.current(path):
+        raise _Unindexed
+    needles = [mark.encode("utf-8", errors="surrogatepass") for mark in marks]
+    position = max(pages.starts[0], item.resume_at or 0)
+    end = pages.end if item.stop_at is None else min(item.stop_at, pages.end)
+    # a mark found at a line's end ("\n" and the entry it begins) is the next line's: the one before a page's
+    # first entry belongs to that page
+    while (hit := first_mark(path, needles, position - 1, end)) is not None:
+        page = bisect_right(pages.starts, hit + 1) - 1
+        limit = pages.starts[page + 1] if page + 1 < len(pages.starts) else None
+        if item.resume_at is not None and pages.starts[page] < item.resume_at:
+            start, before = item.resume_at, item.shown  # the part begins inside the page
+        else:
+            start, before = pages.starts[page], pages.before[page]
+        found = _page_holding(replace(item, resume_at=start, shown=before), wanted, size, path, limit)
+        if found is not None:
+            ends = None if limit is None or (item.stop_at is not None and limit >= item.stop_at) else limit
+            if found[0] == pages.starts[page] and found[3] != ends:
+                raise _Unindexed  # the page did not end where it ended when counted
+            return _parts(item, found)
+        if limit is None or limit >= end:
+            return None
+        position = limit
+    return None
+
+
+def call_marks(call_id: str) -> tuple[str, ...]:
+    """What the log holds in the entries of tool call `call_id` (its call or its result): for `found_turns`."""
+    return (f"id {call_id})", f"id {call_id}, reclaimed earlier)")
+
+
+def said_marks(speaker: str, text: str) -> tuple[str, ...]:
+    """What the log holds where the prompt (`speaker` "Human"), the reply or the reasoning (`speaker` "AI
+    reasoning": `text` a part of it) `text` is: the entry's start, or the text anywhere in reasoning; for
+    `found_turns`. None for an empty reply (a block of reasoning alone has no entry of its own)."""
+    from xun.context.offload import INDENT, OffloadEntry, render_entries
+
+    if not text:
+        return ()
+    if speaker == "AI reasoning":
+        return (text.replace("\n", "\n" + INDENT),)
+    return ("\n" + render_entries([OffloadEntry("Human" if speaker == "Human" else "AI", text)]),)
+
+
+@dataclass(slots=True)
+class SectionPages:
+    """Where the pages of one summary's section begin in its log (`section_pages`): two numbers a page, no
+    entry kept, so that a jump reads only the page that holds its turn."""
+
+    size: int
+    """The blocks a page holds at least (as `offloaded_page` ends pages of that size)."""
+    blocks: int
+    """The section's blocks (`blocks_in`)."""
+    starts: array[int]
+    """The byte offset of each page's first entry, the first page's first (after a carried prompt)."""
+    before: array[int]
+    """The section's blocks before each page."""
+    end: int
+    """Where the section ends: the next heading, or the log's end."""
+    crc: int | None
+    """CRC-32 of the log's bytes from the first page to `end`."""
+    stamp: tuple[int, int, int, int]
+    """The log's device, inode, size and modification time when this was true of it."""
+
+    def current(self, path: str) -> bool:
+        """The log still holds the section as counted: unchanged, or only appended to (a later summary)."""
+        from xun.context.offload import span_crc
+
+        stamp = _stamp(path)
+        if stamp == self.stamp:
+            return True
+        if stamp[:2] != self.stamp[:2] or stamp[2] < self.end or not self.starts:
+            return False
+        if span_crc(path, self.starts[0], self.end) != self.crc:
+            return False
+        self.stamp = stamp
+        return True
+
+
+def _stamp(path: str) -> tuple[int, int, int, int]:
+    status = os.stat(path)
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def section_pages(item: OffloadedItem, size: int, workdir: str | os.PathLike[str] | None = None) -> SectionPages | None:
+    """`blocks_in` of the whole section of `item`, with where its pages of `size` blocks begin (each as
+    `offloaded_page` ends it, read from the section's start); None when it cannot be read."""
+    from xun.context.offload import section_end, span_crc
+
+    item = item.whole
+    turns = _Turns(keep=False)
+    starts: array[int] = array("q")
+    before: array[int] = array("q")
+    try:
+        path = _log_path(item, workdir)
+        stamp = _stamp(path)
+        last = 0
+        for offset, entry in _section_entries(path, item):
+            if not starts or (turns.count - before[-1] >= size and turns.settled):
+                starts.append(offset)
+                before.append(turns.count)
+            turns.add(entry)
+            last = offset
+        turns.finish()
+        end = section_end(path, last)
+        crc = span_crc(path, starts[0], end) if starts else None
+    except (OSError, LookupError, UnicodeError):
+        return None
+    return SectionPages(size, turns.count, starts, before, end, crc, stamp)
 
 
 def _problem(item: OffloadedItem, exc: Exception) -> str:
@@ -466,11 +628,17 @@ def history_page(
 
 
 def history_found(
-    item: OffloadedItem, wanted: Callable[[Item], bool], size: int, workdir: str | os.PathLike[str] | None = None
+    item: OffloadedItem,
+    wanted: Callable[[Item], bool],
+    size: int,
+    workdir: str | os.PathLike[str] | None = None,
+    *,
+    marks: Sequence[str] = (),
+    pages: SectionPages | None = None,
 ) -> tuple[list[Item] | None, list[str]]:
     """`found_turns` of `item`; the second list says what could not be read."""
     try:
-        return found_turns(item, wanted, size, workdir), []
+        return found_turns(item, wanted, size, workdir, marks=marks, pages=pages), []
     except (OSError, LookupError, UnicodeError) as exc:
         return None, [_problem(item, exc)]
 

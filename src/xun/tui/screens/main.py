@@ -9,7 +9,7 @@ AUTO_FOCUS), wherever it was before.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from textual import on, work
@@ -659,10 +659,13 @@ class MainScreen(Screen[None]):
         self.chat.focus()  # [ and ] go on from here, Enter opens it
         return block
 
-    async def show_in_chat(self, wanted: Callable[[object], bool], what: str) -> Widget | None:
+    async def show_in_chat(
+        self, wanted: Callable[[object], bool], what: str, marks: Sequence[str] = ()
+    ) -> Widget | None:
         """Jump the chat to the block `wanted` picks (its page mounted at once, read from the offload log when
-        a summary took it out), mark it and focus the chat; say so when the chat has no such block."""
-        return self._shown(await self.chat.show_summarised(wanted), what)
+        a summary took it out: the page `marks` are on), mark it and focus the chat; say so when the chat has
+        no such block."""
+        return self._shown(await self.chat.show_summarised(wanted, marks), what)
 
     def _shown(self, block: Widget | None, what: str) -> Widget | None:
         """The jump's block marked, in view and the chat focused; a warning when the chat has no such block."""
@@ -678,7 +681,7 @@ class MainScreen(Screen[None]):
         """The chat at the block of tool call `call_id` (the recoverable list, a search hit)."""
         from xun.context.reclaimed import ARGUMENTS_SUFFIX
         from xun.tui.chat_window import Released
-        from xun.tui.transcript import ToolItem
+        from xun.tui.transcript import ToolItem, call_marks
 
         call_id = call_id.removesuffix(ARGUMENTS_SUFFIX)
 
@@ -686,7 +689,9 @@ class MainScreen(Screen[None]):
             item = entry.item if isinstance(entry, Released) else entry
             return isinstance(item, ToolItem) and item.call_id == call_id
 
-        self.run_worker(self.show_in_chat(wanted, f"the call {call_id}"), group="jump", exclusive=True)
+        self.run_worker(
+            self.show_in_chat(wanted, f"the call {call_id}", call_marks(call_id)), group="jump", exclusive=True
+        )
 
     def show_summary_in_chat(self, ordinal: int) -> None:
         """The chat at the divider of the session's `ordinal`-th summary (a compaction-log row)."""
@@ -699,7 +704,7 @@ class MainScreen(Screen[None]):
     def show_said_in_chat(self, speaker: str, text: str) -> None:
         """The chat at a prompt or a reply found in the history (a search hit), by its words."""
         from xun.tui.chat_window import Released
-        from xun.tui.transcript import AssistantItem, UserItem
+        from xun.tui.transcript import AssistantItem, UserItem, said_marks
 
         def wanted(entry: object) -> bool:
             item = entry.item if isinstance(entry, Released) else entry
@@ -709,7 +714,9 @@ class MainScreen(Screen[None]):
                 return isinstance(item, AssistantItem) and bool(text) and text in item.reasoning
             return isinstance(item, AssistantItem) and item.content == text
 
-        self.run_worker(self.show_in_chat(wanted, "that message"), group="jump", exclusive=True)
+        self.run_worker(
+            self.show_in_chat(wanted, "that message", said_marks(speaker, text)), group="jump", exclusive=True
+        )
 
     def _entry_test(self, index: int) -> Callable[[object], bool] | None:
         """What picks the chat entry of `conversation.messages[index]`: a tool call or result by its id, any

@@ -14,7 +14,7 @@ Blocks made while the view is away from the newest (a reply streaming) wait hidd
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import Any, ClassVar
 
@@ -43,10 +43,11 @@ from xun.tui.chat_blocks import block_for, released
 from xun.tui.transcript import (
     Item,
     OffloadedItem,
+    SectionPages,
     SummaryItem,
-    blocks_in,
     history_found,
     history_page,
+    section_pages,
     whole_history,
 )
 from xun.tui.widgets.assistant_block import AssistantBlock
@@ -120,6 +121,9 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
         self._counts: dict[OffloadedItem, int] = {}
         """How many blocks the turns of each summary show, counted from the offload log off the event loop
         (`_count_offloaded`): the title's position is exact once they are."""
+        self._pages: dict[OffloadedItem, SectionPages] = {}
+        """Where the pages of each summary's turns begin in the log, found as they are counted: a jump to a
+        turn reads only its page."""
         self._unmounted = (0, 0)
         """The blocks above and below the window, as the title last counted them: the scrollbar, drawn at
         every scroll step, reads them rather than walk a long session's entries."""
@@ -327,8 +331,9 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
             self.run_worker(self._count(uncounted, self._generation), group="chat-count", exit_on_error=False)
 
     async def _count(self, items: list[OffloadedItem], generation: int) -> None:
-        counts = await asyncio.to_thread(lambda: {item: blocks_in(item) for item in items})
-        self._counts.update(counts)
+        found = await asyncio.to_thread(lambda: {item: section_pages(item, PAGE) for item in items})
+        self._counts.update((item, 1 if pages is None else pages.blocks) for item, pages in found.items())
+        self._pages.update((item, pages) for item, pages in found.items() if pages is not None)
         if generation == self._generation and self.is_attached:
             if self._later is not None:
                 self._later.update(self._later_text())
@@ -611,9 +616,11 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
         item = target.item if isinstance(target, Released) else target
         return await self.show_entry(lambda entry: (entry.item if isinstance(entry, Released) else entry) is item)
 
-    async def show_summarised(self, wanted: Callable[[Entry], bool]) -> Widget | None:
+    async def show_summarised(self, wanted: Callable[[Entry], bool], marks: Sequence[str] = ()) -> Widget | None:
         """`show_entry`, searching the turns summaries took out (newest first) until one holds the entry: only
-        the page of a summary's turns that holds it is read into the chat, the rest of them stays lazy."""
+        the page of a summary's turns that holds it is read into the chat, the rest of them stays lazy. With
+        `marks` (what the log holds where the entry is: `found_turns`), a counted summary's pages are not read
+        but the one the marks are on."""
         block = await self.show_entry(wanted)
         if block is not None:
             return block
@@ -623,8 +630,11 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
             for source in (self._below, self._above):
                 at = len(source) - 1
                 while not found and at >= 0:
-                    if isinstance(source[at], OffloadedItem):
-                        parts, problems = await asyncio.to_thread(history_found, source[at], wanted, PAGE)
+                    if isinstance(item := source[at], OffloadedItem):
+                        pages = self._pages.get(item.whole)
+                        parts, problems = await asyncio.to_thread(
+                            lambda: history_found(item, wanted, PAGE, marks=marks, pages=pages)
+                        )
                         if generation != self._generation:
                             return None
                         if problems:
