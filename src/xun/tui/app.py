@@ -21,6 +21,7 @@ hand them to their owner. Nothing a worker runs touches a widget.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 from pathlib import Path
@@ -179,6 +180,8 @@ class XunApp(SessionLifecycle, AppActions, App[int], inherit_bindings=False):
         self.saved = False
         self.last_saved_path: Path | None = None
         self._heap_frozen = False
+        self._full_every = gc.get_threshold()[2]
+        """The collector's third threshold before `_freeze_heap` raised it (put back at unmount)."""
         self.main: MainScreen
         """The panes (made by `get_default_screen`, when the app starts)."""
         self.work = WorkQueue()

@@ -30,6 +30,8 @@ TRANSCRIPT_FRAME_WAIT = 2.0
 """Seconds the opening thread waits at most for the frame that shows a resumed transcript."""
 NEWEST_MESSAGES = 64
 """How many of a resumed session's newest messages are shown before the whole session is read."""
+FULL_COLLECTION_EVERY = 100
+"""Middle collections between two full ones while the heap is frozen (Python's default is 10)."""
 
 
 class SessionLifecycle:
@@ -304,11 +306,18 @@ class SessionLifecycle:
         after the first frame (queued there before it): a resumed session's archive of reclaimed originals,
         parsed then for the recoverable list (a record each, thousands in a long session), is frozen too; and
         so is the SDK, imported when the first client is made (the window's discovery makes it next), some
-        70,000 objects that every full collection would walk."""
+        70,000 objects that every full collection would walk.
+
+        Frozen objects do not count as old for the collector's rule that makes a full collection wait
+        until the old objects grew by a quarter, so full collections would run at every tenth middle one
+        (every second or two while a reply streams, 20 to 40 ms each in a long session): the third
+        threshold is raised to `FULL_COLLECTION_EVERY` while the heap is frozen."""
         with contextlib.suppress(Exception):  # a client that cannot be made is reported by the first request
             self.agent.client()
         gc.collect()
         gc.freeze()
+        young, middle, self._full_every = gc.get_threshold()
+        gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
         gc.enable()
         self._heap_frozen = True
 
@@ -317,6 +326,8 @@ class SessionLifecycle:
         (or the session's next user) builds its own instead of one tied to a closed loop."""
         if self._heap_frozen:
             gc.unfreeze()  # what this app froze may be collected again once it is gone
+            young, middle, _ = gc.get_threshold()
+            gc.set_threshold(young, middle, self._full_every)
             self._heap_frozen = False
         if self.session is None:
             return
