@@ -22,6 +22,7 @@ results are reclaimed, as in a session of weeks. For each size, with the view at
 * f9: F9 until the recall screen shows, then a query (`module_M.py` of the middle round, which the second
   summary took out) until its first result shows; f9_jump: the key in --jump-key (Ctrl+G, "show in the
   chat") until the recall screen has closed and the chat's column shows that round (read from the offload log);
+  each the median of F9_RUNS, the view taken back (End, or Home) between them;
 * rss_mb / hwm_mb: VmRSS and VmHWM of the xun process (/proc/PID/status).
 
 Item 3 of the same issue, long blocks: a session of --blocks-base messages whose newest turn holds a
@@ -58,6 +59,9 @@ SOCKET = f"longblocks-bench-{os.getpid()}"
 POLL = 0.01
 SIZE = (120, 40)
 SMALL = (100, 30)
+F9_RUNS = 3
+"""F9's open, search and jump are each timed this many times a view (the median is the figure): one sample
+moved by half from run to run."""
 CONTEXT_ROUNDS = 40
 """Rounds left in the context by the newest summary: a session of weeks keeps what its threshold allows, the
 same at every length (the smallest session keeps its last third, about as many)."""
@@ -453,6 +457,30 @@ def streaming_key_latencies(x: Xun, count: int, *, pages_up: int = 0) -> tuple[l
     return latencies, streaming
 
 
+def f9_seconds(x: Xun, target: str, ident: str, jump_key: str) -> dict[str, float | None]:
+    """F9 until the recall screen shows, the query until its result does, and the jump key until the chat
+    shows the target's turn (None when it was in the chat already, or the entry never showed); the recall
+    screen is closed after."""
+    already = in_chat(x.screen(), target)
+    start = time.perf_counter()
+    x.keys("F9")
+    opened = x.until(lambda screen: "recall ·" in screen, 30, since=start)
+    x.type(target)
+    searched = x.timed(lambda: None, lambda screen: screen.count(target) >= 2, 30)
+    # the highlighted entry is read (in a thread) before the recall screen can show it in the chat
+    entry_shown = x.until(lambda screen: f"session {ident}" in screen, 30) is not None
+    jumped = None
+    if jump_key and entry_shown and not already:
+        jumped = x.timed(
+            lambda: x.keys(jump_key), lambda screen: "recall ·" not in screen and in_chat(screen, target), 30
+        )
+    if "recall ·" in x.screen():
+        x.keys("Escape")
+        x.until(lambda screen: "recall ·" not in screen, 10)
+    x.settle(0.3)
+    return {"f9_open": opened, "f9_search": searched, "f9_jump": jumped}
+
+
 def page_up_seconds(x: Xun, presses: int = 12) -> list[float]:
     """PageUp from the prompt (the chat scrolls), each until the screen has changed."""
     times = []
@@ -523,39 +551,22 @@ def run_size(
             record(view, "key_p95", p95(latencies), "ms", keys=len(latencies))
             record(view, "resize", resize_seconds(x))
             record(view, "f4", f4_seconds(x))
-            already = in_chat(x.screen(), target)
-            start = time.perf_counter()
-            x.keys("F9")
-            opened = x.until(lambda screen: "recall ·" in screen, 30, since=start)
-            x.type(target)
-            searched = x.timed(lambda: None, lambda screen: screen.count(target) >= 2, 30)
-            record(view, "f9_open", opened)
-            record(view, "f9_search", searched)
-            # the highlighted entry is read (in a thread) before the recall screen can show it in the chat
-            entry_shown = x.until(lambda screen: f"session {ident}" in screen, 30) is not None
-            if args.jump_key and entry_shown and not already:
-                record(
-                    view,
-                    "f9_jump",
-                    x.timed(
-                        lambda: x.keys(args.jump_key),
-                        lambda screen: "recall ·" not in screen and in_chat(screen, target),
-                        30,
-                    ),
-                    target=target,
-                )
-            else:
-                emit(
-                    "f9_jump",
-                    messages=messages,
-                    view=view,
-                    value=None,
-                    note="no jump timed: no --jump-key, the entry never showed, or its turn was in the chat already",
-                )
-            if "recall ·" in x.screen():
-                x.keys("Escape")
-                x.until(lambda screen: "recall ·" not in screen, 10)
-            x.settle(0.3)
+            samples: dict[str, list[float]] = {"f9_open": [], "f9_search": [], "f9_jump": []}
+            for attempt in range(F9_RUNS):
+                if attempt:  # the view back where it was: at the newest turn, or at the first prompt
+                    focus_chat(x)
+                    if view == "newest":
+                        x.timed(lambda: x.keys("End"), lambda screen: newest in screen, 30)
+                    else:
+                        go_home(x, first, args.home_limit)
+                    focus_prompt(x)
+                    x.settle(0.3)
+                for name, sample in f9_seconds(x, target, ident, args.jump_key).items():
+                    if sample is not None:
+                        samples[name].append(sample)
+            for name, values in samples.items():
+                middle = statistics.median(values) if values else None
+                record(view, name, middle, runs=len(values), each=[round(sample, 3) for sample in values])
             if view == "after_home":
                 focus_chat(x)
                 record(view, "end", x.timed(lambda: x.keys("End"), lambda screen: bottom in screen, 60), line=bottom)
