@@ -133,15 +133,7 @@ def test_a_page_of_a_large_section_reads_only_its_beginning(tmp_path: Path, monk
     log = write_log(tmp_path, rounds=4000, result_chars=200)
     size = log.stat().st_size
     item = OffloadedItem(str(log), "2026-01-01T00:00:00Z", 0, "one", 28_000)
-    reached = []
-    lines = offload._lines
-
-    def counted(data, start, end):
-        for offset, line in lines(data, start, end):
-            reached.append(offset)
-            yield offset, line
-
-    monkeypatch.setattr(offload, "_lines", counted)
+    reached = read_offsets(monkeypatch)
     gc.collect()
     tracemalloc.start()
     try:
