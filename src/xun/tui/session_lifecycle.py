@@ -316,7 +316,9 @@ class SessionLifecycle:
             self.agent.client()
         gc.collect()
         gc.freeze()
-        young, middle, self._full_every = gc.get_threshold()
+        young, middle, full = gc.get_threshold()
+        if not self._heap_frozen:  # a session opened again (after the trust question) keeps the first value
+            self._full_every = full
         gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
         gc.enable()
         self._heap_frozen = True
