@@ -777,10 +777,14 @@ async def test_the_help_lists_the_confirmation_keys_the_dialog_takes(offline_ser
 
 
 async def test_a_sentence_typed_at_the_question_answers_nothing_and_is_not_lost(
-    offline_server, session_factory, tmp_path: Path
+    offline_server, session_factory, tmp_path: Path, monkeypatch
 ):
     """Issue 25, a newcomer's trial: typed as the ask-mode question stood open, "hello there" answered it
-    with the "o" of "hello" (automatic summaries off for the session) and the sentence was gone."""
+    with the "o" of "hello" (automatic summaries off for the session) and the sentence was gone.
+
+    The keys come 50 ms apart; the guard's quiet is 3 s here, not 0.6, so that a loaded machine (four
+    workers on two cores) never leaves a gap a person's pause would be."""
+    monkeypatch.setattr(ConsentScreen, "GUARD_SECONDS", 3.0)
     names = write_files(tmp_path)
     app = ask_app(session_factory, offline_server, "auto_compact.ask_timeout=600")
     async with app.run_test(size=(140, 44)) as pilot:
