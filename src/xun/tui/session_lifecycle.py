@@ -299,21 +299,18 @@ class SessionLifecycle:
                     await worker.wait()
 
     def _freeze_heap(self) -> None:
-        """Once the session is shown: move everything alive now (Textual, the SDK, the loaded session)
+        """Once the session is shown: move everything alive now (Textual, the app, the loaded session)
         out of the collector's reach. Otherwise a full collection walks all of it every few seconds
         while a reply streams, a pause of 100 ms or more that the keyboard feels. The collector, paused
         while the app started (`xun.tui.run`), runs again from here. It runs after what the main screen does
         after the first frame (queued there before it): a resumed session's archive of reclaimed originals,
-        parsed then for the recoverable list (a record each, thousands in a long session), is frozen too; and
-        so is the SDK, imported when the first client is made (the window's discovery makes it next), some
-        70,000 objects that every full collection would walk.
+        parsed then for the recoverable list (a record each, thousands in a long session), is frozen too. The
+        SDK is not made here: its import takes a second on the event loop; it is imported in a thread.
 
         Frozen objects do not count as old for the collector's rule that makes a full collection wait
         until the old objects grew by a quarter, so full collections would run at every tenth middle one
         (every second or two while a reply streams, 20 to 40 ms each in a long session): the third
         threshold is raised to `FULL_COLLECTION_EVERY` while the heap is frozen."""
-        with contextlib.suppress(Exception):  # a client that cannot be made is reported by the first request
-            self.agent.client()
         gc.collect()
         gc.freeze()
         young, middle, full = gc.get_threshold()
