@@ -230,6 +230,44 @@ async def test_a_streamed_reply_is_measured_again_when_it_is_complete():
         await wait_until(pilot, lambda: paragraph.size.height > 5, what="the whole reply laid out")
 
 
+async def test_a_streaming_reply_waits_for_a_pause_in_the_typing_and_when_overdue_runs_after_a_key(monkeypatch):
+    """Each update of a streaming reply lays the screen out, a frame of tens of ms that a key typed meanwhile
+    waits behind: while keys come, the reply waits for a pause in the typing; an update overdue runs right
+    after a key (the moment least likely to have another behind it), and the rest shows once the typing stops."""
+    import xun.tui.widgets.assistant_block as assistant_block
+
+    monkeypatch.setattr(assistant_block, "TYPING_PAUSE", 0.8)  # far above a key's gap here, even under load
+    monkeypatch.setattr(assistant_block, "TYPING_HOLD_MAX", 1.5)
+    block = AssistantBlock(streaming=True)
+    updates: list[float] = []
+    write_pending = block._write_pending
+
+    async def timed_write_pending() -> None:
+        updates.append(time.monotonic())
+        await write_pending()
+
+    block._write_pending = timed_write_pending  # type: ignore[method-assign]
+    async with Host(block).run_test(size=(80, 24)) as pilot:
+        await block.write("the first words show at once ")
+        assert updates and not block._pending
+        started, keys = time.monotonic(), []
+        while time.monotonic() - started < 2.5:  # typing, a key each 50 ms, while the reply streams
+            keys.append(time.monotonic())
+            block.hold_for_typing()
+            await block.write("word ")
+            await asyncio.sleep(0.05)
+        typed_until = time.monotonic()
+        during = [t for t in updates if started < t <= typed_until]
+        assert len(during) == 1, f"one overdue update while typing, not one each {assistant_block.FLUSH_EVERY} s"
+        assert during[0] - started >= 1.5 - 0.05
+        after_key = max(k for k in keys if k <= during[0])
+        assert during[0] - after_key < 0.5, "the overdue update ran after a key, not on its own clock"
+        assert block._pending, "what streamed after it waits"
+        await wait_until(pilot, lambda: not block._pending, what="the rest, once the typing stopped")
+        assert updates[-1] - typed_until >= 0.8 - 0.1
+        assert block.text.endswith("word ") and block.text.count("word ") == len(keys)
+
+
 async def test_a_flush_under_way_when_a_long_reply_ends_does_not_seal_into_the_reply_drawn_folded():
     """A reply past FOLD_CHARS ends (the reply's last event) while a timed flush is sealing a part: the end
     waits for the flush, then draws the reply folded; the flush, resumed after the fold, mounted its part

@@ -216,7 +216,7 @@ class XunApp(SessionLifecycle, AppActions, App[int], inherit_bindings=False):
 
     async def on_event(self, event: Any) -> None:
         """Before Textual hands a key or a paste to the focused pane: typing or pasting in a pane with no
-        use for it goes to the prompt (`MainScreen.take_typing`)."""
+        use for it goes to the prompt (`MainScreen.typed`)."""
         if isinstance(event, (Key, Paste)) and not event.is_forwarded:
             if isinstance(event, Key) and event.key == "ctrl+c":  # when each key came, in order (the actions
                 self._ctrl_c_keys = (self._ctrl_c_keys[1], event.time)  # run later): `action_quit_twice`
@@ -224,7 +224,7 @@ class XunApp(SessionLifecycle, AppActions, App[int], inherit_bindings=False):
                 self._other_key_at = event.time
             if isinstance(event, Key) and event.key == "escape" and await self._escape_a_dialog():
                 return
-            self.main.take_typing(event)
+            self.main.typed(event)
         await super().on_event(event)
 
     async def _escape_a_dialog(self) -> bool:

@@ -192,6 +192,13 @@ class MainScreen(Screen[None]):
     def layout_is(self, name: str) -> bool:
         return self._layout[name]
 
+    def typed(self, event: Key | Paste) -> None:
+        """A key or a paste, as the app reads it: a streaming reply's next update waits for a pause in the
+        typing (`AssistantBlock.hold_for_typing`), and typing in a pane with no use for it goes to the prompt."""
+        if self.chat.reply is not None:
+            self.chat.reply.hold_for_typing()
+        self.take_typing(event)
+
     def take_typing(self, event: Key | Paste) -> None:
         """Give the prompt the keyboard, at once, for a printable key no binding takes or a paste, while
         another pane of this screen has it (the chat after Tab, the gauge after F4 at 60x20): what was

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from typing import TYPE_CHECKING
 
 from textual import events
@@ -34,6 +35,15 @@ second at any speed a model writes."""
 FLUSH_HIDDEN_EVERY = 1.0
 """Seconds between Markdown updates while the reply streams hidden below a view far up (the chat's `_tail`):
 each update still lays the screen out, and nothing of it is seen until End."""
+TYPING_PAUSE = 0.3
+"""While keys come closer together than this, a streaming reply's next update waits for a pause in the
+typing (`hold_for_typing`): each update lays the screen out, a frame of tens of ms, and a key that came
+during it waited for it to end."""
+TYPING_HOLD_MAX = 1.0
+"""However fast the typing, a streaming reply is updated at least this often (seconds): right after a key
+is drawn, the moment least likely to have another key behind it."""
+KEY_DRAWN = 0.02
+"""Seconds from a key's arrival until it is drawn, when an overdue update waits for it."""
 SEAL_CHARS = 3_000
 """While streaming, once the live Markdown holds this much text, what it holds up to the last paragraph
 break (or, in one huge paragraph, the last space) is sealed: drawn once as a single widget, out of every
@@ -144,6 +154,12 @@ class AssistantBlock(Vertical, MeasuredOnce):
         self._text_parts: list[str] = [content] if content else []
         self._pending: list[str] = []
         self._flush_timer: Timer | None = None
+        self._typed_at = 0.0
+        """When a key was last typed (`hold_for_typing`)."""
+        self._updated_at = 0.0
+        """When the live Markdown was last given what streamed."""
+        self._update_after_key = False
+        """An update is overdue and waits for the next key to be drawn (`hold_for_typing`)."""
         self._writing = asyncio.Lock()
         """One change of the live Markdown and the sealed parts at a time (a flush, the end, a discard, a
         resize): a flush still sealing when the reply ended mounted its part into the reply drawn folded."""
@@ -206,12 +222,36 @@ class AssistantBlock(Vertical, MeasuredOnce):
         self._text_parts.append(fragment)
         self._pending.append(fragment)
         if first:
-            await self._flush()
+            await self._update()
         elif self._flush_timer is None:
             self._flush_timer = self.set_timer(FLUSH_EVERY if self.display else FLUSH_HIDDEN_EVERY, self._flush)
 
+    def hold_for_typing(self) -> None:
+        """A key was typed: the next update waits until the typing pauses (TYPING_PAUSE), so typing is
+        answered first while a reply streams; an update overdue (TYPING_HOLD_MAX) runs once this key is drawn."""
+        self._typed_at = time.monotonic()
+        if self._update_after_key:
+            self._update_after_key = False
+            self._cancel_flush()
+            self._flush_timer = self.set_timer(KEY_DRAWN, self._update)
+
     async def _flush(self) -> None:
         self._flush_timer = None
+        now = time.monotonic()
+        if now - self._typed_at >= TYPING_PAUSE:
+            await self._update()
+            return
+        if now - self._updated_at < TYPING_HOLD_MAX:
+            wait = min(self._typed_at + TYPING_PAUSE, self._updated_at + TYPING_HOLD_MAX) - now
+        else:
+            self._update_after_key, wait = True, TYPING_PAUSE
+        self._flush_timer = self.set_timer(wait, self._flush)
+
+    async def _update(self) -> None:
+        """Give the live Markdown what streamed since the last update."""
+        self._flush_timer = None
+        self._update_after_key = False
+        self._updated_at = time.monotonic()
         async with self._writing:
             await self._write_pending()
 
