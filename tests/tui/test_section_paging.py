@@ -29,6 +29,7 @@ from xun.tui.transcript import (
     call_marks,
     found_turns,
     history_page,
+    history_tail,
     offloaded_items,
     offloaded_page,
     offloaded_prompts,
@@ -485,6 +486,69 @@ def test_a_jump_after_the_log_changed_walks_it_unless_it_was_only_appended_to(tm
     assert jump("s1_30_1") is not None and min(reached) < pages.starts[0]
     log.write_text(log.read_text(encoding="utf-8")[: pages.starts[0] + 100], encoding="utf-8")  # cut short
     assert jump("s1_30_1") is None
+
+
+def from_below(item: OffloadedItem, pages) -> list:
+    """Every turn of `item` read from below a page at a time (`history_tail`), as the chat scrolls up into it."""
+    shown: list = []
+    rest: OffloadedItem | None = item
+    while rest is not None:
+        parts, problems = history_tail(rest, pages)
+        assert problems == [] and parts
+        rest = parts[0] if isinstance(parts[0], OffloadedItem) else None
+        page = parts[1:] if rest is not None else parts
+        assert page and not any(isinstance(part, OffloadedItem) for part in page), "a page, below a lazy part"
+        if rest is not None:
+            assert blocks_left(rest) == rest.upto - rest.shown
+        shown[:0] = page
+    return shown
+
+
+def test_a_section_read_from_below_a_page_at_a_time_is_the_section_read_whole(tmp_path: Path):
+    """Scrolling up into a summary's turns from below reads its last page, then the one before, each from
+    where it was counted to begin: the pages, at every size and from a part a jump left, are the section
+    read whole, every turn once and in order; without its counted pages the part is read whole."""
+    log = write_log(tmp_path, rounds=6)
+    for item in (
+        OffloadedItem(str(log), "2026-01-01T00:00:01Z", 1, "one", 48),
+        OffloadedItem(str(log), "2026-01-01T00:00:02Z", 2, "one", 48, carried_head=True),  # ends at the log's end
+    ):
+        whole = offloaded_items(item)
+        for size in (1, 2, 3, 5, 8, 60):
+            pages = section_pages(item, size)
+            assert pages is not None
+            assert from_below(item, pages) == whole, size
+            _, picks, marks = jumps(whole)[len(whole) // 2]
+            parts = found_turns(item, picks, size, marks=marks, pages=pages)
+            assert parts is not None
+            for part in (part for part in parts if isinstance(part, OffloadedItem)):
+                assert from_below(part, pages) == offloaded_items(part), (size, part)
+        assert history_tail(item, None) == (whole, [])
+
+
+def test_a_section_read_from_below_reads_only_its_last_page(tmp_path: Path, monkeypatch):
+    """A section of 4,000 rounds with its pages counted: reading it from below reads the log's lines of its
+    last page alone (the whole section was read before), and a log rewritten since is read whole."""
+    log = write_log(tmp_path, rounds=4000, result_chars=200)
+    item = OffloadedItem(str(log), "2026-01-01T00:00:01Z", 1, "one", 28_000)
+    pages = section_pages(item, 20)
+    assert pages is not None and len(pages.starts) > 1000
+    reached = read_offsets(monkeypatch)
+    parts, problems = history_tail(item, pages)
+    rest = parts[0]
+    assert problems == [] and isinstance(rest, OffloadedItem)
+    assert rest.stop_at == pages.starts[-1] and rest.upto == pages.before[-1] == pages.blocks - len(parts[1:])
+    assert min(reached) == pages.starts[-1] and max(reached) <= pages.end + 1000 and len(reached) < 200
+    reached.clear()
+    parts, _ = history_tail(rest, pages)
+    assert parts[0].stop_at == pages.starts[-2] == min(reached) and max(reached) <= pages.starts[-1] + 1000
+
+    text = log.read_text(encoding="utf-8")
+    log.write_text(text.replace("s1 question 2\n", "s1 question 2, asked again\n"), encoding="utf-8")
+    reached.clear()
+    parts, _ = history_tail(item, pages)
+    assert not any(isinstance(part, OffloadedItem) for part in parts) and min(reached) < pages.starts[0]
+    assert len(parts) == 7 * 4000
 
 
 async def test_a_jump_from_recall_reads_only_the_page_of_the_turn_once_the_turns_are_counted(

@@ -179,16 +179,13 @@ async def test_older_pages_asked_for_while_a_transcript_is_shown_come_once_and_i
 
     turns = {f"log{n}": [UserItem(f"summarised {n}.{k}", summarised=True) for k in range(8)] for n in range(3)}
 
-    def slow_history(items, workdir=None):
+    def slow_history(item, pages, workdir=None):
         import time
 
         time.sleep(0.15)
-        out = []
-        for item in items:
-            out += turns[item.path] if isinstance(item, OffloadedItem) else [item]
-        return out, []
+        return turns[item.path], []
 
-    monkeypatch.setattr(chat_view, "whole_history", slow_history)
+    monkeypatch.setattr(chat_view, "history_tail", slow_history)
     items = []
     for n in range(3):
         items.append(OffloadedItem(f"log{n}", None, n, "c", 8))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -625,6 +625,27 @@ def history_page(
     except (OSError, LookupError, UnicodeError) as exc:
         return [], [_problem(item, exc)]
     return [*items, rest] if rest is not None else items, []
+
+
+def history_tail(
+    item: OffloadedItem, pages: SectionPages | None, workdir: str | os.PathLike[str] | None = None
+) -> tuple[list[Item], list[str]]:
+    """`item` read from below: with its section's `pages` (still true of the log), the last page of its part
+    read and the turns before that page left lazy (a part ending where the page begins), so that scrolling up
+    into a section of thousands of turns reads a page of it; else all of the part (`whole_history`). The
+    second list says what could not be read."""
+    try:
+        path = _log_path(item, workdir)
+        if pages is not None and pages.starts and pages.current(path):
+            first = pages.starts[0] if item.resume_at is None else item.resume_at
+            page = bisect_left(pages.starts, pages.end if item.stop_at is None else item.stop_at) - 1
+            if page >= 0 and pages.starts[page] > first:
+                start, before = pages.starts[page], pages.before[page]
+                turns = offloaded_items(replace(item, resume_at=start, shown=before), workdir)
+                return [replace(item, stop_at=start, upto=before), *turns], []
+    except (OSError, LookupError, UnicodeError) as exc:
+        return [], [_problem(item, exc)]
+    return whole_history([item], workdir)
 
 
 def history_found(

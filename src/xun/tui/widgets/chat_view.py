@@ -47,8 +47,8 @@ from xun.tui.transcript import (
     SummaryItem,
     history_found,
     history_page,
+    history_tail,
     section_pages,
-    whole_history,
 )
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.chat_live import LiveBlocks
@@ -353,9 +353,10 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
 
     async def _take(self, source: list[Entry], size: int, generation: int, *, newest: bool) -> list[Entry] | None:
         """The newest (or oldest) `size` entries of `source`, taken out of it, the summarised turns among them
-        read from the offload log first; None when another history replaced this one meanwhile. From the oldest,
-        a summary's section is read a page at a time (its rest stays lazy); from the newest, all of what is left
-        of it is read, as a section's end is found only by reading it."""
+        read from the offload log first; None when another history replaced this one meanwhile. A summary's
+        section is read a page at a time, its rest left lazy: from the oldest, from where it begins; from the
+        newest, from where its last page begins once its pages are counted (`_count`; until then, all of
+        what is left of it, as a section's end is found only by reading it)."""
         while size:
             page = source[-size:] if newest else source[:size]
             lazy = [i for i, entry in enumerate(page) if isinstance(entry, OffloadedItem)]
@@ -363,7 +364,10 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
                 break
             if newest:
                 at = len(source) - len(page) + lazy[-1]
-                items, problems = await asyncio.to_thread(whole_history, [source[at]])
+                lazy_item = source[at]
+                assert isinstance(lazy_item, OffloadedItem)
+                pages = self._pages.get(lazy_item.whole)
+                items, problems = await asyncio.to_thread(history_tail, lazy_item, pages)
             else:
                 at = lazy[0]
                 items, problems = await asyncio.to_thread(history_page, source[at], size - at)
