@@ -320,11 +320,17 @@ def test_the_first_read_of_a_large_archive_never_holds_its_block_whole(tmp_path,
     assert peak < total / 4, (peak, total)
 
 
-def test_a_load_reads_the_file_up_to_its_archive_only(tmp_path):
+@pytest.mark.parametrize("prompt", ["ascii", "\u4e2d\u6587 and \u2026"])
+def test_a_load_reads_the_file_up_to_its_archive_only(tmp_path, prompt):
     """The archive is most of a long session's file: a load reads what comes before it, and checks the
-    archive's text a piece at a time (read whole, the file's bytes and its text were both held)."""
+    archive's text a piece at a time (read whole, the file's bytes and its text were both held). Also when
+    the session before the archive is not ASCII: its characters are fewer than its bytes, and the archive
+    was looked for at the character count, not found there, and the whole file read."""
     path = tmp_path / "s.json"
-    originals = saved_session(path, rounds=600, size=16_000)  # 9.6 MB of originals
+    c = long_conversation(rounds=0)
+    c.add_user_message(prompt)
+    originals = add_rounds(c, 0, 600, 16_000)  # 9.6 MB of originals
+    c.dump(path)
     total = sum(map(len, originals.values()))
     Conversation().load(path)  # everything imported before the count
     gc.collect()

@@ -127,7 +127,7 @@ def _parse_up_to_archive(data: bytes, file: SessionFile, path: str | os.PathLike
         head = session_head(text)
         if head is None or head[1] != len(text):
             return None
-        archive = ReclaimedArchive.from_file(file, head[1], head[0], path)
+        archive = ReclaimedArchive.from_file(file, len(data), head[0], path)  # bytes, not `head[1]`'s characters
         return None if archive is None else parse_session(head[0], archive, path)
 
 
