@@ -5,8 +5,11 @@ picks, and no log stays in memory after it (a session of weeks has a log of tens
 from __future__ import annotations
 
 import gc
+import mmap
 import tracemalloc
 from pathlib import Path
+
+import pytest
 
 from xun.base import paths
 from xun.context import offload
@@ -132,3 +135,43 @@ def test_a_summarised_turn_is_read_without_holding_the_log(tmp_path: Path):
         tracemalloc.stop()
     assert peak < size * 0.4, (peak, size)  # a few copies of one section, not the log (parsed whole: over `size`)
     assert kept < size * 0.05, (kept, size)  # and nothing of it afterwards (it was cached whole)
+
+
+def resident_file_kb() -> int:
+    """The file pages this process has mapped in memory (`RssFile`), in kB."""
+    line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("RssFile:"))
+    return int(line.split()[1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux's /proc")
+def test_walking_a_large_log_keeps_none_of_it_resident(tmp_path: Path):
+    """A log is read through a memory map, whose pages count in the app's resident memory until it is
+    unmapped: a walk of a section of ten MB (counting a long session's turns at resume) lets each chunk go
+    once read, so the resident memory grows with a chunk, not with the section."""
+    log = paths.offload_dir(tmp_path) / "one.md"
+    log.parent.mkdir(parents=True)
+    append_offload(log, turns("big", 500, 20_000), conversation_id="one", when="2026-01-01T00:01:00Z")
+    assert log.stat().st_size > 10_000_000
+    log.read_bytes()  # in the page cache, as a log just written is
+    item = OffloadedItem(str(log), "2026-01-01T00:01:00Z", 0, "one", 2000)
+    before = peak = resident_file_kb()
+    count = 0
+    for count, _ in enumerate(offload.SectionReader(log, 0).entries(), 1):
+        if count % 50 == 0:
+            peak = max(peak, resident_file_kb())
+    assert count == 2000 and len(offloaded_items(item)) == 1500
+    assert peak - before < 3_000, (before, peak)  # kB: unreleased, the 10 MB of the section
+
+
+def test_a_search_a_window_at_a_time_finds_what_one_search_finds(tmp_path: Path, monkeypatch):
+    """The searches of the log's bytes go a window at a time (each let go once searched): a needle across a
+    window's edge, at the first or last byte, or absent, is found where one search of the whole finds it."""
+    monkeypatch.setattr(offload, "READ_CHUNK", 7)
+    path = tmp_path / "bytes"
+    path.write_bytes(b"abcdefghij" * 5 + b"XYZ" + b"klmnop" * 3 + b"\n## end")
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        for needle in (b"a", b"XYZ", b"jab", b"ghijab", b"## end", b"d", b"nope", b"p\n#"):
+            for start in range(0, len(data) + 2, 3):
+                for end in (None, len(data), len(data) - 3, start + 5, start):
+                    expected = data.find(needle, start, len(data) if end is None else end)
+                    assert offload._find(data, needle, start, end) == expected, (needle, start, end)

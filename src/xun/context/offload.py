@@ -275,7 +275,7 @@ def heading_offset(path: str | os.PathLike[str], when: str) -> int | None:
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
 
             def after(position: int) -> int:
-                found = data.find(b"\n" + needle, position)
+                found = _find(data, b"\n" + needle, position)
                 return found + 1 if found >= 0 else -1
 
             line = 0 if data[: len(needle)] == needle else after(0)
@@ -370,6 +370,7 @@ def _lines(data: mmap.mmap, start: int, end: int) -> Iterator[tuple[int, str]]:
         if cut < end:
             cut = data.rfind(b"\n", position, cut) + 1 or data.find(b"\n", cut) + 1 or end
         lines = data[position:cut].split(b"\n")
+        _release(data, position, cut)
         if cut < end or not lines[-1]:
             lines.pop()  # the chunk ends with a line's "\n"
         for line in lines:
@@ -377,6 +378,16 @@ def _lines(data: mmap.mmap, start: int, end: int) -> Iterator[tuple[int, str]]:
             position += len(line) + 1
         position = cut
         chunk = min(2 * chunk, READ_CHUNK)
+
+
+def _release(data: mmap.mmap, start: int, end: int) -> None:
+    """Unmap the pages of `data` from `start` to `end` once read (they stay in the page cache, and a read
+    maps them again): the walk of a large log would otherwise count all of it in the app's resident memory
+    until it ends (counting a 30,000-message session's sections added 20 MB)."""
+    if hasattr(mmap, "MADV_DONTNEED"):  # not on Windows
+        first = start - start % mmap.PAGESIZE
+        if end > first:
+            data.madvise(mmap.MADV_DONTNEED, first, end - first)
 
 
 def read_section(path: str | os.PathLike[str], start: int) -> OffloadSection | None:
@@ -433,12 +444,12 @@ def span_crc(path: str | os.PathLike[str], start: int, end: int) -> int | None:
             return None
         if end <= start:
             return zlib.crc32(b"")
+        crc = 0
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            view = memoryview(data)
-            try:
-                return zlib.crc32(view[start:end])
-            finally:
-                view.release()
+            for at in range(start, end, READ_CHUNK):
+                crc = zlib.crc32(data[at : min(at + READ_CHUNK, end)], crc)
+                _release(data, at, min(at + READ_CHUNK, end))
+        return crc
 
 
 def first_mark(path: str | os.PathLike[str], marks: list[bytes], start: int, end: int) -> int | None:
@@ -451,19 +462,36 @@ def first_mark(path: str | os.PathLike[str], marks: list[bytes], start: int, end
             return None
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
             if not common:
-                return min((at for mark in marks if (at := data.find(mark, start, end)) >= 0), default=None)
-            at = data.find(common, start, end)
+                return min((at for mark in marks if (at := _find(data, mark, start, end)) >= 0), default=None)
+            at = _find(data, common, start, end)
             while at >= 0:
                 if any(at + len(mark) <= end and data[at : at + len(mark)] == mark for mark in marks):
                     return at
-                at = data.find(common, at + 1, end)
+                at = _find(data, common, at + 1, end)
     return None
 
 
 def _next_heading(data: mmap.mmap, position: int) -> int:
     """The offset of the first heading after byte `position` (a line's start), or -1."""
-    found = data.find(b"\n" + HEADING.encode(), position)
+    found = _find(data, b"\n" + HEADING.encode(), position)
     return found + 1 if found >= 0 else -1
+
+
+def _find(data: mmap.mmap, needle: bytes, start: int, end: int | None = None) -> int:
+    """`data.find(needle, start, end)`, a window of READ_CHUNK bytes at a time, each window's pages released
+    once searched (`_release`)."""
+    end = len(data) if end is None else min(end, len(data))
+    at = start
+    while at < end:
+        stop = min(at + READ_CHUNK + len(needle) - 1, end)
+        found = data.find(needle, at, stop)
+        if found >= 0:
+            return found
+        _release(data, at, stop)
+        if stop == end:
+            break
+        at = stop - len(needle) + 1
+    return -1
 
 
 class _EntryReader:
