@@ -251,6 +251,8 @@ async def test_a_jump_to_an_early_message_mounts_its_page_not_every_page_between
         prompt = next(i for i, message in enumerate(messages) if getattr(message, "text", "").startswith("question 1:"))
         block = await app.main.jump_to_message(prompt)
         assert isinstance(block, UserBlock) and block.text == "question 1: read src/file1.py"
+        at_top = lambda widget: 0 <= widget.virtual_region.y - chat.scroll_y <= 1  # noqa: E731
+        assert at_top(block), "scrolled to before the first frame of the new page is painted"
         assert chat.selected is block and block.has_class("-jump-target")
         await settled(pilot, chat)
         assert len(chat._window()) <= WINDOW and chat.query(LaterMarker)
@@ -259,6 +261,7 @@ async def test_a_jump_to_an_early_message_mounts_its_page_not_every_page_between
             prompt + 4 * 249 + 2
         )  # the result of question 250's read_file: its tool block
         assert isinstance(tool, ToolBlock) and tool.call_id == "call_250"
+        assert at_top(tool)
         await settled(pilot, chat)
         assert len(chat._window()) <= WINDOW
         chat.focus()

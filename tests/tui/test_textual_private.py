@@ -107,6 +107,7 @@ def test_each_private_use_has_an_upstream_report_ready_to_file():
         "layout-required",
         "rich-wrap-points",
         "size-updated-layout",
+        "layout-now",
     }
     assert wanted <= reports, f"no report for {sorted(wanted - reports)} in docs/upstream/"
 
@@ -139,3 +140,32 @@ async def test_a_widget_s_vertical_scrollbar_is_made_as_textual_makes_it():
         assert made == [bar] and scrolled.vertical_scrollbar is bar, "made once"
         assert bar.parent is scrolled and bar.is_attached and bar.display and bar.size.height == 10
         assert bar.window_virtual_size == 30 and bar.window_size == 10
+
+
+async def test_a_layout_made_inside_a_batch_places_a_widget_just_mounted_and_paints_nothing():
+    """`lay_out_now` gives a widget mounted inside `batch_update` its region at once (before, it has none), so
+    it can be scrolled to before the batch ends; nothing is painted until then."""
+    from textual.containers import VerticalScroll
+    from textual.widgets import Static
+
+    class Host(App[None]):
+        def compose(self):
+            yield VerticalScroll(*(Static(f"line {n}") for n in range(100)))
+
+    app = Host()
+    async with app.run_test(size=(40, 10)) as pilot:
+        scroll = app.query_one(VerticalScroll)
+        painted: list[object] = []
+        display = app._display
+        app._display = lambda screen, renderable: painted.append(renderable) or display(screen, renderable)
+        with app.batch_update():
+            late = Static("late")
+            await scroll.mount(late)
+            assert not late.region, "not placed before a layout"
+            private.lay_out_now(app.screen)
+            assert late.virtual_region.y == 100
+            scroll.scroll_to_widget(late, animate=False, top=True, immediate=True)
+            assert scroll.scroll_y == scroll.max_scroll_y > 90
+            assert not [r for r in painted if r is not None], "nothing painted inside the batch"
+        await pilot.pause()
+        assert late.region and scroll.scroll_y == scroll.max_scroll_y

@@ -18,6 +18,7 @@ from textual._time import get_time
 from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.notifications import Notification
+from textual.screen import Screen
 from textual.scrollbar import ScrollBar
 from textual.widget import Widget
 from textual.widgets import Collapsible, Footer, TextArea
@@ -38,6 +39,7 @@ __all__ = [
     "delete_via_keyboard",
     "divide_line",
     "get_time",
+    "lay_out_now",
     "layout_required",
     "notifications",
     "replace_via_keyboard",
@@ -106,6 +108,14 @@ def replace_via_keyboard(area: TextArea, text: str, start: Location, end: Locati
 def layout_required(widget: Widget) -> bool:
     """Whether Textual still owes `widget` a layout (`Widget._layout_required`)."""
     return bool(widget._layout_required)
+
+
+def lay_out_now(screen: Screen[Any]) -> None:
+    """Lay `screen` out at once (`Screen._refresh_layout`), so that widgets just mounted have their places;
+    inside `App.batch_update` nothing is painted until the batch ends. A jump scrolls the block it mounted
+    to the top of the chat before the first frame shows it (that frame showed the new blocks at the old
+    offset, and the block came a frame or two later)."""
+    screen._refresh_layout()
 
 
 def bindings_ready(footer: Footer) -> bool:

@@ -594,7 +594,11 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
             return next((i for i, entry in enumerate(whole) if wanted(entry)), None)
 
         async with self._window_lock:
-            block = await self._rewindow(choose)
+            with self.app.batch_update():  # the first frame shows the block at the top, as its callers want
+                block = await self._rewindow(choose)
+                if block is not None:
+                    private.lay_out_now(self.screen)
+                    self.scroll_to_widget(block, animate=False, top=True, immediate=True)
         self._follow_newest()
         self.call_after_refresh(self._fill_view)
         return block
