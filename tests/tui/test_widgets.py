@@ -265,6 +265,25 @@ async def test_a_streaming_reply_waits_for_a_pause_in_the_typing_and_when_overdu
         assert block.text.endswith("word ") and block.text.count("word ") == len(keys)
 
 
+async def test_a_reply_streaming_faster_than_anyone_reads_is_not_held_for_the_typing(monkeypatch):
+    """A flood (a local model, a replay) is drawn at its usual pace while keys come: held, each update would
+    draw more text at once, and so would the end of the turn."""
+    import xun.tui.widgets.assistant_block as assistant_block
+
+    monkeypatch.setattr(assistant_block, "TYPING_PAUSE", 5.0)
+    monkeypatch.setattr(assistant_block, "TYPING_HOLD_MAX", 5.0)
+    block = AssistantBlock(streaming=True)
+    async with Host(block).run_test(size=(80, 24)) as pilot:
+        await block.write("the first words show at once ")
+        block.hold_for_typing()
+        await block.write("word " * 100)  # under TYPING_HOLD_CHARS: held
+        await asyncio.sleep(3 * assistant_block.FLUSH_EVERY)
+        assert block._pending, "held while the typing goes on"
+        block.hold_for_typing()
+        await block.write("word " * (assistant_block.TYPING_HOLD_CHARS // 5))  # over it
+        await wait_until(pilot, lambda: not block._pending, timeout=2 * assistant_block.FLUSH_EVERY, what="drawn")
+
+
 async def test_a_flush_under_way_when_a_long_reply_ends_does_not_seal_into_the_reply_drawn_folded():
     """A reply past FOLD_CHARS ends (the reply's last event) while a timed flush is sealing a part: the end
     waits for the flush, then draws the reply folded; the flush, resumed after the fold, mounted its part

@@ -42,6 +42,10 @@ during it waited for it to end."""
 TYPING_HOLD_MAX = 1.0
 """However fast the typing, a streaming reply is updated at least this often (seconds): right after a key
 is drawn, the moment least likely to have another key behind it."""
+TYPING_HOLD_CHARS = 3_000
+"""Nor is more text than this held: a reply streaming faster than anyone reads (a local model, a replay)
+is drawn at its usual pace, as each update costs more with the text it adds, and so does the end of the
+turn that draws all of it (Esc)."""
 KEY_DRAWN = 0.02
 """Seconds from a key's arrival until it is drawn, when an overdue update waits for it."""
 SEAL_CHARS = 3_000
@@ -228,7 +232,8 @@ class AssistantBlock(Vertical, MeasuredOnce):
 
     def hold_for_typing(self) -> None:
         """A key was typed: the next update waits until the typing pauses (TYPING_PAUSE), so typing is
-        answered first while a reply streams; an update overdue (TYPING_HOLD_MAX) runs once this key is drawn."""
+        answered first while a reply streams; an update overdue (TYPING_HOLD_MAX), or holding much text
+        (TYPING_HOLD_CHARS), runs once this key is drawn or at its usual time."""
         self._typed_at = time.monotonic()
         if self._update_after_key:
             self._update_after_key = False
@@ -238,14 +243,14 @@ class AssistantBlock(Vertical, MeasuredOnce):
     async def _flush(self) -> None:
         self._flush_timer = None
         now = time.monotonic()
-        if now - self._typed_at >= TYPING_PAUSE:
+        if now - self._typed_at >= TYPING_PAUSE or sum(map(len, self._pending)) >= TYPING_HOLD_CHARS:
             await self._update()
             return
         if now - self._updated_at < TYPING_HOLD_MAX:
             wait = min(self._typed_at + TYPING_PAUSE, self._updated_at + TYPING_HOLD_MAX) - now
         else:
             self._update_after_key, wait = True, TYPING_PAUSE
-        self._flush_timer = self.set_timer(wait, self._flush)
+        self._flush_timer = self.set_timer(min(wait, FLUSH_EVERY), self._flush)  # (the held text is weighed again)
 
     async def _update(self) -> None:
         """Give the live Markdown what streamed since the last update."""
