@@ -15,7 +15,7 @@ from xun.tui.widgets.summary_divider import SummaryDivider
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
 
-from .helpers import wait_until
+from .helpers import turn, wait_until
 from .long_sessions import long_session
 from .terminal import Terminal
 
@@ -178,6 +178,17 @@ async def test_home_shows_the_first_prompt_of_a_short_session_whose_summaries_ar
 def title_total(chat: ChatView) -> str:
     """The whole session's count of blocks the title gives (`~` when it is about)."""
     return chat.border_title.rsplit(" of ", 1)[1]
+
+
+async def test_the_title_counts_the_blocks_a_turn_adds_at_the_newest(offline_server, session_factory, tmp_path: Path):
+    """A turn run with the view at the newest adds its blocks to the window, and the title's total counts
+    them (it stayed at the total the session opened with)."""
+    async with resumed_long_session(offline_server, session_factory, tmp_path, 100) as (app, pilot, chat):
+        await wait_until(pilot, lambda: not title_total(chat).startswith("~"), what="the summarised turns counted")
+        before = int(title_total(chat).replace(",", ""))
+        await turn(pilot, "hello")
+        await wait_until(pilot, lambda: int(title_total(chat).replace(",", "")) == before + 2, what="prompt and reply")
+        assert chat.border_title.endswith(f"–{before + 2:,} of {before + 2:,}")
 
 
 async def test_the_title_counts_exactly_the_blocks_seen_from_home_to_end(

@@ -36,6 +36,7 @@ class LiveBlocks:
             await self.mount(widget, before=None)
             if len(self.children) > WINDOW + PAGE and not self._window_lock.locked():
                 self.call_later(self._bound_live)
+            self._show_position()  # the title counts it
             return
         widget.display = False
         self._tail.append(widget)
