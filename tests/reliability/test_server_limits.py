@@ -58,6 +58,25 @@ async def test_a_stream_that_trickles_forever_is_cut_at_the_deadline(tmp_path):
     assert [m["role"] for m in agent.conversation.completion_params()] == ["system", "user"]
 
 
+async def test_the_deadline_bounds_the_call_not_the_making_of_its_client(tmp_path, monkeypatch):
+    """On a loaded machine the SDK's import took longer than a short deadline, and the first attempt was cut
+    before its request reached the server."""
+    import xun.agent.bounded_http as bounded_http
+
+    made = bounded_http.bounded_client
+
+    def slow_to_make(*args, **kwargs):
+        time.sleep(1.2)  # longer than the deadline
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(bounded_http, "bounded_client", slow_to_make)
+    _, _, _, finished, _, requests = await _run(
+        "trickle", tmp_path, provider__deadline=1.0, provider__timeout=0.4, retry__attempts=2
+    )
+    assert finished.status == "error" and "provider.deadline" in finished.error
+    assert requests == 2  # both attempts reached the server
+
+
 async def test_sixty_parallel_commands_run_a_few_at_a_time(tmp_path):
     command = "mkdir -p running; touch running/$$; ls running | wc -l >> counts; sleep 0.2; rm running/$$"
     agent, rec, _, finished, _, _ = await _run(f"calls:60:{command}", tmp_path, auto_confirm=True)

@@ -638,6 +638,7 @@ class Agent:
             estimate = self.request_tokens()
             self.sent = request_shape(self, reply_limit=self._reply_limit())
             try:
+                self.client()  # made (the SDK imported) before the deadline starts: it bounds the call, not the import
                 reply = await within_deadline(self._stream_once(), self.config.provider.deadline)
             except asyncio.CancelledError:
                 raise
