@@ -43,6 +43,9 @@ def pytest_configure(config: pytest.Config) -> None:
     """The `xun` processes tests start (in tmux, on the command line) import xun from its source folder:
     compile it once here, as an installed package is, rather than in every process where writing bytecode
     is off (PYTHONDONTWRITEBYTECODE, as on CI: about 0.2 s of CPU a start). Once, before the workers."""
+    config.addinivalue_line(
+        "markers", "long: one of the suite's longest tests (half a minute or more), started before the others"
+    )
     if hasattr(config, "workerinput"):
         return
     import compileall
@@ -64,9 +67,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
         if kind is not None:
             item.add_marker(pytest.mark.xdist_group(kind))
-    # grouped tests first (the real servers', and modules whose one fixture is long): they are the longest
-    # parts, so they start while the rest shares the workers
-    items[:] = sorted(items, key=lambda item: item.get_closest_marker("xdist_group") is None)
+    # the longest parts first, so that they start while the rest shares the workers and no worker is left
+    # with one at the end: grouped tests (the real servers', and modules whose one fixture is long), then
+    # the tests marked long (the wheel's too)
+    items[:] = sorted(
+        items,
+        key=lambda item: (
+            item.get_closest_marker("xdist_group") is None,
+            not any(item.get_closest_marker(name) for name in ("long", "wheel")),
+        ),
+    )
 
 
 @pytest.fixture(autouse=True, scope="session")

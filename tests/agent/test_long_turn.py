@@ -51,6 +51,7 @@ async def run_long_turn(planner: StepPlanner, tmp_path):
     return agent, rec, finished
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("faithful", [True, False], ids=["faithful-summary", "useless-summary"])
 async def test_a_turn_of_300_commands_completes_with_every_step_once(planner_factory, tmp_path, faithful):
     planner = planner_factory(300, "run_command", faithful=faithful)

@@ -7,6 +7,7 @@ config keys given as `section__name=value`. `Recorder` keeps every event the age
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterable
@@ -117,11 +118,17 @@ def missing_texts(texts: Iterable[str], conversation: Conversation) -> list[str]
 
 
 async def wait_until(pilot, predicate, timeout: float = 20.0, what: str = "") -> None:
-    """Pause the app's pilot until `predicate()` holds (an assertion names `what` when it never does)."""
+    """Wait until `predicate()` holds, and still holds once the app has handled what was pending (an assertion
+    names `what` when it never does). Between polls it only sleeps: a pilot's pause posts to every widget."""
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while not (predicate() and await _still(pilot, predicate)):
         assert time.monotonic() < deadline, f"timed out waiting for {what or predicate}"
-        await pilot.pause(0.02)
+        await asyncio.sleep(0.02)
+
+
+async def _still(pilot, predicate) -> bool:
+    await pilot.pause()
+    return bool(predicate())
 
 
 async def submit(pilot, text: str) -> None:

@@ -52,6 +52,7 @@ def own_summaries(agent) -> list[dict]:
     ]
 
 
+@pytest.mark.long
 async def test_a_turn_of_300_rounds_completes_while_every_summary_request_fails(planner_factory, tmp_path):
     write_step_files(tmp_path, 300, 700)
     planner = planner_factory(300, "read_file")

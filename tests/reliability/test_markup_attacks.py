@@ -421,6 +421,7 @@ HOSTILE = st.one_of(
 )
 
 
+@pytest.mark.long
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(HOSTILE, min_size=1, max_size=12))
 def test_any_text_is_drawn_as_it_is_through_every_entry_point(tmp_path_factory, home, offline_server, texts):

@@ -107,6 +107,7 @@ def _plant_offload_logs(workdir: Path) -> Path:
     return folder
 
 
+@pytest.mark.long
 def test_planted_offload_logs_are_indexed_as_a_stream_with_each_entry_capped(tmp_path):
     """A new index filling itself from the logs the first time it opens (`xun history search`), then `xun
     history --reindex`, each in 768 MB of address space (the reindex took 1.4 to 2 GB): the big entry is

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from xun.context.conversation import Conversation
 from xun.base.errors import SessionLocked
 from xun.context import sessions
@@ -46,6 +48,7 @@ def _user_prompts(path: Path) -> list[str]:
     return [m["text"] for m in head["messages"] if m.get("kind") == "user"]
 
 
+@pytest.mark.long
 def test_a_second_writer_is_refused_naming_the_first_and_may_fork_or_read(tmp_path):
     (tmp_path / "ws").mkdir()
     first = _xun(tmp_path, "run", "first turn")

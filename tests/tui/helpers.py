@@ -19,16 +19,20 @@ workers (pytest-xdist) share two cores with the real model servers, so a passing
 async def wait_until(
     pilot: Pilot[Any], predicate: Callable[[], object], timeout: float = TIMEOUT, what: str = ""
 ) -> None:
-    """Poll `predicate` between pauses until it is true; fail after `timeout` seconds."""
+    """Poll `predicate` until it is true after a pause (the app has handled every message pending then);
+    fail after `timeout` seconds. Between polls the test only sleeps: a pause posts a message to every widget
+    on the screen and waits for the process to go idle, and done a hundred times a second that was a large
+    share of the suite's CPU."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout * SLACK
     while True:
-        await pilot.pause()
         if predicate():
-            return
+            await pilot.pause()
+            if predicate():
+                return
         if loop.time() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what or predicate}")
-        await pilot.pause(0.01)
+        await asyncio.sleep(0.01)
 
 
 async def at_the_end(pilot: Pilot[Any], view: Any, what: str = "the view") -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+import pytest
+
 from xun.tui.app import XunApp
 from xun.tui.chat_window import PAGE, WINDOW, Released, centred, messages_in, position_text, summarised
 from xun.tui.transcript import OffloadedItem, SummaryItem, ToolItem, UserItem
@@ -107,6 +109,7 @@ def test_a_block_released_from_the_window_is_dimmed_by_a_later_summary():
     assert summarised(UserItem("q")).summarised and summarised(divider) == divider
 
 
+@pytest.mark.long
 async def test_every_block_shows_once_between_home_and_end_with_a_bounded_window(
     offline_server, session_factory, tmp_path: Path
 ):

@@ -254,6 +254,8 @@ async def test_index_warnings_become_notifications_and_an_empty_box_says_what_is
             pilot, lambda: "1 reclaimed result indexed here" in str(screen.query_one("#recall-status").render())
         )
         await pilot.press("escape")
+        # the damage is done once no worker has the index open: one closing it would checkpoint its WAL over it
+        await wait_until(pilot, lambda: not any(worker.is_running for worker in app.workers), what="no worker")
         app.session.store.recall_index.path.write_bytes(b"this is not a database" * 100)
         screen = await open_recall(pilot, app, "zebra0")
         await wait_until(pilot, lambda: any(n.title == "history index" for n in app._notifications), what="the warning")

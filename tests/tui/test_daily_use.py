@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from xun.tui.app import XunApp
 from xun.tui.format import tokens
 from xun.tui.screens.breakdown import BreakdownScreen
@@ -478,6 +480,7 @@ async def test_a_large_paste_is_one_line_in_the_input_and_sent_in_full(offline_s
         assert any(getattr(msg, "text", None) == f"sum {pasted}a small paste" for msg in app.conversation.messages)
 
 
+@pytest.mark.long
 async def test_a_low_threshold_reclaims_before_it_summarises_and_every_nothing_says_why(
     offline_server, session_factory, tmp_path
 ):
@@ -547,6 +550,7 @@ async def test_a_low_threshold_reclaims_before_it_summarises_and_every_nothing_s
             assert (last.condensed_count, last.kept_count) == (f.condensed, f.kept)
 
 
+@pytest.mark.long
 async def test_a_long_turn_with_many_summaries_shows_every_call_once_live_resumed_and_rendered(
     offline_server, session_factory
 ):

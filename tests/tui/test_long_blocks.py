@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from textual.geometry import Region
 
 from xun.context.sessions import SessionStore
@@ -220,6 +222,7 @@ async def test_render_still_exports_a_folded_block_whole(offline_server, session
         assert "pasted line 25000 of 50000" in text and "word50000 " in text and "term99999" in text
 
 
+@pytest.mark.long
 async def test_a_streamed_reply_longer_than_the_fold_is_folded_when_complete(offline_server_factory, session_factory):
     app = XunApp(session_factory(offline_server_factory(tokens_per_second=100_000)))
     async with app.run_test(size=(100, 40)) as pilot:
@@ -235,6 +238,7 @@ async def test_a_streamed_reply_longer_than_the_fold_is_folded_when_complete(off
         assert app.screen.query_one(TextPager).text == block.text
 
 
+@pytest.mark.long
 async def test_a_reply_streaming_past_the_fold_shows_only_its_first_and_newest_parts(
     offline_server_factory, session_factory
 ):

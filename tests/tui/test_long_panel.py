@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from xun.context.sessions import SessionStore
 from xun.tui.app import XunApp
 from xun.tui.screens.inspector import InspectorScreen
@@ -46,6 +48,7 @@ async def resumed(pilot, app: XunApp) -> None:
     )
 
 
+@pytest.mark.long
 async def test_the_recoverable_results_mount_a_page_and_the_cursor_pages_through_all(
     offline_server, session_factory, tmp_path: Path
 ):

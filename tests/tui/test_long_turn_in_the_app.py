@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from xun.tui import messages as m
 from xun.tui.app import XunApp
 
@@ -13,6 +15,7 @@ from tests.agent.planner import StepPlanner
 from .helpers import of_type, turn
 
 
+@pytest.mark.long
 async def test_a_long_turn_runs_through_its_summaries_and_the_log_says_inside_the_turn(session_factory, tmp_path: Path):
     planner = StepPlanner(60, "run_command")
     planner.server.start()

@@ -574,6 +574,7 @@ def test_a_clean_quit_leaves_no_lock_file(terminal, quit_by):
     assert not list(sessions.glob("*.lock")), sorted(p.name for p in sessions.iterdir())
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     ("size", "while_streaming"), [((80, 24), False), ((60, 20), True)], ids=["80x24-idle", "60x20-streaming"]
 )

@@ -15,6 +15,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import pytest
+
 from xun.base import paths
 from xun.context import offload
 from xun.context.messages import RawOpenAIMessage, UserMessage
@@ -237,6 +239,7 @@ async def walked_up(pilot, chat) -> list:
     return seen
 
 
+@pytest.mark.long
 async def test_scrolling_up_into_the_rest_of_a_section_shows_every_turn_once(
     offline_server, session_factory, tmp_path: Path
 ):
@@ -287,6 +290,7 @@ def test_a_search_reads_only_the_page_that_holds_the_turn(tmp_path: Path):
             assert found.result is not None
 
 
+@pytest.mark.long
 async def test_after_a_jump_into_a_summary_s_turns_every_turn_shows_once_from_home_to_end(
     offline_server, session_factory, tmp_path: Path
 ):

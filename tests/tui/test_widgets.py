@@ -284,6 +284,7 @@ async def test_a_reply_streaming_faster_than_anyone_reads_is_not_held_for_the_ty
         await wait_until(pilot, lambda: not block._pending, timeout=2 * assistant_block.FLUSH_EVERY, what="drawn")
 
 
+@pytest.mark.long
 async def test_a_flush_under_way_when_a_long_reply_ends_does_not_seal_into_the_reply_drawn_folded():
     """A reply past FOLD_CHARS ends (the reply's last event) while a timed flush is sealing a part: the end
     waits for the flush, then draws the reply folded; the flush, resumed after the fold, mounted its part

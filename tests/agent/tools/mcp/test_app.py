@@ -36,6 +36,7 @@ def tool_text(app: XunApp, call_id: str) -> str:
     raise AssertionError(call_id)
 
 
+@pytest.mark.long
 async def test_mcp_tools_in_the_app_end_to_end(tmp_path, user_config, servers):
     user_config.write_text(
         tomli_w.dumps(
