@@ -29,10 +29,11 @@ from pathlib import Path
 import pytest
 
 N_CTX = 2048
-REPLY_TOKENS = 64
-"""Every reply's limit (the output reserve): what the tests check is the window, the counts and the
-compaction, never a long answer, and the 135M model at temperature 0 otherwise writes up to a quarter of
-the window on each turn, which is most of these tests' time."""
+REPLY_TOKENS = 32
+"""Every reply's limit (the output reserve) where the window is known: what the tests check is the window,
+the counts and the compaction, never a long answer (the prompts ask for one sentence), and the 135M model
+at temperature 0 otherwise writes up to a quarter of the window on each turn. Writing is the slow part of
+these tests: a token written costs the time of three or four read (SmolLM2-135M on one core here)."""
 SUMMARY_TOKENS = 128
 """Every summary's limit (`compression.max_tokens`), for the same reason: the 135M model writes each summary
 up to its limit (a quarter of the window, 512 tokens, more when a cut-off one is asked for again), which was
