@@ -248,12 +248,15 @@ class Xun:
         tmux("send-keys", "-t", self.name, "-l", text)
 
     def until(self, predicate: Callable[[str], object], timeout: float, since: float | None = None) -> float | None:
-        """Seconds from `since` (now) until the screen satisfies `predicate`; None after `timeout`."""
+        """Seconds from `since` (now) until the screen satisfies `predicate`; None after `timeout`, the screen
+        then printed to stderr (a figure that timed out says what the app showed instead)."""
         start = time.perf_counter() if since is None else since
         while True:
-            if predicate(self.screen()):
+            screen = self.screen()
+            if predicate(screen):
                 return time.perf_counter() - start
             if time.perf_counter() - start > timeout:
+                print(f"timed out after {timeout:g} s; the screen:\n{screen}", file=sys.stderr, flush=True)
                 return None
             time.sleep(POLL)
 
