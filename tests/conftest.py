@@ -44,7 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
     compile it once here, as an installed package is, rather than in every process where writing bytecode
     is off (PYTHONDONTWRITEBYTECODE, as on CI: about 0.2 s of CPU a start). Once, before the workers."""
     config.addinivalue_line(
-        "markers", "long: one of the suite's longest tests (half a minute or more), started before the others"
+        "markers", "long: one of the suite's longest tests (about 20 s or more on 2 cores), started before the others"
     )
     if hasattr(config, "workerinput"):
         return
