@@ -7,13 +7,12 @@ config keys given as `section__name=value`. `Recorder` keeps every event the age
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from tui.helpers import wait_until as pilot_wait_until
 from xun.agent.loop import Agent
 from xun.agent.config import XunConfig
 from xun.context.conversation import Conversation
@@ -118,17 +117,8 @@ def missing_texts(texts: Iterable[str], conversation: Conversation) -> list[str]
 
 
 async def wait_until(pilot, predicate, timeout: float = 20.0, what: str = "") -> None:
-    """Wait until `predicate()` holds, and still holds once the app has handled what was pending (an assertion
-    names `what` when it never does). Between polls it only sleeps: a pilot's pause posts to every widget."""
-    deadline = time.monotonic() + timeout
-    while not (predicate() and await _still(pilot, predicate)):
-        assert time.monotonic() < deadline, f"timed out waiting for {what or predicate}"
-        await asyncio.sleep(0.02)
-
-
-async def _still(pilot, predicate) -> bool:
-    await pilot.pause()
-    return bool(predicate())
+    """The app tests' wait (`tui.helpers.wait_until`), with this folder's default timeout."""
+    await pilot_wait_until(pilot, predicate, timeout, what)
 
 
 async def submit(pilot, text: str) -> None:
