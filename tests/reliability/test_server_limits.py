@@ -7,9 +7,12 @@ true, a chunk that is not UTF-8, a stream that trickles a byte every 50 ms forev
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import time
+import warnings
 
-from xun.agent.call_limits import MAX_PARALLEL_TOOL_CALLS
+from xun.agent.call_limits import MAX_PARALLEL_TOOL_CALLS, gather_limited
 
 from .helpers import make_agent
 from .hostile_server import HostileServer
@@ -85,3 +88,26 @@ async def test_sixty_parallel_commands_run_a_few_at_a_time(tmp_path):
     counts = [int(line) for line in (tmp_path / "counts").read_text().split()]
     assert len(counts) == 60 and max(counts) <= MAX_PARALLEL_TOOL_CALLS
     assert max(counts) > 1  # they do still run side by side
+
+
+async def test_tool_calls_cancelled_before_they_start_are_closed_not_left_unawaited():
+    """Quitting as a reply's tool calls were about to run printed "coroutine ... was never awaited" on the
+    terminal at exit: the calls that never started are closed."""
+
+    async def call(n: int) -> int:
+        await asyncio.sleep(1)
+        return n
+
+    calls = [call(n) for n in range(5)]
+    task = asyncio.ensure_future(gather_limited(iter(calls), limit=2))
+    await asyncio.sleep(0)  # the gather starts; the first two calls take the gate, the rest wait
+    task.cancel()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        del calls, task
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]

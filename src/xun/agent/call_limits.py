@@ -12,6 +12,7 @@ never ends, a reply that starts hundreds of tools at once.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
@@ -71,14 +72,22 @@ async def within_deadline(call: Awaitable[T], seconds: float) -> T:
 
 
 async def gather_limited(calls: Iterable[Awaitable[T]], limit: int = MAX_PARALLEL_TOOL_CALLS) -> list[T]:
-    """`asyncio.gather` with at most `limit` of `calls` running at once; results in the order given."""
+    """`asyncio.gather` with at most `limit` of `calls` running at once; results in the order given. A call
+    cancelled before it started (the turn cancelled, xun quit) is closed, so Python does not warn at exit
+    that it was never awaited."""
     gate = asyncio.Semaphore(limit)
+    pending = list(calls)
 
     async def one(call: Awaitable[T]) -> T:
         async with gate:
             return await call
 
-    return list(await asyncio.gather(*(one(call) for call in calls)))
+    try:
+        return list(await asyncio.gather(*(one(call) for call in pending)))
+    finally:
+        for call in pending:
+            if inspect.iscoroutine(call) and inspect.getcoroutinestate(call) == inspect.CORO_CREATED:
+                call.close()
 
 
 def raise_if_cancel_pending() -> None:
