@@ -507,7 +507,10 @@ class RecallIndex:
 
     def _run(self, fn: Callable[[sqlite3.Connection], _T], notes: list[str], *, write: bool) -> _T:
         """Run `fn` on a fresh connection (in a write transaction when `write`). A damaged file is moved
-        aside and rebuilt once, then `fn` runs again; any other failure is a RecallError."""
+        aside and rebuilt once, then `fn` runs again; any other failure is a RecallError. The damage is said
+        in `notes` whatever happens next: the new index may be built by this call or by another thread or
+        process that finds the file gone."""
+        moved: str | None = None
         for attempt in (1, 2):
             inode = None
             try:
@@ -523,6 +526,11 @@ class RecallIndex:
                         db.close()
                 db = self._open(notes)
                 try:
+                    if moved is not None:
+                        entries = db.execute("SELECT count(*) FROM entries").fetchone()[0]
+                        built = f"a new one was built from the offload logs and sessions ({entries} entries)"
+                        notes.append(f"{moved} and {built}")
+                        moved = None
                     if not write:
                         return fn(db)
                     db.execute("BEGIN IMMEDIATE")
@@ -537,8 +545,10 @@ class RecallIndex:
                     db.close()
             except Exception as exc:
                 if attempt == 1 and schema.is_damage(exc):
-                    self._recover(exc, inode, notes)
+                    moved = self._move_aside(exc, inode)
                     continue
+                if moved is not None:
+                    notes.append(f"{moved}; a new one could not be built yet")
                 if isinstance(exc, (sqlite3.Error, OSError, schema.Damaged)):
                     raise RecallError(f"the history index {self.path} cannot be used: {exc}") from exc
                 raise
@@ -618,7 +628,7 @@ class RecallIndex:
                     raise
             schema.check_schema(db)  # checked before the switch to WAL, so a damaged file is kept as it was
             if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                db.execute("PRAGMA journal_mode = WAL")  # kept in the file: done once
+                _use_wal(db)
             # NORMAL, once in WAL: a crash of xun loses nothing, and a power cut at most the newest writes of an
             # index made from the offload logs and sessions (`xun history --reindex`); FULL's fsync on every
             # commit cost a long turn about 1 ms a round (each summary waited 20+ ms for the disk)
@@ -632,8 +642,10 @@ class RecallIndex:
             raise
         return db
 
-    def _recover(self, exc: BaseException, inode: int | None, notes: list[str]) -> None:
-        """Move the damaged file (and its -wal/-shm) aside, keeping it, and build a new index."""
+    def _move_aside(self, exc: BaseException, inode: int | None) -> str | None:
+        """Move the damaged file (and its -wal/-shm) aside, keeping it; what to say of it, or None when
+        another thread or process has already replaced the file (and says so itself). The next open builds
+        the new index."""
         with self._lock:
             try:
                 current = self.path.stat().st_ino
@@ -641,7 +653,7 @@ class RecallIndex:
                 current = None
             reason = str(exc) or type(exc).__name__
             if inode is not None and current != inode:
-                return  # another thread or process has already replaced it
+                return None
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
             aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
             try:
@@ -652,18 +664,22 @@ class RecallIndex:
                 raise RecallError(
                     f"the history index {self.path} is damaged ({reason}) and could not be moved aside: {error}"
                 ) from error
-            fill_notes: list[str] = []
-            self._prepare()
-            db = self._open(fill_notes)
-            try:
-                entries = db.execute("SELECT count(*) FROM entries").fetchone()[0]
-            finally:
-                db.close()
-            notes.append(
-                f"the history index {self.path} could not be used ({reason}); it was kept as {aside.name} and a new "
-                f"one was built from the offload logs and sessions ({entries} entries)"
-            )
-            notes.extend(fill_notes)
+            return f"the history index {self.path} could not be used ({reason}); it was kept as {aside.name}"
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Switch the index to write-ahead logging (kept in the file: done once). SQLite refuses the switch at
+    once, without waiting, while another connection is writing (two threads or processes building a new
+    index together), so it is tried again until BUSY_TIMEOUT has passed."""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def rebuild(workdir: str | os.PathLike[str] | None = None, conversations: Iterable[Conversation] = ()) -> RebuildReport:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import sqlite3
 
 import pytest
@@ -284,3 +285,40 @@ def test_a_future_migration_slots_in(store, monkeypatch):
         current,
         current,
     ]  # a rebuild runs every step from nothing
+
+
+def test_the_switch_to_wal_waits_for_another_writer(store):
+    """SQLite refuses a change of journal mode at once while another connection writes, without waiting
+    for it: two threads or processes building a new index together (the recall screen counts and searches
+    in two threads as it opens) must both get their answer, not "database is locked"."""
+    two_sessions(store)
+    path = store.recall_index.path
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA journal_mode = DELETE")
+    db.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.5, lambda: db.execute("COMMIT"))
+    release.start()
+    try:
+        assert RecallIndex(store.workdir).search("question")
+    finally:
+        release.join()
+        db.close()
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_damage_is_said_even_when_the_new_index_cannot_be_built(store, monkeypatch):
+    two_sessions(store)
+    _checkpointed(store.recall_index.path)
+    store.recall_index.path.write_bytes(b"this is not a database" * 100)
+    index = RecallIndex(store.workdir)
+
+    def full(*args, **kwargs):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(index, "_fill", full)
+    with pytest.raises(recall.RecallError, match="disk is full"):
+        index.search("question")
+    [warning] = index.take_warnings()
+    assert "was kept as history.db.corrupt-" in warning and "a new one could not be built yet" in warning
+    monkeypatch.undo()
+    assert index.search("question") and index.take_warnings() == []
