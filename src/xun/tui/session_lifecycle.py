@@ -310,8 +310,13 @@ class SessionLifecycle:
         Frozen objects do not count as old for the collector's rule that makes a full collection wait
         until the old objects grew by a quarter, so full collections would run at every tenth middle one
         (every second or two while a reply streams, 20 to 40 ms each in a long session): the third
-        threshold is raised to `FULL_COLLECTION_EVERY` while the heap is frozen."""
-        gc.collect()
+        threshold is raised to `FULL_COLLECTION_EVERY` while the heap is frozen.
+
+        The collection before the freeze is a full one only when the collector was paused (`xun.tui.run`):
+        nothing made since was ever collected. An app hosted with the collector running (Pilot tests, an
+        embedding program) collects the young generations only; a full collection there walks the host's
+        whole heap, a third of a second in a test worker, for garbage the collector has been taking all along."""
+        gc.collect(1 if gc.isenabled() else 2)
         gc.freeze()
         young, middle, full = gc.get_threshold()
         if not self._heap_frozen:  # a session opened again (after the trust question) keeps the first value
