@@ -18,7 +18,9 @@ below all this, by httpcore (100 kB in all).
 
 from __future__ import annotations
 
+import functools
 import re
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -173,8 +175,17 @@ async def _bound(response: httpx2.Response) -> None:
     response.stream = _Counted(response.stream, take)
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default TLS settings (its CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR), made once a process:
+    loading the CA bundle takes 25 ms, and a client is made for each agent and each session opened."""
+    return httpx2.create_ssl_context()
+
+
 def bounded_client() -> httpx2.AsyncClient:
-    """The SDK's own default HTTP client (its limits, redirects, proxies), with every reply's body bounded."""
+    """The SDK's own default HTTP client (its limits, redirects, proxies, TLS), with every reply's body bounded."""
     import openai
 
-    return openai.DefaultAsyncHttpxClient(event_hooks={"request": [_ask_uncompressed], "response": [_bound]})
+    return openai.DefaultAsyncHttpxClient(
+        verify=_tls_context(), event_hooks={"request": [_ask_uncompressed], "response": [_bound]}
+    )
