@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-import threading
 import sqlite3
+import threading
 
 import pytest
 
@@ -303,7 +304,8 @@ def test_the_switch_to_wal_waits_for_another_writer(store):
     finally:
         release.join()
         db.close()
-    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with contextlib.closing(sqlite3.connect(path)) as check:
+        assert check.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_damage_is_said_even_when_the_new_index_cannot_be_built(store, monkeypatch):
