@@ -85,7 +85,8 @@ def previewed_in_part(text: str) -> bool:
 
 class ToolBlock(Collapsible):
     """The body (arguments and result preview) is built the first time the block is opened: a long
-    history holds hundreds of these, folded."""
+    history holds hundreds of these, folded. A block made from the history is finished (and marked reclaimed)
+    before it mounts: its state classes then change without a restyle, which the mount does once."""
 
     def __init__(self, call_id: str, name: str, arguments: str) -> None:
         self.call_id = call_id
@@ -162,9 +163,9 @@ class ToolBlock(Collapsible):
         return " · ".join(parts)
 
     def _set_state(self, state: str) -> None:
-        self.remove_class(f"-{self.state}")
+        self.remove_class(f"-{self.state}", update=self.is_attached)
         self.state = state
-        self.add_class(f"-{state}")
+        self.add_class(f"-{state}", update=self.is_attached)
 
     def finished(
         self, *, result_chars: int, duration_text: str, result: str | None, is_error: bool = False, denied: bool = False
@@ -184,10 +185,10 @@ class ToolBlock(Collapsible):
 
     def mark_reclaimed(self) -> None:
         self.reclaimed, self.restored = True, False
-        self.add_class("-reclaimed")
+        self.add_class("-reclaimed", update=self.is_attached)
         self.title = self._heading()
 
     def mark_restored(self) -> None:
         self.reclaimed, self.restored = False, True
-        self.remove_class("-reclaimed")
+        self.remove_class("-reclaimed", update=self.is_attached)
         self.title = self._heading()
