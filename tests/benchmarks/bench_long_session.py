@@ -57,6 +57,8 @@ HERE = Path(__file__).resolve()
 SRC = HERE.parents[2] / "src"
 SOCKET = f"longblocks-bench-{os.getpid()}"
 POLL = 0.01
+FOCUS_CHAIN = 12
+"""Shift+Tab presses that go round every focusable pane of the main screen at least once."""
 SIZE = (120, 40)
 SMALL = (100, 30)
 F9_RUNS = 3
@@ -382,13 +384,18 @@ def chat_keys_offered(screen: str) -> bool:
 
 def focus_chat(x: Xun) -> None:
     """Shift+Tab from the prompt (again, from wherever the focus was, until the chat has it); nothing when
-    the chat has it already (from there Shift+Tab would leave it)."""
+    the chat has it already (from there Shift+Tab would leave it). The focus can be anywhere in the side
+    panel (once, after the F9 jumps, it was in the recoverable list's filter, which then took End and every
+    later key), so Shift+Tab goes round the whole chain; a chat it never reaches ends the run, rather than
+    sending the keys to another pane."""
     x.settle(0.2)  # a screen that just closed moves the focus, and the key bar says so, after a frame
-    for _ in range(4):
+    for _ in range(FOCUS_CHAIN):
         if chat_keys_offered(x.screen()):
             return
         x.keys("BTab")
-        x.until(chat_keys_offered, 2)
+        x.settle(0.3)
+    if not chat_keys_offered(x.screen()):
+        raise SystemExit(f"the chat never took the focus; the screen:\n{x.screen()}")
 
 
 def focus_prompt(x: Xun) -> None:
