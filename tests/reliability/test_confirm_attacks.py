@@ -31,7 +31,7 @@ from xun.agent.tools.builtin import MAX_REVIEW_LINES, _command_confirmation
 from xun.tui.app import XunApp
 from xun.tui.screens.confirm import ConfirmScreen
 
-from .helpers import submit, wait_until
+from .helpers import submit, typing_fast, wait_until
 
 
 async def finish(pilot, action) -> None:
@@ -53,12 +53,13 @@ async def test_keys_typed_as_the_dialog_opens_do_not_answer_it(offline_server, s
         await submit(pilot, "run `touch pwned`")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
         screen = app.screen
-        for key in (" ", "t", "h", "a", "n", "k", "s", "y", "enter"):  # still typing: " thanks", then more
-            await pilot.press(key)
-        for _ in range(16):  # typing goes on for 1.6 s: the dialog must stay unarmed all along
-            await pilot.pause(0.1)
-            await pilot.press("t")
-            assert app.screen is screen and not screen.armed
+        with typing_fast(screen):
+            for key in (" ", "t", "h", "a", "n", "k", "s", "y", "enter"):  # still typing: " thanks", then more
+                await pilot.press(key)
+            for _ in range(16):  # typing goes on for 1.6 s: the dialog must stay unarmed all along
+                await pilot.pause(0.1)
+                await pilot.press("t")
+                assert app.screen is screen and not screen.armed
         assert not (tmp_path / "pwned").exists()
         await wait_until(pilot, lambda: screen.armed, what="the dialog to take answers after the keys stop")
         assert app.screen is screen and not (tmp_path / "pwned").exists()
@@ -83,11 +84,12 @@ async def test_a_sentence_typed_once_the_dialog_is_ready_does_not_answer_it(offl
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
         screen = app.screen
         await wait_until(pilot, lambda: screen.armed, what="the dialog to take answers")
-        for key in "turn 8: read notes and s":
-            await pilot.press("space" if key == " " else key)
-            assert app.screen is screen and not screen.armed, f"{key!r} found the dialog ready"
-        assert not (tmp_path / "pwned").exists()
-        assert screen.query_one("#confirm-box").border_subtitle == ConfirmScreen.WAITING
+        with typing_fast(screen):
+            for key in "turn 8: read notes and s":
+                await pilot.press("space" if key == " " else key)
+                assert app.screen is screen and not screen.armed, f"{key!r} found the dialog ready"
+            assert not (tmp_path / "pwned").exists()
+            assert screen.query_one("#confirm-box").border_subtitle == ConfirmScreen.WAITING
         await wait_until(pilot, lambda: screen.armed, what="the dialog to take answers again")
         assert app.main.prompt.text == "", "what was typed is kept out of the prompt behind the dialog"
         await finish(pilot, lambda: pilot.press("y"))

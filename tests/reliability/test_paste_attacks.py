@@ -28,6 +28,9 @@ from xun.tui.terminal_input import TerminalInputParser
 
 from tui.helpers import finish, submit, turn, wait_until
 from tui.terminal import terminal  # noqa: F401 - a fixture
+
+from .helpers import typing_fast
+
 # ruff: noqa: F811 - the tests take the imported `terminal` fixture as a parameter
 
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
@@ -116,11 +119,12 @@ async def test_a_paste_disarms_the_confirmation_and_the_key_after_it_answers_not
         await submit(pilot, "run `touch pwned`")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen.armed, what="armed")
         screen = app.screen
-        app.post_message(events.Paste("copied from a web page"))
-        app.post_message(events.Key("s", "s"))  # what came with the paste, had the parser let it through
-        await pilot.pause(0.3)
-        assert app.screen is screen and not screen.armed, "a paste makes the question wait again"
-        assert not (tmp_path / "pwned").exists() and not app.agent.toolbox.allowed_for_session()
+        with typing_fast(screen):
+            app.post_message(events.Paste("copied from a web page"))
+            app.post_message(events.Key("s", "s"))  # what came with the paste, had the parser let it through
+            await pilot.pause(0.3)
+            assert app.screen is screen and not screen.armed, "a paste makes the question wait again"
+            assert not (tmp_path / "pwned").exists() and not app.agent.toolbox.allowed_for_session()
         await wait_until(pilot, lambda: screen.armed, what="the question ready again after a quiet pause")
         await finish(pilot, lambda: pilot.press("n"))
         assert app.main.prompt.text == "copied from a web pages", "kept aside, then in the prompt, not sent"
@@ -147,11 +151,12 @@ async def test_a_paste_disarms_ask_modes_question_and_o_after_it_answers_nothing
         await submit(pilot, "read big.txt")
         await wait_until(pilot, lambda: isinstance(app.screen, ConsentScreen) and app.screen.armed, what="armed")
         screen = app.screen
-        app.post_message(events.Paste("copied text"))
-        app.post_message(events.Key("o", "o"))  # "off for this session"
-        await pilot.pause(0.3)
-        assert app.screen is screen and not screen.armed, "a paste makes the question wait again"
-        assert app.session.config.auto_compact.mode == "ask"
+        with typing_fast(screen):
+            app.post_message(events.Paste("copied text"))
+            app.post_message(events.Key("o", "o"))  # "off for this session"
+            await pilot.pause(0.3)
+            assert app.screen is screen and not screen.armed, "a paste makes the question wait again"
+            assert app.session.config.auto_compact.mode == "ask"
         await wait_until(pilot, lambda: screen.armed, what="the question ready again after a quiet pause")
         await finish(pilot, lambda: pilot.press("n"))
         assert app.session.config.auto_compact.mode == "ask", "summaries were not turned off"
