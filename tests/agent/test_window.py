@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 
 from xun.agent.tools import Toolbox
 from xun.agent.window import (
+    TEXT,
     Calibration,
     LearnedEstimates,
     LearnedWindows,
@@ -620,6 +622,60 @@ async def test_the_estimate_before_a_call_is_the_servers_count_of_it(scripted, t
     assert counts[-1] > 600 and counts[-1] in judged, (judged, counts)
     assert agent.knowledge.calibration.tokenizer == "template"
     assert agent.learned_estimates.get(server.base_url, agent.config.model.name).tokenizer == "template"
+
+
+def imitating_llama_cpp_python(probe_seconds: float):
+    """llama-cpp-python's ways of counting: its tokenizer counts text (`/extras/tokenize/count`) and no endpoint
+    renders the template, so the whole prompt is counted by a request for one token, answered here after
+    `probe_seconds` (a small machine processing the prompt); a turn's stream is answered at once."""
+
+    def answer(method: str, path: str, body):
+        if path == "/extras/tokenize/count":
+            return Json(200, {"count": len(TOKEN.findall(body["input"]))})
+        if path == "/v1/chat/completions" and not body.get("stream"):
+            time.sleep(probe_seconds)
+            tokens = len(TOKEN.findall(chatml(body["messages"])))
+            message = {"role": "assistant", "content": "A"}
+            return Json(
+                200,
+                {
+                    "id": "p",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [{"index": 0, "message": message, "finish_reason": "length"}],
+                    "usage": {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1},
+                },
+            )
+        if path == "/v1/chat/completions":
+            return Stream(["Noted."])
+        return NOT_FOUND
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "probe_seconds, timeout, measured", [(1.0, 10.0, True), (5.0, 0.3, False)], ids=["answered", "given-up"]
+)
+async def test_the_probe_of_the_whole_prompt_waits_as_long_as_the_call_would(
+    probe_seconds, timeout, measured, scripted, tmp_path
+):
+    """A loaded small machine took 33 s to answer llama-cpp-python's probe, past a deadline of its own, and the
+    session went unmeasured while the call queued behind the abandoned probe anyway. The probe waits what the
+    call waits for the server (`provider.timeout`): a slow answer is kept, and one slower than that is given up
+    without holding the turn."""
+    server = scripted(imitating_llama_cpp_python(probe_seconds))
+    agent, rec = make_agent(server, tmp_path, provider__timeout=timeout)
+    started = time.monotonic()
+    finished = await agent.run("Please tell me about the parser and how its entry point is called " * 8)
+    elapsed = time.monotonic() - started
+    assert finished.status == "ok", finished.error
+    probes = [body for body in server.chat_bodies() if not body.get("stream")]
+    assert len(probes) == 1 and probes[0]["max_tokens"] == 1
+    calibration = agent.knowledge.calibration
+    assert (calibration is not None and calibration.tokenizer == TEXT) is measured, calibration
+    if not measured:
+        assert elapsed < probe_seconds, f"the turn waited {elapsed:.1f} s for a probe it had given up"
 
 
 def test_a_changes_uncached_tail_is_counted_where_the_template_renders_it(scripted):

@@ -48,8 +48,6 @@ CALIBRATION_SAMPLE = (
     "expected str, got None (line 42)."
 )
 """Prose with a path, a command and an error line: what the tokenizer is measured on in a new session."""
-CALIBRATION_DEADLINE = 30.0
-"""Seconds the calibration's single-token request may take in all (it is only a measure)."""
 COUNT_DEADLINE = 10.0
 """Seconds the count of a request before a call may take in all (without it, the ratio's estimate stands)."""
 CALIBRATION_MIN_CHARS = 400
@@ -191,7 +189,7 @@ async def learn_server(agent: Learner) -> None:
             await asyncio.wait_for(asyncio.shield(task), PREPARE_WAIT)
     if not task.done() and estimate_would_act(agent):  # the measure under way decides: wait for it
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(task), CALIBRATION_DEADLINE)
+            await asyncio.wait_for(asyncio.shield(task), probe_deadline(agent))
     k, c = agent.knowledge, agent.conversation
     fixed = k.calibration.fixed_for(bool(agent.toolbox.schemas())) if k.calibration is not None else 0
     if k.calibration is not None and not believes_measure(agent, k.calibration.tokens_per_char, fixed):
@@ -210,6 +208,14 @@ async def learn_server(agent: Learner) -> None:
     await calibrate_once(agent)
     if k.calibration is not None and c.fixed_tokens is None and c.total_tokens is None:
         c.calibrate(k.calibration.tokens_per_char, k.calibration.fixed_for(bool(agent.toolbox.schemas())))
+
+
+def probe_deadline(agent: Learner) -> float:
+    """Seconds the single-token probe may take: as long as the model call itself waits for the server
+    (`provider.timeout`). The probe is the call's own prompt, and the server goes on processing one that is
+    abandoned, so the call would queue behind it anyway; once answered, a server's prompt cache (llama.cpp,
+    vLLM) serves the call the probe's work."""
+    return agent.config.provider.timeout
 
 
 def estimate_would_act(agent: Learner) -> bool:
@@ -281,7 +287,7 @@ async def calibrate(agent: Learner) -> Calibration | None:
         try:
             request = {**agent.request(stream=False), "messages": params, agent.max_tokens_param: 1}
             response = await asyncio.wait_for(
-                agent.client().chat.completions.create(**untransformed(request)), CALIBRATION_DEADLINE
+                agent.client().chat.completions.create(**untransformed(request)), probe_deadline(agent)
             )
             prompt_tokens = response.usage.prompt_tokens
         except Exception:  # noqa: BLE001 - a server that refuses the probe stays uncalibrated
