@@ -8,6 +8,7 @@ from xun.tui import messages as m
 from xun.tui.app import XunApp
 from xun.tui.widgets.assistant_block import AssistantBlock
 from xun.tui.widgets.notice_block import NoticeBlock
+from xun.tui.widgets.prompt_input import TYPED_AHEAD_SECONDS
 from xun.tui.widgets.reasoning_block import ReasoningBlock
 from xun.tui.widgets.tool_block import ToolBlock
 from xun.tui.widgets.user_block import UserBlock
@@ -374,6 +375,9 @@ async def test_enter_sends_and_new_line_keys_do_not(offline_server, session_fact
     app = XunApp(session_factory(offline_server))
     seen: list = []
     async with app.run_test(size=(100, 30), message_hook=seen.append) as pilot:
+        # a Ctrl+J in the prompt's first half second is an Enter typed before the app started (it sends); typed
+        # here, on a loaded machine, it came within that and sent "first"
+        await wait_until(pilot, lambda: app.main.prompt.shown_for() >= TYPED_AHEAD_SECONDS, what="the prompt up")
         await pilot.press("f", "i", "r", "s", "t", "ctrl+j", "s", "e", "c", "o", "n", "d", "shift+enter", "x")
         assert app.main.prompt.text == "first\nsecond\nx"
         assert not of_type(seen, m.PromptSubmitted)

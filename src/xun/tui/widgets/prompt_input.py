@@ -78,6 +78,10 @@ class PromptInput(TextArea, inherit_bindings=False):
     def on_mount(self) -> None:
         self._shown_at = time.monotonic()
 
+    def shown_for(self) -> float:
+        """Seconds since the prompt appeared (a Ctrl+J sooner was typed before the app started)."""
+        return time.monotonic() - self._shown_at
+
     # ------------------------------------------------------------------------------------ text
 
     def load_text(self, text: str) -> None:
@@ -239,7 +243,7 @@ class PromptInput(TextArea, inherit_bindings=False):
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
         handled = True
-        if key == "ctrl+j" and time.monotonic() - self._shown_at < TYPED_AHEAD_SECONDS:
+        if key == "ctrl+j" and self.shown_for() < TYPED_AHEAD_SECONDS:
             key = "enter"
         if key in ("enter", "tab", "escape", "up", "down"):
             self._current_menu()
