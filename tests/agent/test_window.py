@@ -678,6 +678,20 @@ async def test_the_probe_of_the_whole_prompt_waits_as_long_as_the_call_would(
         assert elapsed < probe_seconds, f"the turn waited {elapsed:.1f} s for a probe it had given up"
 
 
+@pytest.mark.parametrize("reserve", [64, None], ids=["configured", "unset"])
+async def test_a_configured_reply_reserve_is_the_limit_while_the_window_is_unknown(reserve, scripted, tmp_path):
+    """A server that does not say its window (llama-cpp-python) got no `max_tokens` until an overflow taught
+    the window, and a small model wrote replies of 1,000 tokens and more where 32 were configured. The reserve
+    the user set is the reply's limit from the first request; unset, the server's own limit stands."""
+    server = scripted(lambda method, path, body: Stream(["Noted."]) if path == "/v1/chat/completions" else NOT_FOUND)
+    agent, _ = make_agent(server, tmp_path, model__output_reserve=reserve)
+    for text in ("hello", "and again"):
+        assert (await agent.run(text)).status == "ok"
+    assert agent.window.tokens is None
+    limits = [body.get("max_tokens") for body in server.chat_bodies()]
+    assert limits == [reserve, reserve], limits
+
+
 def test_a_changes_uncached_tail_is_counted_where_the_template_renders_it(scripted):
     """The tokens from the first changed message to the end, as the server renders them (a marker in that
     message's place finds where; the prefix alone ends in tool calls, which llama-server will not render)."""

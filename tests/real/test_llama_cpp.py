@@ -73,14 +73,16 @@ def test_twelve_resumed_turns_fit_the_window_and_summaries_happen(llama_server: 
 
 
 def test_an_unknown_window_is_learned_once_and_then_kept(llama_server: LlamaServer, cli: Cli):
-    """No window configured, twelve resumed turns of ~1,000 characters. llama-server says its window (in
-    /v1/models and /props): nothing is ever refused. llama-cpp-python does not say it: the first overflow (a 200 stream
-    with no data) teaches it, the turn still succeeds, and later sessions start from what was learned."""
+    """No window configured, twelve resumed turns of ~1,000 characters, and a compaction threshold (4,000 tokens)
+    past the real window (2,048), so that only the window can keep the requests in it. llama-server says its
+    window (in /v1/models and /props): nothing is ever refused. llama-cpp-python does not say it: the first
+    overflow (a 200 stream with no data) teaches it, the turn still succeeds, and later sessions start from what
+    was learned."""
     mark = llama_server.mark()
     turns = []
     for turn in range(12):
         resume = ("--resume",) if turn else ()
-        args = real_args(llama_server, "--set", "auto_compact.token_threshold=1200")
+        args = real_args(llama_server, "--set", "auto_compact.token_threshold=4000")
         turns.append(cli("run", "--json", *args, *resume, "--", prompt(turn), timeout=600).check(0))
     refused = llama_server.overflows(mark)
     warnings = [w["message"] for t in turns for w in t.of("warning")]
@@ -89,7 +91,9 @@ def test_an_unknown_window_is_learned_once_and_then_kept(llama_server: LlamaServ
         assert refused == [], f"the server refused {len(refused)} requests as longer than its window: {refused}"
         assert windows and all(e["context_window"] == N_CTX and "the server's" in e["window_source"] for e in windows)
     else:
-        assert len(refused) <= 1, refused
+        assert len(refused) == 1, refused
+        assert windows and windows[-1]["context_window"] < N_CTX, windows[-1:]
+        assert "earlier session" in windows[-1]["window_source"], "a later session starts from the window learned"
     told = [w for w in warnings if "too long" in w and "window" in w]
     if refused and told:  # a turn's request was refused: xun said so and went on with an assumed window
         assert windows and windows[-1]["context_window"] < N_CTX and "assumed" in windows[-1]["window_source"]

@@ -731,11 +731,14 @@ class Agent:
         return request
 
     def _reply_limit(self) -> int | None:
-        """Every request's `max_tokens`: the reply budget when set, else the output reserve of a known window."""
+        """Every request's `max_tokens`: the reply budget when set, else the output reserve of a known window,
+        else a configured reserve (the reply size the user asked for; unset, the server's own limit stands)."""
         window = self.window.tokens
         if self.reply_budget is not None:
             return self.reply_budget
-        return self.output_reserve(window) if window is not None else None
+        if window is None:
+            return self.config.model.output_reserve
+        return self.output_reserve(window)
 
     async def _stream_once(self) -> Reply:
         reply = self._partial = Reply(reasoning_field=self.config.model.reasoning_field)

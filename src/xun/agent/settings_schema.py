@@ -131,8 +131,8 @@ class ModelSettings(_Section):
         default=None,
         gt=0,
         description="Tokens of the window kept free for the reply when checking that a request fits, and "
-        "the reply's max_tokens when the window is known. Unset: an eighth of the window, at least 256 and at "
-        "most 16384.",
+        "the reply's max_tokens (while the window is unknown too). Unset: an eighth of the window, at least 256 "
+        "and at most 16384, and no max_tokens while the window is unknown.",
     )
     reasoning_field: Literal["reasoning", "reasoning_content"] | None = Field(
         default=None,
