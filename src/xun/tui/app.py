@@ -21,7 +21,6 @@ hand them to their owner. Nothing a worker runs touches a widget.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.events import Key, Paste, Resize
+from textual.events import InputEvent, Key, MouseMove, Paste, Resize
 from textual.screen import ModalScreen, Screen
 from textual.worker import Worker, WorkerState
 
@@ -38,6 +37,7 @@ from xun.agent.opener import SessionOpener
 from xun.base.paths import styles_dir
 from xun.base.valid_text import escape_control
 from xun.tui import messages as m
+from xun.tui.heap import HeapKeeper
 from xun.tui.format import Presentation, shown_path
 from xun.tui.key_help import AGENT_ACTIONS, HELP, PALETTE, binding_rows, key_display, keys_of
 from xun.tui.questions import EngineQuestions
@@ -179,9 +179,8 @@ class XunApp(SessionLifecycle, AppActions, App[int], inherit_bindings=False):
         """Ctrl+Q (or Ctrl+C twice) was pressed: the running work winds down, the session is saved, the app exits."""
         self.saved = False
         self.last_saved_path: Path | None = None
-        self._heap_frozen = False
-        self._full_every = gc.get_threshold()[2]
-        """The collector's third threshold before `_freeze_heap` raised it (put back at unmount)."""
+        self.heap = HeapKeeper()
+        """The frozen heap and when the collector may walk the rest."""
         self.main: MainScreen
         """The panes (made by `get_default_screen`, when the app starts)."""
         self.work = WorkQueue()
@@ -216,7 +215,10 @@ class XunApp(SessionLifecycle, AppActions, App[int], inherit_bindings=False):
 
     async def on_event(self, event: Any) -> None:
         """Before Textual hands a key or a paste to the focused pane: typing or pasting in a pane with no
-        use for it goes to the prompt (`MainScreen.typed`)."""
+        use for it goes to the prompt (`MainScreen.typed`). Any input but a mouse move puts off the next
+        full collection (`HeapKeeper.collect_if_quiet`)."""
+        if isinstance(event, InputEvent) and not isinstance(event, MouseMove):
+            self.heap.input_seen()
         if isinstance(event, (Key, Paste)) and not event.is_forwarded:
             if isinstance(event, Key) and event.key == "ctrl+c":  # when each key came, in order (the actions
                 self._ctrl_c_keys = (self._ctrl_c_keys[1], event.time)  # run later): `action_quit_twice`

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import threading
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from textual import work
 from xun.base.errors import SessionFormatError, SessionLocked
 from xun.base.valid_text import escape_control
 from xun.tui import messages as m
+from xun.tui.heap import CHECK_SECONDS
 from xun.tui.transcript import transcript
 from xun.tui.widgets.prompt_input import PASTE_CHARS, PASTE_LINES
 
@@ -30,8 +30,6 @@ TRANSCRIPT_FRAME_WAIT = 2.0
 """Seconds the opening thread waits at most for the frame that shows a resumed transcript."""
 NEWEST_MESSAGES = 64
 """How many of a resumed session's newest messages are shown before the whole session is read."""
-FULL_COLLECTION_EVERY = 100
-"""Middle collections between two full ones while the heap is frozen (Python's default is 10)."""
 
 
 class SessionLifecycle:
@@ -299,40 +297,20 @@ class SessionLifecycle:
                     await worker.wait()
 
     def _freeze_heap(self) -> None:
-        """Once the session is shown: move everything alive now (Textual, the app, the loaded session)
-        out of the collector's reach. Otherwise a full collection walks all of it every few seconds
-        while a reply streams, a pause of 100 ms or more that the keyboard feels. The collector, paused
-        while the app started (`xun.tui.run`), runs again from here. It runs after what the main screen does
-        after the first frame (queued there before it): a resumed session's archive of reclaimed originals,
-        parsed then for the recoverable list (a record each, thousands in a long session), is frozen too. The
-        SDK is not made here: its import takes a second on the event loop; it is imported in a thread.
-
-        Frozen objects do not count as old for the collector's rule that makes a full collection wait
-        until the old objects grew by a quarter, so full collections would run at every tenth middle one
-        (every second or two while a reply streams, 20 to 40 ms each in a long session): the third
-        threshold is raised to `FULL_COLLECTION_EVERY` while the heap is frozen.
-
-        The collection before the freeze is a full one only when the collector was paused (`xun.tui.run`):
-        nothing made since was ever collected. An app hosted with the collector running (Pilot tests, an
-        embedding program) collects the young generations only; a full collection there walks the host's
-        whole heap, a third of a second in a test worker, for garbage the collector has been taking all along."""
-        gc.collect(1 if gc.isenabled() else 2)
-        gc.freeze()
-        young, middle, full = gc.get_threshold()
-        if not self._heap_frozen:  # a session opened again (after the trust question) keeps the first value
-            self._full_every = full
-        gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
-        gc.enable()
-        self._heap_frozen = True
+        """Once the session is shown, the heap is frozen (`HeapKeeper.freeze`) and the collector, paused while the
+        app started (`xun.tui.run`), runs again, its full collections at quiet moments. It runs after what the
+        main screen does after the first frame (queued there before it): a resumed session's archive of
+        reclaimed originals, parsed then for the recoverable list (a record each, thousands in a long session),
+        is frozen too. The SDK is not made here: its import takes a second on the event loop; it is imported in
+        a thread."""
+        if not self.heap.frozen:
+            self.set_interval(CHECK_SECONDS, self.heap.collect_if_quiet, name="full collections when quiet")
+        self.heap.freeze()
 
     async def on_unmount(self) -> None:
         """The HTTP client belongs to this app's event loop: close it, so a later app on the same session
         (or the session's next user) builds its own instead of one tied to a closed loop."""
-        if self._heap_frozen:
-            gc.unfreeze()  # what this app froze may be collected again once it is gone
-            young, middle, _ = gc.get_threshold()
-            gc.set_threshold(young, middle, self._full_every)
-            self._heap_frozen = False
+        self.heap.release()
         if self.session is None:
             return
         await self.stop_mcp_servers()
