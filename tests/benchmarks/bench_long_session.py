@@ -21,7 +21,7 @@ results are reclaimed, as in a session of weeks. For each size, with the view at
 * end (after Home, and the F9 jump to the middle): End until the newest prompt shows again;
 * f9: F9 until the recall screen shows, then a query (`module_M.py` of the middle round, which the second
   summary took out) until its first result shows; f9_jump: the key in --jump-key (Ctrl+G, "show in the
-  chat") until the recall screen has closed and the chat's column shows that round (read from the offload log);
+  chat") until the recall screen has closed and that round (read from the offload log) is at the chat's top;
   each the median of F9_RUNS, the view taken back (End, or Home) between them;
 * rss_mb / hwm_mb: VmRSS and VmHWM of the xun process (/proc/PID/status).
 
@@ -444,6 +444,18 @@ def in_chat(screen: str, text: str) -> bool:
     return any(text in line[:width] for line in lines)
 
 
+def at_chat_top(screen: str, text: str, rows: int = 4) -> bool:
+    """`text` is in the chat's first `rows` rows, where a jump puts the block it shows: the jump is done. (Its
+    text anywhere in the chat is not enough: the turns mounted around the target, drawn before the view
+    scrolls to it, may show it lower down, in another block.)"""
+    lines = screen.split("\n")
+    at = next((i for i, line in enumerate(lines) if "╭─ chat " in line), None)
+    if at is None:
+        return False
+    width = lines[at].find("╮") + 1 or len(lines[at])
+    return any(text in line[:width] for line in lines[at + 1 : at + 1 + rows])
+
+
 def earlier_line(screen: str) -> str:
     """The chat's line saying how many messages are not loaded yet, if it is on screen."""
     return next((line.strip("│ ") for line in screen.split("\n") if "earlier messages" in line), "")
@@ -482,7 +494,7 @@ def f9_seconds(x: Xun, target: str, ident: str, jump_key: str) -> dict[str, floa
     jumped = None
     if jump_key and entry_shown and not already:
         jumped = x.timed(
-            lambda: x.keys(jump_key), lambda screen: "recall ·" not in screen and in_chat(screen, target), 30
+            lambda: x.keys(jump_key), lambda screen: "recall ·" not in screen and at_chat_top(screen, target), 30
         )
     if "recall ·" in x.screen():
         x.keys("Escape")
