@@ -37,8 +37,8 @@ from xun.agent.opener import SessionOpener
 from xun.base.paths import styles_dir
 from xun.base.valid_text import escape_control
 from xun.tui import messages as m
-from xun.tui.heap import HeapKeeper
 from xun.tui.format import Presentation, shown_path
+from xun.tui.heap import HeapKeeper
 from xun.tui.key_help import AGENT_ACTIONS, HELP, PALETTE, binding_rows, key_display, keys_of
 from xun.tui.questions import EngineQuestions
 from xun.tui.screens.main import MainScreen
