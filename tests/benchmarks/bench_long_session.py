@@ -339,23 +339,30 @@ def p95(values: list[float]) -> float | None:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
+KEYS_PER_LINE = 40
+"""Keys typed before the prompt is cleared: more would wrap the prompt's line, and a key is found by the
+typed text on one line."""
+
+
 def key_latencies(x: Xun, count: int) -> list[float]:
-    """Characters typed into the prompt one by one, each until it shows; the prompt is cleared after."""
-    typed = "KEYS:"
-    x.type(typed)
-    if x.until(lambda screen: typed in screen, 10) is None:
-        return []  # the prompt does not have the focus
-    latencies = []
-    for n in range(count):
-        typed += "abcdefghijklmnopqrstuvwxyz"[n % 26]
-        start = time.perf_counter()
-        x.type(typed[-1])
-        seconds = x.until(lambda screen: typed in screen, 10, since=start)
-        latencies.append(seconds if seconds is not None else 10.0)
-        time.sleep(max(0.0, 0.05 - (time.perf_counter() - start)))
-    x.keys("C-u")
-    x.keys("C-u")
-    x.until(lambda screen: "KEYS:" not in screen, 5)
+    """Characters typed into the prompt one by one, each until it shows, in lines of at most KEYS_PER_LINE (the
+    prompt cleared after each)."""
+    latencies: list[float] = []
+    while len(latencies) < count:
+        typed = "KEYS:"
+        x.type(typed)
+        if x.until(lambda screen: typed in screen, 10) is None:
+            return latencies  # the prompt does not have the focus
+        for n in range(min(KEYS_PER_LINE, count - len(latencies))):
+            typed += "abcdefghijklmnopqrstuvwxyz"[n % 26]
+            start = time.perf_counter()
+            x.type(typed[-1])
+            seconds = x.until(lambda screen: typed in screen, 10, since=start)
+            latencies.append(seconds if seconds is not None else 10.0)
+            time.sleep(max(0.0, 0.05 - (time.perf_counter() - start)))
+        x.keys("C-u")
+        x.keys("C-u")
+        x.until(lambda screen: "KEYS:" not in screen, 5)
     return latencies
 
 
