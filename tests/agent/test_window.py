@@ -660,7 +660,7 @@ def imitating_llama_cpp_python(probe_seconds: float):
 async def test_the_probe_of_the_whole_prompt_waits_as_long_as_the_call_would(
     probe_seconds, timeout, measured, scripted, tmp_path
 ):
-    """A loaded small machine took 33 s to answer llama-cpp-python's probe, past a deadline of its own, and the
+    """A loaded small machine took 32 s to answer llama-cpp-python's probe, past a deadline of its own, and the
     session went unmeasured while the call queued behind the abandoned probe anyway. The probe waits what the
     call waits for the server (`provider.timeout`): a slow answer is kept, and one slower than that is given up
     without holding the turn."""

@@ -39,7 +39,7 @@ def full_collections() -> Iterator[list[int]]:
 
 
 def make_due(full_collections: list[int]) -> None:
-    """Exactly as many middle collections since a full one as make the next one due (each young collection
+    """Exactly as many middle collections since a full one as make the next one due (each `gc.collect(1)`
     counts one): far from the collector's own cap, which a worker that ran other tests may have passed."""
     gc.collect()
     for _ in range(FULL_COLLECTION_EVERY):
