@@ -366,6 +366,44 @@ async def test_g_on_a_compaction_log_row_shows_its_summary_divider_or_its_call_i
         )
 
 
+async def test_a_reply_streaming_below_the_view_waits_for_the_view(
+    offline_server_factory, session_factory, tmp_path: Path
+):
+    """Scrolled up a few pages, the reply still mounted below the view: what streams waits, since each update
+    would lay the screen out, unseen, and a key typed meanwhile would wait for it. End shows all of it at
+    once, and from there the reply follows the stream again."""
+    import asyncio
+
+    from .helpers import submit
+
+    server = offline_server_factory(tokens_per_second=100)  # streams for the whole test
+    conversation_id = long_session(tmp_path, 500)
+    app = XunApp(session_factory(server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.main.chat
+        await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
+        await submit(pilot, "write 100000 tokens")
+        await wait_until(pilot, lambda: chat.reply is not None and chat.reply.live.source, what="the reply shown")
+        reply = chat.reply
+        chat.focus()
+        chat.scroll_to(y=chat.max_scroll_y - 3 * chat.size.height, animate=False, immediate=True)  # 3 pages up
+        await settled(pilot, chat)
+        below = reply.virtual_region.y >= chat.scroll_y + chat.scrollable_content_region.height
+        assert reply.display and reply in chat._window() and below, "mounted below the view"
+        shown = reply._flushed()
+        await asyncio.sleep(1.0)  # five times FLUSH_EVERY
+        assert len(reply.text) > len(shown) + 200, "it streamed"
+        assert reply._flushed() == shown, "nothing written below the view"
+        await pilot.press("end")
+        streamed = len(reply.text)
+        await wait_until(pilot, lambda: len(reply._flushed()) >= streamed, what="what streamed meanwhile")
+        more = len(reply._flushed())
+        await wait_until(pilot, lambda: len(reply._flushed()) > more, what="the reply following the stream")
+        assert chat.scroll_y == chat.max_scroll_y or chat.is_anchored
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.work.busy is None, timeout=60, what="the turn cancelled")
+
+
 async def test_a_reply_streams_below_a_view_far_up_and_is_there_at_end(
     offline_server_factory, session_factory, tmp_path: Path
 ):

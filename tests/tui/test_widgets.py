@@ -284,6 +284,72 @@ async def test_a_reply_streaming_faster_than_anyone_reads_is_not_held_for_the_ty
         await wait_until(pilot, lambda: not block._pending, timeout=2 * assistant_block.FLUSH_EVERY, what="drawn")
 
 
+async def test_a_hidden_reply_is_written_only_once_it_shows():
+    """Hidden below a view far up (the chat's `_tail`), a streaming reply's widgets are not touched: any change
+    to a hidden widget still lays the whole screen out, and a key typed meanwhile waits for it. Shown again,
+    it shows every character that streamed, once and in order."""
+    import xun.tui.widgets.assistant_block as assistant_block
+
+    block = AssistantBlock(streaming=True)
+    writes: list[float] = []
+    write_pending = block._write_pending
+
+    async def counted_write_pending() -> None:
+        writes.append(time.monotonic())
+        await write_pending()
+
+    block._write_pending = counted_write_pending  # type: ignore[method-assign]
+    paragraph = "the fox ran far and sat low now two owl saw one big red sun set " * 3 + "\n\n"
+    async with Host(block).run_test(size=(100, 30)) as pilot:
+        await block.write("the first words show at once\n\n")
+        block.display = False
+        await pilot.pause()
+        hidden_at = time.monotonic()
+        while time.monotonic() - hidden_at < 1.5:  # longer than any timer the block ever set
+            await block.write(paragraph)
+            await asyncio.sleep(assistant_block.FLUSH_EVERY / 4)
+        assert len(writes) == 1, "nothing written while hidden"
+        assert block.live.source == "the first words show at once\n\n" and not block.sealed
+        block.display = True
+        await wait_until(pilot, lambda: not block._pending, what="the text that streamed meanwhile")
+        assert len(writes) == 2, "written at once, in one update"
+        width = block._sealed_width
+        sealed = "".join(block.part_text(i, width) for i in range(len(block.sealed)))
+        assert sealed + block.live.source == block.text
+        assert all(part.display for part in block.sealed), "shorter than the fold: every part shows"
+
+
+@pytest.mark.long
+async def test_a_long_backlog_is_sealed_in_short_parts_about_the_fold():
+    """A reply that streamed past FOLD_CHARS while hidden shows the way a reply streamed in view does: a
+    short first part, the fold line, a short newest part, and the live Markdown; the middle, one hidden part,
+    is never laid out. Its text is whole, in order, and the finished reply is folded as a resumed one is."""
+    from xun.tui.folding import FOLD_CHARS
+    from xun.tui.widgets.assistant_block import SEAL_CHARS
+
+    paragraph = "the fox ran far and sat low now two owl saw one big red sun set " * 20 + "\n\n"
+    backlog = paragraph * (FOLD_CHARS // len(paragraph) + 20)
+    block = AssistantBlock(streaming=True)
+    async with Host(block).run_test(size=(100, 30)) as pilot:
+        await block.write("The story:\n\n")
+        block.display = False
+        await pilot.pause()
+        for at in range(0, len(backlog), 500):
+            await block.write(backlog[at : at + 500] + ("tail words" if at + 500 >= len(backlog) else ""))
+        block.display = True
+        await wait_until(pilot, lambda: not block._pending, what="the backlog")
+        await pilot.pause()
+        width = block._sealed_width
+        texts = [block.part_text(i, width) for i in range(len(block.sealed))]
+        assert "".join(texts) + block.live.source == block.text
+        shown = [text for part, text in zip(block.sealed, texts, strict=True) if part.display]
+        assert len(shown) == 2 and all(len(text) <= 2 * SEAL_CHARS for text in shown), [len(t) for t in texts]
+        assert block._stream_fold is not None and block._stream_fold.display, "the fold line"
+        assert block.live.source == "tail words", "the live Markdown holds the paragraph being written"
+        await block.finish(block.text)
+        assert block.folded is not None and block.markdown is None
+
+
 @pytest.mark.long
 async def test_a_flush_under_way_when_a_long_reply_ends_does_not_seal_into_the_reply_drawn_folded():
     """A reply past FOLD_CHARS ends (the reply's last event) while a timed flush is sealing a part: the end

@@ -14,6 +14,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.timer import Timer
+from textual.widget import Widget
 
 from xun.base.valid_text import escape_control
 from xun.tui.folding import FOLD_CHARS, Folded, markdown_fold, needs_folding
@@ -32,9 +33,6 @@ update re-renders the paragraph being written and moves the anchored chat, a fra
 0.1 s those frames kept the loop busy and a key waited ~25 ms (median, p95 ~60 ms) behind them; at 0.2 s
 ~5 ms (p95 ~38 ms) while a reply streams at 500 tokens/s (`bench_tui.py`), still several updates a
 second at any speed a model writes."""
-FLUSH_HIDDEN_EVERY = 1.0
-"""Seconds between Markdown updates while the reply streams hidden below a view far up (the chat's `_tail`):
-each update still lays the screen out, and nothing of it is seen until End."""
 TYPING_PAUSE = 0.3
 """While keys come closer together than this, a streaming reply's next update waits for a pause in the
 typing (`hold_for_typing`): each update lays the screen out, a frame of tens of ms, and a key that came
@@ -164,6 +162,8 @@ class AssistantBlock(Vertical, MeasuredOnce):
         """When the live Markdown was last given what streamed."""
         self._update_after_key = False
         """An update is overdue and waits for the next key to be drawn (`hold_for_typing`)."""
+        self._unseen = False
+        """What streamed waits for the block to come into view (`_seen`, `catch_up`)."""
         self._writing = asyncio.Lock()
         """One change of the live Markdown and the sealed parts at a time (a flush, the end, a discard, a
         resize): a flush still sealing when the reply ended mounted its part into the reply drawn folded."""
@@ -218,8 +218,8 @@ class AssistantBlock(Vertical, MeasuredOnce):
         return "".join(self._text_parts)
 
     async def write(self, fragment: str) -> None:
-        """Add streamed text; it reaches the Markdown at most every FLUSH_EVERY seconds (FLUSH_HIDDEN_EVERY
-        while the block is hidden)."""
+        """Add streamed text; it reaches the Markdown at most every FLUSH_EVERY seconds, and only while it
+        could be seen (`_seen`)."""
         if not fragment:
             return
         first = not self._text_parts
@@ -227,8 +227,41 @@ class AssistantBlock(Vertical, MeasuredOnce):
         self._pending.append(fragment)
         if first:
             await self._update()
+        elif not self.display:
+            self._unseen = True
         elif self._flush_timer is None:
-            self._flush_timer = self.set_timer(FLUSH_EVERY if self.display else FLUSH_HIDDEN_EVERY, self._flush)
+            self._flush_timer = self.set_timer(FLUSH_EVERY, self._flush)
+
+    def _seen(self) -> bool:
+        """Whether an update could be seen: the block is shown and starts above the bottom of the view it
+        scrolls in. Below a view far up (hidden in the chat's `_tail`, or mounted below the view), what
+        streams waits: any change, even to a hidden widget, lays the whole screen out, a frame of tens of
+        ms that a key typed meanwhile waits for."""
+        if not self.display:
+            return False
+        view = self.parent
+        if not isinstance(view, Widget) or not view.is_scrollable:
+            return True
+        return self.virtual_region.y < view.scroll_y + view.scrollable_content_region.height
+
+    def _wait_until_seen(self) -> None:
+        """A held update is tried again every FLUSH_EVERY seconds while the block is shown (the view may
+        scroll to it); a hidden block is written when it shows (`on_show`)."""
+        self._unseen = True
+        if self.display and self._flush_timer is None:
+            self._flush_timer = self.set_timer(FLUSH_EVERY, self._flush)
+
+    def catch_up(self) -> None:
+        """The view moved (End, a scroll down): an update held out of view runs now if the block can be seen,
+        not at the next try. (An update not held keeps its pace: the view following the reply moves at each.)"""
+        if self._unseen and self._seen():
+            self._unseen = False
+            self._cancel_flush()
+            self.call_later(self._update)
+
+    def on_show(self) -> None:
+        """Laid out again (End, or a scroll down, reached the hidden block): what streamed meanwhile shows."""
+        self.catch_up()
 
     def hold_for_typing(self) -> None:
         """A key was typed: the next update waits until the typing pauses (TYPING_PAUSE), so typing is
@@ -242,6 +275,9 @@ class AssistantBlock(Vertical, MeasuredOnce):
 
     async def _flush(self) -> None:
         self._flush_timer = None
+        if not self._seen():
+            self._wait_until_seen()
+            return
         now = time.monotonic()
         if now - self._typed_at >= TYPING_PAUSE or sum(map(len, self._pending)) >= TYPING_HOLD_CHARS:
             await self._update()
@@ -253,27 +289,34 @@ class AssistantBlock(Vertical, MeasuredOnce):
         self._flush_timer = self.set_timer(min(wait, FLUSH_EVERY), self._flush)  # (the held text is weighed again)
 
     async def _update(self) -> None:
-        """Give the live Markdown what streamed since the last update."""
+        """Give the live Markdown what streamed since the last update, once it could be seen."""
         self._flush_timer = None
         self._update_after_key = False
+        if not self._seen():
+            self._wait_until_seen()
+            return
+        self._unseen = False
         self._updated_at = time.monotonic()
         async with self._writing:
             await self._write_pending()
 
     async def _write_pending(self) -> None:
+        """What streamed goes to the live Markdown, or, once that would hold SEAL_CHARS, into sealed parts
+        with the rest given to the live Markdown anew (text sealed is never parsed into it first)."""
         text = "".join(self._pending)
         self._pending.clear()
         if not text or self.markdown is None:  # nothing, or the reply is complete (drawn once)
+            return
+        self._live.append(text)
+        self._live_chars += len(text)
+        if self._live_chars >= SEAL_CHARS:
+            await self._seal()
             return
         if self._stream is None:
             self._stream = self.live.get_stream(self.live)
         await self._stream.write(escape_control(text))  # a reply's escape codes (a clipboard write, a title,
         # a screen clear) are shown, never sent to the terminal; escaping one character at a time, fragments
         # can be escaped apart
-        self._live.append(text)
-        self._live_chars += len(text)
-        if self._live_chars >= SEAL_CHARS:
-            await self._seal()
 
     @property
     def _sealed_width(self) -> int:
@@ -325,36 +368,52 @@ class AssistantBlock(Vertical, MeasuredOnce):
         self._live_start = start
 
     async def _seal(self) -> None:
+        """Seal the live text up to its last break (`_cut_at`) and give the live Markdown the rest. The text
+        is sealed in one part, or in up to three when it is long (text that streamed while the block was
+        hidden): a short first part when none was sealed yet, the middle, and a short newest part, so that
+        the parts shown about the fold stay short (`_fold_streamed`)."""
         from textual.widgets import Static
 
         width = self._sealed_width
         if self._seal_ends and self._part_end(len(self._seal_ends) - 1, width) != self._live_start:
             await self._set_live(self._part_end(len(self._seal_ends) - 1, width))  # the width changed
         live = "".join(self._live)
-        cut, seamless = self._cut_at(live, width)
-        if cut <= 0:
-            return
-        self._cut_in_a_paragraph |= not seamless
-        end = self._live_start + cut
-        self._sealed_text = self._flushed()[:end]
-        self._seal_ends.append(end)
-        part = Static(SealedPart(self, len(self.sealed)), classes="reply-sealed")
-        self.sealed.append(part)
-        if end > FOLD_CHARS and len(self.sealed) > 2:
-            await self._fold_streamed()  # before the new part shows: never more than two parts on screen
-        await self.mount(part, before=self.live)
-        await self._set_live(end)
+        ends: list[int] = []
+        cut_at = 0
+        for limit in self._seal_limits(len(live)):
+            cut, seamless = self._cut_at(live[cut_at:limit], width)
+            if cut > 0:
+                self._cut_in_a_paragraph |= not seamless
+                cut_at += cut
+                ends.append(self._live_start + cut_at)
+        if ends:
+            self._sealed_text = self._flushed()[: ends[-1]]
+            parts = [Static(SealedPart(self, len(self.sealed) + i), classes="reply-sealed") for i in range(len(ends))]
+            self._seal_ends += ends
+            self.sealed += parts
+            folding = ends[-1] > FOLD_CHARS and len(self.sealed) > 2
+            for part in self.sealed[1:-1] if folding else ():
+                part.display = False  # before the new parts show: never more than two parts on screen
+            await self.mount_all(parts, before=self.live)
+            if folding:
+                await self._fold_streamed()
+        await self._set_live(self._live_start + cut_at)
+
+    def _seal_limits(self, length: int) -> list[int]:
+        """Where the parts that seal `length` characters of live text may end at most (`_seal`)."""
+        if length <= 2 * SEAL_CHARS:
+            return [length]
+        head = [] if self._seal_ends else [SEAL_CHARS]
+        return [*head, length - SEAL_CHARS, length]
 
     async def _fold_streamed(self) -> None:
         """While a reply past FOLD_CHARS streams, only its first and newest sealed parts are shown, the ones
-        between hidden behind a fold line: a hidden widget is not laid out, so a resize costs the same at any
-        length (the finished reply is folded as a resumed one is)."""
+        between hidden (by `_seal`) behind this fold line: a hidden widget is not laid out, so a resize costs
+        the same at any length (the finished reply is folded as a resumed one is)."""
         from textual.content import Content
 
         from xun.tui.widgets.readable_text import ReadableText
 
-        for part in self.sealed[1:-1]:
-            part.display = False
         hidden = self._seal_ends[-2] - self._seal_ends[0]
         line = Content.styled(f"⋯ {hidden:,} characters folded while the reply streams", "dim italic")
         if self._stream_fold is None:

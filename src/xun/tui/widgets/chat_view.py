@@ -676,6 +676,8 @@ class ChatView(LiveBlocks, VerticalScroll, MeasuredOnce):
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
+        if self.reply is not None:
+            self.reply.catch_up()  # a reply streaming below the view waits until the view reaches it
         if new_value <= 0 < old_value:
             self._want_older()
         elif new_value >= self.max_scroll_y > old_value:
