@@ -69,9 +69,10 @@ moved by half from run to run."""
 KEY_RUNS = 3
 """Idle keys are timed in this many sets of --keys (the median of their p95s is the figure): the screen is read
 every 10 ms, and one p95 of 40 keys moved between 19 and 25 ms from set to set at either size."""
-END_RUNS = 3
+END_RUNS = 5
 """End is timed this many times after Home (the median is the figure): the first after the F9 jumps too, the
-others after Home alone; one sample moved between 0.042 and 0.082 s from run to run at 30,000 messages."""
+others after Home alone. End's times fall in two groups at either size, about 45 and about 62 ms (a frame
+apart), one or the other by chance: of three, the median moved between 0.043 and 0.062 s at 500 messages."""
 F4_RUNS = 5
 """Times the side panel is hidden and shown a view (the median pair is the figure): one pair moved between 40
 and 62 ms from run to run at either size."""
