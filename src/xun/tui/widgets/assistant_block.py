@@ -397,7 +397,7 @@ class AssistantBlock(Vertical, MeasuredOnce):
             await self.mount_all(parts, before=self.live)
             if folding:
                 await self._fold_streamed()
-        await self._set_live(self._live_start + cut_at)
+        await self._set_live(self._live_start + cut_at)  # (no place to cut: the live Markdown is given it all anew)
 
     def _seal_limits(self, length: int) -> list[int]:
         """Where the parts that seal `length` characters of live text may end at most (`_seal`)."""
