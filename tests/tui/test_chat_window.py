@@ -81,6 +81,28 @@ async def resumed_long_session(offline_server, session_factory, tmp_path: Path, 
         yield app, pilot, chat
 
 
+@contextlib.asynccontextmanager
+async def opened_long_session(server, session_factory, tmp_path: Path):
+    """The app on a resumed session of 500 rounds, once it is open: (app, pilot, chat)."""
+    conversation_id = long_session(tmp_path, 500)
+    app = XunApp(session_factory(server, resume=conversation_id))
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat = app.main.chat
+        await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
+        yield app, pilot, chat
+
+
+@contextlib.asynccontextmanager
+async def reply_streaming(server, session_factory, tmp_path: Path, prompt: str):
+    """`opened_long_session`, `prompt` sent and its reply streaming: (app, pilot, chat)."""
+    from .helpers import submit
+
+    async with opened_long_session(server, session_factory, tmp_path) as (app, pilot, chat):
+        await submit(pilot, prompt)
+        await wait_until(pilot, lambda: chat.reply is not None and chat.reply.text, what="the reply streaming")
+        yield app, pilot, chat
+
+
 async def home_pressed(pilot, chat: ChatView) -> None:
     """Home in the chat, until the first prompt shows and the window settles."""
     chat.focus()
@@ -255,11 +277,7 @@ async def test_a_jump_to_an_early_message_mounts_its_page_not_every_page_between
 ):
     """/context's jump (and any other) to the second message of 2,000: its page is mounted at once, the
     window stays bounded, and the jump marks the block; End comes back to the newest."""
-    conversation_id = long_session(tmp_path, 500)
-    app = XunApp(session_factory(offline_server, resume=conversation_id))
-    async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.main.chat
-        await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
+    async with opened_long_session(offline_server, session_factory, tmp_path) as (app, pilot, chat):
         await settled(pilot, chat)
         messages = app.conversation.messages
         prompt = next(i for i, message in enumerate(messages) if getattr(message, "text", "").startswith("question 1:"))
@@ -374,17 +392,10 @@ async def test_a_reply_streaming_below_the_view_waits_for_the_view(
     once, and from there the reply follows the stream again."""
     import asyncio
 
-    from .helpers import submit
-
     server = offline_server_factory(tokens_per_second=100)  # streams for the whole test
-    conversation_id = long_session(tmp_path, 500)
-    app = XunApp(session_factory(server, resume=conversation_id))
-    async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.main.chat
-        await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
-        await submit(pilot, "write 100000 tokens")
-        await wait_until(pilot, lambda: chat.reply is not None and chat.reply.live.source, what="the reply shown")
+    async with reply_streaming(server, session_factory, tmp_path, "write 100000 tokens") as (app, pilot, chat):
         reply = chat.reply
+        await wait_until(pilot, lambda: reply.live.source, what="the reply shown")
         chat.focus()
         chat.scroll_to(y=chat.max_scroll_y - 3 * chat.size.height, animate=False, immediate=True)  # 3 pages up
         await settled(pilot, chat)
@@ -409,16 +420,10 @@ async def test_a_reply_streams_below_a_view_far_up_and_is_there_at_end(
 ):
     """Home while a reply streams: the reply is written into a hidden block below the window, which neither
     mounts a block nor changes while it streams; End shows the reply, whole, at the bottom."""
-    from .helpers import idle, submit
+    from .helpers import idle
 
     server = offline_server_factory(tokens_per_second=10)  # the reply streams for seconds
-    conversation_id = long_session(tmp_path, 500)
-    app = XunApp(session_factory(server, resume=conversation_id))
-    async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.main.chat
-        await wait_until(pilot, lambda: app.session is not None and chat.query(EarlierMarker), what="the session")
-        await submit(pilot, "tell me a long story")
-        await wait_until(pilot, lambda: chat.reply is not None and chat.reply.text, what="the reply streaming")
+    async with reply_streaming(server, session_factory, tmp_path, "tell me a long story") as (app, pilot, chat):
         chat.focus()
         await pilot.press("home")
         await wait_until(pilot, lambda: first_prompt(chat).startswith("question 0:"), what="the top")

@@ -227,6 +227,19 @@ async def test_a_streamed_reply_is_measured_again_when_it_is_complete():
         await wait_until(pilot, lambda: paragraph.size.height > 5, what="the whole reply laid out")
 
 
+def timed_writes(block: AssistantBlock) -> list[float]:
+    """When each update of `block` writes what streamed to its widgets, from now on (a list it fills)."""
+    times: list[float] = []
+    write_pending = block._write_pending
+
+    async def timed_write_pending() -> None:
+        times.append(time.monotonic())
+        await write_pending()
+
+    block._write_pending = timed_write_pending  # type: ignore[method-assign]
+    return times
+
+
 async def test_a_streaming_reply_waits_for_a_pause_in_the_typing_and_when_overdue_runs_after_a_key(monkeypatch):
     """Each update of a streaming reply lays the screen out, a frame of tens of ms that a key typed meanwhile
     waits behind: while keys come, the reply waits for a pause in the typing; an update overdue runs right
@@ -236,14 +249,7 @@ async def test_a_streaming_reply_waits_for_a_pause_in_the_typing_and_when_overdu
     monkeypatch.setattr(assistant_block, "TYPING_PAUSE", 0.8)  # far above a key's gap here, even under load
     monkeypatch.setattr(assistant_block, "TYPING_HOLD_MAX", 1.5)
     block = AssistantBlock(streaming=True)
-    updates: list[float] = []
-    write_pending = block._write_pending
-
-    async def timed_write_pending() -> None:
-        updates.append(time.monotonic())
-        await write_pending()
-
-    block._write_pending = timed_write_pending  # type: ignore[method-assign]
+    updates = timed_writes(block)
     async with Host(block).run_test(size=(80, 24)) as pilot:
         await block.write("the first words show at once ")
         assert updates and not block._pending
@@ -291,14 +297,7 @@ async def test_a_hidden_reply_is_written_only_once_it_shows():
     import xun.tui.widgets.assistant_block as assistant_block
 
     block = AssistantBlock(streaming=True)
-    writes: list[float] = []
-    write_pending = block._write_pending
-
-    async def counted_write_pending() -> None:
-        writes.append(time.monotonic())
-        await write_pending()
-
-    block._write_pending = counted_write_pending  # type: ignore[method-assign]
+    writes = timed_writes(block)
     paragraph = "the fox ran far and sat low now two owl saw one big red sun set " * 3 + "\n\n"
     async with Host(block).run_test(size=(100, 30)) as pilot:
         await block.write("the first words show at once\n\n")
