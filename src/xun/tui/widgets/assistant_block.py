@@ -44,6 +44,9 @@ TYPING_HOLD_CHARS = 3_000
 """Nor is more text than this held: a reply streaming faster than anyone reads (a local model, a replay)
 is drawn at its usual pace, as each update costs more with the text it adds, and so does the end of the
 turn that draws all of it (Esc)."""
+SEEN_SLACK = 2
+"""Rows below the view's bottom within which a streaming reply counts as seen (`_seen`): the margins
+between blocks are not in their heights."""
 KEY_DRAWN = 0.02
 """Seconds from a key's arrival until it is drawn, when an overdue update waits for it."""
 SEAL_CHARS = 3_000
@@ -236,13 +239,23 @@ class AssistantBlock(Vertical, MeasuredOnce):
         """Whether an update could be seen: the block is shown and starts above the bottom of the view it
         scrolls in. Below a view far up (hidden in the chat's `_tail`, or mounted below the view), what
         streams waits: any change, even to a hidden widget, lays the whole screen out, a frame of tens of
-        ms that a key typed meanwhile waits for."""
+        ms that a key typed meanwhile waits for.
+        The block's top is found from the heights of the blocks from it to the view's end (it is the newest,
+        or nearly): its `virtual_region`, for a block out of view, has Textual arrange every widget of the
+        screen again after any layout, the very cost this check avoids."""
         if not self.display:
             return False
         view = self.parent
         if not isinstance(view, Widget) or not view.is_scrollable:
             return True
-        return self.virtual_region.y < view.scroll_y + view.scrollable_content_region.height
+        rows_from_top = 0
+        for child in reversed(view.children):
+            if child.display:
+                rows_from_top += child.outer_size.height
+            if child is self:
+                break
+        top = view.virtual_size.height - rows_from_top
+        return top <= view.scroll_y + view.scrollable_content_region.height + SEEN_SLACK
 
     def _wait_until_seen(self) -> None:
         """A held update is tried again every FLUSH_EVERY seconds while the block is shown (the view may
