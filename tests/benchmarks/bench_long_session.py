@@ -357,6 +357,14 @@ def p95(values: list[float]) -> float | None:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
+def median_p95(sets: list[list[float]]) -> tuple[float | None, list[float | None]]:
+    """The median of the sets' p95s (seconds), and each p95 in ms, as a figure's `each` shows them."""
+    each = [p95(latencies) for latencies in sets]
+    found = [value for value in each if value is not None]
+    shown = [None if value is None else round(value * 1000, 1) for value in each]
+    return (statistics.median(found) if found else None), shown
+
+
 KEYS_PER_LINE = 40
 """Keys typed before the prompt is cleared: more would wrap the prompt's line, and a key is found by the
 typed text on one line."""
@@ -599,15 +607,8 @@ def run_size(
                     record(view, {"VmRSS": "rss_mb", "VmHWM": "hwm_mb"}[key], value, "MB")
                 focus_prompt(x)
             sets = [key_latencies(x, args.keys) for _ in range(KEY_RUNS)]
-            each = [p95(latencies) for latencies in sets]
-            record(
-                view,
-                "key_p95",
-                statistics.median(value for value in each if value is not None) if any(each) else None,
-                "ms",
-                keys=[len(latencies) for latencies in sets],
-                each=[None if value is None else round(value * 1000, 1) for value in each],
-            )
+            median, each = median_p95(sets)
+            record(view, "key_p95", median, "ms", keys=[len(latencies) for latencies in sets], each=each)
             record(view, "resize", resize_seconds(x))
             pairs = f4_seconds(x)
             record(view, "f4", statistics.median(pairs) if pairs else None, each=[round(pair, 3) for pair in pairs])
@@ -648,15 +649,15 @@ def run_size(
                 focus_prompt(x)
             pages_up = 20 if view == "after_home" else 0  # sending a prompt takes the view to its end
             runs = [streaming_key_latencies(x, args.keys, pages_up=pages_up) for _ in range(STREAM_RUNS)]
-            each = [p95(latencies) for latencies, _ in runs]
+            median, each = median_p95([latencies for latencies, _ in runs])
             record(
                 view,
                 "key_streaming_p95",
-                statistics.median(value for value in each if value is not None) if any(each) else None,
+                median,
                 "ms",
                 pages_up=pages_up,
                 keys=[len(latencies) for latencies, _ in runs],
-                each=[None if value is None else round(value * 1000, 1) for value in each],
+                each=each,
                 still_streaming=all(streamed for _, streamed in runs),
             )
         for key, value in x.memory().items():
